@@ -1,0 +1,343 @@
+#ifndef TCC_OPS_TD
+#define TCC_OPS_TD
+
+include "TccDialect.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class Tcc_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tcc_Dialect, mnemonic, traits>;
+
+def Tcc_Tensor : StaticShapeTensorOf<[AnyType]>;
+def Tcc_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
+def Tcc_IntTensor : StaticShapeTensorOf<[AnySignlessInteger]>;
+def Tcc_BoolTensor : StaticShapeTensorOf<[I1]>;
+
+// Every op prints as `tcc.op %a, %b {attrs} : (operand types) -> result types`:
+// one uniform, unambiguous form that round-trips through tcc-opt.
+defvar Tcc_GenericFormat = "operands attr-dict `:` functional-type(operands, results)";
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+def Tcc_ParamOp : Tcc_Op<"param", [Symbol, IsolatedFromAbove]> {
+  let summary = "a named model parameter with its initial value";
+  let description = [{
+    Module-level declaration of a parameter (an ONNX float initializer). The
+    symbol name is the initializer name, so checkpoints and users agree on it.
+    `tcc.get_param` reads it inside a function.
+    ```mlir
+    tcc.param @"fc.weight" = dense<...> : tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, ElementsAttr:$initial_value,
+                       UnitAttr:$frozen);
+  let assemblyFormat = "$sym_name (`frozen` $frozen^)? `=` $initial_value attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getInitialValue().getType());
+    }
+  }];
+}
+
+def Tcc_GetParamOp : Tcc_Op<"get_param",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "reads a module-level parameter";
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Tcc_ConstantOp : Tcc_Op<"constant", [ConstantLike, Pure,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "a constant tensor";
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+// Binary ops broadcast their operands numpy-style to the result shape.
+class Tcc_BinaryOp<string mnemonic, Type operandType, list<Trait> traits = []>
+    : Tcc_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+  let arguments = (ins operandType:$lhs, operandType:$rhs);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_AddOp : Tcc_BinaryOp<"add", Tcc_Tensor, [Commutative]> {
+  let summary = "elementwise addition with broadcasting";
+  let hasFolder = 1;
+}
+def Tcc_SubOp : Tcc_BinaryOp<"sub", Tcc_Tensor> {
+  let summary = "elementwise subtraction with broadcasting";
+}
+def Tcc_MulOp : Tcc_BinaryOp<"mul", Tcc_Tensor, [Commutative]> {
+  let summary = "elementwise multiplication with broadcasting";
+  let hasFolder = 1;
+}
+def Tcc_DivOp : Tcc_BinaryOp<"div", Tcc_Tensor> {
+  let summary = "elementwise division with broadcasting (integer: truncating)";
+}
+def Tcc_PowOp : Tcc_BinaryOp<"pow", Tcc_FloatTensor> {
+  let summary = "elementwise power with broadcasting";
+}
+def Tcc_MaxOp : Tcc_BinaryOp<"max", Tcc_Tensor, [Commutative]> {
+  let summary = "elementwise maximum with broadcasting";
+}
+def Tcc_MinOp : Tcc_BinaryOp<"min", Tcc_Tensor, [Commutative]> {
+  let summary = "elementwise minimum with broadcasting";
+}
+def Tcc_AndOp : Tcc_BinaryOp<"and", Tcc_BoolTensor, [Commutative]> {
+  let summary = "elementwise logical and";
+}
+def Tcc_OrOp : Tcc_BinaryOp<"or", Tcc_BoolTensor, [Commutative]> {
+  let summary = "elementwise logical or";
+}
+
+def Tcc_CmpOp : Tcc_Op<"cmp", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise comparison with broadcasting, producing i1";
+  let arguments = (ins Tcc_CmpPredicateAttr:$predicate, Tcc_Tensor:$lhs,
+                       Tcc_Tensor:$rhs);
+  let results = (outs Tcc_BoolTensor:$result);
+  let assemblyFormat = "$predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Tcc_WhereOp : Tcc_Op<"where", [Pure, InferTypeOpAdaptor]> {
+  let summary = "select elementwise: condition ? on_true : on_false, broadcasting";
+  let arguments = (ins Tcc_BoolTensor:$condition, Tcc_Tensor:$on_true,
+                       Tcc_Tensor:$on_false);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+class Tcc_UnaryOp<string mnemonic, Type type = Tcc_FloatTensor,
+                  list<Trait> traits = []>
+    : Tcc_Op<mnemonic, !listconcat(traits,
+                       [Pure, SameOperandsAndResultType, InferTypeOpInterface])> {
+  let arguments = (ins type:$input);
+  let results = (outs type:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_NegOp : Tcc_UnaryOp<"neg", Tcc_Tensor> { let summary = "elementwise negation"; }
+def Tcc_AbsOp : Tcc_UnaryOp<"abs", Tcc_Tensor> { let summary = "elementwise absolute value"; }
+def Tcc_ExpOp : Tcc_UnaryOp<"exp"> { let summary = "elementwise e^x"; }
+def Tcc_LogOp : Tcc_UnaryOp<"log"> { let summary = "elementwise natural logarithm"; }
+def Tcc_SqrtOp : Tcc_UnaryOp<"sqrt"> { let summary = "elementwise square root"; }
+def Tcc_RsqrtOp : Tcc_UnaryOp<"rsqrt"> { let summary = "elementwise 1/sqrt(x)"; }
+def Tcc_TanhOp : Tcc_UnaryOp<"tanh"> { let summary = "elementwise hyperbolic tangent"; }
+def Tcc_ErfOp : Tcc_UnaryOp<"erf"> { let summary = "elementwise error function"; }
+def Tcc_SigmoidOp : Tcc_UnaryOp<"sigmoid"> { let summary = "elementwise 1/(1+e^-x)"; }
+def Tcc_ReluOp : Tcc_UnaryOp<"relu", Tcc_Tensor> { let summary = "elementwise max(x, 0)"; }
+def Tcc_NotOp : Tcc_UnaryOp<"not", Tcc_BoolTensor> { let summary = "elementwise logical not"; }
+
+def Tcc_GeluOp : Tcc_Op<"gelu", [Pure, SameOperandsAndResultType, InferTypeOpInterface]> {
+  let summary = "GELU, exact (erf) or with PyTorch's tanh approximation";
+  let arguments = (ins Tcc_FloatTensor:$input,
+                       DefaultValuedAttr<Tcc_GeluApproxAttr, "GeluApprox::none">:$approximate);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_CastOp : Tcc_Op<"cast", [Pure]> {
+  let summary = "elementwise conversion to the result's element type";
+  let description = [{
+    Float to integer truncates toward zero; to i1 means `x != 0`.
+  }];
+  let arguments = (ins Tcc_Tensor:$input);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+def Tcc_BroadcastOp : Tcc_Op<"broadcast", [Pure]> {
+  let summary = "numpy-style broadcast to the result shape";
+  let arguments = (ins Tcc_Tensor:$input);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tcc_ReshapeOp : Tcc_Op<"reshape", [Pure]> {
+  let summary = "row-major reshape to the result shape";
+  let arguments = (ins Tcc_Tensor:$input);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tcc_TransposeOp : Tcc_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "permutes dimensions: result dim i is input dim perm[i]";
+  let arguments = (ins Tcc_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+  let hasFolder = 1;
+}
+
+def Tcc_SliceOp : Tcc_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "strided slice: per dim, indices start, start+stride, ... before limit";
+  let description = [{
+    One entry per dimension, already clamped: for a positive stride
+    `0 <= start <= limit <= dim`; for a negative stride `-1 <= limit <= start < dim`.
+    The result size is `max(0, ceil((limit - start) / stride))`.
+  }];
+  let arguments = (ins Tcc_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$strides);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_ConcatOp : Tcc_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "concatenates tensors along an axis";
+  let arguments = (ins Variadic<Tcc_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_SplitOp : Tcc_Op<"split", [Pure, InferTypeOpAdaptor]> {
+  let summary = "splits a tensor along an axis into pieces of the given sizes";
+  let arguments = (ins Tcc_Tensor:$input, I64Attr:$axis, DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Tcc_Tensor>:$results);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_GatherOp : Tcc_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "numpy take: out = data[..., indices, ...] along axis";
+  let description = [{
+    Result shape is `data[:axis] ++ indices ++ data[axis+1:]`. Negative indices
+    count from the end, as in ONNX Gather.
+  }];
+  let arguments = (ins Tcc_Tensor:$data, Tcc_IntTensor:$indices, I64Attr:$axis);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_EmbeddingOp : Tcc_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+  let summary = "row lookup in a [vocab, dim] table by integer ids";
+  let description = [{
+    Result shape is `ids ++ [dim]`. Its gradient is a scatter-add into the
+    table, kept as one op so it lowers to one kernel.
+  }];
+  let arguments = (ins Tcc_FloatTensor:$table, Tcc_IntTensor:$ids);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisations
+//===----------------------------------------------------------------------===//
+
+class Tcc_ReduceOp<string mnemonic> : Tcc_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let arguments = (ins Tcc_Tensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdims);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+def Tcc_ReduceSumOp : Tcc_ReduceOp<"reduce_sum"> { let summary = "sum over axes"; }
+def Tcc_ReduceMeanOp : Tcc_ReduceOp<"reduce_mean"> { let summary = "mean over axes"; }
+def Tcc_ReduceMaxOp : Tcc_ReduceOp<"reduce_max"> { let summary = "maximum over axes"; }
+def Tcc_ReduceMinOp : Tcc_ReduceOp<"reduce_min"> { let summary = "minimum over axes"; }
+
+def Tcc_SoftmaxOp : Tcc_Op<"softmax", [Pure, InferTypeOpAdaptor]> {
+  let summary = "softmax along one axis";
+  let arguments = (ins Tcc_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_LogSoftmaxOp : Tcc_Op<"log_softmax", [Pure, InferTypeOpAdaptor]> {
+  let summary = "log of softmax along one axis, computed stably";
+  let arguments = (ins Tcc_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_LayerNormOp : Tcc_Op<"layer_norm", [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor]> {
+  let summary = "layer normalisation over dims [axis, rank)";
+  let description = [{
+    `y = (x - mean) / sqrt(var + epsilon) * scale + bias`, with the biased
+    variance, over the trailing dims starting at `axis`. `scale` and `bias`
+    are optional and shaped like those trailing dims.
+  }];
+  let arguments = (ins Tcc_FloatTensor:$input, Optional<Tcc_FloatTensor>:$scale,
+                       Optional<Tcc_FloatTensor>:$bias, I64Attr:$axis, F64Attr:$epsilon);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = "$input (`scale` $scale^)? (`bias` $bias^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tcc_DropoutOp : Tcc_Op<"dropout", [InferTypeOpAdaptor]> {
+  let summary = "training-mode dropout with a seeded counter-based mask";
+  let description = [{
+    Keeps element `i` when `hash(seed, i)` maps below `1 - ratio`, scaling kept
+    elements by `1 / (1 - ratio)`; also returns the keep mask. The hash is a
+    pure function of (seed, i) so every backend draws the same mask.
+  }];
+  let arguments = (ins Tcc_FloatTensor:$input, F64Attr:$ratio, I64Attr:$seed);
+  let results = (outs Tcc_FloatTensor:$result, Tcc_BoolTensor:$mask);
+  let assemblyFormat = Tcc_GenericFormat;
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and attention
+//===----------------------------------------------------------------------===//
+
+def Tcc_MatmulOp : Tcc_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "batched matrix product with optional transposes, batch dims broadcast";
+  let description = [{
+    Operands have rank >= 2; the last two dims are the matrix, optionally
+    transposed first, and the leading dims broadcast numpy-style.
+  }];
+  let arguments = (ins Tcc_FloatTensor:$lhs, Tcc_FloatTensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "alpha * op(a) @ op(b) + beta * c, c broadcast to [M, N]";
+  let arguments = (ins Tcc_FloatTensor:$a, Tcc_FloatTensor:$b,
+                       Optional<Tcc_FloatTensor>:$c,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
+                       DefaultValuedAttr<F64Attr, "1.0">:$beta,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_b);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_AttentionOp : Tcc_Op<"attention", [Pure, InferTypeOpAdaptor]> {
+  let summary = "scaled dot-product attention, optionally causal and key-padded";
+  let description = [{
+    `softmax(scale * q @ k^T + mask) @ v` over `[batch, heads, seq, head_dim]`
+    tensors. `causal` hides keys after the query position (aligned at the
+    start). The optional `key_mask` is `[batch, kv_seq]`: i1 (true = attend)
+    or a float bias added to every query's scores for that key. Never needs
+    the seq x seq matrix to exist.
+  }];
+  let arguments = (ins Tcc_FloatTensor:$query, Tcc_FloatTensor:$key,
+                       Tcc_FloatTensor:$value, Optional<Tcc_Tensor>:$key_mask,
+                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+#endif // TCC_OPS_TD

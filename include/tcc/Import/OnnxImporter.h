@@ -1,0 +1,44 @@
+// ONNX -> tcc dialect. One converter per ONNX op, registered in a table
+// (lib/Import/*.cpp); shape sub-graphs are folded to constants on the way.
+#ifndef TCC_IMPORT_ONNXIMPORTER_H
+#define TCC_IMPORT_ONNXIMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tcc {
+
+struct ImportOptions {
+  /// Static shapes for graph inputs, overriding (or filling in) the model's.
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Run tcc-raise-attention and canonicalisation after conversion.
+  bool raiseAttention = true;
+};
+
+/// Why an import failed. `Unsupported` means a valid model uses something tcc
+/// does not handle (an op, an attribute value, a dtype); `Invalid` means the
+/// input itself is wrong (missing file, bad protobuf, bad --input-shape).
+struct ImportError {
+  enum Kind { Unsupported, Invalid } kind;
+  std::string message; ///< one line, naming the file, node and op
+};
+
+/// Imports `path` into a module holding `tcc.param`s and `func.func @forward`
+/// (arguments/results carry `tcc.name` attributes with the ONNX names).
+/// On failure returns null and fills `error`.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext &context,
+                                                 const std::string &path,
+                                                 const ImportOptions &options,
+                                                 ImportError &error);
+
+/// Dialects the importer's output uses; load them before importing/parsing.
+void registerImportDialects(mlir::MLIRContext &context);
+
+} // namespace tcc
+
+#endif // TCC_IMPORT_ONNXIMPORTER_H

@@ -1,0 +1,39 @@
+// Reference interpreter of the tcc dialect: the numerics oracle. Clear, not
+// fast. Values are tcc::data::Array (the runtime's host array type), so the
+// results go straight to .npz files.
+#ifndef TCC_INTERP_INTERPRETER_H
+#define TCC_INTERP_INTERPRETER_H
+
+#include "data/npz.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string>
+#include <vector>
+
+namespace tcc::interp {
+
+struct Options {
+  /// Compute every f32 value in f64 (inputs, params and results become f64):
+  /// the oracle for finite differences and for tolerance studies.
+  bool promoteToF64 = false;
+};
+
+/// Runs `func` with `inputs` bound to its arguments in order (parameters are
+/// read from the enclosing module's tcc.param ops). On failure returns false
+/// and sets `error` to one line naming the op and its location.
+bool run(mlir::func::FuncOp func, const std::vector<data::Array> &inputs,
+         std::vector<data::Array> &results, std::string &error,
+         const Options &options = {});
+
+/// Binds arrays to `func`'s arguments by their `tcc.name` attribute, checking
+/// dtype and shape; returns false with a one-line error naming the array.
+bool bindByName(mlir::func::FuncOp func, const std::vector<data::Array> &named,
+                std::vector<data::Array> &ordered, std::string &error);
+
+/// Names of `func`'s results (their `tcc.name` attribute, else "output<i>").
+std::vector<std::string> resultNames(mlir::func::FuncOp func);
+
+} // namespace tcc::interp
+
+#endif // TCC_INTERP_INTERPRETER_H

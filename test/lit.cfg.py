@@ -1,0 +1,16 @@
+import os
+import lit.formats
+
+config.name = "tcc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.join(config.tcc_src_root, "test", "lit")
+config.test_exec_root = os.path.join(config.tcc_obj_root, "test", "lit")
+config.excludes = ["Inputs"]
+
+tools = os.path.join(config.tcc_obj_root, "bin")
+config.environment["PATH"] = os.pathsep.join(
+    [tools, config.llvm_tools_dir, config.environment.get("PATH", "")])
+config.substitutions.append(("%python", config.python3))
+config.substitutions.append(("%models", os.path.join(config.tcc_src_root, "test", "models")))
+config.substitutions.append(("%examples", os.path.join(config.tcc_src_root, "examples")))

@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+"""Export a reference model to ONNX together with its inputs and outputs.
+
+    /usr/bin/python3 test/models/export.py --model {mlp,gpt,bert} --out DIR
+
+writes
+    DIR/model.onnx     opset 17, static shapes, parameters as named initializers
+    DIR/inputs.npz     one array per ONNX graph input, named after it
+    DIR/expected.npz   PyTorch's forward outputs (float32), named after the graph outputs
+
+Output is byte-for-byte reproducible: the seed is fixed, PyTorch runs on one
+thread, and the .npz archives carry a fixed timestamp (numpy's own savez
+stamps the current time into the zip headers).
+"""
+
+import argparse
+import io
+import os
+import sys
+import zipfile
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from models import MODELS  # noqa: E402
+
+# torch 1.13 exports up to opset 17, the first with LayerNormalization, so each
+# nn.LayerNorm becomes one node instead of a ReduceMean/Sub/Pow/... chain.
+OPSET = 17
+
+
+def save_npz(path, arrays):
+    """np.savez with a fixed zip timestamp; members in the dict's order."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        for name in arrays:
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.ascontiguousarray(arrays[name]),
+                                      allow_pickle=False)
+            info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, buf.getvalue())
+
+
+def check_contract(onnx_path, model, input_names, output_names):
+    """Assert what tcc relies on: graph inputs/outputs are exactly the names in
+    the .npz files, and the initializers are exactly the model's trainable
+    parameters, under their PyTorch names, with unchanged values."""
+    onnx.checker.check_model(onnx_path)
+    graph = onnx.load(onnx_path).graph
+    inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    graph_inputs = [i.name for i in graph.input if i.name not in inits]
+    assert graph_inputs == input_names, (graph_inputs, input_names)
+    assert [o.name for o in graph.output] == output_names
+    # named_parameters() lists a tied parameter once, under its first name.
+    params = dict(model.named_parameters())
+    assert sorted(inits) == sorted(params), (sorted(inits), sorted(params))
+    for n, p in params.items():
+        assert np.array_equal(inits[n], p.detach().numpy()), n
+
+
+def export(name, out_dir):
+    torch.set_num_threads(1)  # fixed reduction order -> identical expected.npz
+    model, inputs, output_names = MODELS[name]()
+    input_names = list(inputs)
+    args = tuple(inputs[n] for n in input_names)
+
+    with torch.no_grad():
+        outputs = model(*args)
+    if isinstance(outputs, torch.Tensor):
+        outputs = (outputs,)
+
+    os.makedirs(out_dir, exist_ok=True)
+    onnx_path = os.path.join(out_dir, "model.onnx")
+    torch.onnx.export(
+        model,
+        args,
+        onnx_path,
+        export_params=True,
+        keep_initializers_as_inputs=False,  # parameters are initializers only
+        # Constant folding treats parameters as constants: it replaces
+        # Transpose(W) by a new initializer "onnx::MatMul_N" holding W^T, folds
+        # Gather(wpe.weight, arange) into an anonymous [T, C] slice, and gives
+        # the tied lm_head its own copy of wte^T. Fine for inference, wrong for
+        # training, so it stays off; the importer folds the remaining
+        # Constant-only shape arithmetic itself.
+        do_constant_folding=False,
+        # EVAL mode would also deduplicate initializers *by value*, turning
+        # e.g. every freshly initialised LayerNorm weight (all ones) into an
+        # Identity of the first one. TRAINING mode dedups only tensors that
+        # really are shared (the tied wte/lm_head weight). The models have no
+        # dropout or batch norm, so the traced ops are the same in both modes.
+        training=torch.onnx.TrainingMode.TRAINING,
+        opset_version=OPSET,
+        input_names=input_names,
+        output_names=output_names,
+        # No dynamic_axes: tcc compiles for static shapes.
+    )
+    check_contract(onnx_path, model, input_names, output_names)
+
+    save_npz(os.path.join(out_dir, "inputs.npz"),
+             {n: t.numpy() for n, t in inputs.items()})
+    save_npz(os.path.join(out_dir, "expected.npz"),
+             {n: t.detach().float().numpy() for n, t in zip(output_names, outputs)})
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", required=True, choices=sorted(MODELS))
+    p.add_argument("--out", required=True, help="output directory (created)")
+    a = p.parse_args()
+    export(a.model, a.out)
+
+
+if __name__ == "__main__":
+    main()

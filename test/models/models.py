@@ -1,0 +1,281 @@
+"""Tiny PyTorch reference models for tcc's end-to-end tests.
+
+Each model is exported to ONNX by export.py; tcc imports the ONNX file and must
+reproduce PyTorch's forward outputs (and, in later milestones, its gradients).
+Sizes are kept tiny so the whole suite runs in seconds on a CPU.
+
+Module attribute names are chosen on purpose: they become the ONNX initializer
+names (`wte.weight`, `h.0.ln_1.weight`, ...), which in turn are the parameter
+names in tcc's checkpoints.
+
+The models have no dropout or batch norm: export.py traces them in
+TrainingMode.TRAINING (for reasons given there), which must not change what
+they compute.
+
+Run with Debian's system python (/usr/bin/python3): it ships torch 1.13 + onnx.
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SEED = 0
+
+
+def _perturb_layernorms(model, gen):
+    """Give every LayerNorm a non-trivial affine (gamma != 1, beta != 0).
+
+    PyTorch initialises gamma=1, beta=0, under which an importer that drops or
+    swaps the affine parameters would still match the reference exactly.
+    """
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.LayerNorm):
+                m.weight.copy_(1.0 + 0.1 * torch.randn(m.weight.shape, generator=gen))
+                m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=gen))
+
+
+# --------------------------------------------------------------------------- MLP
+
+
+class MLP(nn.Module):
+    def __init__(self, d_in=16, d_hidden=32, d_out=8):
+        super().__init__()
+        self.fc1 = nn.Linear(d_in, d_hidden)
+        self.ln = nn.LayerNorm(d_hidden)
+        self.act = nn.GELU()  # exact (erf) GELU
+        self.fc2 = nn.Linear(d_hidden, d_out)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.ln(self.fc1(x))))
+
+
+# ---------------------------------------------------------------------- TinyGPT
+
+
+class GPTConfig:
+    vocab_size = 64
+    block_size = 16
+    n_layer = 2
+    n_head = 2
+    n_embd = 32
+
+
+class CausalSelfAttention(nn.Module):
+    """nanoGPT's attention, written out op by op (no SDPA) so the exported
+    graph has the plain MatMul/Mul/Where/Softmax/MatMul pattern tcc fuses."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.n_head = cfg.n_head
+        self.n_embd = cfg.n_embd
+        # A Python int, not derived from x.size(): under tracing that would be a
+        # tensor and the scale would be baked in with a TracerWarning.
+        self.head_dim = cfg.n_embd // cfg.n_head
+        self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd)
+        self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd)
+        bs = cfg.block_size
+        # Non-persistent: not in state_dict, so the ONNX tracer bakes it in as
+        # a Constant node instead of an initializer. That keeps the contract
+        # "every initializer is a trainable parameter" which tcc relies on to
+        # decide what the optimizer updates.
+        self.register_buffer(
+            "causal_mask", torch.tril(torch.ones(bs, bs)).view(1, 1, bs, bs),
+            persistent=False,
+        )
+
+    def forward(self, x):
+        B, T, C = x.size()
+        hd = self.head_dim
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        q = q.view(B, T, self.n_head, hd).transpose(1, 2)  # (B, nh, T, hd)
+        k = k.view(B, T, self.n_head, hd).transpose(1, 2)
+        v = v.view(B, T, self.n_head, hd).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        att = att.masked_fill(self.causal_mask[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = att @ v  # (B, nh, T, hd)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class GPTMLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.c_fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd)
+        self.gelu = nn.GELU(approximate="tanh")  # GPT-2's GELU
+        self.c_proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd)
+
+    def forward(self, x):
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg.n_embd)
+        self.attn = CausalSelfAttention(cfg)
+        self.ln_2 = nn.LayerNorm(cfg.n_embd)
+        self.mlp = GPTMLP(cfg)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        x = x + self.mlp(self.ln_2(x))
+        return x
+
+
+class TinyGPT(nn.Module):
+    """GPT-2-style pre-LN decoder with lm_head tied to the token embedding.
+
+    Submodules sit at the top level (not under `transformer.`) so initializer
+    names are short: wte.weight, wpe.weight, h.0.attn.c_attn.weight, ...
+    """
+
+    def __init__(self, cfg=GPTConfig()):
+        super().__init__()
+        self.cfg = cfg
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
+        self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
+        self.h = nn.ModuleList([GPTBlock(cfg) for _ in range(cfg.n_layer)])
+        self.ln_f = nn.LayerNorm(cfg.n_embd)
+        self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+        # Weight tying as in GPT-2: one Parameter object used twice. Its
+        # gradient is the sum of the embedding and the lm_head contributions.
+        self.lm_head.weight = self.wte.weight
+
+    def forward(self, idx):
+        B, T = idx.size()
+        pos = torch.arange(0, T, dtype=torch.long, device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+# --------------------------------------------------------------------- TinyBERT
+
+
+class BertConfig:
+    vocab_size = 64
+    max_position = 16
+    n_layer = 2
+    n_head = 2
+    hidden = 32
+    intermediate = 64
+    layer_norm_eps = 1e-12  # BERT's value, unlike PyTorch's default 1e-5
+
+
+class BertSelfAttention(nn.Module):
+    """Separate q/k/v projections (unlike the GPT's fused c_attn) and a
+    Div by sqrt(hd) (unlike the GPT's Mul), so both spellings get exercised."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.n_head = cfg.n_head
+        self.head_dim = cfg.hidden // cfg.n_head  # Python int: see CausalSelfAttention
+        self.query = nn.Linear(cfg.hidden, cfg.hidden)
+        self.key = nn.Linear(cfg.hidden, cfg.hidden)
+        self.value = nn.Linear(cfg.hidden, cfg.hidden)
+        self.output = nn.Linear(cfg.hidden, cfg.hidden)
+
+    def forward(self, x, ext_mask):
+        B, T, C = x.size()
+        hd = self.head_dim
+
+        def heads(t):
+            return t.view(B, T, self.n_head, hd).transpose(1, 2)
+
+        q, k, v = heads(self.query(x)), heads(self.key(x)), heads(self.value(x))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
+        scores = scores + ext_mask  # (B, 1, 1, T) broadcast over heads and queries
+        probs = F.softmax(scores, dim=-1)
+        y = (probs @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.output(y)
+
+
+class BertLayer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.attn = BertSelfAttention(cfg)
+        self.ln_attn = nn.LayerNorm(cfg.hidden, eps=cfg.layer_norm_eps)
+        self.fc1 = nn.Linear(cfg.hidden, cfg.intermediate)
+        self.act = nn.GELU()  # exact (erf) GELU, as BERT
+        self.fc2 = nn.Linear(cfg.intermediate, cfg.hidden)
+        self.ln_ffn = nn.LayerNorm(cfg.hidden, eps=cfg.layer_norm_eps)
+
+    def forward(self, x, ext_mask):
+        # Post-LN: the residual sum is normalised, not the sublayer input.
+        x = self.ln_attn(x + self.attn(x, ext_mask))
+        x = self.ln_ffn(x + self.fc2(self.act(self.fc1(x))))
+        return x
+
+
+class TinyBERT(nn.Module):
+    """BERT-style post-LN encoder with key-padding mask and an MLM-style head."""
+
+    def __init__(self, cfg=BertConfig()):
+        super().__init__()
+        self.cfg = cfg
+        self.word_embeddings = nn.Embedding(cfg.vocab_size, cfg.hidden)
+        self.position_embeddings = nn.Embedding(cfg.max_position, cfg.hidden)
+        self.emb_ln = nn.LayerNorm(cfg.hidden, eps=cfg.layer_norm_eps)
+        self.layer = nn.ModuleList([BertLayer(cfg) for _ in range(cfg.n_layer)])
+        self.head = nn.Linear(cfg.hidden, cfg.vocab_size)
+
+    def forward(self, input_ids, attention_mask):
+        B, T = input_ids.size()
+        pos = torch.arange(0, T, dtype=torch.long, device=input_ids.device)
+        x = self.emb_ln(self.word_embeddings(input_ids) + self.position_embeddings(pos))
+        # HF's extended attention mask: 0 where attended, -10000 at padded keys.
+        # A finite value (not -inf) keeps fully padded rows free of NaNs.
+        ext_mask = (1.0 - attention_mask[:, None, None, :].float()) * -10000.0
+        for layer in self.layer:
+            x = layer(x, ext_mask)
+        return self.head(x)
+
+
+# ------------------------------------------------------------------ registry
+
+
+def build_mlp():
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    model = MLP()
+    _perturb_layernorms(model, gen)
+    inputs = {"x": torch.randn(4, 16, generator=gen)}
+    return model.eval(), inputs, ["y"]
+
+
+def build_gpt():
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    model = TinyGPT()
+    _perturb_layernorms(model, gen)
+    B, T = 2, 8  # T < block_size, so the mask slice [:T, :T] is a real slice
+    idx = torch.randint(0, model.cfg.vocab_size, (B, T), generator=gen)
+    return model.eval(), {"idx": idx}, ["logits"]
+
+
+def build_bert():
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    model = TinyBERT()
+    _perturb_layernorms(model, gen)
+    B, T = 2, 8
+    input_ids = torch.randint(1, model.cfg.vocab_size, (B, T), generator=gen)
+    # Row 0 is full; row 1 has its last 3 tokens padded (id 0, mask 0).
+    attention_mask = torch.ones(B, T, dtype=torch.long)
+    attention_mask[1, 5:] = 0
+    input_ids[attention_mask == 0] = 0
+    return model.eval(), {"input_ids": input_ids, "attention_mask": attention_mask}, ["logits"]
+
+
+# name -> builder returning (model in eval mode, ordered {input name: tensor},
+# [output names]). Input order is the forward() argument order.
+MODELS = {
+    "mlp": build_mlp,
+    "gpt": build_gpt,
+    "bert": build_bert,
+}

@@ -1,0 +1,21 @@
+// tcc-opt: mlir-opt with the tcc dialects and passes, for lit tests and
+// for compiler engineers inspecting IR between passes.
+#include "tcc/TccOps.h"
+#include "tcc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<tcc::TccDialect, mlir::func::FuncDialect>();
+  tcc::registerTccPasses();
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerInlinerPass();
+  mlir::registerSymbolDCEPass();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "tcc optimizer driver\n", registry));
+}

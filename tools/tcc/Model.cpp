@@ -1,0 +1,109 @@
+#include "Model.h"
+
+#include "tcc/TccOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace tcc::driver {
+
+ModelFlags::ModelFlags(cl::SubCommand &sub)
+    : model(cl::Positional, cl::Required, cl::desc("<model.onnx|model.mlir>"),
+            cl::sub(sub)),
+      inputShapes("input-shape", cl::ZeroOrMore, cl::value_desc("name=AxBx..."),
+                  cl::desc("Static shape of an ONNX graph input, e.g. "
+                           "input_ids=8x1024 (repeatable)"),
+                  cl::sub(sub)),
+      noRaiseAttention("no-raise-attention",
+                       cl::desc("Keep PyTorch's attention sub-graph as separate "
+                                "ops instead of raising it to tcc.attention"),
+                       cl::sub(sub)) {}
+
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "tcc: " << message << "\n";
+  return 1;
+}
+
+/// Parses `name=8x1024` into `options`; false (after printing) when malformed.
+static bool parseInputShape(llvm::StringRef flag, ImportOptions &options) {
+  auto [name, dims] = flag.rsplit('=');
+  if (name.empty() || dims.empty() || !flag.contains('=')) {
+    fail("--input-shape '" + flag + "': expected NAME=DIMxDIM..., e.g. input_ids=8x1024");
+    return false;
+  }
+  std::vector<int64_t> shape;
+  llvm::SmallVector<llvm::StringRef> parts;
+  dims.split(parts, 'x');
+  for (llvm::StringRef p : parts) {
+    int64_t d;
+    if (p.getAsInteger(10, d) || d <= 0) {
+      fail("--input-shape '" + flag + "': '" + p + "' is not a positive dimension");
+      return false;
+    }
+    shape.push_back(d);
+  }
+  options.inputShapes[name.str()] = shape;
+  return true;
+}
+
+static OwningOpRef<ModuleOp> parseMlir(MLIRContext &context, const std::string &path) {
+  std::string firstError;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
+      llvm::raw_string_ostream os(firstError);
+      os << diag.getLocation() << ": " << diag;
+    }
+    return success();
+  });
+  llvm::SourceMgr sourceMgr;
+  std::string includeErr;
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    fail("cannot read '" + path + "': " + buffer.getError().message());
+    return nullptr;
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module) {
+    fail(firstError.empty() ? "cannot parse '" + path + "'" : llvm::Twine(firstError));
+    return nullptr;
+  }
+  return module;
+}
+
+OwningOpRef<ModuleOp> loadModel(MLIRContext &context, const ModelFlags &flags) {
+  registerImportDialects(context);
+  const std::string &path = flags.model;
+  llvm::StringRef ext = llvm::StringRef(path).rsplit('.').second;
+  if (ext == "mlir") {
+    if (!flags.inputShapes.empty()) {
+      fail("--input-shape applies to ONNX models; '" + path + "' already has static shapes");
+      return nullptr;
+    }
+    return parseMlir(context, path);
+  }
+  if (ext != "onnx") {
+    fail("'" + path + "': unknown model format (expected .onnx or .mlir)");
+    return nullptr;
+  }
+  ImportOptions options;
+  options.raiseAttention = !flags.noRaiseAttention;
+  for (const std::string &s : flags.inputShapes)
+    if (!parseInputShape(s, options))
+      return nullptr;
+  ImportError error;
+  OwningOpRef<ModuleOp> module = importOnnxFile(context, path, options, error);
+  if (!module)
+    fail(error.message);
+  return module;
+}
+
+} // namespace tcc::driver

@@ -1,0 +1,31 @@
+// Loading a model for any tcc command: ONNX through the importer, MLIR text
+// through the parser; either way the result is a verified tcc module.
+#ifndef TCC_TOOLS_TCC_MODEL_H
+#define TCC_TOOLS_TCC_MODEL_H
+
+#include "tcc/Import/OnnxImporter.h"
+
+#include "llvm/Support/CommandLine.h"
+
+#include <string>
+
+namespace tcc::driver {
+
+/// Options shared by every command that reads a model.
+struct ModelFlags {
+  explicit ModelFlags(llvm::cl::SubCommand &sub);
+  llvm::cl::opt<std::string> model;
+  llvm::cl::list<std::string> inputShapes;
+  llvm::cl::opt<bool> noRaiseAttention;
+};
+
+/// Loads `flags.model`; on failure prints one line to stderr and returns null.
+mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &context,
+                                            const ModelFlags &flags);
+
+/// Prints `tcc: <message>` to stderr and returns 1, for `return fail(...)`.
+int fail(const llvm::Twine &message);
+
+} // namespace tcc::driver
+
+#endif // TCC_TOOLS_TCC_MODEL_H

@@ -1,0 +1,24 @@
+// The tcc driver: one binary, one subcommand per user task.
+#include "Commands.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv,
+      "tcc: ahead-of-time compiler for deep-learning training graphs\n\n"
+      "  tcc import MODEL.onnx -o MODEL.mlir   convert ONNX to tcc IR\n"
+      "  tcc eval MODEL --inputs in.npz        run the forward pass in the "
+      "reference interpreter\n\n"
+      "Run 'tcc <command> --help' for a command's flags.\n");
+  using namespace tcc::driver;
+  if (importChosen())
+    return runImport();
+  if (evalChosen())
+    return runEval();
+  llvm::errs() << "tcc: no command given; run 'tcc --help'\n";
+  return 1;
+}
