@@ -21,7 +21,8 @@ using tcc::data::DType;
 namespace {
 
 template <class T>
-Array makeArray(DType dtype, std::vector<int64_t> shape, const std::vector<T> &values) {
+Array makeArray(DType dtype, std::vector<int64_t> shape,
+                const std::vector<T> &values) {
   Array a;
   a.dtype = dtype;
   a.shape = std::move(shape);
@@ -41,22 +42,35 @@ std::vector<double> values(const Array &a) {
   std::vector<double> out;
   for (int64_t i = 0; i < a.numElements(); ++i) {
     switch (a.dtype) {
-    case DType::F32: out.push_back(a.data<float>()[i]); break;
-    case DType::F64: out.push_back(a.data<double>()[i]); break;
-    case DType::I32: out.push_back(a.data<int32_t>()[i]); break;
-    case DType::I64: out.push_back(double(a.data<int64_t>()[i])); break;
-    case DType::Bool: out.push_back(a.data<uint8_t>()[i]); break;
-    default: ADD_FAILURE() << "unexpected dtype";
+    case DType::F32:
+      out.push_back(a.data<float>()[i]);
+      break;
+    case DType::F64:
+      out.push_back(a.data<double>()[i]);
+      break;
+    case DType::I32:
+      out.push_back(a.data<int32_t>()[i]);
+      break;
+    case DType::I64:
+      out.push_back(double(a.data<int64_t>()[i]));
+      break;
+    case DType::Bool:
+      out.push_back(a.data<uint8_t>()[i]);
+      break;
+    default:
+      ADD_FAILURE() << "unexpected dtype";
     }
   }
   return out;
 }
 
-void expectValues(const Array &a, const std::vector<double> &want, double tol = 1e-6) {
+void expectValues(const Array &a, const std::vector<double> &want,
+                  double tol = 1e-6) {
   std::vector<double> got = values(a);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::fabs(want[i]))) << "element " << i;
+    EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::fabs(want[i])))
+        << "element " << i;
 }
 
 class InterpTest : public ::testing::Test {
@@ -74,19 +88,22 @@ protected:
   }
 
   /// Runs the first function of `source`; fails the test on any error.
-  std::vector<Array> run(const std::string &source, const std::vector<Array> &inputs,
+  std::vector<Array> run(const std::string &source,
+                         const std::vector<Array> &inputs,
                          tcc::interp::Options options = {}) {
     func::FuncOp func = parse(source);
     EXPECT_TRUE(func) << "parse failed";
     std::vector<Array> results;
     std::string error;
     if (func)
-      EXPECT_TRUE(tcc::interp::run(func, inputs, results, error, options)) << error;
+      EXPECT_TRUE(tcc::interp::run(func, inputs, results, error, options))
+          << error;
     return results;
   }
 
   /// Runs and expects a failure; returns the error.
-  std::string runError(const std::string &source, const std::vector<Array> &inputs) {
+  std::string runError(const std::string &source,
+                       const std::vector<Array> &inputs) {
     func::FuncOp func = parse(source);
     EXPECT_TRUE(func) << "parse failed";
     std::vector<Array> results;
@@ -103,20 +120,24 @@ TEST_F(InterpTest, SoftmaxOfOneTwoThree) {
   auto r = run(R"(func.func @f(%x: tensor<3xf32>) -> tensor<3xf32> {
     %0 = tcc.softmax %x {axis = 0 : i64} : (tensor<3xf32>) -> tensor<3xf32>
     return %0 : tensor<3xf32>
-  })", {f32({3}, {1, 2, 3})});
+  })",
+               {f32({3}, {1, 2, 3})});
   double s = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
   expectValues(r[0], {std::exp(1.0) / s, std::exp(2.0) / s, std::exp(3.0) / s});
 }
 
 TEST_F(InterpTest, SoftmaxAndLogSoftmaxAreStable) {
   // Shifted by 1000, exp would overflow without subtracting the max first.
-  auto r = run(R"(func.func @f(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
+  auto r = run(
+      R"(func.func @f(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
     %0 = tcc.softmax %x {axis = 1 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
     %1 = tcc.log_softmax %x {axis = 1 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
     return %0, %1 : tensor<2x3xf32>, tensor<2x3xf32>
-  })", {f32({2, 3}, {1001, 1002, 1003, 1, 2, 3})});
+  })",
+      {f32({2, 3}, {1001, 1002, 1003, 1, 2, 3})});
   double s = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
-  std::vector<double> p = {std::exp(1.0) / s, std::exp(2.0) / s, std::exp(3.0) / s};
+  std::vector<double> p = {std::exp(1.0) / s, std::exp(2.0) / s,
+                           std::exp(3.0) / s};
   expectValues(r[0], {p[0], p[1], p[2], p[0], p[1], p[2]});
   std::vector<double> lp = {std::log(p[0]), std::log(p[1]), std::log(p[2])};
   expectValues(r[1], {lp[0], lp[1], lp[2], lp[0], lp[1], lp[2]}, 1e-5);
@@ -125,10 +146,13 @@ TEST_F(InterpTest, SoftmaxAndLogSoftmaxAreStable) {
 TEST_F(InterpTest, LayerNormOfAKnownRow) {
   // Row [1, 2, 3, 4]: mean 2.5, biased variance 1.25, so
   // y = (x - 2.5) / sqrt(1.25) * scale + bias.
-  auto r = run(R"(func.func @f(%x: tensor<1x4xf32>, %s: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<1x4xf32> {
+  auto r = run(
+      R"(func.func @f(%x: tensor<1x4xf32>, %s: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<1x4xf32> {
     %0 = tcc.layer_norm %x scale %s bias %b {axis = 1 : i64, epsilon = 0.0 : f64} : (tensor<1x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<1x4xf32>
     return %0 : tensor<1x4xf32>
-  })", {f32({1, 4}, {1, 2, 3, 4}), f32({4}, {1, 1, 2, 2}), f32({4}, {0, 1, 0, 1})});
+  })",
+      {f32({1, 4}, {1, 2, 3, 4}), f32({4}, {1, 1, 2, 2}),
+       f32({4}, {0, 1, 0, 1})});
   double k = 1 / std::sqrt(1.25);
   expectValues(r[0], {-1.5 * k, -0.5 * k + 1, 0.5 * k * 2, 1.5 * k * 2 + 1});
 }
@@ -138,7 +162,8 @@ TEST_F(InterpTest, LayerNormOverTwoDimsWithoutAffine) {
   auto r = run(R"(func.func @f(%x: tensor<2x2x2xf32>) -> tensor<2x2x2xf32> {
     %0 = tcc.layer_norm %x {axis = 1 : i64, epsilon = 1.0 : f64} : (tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
     return %0 : tensor<2x2x2xf32>
-  })", {f32({2, 2, 2}, {1, 2, 3, 4, 10, 10, 10, 10})});
+  })",
+               {f32({2, 2, 2}, {1, 2, 3, 4, 10, 10, 10, 10})});
   double k = 1 / std::sqrt(1.25 + 1.0);
   expectValues(r[0], {-1.5 * k, -0.5 * k, 0.5 * k, 1.5 * k, 0, 0, 0, 0});
 }
@@ -147,38 +172,48 @@ TEST_F(InterpTest, MatmulTransposesAndBatchBroadcast) {
   // a = [[1,2],[3,4]], stored transposed as [[1,3],[2,4]]; b = [[5,6],[7,8]]
   // stored transposed too: a @ b = [[19,22],[43,50]]. The rhs batch is 1 and
   // broadcasts against the lhs batch of 2 (second lhs matrix = 2a).
-  auto r = run(R"(func.func @f(%a: tensor<2x2x2xf32>, %b: tensor<1x2x2xf32>) -> tensor<2x2x2xf32> {
+  auto r = run(
+      R"(func.func @f(%a: tensor<2x2x2xf32>, %b: tensor<1x2x2xf32>) -> tensor<2x2x2xf32> {
     %0 = tcc.matmul %a, %b {transpose_lhs = true, transpose_rhs = true} : (tensor<2x2x2xf32>, tensor<1x2x2xf32>) -> tensor<2x2x2xf32>
     return %0 : tensor<2x2x2xf32>
-  })", {f32({2, 2, 2}, {1, 3, 2, 4, 2, 6, 4, 8}), f32({1, 2, 2}, {5, 7, 6, 8})});
+  })",
+      {f32({2, 2, 2}, {1, 3, 2, 4, 2, 6, 4, 8}), f32({1, 2, 2}, {5, 7, 6, 8})});
   expectValues(r[0], {19, 22, 43, 50, 38, 44, 86, 100});
 }
 
 TEST_F(InterpTest, MatmulNonSquare) {
   // [1x3] @ [3x2]: [1,2,3] . columns [1,0,1] and [0,1,1] = [4, 5].
-  auto r = run(R"(func.func @f(%a: tensor<1x3xf32>, %b: tensor<3x2xf32>) -> tensor<1x2xf32> {
+  auto r = run(
+      R"(func.func @f(%a: tensor<1x3xf32>, %b: tensor<3x2xf32>) -> tensor<1x2xf32> {
     %0 = tcc.matmul %a, %b : (tensor<1x3xf32>, tensor<3x2xf32>) -> tensor<1x2xf32>
     return %0 : tensor<1x2xf32>
-  })", {f32({1, 3}, {1, 2, 3}), f32({3, 2}, {1, 0, 0, 1, 1, 1})});
+  })",
+      {f32({1, 3}, {1, 2, 3}), f32({3, 2}, {1, 0, 0, 1, 1, 1})});
   expectValues(r[0], {4, 5});
 }
 
 TEST_F(InterpTest, GemmAlphaBetaAndBroadcastC) {
   // 2 * [[1,2],[3,4]] @ I + 0.5 * [10, 20] (c broadcast over rows).
-  auto r = run(R"(func.func @f(%a: tensor<2x2xf32>, %b: tensor<2x2xf32>, %c: tensor<2xf32>) -> tensor<2x2xf32> {
+  auto r = run(
+      R"(func.func @f(%a: tensor<2x2xf32>, %b: tensor<2x2xf32>, %c: tensor<2xf32>) -> tensor<2x2xf32> {
     %0 = tcc.gemm %a, %b, %c {alpha = 2.0 : f64, beta = 0.5 : f64} : (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
     return %0 : tensor<2x2xf32>
-  })", {f32({2, 2}, {1, 2, 3, 4}), f32({2, 2}, {1, 0, 0, 1}), f32({2}, {10, 20})});
+  })",
+      {f32({2, 2}, {1, 2, 3, 4}), f32({2, 2}, {1, 0, 0, 1}),
+       f32({2}, {10, 20})});
   expectValues(r[0], {7, 14, 11, 18});
 }
 
 TEST_F(InterpTest, BroadcastingBinaryOps) {
   // [2x1] - [3] -> [2x3]; integer division truncates toward zero.
-  auto r = run(R"(func.func @f(%a: tensor<2x1xf32>, %b: tensor<3xf32>, %i: tensor<2xi64>, %j: tensor<1xi64>) -> (tensor<2x3xf32>, tensor<2xi64>) {
+  auto r = run(
+      R"(func.func @f(%a: tensor<2x1xf32>, %b: tensor<3xf32>, %i: tensor<2xi64>, %j: tensor<1xi64>) -> (tensor<2x3xf32>, tensor<2xi64>) {
     %0 = tcc.sub %a, %b : (tensor<2x1xf32>, tensor<3xf32>) -> tensor<2x3xf32>
     %1 = tcc.div %i, %j : (tensor<2xi64>, tensor<1xi64>) -> tensor<2xi64>
     return %0, %1 : tensor<2x3xf32>, tensor<2xi64>
-  })", {f32({2, 1}, {10, 20}), f32({3}, {1, 2, 3}), i64({2}, {7, -7}), i64({1}, {2})});
+  })",
+      {f32({2, 1}, {10, 20}), f32({3}, {1, 2, 3}), i64({2}, {7, -7}),
+       i64({1}, {2})});
   expectValues(r[0], {9, 8, 7, 19, 18, 17});
   expectValues(r[1], {3, -3});
 }
@@ -188,51 +223,61 @@ TEST_F(InterpTest, SliceWithNegativeStride) {
   auto r = run(R"(func.func @f(%x: tensor<6xf32>) -> tensor<3xf32> {
     %0 = tcc.slice %x {starts = array<i64: 4>, limits = array<i64: -1>, strides = array<i64: -2>} : (tensor<6xf32>) -> tensor<3xf32>
     return %0 : tensor<3xf32>
-  })", {f32({6}, {0, 1, 2, 3, 4, 5})});
+  })",
+               {f32({6}, {0, 1, 2, 3, 4, 5})});
   expectValues(r[0], {4, 2, 0});
 }
 
 TEST_F(InterpTest, GatherNegativeIndexAndTranspose) {
   // Columns -1 and 0 of [[0,1,2],[3,4,5]], then transposed.
-  auto r = run(R"(func.func @f(%x: tensor<2x3xf32>, %i: tensor<2xi64>) -> tensor<2x2xf32> {
+  auto r = run(
+      R"(func.func @f(%x: tensor<2x3xf32>, %i: tensor<2xi64>) -> tensor<2x2xf32> {
     %0 = tcc.gather %x, %i {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<2x2xf32>
     %1 = tcc.transpose %0 {perm = array<i64: 1, 0>} : (tensor<2x2xf32>) -> tensor<2x2xf32>
     return %1 : tensor<2x2xf32>
-  })", {f32({2, 3}, {0, 1, 2, 3, 4, 5}), i64({2}, {-1, 0})});
+  })",
+      {f32({2, 3}, {0, 1, 2, 3, 4, 5}), i64({2}, {-1, 0})});
   expectValues(r[0], {2, 5, 0, 3});
 }
 
 TEST_F(InterpTest, GatherOutOfRangeIsAnError) {
-  std::string error = runError(R"(func.func @f(%x: tensor<3xf32>, %i: tensor<1xi64>) -> tensor<1xf32> {
+  std::string error = runError(
+      R"(func.func @f(%x: tensor<3xf32>, %i: tensor<1xi64>) -> tensor<1xf32> {
     %0 = tcc.gather %x, %i {axis = 0 : i64} : (tensor<3xf32>, tensor<1xi64>) -> tensor<1xf32>
     return %0 : tensor<1xf32>
-  })", {f32({3}, {0, 1, 2}), i64({1}, {3})});
+  })",
+      {f32({3}, {0, 1, 2}), i64({1}, {3})});
   EXPECT_NE(error.find("'tcc.gather' at loc("), std::string::npos) << error;
   EXPECT_NE(error.find("out of range"), std::string::npos) << error;
 }
 
 TEST_F(InterpTest, ConcatSplitEmbeddingBroadcastReshape) {
-  auto r = run(R"(func.func @f(%t: tensor<3x2xf32>, %ids: tensor<2xi64>) -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<4xf32>) {
+  auto r = run(
+      R"(func.func @f(%t: tensor<3x2xf32>, %ids: tensor<2xi64>) -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<4xf32>) {
     %e = tcc.embedding %t, %ids : (tensor<3x2xf32>, tensor<2xi64>) -> tensor<2x2xf32>
     %c = tcc.concat %e, %e {axis = 1 : i64} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x4xf32>
     %s:2 = tcc.split %c {axis = 1 : i64, sizes = array<i64: 1, 3>} : (tensor<2x4xf32>) -> (tensor<2x1xf32>, tensor<2x3xf32>)
     %b = tcc.broadcast %s#0 : (tensor<2x1xf32>) -> tensor<2x2xf32>
     %r = tcc.reshape %e : (tensor<2x2xf32>) -> tensor<4xf32>
     return %e, %b, %r : tensor<2x2xf32>, tensor<2x2xf32>, tensor<4xf32>
-  })", {f32({3, 2}, {0, 1, 10, 11, 20, 21}), i64({2}, {2, 0})});
+  })",
+      {f32({3, 2}, {0, 1, 10, 11, 20, 21}), i64({2}, {2, 0})});
   expectValues(r[0], {20, 21, 0, 1});
   expectValues(r[1], {20, 20, 0, 0});
   expectValues(r[2], {20, 21, 0, 1});
 }
 
 TEST_F(InterpTest, ReductionsWithAxesAndKeepdims) {
-  auto r = run(R"(func.func @f(%x: tensor<2x3xf32>, %i: tensor<2x2xi32>) -> (tensor<3xf32>, tensor<2x1xf32>, tensor<f32>, tensor<1x2xi32>) {
+  auto r = run(
+      R"(func.func @f(%x: tensor<2x3xf32>, %i: tensor<2x2xi32>) -> (tensor<3xf32>, tensor<2x1xf32>, tensor<f32>, tensor<1x2xi32>) {
     %0 = tcc.reduce_sum %x {axes = array<i64: 0>} : (tensor<2x3xf32>) -> tensor<3xf32>
     %1 = tcc.reduce_mean %x {axes = array<i64: 1>, keepdims = true} : (tensor<2x3xf32>) -> tensor<2x1xf32>
     %2 = tcc.reduce_max %x {axes = array<i64: 0, 1>} : (tensor<2x3xf32>) -> tensor<f32>
     %3 = tcc.reduce_min %i {axes = array<i64: 0>, keepdims = true} : (tensor<2x2xi32>) -> tensor<1x2xi32>
     return %0, %1, %2, %3 : tensor<3xf32>, tensor<2x1xf32>, tensor<f32>, tensor<1x2xi32>
-  })", {f32({2, 3}, {1, 2, 3, 4, 5, 9}), makeArray<int32_t>(DType::I32, {2, 2}, {3, -4, 1, 7})});
+  })",
+      {f32({2, 3}, {1, 2, 3, 4, 5, 9}),
+       makeArray<int32_t>(DType::I32, {2, 2}, {3, -4, 1, 7})});
   expectValues(r[0], {5, 7, 12});
   expectValues(r[1], {2, 6});
   expectValues(r[2], {9});
@@ -241,7 +286,8 @@ TEST_F(InterpTest, ReductionsWithAxesAndKeepdims) {
 }
 
 TEST_F(InterpTest, CastCmpWhereLogic) {
-  auto r = run(R"(func.func @f(%x: tensor<4xf32>) -> (tensor<4xi64>, tensor<4xi1>, tensor<4xf32>, tensor<4xf32>) {
+  auto r = run(
+      R"(func.func @f(%x: tensor<4xf32>) -> (tensor<4xi64>, tensor<4xi1>, tensor<4xf32>, tensor<4xf32>) {
     %0 = tcc.cast %x : (tensor<4xf32>) -> tensor<4xi64>
     %1 = tcc.cast %x : (tensor<4xf32>) -> tensor<4xi1>
     %z = tcc.constant dense<0.0> : tensor<f32>
@@ -251,7 +297,8 @@ TEST_F(InterpTest, CastCmpWhereLogic) {
     %5 = tcc.where %4, %z, %x : (tensor<4xi1>, tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
     %6 = tcc.cast %2 : (tensor<4xi1>) -> tensor<4xf32>
     return %0, %1, %5, %6 : tensor<4xi64>, tensor<4xi1>, tensor<4xf32>, tensor<4xf32>
-  })", {f32({4}, {-2.7f, 0.0f, 0.5f, 3.9f})});
+  })",
+      {f32({4}, {-2.7f, 0.0f, 0.5f, 3.9f})});
   expectValues(r[0], {-2, 0, 0, 3}); // truncation toward zero
   EXPECT_EQ(r[1].dtype, DType::Bool);
   expectValues(r[1], {1, 0, 1, 1});
@@ -260,39 +307,48 @@ TEST_F(InterpTest, CastCmpWhereLogic) {
 }
 
 TEST_F(InterpTest, GeluExactAndTanh) {
-  auto r = run(R"(func.func @f(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+  auto r =
+      run(R"(func.func @f(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
     %0 = tcc.gelu %x : (tensor<2xf32>) -> tensor<2xf32>
     %1 = tcc.gelu %x {approximate = #tcc<gelu_approx tanh>} : (tensor<2xf32>) -> tensor<2xf32>
     return %0, %1 : tensor<2xf32>, tensor<2xf32>
-  })", {f32({2}, {1.0f, -0.5f})});
-  auto exact = [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); };
+  })",
+          {f32({2}, {1.0f, -0.5f})});
+  auto exact = [](double x) {
+    return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  };
   auto approx = [](double x) {
-    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    return 0.5 * x *
+           (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
   };
   expectValues(r[0], {exact(1.0), exact(-0.5)});
   expectValues(r[1], {approx(1.0), approx(-0.5)});
 }
 
-
 TEST_F(InterpTest, CausalAttentionByHand) {
   // q = k = [[1,0],[0,1],[1,1]], v = [[1,2],[3,4],[5,6]], scale 0.5.
   // Query 0 sees key 0 only: out = v0. Query 1 sees keys 0,1 with scores
   // 0.5*[0,1]. Query 2 sees all three with scores 0.5*[1,1,2].
-  auto r = run(R"(func.func @f(%q: tensor<1x1x3x2xf32>, %v: tensor<1x1x3x2xf32>) -> tensor<1x1x3x2xf32> {
+  auto r = run(
+      R"(func.func @f(%q: tensor<1x1x3x2xf32>, %v: tensor<1x1x3x2xf32>) -> tensor<1x1x3x2xf32> {
     %0 = tcc.attention %q, %q, %v {scale = 0.5 : f64, causal = true} : (tensor<1x1x3x2xf32>, tensor<1x1x3x2xf32>, tensor<1x1x3x2xf32>) -> tensor<1x1x3x2xf32>
     return %0 : tensor<1x1x3x2xf32>
-  })", {f32({1, 1, 3, 2}, {1, 0, 0, 1, 1, 1}), f32({1, 1, 3, 2}, {1, 2, 3, 4, 5, 6})});
+  })",
+      {f32({1, 1, 3, 2}, {1, 0, 0, 1, 1, 1}),
+       f32({1, 1, 3, 2}, {1, 2, 3, 4, 5, 6})});
   double p10 = 1 / (1 + std::exp(0.5)), p11 = 1 - p10;
   double z = 2 * std::exp(0.5) + std::exp(1.0);
   double p20 = std::exp(0.5) / z, p22 = std::exp(1.0) / z;
-  expectValues(r[0], {1, 2, p10 * 1 + p11 * 3, p10 * 2 + p11 * 4,
-                      p20 * 1 + p20 * 3 + p22 * 5, p20 * 2 + p20 * 4 + p22 * 6});
+  expectValues(r[0],
+               {1, 2, p10 * 1 + p11 * 3, p10 * 2 + p11 * 4,
+                p20 * 1 + p20 * 3 + p22 * 5, p20 * 2 + p20 * 4 + p22 * 6});
 }
 
 TEST_F(InterpTest, AttentionKeyMasks) {
   // One query, keys with equal scores. Bool mask hides key 1, so out = v0;
   // a float mask of [0, log 3] weights key 1 three times key 0.
-  const char *source = R"(func.func @f(%q: tensor<1x1x1x1xf32>, %k: tensor<1x1x2x1xf32>, %v: tensor<1x1x2x1xf32>, %b: tensor<1x2xi1>, %m: tensor<1x2xf32>) -> (tensor<1x1x1x1xf32>, tensor<1x1x1x1xf32>) {
+  const char *source =
+      R"(func.func @f(%q: tensor<1x1x1x1xf32>, %k: tensor<1x1x2x1xf32>, %v: tensor<1x1x2x1xf32>, %b: tensor<1x2xi1>, %m: tensor<1x2xf32>) -> (tensor<1x1x1x1xf32>, tensor<1x1x1x1xf32>) {
     %0 = tcc.attention %q, %k, %v, %b {scale = 1.0 : f64} : (tensor<1x1x1x1xf32>, tensor<1x1x2x1xf32>, tensor<1x1x2x1xf32>, tensor<1x2xi1>) -> tensor<1x1x1x1xf32>
     %1 = tcc.attention %q, %k, %v, %m {scale = 1.0 : f64} : (tensor<1x1x1x1xf32>, tensor<1x1x2x1xf32>, tensor<1x1x2x1xf32>, tensor<1x2xf32>) -> tensor<1x1x1x1xf32>
     return %0, %1 : tensor<1x1x1x1xf32>, tensor<1x1x1x1xf32>
@@ -324,7 +380,8 @@ TEST_F(InterpTest, DropoutHashIsPinned) {
 
 TEST_F(InterpTest, DropoutMaskIsReproducibleWithTheExpectedRate) {
   const int64_t n = 100000;
-  std::string source = R"(func.func @f(%x: tensor<100000xf32>) -> (tensor<100000xf32>, tensor<100000xi1>) {
+  std::string source =
+      R"(func.func @f(%x: tensor<100000xf32>) -> (tensor<100000xf32>, tensor<100000xi1>) {
     %0:2 = tcc.dropout %x {ratio = 0.3 : f64, seed = SEED : i64} : (tensor<100000xf32>) -> (tensor<100000xf32>, tensor<100000xi1>)
     return %0#0, %0#1 : tensor<100000xf32>, tensor<100000xi1>
   })";
@@ -334,7 +391,8 @@ TEST_F(InterpTest, DropoutMaskIsReproducibleWithTheExpectedRate) {
     return s;
   };
   Array x = f32({n}, std::vector<float>(n, 2.0f));
-  auto a = run(withSeed("42"), {x}), b = run(withSeed("42"), {x}), c = run(withSeed("43"), {x});
+  auto a = run(withSeed("42"), {x}), b = run(withSeed("42"), {x}),
+       c = run(withSeed("43"), {x});
   EXPECT_EQ(a[0].bytes, b[0].bytes);
   EXPECT_EQ(a[1].bytes, b[1].bytes);
   EXPECT_NE(a[1].bytes, c[1].bytes);
@@ -360,7 +418,8 @@ TEST_F(InterpTest, ConstantsAndParams) {
     return %w, %s, %b, %r : tensor<2x2xf32>, tensor<3xi64>, tensor<2xi1>, tensor<2xf32>
   }
   {-# dialect_resources: { builtin: { blob: "0x040000000000803F00000040" } } #-}
-  )", {});
+  )",
+               {});
   expectValues(r[0], {1, 2, 3, 4});
   expectValues(r[1], {5, 5, 5});
   expectValues(r[2], {1, 0});
@@ -388,40 +447,50 @@ TEST_F(InterpTest, PromoteToF64ComputesInDouble) {
 }
 
 TEST_F(InterpTest, IntegerEdgeCasesDoNotTrap) {
-  auto r = run(R"(func.func @f(%x: tensor<2xf32>, %i: tensor<1xi32>) -> (tensor<2xi64>, tensor<1xi32>, tensor<1xi32>) {
+  auto r = run(
+      R"(func.func @f(%x: tensor<2xf32>, %i: tensor<1xi32>) -> (tensor<2xi64>, tensor<1xi32>, tensor<1xi32>) {
     %0 = tcc.cast %x : (tensor<2xf32>) -> tensor<2xi64>
     %m = tcc.constant dense<-1> : tensor<1xi32>
     %1 = tcc.div %i, %m : (tensor<1xi32>, tensor<1xi32>) -> tensor<1xi32>
     %2 = tcc.add %i, %m : (tensor<1xi32>, tensor<1xi32>) -> tensor<1xi32>
     return %0, %1, %2 : tensor<2xi64>, tensor<1xi32>, tensor<1xi32>
-  })", {f32({2}, {NAN, 1e30f}), makeArray<int32_t>(DType::I32, {1}, {INT32_MIN})});
-  EXPECT_EQ(r[0].data<int64_t>()[0], 0);          // NaN -> 0
-  EXPECT_EQ(r[0].data<int64_t>()[1], INT64_MAX);  // saturates
-  EXPECT_EQ(r[1].data<int32_t>()[0], INT32_MIN);  // min / -1 wraps
-  EXPECT_EQ(r[2].data<int32_t>()[0], INT32_MAX);  // min - 1 wraps
+  })",
+      {f32({2}, {NAN, 1e30f}),
+       makeArray<int32_t>(DType::I32, {1}, {INT32_MIN})});
+  EXPECT_EQ(r[0].data<int64_t>()[0], 0);         // NaN -> 0
+  EXPECT_EQ(r[0].data<int64_t>()[1], INT64_MAX); // saturates
+  EXPECT_EQ(r[1].data<int32_t>()[0], INT32_MIN); // min / -1 wraps
+  EXPECT_EQ(r[2].data<int32_t>()[0], INT32_MAX); // min - 1 wraps
 
-  std::string error = runError(R"(func.func @f(%i: tensor<2xi64>) -> tensor<2xi64> {
+  std::string error =
+      runError(R"(func.func @f(%i: tensor<2xi64>) -> tensor<2xi64> {
     %0 = tcc.div %i, %i : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
     return %0 : tensor<2xi64>
-  })", {i64({2}, {1, 0})});
+  })",
+               {i64({2}, {1, 0})});
   EXPECT_NE(error.find("division by zero"), std::string::npos) << error;
 }
 
 TEST_F(InterpTest, ErrorsNameTheOpOrArgument) {
-  std::string error = runError(R"(func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
+  std::string error =
+      runError(R"(func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
     %0 = "foo.bar"(%x) : (tensor<2xf32>) -> tensor<2xf32>
     return %0 : tensor<2xf32>
-  })", {f32({2}, {1, 2})});
-  EXPECT_NE(error.find("unsupported op 'foo.bar' at loc("), std::string::npos) << error;
+  })",
+               {f32({2}, {1, 2})});
+  EXPECT_NE(error.find("unsupported op 'foo.bar' at loc("), std::string::npos)
+      << error;
 
   error = runError(R"(func.func @f() -> tensor<2xf16> {
     %0 = tcc.constant dense<1.0> : tensor<2xf16>
     return %0 : tensor<2xf16>
-  })", {});
+  })",
+                   {});
   EXPECT_NE(error.find("'tcc.constant' at loc("), std::string::npos) << error;
   EXPECT_NE(error.find("f16"), std::string::npos) << error;
 
-  const char *source = R"(func.func @f(%x: tensor<2xf32> {tcc.name = "x"}) -> tensor<2xf32> {
+  const char *source =
+      R"(func.func @f(%x: tensor<2xf32> {tcc.name = "x"}) -> tensor<2xf32> {
     return %x : tensor<2xf32>
   })";
   error = runError(source, {i64({2}, {1, 2})});
@@ -433,18 +502,21 @@ TEST_F(InterpTest, ErrorsNameTheOpOrArgument) {
 }
 
 TEST_F(InterpTest, BindByNameAndResultNames) {
-  func::FuncOp func = parse(R"(func.func @f(%a: tensor<1xf32> {tcc.name = "a"}, %b: tensor<1xf32> {tcc.name = "b"}) -> (tensor<1xf32> {tcc.name = "y"}, tensor<1xf32>) {
+  func::FuncOp func = parse(
+      R"(func.func @f(%a: tensor<1xf32> {tcc.name = "a"}, %b: tensor<1xf32> {tcc.name = "b"}) -> (tensor<1xf32> {tcc.name = "y"}, tensor<1xf32>) {
     %0 = tcc.sub %a, %b : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
     return %0, %a : tensor<1xf32>, tensor<1xf32>
   })");
   ASSERT_TRUE(func);
-  Array a = f32({1}, {5}), b = f32({1}, {3}), extra = f32({7}, std::vector<float>(7));
+  Array a = f32({1}, {5}), b = f32({1}, {3}),
+        extra = f32({7}, std::vector<float>(7));
   a.name = "a";
   b.name = "b";
   extra.name = "unused";
   std::vector<Array> ordered, results;
   std::string error;
-  ASSERT_TRUE(tcc::interp::bindByName(func, {extra, b, a}, ordered, error)) << error;
+  ASSERT_TRUE(tcc::interp::bindByName(func, {extra, b, a}, ordered, error))
+      << error;
   ASSERT_TRUE(tcc::interp::run(func, ordered, results, error)) << error;
   expectValues(results[0], {2});
   EXPECT_EQ(results[0].name, "y");
@@ -456,9 +528,11 @@ TEST_F(InterpTest, BindByNameAndResultNames) {
 TEST_F(InterpTest, EveryTccOpHasAKernel) {
   std::vector<std::string> ops = tcc::interp::supportedOps();
   for (RegisteredOperationName name : context.getRegisteredOperations()) {
-    if (name.getDialectNamespace() != "tcc" || name.getStringRef() == "tcc.param")
+    if (name.getDialectNamespace() != "tcc" ||
+        name.getStringRef() == "tcc.param")
       continue;
-    EXPECT_NE(std::find(ops.begin(), ops.end(), name.getStringRef().str()), ops.end())
+    EXPECT_NE(std::find(ops.begin(), ops.end(), name.getStringRef().str()),
+              ops.end())
         << name.getStringRef().str() << " has no interpreter kernel";
   }
 }

@@ -20,16 +20,26 @@ struct Options {
 };
 
 /// Runs `func` with `inputs` bound to its arguments in order (parameters are
-/// read from the enclosing module's tcc.param ops). On failure returns false
-/// and sets `error` to one line naming the op and its location.
+/// read from the enclosing module's tcc.param ops). Element types: f32, f64,
+/// i32, i64 and i1 (DType::Bool, one byte holding 0 or 1). Each input must
+/// have its argument's dtype and shape. `results` are named after
+/// resultNames(func). On failure returns false and sets `error` to one line
+/// naming the op and its location (or the offending argument).
 bool run(mlir::func::FuncOp func, const std::vector<data::Array> &inputs,
          std::vector<data::Array> &results, std::string &error,
          const Options &options = {});
 
 /// Binds arrays to `func`'s arguments by their `tcc.name` attribute, checking
-/// dtype and shape; returns false with a one-line error naming the array.
+/// dtype and shape as `run` does (so with `promoteToF64`, f64 arrays are also
+/// accepted for f32 arguments); arrays no argument names are ignored.
+/// Returns false with a one-line error naming the array.
 bool bindByName(mlir::func::FuncOp func, const std::vector<data::Array> &named,
-                std::vector<data::Array> &ordered, std::string &error);
+                std::vector<data::Array> &ordered, std::string &error,
+                const Options &options = {});
+
+/// The ops the interpreter executes (full names, e.g. "tcc.matmul"), sorted.
+/// tcc.param is not among them: it is read through tcc.get_param.
+std::vector<std::string> supportedOps();
 
 /// Names of `func`'s results (their `tcc.name` attribute, else "output<i>").
 std::vector<std::string> resultNames(mlir::func::FuncOp func);
