@@ -3,6 +3,8 @@
 #ifndef TCC_IMPORT_ONNXIMPORTER_H
 #define TCC_IMPORT_ONNXIMPORTER_H
 
+#include "data/npz.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
@@ -18,6 +20,13 @@ struct ImportOptions {
   std::map<std::string, std::vector<int64_t>> inputShapes;
   /// Run tcc-raise-attention and canonicalisation after conversion.
   bool raiseAttention = true;
+  /// Replace PyTorch's exact and tanh GELU decompositions by tcc.gelu.
+  bool raiseGelu = true;
+  /// Graph inputs whose values are fixed at import time. They become
+  /// constants (folded like everything else) instead of arguments of
+  /// @forward, which lets models that take shapes, axes or flags as inputs
+  /// import with static shapes.
+  std::map<std::string, data::Array> constantInputs;
 };
 
 /// Why an import failed. `Unsupported` means a valid model uses something tcc

@@ -1,0 +1,268 @@
+// Reading and preparing an ONNX model before conversion: protobuf parsing,
+// the supported-op and opset checks, ONNX's checker, static input shapes
+// (from the model or ImportOptions), and ONNX's shape inference, whose
+// results the converters cross-check their types against.
+#include "Importer.h"
+
+#include "tcc/Import/OnnxTensor.h"
+
+#include "onnx/checker.h"
+#include "onnx/shape_inference/implementation.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <climits>
+
+using namespace mlir;
+
+namespace tcc::onnx_import {
+
+constexpr int64_t kMinOpset = 13, kMaxOpset = 17;
+
+std::string oneLine(llvm::StringRef text) {
+  llvm::SmallVector<llvm::StringRef> words;
+  llvm::SplitString(text, words, " \t\r\n");
+  return llvm::join(words, " ");
+}
+
+namespace {
+
+std::string dimsStr(llvm::ArrayRef<int64_t> dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(dims[i]);
+  return s;
+}
+
+struct Loader {
+  GraphState &graph;
+  const ImportOptions &options;
+  LoadedModel &loaded;
+  onnx::ModelProto &model = loaded.model;
+
+  LogicalResult readModel();
+  LogicalResult checkOpsAndOpset();
+  LogicalResult resolveInputShapes();
+  LogicalResult inferShapes();
+};
+
+LogicalResult Loader::readModel() {
+  auto buffer = llvm::MemoryBuffer::getFile(graph.path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return graph.fail(ImportError::Invalid,
+                      "cannot open file: " + buffer.getError().message());
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  if (bytes.size() > size_t(INT_MAX))
+    return graph.fail(ImportError::Unsupported,
+                      "models over 2 GiB (protobuf's limit) are not supported");
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const uint8_t *>(bytes.data()), int(bytes.size()));
+  stream.SetTotalBytesLimit(INT_MAX);
+  if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage())
+    return graph.fail(ImportError::Invalid,
+                      "not a valid ONNX model (protobuf parse failed; the file "
+                      "is truncated or not ONNX)");
+  if (!model.has_graph())
+    return graph.fail(ImportError::Invalid,
+                      "not a valid ONNX model (no graph; the file is empty, "
+                      "truncated or not ONNX)");
+  return success();
+}
+
+LogicalResult Loader::checkOpsAndOpset() {
+  // Ops first: a model made only of other domains' ops (training, ML) has
+  // no ai.onnx opset at all, and "unsupported op" is the useful message.
+  // Before the checker too, whose message for an op it does not know either
+  // is less direct than ours.
+  const ConverterTable &table = converterTable();
+  for (int i = 0; i < model.graph().node_size(); ++i) {
+    const onnx::NodeProto &node = model.graph().node(i);
+    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (!defaultDomain || !table.count(node.op_type()))
+      return graph.fail(ImportError::Unsupported,
+                        describeNode(node, i) + ": unsupported op");
+  }
+  for (const onnx::OperatorSetIdProto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      graph.opset = o.version();
+  if (graph.opset == 0)
+    return graph.fail(ImportError::Invalid,
+                      "not a valid ONNX model (no ai.onnx opset import)");
+  if (graph.opset < kMinOpset || graph.opset > kMaxOpset)
+    return graph.fail(ImportError::Unsupported,
+                      "opset " + std::to_string(graph.opset) +
+                          " is not supported (tcc imports opsets " +
+                          std::to_string(kMinOpset) + " to " +
+                          std::to_string(kMaxOpset) + ")");
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception &e) {
+    return graph.fail(ImportError::Invalid,
+                      "invalid ONNX model: " + oneLine(e.what()));
+  }
+  return success();
+}
+
+LogicalResult Loader::resolveInputShapes() {
+  onnx::GraphProto &g = *model.mutable_graph();
+  llvm::StringSet<> initializers;
+  for (const onnx::TensorProto &t : g.initializer())
+    initializers.insert(t.name());
+  std::vector<std::string> names;
+  for (const onnx::ValueInfoProto &in : g.input())
+    if (!initializers.contains(in.name()))
+      names.push_back(in.name());
+  for (const auto &[name, dims] : options.inputShapes)
+    if (!llvm::is_contained(names, name))
+      return graph.fail(ImportError::Invalid,
+                        "--input-shape names '" + name +
+                            "', which is not a graph input (inputs: " +
+                            llvm::join(names, ", ") + ")");
+  for (const auto &entry : options.constantInputs)
+    if (!llvm::is_contained(names, entry.first))
+      return graph.fail(ImportError::Invalid,
+                        "constant input '" + entry.first +
+                            "' is not a graph input (inputs: " +
+                            llvm::join(names, ", ") + ")");
+
+  for (onnx::ValueInfoProto &in : *g.mutable_input()) {
+    if (initializers.contains(in.name()))
+      continue;
+    const std::string &name = in.name();
+    if (!in.type().has_tensor_type())
+      return graph.fail(ImportError::Unsupported,
+                        "input '" + name + "' is not a tensor");
+    const onnx::TypeProto::Tensor &tt = in.type().tensor_type();
+    Type elem = onnxElementType(graph.context, tt.elem_type());
+    if (!elem)
+      return graph.fail(ImportError::Unsupported,
+                        "input '" + name + "' has unsupported dtype " +
+                            onnxDTypeName(tt.elem_type()));
+    std::vector<int64_t> dims;
+    auto given = options.inputShapes.find(name);
+    auto fixed = options.constantInputs.find(name);
+    if (fixed != options.constantInputs.end()) {
+      std::string error;
+      DenseElementsAttr value =
+          arrayToElementsAttr(graph.context, fixed->second, error);
+      if (!value)
+        return graph.fail(ImportError::Unsupported,
+                          "constant input '" + name + "': " + error);
+      dims = fixed->second.shape;
+      if (value.getElementType() != elem ||
+          (tt.has_shape() && tt.shape().dim_size() != int(dims.size())))
+        return graph.fail(ImportError::Invalid,
+                          "constant input '" + name + "' is " +
+                              data::dtypeName(fixed->second.dtype) + "[" +
+                              dimsStr(dims) +
+                              "], which does not match the model");
+      loaded.fixedInputs.emplace_back(name, value);
+    } else if (given != options.inputShapes.end()) {
+      dims = given->second;
+      if (tt.has_shape() && tt.shape().dim_size() != int(dims.size()))
+        return graph.fail(
+            ImportError::Invalid,
+            "--input-shape " + name + "=" + dimsStr(dims) + " has rank " +
+                std::to_string(dims.size()) + ", but the model's input '" +
+                name + "' has rank " + std::to_string(tt.shape().dim_size()));
+      if (llvm::any_of(dims, [](int64_t d) { return d < 0; }))
+        return graph.fail(ImportError::Invalid,
+                          "--input-shape " + name + "=" + dimsStr(dims) +
+                              " has a negative dimension");
+    } else if (!tt.has_shape()) {
+      return graph.fail(ImportError::Invalid,
+                        "input '" + name +
+                            "' has no shape in the model; give "
+                            "it one with --input-shape " +
+                            name + "=<d0>x<d1>...");
+    } else {
+      std::string suggestion;
+      int dynamic = -1;
+      for (int d = 0; d < tt.shape().dim_size(); ++d) {
+        const auto &dim = tt.shape().dim(d);
+        bool known = dim.has_dim_value() && dim.dim_value() >= 0;
+        if (!known && dynamic < 0)
+          dynamic = d;
+        dims.push_back(known ? dim.dim_value() : -1);
+        suggestion +=
+            (d ? "x" : "") +
+            (known ? std::to_string(dim.dim_value())
+                   : "<" +
+                         (dim.dim_param().empty() ? "d" + std::to_string(d)
+                                                  : dim.dim_param()) +
+                         ">");
+      }
+      if (dynamic >= 0) {
+        const std::string &param = tt.shape().dim(dynamic).dim_param();
+        return graph.fail(ImportError::Invalid,
+                          "input '" + name + "' has dynamic dimension " +
+                              std::to_string(dynamic) +
+                              (param.empty() ? "" : " ('" + param + "')") +
+                              "; give it a static shape with --input-shape " +
+                              name + "=" + suggestion);
+      }
+    }
+    // ONNX shape inference below then works from the same static shapes.
+    auto *shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : dims)
+      shape->add_dim()->set_dim_value(d);
+    if (fixed == options.constantInputs.end())
+      loaded.inputs.emplace_back(name, RankedTensorType::get(dims, elem));
+  }
+  if (!options.inputShapes.empty() || !options.constantInputs.empty()) {
+    // Shapes recorded for the exported sizes would contradict new ones.
+    g.clear_value_info();
+    for (onnx::ValueInfoProto &out : *g.mutable_output())
+      out.mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+  return success();
+}
+
+LogicalResult Loader::inferShapes() {
+  // Only a cross-check: when ONNX's inference gives up on a model (its
+  // messages are also less specific than the converters'), import without.
+  try {
+    onnx::shape_inference::InferShapes(
+        model, onnx::OpSchemaRegistry::Instance(),
+        onnx::ShapeInferenceOptions(/*check_type=*/false, /*error_mode=*/0));
+  } catch (const std::exception &) {
+    return success();
+  }
+  auto record = [&](const onnx::ValueInfoProto &vi) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape())
+      return;
+    const auto &tt = vi.type().tensor_type();
+    Type elem = onnxElementType(graph.context, tt.elem_type());
+    llvm::SmallVector<int64_t> dims;
+    for (const auto &d : tt.shape().dim()) {
+      if (!d.has_dim_value())
+        return;
+      dims.push_back(d.dim_value());
+    }
+    if (elem)
+      graph.inferred[vi.name()] = RankedTensorType::get(dims, elem);
+  };
+  for (const onnx::ValueInfoProto &vi : model.graph().value_info())
+    record(vi);
+  for (const onnx::ValueInfoProto &vi : model.graph().output())
+    record(vi);
+  return success();
+}
+
+} // namespace
+
+LogicalResult loadModel(GraphState &graph, const ImportOptions &options,
+                        LoadedModel &loaded) {
+  Loader loader{graph, options, loaded};
+  if (failed(loader.readModel()) || failed(loader.checkOpsAndOpset()) ||
+      failed(loader.resolveInputShapes()) || failed(loader.inferShapes()))
+    return failure();
+  return success();
+}
+
+} // namespace tcc::onnx_import

@@ -1,0 +1,311 @@
+// The helpers every converter uses: input access with lazy constant
+// materialisation, attributes, outputs, and one-line errors.
+#include "Importer.h"
+
+#include "ConstFold.h"
+
+#include "tcc/Import/OnnxTensor.h"
+#include "tcc/TccShapes.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace tcc::onnx_import {
+
+static std::string typeStr(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << type;
+  return s;
+}
+
+LogicalResult GraphState::fail(ImportError::Kind kind,
+                               const llvm::Twine &message) {
+  if (error.message.empty()) {
+    error.kind = kind;
+    // Names come from the file; a control character in one must not break
+    // the one-line contract of error messages.
+    for (char c : path + ": " + message.str()) {
+      if (static_cast<unsigned char>(c) < 0x20)
+        error.message += llvm::formatv("\\x{0:x-2}", unsigned(c)).str();
+      else
+        error.message += c;
+    }
+  }
+  return failure();
+}
+
+std::string describeNode(const onnx::NodeProto &node, int index) {
+  std::string who = node.name().empty() ? "node #" + std::to_string(index)
+                                        : "node '" + node.name() + "'";
+  std::string op = node.domain().empty() || node.domain() == "ai.onnx"
+                       ? node.op_type()
+                       : node.domain() + "::" + node.op_type();
+  return who + " (op '" + op + "')";
+}
+
+NodeImporter::NodeImporter(GraphState &graph, const onnx::NodeProto &node,
+                           int index)
+    : graph_(graph), node_(node), index_(index),
+      loc_(NameLoc::get(StringAttr::get(
+          &graph.context, node.name().empty()
+                              ? node.op_type() + "#" + std::to_string(index)
+                              : node.name()))) {}
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+LogicalResult NodeImporter::fail(const llvm::Twine &message) {
+  return graph_.fail(ImportError::Invalid,
+                     describeNode(node_, index_) + ": " + message);
+}
+
+LogicalResult NodeImporter::unsupported(const llvm::Twine &message) {
+  return graph_.fail(ImportError::Unsupported,
+                     describeNode(node_, index_) + ": " + message);
+}
+
+LogicalResult NodeImporter::notConstant(int i, llvm::StringRef what) {
+  return fail("dynamic shape cannot be folded: the " + what + " ('" +
+              node_.input(i) + "') is only known at run time");
+}
+
+//===----------------------------------------------------------------------===//
+// Inputs
+//===----------------------------------------------------------------------===//
+
+LogicalResult NodeImporter::expectInputs(int min, int max) {
+  int present = 0;
+  for (int i = 0; i < node_.input_size(); ++i)
+    if (!node_.input(i).empty())
+      present = i + 1;
+  if (present < min || present > max)
+    return fail("expects " +
+                (min == max
+                     ? std::to_string(min)
+                     : std::to_string(min) + " to " + std::to_string(max)) +
+                " inputs, got " + std::to_string(present));
+  for (int i = 0; i < min; ++i)
+    if (node_.input(i).empty())
+      return fail("input " + std::to_string(i) + " is required");
+  return success();
+}
+
+bool NodeImporter::hasInput(int i) const {
+  return i < node_.input_size() && !node_.input(i).empty();
+}
+
+Value NodeImporter::input(int i) {
+  ValueInfo &info = graph_.values.at(node_.input(i));
+  if (!info.value)
+    info.value = constant(info.constant);
+  return info.value;
+}
+
+RankedTensorType NodeImporter::inputType(int i) {
+  const ValueInfo &info = graph_.values.at(node_.input(i));
+  return llvm::cast<RankedTensorType>(info.value ? info.value.getType()
+                                                 : info.constant.getType());
+}
+
+DenseElementsAttr NodeImporter::constantInput(int i) {
+  if (!hasInput(i))
+    return nullptr;
+  return graph_.values.at(node_.input(i)).constant;
+}
+
+bool NodeImporter::allInputsConstant() {
+  for (int i = 0; i < node_.input_size(); ++i)
+    if (hasInput(i) && !constantInput(i))
+      return false;
+  return true;
+}
+
+FailureOr<llvm::SmallVector<int64_t>>
+NodeImporter::intsInput(int i, llvm::StringRef what) {
+  DenseElementsAttr c = constantInput(i);
+  if (!c)
+    return notConstant(i, what);
+  if (!llvm::isa<IntegerType>(c.getElementType()))
+    return fail("the " + what + " must be an integer tensor, got " +
+                typeStr(c.getType()));
+  return intValues(c);
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+const onnx::AttributeProto *NodeImporter::attr(llvm::StringRef name) const {
+  for (const onnx::AttributeProto &a : node_.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t NodeImporter::intAttr(llvm::StringRef name, int64_t dflt) const {
+  const onnx::AttributeProto *a = attr(name);
+  return a && a->has_i() ? a->i() : dflt;
+}
+
+double NodeImporter::floatAttr(llvm::StringRef name, double dflt) const {
+  const onnx::AttributeProto *a = attr(name);
+  return a && a->has_f() ? a->f() : dflt;
+}
+
+std::optional<llvm::SmallVector<int64_t>>
+NodeImporter::intsAttr(llvm::StringRef name) const {
+  const onnx::AttributeProto *a = attr(name);
+  if (!a)
+    return std::nullopt;
+  return llvm::SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+LogicalResult
+NodeImporter::expectAttrs(std::initializer_list<llvm::StringRef> known) {
+  for (const onnx::AttributeProto &a : node_.attribute())
+    if (!llvm::is_contained(known, a.name()))
+      return unsupported("attribute '" + a.name() + "' is not supported");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Outputs
+//===----------------------------------------------------------------------===//
+
+bool NodeImporter::outputUsed(int i) const {
+  return i < node_.output_size() && !node_.output(i).empty() &&
+         graph_.used.contains(node_.output(i));
+}
+
+/// ONNX shape inference and the tcc ops must agree; a disagreement is an
+/// importer bug or an inconsistent model, and either is better caught here.
+static LogicalResult checkInferred(NodeImporter &node, GraphState &graph,
+                                   const std::string &name, Type type) {
+  auto it = graph.inferred.find(name);
+  if (it == graph.inferred.end() || it->second == type)
+    return success();
+  return node.fail("output '" + name + "' has type " + typeStr(type) +
+                   " but ONNX shape inference says " + typeStr(it->second));
+}
+
+LogicalResult NodeImporter::setOutput(int i, Value value) {
+  if (i >= node_.output_size() || node_.output(i).empty())
+    return success();
+  const std::string &name = node_.output(i);
+  graph_.values[name] = ValueInfo{value, nullptr};
+  return checkInferred(*this, graph_, name, value.getType());
+}
+
+LogicalResult NodeImporter::setConstant(int i, DenseElementsAttr value) {
+  if (i >= node_.output_size() || node_.output(i).empty())
+    return success();
+  const std::string &name = node_.output(i);
+  graph_.values[name] = ValueInfo{nullptr, value};
+  return checkInferred(*this, graph_, name, value.getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Building
+//===----------------------------------------------------------------------===//
+
+FailureOr<Operation *> NodeImporter::createInferred(OperationState &state,
+                                                    InferFn infer) {
+  std::string message;
+  ScopedDiagnosticHandler handler(context(), [&](Diagnostic &diag) {
+    if (message.empty())
+      message = diag.str();
+    return success();
+  });
+  llvm::SmallVector<Type> types;
+  if (failed(infer(context(), loc_, state.operands,
+                   state.attributes.getDictionary(context()),
+                   state.getRawProperties(), state.regions, types)))
+    return fail(message.empty() ? "invalid operands" : message);
+  state.addTypes(types);
+  Operation *op = builder().create(state);
+  // ONNX's type constraints are wider than some tcc ops' (and its checker
+  // does not check types), so the op's own constraints decide.
+  if (failed(verify(op, /*verifyRecursively=*/false))) {
+    op->erase();
+    return unsupported(message);
+  }
+  return op;
+}
+
+Value NodeImporter::constant(DenseElementsAttr value) {
+  return tcc::ConstantOp::create(builder(), loc_, value);
+}
+
+Value NodeImporter::scalar(Type elementType, double value) {
+  return constant(splatOf(RankedTensorType::get({}, elementType), value));
+}
+
+FailureOr<Value> NodeImporter::reshape(Value value,
+                                       llvm::ArrayRef<int64_t> shape) {
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  if (type.getShape() == shape)
+    return value;
+  if (type.getNumElements() != numElements(shape))
+    return fail("cannot reshape " + typeStr(type) + " to " +
+                std::to_string(numElements(shape)) + " elements");
+  return tcc::ReshapeOp::create(builder(), loc_, type.clone(shape), value)
+      .getResult();
+}
+
+Value NodeImporter::cast(Value value, Type elementType) {
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  if (type.getElementType() == elementType)
+    return value;
+  return tcc::CastOp::create(builder(), loc_, type.clone(elementType), value);
+}
+
+FailureOr<Value> NodeImporter::broadcast(Value value,
+                                         llvm::ArrayRef<int64_t> shape) {
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  if (type.getShape() == shape)
+    return value;
+  if (!isBroadcastableTo(type.getShape(), shape))
+    return fail("cannot broadcast " + typeStr(type) + " to shape " +
+                typeStr(type.clone(shape)));
+  return tcc::BroadcastOp::create(builder(), loc_, type.clone(shape), value)
+      .getResult();
+}
+
+FailureOr<int64_t> NodeImporter::normalizeAxis(int64_t axis, int64_t rank,
+                                               llvm::StringRef what) {
+  if (axis < -rank || axis >= rank)
+    return fail(what + " " + std::to_string(axis) +
+                " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+FailureOr<Type> NodeImporter::elementType(int64_t onnxType) {
+  if (Type t = onnxElementType(*context(), int32_t(onnxType)))
+    return t;
+  return unsupported("unsupported dtype " + onnxDTypeName(int32_t(onnxType)));
+}
+
+//===----------------------------------------------------------------------===//
+// The table
+//===----------------------------------------------------------------------===//
+
+const ConverterTable &converterTable() {
+  static const ConverterTable table = [] {
+    ConverterTable t;
+    registerConstantConverters(t);
+    registerElementwiseConverters(t);
+    registerShapeConverters(t);
+    registerSliceGatherConverters(t);
+    registerReduceConverters(t);
+    registerNnConverters(t);
+    return t;
+  }();
+  return table;
+}
+
+} // namespace tcc::onnx_import

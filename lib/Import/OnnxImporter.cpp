@@ -1,0 +1,216 @@
+// The import driver: load the model (ModelLoader.cpp), make params and
+// constants of the initializers, convert the nodes in order through the
+// converter table, then clean up (GELU, attention, canonicalize, CSE).
+#include "Importer.h"
+
+#include "tcc/Import/OnnxTensor.h"
+#include "tcc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace tcc {
+
+void registerImportDialects(MLIRContext &context) {
+  context.loadDialect<TccDialect, func::FuncDialect>();
+}
+
+namespace onnx_import {
+namespace {
+
+class Importer {
+public:
+  Importer(MLIRContext &context, const std::string &path,
+           const ImportOptions &options, ImportError &error)
+      : graph(context, path, error), options(options) {}
+
+  OwningOpRef<ModuleOp> run();
+
+private:
+  LogicalResult convertGraph(ModuleOp module);
+  LogicalResult finish(ModuleOp module);
+
+  GraphState graph;
+  const ImportOptions &options;
+  LoadedModel loaded;
+  onnx::ModelProto &model = loaded.model;
+};
+
+LogicalResult Importer::convertGraph(ModuleOp module) {
+  const onnx::GraphProto &g = model.graph();
+  MLIRContext &ctx = graph.context;
+  OpBuilder &b = graph.builder;
+  Location loc = NameLoc::get(StringAttr::get(&ctx, graph.path));
+  InitializerPlan plan = planInitializers(g);
+
+  b.setInsertionPointToEnd(module.getBody());
+  std::vector<std::pair<std::string, RankedTensorType>> params;
+  for (const onnx::TensorProto &t : g.initializer()) {
+    if (plan.transposeOf.count(t.name()))
+      continue;
+    if (t.name() == "forward")
+      return graph.fail(ImportError::Unsupported,
+                        "initializer 'forward' clashes with the name of the "
+                        "imported function");
+    if (!onnxElementType(ctx, t.data_type()))
+      return graph.fail(ImportError::Unsupported,
+                        "initializer '" + t.name() +
+                            "' has unsupported dtype " +
+                            onnxDTypeName(t.data_type()));
+    std::string error;
+    DenseElementsAttr value = tensorProtoToElementsAttr(ctx, t, error);
+    if (!value)
+      return graph.fail(ImportError::Invalid, "initializer " + error);
+    if (plan.isParam.lookup(t.name())) {
+      ParamOp::create(b, loc, t.name(), value);
+      params.emplace_back(t.name(),
+                          llvm::cast<RankedTensorType>(value.getType()));
+    } else {
+      graph.values[t.name()] = ValueInfo{nullptr, value};
+    }
+  }
+
+  llvm::SmallVector<Type> argTypes;
+  for (auto &[name, type] : loaded.inputs)
+    argTypes.push_back(type);
+  auto func = func::FuncOp::create(b, loc, "forward",
+                                   FunctionType::get(&ctx, argTypes, {}));
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToEnd(body);
+  for (auto [i, in] : llvm::enumerate(loaded.inputs)) {
+    graph.values[in.first] = ValueInfo{body->getArgument(i), nullptr};
+    func.setArgAttr(i, "tcc.name", StringAttr::get(&ctx, in.first));
+  }
+  for (auto &[name, value] : loaded.fixedInputs)
+    graph.values[name] = ValueInfo{nullptr, value};
+  for (auto &[name, type] : params)
+    graph.values[name] =
+        ValueInfo{GetParamOp::create(b, loc, type, name), nullptr};
+  for (const auto &entry : plan.transposeOf) {
+    Value w = graph.values.at(entry.second).value;
+    graph.values[entry.first().str()] = ValueInfo{
+        TransposeOp::create(b, loc, w, llvm::ArrayRef<int64_t>{1, 0}), nullptr};
+  }
+
+  for (const onnx::NodeProto &node : g.node())
+    for (const std::string &in : node.input())
+      graph.used.insert(in);
+  for (const onnx::ValueInfoProto &out : g.output())
+    graph.used.insert(out.name());
+
+  const ConverterTable &table = converterTable();
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto &node = g.node(i);
+    NodeImporter n(graph, node, i);
+    for (const std::string &in : node.input())
+      if (!in.empty() && !graph.values.count(in))
+        return n.fail("input '" + in + "' is not defined before this node");
+    if (failed(table.lookup(node.op_type())(n)))
+      return failure();
+    for (const std::string &out : node.output())
+      if (!out.empty() && graph.used.contains(out) && !graph.values.count(out))
+        return n.fail("internal error: output '" + out + "' was not produced");
+  }
+
+  llvm::SmallVector<Value> results;
+  for (const onnx::ValueInfoProto &out : g.output()) {
+    auto it = graph.values.find(out.name());
+    if (it == graph.values.end())
+      return graph.fail(ImportError::Invalid,
+                        "graph output '" + out.name() + "' is never computed");
+    ValueInfo &info = it->second;
+    if (!info.value)
+      info.value = ConstantOp::create(b, loc, info.constant);
+    int32_t declared = out.type().tensor_type().elem_type();
+    Type elem =
+        llvm::cast<RankedTensorType>(info.value.getType()).getElementType();
+    if (declared != 0 && onnxElementType(ctx, declared) != elem)
+      return graph.fail(ImportError::Invalid,
+                        "graph output '" + out.name() + "' is declared " +
+                            onnxDTypeName(declared) +
+                            " but computed as another type");
+    results.push_back(info.value);
+  }
+  func::ReturnOp::create(b, loc, results);
+  func.setType(
+      FunctionType::get(&ctx, argTypes, ValueRange(results).getTypes()));
+  for (auto [i, out] : llvm::enumerate(g.output()))
+    func.setResultAttr(i, "tcc.name", StringAttr::get(&ctx, out.name()));
+  return success();
+}
+
+/// Side-effect-free ops nobody reads: transposes folded into matmuls, shape
+/// values materialised once and then consumed only as constants.
+void eraseDeadOps(Block &block) {
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+    if (op.use_empty() && !op.hasTrait<OpTrait::IsTerminator>() &&
+        isMemoryEffectFree(&op))
+      op.erase();
+}
+
+LogicalResult Importer::finish(ModuleOp module) {
+  std::string diagnostic;
+  ScopedDiagnosticHandler handler(&graph.context, [&](Diagnostic &diag) {
+    if (diagnostic.empty() && diag.getSeverity() == DiagnosticSeverity::Error) {
+      llvm::raw_string_ostream os(diagnostic);
+      os << diag.getLocation() << ": " << diag;
+    }
+    return success();
+  });
+  auto func = llvm::cast<func::FuncOp>(module.lookupSymbol("forward"));
+  if (options.raiseGelu)
+    raiseGelu(func);
+  eraseDeadOps(func.getBody().front());
+  if (options.raiseAttention) {
+    PassManager pm(&graph.context);
+    pm.addNestedPass<func::FuncOp>(createRaiseAttention());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    if (failed(pm.run(module)))
+      return graph.fail(ImportError::Invalid,
+                        "internal error: post-import passes failed: " +
+                            oneLine(diagnostic));
+  }
+  if (failed(verify(module)))
+    return graph.fail(ImportError::Invalid,
+                      "internal error: imported IR does not verify: " +
+                          oneLine(diagnostic));
+  return success();
+}
+
+OwningOpRef<ModuleOp> Importer::run() {
+  registerImportDialects(graph.context);
+  if (failed(loadModel(graph, options, loaded)))
+    return nullptr;
+  OwningOpRef<ModuleOp> module = ModuleOp::create(
+      NameLoc::get(StringAttr::get(&graph.context, graph.path)));
+  if (failed(convertGraph(*module)) || failed(finish(*module)))
+    return nullptr;
+  return module;
+}
+
+} // namespace
+} // namespace onnx_import
+
+OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context,
+                                     const std::string &path,
+                                     const ImportOptions &options,
+                                     ImportError &error) {
+  error = ImportError{ImportError::Invalid, ""};
+  try {
+    return onnx_import::Importer(context, path, options, error).run();
+  } catch (const std::exception &e) {
+    // Library code (protobuf, ONNX) throws; nothing may escape to the caller.
+    error = ImportError{
+        ImportError::Invalid,
+        path + ": internal error: " + onnx_import::oneLine(e.what())};
+    return nullptr;
+  }
+}
+
+} // namespace tcc

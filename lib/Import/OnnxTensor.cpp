@@ -1,0 +1,350 @@
+// Decoding of ONNX TensorProtos. Every size in a proto is untrusted: it is
+// checked against the data actually present before anything is copied.
+#include "tcc/Import/OnnxTensor.h"
+
+#include "onnx/onnx_pb.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <cstring>
+#include <limits>
+
+using namespace mlir;
+
+namespace tcc {
+
+using TP = onnx::TensorProto;
+
+std::string onnxDTypeName(int32_t onnxType) {
+  switch (onnxType) {
+  case TP::FLOAT:
+    return "float";
+  case TP::UINT8:
+    return "uint8";
+  case TP::INT8:
+    return "int8";
+  case TP::UINT16:
+    return "uint16";
+  case TP::INT16:
+    return "int16";
+  case TP::INT32:
+    return "int32";
+  case TP::INT64:
+    return "int64";
+  case TP::STRING:
+    return "string";
+  case TP::BOOL:
+    return "bool";
+  case TP::FLOAT16:
+    return "float16";
+  case TP::DOUBLE:
+    return "double";
+  case TP::UINT32:
+    return "uint32";
+  case TP::UINT64:
+    return "uint64";
+  case TP::COMPLEX64:
+    return "complex64";
+  case TP::COMPLEX128:
+    return "complex128";
+  case TP::BFLOAT16:
+    return "bfloat16";
+  case TP::UNDEFINED:
+    return "undefined";
+  default:
+    return "undefined (" + std::to_string(onnxType) + ")";
+  }
+}
+
+std::optional<data::DType> onnxToDType(int32_t onnxType) {
+  using data::DType;
+  switch (onnxType) {
+  case TP::FLOAT:
+    return DType::F32;
+  case TP::DOUBLE:
+    return DType::F64;
+  case TP::FLOAT16:
+    return DType::F16;
+  case TP::BFLOAT16:
+    return DType::BF16;
+  case TP::INT8:
+    return DType::I8;
+  case TP::INT16:
+    return DType::I16;
+  case TP::INT32:
+    return DType::I32;
+  case TP::INT64:
+    return DType::I64;
+  case TP::UINT8:
+    return DType::U8;
+  case TP::UINT16:
+    return DType::U16;
+  case TP::UINT32:
+    return DType::U32;
+  case TP::UINT64:
+    return DType::U64;
+  case TP::BOOL:
+    return DType::Bool;
+  default:
+    return std::nullopt;
+  }
+}
+
+mlir::Type onnxElementType(MLIRContext &context, int32_t onnxType) {
+  switch (onnxType) {
+  case TP::FLOAT:
+    return Float32Type::get(&context);
+  case TP::DOUBLE:
+    return Float64Type::get(&context);
+  case TP::INT32:
+    return IntegerType::get(&context, 32);
+  case TP::INT64:
+    return IntegerType::get(&context, 64);
+  case TP::BOOL:
+    return IntegerType::get(&context, 1);
+  default:
+    return nullptr;
+  }
+}
+
+/// Copies a typed repeated field into `out`, narrowing each element to `T`
+/// (int32_data carries 8/16-bit ints and the bit patterns of 16-bit floats).
+template <typename T, typename Field>
+static void copyField(const Field &field, std::vector<uint8_t> &out) {
+  out.resize(field.size() * sizeof(T));
+  for (int i = 0; i < field.size(); ++i) {
+    T v = static_cast<T>(field.Get(i));
+    std::memcpy(out.data() + i * sizeof(T), &v, sizeof(T));
+  }
+}
+
+bool tensorProtoToArray(const onnx::TensorProto &tensor, data::Array &array,
+                        std::string &error) {
+  std::string what = "tensor '" + tensor.name() + "': ";
+  if (tensor.data_location() == TP::EXTERNAL ||
+      tensor.external_data_size() > 0) {
+    error = what + "external data is not supported (save the model with its "
+                   "tensors inside the .onnx file)";
+    return false;
+  }
+  if (tensor.has_segment()) {
+    error = what + "segmented tensors are not supported";
+    return false;
+  }
+  std::optional<data::DType> dtype = onnxToDType(tensor.data_type());
+  if (!dtype) {
+    error = what + "unsupported dtype " + onnxDTypeName(tensor.data_type());
+    return false;
+  }
+  array.name = tensor.name();
+  array.dtype = *dtype;
+  array.shape.clear();
+  size_t elemSize = data::dtypeSize(*dtype);
+  // Bounded so that numel * elemSize cannot overflow.
+  const uint64_t maxElems = (uint64_t(1) << 62) / elemSize;
+  uint64_t numel = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0) {
+      error = what + "negative dimension " + std::to_string(d);
+      return false;
+    }
+    if (d != 0 && numel > maxElems / uint64_t(d)) {
+      error = what + "too many elements";
+      return false;
+    }
+    numel *= uint64_t(d);
+    array.shape.push_back(d);
+  }
+  uint64_t expectedBytes = numel * elemSize;
+
+  if (tensor.has_raw_data()) {
+    const std::string &raw = tensor.raw_data();
+    if (raw.size() != expectedBytes) {
+      error = what + "raw_data holds " + std::to_string(raw.size()) +
+              " bytes, the shape needs " + std::to_string(expectedBytes);
+      return false;
+    }
+    array.bytes.assign(raw.begin(), raw.end());
+    return true;
+  }
+
+  uint64_t count = 0;
+  switch (tensor.data_type()) {
+  case TP::FLOAT:
+    count = tensor.float_data_size();
+    copyField<float>(tensor.float_data(), array.bytes);
+    break;
+  case TP::DOUBLE:
+    count = tensor.double_data_size();
+    copyField<double>(tensor.double_data(), array.bytes);
+    break;
+  case TP::INT64:
+    count = tensor.int64_data_size();
+    copyField<int64_t>(tensor.int64_data(), array.bytes);
+    break;
+  case TP::UINT32:
+    count = tensor.uint64_data_size();
+    copyField<uint32_t>(tensor.uint64_data(), array.bytes);
+    break;
+  case TP::UINT64:
+    count = tensor.uint64_data_size();
+    copyField<uint64_t>(tensor.uint64_data(), array.bytes);
+    break;
+  case TP::INT32:
+    count = tensor.int32_data_size();
+    copyField<int32_t>(tensor.int32_data(), array.bytes);
+    break;
+  case TP::INT16:
+    count = tensor.int32_data_size();
+    copyField<int16_t>(tensor.int32_data(), array.bytes);
+    break;
+  case TP::UINT16:
+  case TP::FLOAT16:
+  case TP::BFLOAT16:
+    count = tensor.int32_data_size();
+    copyField<uint16_t>(tensor.int32_data(), array.bytes);
+    break;
+  case TP::INT8:
+    count = tensor.int32_data_size();
+    copyField<int8_t>(tensor.int32_data(), array.bytes);
+    break;
+  case TP::UINT8:
+    count = tensor.int32_data_size();
+    copyField<uint8_t>(tensor.int32_data(), array.bytes);
+    break;
+  case TP::BOOL:
+    count = tensor.int32_data_size();
+    array.bytes.resize(count);
+    for (uint64_t i = 0; i < count; ++i)
+      array.bytes[i] = tensor.int32_data(int(i)) != 0;
+    break;
+  default:
+    error = what + "unsupported dtype " + onnxDTypeName(tensor.data_type());
+    return false;
+  }
+  if (count != numel) {
+    error = what + "holds " + std::to_string(count) +
+            " values, the shape needs " + std::to_string(numel);
+    return false;
+  }
+  return true;
+}
+
+DenseElementsAttr arrayToElementsAttr(MLIRContext &context,
+                                      const data::Array &array,
+                                      std::string &error) {
+  Type elem;
+  switch (array.dtype) {
+  case data::DType::F32:
+    elem = Float32Type::get(&context);
+    break;
+  case data::DType::F64:
+    elem = Float64Type::get(&context);
+    break;
+  case data::DType::I32:
+    elem = IntegerType::get(&context, 32);
+    break;
+  case data::DType::I64:
+    elem = IntegerType::get(&context, 64);
+    break;
+  case data::DType::Bool:
+    elem = IntegerType::get(&context, 1);
+    break;
+  default:
+    error = "array '" + array.name + "': unsupported dtype " +
+            data::dtypeName(array.dtype);
+    return nullptr;
+  }
+  size_t elemSize = data::dtypeSize(array.dtype);
+  int64_t numel = array.numElements();
+  if (array.bytes.size() != size_t(numel) * elemSize) {
+    error = "array '" + array.name + "': holds " +
+            std::to_string(array.bytes.size()) + " bytes, the shape needs " +
+            std::to_string(size_t(numel) * elemSize);
+    return nullptr;
+  }
+  auto type = RankedTensorType::get(array.shape, elem);
+  const uint8_t *p = array.bytes.data();
+  bool splat = numel > 1;
+  for (int64_t i = 1; splat && i < numel; ++i)
+    splat = std::memcmp(p, p + i * elemSize, elemSize) == 0;
+  size_t n = splat ? 1 : size_t(numel);
+
+  switch (array.dtype) {
+  case data::DType::F32:
+    return DenseElementsAttr::get(
+        type, llvm::ArrayRef(reinterpret_cast<const float *>(p), n));
+  case data::DType::F64:
+    return DenseElementsAttr::get(
+        type, llvm::ArrayRef(reinterpret_cast<const double *>(p), n));
+  case data::DType::I32:
+    return DenseElementsAttr::get(
+        type, llvm::ArrayRef(reinterpret_cast<const int32_t *>(p), n));
+  case data::DType::I64:
+    return DenseElementsAttr::get(
+        type, llvm::ArrayRef(reinterpret_cast<const int64_t *>(p), n));
+  default: {
+    llvm::SmallVector<bool> bits(n);
+    for (size_t i = 0; i < n; ++i)
+      bits[i] = p[i] != 0;
+    return DenseElementsAttr::get(type, bits);
+  }
+  }
+}
+
+DenseElementsAttr tensorProtoToElementsAttr(MLIRContext &context,
+                                            const onnx::TensorProto &tensor,
+                                            std::string &error) {
+  data::Array array;
+  if (!tensorProtoToArray(tensor, array, error))
+    return nullptr;
+  DenseElementsAttr attr = arrayToElementsAttr(context, array, error);
+  if (!attr)
+    error = "tensor '" + tensor.name() + "': unsupported dtype " +
+            onnxDTypeName(tensor.data_type());
+  return attr;
+}
+
+template <typename T>
+static void appendValues(DenseElementsAttr attr, std::vector<uint8_t> &bytes) {
+  bytes.reserve(attr.getNumElements() * sizeof(T));
+  for (T v : attr.getValues<T>()) {
+    const auto *b = reinterpret_cast<const uint8_t *>(&v);
+    bytes.insert(bytes.end(), b, b + sizeof(T));
+  }
+}
+
+bool elementsAttrToArray(DenseElementsAttr attr, data::Array &array,
+                         std::string &error) {
+  auto type = llvm::cast<ShapedType>(attr.getType());
+  Type elem = type.getElementType();
+  array.shape.assign(type.getShape().begin(), type.getShape().end());
+  array.bytes.clear();
+  if (elem.isF32()) {
+    array.dtype = data::DType::F32;
+    appendValues<float>(attr, array.bytes);
+  } else if (elem.isF64()) {
+    array.dtype = data::DType::F64;
+    appendValues<double>(attr, array.bytes);
+  } else if (elem.isInteger(32)) {
+    array.dtype = data::DType::I32;
+    appendValues<int32_t>(attr, array.bytes);
+  } else if (elem.isInteger(64)) {
+    array.dtype = data::DType::I64;
+    appendValues<int64_t>(attr, array.bytes);
+  } else if (elem.isInteger(1)) {
+    array.dtype = data::DType::Bool;
+    for (bool b : attr.getValues<bool>())
+      array.bytes.push_back(b ? 1 : 0);
+  } else {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << elem;
+    error = "unsupported element type " + s;
+    return false;
+  }
+  return true;
+}
+
+} // namespace tcc

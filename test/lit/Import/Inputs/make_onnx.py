@@ -1,0 +1,345 @@
+#!/usr/bin/python3
+"""Build the tiny ONNX models the Import lit tests feed to `tcc import`.
+
+    %python %S/Inputs/make_onnx.py CASE OUT.onnx
+
+Each case is a function below returning a ModelProto (or, for the broken-file
+cases, writing OUT itself). Models are built with onnx.helper at opset 17
+unless the case is about the opset, and are not run through the checker here:
+some are invalid on purpose.
+"""
+
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def const(name, array):
+    return helper.make_node("Constant", [], [name], name=name,
+                            value=numpy_helper.from_array(np.asarray(array)))
+
+
+def init(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17):
+    # Constants first, so cases can list them wherever they read best.
+    nodes = ([x for x in nodes if x.op_type == "Constant"] +
+             [x for x in nodes if x.op_type != "Constant"])
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                             producer_name="make_onnx")
+
+
+def rand(*shape):
+    return np.random.RandomState(0).randn(*shape).astype(np.float32)
+
+
+# ------------------------------------------------------------------ elementwise
+
+def elementwise():
+    n = helper.make_node
+    nodes = [
+        n("Add", ["x", "b"], ["add"], name="add"),          # [2,3] + [3]
+        n("Mul", ["add", "s"], ["mul"], name="mul"),        # * scalar
+        n("Sub", ["mul", "x"], ["sub"], name="sub"),
+        n("Div", ["sub", "s"], ["div"], name="div"),
+        n("Pow", ["div", "two"], ["pow"], name="pow"),
+        n("Sqrt", ["pow"], ["sqrt"], name="sqrt"),
+        n("Reciprocal", ["sqrt"], ["rec"], name="rec"),
+        n("Tanh", ["rec"], ["tanh"], name="tanh"),
+        n("Max", ["tanh", "x", "b"], ["max"], name="max"),  # variadic
+        n("Less", ["max", "b"], ["lt"], name="lt"),
+        n("Not", ["lt"], ["not"], name="not"),
+        n("Where", ["not", "max", "x"], ["where"], name="where"),
+        n("Cast", ["y"], ["yf"], name="cast", to=F),
+        n("Add", ["where", "yf"], ["out"], name="add_out"),
+    ]
+    return model(nodes + [const("s", np.float32(2.0)), const("two", np.int64(2))],
+                 [vi("x", F, [2, 3]), vi("y", I64, [2, 3])],
+                 [vi("out", F, [2, 3])],
+                 [init("b", rand(3))])
+
+
+# ------------------------------------------------------------------ contractions
+
+def gemm():
+    node = helper.make_node("Gemm", ["a", "w", "c"], ["y"], name="gemm",
+                            alpha=0.5, beta=2.0, transB=1)
+    return model([node], [vi("a", F, [4, 3])], [vi("y", F, [4, 5])],
+                 [init("w", rand(5, 3)), init("c", rand(5))])
+
+
+def matmul_1d():
+    n = helper.make_node
+    nodes = [n("MatMul", ["v", "w"], ["vw"], name="vec_mat"),      # [3] @ [3,5]
+             n("MatMul", ["m", "v"], ["mv"], name="mat_vec"),      # [2,4,3] @ [3]
+             n("MatMul", ["v", "v"], ["vv"], name="dot")]          # [3] @ [3]
+    return model(nodes, [vi("v", F, [3]), vi("m", F, [2, 4, 3])],
+                 [vi("vw", F, [5]), vi("mv", F, [2, 4]), vi("vv", F, [])],
+                 [init("w", rand(3, 5))])
+
+
+def matmul_transpose():
+    """PyTorch's nn.Linear at opset 17 on 3-D input: MatMul(x, Transpose(W))."""
+    n = helper.make_node
+    nodes = [n("Transpose", ["w"], ["wt"], name="t", perm=[1, 0]),
+             n("MatMul", ["x", "wt"], ["y"], name="mm")]
+    return model(nodes, [vi("x", F, [2, 3, 4])], [vi("y", F, [2, 3, 5])],
+                 [init("w", rand(5, 4))])
+
+
+# ------------------------------------------------------------------ shapes
+
+def reshape():
+    n = helper.make_node
+    nodes = [n("Reshape", ["x", "s1"], ["r1"], name="copy_and_infer"),  # [0,-1]
+             n("Reshape", ["r1", "s2"], ["r2"], name="infer_first"),    # [-1,3,4]
+             n("Flatten", ["r2"], ["f"], name="flat", axis=2)]
+    return model(nodes + [const("s1", np.array([0, -1])),
+                          const("s2", np.array([-1, 3, 4]))],
+                 [vi("x", F, [2, 3, 4])], [vi("f", F, [6, 4])])
+
+
+def reshape_allowzero():
+    node = helper.make_node("Reshape", ["x", "s"], ["y"], name="r", allowzero=1)
+    return model([node, const("s", np.array([0, 4]))], [vi("x", F, [0, 2, 2])],
+                 [vi("y", F, [0, 4])])
+
+
+def slice_negative():
+    n = helper.make_node
+    big = np.iinfo(np.int64).max
+    nodes = [n("Slice", ["x", "st1", "en1", "ax1", "sp1"], ["rev"], name="reverse"),
+             n("Slice", ["rev", "st2", "en2"], ["tail"], name="clamped")]
+    return model(nodes + [const("st1", [-1]), const("en1", [-big]),
+                          const("ax1", [-1]), const("sp1", [-2]),
+                          const("st2", [1, -4]), const("en2", [big, 100])],
+                 [vi("x", F, [4, 6])], [vi("tail", F, [3, 3])])
+
+
+def shape_fold():
+    """The shape sub-graph PyTorch emits for x.view(B, T, nh, hd) and for
+    x.expand(...) / ones(T, T).tril-style masks, all to be folded away."""
+    n = helper.make_node
+    nodes = [
+        n("Shape", ["x"], ["shape"], name="shape"),
+        n("Gather", ["shape", "i0"], ["B"], name="get_b", axis=0),
+        n("Gather", ["shape", "i1"], ["T"], name="get_t", axis=0),
+        n("Unsqueeze", ["B", "ax0"], ["B1"], name="unsq_b"),
+        n("Unsqueeze", ["T", "ax0"], ["T1"], name="unsq_t"),
+        n("Div", ["C", "nh"], ["hd"], name="head_dim"),
+        n("Unsqueeze", ["hd", "ax0"], ["hd1"], name="unsq_hd"),
+        n("Concat", ["B1", "T1", "nh1", "hd1"], ["newshape"], name="concat", axis=0),
+        n("Reshape", ["x", "newshape"], ["heads"], name="view"),
+        # Range + ConstantOfShape + Equal/Where on shapes + Expand.
+        n("Range", ["zero", "T", "one"], ["pos"], name="arange"),
+        n("ConstantOfShape", ["len1"], ["ones"], name="ones",
+          value=numpy_helper.from_array(np.array([1], dtype=np.int64))),
+        n("Mul", ["ones", "minus1"], ["neg"], name="neg"),
+        n("Equal", ["neg", "minus1"], ["is_neg"], name="eq"),
+        n("Where", ["is_neg", "ones", "neg"], ["expshape"], name="where"),
+        n("Concat", ["B1", "expshape"], ["full"], name="concat2", axis=0),
+        n("Cast", ["pos"], ["posf"], name="cast", to=F),
+        n("Expand", ["posf", "full"], ["grid"], name="expand"),
+        n("Unsqueeze", ["grid", "ax23"], ["grid4"], name="unsq_grid"),
+        n("Add", ["heads", "grid4"], ["y"], name="add"),
+    ]
+    consts = [const("i0", np.int64(0)), const("i1", np.int64(1)),
+              const("ax0", [0]), const("ax23", [2, 3]), const("C", np.int64(32)),
+              const("nh", np.int64(2)), const("nh1", [2]), const("zero", np.int64(0)),
+              const("one", np.int64(1)), const("minus1", np.int64(-1)),
+              const("len1", [1])]
+    return model(consts + nodes, [vi("x", F, [2, 8, 32])],
+                 [vi("y", F, [2, 8, 2, 16])])
+
+
+def ops_misc():
+    """Squeeze/Unsqueeze/Split/Concat/Transpose/Expand/Gather/reductions/
+    softmax/layer norm in one graph."""
+    n = helper.make_node
+    nodes = [
+        n("Split", ["x"], ["a", "b"], name="split", axis=1),                # [2,8,4] -> 2x[2,4,4]
+        n("Concat", ["b", "a"], ["ba"], name="concat", axis=-2),
+        n("Transpose", ["ba"], ["t"], name="transpose", perm=[0, 2, 1]),
+        n("Unsqueeze", ["t", "ax1"], ["u"], name="unsq"),                    # [2,1,4,8]
+        n("Squeeze", ["u", "ax1"], ["sq"], name="sq"),
+        n("ReduceSum", ["sq", "ax1"], ["sum"], name="rsum", keepdims=1),     # [2,1,8]
+        n("ReduceMean", ["sq"], ["mean"], name="rmean", axes=[-1], keepdims=0),  # [2,4]
+        n("ReduceMax", ["sq"], ["max"], name="rmax", axes=[0, 2]),           # [1,4,1]
+        n("Expand", ["sum", "eshape"], ["e"], name="expand"),                # [2,4,8]
+        n("Gather", ["e", "idx"], ["g"], name="gather", axis=2),             # [2,4,3]
+        n("Softmax", ["g"], ["sm"], name="softmax", axis=1),
+        n("LogSoftmax", ["sm"], ["lsm"], name="log_softmax"),
+        n("LayerNormalization", ["lsm", "gamma", "beta"], ["ln"], name="ln",
+          axis=-1, epsilon=1e-5),
+    ]
+    return model(nodes + [const("ax1", [1]), const("eshape", [1, 4, 1]),
+                          const("idx", [0, -1, 2])],
+                 [vi("x", F, [2, 8, 4])], [vi("ln", F, [2, 4, 3]), vi("mean", F, [2, 4]),
+                                          vi("max", F, [1, 4, 1])],
+                 [init("gamma", rand(3)), init("beta", rand(3))])
+
+
+def dropout():
+    n = helper.make_node
+    nodes = [n("Dropout", ["x", "ratio", "train"], ["y", "mask"], name="drop_train", seed=7),
+             n("Dropout", ["y", "ratio"], ["z"], name="drop_eval")]
+    return model(nodes + [const("ratio", np.float32(0.25)), const("train", np.bool_(True))],
+                 [vi("x", F, [2, 3])], [vi("z", F, [2, 3]), vi("mask", BOOL, [2, 3])])
+
+
+# ------------------------------------------------------------------ GELU
+
+def _gelu_exact_nodes(x, out, p):
+    n = helper.make_node
+    return [n("Div", [x, p + "sqrt2"], [p + "d"]), n("Erf", [p + "d"], [p + "e"]),
+            n("Add", [p + "e", p + "one"], [p + "a"]), n("Mul", [x, p + "a"], [p + "m"]),
+            n("Mul", [p + "m", p + "half"], [out]),
+            const(p + "sqrt2", np.float32(np.sqrt(2))), const(p + "one", np.float32(1)),
+            const(p + "half", np.float32(0.5))]
+
+
+def _gelu_tanh_nodes(x, out, p, use_pow):
+    n = helper.make_node
+    cube = ([n("Pow", [x, p + "three"], [p + "x3"]), const(p + "three", np.float32(3))]
+            if use_pow else
+            [n("Mul", [x, x], [p + "x2"]), n("Mul", [x, p + "x2"], [p + "x3"])])
+    return cube + [
+        n("Mul", [p + "c", p + "x3"], [p + "cx3"]), n("Add", [x, p + "cx3"], [p + "in"]),
+        n("Mul", [p + "k", p + "in"], [p + "arg"]), n("Tanh", [p + "arg"], [p + "t"]),
+        n("Add", [p + "one", p + "t"], [p + "a"]), n("Mul", [x, p + "a"], [p + "m"]),
+        n("Mul", [p + "half", p + "m"], [out]),
+        const(p + "c", np.float32(0.044715)), const(p + "k", np.float32(np.sqrt(2 / np.pi))),
+        const(p + "one", np.float32(1)), const(p + "half", np.float32(0.5))]
+
+
+def gelu():
+    nodes = (_gelu_exact_nodes("x", "g1", "e_") + _gelu_tanh_nodes("g1", "g2", "t_", True)
+             + _gelu_tanh_nodes("g2", "g3", "m_", False)
+             # Not a GELU: the Erf argument is scaled by 0.5, not 1/sqrt(2).
+             + [helper.make_node("Mul", ["g3", "half"], ["h"]),
+                helper.make_node("Erf", ["h"], ["e"]),
+                helper.make_node("Add", ["e", "one"], ["a"]),
+                helper.make_node("Mul", ["g3", "a"], ["m"]),
+                helper.make_node("Mul", ["m", "half"], ["y"]),
+                const("half", np.float32(0.5)), const("one", np.float32(1))])
+    return model(nodes, [vi("x", F, [2, 4])], [vi("y", F, [2, 4])])
+
+
+# ------------------------------------------------------------------ initializers
+
+def initializers():
+    """w (used in MatMul) and bias (Add) are trainable; mask_values (float,
+    read only by Equal) and the int shape are data; `emb` is gathered and,
+    through the anonymous transposed copy PyTorch's constant folding makes,
+    also used as the output projection: both must be one parameter."""
+    n = helper.make_node
+    emb = rand(6, 4)
+    nodes = [
+        n("Gather", ["emb", "ids"], ["h"], name="embed"),
+        n("MatMul", ["h", "w"], ["hw"], name="proj"),
+        n("Add", ["hw", "bias"], ["hb"], name="add_bias"),
+        n("Equal", ["mask_values", "zero"], ["masked"], name="eq"),
+        n("Where", ["masked", "ninf", "hb"], ["hm"], name="mask"),
+        n("Reshape", ["hm", "shape"], ["flat"], name="reshape"),
+        n("MatMul", ["flat", "onnx::MatMul_9"], ["logits"], name="lm_head"),
+    ]
+    return model(nodes + [const("zero", np.float32(0)), const("ninf", np.float32(-np.inf))],
+                 [vi("ids", I64, [2, 3])], [vi("logits", F, [6, 6])],
+                 [init("emb", emb), init("w", rand(4, 4)), init("bias", np.zeros(4, np.float32)),
+                  init("mask_values", np.array([1, 1, 0, 1], np.float32)),
+                  init("shape", np.array([6, 4])),
+                  init("onnx::MatMul_9", emb.T.copy())])
+
+
+# ------------------------------------------------------------------ errors
+
+def unsupported_op():
+    node = helper.make_node("Hardmax", ["x"], ["y"], name="Foo_12")
+    return model([node], [vi("x", F, [2, 3])], [vi("y", F, [2, 3])])
+
+
+def mod_fmod():
+    """An attribute value tcc does not implement."""
+    node = helper.make_node("Mod", ["x", "y"], ["z"], name="rem", fmod=1)
+    return model([node], [vi("x", F, [2]), vi("y", F, [2])], [vi("z", F, [2])])
+
+
+def unnamed_custom_op():
+    node = helper.make_node("FusedGelu", ["x"], ["y"], domain="com.microsoft")
+    m = model([helper.make_node("Relu", ["x"], ["r"]), node],
+              [vi("x", F, [2, 3])], [vi("y", F, [2, 3])])
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return m
+
+
+def f16_input():
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    return model([node], [vi("x", TensorProto.FLOAT16, [2])],
+                 [vi("y", TensorProto.FLOAT16, [2])])
+
+
+def f16_cast():
+    node = helper.make_node("Cast", ["x"], ["y"], name="to_half", to=TensorProto.FLOAT16)
+    return model([node], [vi("x", F, [2])], [vi("y", TensorProto.FLOAT16, [2])])
+
+
+def dynamic_input():
+    node = helper.make_node("Relu", ["input_ids"], ["y"], name="relu")
+    return model([node], [vi("input_ids", F, ["batch", 128])], [vi("y", F, ["batch", 128])])
+
+
+def dynamic_reshape():
+    """The target shape is a graph input: nothing can fold it."""
+    node = helper.make_node("Reshape", ["x", "s"], ["y"], name="view")
+    return model([node], [vi("x", F, [2, 6]), vi("s", I64, [2])], [vi("y", F, [3, 4])])
+
+
+def opset11():
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    return model([node], [vi("x", F, [2])], [vi("y", F, [2])], opset=11)
+
+
+def bad_model():
+    """Refers to a value nothing defines: ONNX's checker rejects it."""
+    node = helper.make_node("Add", ["x", "nowhere"], ["y"], name="add")
+    return model([node], [vi("x", F, [2])], [vi("y", F, [2])])
+
+
+def truncated(path):
+    data = elementwise().SerializeToString()
+    with open(path, "wb") as f:
+        f.write(data[: len(data) // 2])
+
+
+def garbage(path):
+    with open(path, "wb") as f:
+        f.write(b"this is not a protobuf \xff\xff\xff\xff")
+
+
+CASES = {name: fn for name, fn in globals().items()
+         if callable(fn) and not name.startswith("_") and fn.__module__ == __name__
+         and name not in ("vi", "const", "init", "model", "rand", "main")}
+WRITERS = {"truncated", "garbage"}
+
+
+def main():
+    case, out = sys.argv[1], sys.argv[2]
+    if case in WRITERS:
+        CASES[case](out)
+    else:
+        onnx.save(CASES[case](), out)
+
+
+if __name__ == "__main__":
+    main()
