@@ -14,3 +14,6 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%python", config.python3))
 config.substitutions.append(("%models", os.path.join(config.tcc_src_root, "test", "models")))
 config.substitutions.append(("%examples", os.path.join(config.tcc_src_root, "examples")))
+config.substitutions.append(("%src", config.tcc_src_root))
+config.substitutions.append(("%mlir-tblgen", config.mlir_tblgen))
+config.substitutions.append(("%mlir-include", config.mlir_include_dir))

@@ -21,22 +21,22 @@ namespace tcc::driver {
 static cl::SubCommand evalCmd("eval", "Run a model's forward pass in the reference interpreter");
 static ModelFlags flags(evalCmd);
 static cl::opt<std::string> inputsPath("inputs", cl::desc(".npz with one array per graph input, named after it"),
-                                       cl::value_desc("file.npz"), cl::sub(evalCmd));
+                                       cl::value_desc("file.npz"), cl::sub(evalCmd), cl::cat(flagCategory()));
 static cl::opt<std::string> outputsPath("outputs", cl::desc("Write the outputs, named after the graph outputs, to this .npz"),
-                                        cl::value_desc("file.npz"), cl::sub(evalCmd));
+                                        cl::value_desc("file.npz"), cl::sub(evalCmd), cl::cat(flagCategory()));
 static cl::opt<std::string> expectedPath("expected",
                                          cl::desc("Compare the outputs with the arrays of this .npz; exit 1 on mismatch"),
-                                         cl::value_desc("file.npz"), cl::sub(evalCmd));
+                                         cl::value_desc("file.npz"), cl::sub(evalCmd), cl::cat(flagCategory()));
 static cl::opt<double> rtol("rtol", cl::desc("Relative tolerance of --expected (default 1e-5)"),
-                            cl::init(1e-5), cl::sub(evalCmd));
+                            cl::init(1e-5), cl::sub(evalCmd), cl::cat(flagCategory()));
 static cl::opt<double> atol("atol", cl::desc("Absolute tolerance of --expected (default 1e-6)"),
-                            cl::init(1e-6), cl::sub(evalCmd));
+                            cl::init(1e-6), cl::sub(evalCmd), cl::cat(flagCategory()));
 static cl::opt<bool> f64("f64", cl::desc("Compute in float64 (every f32 value promoted)"),
-                         cl::sub(evalCmd));
+                         cl::sub(evalCmd), cl::cat(flagCategory()));
 static cl::opt<std::string> entry("entry", cl::desc("Function to run (default: forward)"),
-                                  cl::init("forward"), cl::sub(evalCmd));
+                                  cl::init("forward"), cl::sub(evalCmd), cl::cat(flagCategory()));
 
-bool evalChosen() { return evalCmd; }
+bool evalChosen() { return static_cast<bool>(evalCmd); }
 
 static double elementAsDouble(const Array &a, int64_t i) {
   switch (a.dtype) {
@@ -79,8 +79,9 @@ static bool compare(const Array &got, const Array &want) {
   }
   llvm::outs() << (bad ? "FAIL" : "ok") << llvm::format(": max abs err %.3g, max rel err %.3g", maxAbs, maxRel);
   if (bad)
-    llvm::outs() << ", " << bad << " of " << got.numElements() << " elements outside rtol "
-                 << rtol.getValue() << " atol " << atol.getValue();
+    llvm::outs() << ", " << bad << " of " << got.numElements()
+                 << llvm::format(" elements outside rtol %g atol %g", rtol.getValue(),
+                                 atol.getValue());
   llvm::outs() << "\n";
   return bad == 0;
 }

@@ -3,6 +3,7 @@
 #include "Model.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 namespace cl = llvm::cl;
@@ -13,9 +14,9 @@ static cl::SubCommand importCmd("import", "Convert a model to tcc IR in MLIR tex
 static ModelFlags flags(importCmd);
 static cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
                                    cl::value_desc("file"), cl::init("-"),
-                                   cl::sub(importCmd));
+                                   cl::sub(importCmd), cl::cat(flagCategory()));
 
-bool importChosen() { return importCmd; }
+bool importChosen() { return static_cast<bool>(importCmd); }
 
 int runImport() {
   mlir::MLIRContext context;

@@ -15,17 +15,22 @@ namespace cl = llvm::cl;
 
 namespace tcc::driver {
 
+cl::OptionCategory &flagCategory() {
+  static cl::OptionCategory category("tcc options");
+  return category;
+}
+
 ModelFlags::ModelFlags(cl::SubCommand &sub)
     : model(cl::Positional, cl::Required, cl::desc("<model.onnx|model.mlir>"),
-            cl::sub(sub)),
+            cl::sub(sub), cl::cat(flagCategory())),
       inputShapes("input-shape", cl::ZeroOrMore, cl::value_desc("name=AxBx..."),
                   cl::desc("Static shape of an ONNX graph input, e.g. "
                            "input_ids=8x1024 (repeatable)"),
-                  cl::sub(sub)),
+                  cl::sub(sub), cl::cat(flagCategory())),
       noRaiseAttention("no-raise-attention",
                        cl::desc("Keep PyTorch's attention sub-graph as separate "
                                 "ops instead of raising it to tcc.attention"),
-                       cl::sub(sub)) {}
+                       cl::sub(sub), cl::cat(flagCategory())) {}
 
 int fail(const llvm::Twine &message) {
   llvm::errs() << "tcc: " << message << "\n";
@@ -59,7 +64,11 @@ static OwningOpRef<ModuleOp> parseMlir(MLIRContext &context, const std::string &
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
       llvm::raw_string_ostream os(firstError);
-      os << diag.getLocation() << ": " << diag;
+      if (auto loc = llvm::dyn_cast<FileLineColLoc>(diag.getLocation()))
+        os << loc.getFilename().getValue() << ":" << loc.getLine() << ":" << loc.getColumn();
+      else
+        os << diag.getLocation();
+      os << ": " << diag;
     }
     return success();
   });

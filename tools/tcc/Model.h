@@ -11,6 +11,9 @@
 
 namespace tcc::driver {
 
+/// The category of every tcc flag; LLVM's own flags are hidden from --help.
+llvm::cl::OptionCategory &flagCategory();
+
 /// Options shared by every command that reads a model.
 struct ModelFlags {
   explicit ModelFlags(llvm::cl::SubCommand &sub);

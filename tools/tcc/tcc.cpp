@@ -1,12 +1,18 @@
 // The tcc driver: one binary, one subcommand per user task.
 #include "Commands.h"
+#include "Model.h"
 
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "tcc " TCC_VERSION " (LLVM/MLIR " LLVM_VERSION_STRING ")\n";
+  });
+  llvm::cl::HideUnrelatedOptions(tcc::driver::flagCategory());
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "tcc: ahead-of-time compiler for deep-learning training graphs\n\n"
