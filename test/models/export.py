@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Export a reference model to ONNX together with its inputs and outputs.
 
-    /usr/bin/python3 test/models/export.py --model {mlp,gpt,bert} --out DIR
+    /usr/bin/python3 test/models/export.py --model {mlp,gpt,bert,mlp_loss,bert_sce} --out DIR
 
 writes
     DIR/model.onnx     opset 17, static shapes, parameters as named initializers
@@ -37,8 +37,10 @@ def save_npz(path, arrays):
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
         for name in arrays:
             buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.ascontiguousarray(arrays[name]),
-                                      allow_pickle=False)
+            a = np.asarray(arrays[name])
+            # ascontiguousarray would turn a 0-d array (a scalar loss) into 1-d.
+            a = np.ascontiguousarray(a) if a.ndim else a
+            np.lib.format.write_array(buf, a, allow_pickle=False)
             info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16
             zf.writestr(info, buf.getvalue())
@@ -61,19 +63,15 @@ def check_contract(onnx_path, model, input_names, output_names):
         assert np.array_equal(inits[n], p.detach().numpy()), n
 
 
-def export(name, out_dir):
-    torch.set_num_threads(1)  # fixed reduction order -> identical expected.npz
-    model, inputs, output_names = MODELS[name]()
+def export_onnx(model, inputs, output_names, onnx_path):
+    """torch.onnx.export with tcc's export contract, then check_contract.
+
+    `inputs` is the ordered {graph input name: example tensor} dict of a
+    MODELS builder; its shapes become the graph's static shapes. Also used by
+    train_ref.py, so a training reference exports exactly the same graph.
+    """
     input_names = list(inputs)
     args = tuple(inputs[n] for n in input_names)
-
-    with torch.no_grad():
-        outputs = model(*args)
-    if isinstance(outputs, torch.Tensor):
-        outputs = (outputs,)
-
-    os.makedirs(out_dir, exist_ok=True)
-    onnx_path = os.path.join(out_dir, "model.onnx")
     torch.onnx.export(
         model,
         args,
@@ -99,6 +97,21 @@ def export(name, out_dir):
         # No dynamic_axes: tcc compiles for static shapes.
     )
     check_contract(onnx_path, model, input_names, output_names)
+
+
+def export(name, out_dir):
+    torch.set_num_threads(1)  # fixed reduction order -> identical expected.npz
+    model, inputs, output_names = MODELS[name]()
+    input_names = list(inputs)
+    args = tuple(inputs[n] for n in input_names)
+
+    with torch.no_grad():
+        outputs = model(*args)
+    if isinstance(outputs, torch.Tensor):
+        outputs = (outputs,)
+
+    os.makedirs(out_dir, exist_ok=True)
+    export_onnx(model, inputs, output_names, os.path.join(out_dir, "model.onnx"))
 
     save_npz(os.path.join(out_dir, "inputs.npz"),
              {n: t.numpy() for n, t in inputs.items()})

@@ -272,10 +272,77 @@ def build_bert():
     return model.eval(), {"input_ids": input_ids, "attention_mask": attention_mask}, ["logits"]
 
 
+# ------------------------------------------------- variants that output a loss
+#
+# For `tcc train --loss loss`: the graph itself ends in a scalar loss. Same
+# modules, parameter names and initial weights as the base models (the builders
+# below draw exactly what build_mlp/build_bert draw, then draw the extra inputs
+# from the same generator), so e.g. `mlp_loss` after training can be compared
+# tensor by tensor with `mlp` trained under `--loss 'mse(y,target)'`.
+
+
+class MLPLoss(MLP):
+    """MLP whose graph ends in the mean squared error: forward(x, target) -> loss.
+
+    Written out because torch 1.13 cannot export aten::mse_loss; the graph gets
+    Sub, Mul(d, d), ReduceMean(keepdims=0) over all elements, which computes
+    what F.mse_loss(y, target) (reduction="mean") computes.
+    """
+
+    def forward(self, x, target):
+        d = super().forward(x) - target
+        return torch.mean(d * d)
+
+
+class TinyBERTSCE(TinyBERT):
+    """TinyBERT whose graph ends in F.cross_entropy(ignore_index=-100, mean),
+    which torch 1.13 exports at opset 17 as one
+    SoftmaxCrossEntropyLoss(reduction="mean", ignore_index=-100) node."""
+
+    def forward(self, input_ids, attention_mask, labels):
+        logits = super().forward(input_ids, attention_mask)
+        V = logits.size(-1)
+        return F.cross_entropy(logits.view(-1, V), labels.view(-1), ignore_index=-100)
+
+
+def mlm_labels(input_ids, attention_mask, gen, p=0.15):
+    """MLM-style labels: -100 (ignored) except at ~p of the attended positions,
+    where the label is the token id; every row gets at least one label."""
+    labels = torch.full_like(input_ids, -100)
+    pick = (torch.rand(input_ids.shape, generator=gen) < p) & (attention_mask != 0)
+    first = torch.randint(0, 1 << 30, (input_ids.size(0),), generator=gen)
+    for r in range(input_ids.size(0)):
+        if not bool(pick[r].any()):
+            n = int(attention_mask[r].sum())
+            pick[r, int(first[r]) % n] = True
+    labels[pick] = input_ids[pick]
+    return labels
+
+
+def build_mlp_loss():
+    base, inputs, _ = build_mlp()  # leaves torch's global RNG as build_mlp does
+    model = MLPLoss()
+    model.load_state_dict(base.state_dict())
+    gen = torch.Generator().manual_seed(SEED + 2)
+    inputs["target"] = torch.randn(4, 8, generator=gen)
+    return model.eval(), inputs, ["loss"]
+
+
+def build_bert_sce():
+    base, inputs, _ = build_bert()
+    model = TinyBERTSCE()
+    model.load_state_dict(base.state_dict())
+    gen = torch.Generator().manual_seed(SEED + 2)
+    inputs["labels"] = mlm_labels(inputs["input_ids"], inputs["attention_mask"], gen)
+    return model.eval(), inputs, ["loss"]
+
+
 # name -> builder returning (model in eval mode, ordered {input name: tensor},
 # [output names]). Input order is the forward() argument order.
 MODELS = {
     "mlp": build_mlp,
     "gpt": build_gpt,
     "bert": build_bert,
+    "mlp_loss": build_mlp_loss,
+    "bert_sce": build_bert_sce,
 }
