@@ -1,0 +1,99 @@
+//===- checkpoint.h - training checkpoints ----------------------*- C++ -*-===//
+//
+// The checkpoint layout of design.md ("Contracts users rely on"):
+//
+//   DIR/step-<N>/params.safetensors     parameters by name (ONNX initializer
+//                                       names), as the caller holds them
+//                                       (fp32 master weights)
+//   DIR/step-<N>/optimizer.safetensors  optimizer state: "<param>.exp_avg",
+//                                       "<param>.exp_avg_sq",
+//                                       "<param>.momentum_buffer", scalars
+//   DIR/step-<N>/state.json             {"format_version": 1, "step": N,
+//                                        "data_position": ..., "model": ...,
+//                                        "rng": ..., caller's extra fields}
+//
+// N is the number of optimizer steps done. A checkpoint is written into
+// DIR/.step-<N>.tmp-<pid>/, fsynced, and renamed to DIR/step-<N> only when
+// complete, so a crash mid-save leaves the last good checkpoint untouched and
+// at worst a temp directory that latestCheckpoint ignores.
+//
+// Errors are tcc::data::Error, one line naming the path.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TCC_RUNTIME_CHECKPOINT_CHECKPOINT_H
+#define TCC_RUNTIME_CHECKPOINT_CHECKPOINT_H
+
+#include "data/npz.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tcc::checkpoint {
+
+using tcc::data::Array;
+using tcc::data::Error;
+
+/// The state.json format this library writes and the only one it reads.
+constexpr int64_t FormatVersion = 1;
+
+struct CheckpointState {
+  /// Optimizer steps done; names the directory step-<step>.
+  int64_t step = 0;
+  /// Index of the next sample (or token) the data feed yields.
+  int64_t dataPosition = 0;
+  /// Identifies the model (e.g. a hash of parameter names and shapes) so a
+  /// resume can refuse another model's checkpoint. Opaque here.
+  std::string modelFingerprint;
+  /// RNG state, opaque here; stored as "rng".
+  nlohmann::json rng;
+  /// Further top-level fields of state.json (loss scale, learning-rate
+  /// schedule, ...): a JSON object or null. Its keys must not be the ones
+  /// above ("format_version", "step", "data_position", "model", "rng"). On
+  /// load it holds every field that is not one of those.
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+struct Checkpoint {
+  /// The step-<N> directory it was loaded from.
+  std::string dir;
+  std::vector<Array> params;
+  std::vector<Array> optState;
+  CheckpointState state;
+};
+
+/// The file names inside a step directory.
+extern const char *const ParamsFile;    // "params.safetensors"
+extern const char *const OptimizerFile; // "optimizer.safetensors"
+extern const char *const StateFile;     // "state.json"
+
+/// Writes DIR/step-<state.step>, creating DIR if needed and replacing an
+/// existing checkpoint of the same step (the old one stays in place until the
+/// new one is complete). Returns the step directory's path.
+std::string saveCheckpoint(const std::string &dir,
+                           const std::vector<Array> &params,
+                           const std::vector<Array> &optState,
+                           const CheckpointState &state);
+
+/// The complete step-<N> directory (all three files present) with the largest
+/// N, or nullopt when DIR has none or does not exist. Temp directories and
+/// names other than step-<decimal N> are ignored.
+std::optional<std::string> latestCheckpoint(const std::string &dir);
+
+/// Reads a step directory. Refuses a state.json of another format_version,
+/// with missing or mistyped fields, or whose step differs from the N of a
+/// step-<N> directory name.
+Checkpoint loadCheckpoint(const std::string &stepDir);
+
+/// Keeps the newest `keepLast` (>= 1) complete checkpoints and removes the
+/// older ones, and removes temp directories left by saves of processes that
+/// are no longer running on this host.
+void pruneCheckpoints(const std::string &dir, int keepLast);
+
+} // namespace tcc::checkpoint
+
+#endif // TCC_RUNTIME_CHECKPOINT_CHECKPOINT_H

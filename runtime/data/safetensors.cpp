@@ -1,0 +1,411 @@
+//===- safetensors.cpp - safetensors tensor file I/O ----------------------===//
+//
+// Format: https://github.com/huggingface/safetensors (README, "Format"). The
+// limits and checks mirror the reference reader (Metadata::validate), so a
+// file accepted here is accepted there and the other way round.
+//
+// Sizes from the file are checked against the file size before anything is
+// allocated, so a corrupt header cannot ask for a huge buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "data/safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <tuple>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "tcc::data assumes a little-endian host"
+#endif
+
+namespace tcc::data {
+
+using nlohmann::json;
+
+// The reference reader refuses larger headers.
+static constexpr uint64_t MaxHeaderSize = 100000000;
+static constexpr const char *MetadataKey = "__metadata__";
+
+[[noreturn]] static void fail(const std::string &ctx, const std::string &msg) {
+  throw Error(ctx + msg);
+}
+
+static std::string tensorContext(const std::string &path,
+                                 const std::string &name) {
+  return path + ": tensor '" + name + "': ";
+}
+
+namespace {
+struct STypeInfo {
+  const char *name;
+  // Position in the reference's Dtype enum, which is in increasing alignment
+  // order; the writer sorts by it to lay tensors out as the reference does.
+  int rank;
+};
+} // namespace
+
+// Indexed by DType.
+static constexpr STypeInfo STypes[] = {
+    {"F16", 5}, {"BF16", 6}, {"F32", 9},  {"F64", 10}, {"I8", 2},
+    {"I16", 3}, {"I32", 7},  {"I64", 11}, {"U8", 1},   {"U16", 4},
+    {"U32", 8}, {"U64", 12}, {"BOOL", 0}};
+static constexpr size_t NumSTypes = sizeof(STypes) / sizeof(STypes[0]);
+static_assert(NumSTypes == size_t(DType::Bool) + 1, "one entry per DType");
+
+const char *safetensorsDTypeName(DType dtype) {
+  return size_t(dtype) < NumSTypes ? STypes[size_t(dtype)].name : "?";
+}
+
+static std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+namespace {
+
+class InFile {
+public:
+  explicit InFile(const std::string &path) : path(path) {
+    f = std::fopen(path.c_str(), "rb");
+    if (!f)
+      fail(path + ": ", std::string("cannot open: ") + std::strerror(errno));
+    long end = -1;
+    if (std::fseek(f, 0, SEEK_END) == 0)
+      end = std::ftell(f);
+    if (end < 0) {
+      std::fclose(f);
+      fail(path + ": ", "cannot determine the file size");
+    }
+    size = uint64_t(end);
+  }
+  ~InFile() { std::fclose(f); }
+  InFile(const InFile &) = delete;
+  InFile &operator=(const InFile &) = delete;
+
+  /// The caller has checked that the range lies inside the file.
+  void read(uint64_t offset, void *dst, uint64_t len) {
+    if (len == 0)
+      return;
+    if (offset > uint64_t(LONG_MAX) ||
+        std::fseek(f, long(offset), SEEK_SET) != 0 ||
+        std::fread(dst, 1, size_t(len), f) != len)
+      fail(path + ": ", std::string("read error: ") + std::strerror(errno));
+  }
+
+  uint64_t size = 0;
+
+private:
+  std::string path;
+  std::FILE *f;
+};
+
+struct Entry {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin, end;
+};
+
+} // namespace
+
+static uint64_t unsignedField(const json &v, const std::string &ctx,
+                              const char *what) {
+  // Only plain non-negative integers: "2.0" or "-1" are corrupt headers.
+  if (!v.is_number_unsigned() || v.get<uint64_t>() > uint64_t(INT64_MAX))
+    fail(ctx, std::string("'") + what + "' must hold non-negative integers");
+  return v.get<uint64_t>();
+}
+
+static Entry parseEntry(const std::string &path, const std::string &name,
+                        const json &info, uint64_t dataSize) {
+  std::string ctx = tensorContext(path, name);
+  if (!info.is_object())
+    fail(ctx, "header entry is not an object");
+  auto dtypeIt = info.find("dtype"), shapeIt = info.find("shape"),
+       offsetsIt = info.find("data_offsets");
+  if (dtypeIt == info.end() || shapeIt == info.end() || offsetsIt == info.end())
+    fail(ctx, std::string("header entry lacks '") +
+                  (dtypeIt == info.end()   ? "dtype"
+                   : shapeIt == info.end() ? "shape"
+                                           : "data_offsets") +
+                  "'");
+
+  Entry e{name, DType::F32, {}, 0, 0};
+  if (!dtypeIt->is_string())
+    fail(ctx, "'dtype' is not a string");
+  const std::string &dt = dtypeIt->get_ref<const std::string &>();
+  size_t i = 0;
+  while (i < NumSTypes && dt != STypes[i].name)
+    ++i;
+  if (i == NumSTypes)
+    fail(ctx, "unsupported dtype '" + dt + "'");
+  e.dtype = DType(i);
+
+  if (!shapeIt->is_array())
+    fail(ctx, "'shape' is not an array");
+  uint64_t elems = 1;
+  bool overflow = false;
+  for (const json &d : *shapeIt) {
+    uint64_t dim = unsignedField(d, ctx, "shape");
+    e.shape.push_back(int64_t(dim));
+    if (dim != 0 && elems > UINT64_MAX / dim)
+      overflow = true;
+    elems *= dim;
+  }
+  size_t elemSize = dtypeSize(e.dtype);
+  if (overflow || elems > UINT64_MAX / elemSize)
+    fail(ctx, "shape " + shapeString(e.shape) + " is too large");
+
+  if (!offsetsIt->is_array() || offsetsIt->size() != 2)
+    fail(ctx, "'data_offsets' is not a [begin, end] pair");
+  e.begin = unsignedField((*offsetsIt)[0], ctx, "data_offsets");
+  e.end = unsignedField((*offsetsIt)[1], ctx, "data_offsets");
+  std::string range =
+      "[" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
+  if (e.end < e.begin)
+    fail(ctx, "data_offsets " + range + " end before they begin");
+  if (e.end - e.begin != elems * elemSize)
+    fail(ctx, "data_offsets " + range + " hold " +
+                  std::to_string(e.end - e.begin) + " bytes but " + dt + " " +
+                  shapeString(e.shape) + " needs " +
+                  std::to_string(elems * elemSize));
+  if (e.end > dataSize)
+    fail(ctx, "data_offsets " + range + " extend past the " +
+                  std::to_string(dataSize) +
+                  " data bytes in the file (truncated file?)");
+  return e;
+}
+
+std::vector<Array>
+readSafetensors(const std::string &path,
+                std::map<std::string, std::string> *metadata) {
+  std::string ctx = path + ": ";
+  InFile in(path);
+  if (in.size < 8)
+    fail(ctx, "truncated file (no 8-byte header length)");
+  uint8_t lenBytes[8];
+  in.read(0, lenBytes, 8);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i)
+    n = n << 8 | lenBytes[i];
+  if (n > MaxHeaderSize)
+    fail(ctx, "header length " + std::to_string(n) +
+                  " is too large (not a safetensors file?)");
+  if (n > in.size - 8)
+    fail(ctx, "truncated file (header of " + std::to_string(n) +
+                  " bytes extends past the end)");
+  std::string header(size_t(n), '\0');
+  in.read(8, header.data(), n);
+  if (header.empty() || header[0] != '{')
+    fail(ctx, "not a safetensors file (header does not start with '{')");
+  // Without exceptions: a parse error becomes one line of ours, not
+  // nlohmann's multi-part message. Invalid UTF-8 is a parse error too.
+  json root = json::parse(header, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object())
+    fail(ctx, "malformed JSON header");
+
+  uint64_t dataStart = 8 + n, dataSize = in.size - dataStart;
+  std::vector<Entry> entries;
+  if (metadata)
+    metadata->clear();
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    if (it.key() != MetadataKey) {
+      entries.push_back(parseEntry(path, it.key(), it.value(), dataSize));
+      continue;
+    }
+    if (!it->is_object())
+      fail(ctx, "'__metadata__' is not an object");
+    for (auto m = it->begin(); m != it->end(); ++m) {
+      if (!m->is_string())
+        fail(ctx, "'__metadata__' value of '" + m.key() + "' is not a string");
+      if (metadata)
+        (*metadata)[m.key()] = m->get<std::string>();
+    }
+  }
+
+  // Name breaks ties between zero-size tensors so the order is stable.
+  std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
+    return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
+  });
+  uint64_t cursor = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry &e = entries[i];
+    if (e.begin < cursor)
+      fail(tensorContext(path, e.name),
+           "data overlaps tensor '" + entries[i - 1].name + "'");
+    if (e.begin > cursor)
+      fail(tensorContext(path, e.name),
+           "gap of " + std::to_string(e.begin - cursor) +
+               " bytes before the data (offsets must be contiguous)");
+    cursor = e.end;
+  }
+  if (cursor != dataSize)
+    fail(ctx, std::to_string(dataSize - cursor) +
+                  " bytes after the last tensor's data");
+
+  std::vector<Array> arrays;
+  arrays.reserve(entries.size());
+  for (Entry &e : entries) {
+    Array a;
+    a.name = std::move(e.name);
+    a.dtype = e.dtype;
+    a.shape = std::move(e.shape);
+    a.bytes.resize(size_t(e.end - e.begin));
+    in.read(dataStart + e.begin, a.bytes.data(), e.end - e.begin);
+    arrays.push_back(std::move(a));
+  }
+  return arrays;
+}
+
+namespace {
+
+/// Writes to `path.tmp`; commit() fsyncs and renames it over `path`. Without
+/// commit the temporary is removed, so no partial file survives an error.
+class OutFile {
+public:
+  explicit OutFile(const std::string &path) : path(path), tmp(path + ".tmp") {
+    f = std::fopen(tmp.c_str(), "wb");
+    if (!f)
+      fail(path + ": ",
+           "cannot open '" + tmp + "' for writing: " + std::strerror(errno));
+  }
+  ~OutFile() {
+    if (f) {
+      std::fclose(f);
+      std::remove(tmp.c_str());
+    }
+  }
+  OutFile(const OutFile &) = delete;
+  OutFile &operator=(const OutFile &) = delete;
+
+  void write(const void *p, size_t n) {
+    if (n != 0 && std::fwrite(p, 1, n, f) != n)
+      fail(path + ": ", std::string("write failed: ") + std::strerror(errno));
+  }
+
+  void commit() {
+    bool ok = std::fflush(f) == 0;
+#if defined(__unix__) || defined(__APPLE__)
+    // Data must be on disk before the rename makes it visible.
+    ok = ok && ::fsync(fileno(f)) == 0;
+#endif
+    int err = ok ? 0 : errno;
+    if (std::fclose(f) != 0 && ok) {
+      ok = false;
+      err = errno;
+    }
+    f = nullptr;
+    if (ok) {
+      if (std::rename(tmp.c_str(), path.c_str()) == 0)
+        return;
+      err = errno;
+    }
+    std::remove(tmp.c_str());
+    fail(path + ": ", std::string("write failed: ") + std::strerror(err));
+  }
+
+private:
+  std::string path, tmp;
+  std::FILE *f;
+};
+
+} // namespace
+
+/// `s` as a JSON string literal, escaped as serde_json and nlohmann both do.
+static std::string jsonString(const std::string &s, const std::string &ctx,
+                              const char *what) {
+  try {
+    return json(s).dump();
+  } catch (const json::exception &) {
+    fail(ctx, std::string(what) + " is not valid UTF-8");
+  }
+}
+
+void writeSafetensors(const std::string &path, const std::vector<Array> &arrays,
+                      const std::map<std::string, std::string> &metadata) {
+  std::set<std::string> seen;
+  for (const Array &a : arrays) {
+    std::string ctx = tensorContext(path, a.name);
+    if (a.name.empty())
+      fail(path + ": ", "empty tensor name");
+    if (a.name == MetadataKey)
+      fail(ctx, "the name is reserved for the metadata map");
+    if (!seen.insert(a.name).second)
+      fail(ctx, "duplicate tensor name");
+    if (size_t(a.dtype) >= NumSTypes)
+      fail(ctx, "invalid dtype");
+    for (int64_t d : a.shape)
+      if (d < 0)
+        fail(ctx, "negative dimension in shape " + shapeString(a.shape));
+    size_t want = dtypeSize(a.dtype) * size_t(a.numElements());
+    if (a.bytes.size() != want)
+      fail(ctx, "holds " + std::to_string(a.bytes.size()) + " bytes but " +
+                    dtypeName(a.dtype) + " " + shapeString(a.shape) +
+                    " needs " + std::to_string(want));
+  }
+
+  std::vector<const Array *> order;
+  for (const Array &a : arrays)
+    order.push_back(&a);
+  std::sort(order.begin(), order.end(), [](const Array *a, const Array *b) {
+    int ra = STypes[size_t(a->dtype)].rank, rb = STypes[size_t(b->dtype)].rank;
+    return ra != rb ? ra > rb : a->name < b->name;
+  });
+
+  std::string h = "{";
+  if (!metadata.empty()) {
+    h += "\"__metadata__\":{";
+    bool first = true;
+    for (const auto &[k, v] : metadata) {
+      std::string mctx = path + ": metadata '" + k + "': ";
+      h += (first ? "" : ",") + jsonString(k, mctx, "the key") + ":" +
+           jsonString(v, mctx, "the value");
+      first = false;
+    }
+    h += "}";
+  }
+  uint64_t offset = 0;
+  for (const Array *a : order) {
+    if (h.size() > 1)
+      h += ",";
+    h += jsonString(a->name, tensorContext(path, a->name), "the name");
+    h += ":{\"dtype\":\"" + std::string(STypes[size_t(a->dtype)].name) +
+         "\",\"shape\":[";
+    for (size_t i = 0; i < a->shape.size(); ++i)
+      h += (i ? "," : "") + std::to_string(a->shape[i]);
+    h += "],\"data_offsets\":[" + std::to_string(offset) + ",";
+    offset += a->bytes.size();
+    h += std::to_string(offset) + "]}";
+  }
+  h += "}";
+  // Spaces, as the reference pads, so the data starts 8-byte aligned.
+  h.append((8 - h.size() % 8) % 8, ' ');
+  if (h.size() > MaxHeaderSize)
+    fail(path + ": ", "header of " + std::to_string(h.size()) +
+                          " bytes exceeds the format's limit");
+
+  uint8_t len[8];
+  for (int i = 0; i < 8; ++i)
+    len[i] = uint8_t(uint64_t(h.size()) >> (8 * i));
+  OutFile out(path);
+  out.write(len, 8);
+  out.write(h.data(), h.size());
+  for (const Array *a : order)
+    out.write(a->bytes.data(), a->bytes.size());
+  out.commit();
+}
+
+} // namespace tcc::data

@@ -1,0 +1,347 @@
+//===- BatcherTest.cpp - tests for runtime/data/batcher -------------------===//
+//
+// Expected batches are written out by hand from the sample indices.
+//
+//===----------------------------------------------------------------------===//
+
+#include "data/batcher.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <unistd.h>
+
+using namespace tcc::data;
+
+namespace {
+
+std::string tempPath(const std::string &name) {
+  return ::testing::TempDir() + "tcc_batch_" + std::to_string(getpid()) + "_" +
+         name;
+}
+
+template <class F> std::string errorOf(F &&f) {
+  try {
+    f();
+  } catch (const Error &e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    return msg;
+  }
+  ADD_FAILURE() << "expected tcc::data::Error";
+  return "";
+}
+
+template <class T>
+Array makeArray(const std::string &name, DType dtype,
+                std::vector<int64_t> shape, const std::vector<T> &vals) {
+  Array a;
+  a.name = name;
+  a.dtype = dtype;
+  a.shape = std::move(shape);
+  a.bytes.resize(vals.size() * sizeof(T));
+  if (!vals.empty())
+    std::memcpy(a.bytes.data(), vals.data(), a.bytes.size());
+  return a;
+}
+
+template <class T> std::vector<T> values(const Array &a) {
+  return std::vector<T>(a.data<T>(), a.data<T>() + a.numElements());
+}
+
+/// 5 samples: x[s] = {10s, 10s+1} (f32), y[s] = s (i64).
+std::vector<Array> fiveSamples() {
+  std::vector<float> x;
+  std::vector<int64_t> y;
+  for (int s = 0; s < 5; ++s) {
+    x.insert(x.end(), {10.f * s, 10.f * s + 1});
+    y.push_back(s);
+  }
+  return {makeArray("x", DType::F32, {5, 2}, x),
+          makeArray("y", DType::I64, {5}, y),
+          makeArray("unused", DType::F64, {}, std::vector<double>{1})};
+}
+
+std::vector<InputSpec> xy(int64_t b) {
+  return {{"x", DType::F32, {b, 2}}, {"y", DType::I64, {b}}};
+}
+
+void writeBytes(const std::string &path, const void *p, size_t n) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(static_cast<const char *>(p), n);
+}
+
+void writeTokens(const std::string &path, const std::vector<uint16_t> &toks,
+                 const std::vector<int32_t> &header = {}) {
+  std::vector<uint8_t> bytes;
+  if (!header.empty()) {
+    std::vector<int32_t> h(256, 0);
+    std::copy(header.begin(), header.end(), h.begin());
+    bytes.resize(1024);
+    std::memcpy(bytes.data(), h.data(), 1024);
+  }
+  size_t at = bytes.size();
+  bytes.resize(at + toks.size() * 2);
+  if (!toks.empty())
+    std::memcpy(bytes.data() + at, toks.data(), toks.size() * 2);
+  writeBytes(path, bytes.data(), bytes.size());
+}
+
+std::vector<int64_t> range(int64_t from, int64_t to) {
+  std::vector<int64_t> r;
+  for (int64_t i = from; i < to; ++i)
+    r.push_back(i);
+  return r;
+}
+
+} // namespace
+
+TEST(Batcher, ConsecutiveBatchesWrapAround) {
+  Batcher b(fiveSamples(), xy(2), "mem");
+  EXPECT_EQ(b.numSamples(), 5);
+  EXPECT_EQ(b.batchSize(), 2);
+  // Samples 0 1 | 2 3 | 4 0 | 1 2 | 3 4 | 0 1
+  std::vector<std::vector<int64_t>> want{{0, 1}, {2, 3}, {4, 0},
+                                         {1, 2}, {3, 4}, {0, 1}};
+  std::vector<int64_t> positions{2, 4, 1, 3, 0, 2};
+  for (size_t i = 0; i < want.size(); ++i) {
+    std::vector<Array> batch = b.next();
+    ASSERT_EQ(batch.size(), 2u);
+    EXPECT_EQ(batch[0].name, "x");
+    EXPECT_EQ(batch[0].shape, (std::vector<int64_t>{2, 2}));
+    EXPECT_EQ(batch[1].name, "y");
+    EXPECT_EQ(batch[1].dtype, DType::I64);
+    EXPECT_EQ(values<int64_t>(batch[1]), want[i]) << "batch " << i;
+    std::vector<float> wantX;
+    for (int64_t s : want[i])
+      wantX.insert(wantX.end(), {10.f * s, 10.f * s + 1});
+    EXPECT_EQ(values<float>(batch[0]), wantX) << "batch " << i;
+    EXPECT_EQ(b.position(), positions[i]);
+  }
+}
+
+TEST(Batcher, OneBatchOfDataRepeats) {
+  std::vector<Array> arrays = fiveSamples();
+  Batcher b(arrays, xy(5), "mem");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(values<int64_t>(b.next()[1]), range(0, 5));
+    EXPECT_EQ(b.position(), 0);
+  }
+}
+
+TEST(Batcher, FewerSamplesThanBatchWrapWithinBatch) {
+  std::vector<Array> two{
+      makeArray("y", DType::I64, {2}, std::vector<int64_t>{7, 8})};
+  Batcher b(two, {{"y", DType::I64, {5}}}, "mem");
+  EXPECT_EQ(values<int64_t>(b.next()[0]),
+            (std::vector<int64_t>{7, 8, 7, 8, 7}));
+  EXPECT_EQ(b.position(), 1);
+  EXPECT_EQ(values<int64_t>(b.next()[0]),
+            (std::vector<int64_t>{8, 7, 8, 7, 8}));
+  EXPECT_EQ(b.position(), 0);
+}
+
+TEST(Batcher, SeekResumesWithTheSameBatch) {
+  Batcher a(fiveSamples(), xy(2), "mem");
+  for (int i = 0; i < 3; ++i)
+    a.next();
+  int64_t saved = a.position();
+  Batcher resumed(fiveSamples(), xy(2), "mem");
+  resumed.seek(saved);
+  for (int i = 0; i < 4; ++i) {
+    std::vector<Array> want = a.next(), got = resumed.next();
+    EXPECT_EQ(got[0].bytes, want[0].bytes);
+    EXPECT_EQ(got[1].bytes, want[1].bytes);
+  }
+  EXPECT_EQ(errorOf([&] { resumed.seek(5); }),
+            "mem: position 5 is outside the 5 samples");
+  EXPECT_EQ(errorOf([&] { resumed.seek(-1); }),
+            "mem: position -1 is outside the 5 samples");
+}
+
+TEST(Batcher, WidensNarrowIntegers) {
+  std::vector<Array> arrays{
+      makeArray("idx", DType::I32, {3, 2},
+                std::vector<int32_t>{-1, 2, 3, 4, 2147483647, -2147483648}),
+      makeArray("tok", DType::U16, {3}, std::vector<uint16_t>{1, 65535, 9})};
+  Batcher b(arrays, {{"idx", DType::I64, {2, 2}}, {"tok", DType::I32, {2}}},
+            "mem");
+  std::vector<Array> first = b.next(), second = b.next();
+  EXPECT_EQ(first[0].dtype, DType::I64);
+  EXPECT_EQ(values<int64_t>(first[0]), (std::vector<int64_t>{-1, 2, 3, 4}));
+  EXPECT_EQ(values<int32_t>(first[1]), (std::vector<int32_t>{1, 65535}));
+  EXPECT_EQ(values<int64_t>(second[0]),
+            (std::vector<int64_t>{2147483647, -2147483648LL, -1, 2}));
+  EXPECT_EQ(values<int32_t>(second[1]), (std::vector<int32_t>{9, 1}));
+}
+
+TEST(Batcher, ValidationErrors) {
+  std::vector<Array> data = fiveSamples();
+  EXPECT_EQ(errorOf([&] {
+              Batcher(data, {{"idx", DType::I64, {2, 2}}}, "d.npz");
+            }),
+            "d.npz: no array for input 'idx' (arrays present: x, y, unused)");
+  EXPECT_EQ(errorOf([&] {
+              Batcher(data, {{"x", DType::F32, {2, 3}}}, "d.npz");
+            }),
+            "d.npz: array 'x': sample shape [2] does not match the input's "
+            "[3] (array shape [5, 2], batch shape [2, 3])");
+  EXPECT_EQ(errorOf([&] {
+              Batcher(data, {{"y", DType::I64, {2, 1}}}, "d.npz");
+            }),
+            "d.npz: array 'y': sample shape [] does not match the input's "
+            "[1] (array shape [5], batch shape [2, 1])");
+  EXPECT_EQ(errorOf([&] {
+              Batcher(data, {{"x", DType::F64, {2, 2}}}, "d.npz");
+            }),
+            "d.npz: array 'x': dtype f32 does not match the input's f64");
+  EXPECT_EQ(errorOf([&] {
+              Batcher(data, {{"y", DType::I32, {2}}}, "d.npz");
+            }),
+            "d.npz: array 'y': dtype i64 does not match the input's i32");
+  EXPECT_EQ(errorOf([&] {
+              Batcher(data, {{"unused", DType::F64, {1}}}, "d.npz");
+            }),
+            "d.npz: array 'unused': a scalar has no sample axis; expected "
+            "samples of shape []");
+  data.push_back(makeArray("z", DType::F32, {4}, std::vector<float>(4)));
+  EXPECT_EQ(errorOf([&] {
+              Batcher(data, {{"x", DType::F32, {2, 2}}, {"z", DType::F32, {2}}},
+                      "d.npz");
+            }),
+            "d.npz: arrays 'x' (5 samples) and 'z' (4 samples) differ in the "
+            "number of samples");
+  EXPECT_EQ(errorOf([&] {
+              Batcher(data, {{"x", DType::F32, {2, 2}}, {"y", DType::I64, {3}}},
+                      "d.npz");
+            }),
+            "d.npz: inputs 'x' and 'y' disagree on the batch size (2 vs 3)");
+  EXPECT_EQ(errorOf([&] {
+              Batcher(data, {{"y", DType::I64, {}}}, "d.npz");
+            }),
+            "d.npz: input 'y': batch shape [] needs a leading batch dimension "
+            ">= 1");
+  EXPECT_EQ(errorOf([&] { Batcher(data, {}, "d.npz"); }),
+            "d.npz: no inputs to feed");
+  std::vector<Array> empty{
+      makeArray("y", DType::I64, {0}, std::vector<int64_t>{})};
+  EXPECT_EQ(errorOf([&] {
+              Batcher(empty, {{"y", DType::I64, {1}}}, "e");
+            }),
+            "e: array 'y' holds no samples");
+}
+
+TEST(Batcher, OpensNpzAndNpy) {
+  std::string npz = tempPath("data.npz"), npy = tempPath("y.npy");
+  std::vector<Array> arrays = fiveSamples();
+  writeNpz(npz, arrays);
+  writeNpy(npy, arrays[1]);
+  Batcher fromNpz = Batcher::open(npz, xy(3));
+  EXPECT_EQ(values<int64_t>(fromNpz.next()[1]), range(0, 3));
+  EXPECT_EQ(values<int64_t>(fromNpz.next()[1]),
+            (std::vector<int64_t>{3, 4, 0}));
+  Batcher fromNpy = Batcher::open(
+      npy,
+      {{tempPath("y").substr(::testing::TempDir().size()), DType::I64, {4}}});
+  EXPECT_EQ(values<int64_t>(fromNpy.next()[0]), range(0, 4));
+  EXPECT_EQ(errorOf([&] {
+              Batcher::open(npz, {{"w", DType::F32, {1}}});
+            }),
+            npz + ": no array for input 'w' (arrays present: x, y, unused)");
+  std::remove(npz.c_str());
+  std::remove(npy.c_str());
+}
+
+TEST(TokenBatcher, RawShardShiftsTargetsAndRestarts) {
+  std::string path = tempPath("raw.bin");
+  std::vector<uint16_t> toks;
+  for (int i = 0; i < 21; ++i)
+    toks.push_back(uint16_t(i));
+  writeTokens(path, toks);
+  TokenBatcher b(path, 2, 5, "idx", "targets");
+  EXPECT_EQ(b.numTokens(), 21);
+  std::vector<Array> first = b.next();
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].name, "idx");
+  EXPECT_EQ(first[1].name, "targets");
+  EXPECT_EQ(first[0].dtype, DType::I64);
+  EXPECT_EQ(first[0].shape, (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(values<int64_t>(first[0]), range(0, 10));
+  EXPECT_EQ(values<int64_t>(first[1]), range(1, 11));
+  EXPECT_EQ(b.position(), 10);
+  std::vector<Array> second = b.next();
+  EXPECT_EQ(values<int64_t>(second[0]), range(10, 20));
+  EXPECT_EQ(values<int64_t>(second[1]), range(11, 21));
+  // 20 + 10 + 1 > 21: the next batch starts over rather than straddle.
+  EXPECT_EQ(b.position(), 0);
+  EXPECT_EQ(b.next()[0].bytes, first[0].bytes);
+
+  b.seek(3);
+  EXPECT_EQ(values<int64_t>(b.next()[1]), range(4, 14));
+  b.seek(11); // 11 + 11 > 21
+  EXPECT_EQ(b.position(), 0);
+  EXPECT_EQ(errorOf([&] { b.seek(21); }),
+            path + ": position 21 is outside the 21 tokens");
+  std::remove(path.c_str());
+}
+
+TEST(TokenBatcher, LlmcShard) {
+  std::string path = tempPath("llmc.bin");
+  std::vector<uint16_t> toks;
+  for (int i = 0; i < 13; ++i)
+    toks.push_back(uint16_t(65535 - i)); // Unsigned: never negative ids.
+  writeTokens(path, toks, {20240520, 1, 13});
+  TokenBatcher b(path, 1, 4, "input_ids", "labels");
+  EXPECT_EQ(b.numTokens(), 13);
+  std::vector<int64_t> starts{0, 4, 8, 0};
+  for (int64_t start : starts) {
+    EXPECT_EQ(b.position(), start);
+    std::vector<Array> batch = b.next();
+    EXPECT_EQ(batch[0].shape, (std::vector<int64_t>{1, 4}));
+    std::vector<int64_t> x, y;
+    for (int64_t i = 0; i < 4; ++i) {
+      x.push_back(65535 - (start + i));
+      y.push_back(65535 - (start + i + 1));
+    }
+    EXPECT_EQ(values<int64_t>(batch[0]), x);
+    EXPECT_EQ(values<int64_t>(batch[1]), y);
+  }
+
+  // Exactly B*T+1 tokens: one batch, repeated.
+  writeTokens(path, std::vector<uint16_t>(toks.begin(), toks.begin() + 9),
+              {20240520, 1, 9});
+  TokenBatcher one(path, 2, 4, "x", "y");
+  std::vector<Array> a = one.next();
+  EXPECT_EQ(one.position(), 0);
+  EXPECT_EQ(one.next()[1].bytes, a[1].bytes);
+  std::remove(path.c_str());
+}
+
+TEST(TokenBatcher, Errors) {
+  std::string path = tempPath("bad.bin");
+  std::vector<uint16_t> toks(20, 1);
+  writeTokens(path, toks, {20240520, 1, 21});
+  EXPECT_EQ(errorOf([&] { TokenBatcher(path, 1, 4, "x", "y"); }),
+            path + ": llm.c header promises 21 tokens but 40 bytes follow it");
+  writeTokens(path, toks, {20240520, 2, 20});
+  EXPECT_EQ(errorOf([&] { TokenBatcher(path, 1, 4, "x", "y"); }),
+            path + ": unsupported llm.c token file version 2 (expected 1)");
+  writeTokens(path, toks, {20240801, 7, 20});
+  EXPECT_EQ(errorOf([&] { TokenBatcher(path, 1, 4, "x", "y"); }),
+            path + ": llm.c uint32 token files (magic 20240801) are not "
+                   "supported");
+  writeTokens(path, toks);
+  EXPECT_EQ(errorOf([&] { TokenBatcher(path, 4, 5, "x", "y"); }),
+            path + ": 20 tokens, but a batch of 4x5 needs at least 21");
+  EXPECT_EQ(errorOf([&] { TokenBatcher(path, 0, 5, "x", "y"); }),
+            path + ": invalid batch shape 0x5");
+  uint8_t odd[3] = {1, 2, 3};
+  writeBytes(path, odd, 3);
+  EXPECT_EQ(errorOf([&] { TokenBatcher(path, 1, 1, "x", "y"); }),
+            path + ": odd size 3: not a file of uint16 tokens");
+  std::remove(path.c_str());
+  EXPECT_EQ(errorOf([&] { TokenBatcher(path, 1, 1, "x", "y"); }),
+            path + ": cannot open: No such file or directory");
+}
