@@ -9,6 +9,7 @@ using namespace tcc;
 
 #include "tcc/TccDialect.cpp.inc"
 #include "tcc/TccEnums.cpp.inc"
+#include "tcc/TccInterfaces.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "tcc/TccAttrs.cpp.inc"

@@ -2,6 +2,7 @@
 #define TCC_DIALECT_TCC_TCCOPS_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
@@ -11,6 +12,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "tcc/TccDialect.h.inc"
+#include "tcc/TccInterfaces.h.inc"
 #include "tcc/TccEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES

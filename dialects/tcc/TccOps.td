@@ -2,6 +2,7 @@
 #define TCC_OPS_TD
 
 include "TccDialect.td"
+include "TccInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -9,6 +10,9 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 class Tcc_Op<string mnemonic, list<Trait> traits = []>
     : Op<Tcc_Dialect, mnemonic, traits>;
+
+// Ops with a gradient rule (their buildVjp lives in TccVjp*.cpp).
+defvar Tcc_Vjp = DeclareOpInterfaceMethods<Tcc_DifferentiableOpInterface>;
 
 def Tcc_Tensor : StaticShapeTensorOf<[AnyType]>;
 def Tcc_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
@@ -73,27 +77,27 @@ class Tcc_BinaryOp<string mnemonic, Type operandType, list<Trait> traits = []>
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_AddOp : Tcc_BinaryOp<"add", Tcc_Tensor, [Commutative]> {
+def Tcc_AddOp : Tcc_BinaryOp<"add", Tcc_Tensor, [Commutative, Tcc_Vjp]> {
   let summary = "elementwise addition with broadcasting";
   let hasFolder = 1;
 }
-def Tcc_SubOp : Tcc_BinaryOp<"sub", Tcc_Tensor> {
+def Tcc_SubOp : Tcc_BinaryOp<"sub", Tcc_Tensor, [Tcc_Vjp]> {
   let summary = "elementwise subtraction with broadcasting";
 }
-def Tcc_MulOp : Tcc_BinaryOp<"mul", Tcc_Tensor, [Commutative]> {
+def Tcc_MulOp : Tcc_BinaryOp<"mul", Tcc_Tensor, [Commutative, Tcc_Vjp]> {
   let summary = "elementwise multiplication with broadcasting";
   let hasFolder = 1;
 }
-def Tcc_DivOp : Tcc_BinaryOp<"div", Tcc_Tensor> {
+def Tcc_DivOp : Tcc_BinaryOp<"div", Tcc_Tensor, [Tcc_Vjp]> {
   let summary = "elementwise division with broadcasting (integer: truncating)";
 }
-def Tcc_PowOp : Tcc_BinaryOp<"pow", Tcc_FloatTensor> {
+def Tcc_PowOp : Tcc_BinaryOp<"pow", Tcc_FloatTensor, [Tcc_Vjp]> {
   let summary = "elementwise power with broadcasting";
 }
-def Tcc_MaxOp : Tcc_BinaryOp<"max", Tcc_Tensor, [Commutative]> {
+def Tcc_MaxOp : Tcc_BinaryOp<"max", Tcc_Tensor, [Commutative, Tcc_Vjp]> {
   let summary = "elementwise maximum with broadcasting";
 }
-def Tcc_MinOp : Tcc_BinaryOp<"min", Tcc_Tensor, [Commutative]> {
+def Tcc_MinOp : Tcc_BinaryOp<"min", Tcc_Tensor, [Commutative, Tcc_Vjp]> {
   let summary = "elementwise minimum with broadcasting";
 }
 def Tcc_AndOp : Tcc_BinaryOp<"and", Tcc_BoolTensor, [Commutative]> {
@@ -111,7 +115,7 @@ def Tcc_CmpOp : Tcc_Op<"cmp", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Tcc_WhereOp : Tcc_Op<"where", [Pure, InferTypeOpAdaptor]> {
+def Tcc_WhereOp : Tcc_Op<"where", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let summary = "select elementwise: condition ? on_true : on_false, broadcasting";
   let arguments = (ins Tcc_BoolTensor:$condition, Tcc_Tensor:$on_true,
                        Tcc_Tensor:$on_false);
@@ -128,19 +132,21 @@ class Tcc_UnaryOp<string mnemonic, Type type = Tcc_FloatTensor,
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_NegOp : Tcc_UnaryOp<"neg", Tcc_Tensor> { let summary = "elementwise negation"; }
-def Tcc_AbsOp : Tcc_UnaryOp<"abs", Tcc_Tensor> { let summary = "elementwise absolute value"; }
-def Tcc_ExpOp : Tcc_UnaryOp<"exp"> { let summary = "elementwise e^x"; }
-def Tcc_LogOp : Tcc_UnaryOp<"log"> { let summary = "elementwise natural logarithm"; }
-def Tcc_SqrtOp : Tcc_UnaryOp<"sqrt"> { let summary = "elementwise square root"; }
-def Tcc_RsqrtOp : Tcc_UnaryOp<"rsqrt"> { let summary = "elementwise 1/sqrt(x)"; }
-def Tcc_TanhOp : Tcc_UnaryOp<"tanh"> { let summary = "elementwise hyperbolic tangent"; }
-def Tcc_ErfOp : Tcc_UnaryOp<"erf"> { let summary = "elementwise error function"; }
-def Tcc_SigmoidOp : Tcc_UnaryOp<"sigmoid"> { let summary = "elementwise 1/(1+e^-x)"; }
-def Tcc_ReluOp : Tcc_UnaryOp<"relu", Tcc_Tensor> { let summary = "elementwise max(x, 0)"; }
+def Tcc_NegOp : Tcc_UnaryOp<"neg", Tcc_Tensor, [Tcc_Vjp]> { let summary = "elementwise negation"; }
+def Tcc_AbsOp : Tcc_UnaryOp<"abs", Tcc_Tensor, [Tcc_Vjp]> { let summary = "elementwise absolute value"; }
+def Tcc_ExpOp : Tcc_UnaryOp<"exp", Tcc_FloatTensor, [Tcc_Vjp]> { let summary = "elementwise e^x"; }
+def Tcc_LogOp : Tcc_UnaryOp<"log", Tcc_FloatTensor, [Tcc_Vjp]> { let summary = "elementwise natural logarithm"; }
+def Tcc_SqrtOp : Tcc_UnaryOp<"sqrt", Tcc_FloatTensor, [Tcc_Vjp]> { let summary = "elementwise square root"; }
+def Tcc_RsqrtOp : Tcc_UnaryOp<"rsqrt", Tcc_FloatTensor, [Tcc_Vjp]> { let summary = "elementwise 1/sqrt(x)"; }
+def Tcc_TanhOp : Tcc_UnaryOp<"tanh", Tcc_FloatTensor, [Tcc_Vjp]> { let summary = "elementwise hyperbolic tangent"; }
+def Tcc_ErfOp : Tcc_UnaryOp<"erf", Tcc_FloatTensor, [Tcc_Vjp]> { let summary = "elementwise error function"; }
+def Tcc_SigmoidOp : Tcc_UnaryOp<"sigmoid", Tcc_FloatTensor, [Tcc_Vjp]> { let summary = "elementwise 1/(1+e^-x)"; }
+def Tcc_ReluOp : Tcc_UnaryOp<"relu", Tcc_Tensor, [Tcc_Vjp]> { let summary = "elementwise max(x, 0)"; }
 def Tcc_NotOp : Tcc_UnaryOp<"not", Tcc_BoolTensor> { let summary = "elementwise logical not"; }
+def Tcc_CosOp : Tcc_UnaryOp<"cos", Tcc_FloatTensor, [Tcc_Vjp]> { let summary = "elementwise cosine"; }
+def Tcc_SinOp : Tcc_UnaryOp<"sin", Tcc_FloatTensor, [Tcc_Vjp]> { let summary = "elementwise sine"; }
 
-def Tcc_GeluOp : Tcc_Op<"gelu", [Pure, SameOperandsAndResultType, InferTypeOpInterface]> {
+def Tcc_GeluOp : Tcc_Op<"gelu", [Pure, SameOperandsAndResultType, InferTypeOpInterface, Tcc_Vjp]> {
   let summary = "GELU, exact (erf) or with PyTorch's tanh approximation";
   let arguments = (ins Tcc_FloatTensor:$input,
                        DefaultValuedAttr<Tcc_GeluApproxAttr, "GeluApprox::none">:$approximate);
@@ -148,7 +154,7 @@ def Tcc_GeluOp : Tcc_Op<"gelu", [Pure, SameOperandsAndResultType, InferTypeOpInt
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_CastOp : Tcc_Op<"cast", [Pure]> {
+def Tcc_CastOp : Tcc_Op<"cast", [Pure, Tcc_Vjp]> {
   let summary = "elementwise conversion to the result's element type";
   let description = [{
     Float to integer truncates toward zero; to i1 means `x != 0`.
@@ -164,7 +170,7 @@ def Tcc_CastOp : Tcc_Op<"cast", [Pure]> {
 // Shape manipulation
 //===----------------------------------------------------------------------===//
 
-def Tcc_BroadcastOp : Tcc_Op<"broadcast", [Pure]> {
+def Tcc_BroadcastOp : Tcc_Op<"broadcast", [Pure, Tcc_Vjp]> {
   let summary = "numpy-style broadcast to the result shape";
   let arguments = (ins Tcc_Tensor:$input);
   let results = (outs Tcc_Tensor:$result);
@@ -173,7 +179,7 @@ def Tcc_BroadcastOp : Tcc_Op<"broadcast", [Pure]> {
   let hasFolder = 1;
 }
 
-def Tcc_ReshapeOp : Tcc_Op<"reshape", [Pure]> {
+def Tcc_ReshapeOp : Tcc_Op<"reshape", [Pure, Tcc_Vjp]> {
   let summary = "row-major reshape to the result shape";
   let arguments = (ins Tcc_Tensor:$input);
   let results = (outs Tcc_Tensor:$result);
@@ -182,7 +188,7 @@ def Tcc_ReshapeOp : Tcc_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def Tcc_TransposeOp : Tcc_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def Tcc_TransposeOp : Tcc_Op<"transpose", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let summary = "permutes dimensions: result dim i is input dim perm[i]";
   let arguments = (ins Tcc_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Tcc_Tensor:$result);
@@ -190,7 +196,7 @@ def Tcc_TransposeOp : Tcc_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Tcc_SliceOp : Tcc_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def Tcc_SliceOp : Tcc_Op<"slice", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let summary = "strided slice: per dim, indices start, start+stride, ... before limit";
   let description = [{
     One entry per dimension, already clamped: for a positive stride
@@ -203,21 +209,21 @@ def Tcc_SliceOp : Tcc_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_ConcatOp : Tcc_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+def Tcc_ConcatOp : Tcc_Op<"concat", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let summary = "concatenates tensors along an axis";
   let arguments = (ins Variadic<Tcc_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs Tcc_Tensor:$result);
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_SplitOp : Tcc_Op<"split", [Pure, InferTypeOpAdaptor]> {
+def Tcc_SplitOp : Tcc_Op<"split", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let summary = "splits a tensor along an axis into pieces of the given sizes";
   let arguments = (ins Tcc_Tensor:$input, I64Attr:$axis, DenseI64ArrayAttr:$sizes);
   let results = (outs Variadic<Tcc_Tensor>:$results);
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_GatherOp : Tcc_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+def Tcc_GatherOp : Tcc_Op<"gather", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let summary = "numpy take: out = data[..., indices, ...] along axis";
   let description = [{
     Result shape is `data[:axis] ++ indices ++ data[axis+1:]`. Negative indices
@@ -228,7 +234,7 @@ def Tcc_GatherOp : Tcc_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_EmbeddingOp : Tcc_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+def Tcc_EmbeddingOp : Tcc_Op<"embedding", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let summary = "row lookup in a [vocab, dim] table by integer ids";
   let description = [{
     Result shape is `ids ++ [dim]`. Its gradient is a scatter-add into the
@@ -243,7 +249,7 @@ def Tcc_EmbeddingOp : Tcc_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
 // Reductions and normalisations
 //===----------------------------------------------------------------------===//
 
-class Tcc_ReduceOp<string mnemonic> : Tcc_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+class Tcc_ReduceOp<string mnemonic> : Tcc_Op<mnemonic, [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let arguments = (ins Tcc_Tensor:$input, DenseI64ArrayAttr:$axes,
                        DefaultValuedAttr<BoolAttr, "false">:$keepdims);
   let results = (outs Tcc_Tensor:$result);
@@ -254,21 +260,21 @@ def Tcc_ReduceMeanOp : Tcc_ReduceOp<"reduce_mean"> { let summary = "mean over ax
 def Tcc_ReduceMaxOp : Tcc_ReduceOp<"reduce_max"> { let summary = "maximum over axes"; }
 def Tcc_ReduceMinOp : Tcc_ReduceOp<"reduce_min"> { let summary = "minimum over axes"; }
 
-def Tcc_SoftmaxOp : Tcc_Op<"softmax", [Pure, InferTypeOpAdaptor]> {
+def Tcc_SoftmaxOp : Tcc_Op<"softmax", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let summary = "softmax along one axis";
   let arguments = (ins Tcc_FloatTensor:$input, I64Attr:$axis);
   let results = (outs Tcc_FloatTensor:$result);
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_LogSoftmaxOp : Tcc_Op<"log_softmax", [Pure, InferTypeOpAdaptor]> {
+def Tcc_LogSoftmaxOp : Tcc_Op<"log_softmax", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let summary = "log of softmax along one axis, computed stably";
   let arguments = (ins Tcc_FloatTensor:$input, I64Attr:$axis);
   let results = (outs Tcc_FloatTensor:$result);
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_LayerNormOp : Tcc_Op<"layer_norm", [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor]> {
+def Tcc_LayerNormOp : Tcc_Op<"layer_norm", [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor, Tcc_Vjp]> {
   let summary = "layer normalisation over dims [axis, rank)";
   let description = [{
     `y = (x - mean) / sqrt(var + epsilon) * scale + bias`, with the biased
@@ -282,7 +288,7 @@ def Tcc_LayerNormOp : Tcc_Op<"layer_norm", [Pure, AttrSizedOperandSegments, Infe
   let hasVerifier = 1;
 }
 
-def Tcc_DropoutOp : Tcc_Op<"dropout", [InferTypeOpAdaptor]> {
+def Tcc_DropoutOp : Tcc_Op<"dropout", [InferTypeOpAdaptor, Tcc_Vjp]> {
   let summary = "training-mode dropout with a seeded counter-based mask";
   let description = [{
     Keeps element `i` when `hash(seed, i)` maps below `1 - ratio`, scaling kept
@@ -299,7 +305,7 @@ def Tcc_DropoutOp : Tcc_Op<"dropout", [InferTypeOpAdaptor]> {
 // Contractions and attention
 //===----------------------------------------------------------------------===//
 
-def Tcc_MatmulOp : Tcc_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+def Tcc_MatmulOp : Tcc_Op<"matmul", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let summary = "batched matrix product with optional transposes, batch dims broadcast";
   let description = [{
     Operands have rank >= 2; the last two dims are the matrix, optionally
@@ -312,7 +318,7 @@ def Tcc_MatmulOp : Tcc_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
+def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let summary = "alpha * op(a) @ op(b) + beta * c, c broadcast to [M, N]";
   let arguments = (ins Tcc_FloatTensor:$a, Tcc_FloatTensor:$b,
                        Optional<Tcc_FloatTensor>:$c,
@@ -324,7 +330,7 @@ def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_AttentionOp : Tcc_Op<"attention", [Pure, InferTypeOpAdaptor]> {
+def Tcc_AttentionOp : Tcc_Op<"attention", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let summary = "scaled dot-product attention, optionally causal and key-padded";
   let description = [{
     `softmax(scale * q @ k^T + mask) @ v` over `[batch, heads, seq, head_dim]`
@@ -339,5 +345,8 @@ def Tcc_AttentionOp : Tcc_Op<"attention", [Pure, InferTypeOpAdaptor]> {
   let results = (outs Tcc_FloatTensor:$result);
   let assemblyFormat = Tcc_GenericFormat;
 }
+
+include "TccGradOps.td"
+include "TccTrainOps.td"
 
 #endif // TCC_OPS_TD

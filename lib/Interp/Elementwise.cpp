@@ -205,6 +205,12 @@ bool sigmoidKernel(KernelContext &ctx) {
     return decltype(x)(1) / (decltype(x)(1) + std::exp(-x));
   });
 }
+bool cosKernel(KernelContext &ctx) {
+  return unary<Domain::Float>(ctx, [](auto x) { return std::cos(x); });
+}
+bool sinKernel(KernelContext &ctx) {
+  return unary<Domain::Float>(ctx, [](auto x) { return std::sin(x); });
+}
 bool notKernel(KernelContext &ctx) {
   return unary<Domain::Bool>(ctx, [](uint8_t x) { return x ? 0 : 1; });
 }
@@ -277,6 +283,8 @@ void registerElementwiseKernels(KernelTable &t) {
   t[TanhOp::getOperationName()] = tanhKernel;
   t[ErfOp::getOperationName()] = erfKernel;
   t[SigmoidOp::getOperationName()] = sigmoidKernel;
+  t[CosOp::getOperationName()] = cosKernel;
+  t[SinOp::getOperationName()] = sinKernel;
   t[NotOp::getOperationName()] = notKernel;
   t[GeluOp::getOperationName()] = geluKernel;
   t[CastOp::getOperationName()] = castKernel;

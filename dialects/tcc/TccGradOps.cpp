@@ -1,0 +1,152 @@
+// Verifiers and type inference of the backward, loss and optimizer ops
+// (TccGradOps.td, TccTrainOps.td).
+#include "tcc/TccOps.h"
+#include "tcc/TccShapes.h"
+
+using namespace mlir;
+using namespace tcc;
+
+static RankedTensorType tensorOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+static bool isScalar(Value v) { return tensorOf(v).getRank() == 0; }
+
+static LogicalResult verifyAxis(Operation *op, Value v, int64_t axis) {
+  if (axis < 0 || axis >= tensorOf(v).getRank())
+    return op->emitOpError("axis ") << axis << " is out of range for rank "
+                                    << tensorOf(v).getRank();
+  return success();
+}
+
+LogicalResult SoftmaxGradOp::verify() { return verifyAxis(*this, getResult(), getAxis()); }
+LogicalResult LogSoftmaxGradOp::verify() {
+  return verifyAxis(*this, getResult(), getAxis());
+}
+
+LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= in.getRank())
+    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ", in.getRank());
+  if (tensorOf(adaptor.getResultGrad()) != in)
+    return emitOptionalError(loc, "result_grad must have the input's type");
+  auto norm = RankedTensorType::get(in.getShape().drop_front(axis), in.getElementType());
+  if (Value scale = adaptor.getScale(); scale && tensorOf(scale) != norm)
+    return emitOptionalError(loc, "scale must be ", norm);
+  inferred.append({in, norm, norm});
+  return success();
+}
+
+LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &inferred) {
+  // Autodiff copies the operands of a verified tcc.attention; only the result
+  // gradient is new and must have the forward result's type.
+  auto q = tensorOf(adaptor.getQuery()), v = tensorOf(adaptor.getValue());
+  if (q.getRank() != 4 || v.getRank() != 4 || tensorOf(adaptor.getKey()).getRank() != 4)
+    return emitOptionalError(loc, "query, key and value must be [batch, heads, seq, dim]");
+  auto expected = RankedTensorType::get(
+      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)},
+      q.getElementType());
+  if (tensorOf(adaptor.getResultGrad()) != expected)
+    return emitOptionalError(loc, "result_grad must be ", expected);
+  inferred.append({adaptor.getQuery().getType(), adaptor.getKey().getType(),
+                   adaptor.getValue().getType()});
+  return success();
+}
+
+LogicalResult GatherGradOp::verify() {
+  auto data = getType();
+  auto indices = tensorOf(getIndices());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= data.getRank())
+    return emitOpError("axis ") << axis << " is out of range for rank " << data.getRank();
+  SmallVector<int64_t> shape(data.getShape().take_front(axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, data.getShape().drop_front(axis + 1));
+  auto grad = tensorOf(getResultGrad());
+  if (grad.getShape() != ArrayRef<int64_t>(shape) ||
+      grad.getElementType() != data.getElementType())
+    return emitOpError("result_grad ") << grad << " does not match a gather from " << data;
+  return success();
+}
+
+LogicalResult SliceGradOp::verify() {
+  auto in = getType();
+  auto grad = tensorOf(getResultGrad());
+  ArrayRef<int64_t> starts = getStarts(), limits = getLimits(), strides = getStrides();
+  if (static_cast<int64_t>(starts.size()) != in.getRank() ||
+      limits.size() != starts.size() || strides.size() != starts.size())
+    return emitOpError("starts, limits and strides need one entry per dim (")
+           << in.getRank() << ")";
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    if (strides[d] == 0)
+      return emitOpError("stride of dim ") << d << " is 0";
+    shape.push_back(sliceLength(starts[d], limits[d], strides[d]));
+  }
+  if (grad.getShape() != ArrayRef<int64_t>(shape) ||
+      grad.getElementType() != in.getElementType())
+    return emitOpError("result_grad ") << grad << " is not the slice of " << in;
+  return success();
+}
+
+static LogicalResult checkLabels(Operation *op, Value logits, Value labels) {
+  auto l = tensorOf(logits);
+  if (l.getRank() < 1 || tensorOf(labels).getShape() != l.getShape().drop_back())
+    return op->emitOpError("labels ")
+           << labels.getType() << " must have the leading dims of logits " << l;
+  return success();
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &inferred) {
+  auto l = tensorOf(adaptor.getLogits());
+  if (l.getRank() < 1 || tensorOf(adaptor.getLabels()).getShape() != l.getShape().drop_back())
+    return emitOptionalError(loc, "labels ", adaptor.getLabels().getType(),
+                             " must have the leading dims of logits ", l);
+  auto scalar = RankedTensorType::get({}, l.getElementType());
+  inferred.append({scalar, scalar});
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  if (failed(checkLabels(*this, getLogits(), getLabels())))
+    return failure();
+  if (!isScalar(getLossSumGrad()) ||
+      tensorOf(getLossSumGrad()).getElementType() != getType().getElementType())
+    return emitOpError("loss_sum_grad must be a scalar of the logits' element type");
+  if (getType() != getLogits().getType())
+    return emitOpError("result must have the logits' type");
+  return success();
+}
+
+LogicalResult SgdUpdateOp::verify() {
+  Type t = getParam().getType();
+  if (getGrad().getType() != t || getNewParam().getType() != t)
+    return emitOpError("param, grad and new_param types differ");
+  if (!isScalar(getLr()))
+    return emitOpError("lr must be a scalar");
+  bool hasBuffer = static_cast<bool>(getMomentumBuffer());
+  if (hasBuffer != (getMomentum().convertToDouble() != 0.0) ||
+      hasBuffer != static_cast<bool>(getNewMomentumBuffer()))
+    return emitOpError("a momentum buffer operand and result are needed exactly when momentum != 0");
+  if (hasBuffer && (getMomentumBuffer().getType() != t || getNewMomentumBuffer().getType() != t))
+    return emitOpError("momentum buffer type differs from the param's");
+  return success();
+}
+
+LogicalResult AdamwUpdateOp::verify() {
+  Type t = getParam().getType();
+  for (Value v : {getGrad(), getExpAvg(), getExpAvgSq(), getNewParam(), getNewExpAvg(),
+                  getNewExpAvgSq()})
+    if (v.getType() != t)
+      return emitOpError("param, grad, moments and results must share one type");
+  if (!isScalar(getLr()) || !isScalar(getStep()))
+    return emitOpError("lr and step must be scalars");
+  return success();
+}

@@ -1,0 +1,105 @@
+#ifndef TCC_GRAD_OPS_TD
+#define TCC_GRAD_OPS_TD
+
+// Backward ops: the gradient rules of high-level ops, kept whole so later
+// passes lower each to one fused kernel instead of rediscovering a pattern.
+// They are produced by autodiff and are not themselves differentiated.
+
+def Tcc_SoftmaxGradOp : Tcc_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "input gradient of softmax from its result and result gradient";
+  let description = [{
+    `dx = y * (dy - sum(dy * y, axis))` where `y = softmax(x)`.
+  }];
+  let arguments = (ins Tcc_FloatTensor:$result, Tcc_FloatTensor:$result_grad, I64Attr:$axis);
+  let results = (outs Tcc_FloatTensor:$input_grad);
+  let assemblyFormat = Tcc_GenericFormat;
+  let hasVerifier = 1;
+}
+
+def Tcc_LogSoftmaxGradOp : Tcc_Op<"log_softmax_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "input gradient of log_softmax from its result and result gradient";
+  let description = [{
+    `dx = dy - exp(y) * sum(dy, axis)` where `y = log_softmax(x)`.
+  }];
+  let arguments = (ins Tcc_FloatTensor:$result, Tcc_FloatTensor:$result_grad, I64Attr:$axis);
+  let results = (outs Tcc_FloatTensor:$input_grad);
+  let assemblyFormat = Tcc_GenericFormat;
+  let hasVerifier = 1;
+}
+
+def Tcc_GeluGradOp : Tcc_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "input gradient of gelu: dy * gelu'(x)";
+  let arguments = (ins Tcc_FloatTensor:$input, Tcc_FloatTensor:$result_grad,
+                       DefaultValuedAttr<Tcc_GeluApproxAttr, "GeluApprox::none">:$approximate);
+  let results = (outs Tcc_FloatTensor:$input_grad);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_LayerNormGradOp : Tcc_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "gradients of layer_norm w.r.t. input, scale and bias";
+  let description = [{
+    Recomputes the row statistics of `input` over dims [axis, rank). Without
+    a `scale` operand the scale is taken as 1. `scale_grad` and `bias_grad`
+    are shaped like the normalised dims and are always produced (unused
+    ones are dead code).
+  }];
+  let arguments = (ins Tcc_FloatTensor:$input, Optional<Tcc_FloatTensor>:$scale,
+                       Tcc_FloatTensor:$result_grad, I64Attr:$axis, F64Attr:$epsilon);
+  let results = (outs Tcc_FloatTensor:$input_grad, Tcc_FloatTensor:$scale_grad,
+                      Tcc_FloatTensor:$bias_grad);
+  let assemblyFormat = "$input (`scale` $scale^)? `grad` $result_grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Tcc_AttentionGradOp : Tcc_Op<"attention_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "gradients of attention w.r.t. query, key and value";
+  let description = [{
+    Same operands and attributes as the `tcc.attention` it differentiates,
+    plus the gradient of its result. The key mask gets no gradient.
+  }];
+  let arguments = (ins Tcc_FloatTensor:$query, Tcc_FloatTensor:$key,
+                       Tcc_FloatTensor:$value, Tcc_FloatTensor:$result_grad,
+                       Optional<Tcc_Tensor>:$key_mask,
+                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Tcc_FloatTensor:$query_grad, Tcc_FloatTensor:$key_grad,
+                      Tcc_FloatTensor:$value_grad);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_GatherGradOp : Tcc_Op<"gather_grad", [Pure]> {
+  let summary = "scatter-add of the result gradient of a gather (or embedding)";
+  let description = [{
+    The data gradient of `gather(data, indices, axis)`: zeros shaped like
+    `data` (the result type) with every slice of `result_grad` added at its
+    index; repeated indices accumulate. `tcc.embedding` is the axis-0 case.
+  }];
+  let arguments = (ins Tcc_IntTensor:$indices, Tcc_FloatTensor:$result_grad, I64Attr:$axis);
+  let results = (outs Tcc_FloatTensor:$data_grad);
+  let assemblyFormat = Tcc_GenericFormat;
+  let hasVerifier = 1;
+}
+
+def Tcc_SliceGradOp : Tcc_Op<"slice_grad", [Pure]> {
+  let summary = "the input gradient of a slice: zeros with the result gradient placed back";
+  let arguments = (ins Tcc_Tensor:$result_grad, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$strides);
+  let results = (outs Tcc_Tensor:$input_grad);
+  let assemblyFormat = Tcc_GenericFormat;
+  let hasVerifier = 1;
+}
+
+def Tcc_CrossEntropyGradOp : Tcc_Op<"cross_entropy_grad", [Pure]> {
+  let summary = "logits gradient of cross_entropy's loss sum";
+  let description = [{
+    `(softmax(logits) - onehot(labels)) * loss_sum_grad` on rows whose label
+    is not `ignore_index`, zero on ignored rows. Probabilities are never
+    stored.
+  }];
+  let arguments = (ins Tcc_FloatTensor:$logits, Tcc_IntTensor:$labels,
+                       Tcc_FloatTensor:$loss_sum_grad,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Tcc_FloatTensor:$logits_grad);
+  let assemblyFormat = Tcc_GenericFormat;
+  let hasVerifier = 1;
+}
+
+#endif // TCC_GRAD_OPS_TD

@@ -1,0 +1,288 @@
+// Kernels of the backward ops (TccGradOps.td) except cross_entropy_grad
+// (Train.cpp). Each recomputes what it needs from the forward inputs (row
+// statistics, attention probabilities) in double, the way a fused backward
+// kernel does, and follows the forward kernel's masking rules exactly.
+#include "Kernel.h"
+#include "Numerics.h"
+
+#include "tcc/TccOps.h"
+
+#include <cstring>
+
+using namespace mlir;
+using tcc::data::Array;
+
+namespace tcc::interp {
+namespace {
+
+int64_t product(llvm::ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+/// Calls fn(base, stride) for every 1-d row along `axis`.
+template <class Fn>
+void forEachRow(llvm::ArrayRef<int64_t> shape, int64_t axis, Fn fn) {
+  int64_t outer = product(shape.take_front(axis));
+  int64_t inner = product(shape.drop_front(axis + 1));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      fn(o * shape[axis] * inner + i, inner);
+}
+
+/// softmax_grad and log_softmax_grad: a row sum, then an elementwise update.
+template <bool Log> bool softmaxGradKernel(KernelContext &ctx) {
+  const Array &y = ctx.in(0u), &dy = ctx.in(1u);
+  int64_t axis = Log ? llvm::cast<LogSoftmaxGradOp>(ctx.op).getAxis()
+                     : llvm::cast<SoftmaxGradOp>(ctx.op).getAxis();
+  int64_t len = y.shape[axis];
+  auto compute = [&](auto tag) {
+    using T = decltype(tag);
+    const T *py = y.data<T>(), *pg = dy.data<T>();
+    T *po = ctx.out().data<T>();
+    forEachRow(y.shape, axis, [&](int64_t base, int64_t stride) {
+      double sum = 0; // log: sum(dy); else sum(dy * y)
+      for (int64_t j = 0; j < len; ++j) {
+        int64_t at = base + j * stride;
+        sum += Log ? static_cast<double>(pg[at])
+                   : static_cast<double>(pg[at]) * py[at];
+      }
+      T s = static_cast<T>(sum);
+      for (int64_t j = 0; j < len; ++j) {
+        int64_t at = base + j * stride;
+        po[at] = Log ? pg[at] - std::exp(py[at]) * s : py[at] * (pg[at] - s);
+      }
+    });
+    return true;
+  };
+  return ctx.finish(visitFloat(y.dtype, compute), y);
+}
+
+/// dy * gelu'(x), with PyTorch's formulas for both forms.
+bool geluGradKernel(KernelContext &ctx) {
+  bool tanhForm =
+      llvm::cast<GeluGradOp>(ctx.op).getApproximate() == GeluApprox::tanh;
+  const Array &x = ctx.in(0u), &dy = ctx.in(1u);
+  auto compute = [&](auto tag) {
+    using T = decltype(tag);
+    const T *px = x.data<T>(), *pg = dy.data<T>();
+    T *po = ctx.out().data<T>();
+    const T sqrt2OverPi = static_cast<T>(0.7978845608028654);
+    const T kappa = static_cast<T>(0.044715);
+    const T invSqrt2 = static_cast<T>(0.7071067811865476);
+    const T invSqrt2Pi = static_cast<T>(0.3989422804014327);
+    for (int64_t i = 0, n = x.numElements(); i < n; ++i) {
+      T v = px[i], d;
+      if (tanhForm) {
+        T t = std::tanh(sqrt2OverPi * (v + kappa * v * v * v));
+        d = T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * sqrt2OverPi *
+                                      (T(1) + T(3) * kappa * v * v);
+      } else {
+        T cdf = T(0.5) * (T(1) + std::erf(v * invSqrt2));
+        d = cdf + v * invSqrt2Pi * std::exp(T(-0.5) * v * v);
+      }
+      po[i] = pg[i] * d;
+    }
+    return true;
+  };
+  return ctx.finish(visitFloat(x.dtype, compute), x);
+}
+
+/// With xhat = (x - mean) * rstd and dxhat = dy * scale, per row:
+/// dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat));
+/// scale_grad and bias_grad sum dy * xhat and dy over the rows.
+bool layerNormGradKernel(KernelContext &ctx) {
+  auto op = llvm::cast<LayerNormGradOp>(ctx.op);
+  const Array &in = ctx.in(op.getInput()), &dy = ctx.in(op.getResultGrad());
+  const Array *scale = ctx.opt(op.getScale());
+  int64_t axis = op.getAxis();
+  double eps = op.getEpsilon().convertToDouble();
+  int64_t rows = product(llvm::ArrayRef(in.shape).take_front(axis));
+  int64_t len = product(llvm::ArrayRef(in.shape).drop_front(axis));
+  auto compute = [&](auto tag) {
+    using T = decltype(tag);
+    const T *ps = scale ? scale->data<T>() : nullptr;
+    std::vector<double> dScale(len, 0), dBias(len, 0), xhat(len), dxhat(len);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T *x = in.data<T>() + r * len, *g = dy.data<T>() + r * len;
+      double mean = 0, var = 0;
+      for (int64_t j = 0; j < len; ++j)
+        mean += x[j];
+      mean /= len;
+      for (int64_t j = 0; j < len; ++j)
+        var += (x[j] - mean) * (x[j] - mean);
+      double rstd = 1.0 / std::sqrt(var / len + eps);
+      double meanDxhat = 0, meanDxhatXhat = 0;
+      for (int64_t j = 0; j < len; ++j) {
+        xhat[j] = (x[j] - mean) * rstd;
+        dxhat[j] = static_cast<double>(g[j]) * (ps ? ps[j] : 1.0);
+        meanDxhat += dxhat[j];
+        meanDxhatXhat += dxhat[j] * xhat[j];
+        dScale[j] += g[j] * xhat[j];
+        dBias[j] += g[j];
+      }
+      meanDxhat /= len;
+      meanDxhatXhat /= len;
+      T *dx = ctx.out(0).data<T>() + r * len;
+      for (int64_t j = 0; j < len; ++j)
+        dx[j] = static_cast<T>(
+            rstd * (dxhat[j] - meanDxhat - xhat[j] * meanDxhatXhat));
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      ctx.out(1).data<T>()[j] = static_cast<T>(dScale[j]);
+      ctx.out(2).data<T>()[j] = static_cast<T>(dBias[j]);
+    }
+    return true;
+  };
+  return ctx.finish(visitFloat(in.dtype, compute), in);
+}
+
+/// Per (batch, head, query i), with p the probabilities the forward kernel
+/// computes (same causal / key_mask rules, here in double) and do = dO_i:
+/// dv_j += p_j do; dp_j = do . v_j; ds_j = p_j (dp_j - sum_k p_k dp_k);
+/// dq_i = scale sum_j ds_j k_j; dk_j += scale ds_j q_i. Hidden keys have
+/// p_j = 0 and get nothing; a query with every key hidden is NaN, as its
+/// forward output is.
+bool attentionGradKernel(KernelContext &ctx) {
+  auto op = llvm::cast<AttentionGradOp>(ctx.op);
+  const Array &q = ctx.in(op.getQuery()), &k = ctx.in(op.getKey()),
+              &v = ctx.in(op.getValue()), &dout = ctx.in(op.getResultGrad());
+  const Array *mask = ctx.opt(op.getKeyMask());
+  double scale = op.getScale().convertToDouble();
+  bool causal = op.getCausal();
+  int64_t batch = q.shape[0], heads = q.shape[1], tq = q.shape[2],
+          d = q.shape[3], tk = k.shape[2], dv = v.shape[3];
+  auto compute = [&](auto tag) {
+    using T = decltype(tag);
+    const double inf = std::numeric_limits<double>::infinity();
+    std::vector<double> p(tk), dp(tk), dk(tk * d), dvAcc(tk * dv);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < heads; ++h) {
+        int64_t bh = b * heads + h;
+        const T *qp = q.data<T>() + bh * tq * d;
+        const T *kp = k.data<T>() + bh * tk * d;
+        const T *vp = v.data<T>() + bh * tk * dv;
+        const T *gp = dout.data<T>() + bh * tq * dv;
+        T *dqp = ctx.out(0).data<T>() + bh * tq * d;
+        std::fill(dk.begin(), dk.end(), 0.0);
+        std::fill(dvAcc.begin(), dvAcc.end(), 0.0);
+        for (int64_t i = 0; i < tq; ++i) {
+          for (int64_t j = 0; j < tk; ++j) {
+            double dot = 0;
+            for (int64_t e = 0; e < d; ++e)
+              dot += static_cast<double>(qp[i * d + e]) * kp[j * d + e];
+            p[j] = scale * dot;
+            if (causal && j > i)
+              p[j] = -inf;
+            if (mask && mask->dtype == data::DType::Bool &&
+                !mask->data<uint8_t>()[b * tk + j])
+              p[j] = -inf;
+            if (mask && mask->dtype != data::DType::Bool)
+              p[j] += mask->data<T>()[b * tk + j];
+          }
+          softmaxRow(p.data(), tk);
+          double pdp = 0;
+          for (int64_t j = 0; j < tk; ++j) {
+            double dot = 0;
+            for (int64_t e = 0; e < dv; ++e) {
+              dot += static_cast<double>(gp[i * dv + e]) * vp[j * dv + e];
+              dvAcc[j * dv + e] += p[j] * gp[i * dv + e];
+            }
+            dp[j] = dot;
+            pdp += p[j] * dot;
+          }
+          for (int64_t e = 0; e < d; ++e) {
+            double sum = 0;
+            for (int64_t j = 0; j < tk; ++j)
+              sum += p[j] * (dp[j] - pdp) * kp[j * d + e];
+            dqp[i * d + e] = static_cast<T>(scale * sum);
+          }
+          for (int64_t j = 0; j < tk; ++j) {
+            double ds = scale * p[j] * (dp[j] - pdp);
+            for (int64_t e = 0; e < d; ++e)
+              dk[j * d + e] += ds * qp[i * d + e];
+          }
+        }
+        T *dkp = ctx.out(1).data<T>() + bh * tk * d;
+        T *dvp = ctx.out(2).data<T>() + bh * tk * dv;
+        for (int64_t e = 0; e < tk * d; ++e)
+          dkp[e] = static_cast<T>(dk[e]);
+        for (int64_t e = 0; e < tk * dv; ++e)
+          dvp[e] = static_cast<T>(dvAcc[e]);
+      }
+    return true;
+  };
+  return ctx.finish(visitFloat(q.dtype, compute), q);
+}
+
+/// Scatter-add of result_grad slices into zeros shaped like the gathered
+/// data; indices wrap from the end and are range-checked as gather's are.
+bool gatherGradKernel(KernelContext &ctx) {
+  auto op = llvm::cast<GatherGradOp>(ctx.op);
+  const Array &indices = ctx.in(op.getIndices()),
+              &g = ctx.in(op.getResultGrad());
+  Array &out = ctx.out();
+  int64_t axis = op.getAxis(), dim = out.shape[axis];
+  int64_t outer = product(llvm::ArrayRef(out.shape).take_front(axis));
+  int64_t inner = product(llvm::ArrayRef(out.shape).drop_front(axis + 1));
+  int64_t count = indices.numElements();
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t index = readInt(indices, j);
+    if (index < -dim || index >= dim)
+      return ctx.fail("index " + std::to_string(index) +
+                      " is out of range for dim " + std::to_string(axis) +
+                      " of size " + std::to_string(dim));
+  }
+  auto compute = [&](auto tag) {
+    using T = decltype(tag);
+    const T *pg = g.data<T>();
+    T *po = out.data<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < count; ++j) {
+        int64_t index = readInt(indices, j);
+        index += index < 0 ? dim : 0;
+        T *dst = po + (o * dim + index) * inner;
+        const T *src = pg + (o * count + j) * inner;
+        for (int64_t i = 0; i < inner; ++i)
+          dst[i] += src[i];
+      }
+    return true;
+  };
+  return ctx.finish(visitFloat(g.dtype, compute), g);
+}
+
+/// Zeros with each result_grad element stored where the slice read it from
+/// (the positions are distinct, so nothing accumulates).
+bool sliceGradKernel(KernelContext &ctx) {
+  auto op = llvm::cast<SliceGradOp>(ctx.op);
+  const Array &g = ctx.in(0u);
+  Array &out = ctx.out();
+  SmallVector<int64_t> outStrides = stridesOf(out.shape), strides;
+  int64_t base = 0;
+  for (size_t d = 0; d < out.shape.size(); ++d) {
+    base += op.getStarts()[d] * outStrides[d];
+    strides.push_back(op.getStrides()[d] * outStrides[d]);
+  }
+  IndexMap map = IndexMap::strided(g.shape, strides, base);
+  size_t size = data::dtypeSize(g.dtype);
+  for (int64_t i = 0, n = g.numElements(); i < n; ++i)
+    std::memcpy(out.bytes.data() + map(i) * size, g.bytes.data() + i * size,
+                size);
+  return true;
+}
+
+} // namespace
+
+void registerGradKernels(KernelTable &t) {
+  t[SoftmaxGradOp::getOperationName()] = softmaxGradKernel<false>;
+  t[LogSoftmaxGradOp::getOperationName()] = softmaxGradKernel<true>;
+  t[GeluGradOp::getOperationName()] = geluGradKernel;
+  t[LayerNormGradOp::getOperationName()] = layerNormGradKernel;
+  t[AttentionGradOp::getOperationName()] = attentionGradKernel;
+  t[GatherGradOp::getOperationName()] = gatherGradKernel;
+  t[SliceGradOp::getOperationName()] = sliceGradKernel;
+}
+
+} // namespace tcc::interp
