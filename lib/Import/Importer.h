@@ -199,6 +199,7 @@ void registerShapeConverters(ConverterTable &table);
 void registerSliceGatherConverters(ConverterTable &table);
 void registerReduceConverters(ConverterTable &table);
 void registerNnConverters(ConverterTable &table);
+void registerLossConverters(ConverterTable &table);
 
 /// Decides which initializers become tcc.params; see Initializers.cpp.
 struct InitializerPlan {

@@ -303,6 +303,7 @@ const ConverterTable &converterTable() {
     registerSliceGatherConverters(t);
     registerReduceConverters(t);
     registerNnConverters(t);
+    registerLossConverters(t);
     return t;
   }();
   return table;

@@ -21,6 +21,8 @@ const KernelTable &kernelTable() {
     registerShapeKernels(t);
     registerReduceKernels(t);
     registerContractKernels(t);
+    registerTrainKernels(t);
+    registerGradKernels(t);
     return t;
   }();
   return table;

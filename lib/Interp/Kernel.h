@@ -70,6 +70,8 @@ void registerShapeKernels(KernelTable &table);
 void registerReduceKernels(KernelTable &table);
 void registerContractKernels(KernelTable &table);
 void registerSourceKernels(KernelTable &table);
+void registerTrainKernels(KernelTable &table);
+void registerGradKernels(KernelTable &table);
 
 /// The registry (built once).
 const KernelTable &kernelTable();

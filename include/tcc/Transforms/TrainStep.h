@@ -1,0 +1,90 @@
+// Building the training step from a forward model: loss, gradients,
+// gradient clipping, learning-rate schedule and optimizer update as IR.
+#ifndef TCC_TRANSFORMS_TRAINSTEP_H
+#define TCC_TRANSFORMS_TRAINSTEP_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tcc {
+
+/// `--loss`: cross_entropy(logits,labels[,ignore_index=N]) | mse(out,target)
+/// | <output>.
+struct LossSpec {
+  enum Kind { CrossEntropy, Mse, Output } kind = Output;
+  std::string output; ///< the forward result the loss reads
+  std::string label;  ///< the input holding labels/targets (new unless
+                      ///< @forward already has an input of that name)
+  int64_t ignoreIndex = -100;
+};
+
+/// `--optimizer`: sgd:lr=..,momentum=..,weight_decay=..,nesterov=0|1 or
+/// adamw:lr=..,beta1=..,beta2=..,eps=..,weight_decay=.. with PyTorch's
+/// defaults (parseOptimizer sets AdamW's weight_decay default, 0.01).
+struct OptimizerSpec {
+  enum Kind { Sgd, AdamW } kind = AdamW;
+  double lr = 1e-3;
+  double momentum = 0, weightDecay = 0;
+  bool nesterov = false;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
+/// `--lr-schedule`: constant | cosine:warmup=W,total=N,min=M |
+/// linear:warmup=W,total=N, nanoGPT's convention with `it` from 0.
+struct ScheduleSpec {
+  enum Kind { Constant, Cosine, Linear } kind = Constant;
+  int64_t warmup = 0, total = 0;
+  double minLr = 0;
+};
+
+struct TrainConfig {
+  LossSpec loss;
+  OptimizerSpec optimizer;
+  std::optional<double> gradClip; ///< max global L2 norm, as clip_grad_norm_
+  ScheduleSpec schedule;
+  int64_t accum = 1;   ///< micro-batches per optimizer step
+  std::string freeze;  ///< regex of parameters that are not trained
+  std::string noDecay; ///< regex of parameters without weight decay
+};
+
+/// Flag parsers: false with a one-line `error` naming the flag and the
+/// offending text when the value is malformed.
+bool parseLoss(llvm::StringRef text, LossSpec &spec, std::string &error);
+bool parseOptimizer(llvm::StringRef text, OptimizerSpec &spec,
+                    std::string &error);
+bool parseSchedule(llvm::StringRef text, ScheduleSpec &spec,
+                   std::string &error);
+/// Checks the values the parsers do not see: accum >= 1, grad clip > 0 and
+/// valid `--freeze` / `--no-decay` regexes. Same error contract as the
+/// parsers.
+bool checkConfig(const TrainConfig &config, std::string &error);
+
+/// Whether parameter `name` matches a `--freeze` / `--no-decay` regex: an
+/// unanchored search, like Python's re.search (anchor with ^...$). An empty
+/// regex matches nothing.
+bool matchesParamRegex(llvm::StringRef regex, llvm::StringRef name);
+
+/// Argument and result attributes of @train_step / @eval_step, by which a
+/// runner binds values without relying on their positions.
+inline constexpr llvm::StringLiteral kParamAttr = "tcc.param"; // "<param>"
+inline constexpr llvm::StringLiteral kOptStateAttr =
+    "tcc.opt_state";                                         // "<param>.<slot>"
+inline constexpr llvm::StringLiteral kStepAttr = "tcc.step"; // unit
+inline constexpr llvm::StringLiteral kNameAttr =
+    "tcc.name"; // batch input / "loss"
+inline constexpr llvm::StringLiteral kAccumAttr =
+    "tcc.accum"; // i64, on the functions
+
+/// Adds `@train_step` and `@eval_step` to a module holding `@forward` and its
+/// `tcc.param`s (see docs/training.md for the signatures and attributes).
+/// Emits a diagnostic and fails when the config does not fit the model.
+mlir::LogicalResult buildTrainStep(mlir::ModuleOp module,
+                                   const TrainConfig &config);
+
+} // namespace tcc
+
+#endif // TCC_TRANSFORMS_TRAINSTEP_H

@@ -1,0 +1,75 @@
+// Pieces of the training-step builder (TrainStep.cpp drives them): the loss
+// (TrainLoss.cpp), the learning-rate schedule (TrainSchedule.cpp), gradient
+// clipping and the optimizer updates (TrainOptimizer.cpp).
+#ifndef TCC_LIB_TRANSFORMS_TRAININTERNAL_H
+#define TCC_LIB_TRANSFORMS_TRAININTERNAL_H
+
+#include "tcc/Transforms/TrainStep.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+#include <string>
+
+namespace tcc::train {
+
+/// The loss resolved against @forward, checked before anything is built.
+struct LossPlan {
+  LossSpec spec;
+  unsigned output = 0; ///< index of the forward result the loss reads
+  /// The labels/target input of one micro-batch; null for an output loss.
+  mlir::RankedTensorType labelType;
+  /// Set when the labels/target are an existing @forward argument (e.g. an
+  /// autoencoder's mse(y,x)) rather than a new batch input.
+  std::optional<unsigned> labelArg;
+};
+
+/// Resolves `spec` against `forward`'s named results and arguments; emits an
+/// error on `forward` and fails when they do not fit.
+mlir::LogicalResult planLoss(mlir::func::FuncOp forward, const LossSpec &spec,
+                             LossPlan &plan);
+
+/// The loss of one micro-batch as a fraction: the mean loss over all
+/// micro-batches is sum(numerator) / sum(denominator). Cross-entropy gives
+/// (loss sum, counted labels), so micro-batches weigh by token count; the
+/// others give (mean, null), each micro-batch weighing the same.
+struct MicroLoss {
+  mlir::Value numerator;
+  mlir::Value denominator;
+};
+MicroLoss buildMicroLoss(mlir::OpBuilder &b, mlir::Location loc,
+                         const LossPlan &plan, mlir::Value output,
+                         mlir::Value label);
+/// The mean loss over `parts` (a float scalar of the output's element type).
+mlir::Value combineLosses(mlir::OpBuilder &b, mlir::Location loc,
+                          llvm::ArrayRef<MicroLoss> parts);
+
+/// The learning rate of step `step` (tensor<i64>, steps already taken) as a
+/// tensor<f64>, computed in the IR.
+mlir::Value buildLearningRate(mlir::OpBuilder &b, mlir::Location loc,
+                              const OptimizerSpec &opt,
+                              const ScheduleSpec &schedule, mlir::Value step);
+
+/// Scales `grads` in place as torch.nn.utils.clip_grad_norm_(max_norm).
+void clipGradients(mlir::OpBuilder &b, mlir::Location loc, double maxNorm,
+                   llvm::MutableArrayRef<mlir::Value> grads);
+
+/// The optimizer state slots of one parameter, in argument order.
+llvm::SmallVector<llvm::StringRef> stateSlots(const OptimizerSpec &opt);
+
+/// One optimizer step on one parameter; `state` holds stateSlots(opt)
+/// values. Returns the new parameter followed by the new state.
+llvm::SmallVector<mlir::Value>
+buildUpdate(mlir::OpBuilder &b, mlir::Location loc, const OptimizerSpec &opt,
+            double weightDecay, mlir::Value param, mlir::Value grad,
+            mlir::ValueRange state, mlir::Value lr, mlir::Value step);
+
+/// A scalar (rank-0) constant.
+mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Type elementType, double value);
+
+} // namespace tcc::train
+
+#endif // TCC_LIB_TRANSFORMS_TRAININTERNAL_H

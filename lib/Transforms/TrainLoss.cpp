@@ -1,0 +1,155 @@
+// The loss of the training step: cross-entropy over logits and new integer
+// labels, mean squared error against a new target, or a scalar the forward
+// graph already computes.
+#include "TrainInternal.h"
+
+#include "tcc/TccOps.h"
+
+using namespace mlir;
+
+namespace tcc::train {
+
+static std::string typeStr(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+static std::string resultName(func::FuncOp f, unsigned i) {
+  auto name = f.getResultAttrOfType<StringAttr>(i, kNameAttr);
+  return name ? name.str() : "output" + std::to_string(i);
+}
+
+LogicalResult planLoss(func::FuncOp forward, const LossSpec &spec,
+                       LossPlan &plan) {
+  plan = LossPlan();
+  plan.spec = spec;
+  std::optional<unsigned> found;
+  std::string names;
+  for (unsigned i = 0; i < forward.getNumResults(); ++i) {
+    std::string n = resultName(forward, i);
+    names += (i ? ", '" : "'") + n + "'";
+    if (n == spec.output)
+      found = i;
+  }
+  if (!found)
+    return forward.emitError() << "the loss reads output '" << spec.output
+                               << "', but @forward's outputs are " << names;
+  plan.output = *found;
+  auto type = llvm::cast<RankedTensorType>(forward.getResultTypes()[*found]);
+  if (!llvm::isa<FloatType>(type.getElementType()))
+    return forward.emitError() << "the loss needs a float output, but '"
+                               << spec.output << "' is " << typeStr(type);
+
+  switch (spec.kind) {
+  case LossSpec::Output:
+    if (type.getNumElements() != 1)
+      return forward.emitError()
+             << "output '" << spec.output
+             << "' is used as the loss, so it must be a "
+             << "scalar, but it is " << typeStr(type)
+             << " (use cross_entropy(...) or mse(...) to reduce it)";
+    return success();
+  case LossSpec::CrossEntropy:
+    if (type.getRank() < 1)
+      return forward.emitError()
+             << "cross_entropy needs logits shaped [..., classes], but '"
+             << spec.output << "' is " << typeStr(type);
+    plan.labelType =
+        RankedTensorType::get(type.getShape().drop_back(),
+                              IntegerType::get(forward.getContext(), 64));
+    break;
+  case LossSpec::Mse:
+    plan.labelType = type;
+    break;
+  }
+
+  // A labels/target name that @forward already takes reuses that input.
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+    auto name = forward.getArgAttrOfType<StringAttr>(i, kNameAttr);
+    if (!name || name.getValue() != spec.label)
+      continue;
+    auto argType =
+        llvm::cast<RankedTensorType>(forward.getArgument(i).getType());
+    bool fits = spec.kind == LossSpec::Mse
+                    ? argType == plan.labelType
+                    : argType.getShape() == plan.labelType.getShape() &&
+                          argType.getElementType().isSignlessInteger();
+    if (!fits)
+      return forward.emitError()
+             << (spec.kind == LossSpec::Mse ? "mse target '"
+                                            : "cross_entropy labels '")
+             << spec.label << "' is an existing input of type "
+             << typeStr(argType) << ", but '" << spec.output << "' ("
+             << typeStr(type) << ") needs "
+             << (spec.kind == LossSpec::Mse
+                     ? typeStr(plan.labelType)
+                     : "integers shaped " + typeStr(plan.labelType));
+    plan.labelType = argType;
+    plan.labelArg = i;
+  }
+  return success();
+}
+
+static Value toScalar(OpBuilder &b, Location loc, Value v) {
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  if (type.getRank() == 0)
+    return v;
+  return ReshapeOp::create(b, loc,
+                           RankedTensorType::get({}, type.getElementType()), v);
+}
+
+MicroLoss buildMicroLoss(OpBuilder &b, Location loc, const LossPlan &plan,
+                         Value output, Value label) {
+  switch (plan.spec.kind) {
+  case LossSpec::Output:
+    return {toScalar(b, loc, output), nullptr};
+  case LossSpec::CrossEntropy: {
+    auto ce = CrossEntropyOp::create(
+        b, loc, output, label, b.getI64IntegerAttr(plan.spec.ignoreIndex));
+    return {ce.getLossSum(), ce.getCount()};
+  }
+  case LossSpec::Mse: {
+    // F.mse_loss(reduction="mean"): mean((out - target)^2), x^2 as x * x as
+    // PyTorch computes it.
+    Value diff = SubOp::create(b, loc, output, label);
+    Value sq = MulOp::create(b, loc, diff, diff);
+    auto type = llvm::cast<RankedTensorType>(sq.getType());
+    if (type.getRank() == 0)
+      return {sq, nullptr};
+    SmallVector<int64_t> axes =
+        llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    return {ReduceMeanOp::create(b, loc, sq, b.getDenseI64ArrayAttr(axes),
+                                 b.getBoolAttr(false)),
+            nullptr};
+  }
+  }
+  llvm_unreachable("unknown loss kind");
+}
+
+static Value sum(OpBuilder &b, Location loc, ArrayRef<Value> values) {
+  Value total = values.front();
+  for (Value v : values.drop_front())
+    total = AddOp::create(b, loc, total, v);
+  return total;
+}
+
+Value combineLosses(OpBuilder &b, Location loc, ArrayRef<MicroLoss> parts) {
+  SmallVector<Value> nums, dens;
+  for (const MicroLoss &p : parts) {
+    nums.push_back(p.numerator);
+    if (p.denominator)
+      dens.push_back(p.denominator);
+  }
+  Value num = sum(b, loc, nums);
+  if (!dens.empty())
+    return DivOp::create(b, loc, num, sum(b, loc, dens));
+  if (parts.size() == 1)
+    return num;
+  Type elem = llvm::cast<RankedTensorType>(num.getType()).getElementType();
+  return DivOp::create(b, loc, num,
+                       scalarConstant(b, loc, elem, double(parts.size())));
+}
+
+} // namespace tcc::train

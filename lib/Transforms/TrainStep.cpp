@@ -1,0 +1,370 @@
+// The training-step builder: clones @forward once per micro-batch with its
+// parameters turned into arguments, builds the loss over all micro-batches,
+// differentiates it once, clips, schedules the learning rate and applies the
+// optimizer, all as IR. Optimizer state is plain arguments and results so
+// later passes can shard it or keep it in another precision.
+#include "TrainInternal.h"
+
+#include "tcc/TccOps.h"
+#include "tcc/Transforms/Autodiff.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+namespace tcc {
+namespace {
+
+struct ParamInfo {
+  std::string name;
+  RankedTensorType type;
+  bool trainable = false;
+};
+
+/// Names of the parameters the forward result `output` depends on.
+llvm::StringSet<> paramsReachingOutput(func::FuncOp forward, unsigned output) {
+  Block &body = forward.getBody().front();
+  llvm::DenseSet<Value> needed;
+  needed.insert(body.getTerminator()->getOperand(output));
+  llvm::StringSet<> names;
+  for (Operation &op : llvm::reverse(body)) {
+    if (llvm::none_of(op.getResults(),
+                      [&](Value r) { return needed.contains(r); }))
+      continue;
+    needed.insert(op.operand_begin(), op.operand_end());
+    if (auto get = llvm::dyn_cast<GetParamOp>(op))
+      names.insert(get.getName());
+  }
+  return names;
+}
+
+/// Erases the forward ops whose results nothing reads (outputs the loss
+/// does not use, and their inputs).
+void eraseDeadOps(func::FuncOp f) {
+  Block &body = f.getBody().front();
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+}
+
+class StepBuilder {
+public:
+  StepBuilder(ModuleOp module, func::FuncOp forward, const TrainConfig &config)
+      : module(module), forward(forward), config(config),
+        loc(forward.getLoc()) {}
+
+  LogicalResult plan();
+  LogicalResult buildTrainStep(OpBuilder &b);
+  LogicalResult buildEvalStep(OpBuilder &b);
+
+private:
+  /// The mean loss of the whole batch, with @forward's body cloned per
+  /// micro-batch at b's insertion point.
+  FailureOr<Value> buildLoss(OpBuilder &b, ValueRange params, ValueRange batch);
+  Value microBatch(OpBuilder &b, Value arg, int64_t k);
+  void addBatchArgs(SmallVectorImpl<Type> &types,
+                    SmallVectorImpl<DictionaryAttr> &attrs);
+  func::FuncOp createFunc(OpBuilder &b, StringRef name, ArrayRef<Type> args,
+                          ArrayRef<DictionaryAttr> argAttrs,
+                          ArrayRef<Type> results,
+                          ArrayRef<DictionaryAttr> resultAttrs);
+  DictionaryAttr attr(StringRef key, Attribute value) {
+    return DictionaryAttr::get(module.getContext(),
+                               {NamedAttribute(key, value)});
+  }
+  DictionaryAttr strAttr(StringRef key, const Twine &value) {
+    return attr(key, StringAttr::get(module.getContext(), value));
+  }
+
+  ModuleOp module;
+  func::FuncOp forward;
+  const TrainConfig &config;
+  Location loc;
+  train::LossPlan lossPlan;
+  SmallVector<ParamInfo> params;
+  llvm::StringMap<unsigned> paramIndex;
+  /// Per micro-batch: the batch inputs' types and names.
+  SmallVector<RankedTensorType> batchTypes;
+  SmallVector<std::string> batchNames;
+};
+
+LogicalResult StepBuilder::plan() {
+  if (failed(train::planLoss(forward, config.loss, lossPlan)))
+    return failure();
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+    auto type =
+        llvm::dyn_cast<RankedTensorType>(forward.getArgument(i).getType());
+    if (!type)
+      return forward.emitError()
+             << "argument #" << i << " is not a ranked tensor";
+    auto name = forward.getArgAttrOfType<StringAttr>(i, kNameAttr);
+    batchTypes.push_back(type);
+    batchNames.push_back(name ? name.str() : "input" + std::to_string(i));
+  }
+  if (lossPlan.labelType && !lossPlan.labelArg) {
+    batchTypes.push_back(lossPlan.labelType);
+    batchNames.push_back(lossPlan.spec.label);
+  }
+
+  // Trainable: float, not frozen, and read by the loss. PyTorch's optimizers
+  // skip parameters whose .grad is None (the loss does not reach them), so
+  // they get no update and, importantly, no weight decay.
+  llvm::StringSet<> reaching = paramsReachingOutput(forward, lossPlan.output);
+  for (ParamOp p : module.getOps<ParamOp>()) {
+    ParamInfo info{p.getSymName().str(), p.getType()};
+    info.trainable = llvm::isa<FloatType>(info.type.getElementType()) &&
+                     !p.getFrozen() &&
+                     !matchesParamRegex(config.freeze, info.name) &&
+                     reaching.contains(info.name);
+    paramIndex[info.name] = params.size();
+    params.push_back(info);
+  }
+  return success();
+}
+
+Value StepBuilder::microBatch(OpBuilder &b, Value arg, int64_t k) {
+  if (config.accum == 1)
+    return arg;
+  auto type = llvm::cast<RankedTensorType>(arg.getType());
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> starts(rank, 0), limits(type.getShape()),
+      strides(rank, 1);
+  starts[0] = k;
+  limits[0] = k + 1;
+  Value slice = SliceOp::create(b, loc, arg, b.getDenseI64ArrayAttr(starts),
+                                b.getDenseI64ArrayAttr(limits),
+                                b.getDenseI64ArrayAttr(strides));
+  return ReshapeOp::create(b, loc,
+                           RankedTensorType::get(type.getShape().drop_front(),
+                                                 type.getElementType()),
+                           slice);
+}
+
+FailureOr<Value> StepBuilder::buildLoss(OpBuilder &b, ValueRange paramArgs,
+                                        ValueRange batch) {
+  Block &body = forward.getBody().front();
+  SmallVector<train::MicroLoss> parts;
+  for (int64_t k = 0; k < config.accum; ++k) {
+    SmallVector<Value> micro;
+    for (Value arg : batch)
+      micro.push_back(microBatch(b, arg, k));
+    IRMapping map;
+    for (BlockArgument a : body.getArguments())
+      map.map(a, micro[a.getArgNumber()]);
+    SmallVector<Value> outputs;
+    for (Operation &op : body) {
+      if (auto get = llvm::dyn_cast<GetParamOp>(op)) {
+        Value param = paramArgs[paramIndex.lookup(get.getName())];
+        if (param.getType() != get.getType())
+          return get.emitOpError() << "reads the parameter as " << get.getType()
+                                   << " but it is " << param.getType();
+        map.map(get.getResult(), param);
+      } else if (op.hasTrait<OpTrait::IsTerminator>()) {
+        for (Value v : op.getOperands())
+          outputs.push_back(map.lookupOrDefault(v));
+      } else {
+        b.clone(op, map);
+      }
+    }
+    Value label;
+    if (lossPlan.labelArg)
+      label = micro[*lossPlan.labelArg];
+    else if (lossPlan.labelType)
+      label = micro.back();
+    parts.push_back(train::buildMicroLoss(b, loc, lossPlan,
+                                          outputs[lossPlan.output], label));
+  }
+  return train::combineLosses(b, loc, parts);
+}
+
+void StepBuilder::addBatchArgs(SmallVectorImpl<Type> &types,
+                               SmallVectorImpl<DictionaryAttr> &attrs) {
+  for (auto [type, name] : llvm::zip(batchTypes, batchNames)) {
+    RankedTensorType t = type;
+    if (config.accum > 1) {
+      SmallVector<int64_t> shape{config.accum};
+      llvm::append_range(shape, type.getShape());
+      t = RankedTensorType::get(shape, type.getElementType());
+    }
+    types.push_back(t);
+    attrs.push_back(strAttr(kNameAttr, name));
+  }
+}
+
+func::FuncOp StepBuilder::createFunc(OpBuilder &b, StringRef name,
+                                     ArrayRef<Type> args,
+                                     ArrayRef<DictionaryAttr> argAttrs,
+                                     ArrayRef<Type> results,
+                                     ArrayRef<DictionaryAttr> resultAttrs) {
+  auto f = func::FuncOp::create(b, loc, name, b.getFunctionType(args, results));
+  f.setAllArgAttrs(argAttrs);
+  f.setAllResultAttrs(resultAttrs);
+  f->setAttr(kAccumAttr, b.getI64IntegerAttr(config.accum));
+  f.addEntryBlock();
+  return f;
+}
+
+/// The loss as the step functions return it: f32, or f64 when the model
+/// computes in f64 (rounding an f64 loss to f32 would hide what the f64
+/// model is for).
+static RankedTensorType lossResultType(func::FuncOp forward,
+                                       const train::LossPlan &plan) {
+  Type elem =
+      llvm::cast<RankedTensorType>(forward.getResultTypes()[plan.output])
+          .getElementType();
+  Builder b(forward.getContext());
+  return RankedTensorType::get({}, elem.isF64() ? elem : b.getF32Type());
+}
+
+static Value lossResult(OpBuilder &b, Location loc, Value loss,
+                        RankedTensorType type) {
+  return loss.getType() == type
+             ? loss
+             : CastOp::create(b, loc, type, loss).getResult();
+}
+
+LogicalResult StepBuilder::buildEvalStep(OpBuilder &b) {
+  SmallVector<Type> args;
+  SmallVector<DictionaryAttr> argAttrs;
+  for (const ParamInfo &p : params) {
+    args.push_back(p.type);
+    argAttrs.push_back(strAttr(kParamAttr, p.name));
+  }
+  addBatchArgs(args, argAttrs);
+  RankedTensorType lossType = lossResultType(forward, lossPlan);
+  func::FuncOp f = createFunc(b, "eval_step", args, argAttrs, {lossType},
+                              {strAttr(kNameAttr, "loss")});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&f.getBody().front());
+  ValueRange all = f.getArguments();
+  FailureOr<Value> loss = buildLoss(b, all.take_front(params.size()),
+                                    all.drop_front(params.size()));
+  if (failed(loss))
+    return failure();
+  func::ReturnOp::create(b, loc, lossResult(b, loc, *loss, lossType));
+  eraseDeadOps(f);
+  return success();
+}
+
+LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
+  MLIRContext *ctx = module.getContext();
+  const OptimizerSpec &opt = config.optimizer;
+  SmallVector<StringRef> slots = train::stateSlots(opt);
+  SmallVector<Type> args, results;
+  SmallVector<DictionaryAttr> argAttrs, resultAttrs;
+  RankedTensorType lossType = lossResultType(forward, lossPlan);
+  results.push_back(lossType);
+  resultAttrs.push_back(strAttr(kNameAttr, "loss"));
+  for (const ParamInfo &p : params) {
+    args.push_back(p.type);
+    argAttrs.push_back(strAttr(kParamAttr, p.name));
+    if (p.trainable) {
+      results.push_back(p.type);
+      resultAttrs.push_back(strAttr(kParamAttr, p.name));
+    }
+  }
+  for (const ParamInfo &p : params) {
+    if (!p.trainable)
+      continue;
+    for (StringRef slot : slots) {
+      for (auto *list : {&args, &results})
+        list->push_back(p.type);
+      argAttrs.push_back(strAttr(kOptStateAttr, p.name + "." + slot));
+      resultAttrs.push_back(argAttrs.back());
+    }
+  }
+  unsigned stepIndex = args.size();
+  args.push_back(RankedTensorType::get({}, b.getI64Type()));
+  argAttrs.push_back(attr(kStepAttr, UnitAttr::get(ctx)));
+  addBatchArgs(args, argAttrs);
+  func::FuncOp f =
+      createFunc(b, "train_step", args, argAttrs, results, resultAttrs);
+
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&f.getBody().front());
+  ValueRange all = f.getArguments();
+  ValueRange paramArgs = all.take_front(params.size());
+  Value step = all[stepIndex];
+  FailureOr<Value> loss =
+      buildLoss(b, paramArgs, all.drop_front(stepIndex + 1));
+  if (failed(loss))
+    return failure();
+
+  SmallVector<Value> wrt;
+  SmallVector<unsigned> trained;
+  for (auto [i, p] : llvm::enumerate(params))
+    if (p.trainable) {
+      wrt.push_back(paramArgs[i]);
+      trained.push_back(i);
+    }
+  auto seedType = llvm::cast<RankedTensorType>(loss->getType());
+  Value seed = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(seedType,
+                             b.getFloatAttr(seedType.getElementType(), 1.0)));
+  FailureOr<SmallVector<Value>> grads = buildGradients(b, *loss, seed, wrt);
+  if (failed(grads))
+    return failure();
+  if (config.gradClip)
+    train::clipGradients(b, loc, *config.gradClip, *grads);
+
+  Value lr = train::buildLearningRate(b, loc, opt, config.schedule, step);
+  // AdamW's t counts this update too; the schedule's `it` does not.
+  Value t = step;
+  if (opt.kind == OptimizerSpec::AdamW)
+    t = AddOp::create(b, loc, step,
+                      train::scalarConstant(b, loc, b.getI64Type(), 1));
+
+  SmallVector<Value> newParams, newState;
+  unsigned stateArg = params.size();
+  for (auto [g, i] : llvm::zip(*grads, trained)) {
+    const ParamInfo &p = params[i];
+    double wd =
+        matchesParamRegex(config.noDecay, p.name) ? 0.0 : opt.weightDecay;
+    ValueRange state = all.slice(stateArg, slots.size());
+    stateArg += slots.size();
+    SmallVector<Value> updated =
+        train::buildUpdate(b, loc, opt, wd, paramArgs[i], g, state, lr, t);
+    newParams.push_back(updated.front());
+    llvm::append_range(newState, llvm::drop_begin(updated));
+  }
+  SmallVector<Value> outs{lossResult(b, loc, *loss, lossType)};
+  llvm::append_range(outs, newParams);
+  llvm::append_range(outs, newState);
+  func::ReturnOp::create(b, loc, outs);
+  eraseDeadOps(f);
+  return success();
+}
+
+} // namespace
+
+LogicalResult buildTrainStep(ModuleOp module, const TrainConfig &config) {
+  std::string error;
+  if (!checkConfig(config, error))
+    return module.emitError(error);
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return module.emitError(
+        "building the training step needs a @forward function");
+  if (forward.isExternal() || !forward.getBody().hasOneBlock())
+    return forward.emitError(
+        "building the training step needs @forward to have one block");
+  for (StringRef name : {"train_step", "eval_step"})
+    if (module.lookupSymbol(name))
+      return module.emitError() << "the module already has a @" << name;
+
+  StepBuilder builder(module, forward, config);
+  if (failed(builder.plan()))
+    return failure();
+  OpBuilder b(module.getContext());
+  b.setInsertionPointAfter(forward);
+  if (failed(builder.buildTrainStep(b)) || failed(builder.buildEvalStep(b)))
+    return failure();
+  return success();
+}
+
+} // namespace tcc

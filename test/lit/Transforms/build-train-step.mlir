@@ -1,0 +1,233 @@
+// RUN: split-file %s %t
+// RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.1,momentum=0.9,weight_decay=0.01 grad-clip=1.0 freeze=^b$" | FileCheck %s --check-prefix=SGD
+// RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=cross_entropy(y,labels) optimizer=adamw:lr=6e-4,beta2=0.95,weight_decay=0.1 lr-schedule=cosine:warmup=10,total=100,min=6e-5 accum=2 no-decay=^b$" | FileCheck %s --check-prefix=ADAMW
+// RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=cross_entropy(y,labels,ignore_index=-1) optimizer=sgd:lr=0.5 lr-schedule=linear:total=50" | FileCheck %s --check-prefix=LINEAR
+// RUN: tcc-opt %t/scalar.mlir --tcc-build-train-step="loss=loss" | FileCheck %s --check-prefix=OUTPUT
+// RUN: tcc-opt %t/errors-ce.mlir --split-input-file -verify-diagnostics --tcc-build-train-step="loss=cross_entropy(y,labels)"
+// RUN: tcc-opt %t/errors-mse.mlir --split-input-file -verify-diagnostics --tcc-build-train-step="loss=mse(y,target)"
+// RUN: tcc-opt %t/errors-output.mlir --split-input-file -verify-diagnostics --tcc-build-train-step="loss=y"
+// RUN: tcc-opt %t/errors-regex.mlir -verify-diagnostics --tcc-build-train-step="loss=y freeze=("
+// RUN: tcc-opt %t/errors-optimizer.mlir -verify-diagnostics --tcc-build-train-step="loss=y optimizer=adam:lr=1"
+// RUN: tcc-opt %t/errors-no-loss.mlir -verify-diagnostics --tcc-build-train-step
+
+//--- model.mlir
+// w and b are trained; s is frozen in the IR; aux does not reach the loss
+// (PyTorch would leave its .grad None and skip it).
+module {
+  tcc.param @w = dense<0.1> : tensor<3x5xf32>
+  tcc.param @b = dense<0.0> : tensor<5xf32>
+  tcc.param @s frozen = dense<1.0> : tensor<5xf32>
+  tcc.param @aux = dense<0.0> : tensor<2xf32>
+  func.func @forward(%x: tensor<4x3xf32> {tcc.name = "x"}) -> (tensor<4x5xf32> {tcc.name = "y"}, tensor<2xf32> {tcc.name = "aux"}) {
+    %w = tcc.get_param @w : tensor<3x5xf32>
+    %b = tcc.get_param @b : tensor<5xf32>
+    %s = tcc.get_param @s : tensor<5xf32>
+    %aux = tcc.get_param @aux : tensor<2xf32>
+    %0 = tcc.matmul %x, %w : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+    %1 = tcc.add %0, %b : (tensor<4x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
+    %2 = tcc.mul %1, %s : (tensor<4x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
+    return %2, %aux : tensor<4x5xf32>, tensor<2xf32>
+  }
+}
+
+// SGD with momentum, mse against a new input, b frozen by --freeze: only w
+// is trained, with one momentum buffer.
+// SGD-LABEL: func.func @forward
+// SGD-LABEL: func.func @train_step(
+// SGD-SAME: %[[W:[^:]*]]: tensor<3x5xf32> {tcc.param = "w"}, %[[B:[^:]*]]: tensor<5xf32> {tcc.param = "b"}, %[[S:[^:]*]]: tensor<5xf32> {tcc.param = "s"}, %{{[^:]*}}: tensor<2xf32> {tcc.param = "aux"},
+// SGD-SAME: %[[BUF:[^:]*]]: tensor<3x5xf32> {tcc.opt_state = "w.momentum_buffer"}, %{{[^:]*}}: tensor<i64> {tcc.step},
+// SGD-SAME: %[[X:[^:]*]]: tensor<4x3xf32> {tcc.name = "x"}, %[[T:[^:]*]]: tensor<4x5xf32> {tcc.name = "target"})
+// SGD-SAME: -> (tensor<f32> {tcc.name = "loss"}, tensor<3x5xf32> {tcc.param = "w"}, tensor<3x5xf32> {tcc.opt_state = "w.momentum_buffer"})
+// SGD-SAME: attributes {tcc.accum = 1 : i64}
+// SGD-NOT: tcc.get_param
+// SGD: %[[MM:.*]] = tcc.matmul %[[X]], %[[W]]
+// SGD: %[[Y:.*]] = tcc.mul %{{.*}}, %[[S]]
+// SGD: %[[D:.*]] = tcc.sub %[[Y]], %[[T]]
+// SGD: %[[SQ:.*]] = tcc.mul %[[D]], %[[D]]
+// SGD: %[[LOSS:.*]] = tcc.reduce_mean %[[SQ]] {axes = array<i64: 0, 1>} : (tensor<4x5xf32>) -> tensor<f32>
+// SGD: %[[GW:.*]] = tcc.matmul %[[X]], %{{.*}} {transpose_lhs = true}
+// clip_grad_norm_: the norm of the per-tensor norms, coef = 1/(norm + 1e-6) * max_norm, clamped to 1.
+// SGD: tcc.mul %[[GW]], %[[GW]]
+// SGD: tcc.reduce_sum
+// SGD: %[[N1:.*]] = tcc.sqrt
+// SGD: tcc.reshape %[[N1]] : (tensor<f32>) -> tensor<1xf32>
+// SGD: %[[NORM:.*]] = tcc.sqrt
+// SGD: %[[EPS:.*]] = tcc.constant dense<9.99999997E-7> : tensor<f32>
+// SGD: %[[DEN:.*]] = tcc.add %[[NORM]], %[[EPS]]
+// SGD: %[[REC:.*]] = tcc.div %{{.*}}, %[[DEN]]
+// SGD: %[[COEF:.*]] = tcc.mul %[[REC]], %{{.*}}
+// SGD: %[[CLAMP:.*]] = tcc.min %[[COEF]], %{{.*}}
+// SGD: %[[GC:.*]] = tcc.mul %[[GW]], %[[CLAMP]]
+// SGD: %[[LR:.*]] = tcc.constant dense<1.000000e-01> : tensor<f64>
+// SGD: %[[NW:.*]], %[[NBUF:.*]] = tcc.sgd_update %[[W]], %[[GC]], %[[LR]], %[[BUF]] {momentum = 9.000000e-01 : f64, weight_decay = 1.000000e-02 : f64}
+// SGD-NOT: tcc.sgd_update
+// SGD: return %[[LOSS]], %[[NW]], %[[NBUF]] : tensor<f32>, tensor<3x5xf32>, tensor<3x5xf32>
+// SGD-LABEL: func.func @eval_step(
+// SGD-SAME: %{{[^:]*}}: tensor<3x5xf32> {tcc.param = "w"}, %{{[^:]*}}: tensor<5xf32> {tcc.param = "b"}, %{{[^:]*}}: tensor<5xf32> {tcc.param = "s"}, %{{[^:]*}}: tensor<2xf32> {tcc.param = "aux"},
+// SGD-SAME: %{{[^:]*}}: tensor<4x3xf32> {tcc.name = "x"}, %{{[^:]*}}: tensor<4x5xf32> {tcc.name = "target"}) -> (tensor<f32> {tcc.name = "loss"})
+// SGD-NOT: sgd_update
+// SGD: tcc.reduce_mean
+// SGD-NEXT: return
+
+// AdamW, cross-entropy over new int64 labels, two micro-batches, cosine
+// schedule, b without weight decay. State is grouped per parameter.
+// ADAMW-LABEL: func.func @train_step(
+// ADAMW-SAME: %[[W:[^:]*]]: tensor<3x5xf32> {tcc.param = "w"}, %[[B:[^:]*]]: tensor<5xf32> {tcc.param = "b"}, %{{[^:]*}}: tensor<5xf32> {tcc.param = "s"}, %{{[^:]*}}: tensor<2xf32> {tcc.param = "aux"},
+// ADAMW-SAME: %[[MW:[^:]*]]: tensor<3x5xf32> {tcc.opt_state = "w.exp_avg"}, %[[VW:[^:]*]]: tensor<3x5xf32> {tcc.opt_state = "w.exp_avg_sq"},
+// ADAMW-SAME: %[[MB:[^:]*]]: tensor<5xf32> {tcc.opt_state = "b.exp_avg"}, %[[VB:[^:]*]]: tensor<5xf32> {tcc.opt_state = "b.exp_avg_sq"},
+// ADAMW-SAME: %[[STEP:[^:]*]]: tensor<i64> {tcc.step}, %[[X:[^:]*]]: tensor<2x4x3xf32> {tcc.name = "x"}, %[[L:[^:]*]]: tensor<2x4xi64> {tcc.name = "labels"})
+// ADAMW-SAME: -> (tensor<f32> {tcc.name = "loss"}, tensor<3x5xf32> {tcc.param = "w"}, tensor<5xf32> {tcc.param = "b"},
+// ADAMW-SAME: tensor<3x5xf32> {tcc.opt_state = "w.exp_avg"}, tensor<3x5xf32> {tcc.opt_state = "w.exp_avg_sq"}, tensor<5xf32> {tcc.opt_state = "b.exp_avg"}, tensor<5xf32> {tcc.opt_state = "b.exp_avg_sq"})
+// ADAMW-SAME: attributes {tcc.accum = 2 : i64}
+// ADAMW: %[[X0S:.*]] = tcc.slice %[[X]] {limits = array<i64: 1, 4, 3>, starts = array<i64: 0, 0, 0>, strides = array<i64: 1, 1, 1>} : (tensor<2x4x3xf32>) -> tensor<1x4x3xf32>
+// ADAMW: %[[X0:.*]] = tcc.reshape %[[X0S]] : (tensor<1x4x3xf32>) -> tensor<4x3xf32>
+// ADAMW: %[[L0S:.*]] = tcc.slice %[[L]] {limits = array<i64: 1, 4>, starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : (tensor<2x4xi64>) -> tensor<1x4xi64>
+// ADAMW: %[[L0:.*]] = tcc.reshape %[[L0S]] : (tensor<1x4xi64>) -> tensor<4xi64>
+// ADAMW: tcc.matmul %[[X0]], %[[W]]
+// ADAMW: %[[SUM0:.*]], %[[CNT0:.*]] = tcc.cross_entropy %{{.*}}, %[[L0]] : (tensor<4x5xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<f32>)
+// ADAMW: tcc.slice %[[X]] {limits = array<i64: 2, 4, 3>, starts = array<i64: 1, 0, 0>
+// ADAMW: tcc.slice %[[L]] {limits = array<i64: 2, 4>, starts = array<i64: 1, 0>
+// ADAMW: %[[SUM1:.*]], %[[CNT1:.*]] = tcc.cross_entropy
+// ADAMW: %[[SUM:.*]] = tcc.add %[[SUM0]], %[[SUM1]]
+// ADAMW: %[[CNT:.*]] = tcc.add %[[CNT0]], %[[CNT1]]
+// ADAMW: %[[LOSS:.*]] = tcc.div %[[SUM]], %[[CNT]]
+// ADAMW-COUNT-2: tcc.cross_entropy_grad
+// The cosine schedule, in f64 from the step counter.
+// ADAMW: %[[IT:.*]] = tcc.cast %[[STEP]] : (tensor<i64>) -> tensor<f64>
+// ADAMW: tcc.constant dense<9.000000e+01> : tensor<f64>
+// ADAMW: tcc.constant dense<3.1415926535897931> : tensor<f64>
+// ADAMW: tcc.cos
+// ADAMW: tcc.constant dense<5.399999999999999E-4> : tensor<f64>
+// ADAMW: tcc.cmp ge, %[[STEP]], %{{.*}} : (tensor<i64>, tensor<i64>) -> tensor<i1>
+// ADAMW: %[[DECAY:.*]] = tcc.where
+// ADAMW: tcc.cmp lt, %[[STEP]], %{{.*}} : (tensor<i64>, tensor<i64>) -> tensor<i1>
+// ADAMW: %[[LR:.*]] = tcc.where %{{.*}}, %{{.*}}, %[[DECAY]] : (tensor<i1>, tensor<f64>, tensor<f64>) -> tensor<f64>
+// AdamW's t is the step counter + 1.
+// ADAMW: %[[ONE:.*]] = tcc.constant dense<1> : tensor<i64>
+// ADAMW: %[[T:.*]] = tcc.add %[[STEP]], %[[ONE]]
+// ADAMW: %[[NW:.*]], %[[NMW:.*]], %[[NVW:.*]] = tcc.adamw_update %[[W]], %{{.*}}, %[[MW]], %[[VW]], %[[LR]], %[[T]] {beta2 = 0.94999999999999996 : f64, weight_decay = 1.000000e-01 : f64}
+// ADAMW: %[[NB:.*]], %[[NMB:.*]], %[[NVB:.*]] = tcc.adamw_update %[[B]], %{{.*}}, %[[MB]], %[[VB]], %[[LR]], %[[T]] {beta2 = 0.94999999999999996 : f64, weight_decay = 0.000000e+00 : f64}
+// ADAMW: return %[[LOSS]], %[[NW]], %[[NB]], %[[NMW]], %[[NVW]], %[[NMB]], %[[NVB]]
+// ADAMW-LABEL: func.func @eval_step(
+// ADAMW-SAME: tensor<2x4x3xf32> {tcc.name = "x"}, %{{[^:]*}}: tensor<2x4xi64> {tcc.name = "labels"}) -> (tensor<f32> {tcc.name = "loss"})
+// ADAMW-SAME: attributes {tcc.accum = 2 : i64}
+// ADAMW-COUNT-2: tcc.cross_entropy %
+// ADAMW-NOT: adamw_update
+
+// Plain SGD has no state; the linear schedule without warmup floors at 0.
+// LINEAR-LABEL: func.func @train_step(
+// LINEAR-SAME: {tcc.param = "aux"}, %[[STEP:[^:]*]]: tensor<i64> {tcc.step}, %{{[^:]*}}: tensor<4x3xf32> {tcc.name = "x"}, %{{[^:]*}}: tensor<4xi64> {tcc.name = "labels"})
+// LINEAR-SAME: -> (tensor<f32> {tcc.name = "loss"}, tensor<3x5xf32> {tcc.param = "w"}, tensor<5xf32> {tcc.param = "b"})
+// LINEAR: tcc.cross_entropy %{{.*}}, %{{.*}} {ignore_index = -1 : i64}
+// LINEAR: tcc.constant dense<5.000000e+01> : tensor<f64>
+// LINEAR: tcc.max
+// LINEAR: tcc.cmp ge, %[[STEP]]
+// LINEAR: %[[LR:.*]] = tcc.where
+// LINEAR-NOT: tcc.cmp lt
+// LINEAR: tcc.sgd_update %{{.*}}, %{{.*}}, %[[LR]] : (tensor<3x5xf32>, tensor<3x5xf32>, tensor<f64>) -> tensor<3x5xf32>
+// LINEAR: tcc.sgd_update %{{.*}}, %{{.*}}, %[[LR]] : (tensor<5xf32>, tensor<5xf32>, tensor<f64>) -> tensor<5xf32>
+
+//--- scalar.mlir
+// The graph already outputs its loss (e.g. an ONNX SoftmaxCrossEntropyLoss).
+module {
+  tcc.param @w = dense<1.0> : tensor<3xf32>
+  func.func @forward(%x: tensor<3xf32> {tcc.name = "x"}) -> (tensor<f32> {tcc.name = "loss"}, tensor<3xf32> {tcc.name = "pred"}) {
+    %w = tcc.get_param @w : tensor<3xf32>
+    %0 = tcc.mul %x, %w : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    %1 = tcc.reduce_sum %0 {axes = array<i64: 0>} : (tensor<3xf32>) -> tensor<f32>
+    return %1, %0 : tensor<f32>, tensor<3xf32>
+  }
+}
+// The default optimizer is AdamW with torch's defaults (weight_decay 0.01).
+// OUTPUT-LABEL: func.func @train_step(
+// OUTPUT-SAME: %[[W:[^:]*]]: tensor<3xf32> {tcc.param = "w"}, %{{[^:]*}}: tensor<3xf32> {tcc.opt_state = "w.exp_avg"}, %{{[^:]*}}: tensor<3xf32> {tcc.opt_state = "w.exp_avg_sq"}, %{{[^:]*}}: tensor<i64> {tcc.step}, %[[X:[^:]*]]: tensor<3xf32> {tcc.name = "x"})
+// OUTPUT: %[[P:.*]] = tcc.mul %[[X]], %[[W]]
+// OUTPUT: %[[LOSS:.*]] = tcc.reduce_sum %[[P]]
+// OUTPUT: %[[LR:.*]] = tcc.constant dense<1.000000e-03> : tensor<f64>
+// OUTPUT: tcc.adamw_update %[[W]], %{{.*}}, %{{.*}}, %{{.*}}, %[[LR]], %{{.*}} : (
+// OUTPUT: return %[[LOSS]]
+
+//--- errors-ce.mlir
+module {
+  // expected-error @+1 {{the loss reads output 'y', but @forward's outputs are 'logits', 'output1'}}
+  func.func @forward(%x: tensor<4x3xf32> {tcc.name = "x"}) -> (tensor<4x3xf32> {tcc.name = "logits"}, tensor<4x3xf32>) {
+    return %x, %x : tensor<4x3xf32>, tensor<4x3xf32>
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{cross_entropy needs logits shaped [..., classes], but 'y' is tensor<f32>}}
+  func.func @forward(%x: tensor<f32> {tcc.name = "x"}) -> (tensor<f32> {tcc.name = "y"}) {
+    return %x : tensor<f32>
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{cross_entropy labels 'labels' is an existing input of type tensor<4xf32>, but 'y' (tensor<4x3xf32>) needs integers shaped tensor<4xi64>}}
+  func.func @forward(%x: tensor<4x3xf32> {tcc.name = "x"}, %l: tensor<4xf32> {tcc.name = "labels"}) -> (tensor<4x3xf32> {tcc.name = "y"}) {
+    return %x : tensor<4x3xf32>
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{the loss needs a float output, but 'y' is tensor<4x3xi64>}}
+  func.func @forward(%x: tensor<4x3xi64> {tcc.name = "x"}) -> (tensor<4x3xi64> {tcc.name = "y"}) {
+    return %x : tensor<4x3xi64>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{building the training step needs a @forward function}}
+module {
+  func.func @main(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
+    return %x : tensor<4x3xf32>
+  }
+}
+
+//--- errors-mse.mlir
+// An autoencoder may use an input as the target, but shapes must match.
+module {
+  // expected-error @+1 {{mse target 'target' is an existing input of type tensor<4x2xf32>, but 'y' (tensor<4x3xf32>) needs tensor<4x3xf32>}}
+  func.func @forward(%x: tensor<4x3xf32> {tcc.name = "x"}, %t: tensor<4x2xf32> {tcc.name = "target"}) -> (tensor<4x3xf32> {tcc.name = "y"}) {
+    return %x : tensor<4x3xf32>
+  }
+}
+
+//--- errors-output.mlir
+module {
+  // expected-error @+1 {{output 'y' is used as the loss, so it must be a scalar, but it is tensor<4x3xf32> (use cross_entropy(...) or mse(...) to reduce it)}}
+  func.func @forward(%x: tensor<4x3xf32> {tcc.name = "x"}) -> (tensor<4x3xf32> {tcc.name = "y"}) {
+    return %x : tensor<4x3xf32>
+  }
+}
+
+//--- errors-regex.mlir
+// expected-error @+1 {{--freeze '(': invalid regex: parentheses not balanced}}
+module {
+  func.func @forward(%x: tensor<f32> {tcc.name = "x"}) -> (tensor<f32> {tcc.name = "y"}) {
+    return %x : tensor<f32>
+  }
+}
+
+//--- errors-optimizer.mlir
+// expected-error @+1 {{--optimizer 'adam:lr=1': unknown optimizer 'adam' (expected sgd:KEY=VALUE,... or adamw:KEY=VALUE,...)}}
+module {
+  func.func @forward(%x: tensor<f32> {tcc.name = "x"}) -> (tensor<f32> {tcc.name = "y"}) {
+    return %x : tensor<f32>
+  }
+}
+
+//--- errors-no-loss.mlir
+// expected-error @+1 {{tcc-build-train-step needs the loss option}}
+module {
+  func.func @forward(%x: tensor<f32> {tcc.name = "x"}) -> (tensor<f32> {tcc.name = "y"}) {
+    return %x : tensor<f32>
+  }
+}

@@ -1,0 +1,94 @@
+// `tcc compile`: a forward model plus loss and optimizer flags in, the
+// training step out. For now the output is the tcc module with @train_step
+// and @eval_step (--emit=mlir); the model.tcc artifact comes with codegen.
+#include "Commands.h"
+#include "Model.h"
+#include "TrainFlags.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+using namespace mlir;
+
+namespace tcc::driver {
+
+static cl::SubCommand
+    compileCmd("compile", "Build a model's training step: loss, gradients, "
+                          "gradient clipping, lr schedule and optimizer");
+static ModelFlags modelFlags(compileCmd);
+static TrainFlags trainFlags(compileCmd);
+static cl::opt<std::string>
+    emit("emit", cl::value_desc("kind"),
+         cl::desc("What to write: mlir (the tcc module with "
+                  "@train_step and @eval_step); required for now"),
+         cl::sub(compileCmd), cl::cat(flagCategory()));
+static cl::opt<std::string> output("o",
+                                   cl::desc("Output file (default: stdout)"),
+                                   cl::value_desc("file"), cl::init("-"),
+                                   cl::sub(compileCmd),
+                                   cl::cat(flagCategory()));
+
+bool compileChosen() { return static_cast<bool>(compileCmd); }
+
+/// Where a diagnostic points, in terms a user can look up: "file:line:col: "
+/// in a .mlir model, "model.onnx: " for the graph as a whole (the importer
+/// names it after the file) and "node 'name': " for an ONNX node.
+static std::string where(Location loc) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (auto file = llvm::dyn_cast<FileLineColLoc>(loc))
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+       << file.getColumn() << ": ";
+  else if (auto name = llvm::dyn_cast<NameLoc>(loc))
+    os << (name.getName() == modelFlags.model
+               ? name.getName().str()
+               : "node '" + name.getName().str() + "'")
+       << ": ";
+  return s;
+}
+
+int runCompile() {
+  if (emit != "mlir")
+    return fail(
+        emit.empty()
+            ? "compile: --emit=mlir is required (the model.tcc artifact is not "
+              "implemented yet)"
+            : "compile: --emit '" + emit +
+                  "' is not supported; only --emit=mlir is implemented yet");
+  TrainConfig config;
+  if (!trainFlags.toConfig(config))
+    return 1;
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module = loadModel(context, modelFlags);
+  if (!module)
+    return 1;
+
+  // The builder reports through diagnostics; the CLI contract is one line.
+  std::string firstError;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
+      firstError = where(diag.getLocation()) + diag.str();
+    return success();
+  });
+  if (failed(buildTrainStep(*module, config)))
+    return fail(firstError.empty() ? "cannot build the training step"
+                                   : firstError);
+  if (failed(verify(*module)))
+    return fail("internal error: the training step does not verify: " +
+                firstError);
+
+  std::error_code ec;
+  llvm::ToolOutputFile out(output, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return fail("cannot write '" + output + "': " + ec.message());
+  module->print(out.os());
+  out.keep();
+  return 0;
+}
+
+} // namespace tcc::driver

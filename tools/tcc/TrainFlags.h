@@ -1,0 +1,33 @@
+// The training flags (--loss, --optimizer, --grad-clip, --lr-schedule,
+// --accum, --freeze, --no-decay), shared by every command that builds a
+// training step (`tcc compile`, `tcc train`).
+#ifndef TCC_TOOLS_TCC_TRAINFLAGS_H
+#define TCC_TOOLS_TCC_TRAINFLAGS_H
+
+#include "tcc/Transforms/TrainStep.h"
+
+#include "llvm/Support/CommandLine.h"
+
+#include <string>
+
+namespace tcc::driver {
+
+struct TrainFlags {
+  explicit TrainFlags(llvm::cl::SubCommand &sub);
+  llvm::cl::opt<std::string> loss;
+  llvm::cl::opt<std::string> optimizer;
+  llvm::cl::opt<double> gradClip;
+  llvm::cl::opt<std::string> lrSchedule;
+  llvm::cl::opt<int> accum;
+  llvm::cl::opt<std::string> freeze;
+  llvm::cl::opt<std::string> noDecay;
+
+  /// Parses and checks the flags into `config`. On a bad or missing value
+  /// prints one line naming the flag (`tcc: --loss '...': ...`) and returns
+  /// false.
+  bool toConfig(TrainConfig &config) const;
+};
+
+} // namespace tcc::driver
+
+#endif // TCC_TOOLS_TCC_TRAINFLAGS_H
