@@ -8,6 +8,10 @@ bool importChosen();
 int runImport();
 bool evalChosen();
 int runEval();
+bool compileChosen();
+int runCompile();
+bool trainChosen();
+int runTrain();
 
 } // namespace tcc::driver
 

@@ -1,0 +1,372 @@
+// The training state on the reference interpreter. Arguments and results of
+// the step functions are bound by their tcc.* attributes, never by position,
+// so the builder may order them as it likes.
+#include "InterpTrainer.h"
+
+#include "tcc/Interp/Interpreter.h"
+#include "tcc/TccOps.h"
+#include "tcc/Transforms/TrainStep.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <cstdio>
+
+using namespace mlir;
+using tcc::data::Array;
+using tcc::data::DType;
+
+namespace tcc::driver {
+
+static bool toDType(Type element, DType &out) {
+  if (element.isF32())
+    out = DType::F32;
+  else if (element.isF64())
+    out = DType::F64;
+  else if (element.isSignlessInteger(64))
+    out = DType::I64;
+  else if (element.isSignlessInteger(32))
+    out = DType::I32;
+  else if (element.isSignlessInteger(1))
+    out = DType::Bool;
+  else
+    return false;
+  return true;
+}
+
+static std::string typeText(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << type;
+  return s;
+}
+
+/// A zero array of `type`, which must be a static tensor the interpreter
+/// supports.
+static bool zeros(Type type, const std::string &name, Array &out,
+                  std::string &error) {
+  auto tensor = llvm::dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape() ||
+      !toDType(tensor.getElementType(), out.dtype)) {
+    error = "'" + name + "' has unsupported type " + typeText(type);
+    return false;
+  }
+  out.name = name;
+  out.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+  out.bytes.assign(out.numElements() * data::dtypeSize(out.dtype), 0);
+  return true;
+}
+
+template <class T> static void copyValues(DenseElementsAttr dense, Array &out) {
+  T *dst = out.data<T>();
+  for (T v : dense.getValues<T>())
+    *dst++ = v;
+}
+
+/// f32 -> f64 in place, for --f64 runs.
+static void widen(Array &a) {
+  if (a.dtype != DType::F32)
+    return;
+  std::vector<uint8_t> bytes(a.numElements() * sizeof(double));
+  auto *dst = reinterpret_cast<double *>(bytes.data());
+  for (int64_t i = 0, n = a.numElements(); i < n; ++i)
+    dst[i] = a.data<float>()[i];
+  a.dtype = DType::F64;
+  a.bytes = std::move(bytes);
+}
+
+/// The initial value of a parameter as an array.
+static bool initialValue(ParamOp param, Array &out, std::string &error) {
+  std::string name = param.getSymName().str();
+  if (!zeros(param.getType(), name, out, error))
+    return false;
+  Attribute value = param.getInitialValue();
+  if (auto dense = llvm::dyn_cast<DenseElementsAttr>(value)) {
+    switch (out.dtype) {
+    case DType::F32:
+      copyValues<float>(dense, out);
+      break;
+    case DType::F64:
+      copyValues<double>(dense, out);
+      break;
+    case DType::I64:
+      copyValues<int64_t>(dense, out);
+      break;
+    case DType::I32:
+      copyValues<int32_t>(dense, out);
+      break;
+    default: // Bool
+      for (auto [i, v] : llvm::enumerate(dense.getValues<bool>()))
+        out.bytes[i] = v;
+    }
+    return true;
+  }
+  if (auto resource = llvm::dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (blob && blob->getData().size() == out.bytes.size()) {
+      llvm::copy(blob->getData(), out.bytes.begin());
+      return true;
+    }
+  }
+  error = "parameter '" + name + "': unsupported initial value";
+  return false;
+}
+
+bool InterpTrainer::bindFunction(func::FuncOp f, std::vector<Slot> &args,
+                                 std::vector<Slot> &results,
+                                 std::string &error) {
+  llvm::StringMap<unsigned> paramIndex, stateIndex, batchIndex;
+  for (auto [i, p] : llvm::enumerate(paramValues))
+    paramIndex[p.name] = i;
+  for (auto [i, s] : llvm::enumerate(stateValues))
+    stateIndex[s.name] = i;
+  for (auto [i, s] : llvm::enumerate(specs))
+    batchIndex[s.name] = i;
+  bool isTrain = f == trainFn;
+  std::string where = "@" + f.getSymName().str() + " ";
+
+  for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+    Type type = f.getArgument(i).getType();
+    if (auto name = f.getArgAttrOfType<StringAttr>(i, kParamAttr)) {
+      auto it = paramIndex.find(name);
+      if (it == paramIndex.end()) {
+        error = where + "takes an unknown parameter '" + name.str() + "'";
+        return false;
+      }
+      args.push_back({Kind::Param, it->second});
+    } else if (auto name = f.getArgAttrOfType<StringAttr>(i, kOptStateAttr)) {
+      if (!isTrain || stateIndex.count(name)) {
+        error =
+            where + "has an unexpected optimizer state '" + name.str() + "'";
+        return false;
+      }
+      // Zeros are the state of a fresh run (AdamW's moments; SGD's momentum
+      // buffer is built from the first gradient, as torch does).
+      stateIndex[name] = stateValues.size();
+      args.push_back({Kind::OptState, unsigned(stateValues.size())});
+      if (!zeros(type, name.str(), stateValues.emplace_back(), error))
+        return false;
+      if (options.promoteToF64)
+        widen(stateValues.back());
+    } else if (f.getArgAttr(i, kStepAttr)) {
+      args.push_back({Kind::Step, 0});
+    } else if (auto name = f.getArgAttrOfType<StringAttr>(i, kNameAttr)) {
+      Array proto;
+      if (!zeros(type, name.str(), proto, error))
+        return false;
+      if (isTrain) {
+        batchIndex[name] = specs.size();
+        data::InputSpec spec{name.str(), proto.dtype, proto.shape};
+        // [N, b, ...] -> [N*b, ...]: the feed yields N*b consecutive samples.
+        if (accum > 1) {
+          if (spec.shape.size() < 2 || spec.shape[0] != accum) {
+            error = where + "batch input '" + name.str() +
+                    "' has no leading --accum dim";
+            return false;
+          }
+          spec.shape[1] *= spec.shape[0];
+          spec.shape.erase(spec.shape.begin());
+        }
+        args.push_back({Kind::Batch, unsigned(specs.size())});
+        specs.push_back(spec);
+        argShapes.push_back(proto.shape);
+      } else {
+        auto it = batchIndex.find(name);
+        if (it == batchIndex.end() || argShapes[it->second] != proto.shape ||
+            specs[it->second].dtype != proto.dtype) {
+          error = where + "batch input '" + name.str() +
+                  "' does not match @train_step's";
+          return false;
+        }
+        args.push_back({Kind::Batch, it->second});
+      }
+    } else {
+      error = where + "argument #" + std::to_string(i) +
+              " has no tcc.* attribute to bind by";
+      return false;
+    }
+  }
+
+  for (unsigned i = 0; i < f.getNumResults(); ++i) {
+    if (auto name = f.getResultAttrOfType<StringAttr>(i, kParamAttr)) {
+      if (!paramIndex.count(name)) {
+        error = where + "returns an unknown parameter '" + name.str() + "'";
+        return false;
+      }
+      results.push_back({Kind::Param, paramIndex[name]});
+    } else if (auto name =
+                   f.getResultAttrOfType<StringAttr>(i, kOptStateAttr)) {
+      if (!stateIndex.count(name)) {
+        error =
+            where + "returns an unknown optimizer state '" + name.str() + "'";
+        return false;
+      }
+      results.push_back({Kind::OptState, stateIndex[name]});
+    } else if (auto name = f.getResultAttrOfType<StringAttr>(i, kNameAttr);
+               name && name.getValue() == "loss") {
+      results.push_back({Kind::Loss, 0});
+    } else {
+      error = where + "result #" + std::to_string(i) +
+              " has no tcc.* attribute to bind by";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool InterpTrainer::init(ModuleOp module, const interp::Options &opts,
+                         std::string &error) {
+  options = opts;
+  trainFn = module.lookupSymbol<func::FuncOp>("train_step");
+  evalFn = module.lookupSymbol<func::FuncOp>("eval_step");
+  if (!trainFn || !evalFn) {
+    error = "the module has no @train_step and @eval_step";
+    return false;
+  }
+  if (auto a = trainFn->getAttrOfType<IntegerAttr>(kAccumAttr))
+    accum = a.getInt();
+  for (ParamOp p : module.getOps<ParamOp>()) {
+    if (!initialValue(p, paramValues.emplace_back(), error))
+      return false;
+    if (options.promoteToF64)
+      widen(paramValues.back());
+  }
+  return bindFunction(trainFn, trainArgs, trainResults, error) &&
+         bindFunction(evalFn, evalArgs, evalResults, error);
+}
+
+std::vector<Array> InterpTrainer::gather(const std::vector<Slot> &slots,
+                                         std::vector<Array> &batch) const {
+  std::vector<Array> inputs;
+  inputs.reserve(slots.size());
+  for (const Slot &s : slots) {
+    switch (s.kind) {
+    case Kind::Param:
+      inputs.push_back(paramValues[s.index]);
+      break;
+    case Kind::OptState:
+      inputs.push_back(stateValues[s.index]);
+      break;
+    case Kind::Step: {
+      Array &a = inputs.emplace_back();
+      a.dtype = DType::I64;
+      a.bytes.resize(sizeof(int64_t));
+      *a.data<int64_t>() = steps;
+      break;
+    }
+    default: // Batch: the feed's [N*b, ...] is the argument's [N, b, ...].
+      inputs.push_back(std::move(batch[s.index]));
+      inputs.back().shape = argShapes[s.index];
+    }
+  }
+  return inputs;
+}
+
+/// The loss a step function returned (f64 in --f64 runs).
+static bool readLoss(const Array &a, double &loss, std::string &error) {
+  if (a.numElements() != 1 ||
+      (a.dtype != DType::F32 && a.dtype != DType::F64)) {
+    error = "the loss is not a float scalar";
+    return false;
+  }
+  loss = a.dtype == DType::F32 ? *a.data<float>() : *a.data<double>();
+  return true;
+}
+
+bool InterpTrainer::step(std::vector<Array> batch, double &loss,
+                         std::string &error) {
+  std::vector<Array> results;
+  if (!interp::run(trainFn, gather(trainArgs, batch), results, error,
+                   options)) {
+    error = "@train_step: " + error;
+    return false;
+  }
+  for (auto [slot, value] : llvm::zip(trainResults, results)) {
+    if (slot.kind == Kind::Loss && !readLoss(value, loss, error))
+      return false;
+    // Only the bytes change: names, dtypes and shapes are the arguments'.
+    if (slot.kind == Kind::Param)
+      paramValues[slot.index].bytes = std::move(value.bytes);
+    if (slot.kind == Kind::OptState)
+      stateValues[slot.index].bytes = std::move(value.bytes);
+  }
+  ++steps;
+  return true;
+}
+
+bool InterpTrainer::evalLoss(std::vector<Array> batch, double &loss,
+                             std::string &error) {
+  std::vector<Array> results;
+  if (!interp::run(evalFn, gather(evalArgs, batch), results, error, options)) {
+    error = "@eval_step: " + error;
+    return false;
+  }
+  return readLoss(results.front(), loss, error);
+}
+
+static std::string describe(const Array &a) {
+  std::string s = std::string(data::dtypeName(a.dtype)) + "[";
+  for (size_t i = 0; i < a.shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(a.shape[i]);
+  return s + "]";
+}
+
+/// Replaces each of `into`'s arrays by the same-named one of `from`.
+static bool restoreArrays(std::vector<Array> &into,
+                          const std::vector<Array> &from, const char *what,
+                          std::string &error) {
+  for (Array &a : into) {
+    const Array *got = data::findArray(from, a.name);
+    if (!got) {
+      error = std::string(what) + " has no '" + a.name + "'";
+      return false;
+    }
+    if (got->dtype != a.dtype || got->shape != a.shape) {
+      error = std::string(what) + ": '" + a.name + "' is " + describe(*got) +
+              ", expected " + describe(a);
+      return false;
+    }
+  }
+  for (const Array &a : from)
+    if (!data::findArray(into, a.name)) {
+      error = std::string(what) + " has '" + a.name +
+              "', which this run does not have";
+      return false;
+    }
+  for (Array &a : into)
+    a.bytes = data::findArray(from, a.name)->bytes;
+  return true;
+}
+
+bool InterpTrainer::restore(const std::vector<Array> &params,
+                            const std::vector<Array> &optState, int64_t step,
+                            std::string &error) {
+  if (!restoreArrays(paramValues, params, "params.safetensors", error) ||
+      !restoreArrays(stateValues, optState, "optimizer.safetensors", error))
+    return false;
+  steps = step;
+  return true;
+}
+
+std::string InterpTrainer::fingerprint(const std::string &config) const {
+  std::string text = "tcc-train-fingerprint-v1\n";
+  for (const Array &p : paramValues)
+    text += "param " + p.name + " " + describe(p) + "\n";
+  for (auto [spec, shape] : llvm::zip(specs, argShapes)) {
+    Array proto{spec.name, spec.dtype, shape, {}};
+    text += "batch " + spec.name + " " + describe(proto) + "\n";
+  }
+  text += "config " + config + "\n";
+  // FNV-1a: fixed by its definition, unlike std::hash, so fingerprints
+  // stay comparable across builds and platforms.
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : text)
+    hash = (hash ^ c) * 0x100000001b3ull;
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx",
+                static_cast<unsigned long long>(hash));
+  return hex;
+}
+
+} // namespace tcc::driver

@@ -1,0 +1,91 @@
+// Training on the reference interpreter: the state of a run (parameters,
+// optimizer state, step counter) bound to the @train_step / @eval_step that
+// buildTrainStep added. `tcc train` drives it with data, logging and
+// checkpoints; it is slow but exact, the numerics the compiled runtime will
+// be checked against.
+#ifndef TCC_TOOLS_TCC_INTERPTRAINER_H
+#define TCC_TOOLS_TCC_INTERPTRAINER_H
+
+#include "tcc/Interp/Interpreter.h"
+
+#include "data/batcher.h"
+#include "data/npz.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tcc::driver {
+
+/// One training run's state and the interpreter calls that advance it.
+/// Every method that can fail returns false with a one-line `error`.
+class InterpTrainer {
+public:
+  /// Binds the arguments and results of `module`'s @train_step and
+  /// @eval_step by their tcc.* attributes and takes the parameters' initial
+  /// values from the tcc.param ops; optimizer state starts at zero. With
+  /// `options.promoteToF64` the f32 parameters and state are held (and
+  /// checkpointed) in f64.
+  bool init(mlir::ModuleOp module, const interp::Options &options,
+            std::string &error);
+
+  /// What the data feed must yield per optimizer step: one spec per batch
+  /// argument, with the --accum micro-batch dim folded into the batch dim
+  /// ([N*b, ...] for an argument [N, b, ...]), so consecutive samples fill
+  /// the micro-batches in order.
+  const std::vector<data::InputSpec> &batchSpecs() const { return specs; }
+
+  /// One optimizer step on `batch` (in batchSpecs() order and shapes);
+  /// `loss` is the step's loss before the update.
+  bool step(std::vector<data::Array> batch, double &loss, std::string &error);
+  /// The loss of @eval_step on `batch`, with the current parameters.
+  bool evalLoss(std::vector<data::Array> batch, double &loss,
+                std::string &error);
+
+  /// Optimizer steps done.
+  int64_t stepsDone() const { return steps; }
+  /// Every parameter (frozen ones too), named after its tcc.param.
+  const std::vector<data::Array> &params() const { return paramValues; }
+  /// Optimizer state, named after the tcc.opt_state attributes.
+  const std::vector<data::Array> &optState() const { return stateValues; }
+
+  /// Replaces the state with a checkpoint's. Every parameter and state slot
+  /// must be present with its dtype and shape; extra arrays are an error
+  /// too, as they mean the checkpoint belongs to another configuration.
+  bool restore(const std::vector<data::Array> &params,
+               const std::vector<data::Array> &optState, int64_t step,
+               std::string &error);
+
+  /// A stable hash of the parameters' names, dtypes and shapes, the batch
+  /// arguments and `config`, so that a checkpoint of another model or
+  /// training configuration is refused instead of silently mis-resumed.
+  std::string fingerprint(const std::string &config) const;
+
+private:
+  enum class Kind { Param, OptState, Step, Batch, Loss };
+  struct Slot {
+    Kind kind;
+    unsigned index; ///< into paramValues / stateValues / the batch
+  };
+  bool bindFunction(mlir::func::FuncOp f, std::vector<Slot> &args,
+                    std::vector<Slot> &results, std::string &error);
+  std::vector<data::Array> gather(const std::vector<Slot> &slots,
+                                  std::vector<data::Array> &batch) const;
+
+  mlir::func::FuncOp trainFn, evalFn;
+  std::vector<Slot> trainArgs, trainResults, evalArgs, evalResults;
+  std::vector<data::Array> paramValues, stateValues;
+  std::vector<data::InputSpec> specs;
+  /// The batch arguments' own shapes ([N, b, ...] with --accum N).
+  std::vector<std::vector<int64_t>> argShapes;
+  int64_t accum = 1;
+  int64_t steps = 0;
+  interp::Options options;
+};
+
+} // namespace tcc::driver
+
+#endif // TCC_TOOLS_TCC_INTERPTRAINER_H
