@@ -5,6 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 echo
-echo "== tcc eval: the bundled MLP (examples/mlp), checked against PyTorch's outputs"
+echo "== tcc eval: the bundled MLP's forward pass, checked against PyTorch's outputs"
 build/bin/tcc eval examples/mlp/model.onnx --inputs examples/mlp/inputs.npz \
   --expected examples/mlp/expected.npz
+echo
+echo "== tcc train: 40 AdamW steps of the bundled MLP on examples/mlp/train.npz"
+rm -rf build/example-checkpoints
+build/bin/tcc train examples/mlp/model.onnx --loss 'mse(y,target)' \
+  --optimizer adamw:lr=1e-2,weight_decay=0.01 \
+  --lr-schedule cosine:warmup=5,total=40,min=1e-3 \
+  --data examples/mlp/train.npz --steps 40 \
+  --checkpoint-dir build/example-checkpoints --checkpoint-every 20
