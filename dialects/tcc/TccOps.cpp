@@ -348,6 +348,8 @@ LogicalResult DropoutOp::verify() {
   double ratio = getRatio().convertToDouble();
   if (!(ratio >= 0.0 && ratio < 1.0))
     return emitOpError("ratio must be in [0, 1), got ") << ratio;
+  if (getOffset() && tensorOf(getOffset()).getRank() != 0)
+    return emitOpError("offset must be an i64 scalar");
   return success();
 }
 

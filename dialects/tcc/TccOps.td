@@ -291,11 +291,16 @@ def Tcc_LayerNormOp : Tcc_Op<"layer_norm", [Pure, AttrSizedOperandSegments, Infe
 def Tcc_DropoutOp : Tcc_Op<"dropout", [InferTypeOpAdaptor, Tcc_Vjp]> {
   let summary = "training-mode dropout with a seeded counter-based mask";
   let description = [{
-    Keeps element `i` when `hash(seed, i)` maps below `1 - ratio`, scaling kept
-    elements by `1 / (1 - ratio)`; also returns the keep mask. The hash is a
-    pure function of (seed, i) so every backend draws the same mask.
+    Keeps element `i` when `hash(seed', i)` maps below `1 - ratio`, scaling
+    kept elements by `1 / (1 - ratio)`; also returns the keep mask. The hash
+    (include/tcc/Interp/DropoutHash.h) is a pure function of (seed', i), so
+    every backend draws the same mask. `seed' = seed + offset * 0x9E3779B97F4A7C15`
+    (mod 2^64): the optional i64 scalar `offset` is how a training step draws
+    a fresh mask per step and micro-batch; without it `seed' = seed`.
   }];
-  let arguments = (ins Tcc_FloatTensor:$input, F64Attr:$ratio, I64Attr:$seed);
+  let arguments = (ins Tcc_FloatTensor:$input,
+                       Optional<StaticShapeTensorOf<[I64]>>:$offset,
+                       F64Attr:$ratio, I64Attr:$seed);
   let results = (outs Tcc_FloatTensor:$result, Tcc_BoolTensor:$mask);
   let assemblyFormat = Tcc_GenericFormat;
   let hasVerifier = 1;

@@ -48,6 +48,8 @@ LogicalResult DropoutOp::buildVjp(OpBuilder &b, ValueRange resultGrads,
   Value scaled =
       MulOp::create(b, loc, g, scalarLike(b, loc, g.getType(), scale));
   operandGrads.push_back(MulOp::create(b, loc, scaled, keep));
+  if (getOffset())
+    operandGrads.push_back(nullptr);
   return success();
 }
 

@@ -242,6 +242,8 @@ bool dropoutKernel(KernelContext &ctx) {
   auto op = llvm::cast<DropoutOp>(ctx.op);
   double ratio = op.getRatio().convertToDouble();
   uint64_t seed = static_cast<uint64_t>(op.getSeed());
+  if (op.getOffset())
+    seed = dropoutSeed(seed, static_cast<uint64_t>(ctx.in(op.getOffset()).data<int64_t>()[0]));
   uint32_t threshold = dropoutKeepThreshold(ratio);
   const Array &a = ctx.in(0u);
   uint8_t *mask = ctx.out(1).data<uint8_t>();

@@ -64,7 +64,12 @@ public:
 private:
   /// The mean loss of the whole batch, with @forward's body cloned per
   /// micro-batch at b's insertion point.
-  FailureOr<Value> buildLoss(OpBuilder &b, ValueRange params, ValueRange batch);
+  /// `step` is the train step's counter; null for eval_step, where dropout
+  /// is the identity as in PyTorch's eval mode.
+  FailureOr<Value> buildLoss(OpBuilder &b, ValueRange params, ValueRange batch,
+                             Value step);
+  LogicalResult mapDropout(OpBuilder &b, DropoutOp drop, IRMapping &map, Value step,
+                           int64_t k);
   Value microBatch(OpBuilder &b, Value arg, int64_t k);
   void addBatchArgs(SmallVectorImpl<Type> &types,
                     SmallVectorImpl<DictionaryAttr> &attrs);
@@ -144,8 +149,36 @@ Value StepBuilder::microBatch(OpBuilder &b, Value arg, int64_t k) {
                            slice);
 }
 
+/// Clones a dropout of @forward for micro-batch k. Training draws a fresh
+/// mask per optimizer step and micro-batch (offset = step * accum + k), so
+/// resuming from a checkpoint redraws exactly the masks it would have drawn.
+LogicalResult StepBuilder::mapDropout(OpBuilder &b, DropoutOp drop, IRMapping &map,
+                                      Value step, int64_t k) {
+  if (drop.getOffset())
+    return drop.emitOpError("already has an offset; @forward must not set one");
+  Value input = map.lookupOrDefault(drop.getInput());
+  if (!step) {
+    map.map(drop.getResult(), input);
+    auto maskType = llvm::cast<RankedTensorType>(drop.getMask().getType());
+    map.map(drop.getMask(), ConstantOp::create(b, loc, DenseElementsAttr::get(
+                                                           maskType, true)));
+    return success();
+  }
+  auto i64 = RankedTensorType::get({}, b.getI64Type());
+  auto constant = [&](int64_t v) {
+    return ConstantOp::create(b, loc, DenseElementsAttr::get(i64, b.getI64IntegerAttr(v).getValue()));
+  };
+  Value offset = AddOp::create(b, loc, MulOp::create(b, loc, step, constant(config.accum)),
+                               constant(k));
+  auto cloned = DropoutOp::create(b, drop.getLoc(), input, offset, drop.getRatioAttr(),
+                                  drop.getSeedAttr());
+  map.map(drop.getResult(), cloned.getResult());
+  map.map(drop.getMask(), cloned.getMask());
+  return success();
+}
+
 FailureOr<Value> StepBuilder::buildLoss(OpBuilder &b, ValueRange paramArgs,
-                                        ValueRange batch) {
+                                        ValueRange batch, Value step) {
   Block &body = forward.getBody().front();
   SmallVector<train::MicroLoss> parts;
   for (int64_t k = 0; k < config.accum; ++k) {
@@ -163,6 +196,9 @@ FailureOr<Value> StepBuilder::buildLoss(OpBuilder &b, ValueRange paramArgs,
           return get.emitOpError() << "reads the parameter as " << get.getType()
                                    << " but it is " << param.getType();
         map.map(get.getResult(), param);
+      } else if (auto drop = llvm::dyn_cast<DropoutOp>(op)) {
+        if (failed(mapDropout(b, drop, map, step, k)))
+          return failure();
       } else if (op.hasTrait<OpTrait::IsTerminator>()) {
         for (Value v : op.getOperands())
           outputs.push_back(map.lookupOrDefault(v));
@@ -242,7 +278,7 @@ LogicalResult StepBuilder::buildEvalStep(OpBuilder &b) {
   b.setInsertionPointToStart(&f.getBody().front());
   ValueRange all = f.getArguments();
   FailureOr<Value> loss = buildLoss(b, all.take_front(params.size()),
-                                    all.drop_front(params.size()));
+                                    all.drop_front(params.size()), Value());
   if (failed(loss))
     return failure();
   func::ReturnOp::create(b, loc, lossResult(b, loc, *loss, lossType));
@@ -290,7 +326,7 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
   ValueRange paramArgs = all.take_front(params.size());
   Value step = all[stepIndex];
   FailureOr<Value> loss =
-      buildLoss(b, paramArgs, all.drop_front(stepIndex + 1));
+      buildLoss(b, paramArgs, all.drop_front(stepIndex + 1), step);
   if (failed(loss))
     return failure();
 

@@ -407,6 +407,25 @@ TEST_F(InterpTest, DropoutMaskIsReproducibleWithTheExpectedRate) {
   EXPECT_NEAR(double(kept) / n, 0.7, 0.01);
 }
 
+TEST_F(InterpTest, DropoutOffsetSelectsTheStream) {
+  // offset k draws from seed + k * golden: offset 0 is the plain seed, and
+  // another offset gives the mask of that shifted seed.
+  std::string source = R"(func.func @f(%x: tensor<4096xf32>, %k: tensor<i64>) -> tensor<4096xi1> {
+    %0:2 = tcc.dropout %x, %k {ratio = 0.5 : f64, seed = 11 : i64} : (tensor<4096xf32>, tensor<i64>) -> (tensor<4096xf32>, tensor<4096xi1>)
+    return %0#1 : tensor<4096xi1>
+  })";
+  Array x = f32({4096}, std::vector<float>(4096, 1.0f));
+  auto offset = [](int64_t k) { return makeArray<int64_t>(DType::I64, {}, {k}); };
+  auto m0 = run(source, {x, offset(0)}), m3 = run(source, {x, offset(3)});
+  uint32_t threshold = tcc::dropoutKeepThreshold(0.5);
+  uint64_t shifted = 11 + 3 * 0x9E3779B97F4A7C15ull;
+  for (int64_t i = 0; i < 4096; ++i) {
+    ASSERT_EQ(m0[0].data<uint8_t>()[i], tcc::dropoutKeep(11, i, threshold));
+    ASSERT_EQ(m3[0].data<uint8_t>()[i], tcc::dropoutKeep(shifted, i, threshold));
+  }
+  EXPECT_NE(m0[0].bytes, m3[0].bytes);
+}
+
 TEST_F(InterpTest, ConstantsAndParams) {
   auto r = run(R"(
   tcc.param @w = dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>

@@ -46,6 +46,12 @@ TCC_HOST_DEVICE uint64_t splitmix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+/// The seed a dropout with `seed` and a per-call `offset` draws from: steps
+/// along SplitMix64's own stream, so offset 0 is the seed itself.
+TCC_HOST_DEVICE uint64_t dropoutSeed(uint64_t seed, uint64_t offset) {
+  return seed + offset * 0x9E3779B97F4A7C15ull;
+}
+
 /// The 24 random bits drawn for element `index`.
 TCC_HOST_DEVICE uint32_t dropoutBits24(uint64_t seed, uint64_t index) {
   return static_cast<uint32_t>(splitmix64(splitmix64(seed) ^ index) >> 40);

@@ -3,6 +3,7 @@
 // RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=cross_entropy(y,labels) optimizer=adamw:lr=6e-4,beta2=0.95,weight_decay=0.1 lr-schedule=cosine:warmup=10,total=100,min=6e-5 accum=2 no-decay=^b$" | FileCheck %s --check-prefix=ADAMW
 // RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=cross_entropy(y,labels,ignore_index=-1) optimizer=sgd:lr=0.5 lr-schedule=linear:total=50" | FileCheck %s --check-prefix=LINEAR
 // RUN: tcc-opt %t/scalar.mlir --tcc-build-train-step="loss=loss" | FileCheck %s --check-prefix=OUTPUT
+// RUN: tcc-opt %t/dropout.mlir --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.1 accum=2" | FileCheck %s --check-prefix=DROPOUT
 // RUN: tcc-opt %t/errors-ce.mlir --split-input-file -verify-diagnostics --tcc-build-train-step="loss=cross_entropy(y,labels)"
 // RUN: tcc-opt %t/errors-mse.mlir --split-input-file -verify-diagnostics --tcc-build-train-step="loss=mse(y,target)"
 // RUN: tcc-opt %t/errors-output.mlir --split-input-file -verify-diagnostics --tcc-build-train-step="loss=y"
@@ -231,3 +232,31 @@ module {
     return %x : tensor<f32>
   }
 }
+
+//--- dropout.mlir
+// Training draws a fresh mask per step and micro-batch (offset = step *
+// accum + k); eval_step runs without dropout, as PyTorch's eval mode.
+module {
+  tcc.param @w = dense<0.1> : tensor<3x3xf32>
+  func.func @forward(%x: tensor<2x3xf32> {tcc.name = "x"}) -> (tensor<2x3xf32> {tcc.name = "y"}) {
+    %w = tcc.get_param @w : tensor<3x3xf32>
+    %0 = tcc.matmul %x, %w : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+    %1:2 = tcc.dropout %0 {ratio = 0.5 : f64, seed = 7 : i64} : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xi1>)
+    return %1#0 : tensor<2x3xf32>
+  }
+}
+// DROPOUT-LABEL: func.func @train_step
+// DROPOUT-SAME: %[[STEP:arg[0-9]+]]: tensor<i64> {tcc.step}
+// DROPOUT: %[[K0:.*]] = tcc.constant dense<0> : tensor<i64>
+// DROPOUT: %[[A0:.*]] = tcc.constant dense<2> : tensor<i64>
+// DROPOUT: %[[M0:.*]] = tcc.mul %[[STEP]], %[[A0]]
+// DROPOUT: %[[O0:.*]] = tcc.add %[[M0]], %[[K0]]
+// DROPOUT: tcc.dropout %{{.*}}, %[[O0]] {ratio = 5.000000e-01 : f64, seed = 7 : i64}
+// DROPOUT: %[[K1:.*]] = tcc.constant dense<1> : tensor<i64>
+// DROPOUT: %[[A1:.*]] = tcc.constant dense<2> : tensor<i64>
+// DROPOUT: %[[M1:.*]] = tcc.mul %[[STEP]], %[[A1]]
+// DROPOUT: %[[O1:.*]] = tcc.add %[[M1]], %[[K1]]
+// DROPOUT: tcc.dropout %{{.*}}, %[[O1]] {ratio = 5.000000e-01 : f64, seed = 7 : i64}
+// DROPOUT-LABEL: func.func @eval_step
+// DROPOUT-NOT: tcc.dropout
+// DROPOUT: return
