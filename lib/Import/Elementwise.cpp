@@ -146,6 +146,8 @@ enum class Unary {
   Erf,
   Relu,
   Sigmoid,
+  Cos,
+  Sin,
   Not
 };
 
@@ -225,6 +227,12 @@ template <Unary U> static LogicalResult convertUnary(NodeImporter &n) {
     break;
   case Unary::Sigmoid:
     r = make(n.create<SigmoidOp>(x));
+    break;
+  case Unary::Cos:
+    r = make(n.create<CosOp>(x));
+    break;
+  case Unary::Sin:
+    r = make(n.create<SinOp>(x));
     break;
   case Unary::Not:
     r = make(n.create<NotOp>(x));
@@ -323,6 +331,8 @@ void registerElementwiseConverters(ConverterTable &table) {
   table["Erf"] = convertUnary<Unary::Erf>;
   table["Relu"] = convertUnary<Unary::Relu>;
   table["Sigmoid"] = convertUnary<Unary::Sigmoid>;
+  table["Cos"] = convertUnary<Unary::Cos>;
+  table["Sin"] = convertUnary<Unary::Sin>;
   table["Not"] = convertUnary<Unary::Not>;
   table["Where"] = convertWhere;
   table["Cast"] = convertCast;

@@ -40,7 +40,7 @@ namespace {
 // Float outputs pass when |got - want| <= kAtol + kRtol * |want|.
 constexpr double kRtol = 1e-4, kAtol = 1e-5;
 
-enum class Outcome { Pass, Fail, Unsupported };
+enum class Outcome { Pass, Fail, Unsupported, BadReference };
 
 struct Result {
   Outcome outcome = Outcome::Pass;
@@ -48,6 +48,25 @@ struct Result {
 };
 
 Result fail(std::string reason) { return {Outcome::Fail, std::move(reason)}; }
+
+/// Tests whose shipped expected outputs are not what their own graph
+/// computes, so no correct implementation can match them. They still run:
+/// a pass counts as a pass, a mismatch is reported as bad reference data.
+/// ONNX 1.12's *window_expanded tests: the data is not even the window's
+/// symmetry (periodic Hann, N = 10: w[2] = 0.3454739 but w[8] = 0.34556198),
+/// while numpy float32 evaluation of the graph gives 0.34549153 for both,
+/// as tcc does.
+const std::map<std::string, std::string> &badReferenceData() {
+  static const std::map<std::string, std::string> tests = [] {
+    std::map<std::string, std::string> m;
+    for (const char *w : {"blackman", "hamming", "hann"})
+      for (const char *kind : {"", "_symmetric"})
+        m[std::string("test_") + w + "window" + kind + "_expanded"] =
+            "ONNX 1.12 ships window data that breaks the window's symmetry";
+    return m;
+  }();
+  return tests;
+}
 
 /// Files `prefix<i>.pb` in `dir`, ordered by i.
 std::vector<fs::path> numbered(const fs::path &dir, const std::string &prefix) {
@@ -321,7 +340,7 @@ int main(int argc, char **argv) {
   std::sort(tests.begin(), tests.end());
 
   Runner runner;
-  int passed = 0, failed = 0, unsupported = 0;
+  int passed = 0, failed = 0, unsupported = 0, badReference = 0;
   for (const fs::path &dir : tests) {
     std::string name = dir.filename().string();
     Result r;
@@ -330,6 +349,9 @@ int main(int argc, char **argv) {
     } catch (const std::exception &e) {
       r = fail(std::string("exception: ") + e.what());
     }
+    if (r.outcome == Outcome::Fail && badReferenceData().count(name))
+      r = {Outcome::BadReference,
+           badReferenceData().at(name) + "; got: " + r.reason};
     switch (r.outcome) {
     case Outcome::Pass:
       ++passed;
@@ -340,6 +362,11 @@ int main(int argc, char **argv) {
       ++failed;
       if (!listOps)
         std::cout << "FAIL " << name << " (" << r.reason << ")\n";
+      break;
+    case Outcome::BadReference:
+      ++badReference;
+      if (verbose && !listOps)
+        std::cout << "BAD-REFERENCE " << name << " (" << r.reason << ")\n";
       break;
     case Outcome::Unsupported:
       ++unsupported;
@@ -358,7 +385,8 @@ int main(int argc, char **argv) {
             << " + " << kRtol
             << " * |want| (NaN == NaN), ints and bools exact\n";
   std::cout << "conformance: " << passed << " passed, " << failed << " failed, "
-            << unsupported << " unsupported (of " << tests.size()
+            << unsupported << " unsupported, " << badReference
+            << " bad reference (of " << tests.size()
             << "); supported ONNX ops:";
   const char *sep = " ";
   for (const std::string &op : runner.supportedOps) {
@@ -366,6 +394,9 @@ int main(int argc, char **argv) {
     sep = ", ";
   }
   std::cout << "\n";
+  std::cout << "conformance: " << badReference
+            << " tests ran against reference data known to be wrong and are "
+               "not counted (see --verbose)\n";
   std::cout << "conformance: " << runner.boundShapeTests
             << " of the passed tests take shapes, axes or sizes as inputs and "
                "ran with them bound as import-time constants\n";
