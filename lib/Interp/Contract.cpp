@@ -1,5 +1,6 @@
 // Contractions: matmul (transposes, broadcast batch dims), gemm and
 // attention. Plain loops; dot products accumulate in double (Numerics.h).
+#include "Attention.h"
 #include "Kernel.h"
 #include "Numerics.h"
 
@@ -124,7 +125,6 @@ bool attentionKernel(KernelContext &ctx) {
   int64_t tk = k.shape[2], dv = v.shape[3];
   auto compute = [&](auto tag) {
     using T = decltype(tag);
-    const T inf = std::numeric_limits<T>::infinity();
     std::vector<T> p(tk);
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t h = 0; h < heads; ++h) {
@@ -134,20 +134,8 @@ bool attentionKernel(KernelContext &ctx) {
         const T *vp = v.data<T>() + bh * tk * dv;
         T *po = out.data<T>() + bh * tq * dv;
         for (int64_t i = 0; i < tq; ++i) {
-          for (int64_t j = 0; j < tk; ++j) {
-            double dot = 0;
-            for (int64_t e = 0; e < d; ++e)
-              dot += static_cast<double>(qp[i * d + e]) * kp[j * d + e];
-            p[j] = static_cast<T>(scale * dot);
-            if (causal && j > i)
-              p[j] = -inf;
-            if (mask && mask->dtype == data::DType::Bool &&
-                !mask->data<uint8_t>()[b * tk + j])
-              p[j] = -inf;
-            if (mask && mask->dtype != data::DType::Bool)
-              p[j] += mask->data<T>()[b * tk + j];
-          }
-          softmaxRow(p.data(), tk);
+          attentionProbs(qp + i * d, kp, tk, d, scale, causal, mask, b, i,
+                         p.data());
           for (int64_t e = 0; e < dv; ++e) {
             double sum = 0;
             for (int64_t j = 0; j < tk; ++j)

@@ -2,6 +2,7 @@
 // (Train.cpp). Each recomputes what it needs from the forward inputs (row
 // statistics, attention probabilities) in double, the way a fused backward
 // kernel does, and follows the forward kernel's masking rules exactly.
+#include "Attention.h"
 #include "Kernel.h"
 #include "Numerics.h"
 
@@ -14,23 +15,6 @@ using tcc::data::Array;
 
 namespace tcc::interp {
 namespace {
-
-int64_t product(llvm::ArrayRef<int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
-}
-
-/// Calls fn(base, stride) for every 1-d row along `axis`.
-template <class Fn>
-void forEachRow(llvm::ArrayRef<int64_t> shape, int64_t axis, Fn fn) {
-  int64_t outer = product(shape.take_front(axis));
-  int64_t inner = product(shape.drop_front(axis + 1));
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i)
-      fn(o * shape[axis] * inner + i, inner);
-}
 
 /// softmax_grad and log_softmax_grad: a row sum, then an elementwise update.
 template <bool Log> bool softmaxGradKernel(KernelContext &ctx) {
@@ -156,7 +140,6 @@ bool attentionGradKernel(KernelContext &ctx) {
           d = q.shape[3], tk = k.shape[2], dv = v.shape[3];
   auto compute = [&](auto tag) {
     using T = decltype(tag);
-    const double inf = std::numeric_limits<double>::infinity();
     std::vector<double> p(tk), dp(tk), dk(tk * d), dvAcc(tk * dv);
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t h = 0; h < heads; ++h) {
@@ -169,20 +152,8 @@ bool attentionGradKernel(KernelContext &ctx) {
         std::fill(dk.begin(), dk.end(), 0.0);
         std::fill(dvAcc.begin(), dvAcc.end(), 0.0);
         for (int64_t i = 0; i < tq; ++i) {
-          for (int64_t j = 0; j < tk; ++j) {
-            double dot = 0;
-            for (int64_t e = 0; e < d; ++e)
-              dot += static_cast<double>(qp[i * d + e]) * kp[j * d + e];
-            p[j] = scale * dot;
-            if (causal && j > i)
-              p[j] = -inf;
-            if (mask && mask->dtype == data::DType::Bool &&
-                !mask->data<uint8_t>()[b * tk + j])
-              p[j] = -inf;
-            if (mask && mask->dtype != data::DType::Bool)
-              p[j] += mask->data<T>()[b * tk + j];
-          }
-          softmaxRow(p.data(), tk);
+          attentionProbs(qp + i * d, kp, tk, d, scale, causal, mask, b, i,
+                         p.data());
           double pdp = 0;
           for (int64_t j = 0; j < tk; ++j) {
             double dot = 0;
@@ -228,13 +199,8 @@ bool gatherGradKernel(KernelContext &ctx) {
   int64_t outer = product(llvm::ArrayRef(out.shape).take_front(axis));
   int64_t inner = product(llvm::ArrayRef(out.shape).drop_front(axis + 1));
   int64_t count = indices.numElements();
-  for (int64_t j = 0; j < count; ++j) {
-    int64_t index = readInt(indices, j);
-    if (index < -dim || index >= dim)
-      return ctx.fail("index " + std::to_string(index) +
-                      " is out of range for dim " + std::to_string(axis) +
-                      " of size " + std::to_string(dim));
-  }
+  if (!checkGatherIndices(ctx, indices, axis, dim))
+    return false;
   auto compute = [&](auto tag) {
     using T = decltype(tag);
     const T *pg = g.data<T>();

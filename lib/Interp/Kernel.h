@@ -73,6 +73,11 @@ void registerSourceKernels(KernelTable &table);
 void registerTrainKernels(KernelTable &table);
 void registerGradKernels(KernelTable &table);
 
+/// Fails `ctx` at the first of `indices` outside [-dim, dim): the index rule
+/// gather and gather_grad share.
+bool checkGatherIndices(KernelContext &ctx, const data::Array &indices,
+                        int64_t axis, int64_t dim);
+
 /// The registry (built once).
 const KernelTable &kernelTable();
 

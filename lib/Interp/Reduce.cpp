@@ -11,13 +11,6 @@ using tcc::data::Array;
 namespace tcc::interp {
 namespace {
 
-int64_t product(llvm::ArrayRef<int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
-}
-
 enum class ReduceKind { Sum, Mean, Max, Min };
 
 /// For each input element, the output element it reduces into: the output
@@ -88,16 +81,6 @@ template <ReduceKind K> bool reduceKernel(KernelContext &ctx) {
     return true;
   };
   return ctx.finish(visitNumeric(in.dtype, compute), in);
-}
-
-/// Calls fn(base, stride) for every 1-d row along `axis`.
-template <class Fn>
-void forEachRow(llvm::ArrayRef<int64_t> shape, int64_t axis, Fn fn) {
-  int64_t outer = product(shape.take_front(axis));
-  int64_t inner = product(shape.drop_front(axis + 1));
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i)
-      fn(o * shape[axis] * inner + i, inner);
 }
 
 bool softmaxKernel(KernelContext &ctx) {

@@ -27,13 +27,6 @@ void gatherElements(const Array &in, Array &out, const IndexMap &map) {
               size);
 }
 
-int64_t product(llvm::ArrayRef<int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
-}
-
 bool broadcastKernel(KernelContext &ctx) {
   const Array &in = ctx.in(0u);
   gatherElements(in, ctx.out(), IndexMap::broadcast(in.shape, ctx.out().shape));
@@ -122,12 +115,10 @@ bool gatherKernel(KernelContext &ctx) {
   int64_t inner = product(llvm::ArrayRef(in.shape).drop_front(axis + 1));
   int64_t count = indices.numElements();
   size_t chunk = inner * data::dtypeSize(in.dtype);
+  if (!checkGatherIndices(ctx, indices, axis, dim))
+    return false;
   for (int64_t j = 0; j < count; ++j) {
     int64_t index = readInt(indices, j);
-    if (index < -dim || index >= dim)
-      return ctx.fail("index " + std::to_string(index) +
-                      " is out of range for dim " + std::to_string(axis) +
-                      " of size " + std::to_string(dim));
     if (index < 0)
       index += dim;
     for (int64_t o = 0; o < outer; ++o)
@@ -156,6 +147,18 @@ bool embeddingKernel(KernelContext &ctx) {
 }
 
 } // namespace
+
+bool checkGatherIndices(KernelContext &ctx, const Array &indices, int64_t axis,
+                        int64_t dim) {
+  for (int64_t j = 0, n = indices.numElements(); j < n; ++j) {
+    int64_t index = readInt(indices, j);
+    if (index < -dim || index >= dim)
+      return ctx.fail("index " + std::to_string(index) +
+                      " is out of range for dim " + std::to_string(axis) +
+                      " of size " + std::to_string(dim));
+  }
+  return true;
+}
 
 void registerShapeKernels(KernelTable &t) {
   t[BroadcastOp::getOperationName()] = broadcastKernel;

@@ -30,6 +30,24 @@ bool allocate(mlir::Type type, bool promote, data::Array &out);
 std::string shapeStr(llvm::ArrayRef<int64_t> shape);
 std::string typeStr(mlir::Type type);
 
+/// The number of elements of `dims`.
+inline int64_t product(llvm::ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+/// Calls fn(base, stride) for every 1-d row along `axis`.
+template <class Fn>
+void forEachRow(llvm::ArrayRef<int64_t> shape, int64_t axis, Fn fn) {
+  int64_t outer = product(shape.take_front(axis));
+  int64_t inner = product(shape.drop_front(axis + 1));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      fn(o * shape[axis] * inner + i, inner);
+}
+
 /// Row-major strides of `shape`.
 llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
 

@@ -12,19 +12,14 @@
 
 #include "data/npz.h"
 
+#include "data/fileio.h"
+
 #include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <climits>
-#include <cstdio>
 #include <cstring>
 #include <unordered_set>
-
-#if defined(__unix__) || defined(__APPLE__)
-#include <unistd.h>
-#endif
 
 // Array::bytes is little-endian and Array::data<T>() reinterprets it.
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -32,6 +27,9 @@
 #endif
 
 namespace tcc::data {
+
+using detail::InFile;
+using detail::OutFile;
 
 static constexpr uint64_t Max32 = 0xFFFFFFFFu;
 static constexpr uint32_t LocalSig = 0x04034b50, CentralSig = 0x02014b50,
@@ -139,110 +137,6 @@ private:
   size_t n, pos = 0;
   std::string ctx;
   const char *what;
-};
-
-class InFile {
-public:
-  explicit InFile(const std::string &path) : path(path) {
-    f = std::fopen(path.c_str(), "rb");
-    if (!f)
-      fail(path + ": ", std::string("cannot open: ") + std::strerror(errno));
-    long end = -1;
-    if (std::fseek(f, 0, SEEK_END) == 0)
-      end = std::ftell(f);
-    if (end < 0) {
-      std::fclose(f);
-      fail(path + ": ", "cannot determine the file size");
-    }
-    size = uint64_t(end);
-  }
-  ~InFile() { std::fclose(f); }
-  InFile(const InFile &) = delete;
-  InFile &operator=(const InFile &) = delete;
-
-  void read(uint64_t offset, void *dst, uint64_t len, const char *what) {
-    checkRange(offset, len, what);
-    if (len == 0)
-      return;
-    if (offset > uint64_t(LONG_MAX) ||
-        std::fseek(f, long(offset), SEEK_SET) != 0 ||
-        std::fread(dst, 1, size_t(len), f) != len)
-      fail(path + ": ", std::string("read error: ") + std::strerror(errno));
-  }
-  std::vector<uint8_t> read(uint64_t offset, uint64_t len, const char *what) {
-    // Check before allocating: a corrupt size must not become a huge vector.
-    checkRange(offset, len, what);
-    std::vector<uint8_t> buf(len);
-    read(offset, buf.data(), len, what);
-    return buf;
-  }
-
-  uint64_t size = 0;
-
-private:
-  void checkRange(uint64_t offset, uint64_t len, const char *what) {
-    if (offset > size || len > size - offset)
-      fail(path + ": ",
-           std::string("truncated file (") + what + " extends past the end)");
-  }
-
-  std::string path;
-  std::FILE *f;
-};
-
-/// Writes to `path.tmp`; commit() renames it over `path`. Without commit the
-/// temporary is removed, so no partial file survives an error.
-class OutFile {
-public:
-  explicit OutFile(const std::string &path) : path(path), tmp(path + ".tmp") {
-    f = std::fopen(tmp.c_str(), "wb");
-    if (!f)
-      fail(path + ": ",
-           "cannot open '" + tmp + "' for writing: " + std::strerror(errno));
-  }
-  ~OutFile() {
-    if (f) {
-      std::fclose(f);
-      std::remove(tmp.c_str());
-    }
-  }
-  OutFile(const OutFile &) = delete;
-  OutFile &operator=(const OutFile &) = delete;
-
-  void write(const void *p, size_t n) {
-    if (n != 0 && std::fwrite(p, 1, n, f) != n)
-      fail(path + ": ", std::string("write failed: ") + std::strerror(errno));
-    pos += n;
-  }
-  void write(const std::vector<uint8_t> &v) { write(v.data(), v.size()); }
-  void write(const std::string &s) { write(s.data(), s.size()); }
-
-  void commit() {
-    bool ok = std::fflush(f) == 0;
-#if defined(__unix__) || defined(__APPLE__)
-    // Data must be on disk before the rename makes it visible.
-    ok = ok && ::fsync(fileno(f)) == 0;
-#endif
-    int err = ok ? 0 : errno;
-    if (std::fclose(f) != 0 && ok) {
-      ok = false;
-      err = errno;
-    }
-    f = nullptr;
-    if (ok) {
-      if (std::rename(tmp.c_str(), path.c_str()) == 0)
-        return;
-      err = errno;
-    }
-    std::remove(tmp.c_str());
-    fail(path + ": ", std::string("write failed: ") + std::strerror(err));
-  }
-
-  uint64_t pos = 0;
-
-private:
-  std::string path, tmp;
-  std::FILE *f;
 };
 
 struct NpyHeader {

@@ -11,19 +11,13 @@
 
 #include "data/safetensors.h"
 
+#include "data/fileio.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cerrno>
-#include <climits>
-#include <cstdio>
-#include <cstring>
 #include <set>
 #include <tuple>
-
-#if defined(__unix__) || defined(__APPLE__)
-#include <unistd.h>
-#endif
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "tcc::data assumes a little-endian host"
@@ -31,6 +25,8 @@
 
 namespace tcc::data {
 
+using detail::InFile;
+using detail::OutFile;
 using nlohmann::json;
 
 // The reference reader refuses larger headers.
@@ -75,42 +71,6 @@ static std::string shapeString(const std::vector<int64_t> &shape) {
 }
 
 namespace {
-
-class InFile {
-public:
-  explicit InFile(const std::string &path) : path(path) {
-    f = std::fopen(path.c_str(), "rb");
-    if (!f)
-      fail(path + ": ", std::string("cannot open: ") + std::strerror(errno));
-    long end = -1;
-    if (std::fseek(f, 0, SEEK_END) == 0)
-      end = std::ftell(f);
-    if (end < 0) {
-      std::fclose(f);
-      fail(path + ": ", "cannot determine the file size");
-    }
-    size = uint64_t(end);
-  }
-  ~InFile() { std::fclose(f); }
-  InFile(const InFile &) = delete;
-  InFile &operator=(const InFile &) = delete;
-
-  /// The caller has checked that the range lies inside the file.
-  void read(uint64_t offset, void *dst, uint64_t len) {
-    if (len == 0)
-      return;
-    if (offset > uint64_t(LONG_MAX) ||
-        std::fseek(f, long(offset), SEEK_SET) != 0 ||
-        std::fread(dst, 1, size_t(len), f) != len)
-      fail(path + ": ", std::string("read error: ") + std::strerror(errno));
-  }
-
-  uint64_t size = 0;
-
-private:
-  std::string path;
-  std::FILE *f;
-};
 
 struct Entry {
   std::string name;
@@ -197,7 +157,7 @@ readSafetensors(const std::string &path,
   if (in.size < 8)
     fail(ctx, "truncated file (no 8-byte header length)");
   uint8_t lenBytes[8];
-  in.read(0, lenBytes, 8);
+  in.read(0, lenBytes, 8, "header length");
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i)
     n = n << 8 | lenBytes[i];
@@ -208,7 +168,7 @@ readSafetensors(const std::string &path,
     fail(ctx, "truncated file (header of " + std::to_string(n) +
                   " bytes extends past the end)");
   std::string header(size_t(n), '\0');
-  in.read(8, header.data(), n);
+  in.read(8, header.data(), n, "header");
   if (header.empty() || header[0] != '{')
     fail(ctx, "not a safetensors file (header does not start with '{')");
   // Without exceptions: a parse error becomes one line of ours, not
@@ -264,65 +224,12 @@ readSafetensors(const std::string &path,
     a.dtype = e.dtype;
     a.shape = std::move(e.shape);
     a.bytes.resize(size_t(e.end - e.begin));
-    in.read(dataStart + e.begin, a.bytes.data(), e.end - e.begin);
+    in.read(dataStart + e.begin, a.bytes.data(), e.end - e.begin,
+            "tensor data");
     arrays.push_back(std::move(a));
   }
   return arrays;
 }
-
-namespace {
-
-/// Writes to `path.tmp`; commit() fsyncs and renames it over `path`. Without
-/// commit the temporary is removed, so no partial file survives an error.
-class OutFile {
-public:
-  explicit OutFile(const std::string &path) : path(path), tmp(path + ".tmp") {
-    f = std::fopen(tmp.c_str(), "wb");
-    if (!f)
-      fail(path + ": ",
-           "cannot open '" + tmp + "' for writing: " + std::strerror(errno));
-  }
-  ~OutFile() {
-    if (f) {
-      std::fclose(f);
-      std::remove(tmp.c_str());
-    }
-  }
-  OutFile(const OutFile &) = delete;
-  OutFile &operator=(const OutFile &) = delete;
-
-  void write(const void *p, size_t n) {
-    if (n != 0 && std::fwrite(p, 1, n, f) != n)
-      fail(path + ": ", std::string("write failed: ") + std::strerror(errno));
-  }
-
-  void commit() {
-    bool ok = std::fflush(f) == 0;
-#if defined(__unix__) || defined(__APPLE__)
-    // Data must be on disk before the rename makes it visible.
-    ok = ok && ::fsync(fileno(f)) == 0;
-#endif
-    int err = ok ? 0 : errno;
-    if (std::fclose(f) != 0 && ok) {
-      ok = false;
-      err = errno;
-    }
-    f = nullptr;
-    if (ok) {
-      if (std::rename(tmp.c_str(), path.c_str()) == 0)
-        return;
-      err = errno;
-    }
-    std::remove(tmp.c_str());
-    fail(path + ": ", std::string("write failed: ") + std::strerror(err));
-  }
-
-private:
-  std::string path, tmp;
-  std::FILE *f;
-};
-
-} // namespace
 
 /// `s` as a JSON string literal, escaped as serde_json and nlohmann both do.
 static std::string jsonString(const std::string &s, const std::string &ctx,

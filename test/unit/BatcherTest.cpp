@@ -6,6 +6,8 @@
 
 #include "data/batcher.h"
 
+#include "TestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -14,41 +16,12 @@
 #include <unistd.h>
 
 using namespace tcc::data;
+using namespace testutil;
 
 namespace {
 
 std::string tempPath(const std::string &name) {
-  return ::testing::TempDir() + "tcc_batch_" + std::to_string(getpid()) + "_" +
-         name;
-}
-
-template <class F> std::string errorOf(F &&f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    return msg;
-  }
-  ADD_FAILURE() << "expected tcc::data::Error";
-  return "";
-}
-
-template <class T>
-Array makeArray(const std::string &name, DType dtype,
-                std::vector<int64_t> shape, const std::vector<T> &vals) {
-  Array a;
-  a.name = name;
-  a.dtype = dtype;
-  a.shape = std::move(shape);
-  a.bytes.resize(vals.size() * sizeof(T));
-  if (!vals.empty())
-    std::memcpy(a.bytes.data(), vals.data(), a.bytes.size());
-  return a;
-}
-
-template <class T> std::vector<T> values(const Array &a) {
-  return std::vector<T>(a.data<T>(), a.data<T>() + a.numElements());
+  return testutil::tempPath("batch", name);
 }
 
 /// 5 samples: x[s] = {10s, 10s+1} (f32), y[s] = s (i64).
@@ -66,11 +39,6 @@ std::vector<Array> fiveSamples() {
 
 std::vector<InputSpec> xy(int64_t b) {
   return {{"x", DType::F32, {b, 2}}, {"y", DType::I64, {b}}};
-}
-
-void writeBytes(const std::string &path, const void *p, size_t n) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(static_cast<const char *>(p), n);
 }
 
 void writeTokens(const std::string &path, const std::vector<uint16_t> &toks,

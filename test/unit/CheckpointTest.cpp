@@ -4,6 +4,8 @@
 
 #include "data/safetensors.h"
 
+#include "TestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@ using tcc::data::DType;
 using tcc::data::findArray;
 namespace fs = std::filesystem;
 using nlohmann::json;
+using namespace testutil;
 
 namespace {
 
@@ -26,8 +29,7 @@ namespace {
 class TempDir {
 public:
   explicit TempDir(const std::string &name)
-      : path(::testing::TempDir() + "tcc_ckpt_" + std::to_string(getpid()) +
-             "_" + name) {
+      : path(testutil::tempPath("ckpt", name)) {
     fs::remove_all(path);
   }
   ~TempDir() { fs::remove_all(path); }
@@ -37,31 +39,9 @@ public:
   const std::string path;
 };
 
-template <class F> std::string errorOf(F &&f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    return msg;
-  }
-  ADD_FAILURE() << "expected tcc::data::Error";
-  return "";
-}
-
-#define EXPECT_CONTAINS(haystack, needle)                                      \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos)             \
-      << "'" << (haystack) << "' lacks '" << (needle) << "'"
-
 Array f32(const std::string &name, std::vector<int64_t> shape,
           std::vector<float> vals) {
-  Array a;
-  a.name = name;
-  a.dtype = DType::F32;
-  a.shape = std::move(shape);
-  a.bytes.resize(vals.size() * 4);
-  std::memcpy(a.bytes.data(), vals.data(), a.bytes.size());
-  return a;
+  return makeArray(name, DType::F32, std::move(shape), vals);
 }
 
 std::vector<Array> params(float bias) {

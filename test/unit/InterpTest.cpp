@@ -1,5 +1,7 @@
 // Unit tests of the reference interpreter: small MLIR functions against
 // values derived by hand (closed forms in the comments and expectations).
+#include "TestUtil.h"
+
 #include "tcc/Interp/DropoutHash.h"
 #include "tcc/Interp/Interpreter.h"
 #include "tcc/TccOps.h"
@@ -17,56 +19,13 @@
 using namespace mlir;
 using tcc::data::Array;
 using tcc::data::DType;
+using namespace testutil;
 
 namespace {
 
-template <class T>
-Array makeArray(DType dtype, std::vector<int64_t> shape,
-                const std::vector<T> &values) {
-  Array a;
-  a.dtype = dtype;
-  a.shape = std::move(shape);
-  a.bytes.resize(values.size() * sizeof(T));
-  std::memcpy(a.bytes.data(), values.data(), a.bytes.size());
-  return a;
-}
-Array f32(std::vector<int64_t> shape, const std::vector<float> &v) {
-  return makeArray(DType::F32, std::move(shape), v);
-}
-Array i64(std::vector<int64_t> shape, const std::vector<int64_t> &v) {
-  return makeArray(DType::I64, std::move(shape), v);
-}
-
-/// Elements of any float/int array as doubles.
-std::vector<double> values(const Array &a) {
-  std::vector<double> out;
-  for (int64_t i = 0; i < a.numElements(); ++i) {
-    switch (a.dtype) {
-    case DType::F32:
-      out.push_back(a.data<float>()[i]);
-      break;
-    case DType::F64:
-      out.push_back(a.data<double>()[i]);
-      break;
-    case DType::I32:
-      out.push_back(a.data<int32_t>()[i]);
-      break;
-    case DType::I64:
-      out.push_back(double(a.data<int64_t>()[i]));
-      break;
-    case DType::Bool:
-      out.push_back(a.data<uint8_t>()[i]);
-      break;
-    default:
-      ADD_FAILURE() << "unexpected dtype";
-    }
-  }
-  return out;
-}
-
 void expectValues(const Array &a, const std::vector<double> &want,
                   double tol = 1e-6) {
-  std::vector<double> got = values(a);
+  std::vector<double> got = valuesAsDouble(a);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i)
     EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::fabs(want[i])))
@@ -277,7 +236,7 @@ TEST_F(InterpTest, ReductionsWithAxesAndKeepdims) {
     return %0, %1, %2, %3 : tensor<3xf32>, tensor<2x1xf32>, tensor<f32>, tensor<1x2xi32>
   })",
       {f32({2, 3}, {1, 2, 3, 4, 5, 9}),
-       makeArray<int32_t>(DType::I32, {2, 2}, {3, -4, 1, 7})});
+       makeArray<int32_t>("", DType::I32, {2, 2}, {3, -4, 1, 7})});
   expectValues(r[0], {5, 7, 12});
   expectValues(r[1], {2, 6});
   expectValues(r[2], {9});
@@ -353,7 +312,7 @@ TEST_F(InterpTest, AttentionKeyMasks) {
     %1 = tcc.attention %q, %k, %v, %m {scale = 1.0 : f64} : (tensor<1x1x1x1xf32>, tensor<1x1x2x1xf32>, tensor<1x1x2x1xf32>, tensor<1x2xf32>) -> tensor<1x1x1x1xf32>
     return %0, %1 : tensor<1x1x1x1xf32>, tensor<1x1x1x1xf32>
   })";
-  Array mask = makeArray<uint8_t>(DType::Bool, {1, 2}, {1, 0});
+  Array mask = makeArray<uint8_t>("", DType::Bool, {1, 2}, {1, 0});
   auto r = run(source, {f32({1, 1, 1, 1}, {1}), f32({1, 1, 2, 1}, {2, 2}),
                         f32({1, 1, 2, 1}, {10, 30}), mask,
                         f32({1, 2}, {0, float(std::log(3.0))})});
@@ -361,10 +320,10 @@ TEST_F(InterpTest, AttentionKeyMasks) {
   expectValues(r[1], {0.25 * 10 + 0.75 * 30});
 
   // Every key hidden: softmax of all -inf is NaN, as in torch.softmax.
-  Array none = makeArray<uint8_t>(DType::Bool, {1, 2}, {0, 0});
+  Array none = makeArray<uint8_t>("", DType::Bool, {1, 2}, {0, 0});
   r = run(source, {f32({1, 1, 1, 1}, {1}), f32({1, 1, 2, 1}, {2, 2}),
                    f32({1, 1, 2, 1}, {10, 30}), none, f32({1, 2}, {0, 0})});
-  EXPECT_TRUE(std::isnan(values(r[0])[0]));
+  EXPECT_TRUE(std::isnan(valuesAsDouble(r[0])[0]));
 }
 
 TEST_F(InterpTest, DropoutHashIsPinned) {
@@ -410,18 +369,22 @@ TEST_F(InterpTest, DropoutMaskIsReproducibleWithTheExpectedRate) {
 TEST_F(InterpTest, DropoutOffsetSelectsTheStream) {
   // offset k draws from seed + k * golden: offset 0 is the plain seed, and
   // another offset gives the mask of that shifted seed.
-  std::string source = R"(func.func @f(%x: tensor<4096xf32>, %k: tensor<i64>) -> tensor<4096xi1> {
+  std::string source =
+      R"(func.func @f(%x: tensor<4096xf32>, %k: tensor<i64>) -> tensor<4096xi1> {
     %0:2 = tcc.dropout %x, %k {ratio = 0.5 : f64, seed = 11 : i64} : (tensor<4096xf32>, tensor<i64>) -> (tensor<4096xf32>, tensor<4096xi1>)
     return %0#1 : tensor<4096xi1>
   })";
   Array x = f32({4096}, std::vector<float>(4096, 1.0f));
-  auto offset = [](int64_t k) { return makeArray<int64_t>(DType::I64, {}, {k}); };
+  auto offset = [](int64_t k) {
+    return makeArray<int64_t>("", DType::I64, {}, {k});
+  };
   auto m0 = run(source, {x, offset(0)}), m3 = run(source, {x, offset(3)});
   uint32_t threshold = tcc::dropoutKeepThreshold(0.5);
   uint64_t shifted = 11 + 3 * 0x9E3779B97F4A7C15ull;
   for (int64_t i = 0; i < 4096; ++i) {
     ASSERT_EQ(m0[0].data<uint8_t>()[i], tcc::dropoutKeep(11, i, threshold));
-    ASSERT_EQ(m3[0].data<uint8_t>()[i], tcc::dropoutKeep(shifted, i, threshold));
+    ASSERT_EQ(m3[0].data<uint8_t>()[i],
+              tcc::dropoutKeep(shifted, i, threshold));
   }
   EXPECT_NE(m0[0].bytes, m3[0].bytes);
 }
@@ -475,7 +438,7 @@ TEST_F(InterpTest, IntegerEdgeCasesDoNotTrap) {
     return %0, %1, %2 : tensor<2xi64>, tensor<1xi32>, tensor<1xi32>
   })",
       {f32({2}, {NAN, 1e30f}),
-       makeArray<int32_t>(DType::I32, {1}, {INT32_MIN})});
+       makeArray<int32_t>("", DType::I32, {1}, {INT32_MIN})});
   EXPECT_EQ(r[0].data<int64_t>()[0], 0);         // NaN -> 0
   EXPECT_EQ(r[0].data<int64_t>()[1], INT64_MAX); // saturates
   EXPECT_EQ(r[1].data<int32_t>()[0], INT32_MIN); // min / -1 wraps

@@ -7,6 +7,8 @@
 
 #include "data/npz.h"
 
+#include "TestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,55 +21,18 @@
 #include <unistd.h>
 
 using namespace tcc::data;
+using namespace testutil;
 
 namespace {
 
-std::string fixture(const std::string &name) {
-  return std::string(TCC_FIXTURE_DIR) + "/" + name;
-}
-
-/// Per-process names: ctest may run the discovered tests in parallel.
 std::string tempPath(const std::string &name) {
-  return ::testing::TempDir() + "tcc_npz_" + std::to_string(getpid()) + "_" +
-         name;
+  return testutil::tempPath("npz", name);
 }
 
-std::vector<uint8_t> readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-void writeFile(const std::string &path, const std::vector<uint8_t> &bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
-}
-
-bool exists(const std::string &path) { return std::ifstream(path).good(); }
-
-template <class T> std::vector<T> values(const Array &a) {
-  return std::vector<T>(a.data<T>(), a.data<T>() + a.numElements());
-}
-
-/// The message of the tcc::data::Error that `f` throws; any other exception
-/// escapes and fails the test.
-template <class F> std::string errorOf(F &&f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    return msg;
-  }
-  ADD_FAILURE() << "expected tcc::data::Error";
-  return "";
-}
-
-#define EXPECT_CONTAINS(haystack, needle)                                      \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos)             \
-      << "'" << (haystack) << "' lacks '" << (needle) << "'"
-
-Array makeArray(const std::string &name, DType dtype,
-                std::vector<int64_t> shape) {
+/// Bytes 11, 48, 85, ... (0 or 1 for bool): distinct per position, so a
+/// misplaced byte shows.
+Array patternArray(const std::string &name, DType dtype,
+                   std::vector<int64_t> shape) {
   Array a;
   a.name = name;
   a.dtype = dtype;
@@ -126,20 +91,20 @@ void expectSameArrays(const std::vector<Array> &got,
 }
 
 std::vector<Array> everyWritableDtype() {
-  return {makeArray("f16", DType::F16, {3}),
-          makeArray("f32", DType::F32, {2, 3}),
-          makeArray("f64", DType::F64, {}),
-          makeArray("i8", DType::I8, {5}),
-          makeArray("i16", DType::I16, {1, 1, 2}),
-          makeArray("i32", DType::I32, {4}),
-          makeArray("i64", DType::I64, {2, 2}),
-          makeArray("u8", DType::U8, {7}),
-          makeArray("u16", DType::U16, {3}),
-          makeArray("u32", DType::U32, {2}),
-          makeArray("u64", DType::U64, {1}),
-          makeArray("bool", DType::Bool, {3, 2}),
-          makeArray("empty", DType::F32, {0, 4}),
-          makeArray("dir/nested", DType::I32, {2})};
+  return {patternArray("f16", DType::F16, {3}),
+          patternArray("f32", DType::F32, {2, 3}),
+          patternArray("f64", DType::F64, {}),
+          patternArray("i8", DType::I8, {5}),
+          patternArray("i16", DType::I16, {1, 1, 2}),
+          patternArray("i32", DType::I32, {4}),
+          patternArray("i64", DType::I64, {2, 2}),
+          patternArray("u8", DType::U8, {7}),
+          patternArray("u16", DType::U16, {3}),
+          patternArray("u32", DType::U32, {2}),
+          patternArray("u64", DType::U64, {1}),
+          patternArray("bool", DType::Bool, {3, 2}),
+          patternArray("empty", DType::F32, {0, 4}),
+          patternArray("dir/nested", DType::I32, {2})};
 }
 
 } // namespace
@@ -344,7 +309,7 @@ TEST(Npz, EmptyNpzRoundTrip) {
 TEST(Npz, NpzOverwriteReplacesFile) {
   std::string path = tempPath("overwrite.npz");
   writeNpz(path, everyWritableDtype());
-  std::vector<Array> second = {makeArray("only", DType::I64, {3})};
+  std::vector<Array> second = {patternArray("only", DType::I64, {3})};
   writeNpz(path, second);
   expectSameArrays(readNpz(path), second);
   std::remove(path.c_str());
@@ -376,24 +341,24 @@ TEST(Npz, NpyHeaderMatchesNumpy) {
 
 TEST(Npz, WriterRejectsBadArrays) {
   std::string path = tempPath("bad.npz");
-  Array bf16 = makeArray("w", DType::BF16, {2});
+  Array bf16 = patternArray("w", DType::BF16, {2});
   EXPECT_EQ(errorOf([&] { writeNpy(path, bf16); }),
             path + ": array 'w': bf16 has no npy dtype");
   EXPECT_EQ(errorOf([&] { writeNpz(path, {bf16}); }),
             path + ": array 'w': bf16 has no npy dtype");
 
-  Array shortData = makeArray("x", DType::F32, {2, 3});
+  Array shortData = patternArray("x", DType::F32, {2, 3});
   shortData.bytes.pop_back();
   EXPECT_CONTAINS(errorOf([&] { writeNpz(path, {shortData}); }),
                   path + ": array 'x': has 23 bytes");
 
-  Array a = makeArray("a", DType::U8, {1});
+  Array a = patternArray("a", DType::U8, {1});
   EXPECT_CONTAINS(errorOf([&] {
                     writeNpz(path, {a, a});
                   }),
                   "duplicate array name");
   EXPECT_CONTAINS(
-      errorOf([&] { writeNpz(path, {makeArray("", DType::U8, {})}); }),
+      errorOf([&] { writeNpz(path, {patternArray("", DType::U8, {})}); }),
       "empty name");
   // Nothing may be left behind by a rejected write.
   EXPECT_FALSE(exists(path));

@@ -9,6 +9,8 @@
 
 #include "data/safetensors.h"
 
+#include "TestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,62 +22,12 @@
 #include <unistd.h>
 
 using namespace tcc::data;
+using namespace testutil;
 
 namespace {
 
-std::string fixture(const std::string &name) {
-  return std::string(TCC_FIXTURE_DIR) + "/" + name;
-}
-
-/// Per-process names: ctest may run the discovered tests in parallel.
 std::string tempPath(const std::string &name) {
-  return ::testing::TempDir() + "tcc_st_" + std::to_string(getpid()) + "_" +
-         name;
-}
-
-std::vector<uint8_t> readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-void writeFile(const std::string &path, const std::vector<uint8_t> &bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
-}
-
-bool exists(const std::string &path) { return std::ifstream(path).good(); }
-
-template <class T> std::vector<T> values(const Array &a) {
-  return std::vector<T>(a.data<T>(), a.data<T>() + a.numElements());
-}
-
-template <class F> std::string errorOf(F &&f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    return msg;
-  }
-  ADD_FAILURE() << "expected tcc::data::Error";
-  return "";
-}
-
-#define EXPECT_CONTAINS(haystack, needle)                                      \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos)             \
-      << "'" << (haystack) << "' lacks '" << (needle) << "'"
-
-template <class T>
-Array makeArray(const std::string &name, DType dtype,
-                std::vector<int64_t> shape, std::vector<T> vals) {
-  Array a;
-  a.name = name;
-  a.dtype = dtype;
-  a.shape = std::move(shape);
-  a.bytes.resize(vals.size() * sizeof(T));
-  if (!vals.empty())
-    std::memcpy(a.bytes.data(), vals.data(), a.bytes.size());
-  return a;
+  return testutil::tempPath("st", name);
 }
 
 /// A file of the 8-byte length, `header` verbatim and `data`.

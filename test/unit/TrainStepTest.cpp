@@ -3,9 +3,11 @@
 // loss, its gradient and the torch.optim updates (written out below in
 // double), the nanoGPT learning-rate schedule, and gradient accumulation
 // against one larger batch.
-#include "tcc/Transforms/TrainStep.h"
+#include "TestUtil.h"
+
 #include "tcc/Interp/Interpreter.h"
 #include "tcc/TccOps.h"
+#include "tcc/Transforms/TrainStep.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -22,33 +24,11 @@
 using namespace mlir;
 using tcc::data::Array;
 using tcc::data::DType;
+using namespace testutil;
 
 namespace {
 
-template <class T>
-Array makeArray(DType dtype, std::vector<int64_t> shape,
-                const std::vector<T> &v) {
-  Array a;
-  a.dtype = dtype;
-  a.shape = std::move(shape);
-  a.bytes.resize(v.size() * sizeof(T));
-  std::memcpy(a.bytes.data(), v.data(), a.bytes.size());
-  return a;
-}
-Array f32(std::vector<int64_t> shape, const std::vector<float> &v) {
-  return makeArray(DType::F32, std::move(shape), v);
-}
-Array i64(std::vector<int64_t> shape, const std::vector<int64_t> &v) {
-  return makeArray(DType::I64, std::move(shape), v);
-}
 Array scalarI64(int64_t v) { return i64({}, {v}); }
-std::vector<double> values(const Array &a) {
-  std::vector<double> out;
-  for (int64_t i = 0; i < a.numElements(); ++i)
-    out.push_back(a.dtype == DType::F64 ? a.data<double>()[i]
-                                        : a.data<float>()[i]);
-  return out;
-}
 
 // y = x W + b over a [4,3] batch; W is [3,2].
 const char *kLinear = R"mlir(
@@ -142,7 +122,7 @@ MseGrad mseGrad(const std::vector<double> &w, const std::vector<double> &b,
 
 void expectNear(const Array &got, const std::vector<double> &want, double tol,
                 const std::string &what) {
-  std::vector<double> v = values(got);
+  std::vector<double> v = valuesAsDouble(got);
   ASSERT_EQ(v.size(), want.size()) << what;
   for (size_t i = 0; i < v.size(); ++i)
     EXPECT_NEAR(v[i], want[i], tol) << what << "[" << i << "]";
@@ -168,7 +148,7 @@ TEST_F(TrainStepTest, SgdMomentumTwoSteps) {
         {aw, ab, mw, mb, scalarI64(step), f32({4, 3}, kX), f32({4, 2}, kT)});
     ASSERT_EQ(out.size(), 5u); // loss, w, b, w.buf, b.buf
     MseGrad g = mseGrad(w, b, kX, kT, 4);
-    EXPECT_NEAR(values(out[0])[0], g.loss, 1e-6 * g.loss)
+    EXPECT_NEAR(valuesAsDouble(out[0])[0], g.loss, 1e-6 * g.loss)
         << "loss, step " << step;
     // d = g + wd p; buf = momentum buf + d (the first step: buf = d); p -= lr
     // buf.
@@ -224,7 +204,7 @@ TEST_F(TrainStepTest, AdamWTwoStepsWithNoDecayAndFreeze) {
                     f32({4, 3}, kX), f32({4, 2}, kT)});
     ASSERT_EQ(out.size(), 7u);
     MseGrad g = mseGrad(w, b, kX, kT, 4);
-    EXPECT_NEAR(values(out[0])[0], g.loss, 1e-6 * g.loss);
+    EXPECT_NEAR(valuesAsDouble(out[0])[0], g.loss, 1e-6 * g.loss);
     adamw(w, mW, vW, g.dw, wd, int(step) + 1);
     adamw(b, mB, vB, g.db, 0.0, int(step) + 1); // --no-decay '^b$'
     expectNear(out[1], w, 1e-6, "w");
@@ -295,9 +275,9 @@ TEST_F(TrainStepTest, LearningRateSchedules) {
   const double lr = 6e-4, minLr = 6e-5;
   const int64_t warmup = 10, total = 100;
   auto lrAtStep = [&](ModuleOp m, int64_t step) {
-    Array p = makeArray<double>(DType::F64, {}, {0.0});
+    Array p = makeArray<double>("", DType::F64, {}, {0.0});
     auto out = run(m, "train_step", {p, scalarI64(step)}, /*promote=*/true);
-    return -values(out[1])[0];
+    return -valuesAsDouble(out[1])[0];
   };
   // nanoGPT's get_lr (it from 0), as Python evaluates it.
   auto cosine = [&](int64_t it) {
@@ -344,7 +324,7 @@ TEST_F(TrainStepTest, LearningRateSchedules) {
 void expectSameStep(const std::vector<Array> &a, const std::vector<Array> &b) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
-    std::vector<double> va = values(a[i]), vb = values(b[i]);
+    std::vector<double> va = valuesAsDouble(a[i]), vb = valuesAsDouble(b[i]);
     ASSERT_EQ(va.size(), vb.size());
     for (size_t j = 0; j < va.size(); ++j)
       EXPECT_NEAR(va[j], vb[j], 1e-6) << "result " << i << "[" << j << "]";
@@ -446,7 +426,7 @@ TEST_F(TrainStepTest, AccumulationMatchesLargerBatchCrossEntropy) {
     sum += m + std::log(s) - logit[labels[r]];
     ++counted;
   }
-  EXPECT_NEAR(values(a[0])[0], sum / counted, 1e-6);
+  EXPECT_NEAR(valuesAsDouble(a[0])[0], sum / counted, 1e-6);
 }
 
 TEST(TrainFlagsTest, ParseErrorsNameTheFlag) {

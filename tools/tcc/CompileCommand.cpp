@@ -5,11 +5,7 @@
 #include "Model.h"
 #include "TrainFlags.h"
 
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace cl = llvm::cl;
@@ -68,27 +64,9 @@ int runCompile() {
   if (!module)
     return 1;
 
-  // The builder reports through diagnostics; the CLI contract is one line.
-  std::string firstError;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
-      firstError = where(diag.getLocation()) + diag.str();
-    return success();
-  });
-  if (failed(buildTrainStep(*module, config)))
-    return fail(firstError.empty() ? "cannot build the training step"
-                                   : firstError);
-  if (failed(verify(*module)))
-    return fail("internal error: the training step does not verify: " +
-                firstError);
-
-  std::error_code ec;
-  llvm::ToolOutputFile out(output, ec, llvm::sys::fs::OF_Text);
-  if (ec)
-    return fail("cannot write '" + output + "': " + ec.message());
-  module->print(out.os());
-  out.keep();
-  return 0;
+  if (!buildTrainStepOrReport(*module, config, where))
+    return 1;
+  return writeModule(*module, output);
 }
 
 } // namespace tcc::driver

@@ -3,8 +3,6 @@
 #include "Model.h"
 
 #include "mlir/IR/MLIRContext.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 namespace cl = llvm::cl;
 
@@ -23,13 +21,7 @@ int runImport() {
   mlir::OwningOpRef<mlir::ModuleOp> module = loadModel(context, flags);
   if (!module)
     return 1;
-  std::error_code ec;
-  llvm::ToolOutputFile out(output, ec, llvm::sys::fs::OF_Text);
-  if (ec)
-    return fail("cannot write '" + output + "': " + ec.message());
-  module->print(out.os());
-  out.keep();
-  return 0;
+  return writeModule(*module, output);
 }
 
 } // namespace tcc::driver

@@ -7,7 +7,9 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -113,6 +115,16 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, const ModelFlags &flags) {
   if (!module)
     fail(error.message);
   return module;
+}
+
+int writeModule(ModuleOp module, const std::string &path) {
+  std::error_code ec;
+  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return fail("cannot write '" + path + "': " + ec.message());
+  module->print(out.os());
+  out.keep();
+  return 0;
 }
 
 } // namespace tcc::driver

@@ -26,6 +26,10 @@ struct ModelFlags {
 mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &context,
                                             const ModelFlags &flags);
 
+/// Prints `module` as MLIR text to `path` ("-": stdout); returns the exit
+/// code, 1 after one line to stderr when the file cannot be written.
+int writeModule(mlir::ModuleOp module, const std::string &path);
+
 /// Prints `tcc: <message>` to stderr and returns 1, for `return fail(...)`.
 int fail(const llvm::Twine &message);
 

@@ -10,9 +10,7 @@
 
 #include "checkpoint/checkpoint.h"
 
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -388,19 +386,8 @@ int runTrain() {
   OwningOpRef<ModuleOp> module = loadModel(context, modelFlags);
   if (!module)
     return 1;
-  // The builder reports through diagnostics; the CLI contract is one line.
-  std::string firstError;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
-      firstError = diag.str();
-    return success();
-  });
-  if (failed(buildTrainStep(*module, config)))
-    return fail(firstError.empty() ? "cannot build the training step"
-                                   : firstError);
-  if (failed(verify(*module)))
-    return fail("internal error: the training step does not verify: " +
-                firstError);
+  if (!buildTrainStepOrReport(*module, config))
+    return 1;
   InterpTrainer trainer;
   std::string error;
   interp::Options options;

@@ -1,6 +1,9 @@
 #include "TrainFlags.h"
 #include "Model.h"
 
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+
 namespace cl = llvm::cl;
 
 namespace tcc::driver {
@@ -67,6 +70,29 @@ bool TrainFlags::toConfig(TrainConfig &config) const {
   config.noDecay = noDecay;
   if (!checkConfig(config, error)) {
     fail(error);
+    return false;
+  }
+  return true;
+}
+
+bool buildTrainStepOrReport(
+    mlir::ModuleOp module, const TrainConfig &config,
+    const std::function<std::string(mlir::Location)> &where) {
+  // The builder reports through diagnostics; the CLI contract is one line.
+  std::string firstError;
+  mlir::ScopedDiagnosticHandler handler(
+      module.getContext(), [&](mlir::Diagnostic &diag) {
+        if (diag.getSeverity() == mlir::DiagnosticSeverity::Error &&
+            firstError.empty())
+          firstError = (where ? where(diag.getLocation()) : "") + diag.str();
+        return mlir::success();
+      });
+  if (mlir::failed(buildTrainStep(module, config))) {
+    fail(firstError.empty() ? "cannot build the training step" : firstError);
+    return false;
+  }
+  if (mlir::failed(mlir::verify(module))) {
+    fail("internal error: the training step does not verify: " + firstError);
     return false;
   }
   return true;

@@ -6,8 +6,10 @@
 
 #include "tcc/Transforms/TrainStep.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <functional>
 #include <string>
 
 namespace tcc::driver {
@@ -27,6 +29,13 @@ struct TrainFlags {
   /// false.
   bool toConfig(TrainConfig &config) const;
 };
+
+/// Builds and verifies the training step in `module`. On failure prints the
+/// first error diagnostic as one line, prefixed with `where` of its location
+/// when given, and returns false.
+bool buildTrainStepOrReport(
+    mlir::ModuleOp module, const TrainConfig &config,
+    const std::function<std::string(mlir::Location)> &where = nullptr);
 
 } // namespace tcc::driver
 
