@@ -1,0 +1,162 @@
+//===- cpu_kernels.h - host kernels of the CPU backend ----------*- C++ -*-===//
+//
+// The kernels the compiled CPU backend calls, one per fused op family. They
+// take raw, contiguous, row-major float32 buffers and sizes, allocate nothing
+// the caller sees, and write every element of their outputs.
+//
+// Each kernel computes exactly what the reference interpreter (lib/Interp)
+// computes for the tcc op it implements, down to where sums accumulate in
+// double and where values round to float: the interpreter is the oracle the
+// backend is tested against, so matching its arithmetic keeps those tests
+// tight. The GEMM is the exception: it is OpenBLAS, whose summation order
+// differs (relative error ~1e-6). Everything is single-threaded apart from
+// OpenBLAS, so results are deterministic.
+//
+// No LLVM or MLIR here: the runtime links this library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TCC_RUNTIME_KERNELS_CPU_CPU_KERNELS_H
+#define TCC_RUNTIME_KERNELS_CPU_CPU_KERNELS_H
+
+#include <cstdint>
+
+namespace tcc::cpu {
+
+//===----------------------------------------------------------------------===//
+// GEMM (tcc.matmul, tcc.gemm)
+//===----------------------------------------------------------------------===//
+
+/// For b in [0, batch): C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b],
+/// with op(A[b]) [m, k] and op(B[b]) [k, n]; A[b] = a + b * strideA (and
+/// likewise B, C), each matrix dense row-major as stored (A is [k, m] when
+/// transA). A stride of 0 broadcasts one matrix over the batch. With
+/// beta == 0, C is only written (NaNs in it do not propagate).
+void gemm(bool transA, bool transB, int64_t batch, int64_t m, int64_t n,
+          int64_t k, float alpha, const float *a, int64_t strideA,
+          const float *b, int64_t strideB, float beta, float *c,
+          int64_t strideC);
+
+//===----------------------------------------------------------------------===//
+// Softmax family, over the last dim of [rows, len]
+//===----------------------------------------------------------------------===//
+
+/// y = softmax(x) per row (tcc.softmax). A row of all -inf, or with a NaN,
+/// becomes all NaN, as torch.softmax gives. y may alias x.
+void softmax_rows(const float *x, float *y, int64_t rows, int64_t len);
+
+/// dx = y * (dy - sum(dy * y)) per row (tcc.softmax_grad).
+void softmax_grad_rows(const float *y, const float *dy, float *dx, int64_t rows,
+                       int64_t len);
+
+/// y = x - max - log(sum(exp(x - max))) per row (tcc.log_softmax).
+void log_softmax_rows(const float *x, float *y, int64_t rows, int64_t len);
+
+/// dx = dy - exp(y) * sum(dy) per row (tcc.log_softmax_grad).
+void log_softmax_grad_rows(const float *y, const float *dy, float *dx,
+                           int64_t rows, int64_t len);
+
+//===----------------------------------------------------------------------===//
+// Layer norm over the trailing `len` elements of each of `rows` rows
+//===----------------------------------------------------------------------===//
+
+/// y = (x - mean) * rstd * scale + bias (tcc.layer_norm) with the biased
+/// variance; scale and bias ([len]) may be null. Also stores each row's mean
+/// and rstd = 1 / sqrt(var + eps), as float, into mean / rstd ([rows]) unless
+/// they are null.
+void layer_norm_fwd(const float *x, const float *scale, const float *bias,
+                    float *y, float *mean, float *rstd, int64_t rows,
+                    int64_t len, double eps);
+
+/// Gradients of layer_norm (tcc.layer_norm_grad): dx [rows, len] and
+/// dscale, dbias [len] (either may be null to skip it); a null scale is 1.
+/// With mean and rstd null the row statistics are recomputed from x in
+/// double, bit-matching the interpreter; passing the forward's float
+/// statistics saves that pass at ~1e-7 relative difference.
+void layer_norm_bwd(const float *x, const float *scale, const float *dy,
+                    const float *mean, const float *rstd, float *dx,
+                    float *dscale, float *dbias, int64_t rows, int64_t len,
+                    double eps);
+
+//===----------------------------------------------------------------------===//
+// Attention over [B, H, T, D] (reference form: materialises one score row)
+//===----------------------------------------------------------------------===//
+
+/// The optional key mask of tcc.attention, [B, Tk]: at most one is set.
+struct KeyMask {
+  const uint8_t *keep = nullptr; ///< i1 mask, 0 hides the key
+  const float *bias = nullptr;   ///< added to every query's scores
+};
+
+/// out = softmax(scale * q @ k^T + mask) @ v (tcc.attention): q [B,H,Tq,D],
+/// k [B,H,Tk,D], v [B,H,Tk,Dv], out [B,H,Tq,Dv]. `causal` hides keys j > i
+/// (sequences aligned at the start). A query with every key hidden is NaN.
+void attention_fwd(const float *q, const float *k, const float *v, float *out,
+                   int64_t batch, int64_t heads, int64_t tq, int64_t tk,
+                   int64_t d, int64_t dv, double scale, bool causal,
+                   KeyMask mask = {});
+
+/// dq, dk, dv of attention_fwd given dout (tcc.attention_grad); the
+/// probabilities are recomputed in double with the forward's masking.
+void attention_bwd(const float *q, const float *k, const float *v,
+                   const float *dout, float *dq, float *dk, float *dv,
+                   int64_t batch, int64_t heads, int64_t tq, int64_t tk,
+                   int64_t d, int64_t dvDim, double scale, bool causal,
+                   KeyMask mask = {});
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy over logits [rows, classes] and labels [rows]
+//===----------------------------------------------------------------------===//
+
+/// *lossSum = sum over rows whose label != ignoreIndex of
+/// logsumexp(row) - row[label]; *count = the number of such rows
+/// (tcc.cross_entropy). Returns -1, or the first row whose label is neither
+/// ignoreIndex nor in [0, classes) (outputs are then unspecified).
+int64_t cross_entropy_fwd(const float *logits, const int64_t *labels,
+                          int64_t rows, int64_t classes, int64_t ignoreIndex,
+                          float *lossSum, float *count);
+
+/// dlogits = (softmax(row) - onehot(label)) * lossSumGrad, zero on ignored
+/// rows (tcc.cross_entropy_grad). Returns as cross_entropy_fwd does.
+int64_t cross_entropy_grad(const float *logits, const int64_t *labels,
+                           float lossSumGrad, float *dlogits, int64_t rows,
+                           int64_t classes, int64_t ignoreIndex);
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+/// out[j] = table[ids[j]] for j in [0, n), rows of `dim` (tcc.embedding).
+/// Returns -1, or the first j whose id is outside [0, vocab).
+int64_t gather_rows(const float *table, const int64_t *ids, int64_t n,
+                    int64_t vocab, int64_t dim, float *out);
+
+/// dtable = 0, then dtable[ids[j]] += dy[j] in order of j (tcc.gather_grad
+/// on axis 0, the embedding gradient); a negative id counts from the end as
+/// gather_grad's does. Returns -1, or the first j whose id is outside
+/// [-vocab, vocab).
+int64_t scatter_add_rows(const int64_t *ids, const float *dy, int64_t n,
+                         int64_t vocab, int64_t dim, float *dtable);
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates, bit-exact with torch 1.13 on the CPU
+//===----------------------------------------------------------------------===//
+
+/// One torch.optim.SGD step on n elements (tcc.sgd_update). `buf` (the
+/// momentum buffer, zero before the first step) and `newBuf` are used iff
+/// momentum != 0. Outputs may alias the matching inputs (in-place update).
+void sgd_update(const float *param, const float *grad, const float *buf,
+                float *newParam, float *newBuf, int64_t n, double lr,
+                double momentum, double weightDecay, bool nesterov);
+
+/// One torch.optim.AdamW step on n elements (tcc.adamw_update), `step` the
+/// 1-based step count. Outputs may alias the matching inputs. Returns false
+/// (writing nothing) when step < 1.
+bool adamw_update(const float *param, const float *grad, const float *expAvg,
+                  const float *expAvgSq, float *newParam, float *newExpAvg,
+                  float *newExpAvgSq, int64_t n, double lr, int64_t step,
+                  double beta1, double beta2, double eps, double weightDecay);
+
+} // namespace tcc::cpu
+
+#endif // TCC_RUNTIME_KERNELS_CPU_CPU_KERNELS_H

@@ -1,0 +1,553 @@
+// The CPU backend's host kernels (runtime/kernels/cpu) against the reference
+// interpreter: each kernel runs on the same random inputs as the tcc op it
+// implements, parsed from a small MLIR function. Outputs are poisoned with
+// NaN before every call so an element a kernel leaves unwritten fails.
+//
+// Tolerances: the GEMM is OpenBLAS, which sums in another order, so it
+// matches to 1e-5 relative; the other kernels repeat the interpreter's
+// arithmetic and match to 1e-6 (NaN matching NaN); the optimizer updates
+// must be bit-identical, since both claim torch's exact rounding.
+#include "TestUtil.h"
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "tcc/Interp/Interpreter.h"
+#include "tcc/TccOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+using namespace mlir;
+using tcc::data::Array;
+using tcc::data::DType;
+using namespace testutil;
+
+namespace {
+
+/// "tensor<2x3xf32>" for shape {2, 3}.
+std::string ty(const std::vector<int64_t> &shape,
+               const std::string &elt = "f32") {
+  std::string s = "tensor<";
+  for (int64_t d : shape)
+    s += std::to_string(d) + "x";
+  return s + elt + ">";
+}
+
+int64_t count(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::vector<float> poisoned(int64_t n) {
+  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
+}
+
+/// |got - want| <= tol * max(1, |want|) elementwise; NaN and infinities
+/// must match exactly.
+void expectClose(const std::vector<float> &got, const Array &want, double tol,
+                 const char *what) {
+  ASSERT_EQ(want.dtype, DType::F32) << what;
+  ASSERT_EQ(int64_t(got.size()), want.numElements()) << what;
+  const float *w = want.data<float>();
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(w[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " element " << i;
+      continue;
+    }
+    if (std::isinf(w[i])) {
+      EXPECT_EQ(got[i], w[i]) << what << " element " << i;
+      continue;
+    }
+    EXPECT_NEAR(got[i], w[i], tol * std::max(1.0, std::fabs(double(w[i]))))
+        << what << " element " << i;
+  }
+}
+
+void expectBitEqual(const std::vector<float> &got, const Array &want,
+                    const char *what) {
+  ASSERT_EQ(int64_t(got.size()), want.numElements()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    uint32_t a, b;
+    std::memcpy(&a, &got[i], 4);
+    std::memcpy(&b, &want.data<float>()[i], 4);
+    EXPECT_EQ(a, b) << what << " element " << i << ": " << got[i] << " vs "
+                    << want.data<float>()[i];
+  }
+}
+
+class CpuKernelsTest : public ::testing::Test {
+protected:
+  CpuKernelsTest() {
+    context.loadDialect<tcc::TccDialect, func::FuncDialect>();
+  }
+
+  /// Runs the only function of `source` in the interpreter.
+  std::vector<Array> interp(const std::string &source,
+                            const std::vector<Array> &inputs) {
+    module = parseSourceString<ModuleOp>(source, &context);
+    EXPECT_TRUE(module) << "parse failed:\n" << source;
+    std::vector<Array> results;
+    if (!module)
+      return results;
+    std::string error;
+    EXPECT_TRUE(tcc::interp::run(*module->getOps<func::FuncOp>().begin(),
+                                 inputs, results, error))
+        << error;
+    return results;
+  }
+
+  /// Uniform floats in [lo, hi), deterministic per test.
+  Array rand(const std::vector<int64_t> &shape, float lo = -2, float hi = 2) {
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(count(shape));
+    for (float &x : v)
+      x = dist(rng);
+    return f32(shape, v);
+  }
+
+  static std::vector<float> vec(const Array &a) { return values<float>(a); }
+  static const float *ptr(const Array &a) { return a.data<float>(); }
+
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+  std::mt19937 rng{1234};
+};
+
+//===----------------------------------------------------------------------===//
+// GEMM
+//===----------------------------------------------------------------------===//
+
+TEST_F(CpuKernelsTest, GemmMatchesBatchedTransposedMatmul) {
+  // op(a) = a^T [m, k], op(b) = b^T [k, n] with b broadcast over the batch
+  // (stride 0).
+  const int64_t batch = 3, m = 17, n = 23, k = 41;
+  Array a = rand({batch, k, m}), b = rand({1, n, k});
+  auto want = interp(
+      "func.func @f(%a: " + ty({batch, k, m}) + ", %b: " + ty({1, n, k}) +
+          ") -> " + ty({batch, m, n}) +
+          " {\n"
+          "  %0 = tcc.matmul %a, %b {transpose_lhs = true, transpose_rhs = "
+          "true} : (" +
+          ty({batch, k, m}) + ", " + ty({1, n, k}) + ") -> " +
+          ty({batch, m, n}) + "\n  return %0 : " + ty({batch, m, n}) + "\n}",
+      {a, b});
+  ASSERT_EQ(want.size(), 1u);
+  std::vector<float> c = poisoned(batch * m * n);
+  tcc::cpu::gemm(true, true, batch, m, n, k, 1.0f, ptr(a), k * m, ptr(b), 0,
+                 0.0f, c.data(), m * n);
+  expectClose(c, want[0], 1e-5, "matmul");
+}
+
+TEST_F(CpuKernelsTest, GemmMatchesGemmWithBroadcastBias) {
+  // tcc.gemm's c broadcasts to [m, n]: the caller fills C, then beta scales.
+  const int64_t m = 9, n = 13, k = 31;
+  Array a = rand({m, k}), b = rand({k, n}), bias = rand({n});
+  auto want = interp(
+      "func.func @f(%a: " + ty({m, k}) + ", %b: " + ty({k, n}) +
+          ", %c: " + ty({n}) + ") -> " + ty({m, n}) +
+          " {\n"
+          "  %0 = tcc.gemm %a, %b, %c {alpha = 2.0 : f64, beta = 0.5 : f64} "
+          ": (" +
+          ty({m, k}) + ", " + ty({k, n}) + ", " + ty({n}) + ") -> " +
+          ty({m, n}) + "\n  return %0 : " + ty({m, n}) + "\n}",
+      {a, b, bias});
+  ASSERT_EQ(want.size(), 1u);
+  std::vector<float> c(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    std::memcpy(&c[i * n], ptr(bias), n * sizeof(float));
+  tcc::cpu::gemm(false, false, 1, m, n, k, 2.0f, ptr(a), 0, ptr(b), 0, 0.5f,
+                 c.data(), 0);
+  expectClose(c, want[0], 1e-5, "gemm");
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax family
+//===----------------------------------------------------------------------===//
+
+TEST_F(CpuKernelsTest, SoftmaxFamilyMatchesInterpreter) {
+  const int64_t rows = 5, len = 37;
+  std::vector<int64_t> s = {rows, len};
+  Array x = rand(s, -8, 8), dy = rand(s);
+  // A masked-out score and an all -inf row (NaN in both implementations).
+  const float inf = std::numeric_limits<float>::infinity();
+  x.data<float>()[3] = -inf;
+  for (int64_t j = 0; j < len; ++j)
+    x.data<float>()[4 * len + j] = -inf;
+  std::string t = ty(s);
+  auto want = interp(
+      "func.func @f(%x: " + t + ", %dy: " + t + ") -> (" + t + ", " + t + ", " +
+          t + ", " + t +
+          ") {\n"
+          "  %y = tcc.softmax %x {axis = 1 : i64} : (" +
+          t + ") -> " + t + "\n  %l = tcc.log_softmax %x {axis = 1 : i64} : (" +
+          t + ") -> " + t +
+          "\n  %dx = tcc.softmax_grad %y, %dy {axis = 1 : i64} : (" + t + ", " +
+          t + ") -> " + t +
+          "\n  %dl = tcc.log_softmax_grad %l, %dy {axis = 1 : i64} : (" + t +
+          ", " + t + ") -> " + t + "\n  return %y, %l, %dx, %dl : " + t + ", " +
+          t + ", " + t + ", " + t + "\n}",
+      {x, dy});
+  ASSERT_EQ(want.size(), 4u);
+  std::vector<float> y = poisoned(rows * len), l = poisoned(rows * len);
+  tcc::cpu::softmax_rows(ptr(x), y.data(), rows, len);
+  expectClose(y, want[0], 1e-6, "softmax");
+  tcc::cpu::log_softmax_rows(ptr(x), l.data(), rows, len);
+  expectClose(l, want[1], 1e-6, "log_softmax");
+  // The gradients read the interpreter's forward results, so each kernel is
+  // checked on its own.
+  std::vector<float> dx = poisoned(rows * len);
+  tcc::cpu::softmax_grad_rows(ptr(want[0]), ptr(dy), dx.data(), rows, len);
+  expectClose(dx, want[2], 1e-6, "softmax_grad");
+  dx = poisoned(rows * len);
+  tcc::cpu::log_softmax_grad_rows(ptr(want[1]), ptr(dy), dx.data(), rows, len);
+  expectClose(dx, want[3], 1e-6, "log_softmax_grad");
+  // In place, as the header allows.
+  std::vector<float> inPlace = vec(x);
+  tcc::cpu::softmax_rows(inPlace.data(), inPlace.data(), rows, len);
+  expectClose(inPlace, want[0], 1e-6, "softmax in place");
+}
+
+//===----------------------------------------------------------------------===//
+// Layer norm
+//===----------------------------------------------------------------------===//
+
+TEST_F(CpuKernelsTest, LayerNormMatchesInterpreter) {
+  // Normalised over the trailing [4, 6]: 3 rows of 24.
+  std::vector<int64_t> xs = {3, 4, 6}, ps = {4, 6};
+  const int64_t rows = 3, len = 24;
+  const double eps = 1e-5;
+  Array x = rand(xs, -3, 5), scale = rand(ps), bias = rand(ps), dy = rand(xs);
+  std::string tx = ty(xs), tp = ty(ps);
+  std::string attrs = "{axis = 1 : i64, epsilon = 1.0e-05 : f64}";
+  for (bool affine : {true, false}) {
+    SCOPED_TRACE(affine ? "with scale and bias" : "without scale and bias");
+    std::string src =
+        affine ? "func.func @f(%x: " + tx + ", %s: " + tp + ", %b: " + tp +
+                     ", %dy: " + tx + ") -> (" + tx + ", " + tx + ", " + tp +
+                     ", " + tp +
+                     ") {\n  %y = tcc.layer_norm %x scale %s bias %b " + attrs +
+                     " : (" + tx + ", " + tp + ", " + tp + ") -> " + tx +
+                     "\n  %dx, %ds, %db = tcc.layer_norm_grad %x scale %s grad "
+                     "%dy " +
+                     attrs + " : (" + tx + ", " + tp + ", " + tx + ") -> (" +
+                     tx + ", " + tp + ", " + tp + ")\n"
+               : "func.func @f(%x: " + tx + ", %dy: " + tx + ") -> (" + tx +
+                     ", " + tx + ", " + tp + ", " + tp +
+                     ") {\n  %y = tcc.layer_norm %x " + attrs + " : (" + tx +
+                     ") -> " + tx +
+                     "\n  %dx, %ds, %db = tcc.layer_norm_grad %x grad %dy " +
+                     attrs + " : (" + tx + ", " + tx + ") -> (" + tx + ", " +
+                     tp + ", " + tp + ")\n";
+    src += "  return %y, %dx, %ds, %db : " + tx + ", " + tx + ", " + tp + ", " +
+           tp + "\n}";
+    auto want =
+        affine ? interp(src, {x, scale, bias, dy}) : interp(src, {x, dy});
+    ASSERT_EQ(want.size(), 4u);
+    const float *s = affine ? ptr(scale) : nullptr;
+    const float *b = affine ? ptr(bias) : nullptr;
+
+    std::vector<float> y = poisoned(rows * len), mean = poisoned(rows),
+                       rstd = poisoned(rows);
+    tcc::cpu::layer_norm_fwd(ptr(x), s, b, y.data(), mean.data(), rstd.data(),
+                             rows, len, eps);
+    expectClose(y, want[0], 1e-6, "layer_norm");
+    for (int64_t r = 0; r < rows; ++r) {
+      double m = 0, v = 0;
+      for (int64_t j = 0; j < len; ++j)
+        m += ptr(x)[r * len + j];
+      m /= len;
+      for (int64_t j = 0; j < len; ++j)
+        v += std::pow(ptr(x)[r * len + j] - m, 2);
+      EXPECT_NEAR(mean[r], m, 1e-6);
+      EXPECT_NEAR(rstd[r], 1 / std::sqrt(v / len + eps), 1e-6);
+    }
+
+    // Recomputed statistics repeat the interpreter; the forward's float
+    // statistics differ from them by float rounding, hence 1e-5.
+    for (bool saved : {false, true}) {
+      SCOPED_TRACE(saved ? "saved statistics" : "recomputed statistics");
+      std::vector<float> dx = poisoned(rows * len), ds = poisoned(len),
+                         db = poisoned(len);
+      tcc::cpu::layer_norm_bwd(ptr(x), s, ptr(dy),
+                               saved ? mean.data() : nullptr,
+                               saved ? rstd.data() : nullptr, dx.data(),
+                               ds.data(), db.data(), rows, len, eps);
+      double tol = saved ? 1e-5 : 1e-6;
+      expectClose(dx, want[1], tol, "layer_norm dx");
+      expectClose(ds, want[2], tol, "layer_norm dscale");
+      expectClose(db, want[3], tol, "layer_norm dbias");
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+enum class MaskKind { None, Keep, Bias };
+
+TEST_F(CpuKernelsTest, AttentionMatchesInterpreter) {
+  const int64_t B = 2, H = 3, D = 4, Dv = 5;
+  struct Case {
+    int64_t tq, tk;
+    bool causal;
+    MaskKind mask;
+  };
+  for (Case c :
+       {Case{3, 6, false, MaskKind::None}, Case{5, 5, true, MaskKind::None},
+        Case{4, 6, true, MaskKind::Keep}, Case{6, 4, false, MaskKind::Bias}}) {
+    SCOPED_TRACE("tq " + std::to_string(c.tq) + " tk " + std::to_string(c.tk) +
+                 " causal " + std::to_string(c.causal) + " mask " +
+                 std::to_string(int(c.mask)));
+    std::vector<int64_t> qs = {B, H, c.tq, D}, ks = {B, H, c.tk, D},
+                         vs = {B, H, c.tk, Dv}, os = {B, H, c.tq, Dv},
+                         ms = {B, c.tk};
+    Array q = rand(qs), k = rand(ks), v = rand(vs), dout = rand(os);
+    std::vector<Array> inputs = {q, k, v, dout};
+    tcc::cpu::KeyMask mask;
+    std::string maskArg, maskUse, maskType;
+    if (c.mask == MaskKind::Keep) {
+      // Key 0 stays visible so no causal row is fully hidden.
+      std::vector<uint8_t> keep(B * c.tk);
+      for (int64_t i = 0; i < B * c.tk; ++i)
+        keep[i] = i % c.tk == 0 || (i * 7) % 3 != 0;
+      inputs.push_back(makeArray("", DType::Bool, ms, keep));
+      maskType = ty(ms, "i1");
+    } else if (c.mask == MaskKind::Bias) {
+      inputs.push_back(rand(ms, -3, 0));
+      maskType = ty(ms);
+    }
+    if (c.mask != MaskKind::None) {
+      maskArg = ", %m: " + maskType;
+      maskUse = ", %m";
+      maskType = ", " + maskType;
+    }
+    std::string attrs = std::string("{scale = 0.5 : f64") +
+                        (c.causal ? ", causal = true}" : "}");
+    std::string tq = ty(qs), tk = ty(ks), tv = ty(vs), to = ty(os);
+    auto want = interp(
+        "func.func @f(%q: " + tq + ", %k: " + tk + ", %v: " + tv +
+            ", %do: " + to + maskArg + ") -> (" + to + ", " + tq + ", " + tk +
+            ", " + tv + ") {\n  %o = tcc.attention %q, %k, %v" + maskUse + " " +
+            attrs + " : (" + tq + ", " + tk + ", " + tv + maskType + ") -> " +
+            to + "\n  %dq, %dk, %dv = tcc.attention_grad %q, %k, %v, %do" +
+            maskUse + " " + attrs + " : (" + tq + ", " + tk + ", " + tv + ", " +
+            to + maskType + ") -> (" + tq + ", " + tk + ", " + tv +
+            ")\n  return %o, %dq, %dk, %dv : " + to + ", " + tq + ", " + tk +
+            ", " + tv + "\n}",
+        inputs);
+    ASSERT_EQ(want.size(), 4u);
+    if (c.mask == MaskKind::Keep)
+      mask.keep = inputs[4].data<uint8_t>();
+    if (c.mask == MaskKind::Bias)
+      mask.bias = ptr(inputs[4]);
+
+    std::vector<float> o = poisoned(count(os));
+    tcc::cpu::attention_fwd(ptr(q), ptr(k), ptr(v), o.data(), B, H, c.tq, c.tk,
+                            D, Dv, 0.5, c.causal, mask);
+    expectClose(o, want[0], 1e-6, "attention");
+    std::vector<float> dq = poisoned(count(qs)), dk = poisoned(count(ks)),
+                       dv = poisoned(count(vs));
+    tcc::cpu::attention_bwd(ptr(q), ptr(k), ptr(v), ptr(dout), dq.data(),
+                            dk.data(), dv.data(), B, H, c.tq, c.tk, D, Dv, 0.5,
+                            c.causal, mask);
+    expectClose(dq, want[1], 1e-6, "attention dq");
+    expectClose(dk, want[2], 1e-6, "attention dk");
+    expectClose(dv, want[3], 1e-6, "attention dv");
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy
+//===----------------------------------------------------------------------===//
+
+TEST_F(CpuKernelsTest, CrossEntropyMatchesInterpreter) {
+  const int64_t rows = 7, classes = 11;
+  std::vector<int64_t> ls = {rows, classes};
+  Array logits = rand(ls, -6, 6);
+  for (int64_t ignore : {int64_t(-100), int64_t(3)}) {
+    SCOPED_TRACE("ignore_index " + std::to_string(ignore));
+    std::vector<int64_t> labels = {0, 3, -100, 10, 3, 5, -100};
+    if (ignore != -100)
+      labels = {0, 3, 2, 10, 3, 5, 1};
+    Array lab = i64({rows}, labels), seed = f32({}, {0.25f});
+    std::string tl = ty(ls), tt = ty({rows}, "i64"), ts = ty({});
+    std::string attr = "{ignore_index = " + std::to_string(ignore) + " : i64}";
+    auto want = interp(
+        "func.func @f(%l: " + tl + ", %t: " + tt + ", %g: " + ts + ") -> (" +
+            ts + ", " + ts + ", " + tl +
+            ") {\n  %s, %n = tcc.cross_entropy %l, %t " + attr + " : (" + tl +
+            ", " + tt + ") -> (" + ts + ", " + ts +
+            ")\n  %d = tcc.cross_entropy_grad %l, %t, %g " + attr + " : (" +
+            tl + ", " + tt + ", " + ts + ") -> " + tl +
+            "\n  return %s, %n, %d : " + ts + ", " + ts + ", " + tl + "\n}",
+        {logits, lab, seed});
+    ASSERT_EQ(want.size(), 3u);
+    std::vector<float> sum = poisoned(1), n = poisoned(1);
+    EXPECT_EQ(tcc::cpu::cross_entropy_fwd(ptr(logits), labels.data(), rows,
+                                          classes, ignore, sum.data(),
+                                          n.data()),
+              -1);
+    expectClose(sum, want[0], 1e-6, "loss sum");
+    expectBitEqual(n, want[1], "count");
+    std::vector<float> d = poisoned(rows * classes);
+    EXPECT_EQ(tcc::cpu::cross_entropy_grad(ptr(logits), labels.data(), 0.25f,
+                                           d.data(), rows, classes, ignore),
+              -1);
+    expectClose(d, want[2], 1e-6, "logits grad");
+  }
+  // A label neither ignored nor a class names its row.
+  std::vector<int64_t> bad = {0, 1, 11, 2, 3, 4, 5};
+  float sum, n;
+  std::vector<float> d(rows * classes);
+  EXPECT_EQ(tcc::cpu::cross_entropy_fwd(ptr(logits), bad.data(), rows, classes,
+                                        -100, &sum, &n),
+            2);
+  EXPECT_EQ(tcc::cpu::cross_entropy_grad(ptr(logits), bad.data(), 1.0f,
+                                         d.data(), rows, classes, -100),
+            2);
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+TEST_F(CpuKernelsTest, EmbeddingAndScatterAddMatchInterpreter) {
+  const int64_t vocab = 7, dim = 5;
+  std::vector<int64_t> ts = {vocab, dim}, is = {2, 3}, os = {2, 3, dim};
+  // Repeated ids accumulate; -1 (gather_grad only) counts from the end.
+  std::vector<int64_t> ids = {4, 0, 4, 6, 2, 4}, gradIds = {4, 0, -1, 6, 2, 4};
+  Array table = rand(ts), dy = rand(os);
+  std::string tt = ty(ts), ti = ty(is, "i64"), to = ty(os);
+  auto want = interp(
+      "func.func @f(%t: " + tt + ", %i: " + ti + ", %j: " + ti +
+          ", %dy: " + to + ") -> (" + to + ", " + tt +
+          ") {\n  %e = tcc.embedding %t, %i : (" + tt + ", " + ti + ") -> " +
+          to + "\n  %g = tcc.gather_grad %j, %dy {axis = 0 : i64} : (" + ti +
+          ", " + to + ") -> " + tt + "\n  return %e, %g : " + to + ", " + tt +
+          "\n}",
+      {table, i64(is, ids), i64(is, gradIds), dy});
+  ASSERT_EQ(want.size(), 2u);
+  std::vector<float> e = poisoned(count(os)), g = poisoned(count(ts));
+  EXPECT_EQ(
+      tcc::cpu::gather_rows(ptr(table), ids.data(), 6, vocab, dim, e.data()),
+      -1);
+  expectBitEqual(e, want[0], "embedding");
+  EXPECT_EQ(tcc::cpu::scatter_add_rows(gradIds.data(), ptr(dy), 6, vocab, dim,
+                                       g.data()),
+            -1);
+  expectClose(g, want[1], 1e-6, "embedding grad");
+  // Out-of-range ids name their position; an embedding id never wraps.
+  EXPECT_EQ(tcc::cpu::gather_rows(ptr(table), gradIds.data(), 6, vocab, dim,
+                                  e.data()),
+            2);
+  std::vector<int64_t> bad = {0, 7};
+  EXPECT_EQ(
+      tcc::cpu::scatter_add_rows(bad.data(), ptr(dy), 2, vocab, dim, g.data()),
+      1);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers: bit-exact
+//===----------------------------------------------------------------------===//
+
+TEST_F(CpuKernelsTest, SgdUpdateIsBitExact) {
+  const int64_t n = 997;
+  std::string t = ty({n}), tl = ty({}, "f64");
+  Array p = rand({n}), g = rand({n}, -0.1f, 0.1f), buf = rand({n});
+  Array lr = makeArray("", DType::F64, {}, std::vector<double>{0.037});
+  struct Case {
+    double momentum, wd;
+    bool nesterov;
+  };
+  for (Case c : {Case{0, 0, false}, Case{0, 0.01, false},
+                 Case{0.9, 0.01, false}, Case{0.9, 0.001, true}}) {
+    SCOPED_TRACE("momentum " + std::to_string(c.momentum) + " wd " +
+                 std::to_string(c.wd) + " nesterov " +
+                 std::to_string(c.nesterov));
+    bool useBuf = c.momentum != 0;
+    char attrs[160];
+    std::snprintf(attrs, sizeof(attrs),
+                  "{momentum = %.17e : f64, weight_decay = %.17e : f64%s}",
+                  c.momentum, c.wd, c.nesterov ? ", nesterov = true" : "");
+    std::string src =
+        useBuf
+            ? "func.func @f(%p: " + t + ", %g: " + t + ", %lr: " + tl +
+                  ", %b: " + t + ") -> (" + t + ", " + t +
+                  ") {\n  %np, %nb = tcc.sgd_update %p, %g, %lr, %b " + attrs +
+                  " : (" + t + ", " + t + ", " + tl + ", " + t + ") -> (" + t +
+                  ", " + t + ")\n  return %np, %nb : " + t + ", " + t + "\n}"
+            : "func.func @f(%p: " + t + ", %g: " + t + ", %lr: " + tl +
+                  ") -> " + t + " {\n  %np = tcc.sgd_update %p, %g, %lr " +
+                  attrs + " : (" + t + ", " + t + ", " + tl + ") -> " + t +
+                  "\n  return %np : " + t + "\n}";
+    auto want = useBuf ? interp(src, {p, g, lr, buf}) : interp(src, {p, g, lr});
+    ASSERT_EQ(want.size(), useBuf ? 2u : 1u);
+    std::vector<float> np = poisoned(n), nb = poisoned(n);
+    tcc::cpu::sgd_update(ptr(p), ptr(g), useBuf ? ptr(buf) : nullptr, np.data(),
+                         useBuf ? nb.data() : nullptr, n, 0.037, c.momentum,
+                         c.wd, c.nesterov);
+    expectBitEqual(np, want[0], "param");
+    if (useBuf)
+      expectBitEqual(nb, want[1], "momentum buffer");
+    // In place gives the same bits.
+    std::vector<float> ip = vec(p), ib = vec(buf);
+    tcc::cpu::sgd_update(ip.data(), ptr(g), useBuf ? ib.data() : nullptr,
+                         ip.data(), useBuf ? ib.data() : nullptr, n, 0.037,
+                         c.momentum, c.wd, c.nesterov);
+    expectBitEqual(ip, want[0], "param in place");
+  }
+}
+
+TEST_F(CpuKernelsTest, AdamwUpdateIsBitExact) {
+  const int64_t n = 1009;
+  std::string t = ty({n}), tl = ty({}, "f64"), ts = ty({}, "i64");
+  Array p = rand({n}), g = rand({n}, -0.5f, 0.5f), m = rand({n}, -0.1f, 0.1f),
+        v = rand({n}, 0, 0.01f);
+  Array lr = makeArray("", DType::F64, {}, std::vector<double>{3e-4});
+  for (int64_t step : {int64_t(1), int64_t(7)}) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    std::string attrs = "{beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = "
+                        "1.0e-08 : f64, weight_decay = 0.1 : f64}";
+    auto want = interp(
+        "func.func @f(%p: " + t + ", %g: " + t + ", %m: " + t + ", %v: " + t +
+            ", %lr: " + tl + ", %s: " + ts + ") -> (" + t + ", " + t + ", " +
+            t +
+            ") {\n  %np, %nm, %nv = tcc.adamw_update %p, %g, %m, %v, %lr, %s " +
+            attrs + " : (" + t + ", " + t + ", " + t + ", " + t + ", " + tl +
+            ", " + ts + ") -> (" + t + ", " + t + ", " + t +
+            ")\n  return %np, %nm, %nv : " + t + ", " + t + ", " + t + "\n}",
+        {p, g, m, v, lr, i64({}, {step})});
+    ASSERT_EQ(want.size(), 3u);
+    std::vector<float> np = poisoned(n), nm = poisoned(n), nv = poisoned(n);
+    EXPECT_TRUE(tcc::cpu::adamw_update(ptr(p), ptr(g), ptr(m), ptr(v),
+                                       np.data(), nm.data(), nv.data(), n, 3e-4,
+                                       step, 0.9, 0.95, 1e-8, 0.1));
+    expectBitEqual(np, want[0], "param");
+    expectBitEqual(nm, want[1], "exp_avg");
+    expectBitEqual(nv, want[2], "exp_avg_sq");
+    std::vector<float> ip = vec(p), im = vec(m), iv = vec(v);
+    EXPECT_TRUE(tcc::cpu::adamw_update(ip.data(), ptr(g), im.data(), iv.data(),
+                                       ip.data(), im.data(), iv.data(), n, 3e-4,
+                                       step, 0.9, 0.95, 1e-8, 0.1));
+    expectBitEqual(ip, want[0], "param in place");
+    expectBitEqual(iv, want[2], "exp_avg_sq in place");
+  }
+  std::vector<float> out = poisoned(n);
+  EXPECT_FALSE(tcc::cpu::adamw_update(ptr(p), ptr(g), ptr(m), ptr(v),
+                                      out.data(), out.data(), out.data(), n,
+                                      3e-4, 0, 0.9, 0.95, 1e-8, 0.1));
+  EXPECT_TRUE(std::isnan(out[0])) << "step 0 must write nothing";
+}
+
+} // namespace
