@@ -3,6 +3,7 @@
 // converter table, then clean up (GELU, attention, canonicalize, CSE).
 #include "Importer.h"
 
+#include "exec/ExecOps.h"
 #include "tcc/Import/OnnxTensor.h"
 #include "tcc/Transforms/Passes.h"
 
@@ -17,7 +18,7 @@ using namespace mlir;
 namespace tcc {
 
 void registerImportDialects(MLIRContext &context) {
-  context.loadDialect<TccDialect, func::FuncDialect>();
+  context.loadDialect<TccDialect, exec::ExecDialect, func::FuncDialect>();
 }
 
 namespace onnx_import {

@@ -23,6 +23,7 @@ const KernelTable &kernelTable() {
     registerContractKernels(t);
     registerTrainKernels(t);
     registerGradKernels(t);
+    registerFusionKernels(t);
     return t;
   }();
   return table;
@@ -137,31 +138,38 @@ bool run(func::FuncOp func, const std::vector<Array> &inputs,
       a = inputs[i];
   }
 
+  std::vector<Array> returned;
+  if (!runBlock(func.getBody().front(), values, options, returned, error))
+    return false;
+  std::vector<std::string> names = resultNames(func);
+  for (auto [i, a] : llvm::enumerate(returned)) {
+    results.push_back(std::move(a));
+    results.back().name = names[i];
+  }
+  return true;
+}
+
+bool runBlock(Block &block, llvm::DenseMap<Value, Array> &values,
+              const Options &options, std::vector<Array> &returned,
+              std::string &error) {
   // Values are dropped after their last use, so peak memory is that of the
   // live set rather than of every intermediate.
-  Block &body = func.getBody().front();
   llvm::DenseMap<Value, Operation *> lastUse;
-  for (Operation &op : body)
+  for (Operation &op : block)
     for (Value v : op.getOperands())
       lastUse[v] = &op;
 
+  bool promote = options.promoteToF64;
   const KernelTable &table = kernelTable();
-  for (Operation &op : body) {
-    if (auto ret = llvm::dyn_cast<func::ReturnOp>(op)) {
-      std::vector<std::string> names = resultNames(func);
-      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-        results.push_back(values.find(v)->second);
-        results.back().name = names[i];
-      }
+  for (Operation &op : block) {
+    if (op.hasTrait<OpTrait::IsTerminator>()) {
+      for (Value v : op.getOperands())
+        returned.push_back(values.find(v)->second);
       return true;
     }
     auto kernel = table.find(op.getName().getStringRef());
     if (kernel == table.end()) {
       error = "unsupported op " + describe(&op);
-      return false;
-    }
-    if (op.getNumRegions() != 0) {
-      error = "op with regions " + describe(&op) + " is not supported";
       return false;
     }
     std::vector<Array> outs(op.getNumResults());
@@ -182,7 +190,7 @@ bool run(func::FuncOp func, const std::vector<Array> &inputs,
     for (unsigned r = 0; r < op.getNumResults(); ++r)
       values[op.getResult(r)] = std::move(outs[r]);
   }
-  error = "@" + func.getSymName().str() + " does not end in func.return";
+  error = "block does not end in a terminator";
   return false;
 }
 

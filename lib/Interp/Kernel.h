@@ -72,6 +72,16 @@ void registerContractKernels(KernelTable &table);
 void registerSourceKernels(KernelTable &table);
 void registerTrainKernels(KernelTable &table);
 void registerGradKernels(KernelTable &table);
+void registerFusionKernels(KernelTable &table);
+
+/// Runs `block`'s ops in order with `values` holding its arguments (and any
+/// value it reads from outside), then puts the terminator's operand arrays in
+/// `returned`. The function driver and region-holding ops (exec.fusion) share
+/// it. On failure sets `error` to one line naming the op.
+bool runBlock(mlir::Block &block,
+              llvm::DenseMap<mlir::Value, data::Array> &values,
+              const Options &options, std::vector<data::Array> &returned,
+              std::string &error);
 
 /// Fails `ctx` at the first of `indices` outside [-dim, dim): the index rule
 /// gather and gather_grad share.

@@ -1,5 +1,6 @@
 // tcc-opt: mlir-opt with the tcc dialects and passes, for lit tests and
 // for compiler engineers inspecting IR between passes.
+#include "exec/ExecOps.h"
 #include "tcc/TccOps.h"
 #include "tcc/Transforms/Passes.h"
 
@@ -10,7 +11,8 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<tcc::TccDialect, mlir::func::FuncDialect>();
+  registry.insert<tcc::TccDialect, tcc::exec::ExecDialect,
+                  mlir::func::FuncDialect>();
   tcc::registerTccPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

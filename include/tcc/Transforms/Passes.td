@@ -167,4 +167,146 @@ def BuildTrainStep : Pass<"tcc-build-train-step", "mlir::ModuleOp"> {
   let dependentDialects = ["::tcc::TccDialect", "::mlir::func::FuncDialect"];
 }
 
+def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
+  let summary = "Group elementwise chains into exec.fusion kernels";
+  let description = [{
+    The first step of lowering to the `exec` dialect. In every `func.func`,
+    producer -> consumer chains of elementwise tcc ops (`add sub mul div pow
+    max min and or cmp where neg abs exp log sqrt rsqrt tanh erf sigmoid relu
+    not cos sin gelu gelu_grad cast`) and `tcc.broadcast` become one
+    `exec.fusion` each: one generated kernel, one pass over memory.
+
+    Ops are visited from the end of the block; a fusible op not yet in a
+    group roots a new one, which then absorbs an operand's producer when it
+    is fusible, has the root's result shape (the same iteration space; the
+    element type may differ) and all its uses are inside the group. So no
+    value is computed twice and no cycle can form. A group of one op is
+    still wrapped, so every generated kernel is an `exec.fusion`. Splat
+    `tcc.constant`s are cloned into the kernels that use them. Kernels are
+    named `fused_0`, `fused_1`, ... in program order over the module.
+    Everything else (matmul, attention, layer_norm, softmax, reductions,
+    gather, losses, optimizer updates, shape ops) is left as is.
+
+    Statistics (`-mlir-pass-statistics`): `kernels-before`, the launching ops
+    (all but constants, `get_param`s and reshapes), and `kernels-after`,
+    the `exec.fusion`s plus the launching ops left. LLVM release builds
+    compile statistics out, so `report` also emits both counts per function
+    as a remark: `tcc-fuse: @train_step: N kernels before fusion, M after`.
+
+    Before:
+    ```mlir
+    %h = tcc.matmul %x, %w : ...
+    %0 = tcc.add %h, %b : (tensor<4x768xf32>, tensor<768xf32>) -> tensor<4x768xf32>
+    %1 = tcc.gelu %0 {approximate = #tcc<gelu_approx tanh>} : ...
+    ```
+    After:
+    ```mlir
+    %h = tcc.matmul %x, %w : ...
+    %1 = exec.fusion "fused_0" (%h, %b) : (tensor<4x768xf32>, tensor<768xf32>) -> tensor<4x768xf32> {
+    ^bb0(%a: tensor<4x768xf32>, %c: tensor<768xf32>):
+      %0 = tcc.add %a, %c : (tensor<4x768xf32>, tensor<768xf32>) -> tensor<4x768xf32>
+      %g = tcc.gelu %0 {approximate = #tcc<gelu_approx tanh>} : ...
+      exec.yield %g : tensor<4x768xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit each function's kernel counts before and after fusion as a remark">,
+  ];
+  let statistics = [
+    Statistic<"kernelsBefore", "kernels-before",
+              "kernel launches before fusion">,
+    Statistic<"kernelsAfter", "kernels-after",
+              "kernel launches after fusion">,
+  ];
+  let dependentDialects = ["::tcc::TccDialect", "::tcc::exec::ExecDialect"];
+}
+
+def PlanMemory : Pass<"tcc-plan-memory", "mlir::func::FuncOp"> {
+  let summary = "Plan one static arena per step function: buffer offsets by liveness";
+  let description = [{
+    For every single-block `func.func` (train_step, eval_step, forward),
+    gives each op result that needs storage an offset in one arena, so the
+    runtime allocates the step's memory once and the peak is known at
+    compile time.
+
+    - Buffers: every tensor result, sized `numElements x element bytes`
+      (`i1` takes a byte) rounded up to 64 bytes. `tcc.reshape` is an alias
+      of its input (same bytes, same offset, chains followed).
+      `tcc.constant` and `tcc.get_param` live outside the arena
+      (`exec.region = "constant"` / `"param"`), as do function arguments.
+    - Liveness: from the defining op to the last use, uses through reshape
+      aliases and inside nested regions included; returned values live to
+      the end.
+    - In place: a `new_param` / new optimizer-state result of
+      `tcc.sgd_update` / `tcc.adamw_update` is written into the storage of
+      the argument it replaces when that argument dies at the update and
+      has the same size (`exec.region = "inplace", exec.inplace_of = ARG`).
+    - Offsets: greedy best-fit (each buffer takes the smallest gap between
+      buffers it is live with), tried in definition order and in decreasing
+      size; the lower peak is kept (`order` forces one). The plan is checked
+      like `tcc-verify-memory-plan` before the pass ends.
+
+    Single-result ops get `exec.offset`; multi-result ops `exec.offsets`
+    (-1 for results outside the arena) and, when not all are in the arena,
+    an array `exec.region` and `exec.inplace_of`. Statistics (summed over
+    functions): arena buffers, their naive total (no reuse) and the planned
+    bytes; LLVM builds without `LLVM_ENABLE_STATS` (Debian's) print none, so
+    `report` gives the same numbers per function as a remark.
+
+    Before:
+    ```mlir
+    func.func @f(%x: tensor<16xf32>) -> tensor<16xf32> {
+      %a = tcc.exp %x : (tensor<16xf32>) -> tensor<16xf32>
+      %b = tcc.neg %a : (tensor<16xf32>) -> tensor<16xf32>
+      %c = tcc.exp %b : (tensor<16xf32>) -> tensor<16xf32>
+      return %c : tensor<16xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @f(%x: tensor<16xf32>) -> tensor<16xf32>
+        attributes {exec.arena_bytes = 128 : i64} {
+      %a = tcc.exp %x {exec.offset = 0 : i64} : ...
+      %b = tcc.neg %a {exec.offset = 64 : i64} : ...
+      %c = tcc.exp %b {exec.offset = 0 : i64} : ...   // reuses %a's bytes
+      return %c : tensor<16xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"order", "order", "std::string", /*default=*/"\"best\"",
+           "placement order: best (lower peak of the two), size or definition">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit a remark per function: buffers, naive and planned bytes">,
+  ];
+  let statistics = [
+    Statistic<"numBuffers", "buffers", "Arena buffers planned">,
+    Statistic<"numInplace", "inplace", "Results written into a dying argument">,
+    Statistic<"naiveBytes", "naive-bytes", "Sum of all arena buffer sizes (no reuse)">,
+    Statistic<"plannedBytes", "planned-bytes", "Sum of the planned exec.arena_bytes">,
+  ];
+}
+
+def VerifyMemoryPlan : Pass<"tcc-verify-memory-plan", "mlir::func::FuncOp"> {
+  let summary = "Check an exec.* memory plan against recomputed liveness";
+  let description = [{
+    Recomputes buffers and liveness from the IR (as `tcc-plan-memory` does)
+    and checks the plan in the `exec.*` attributes: every arena buffer has
+    an aligned `exec.offset`, no two buffers live at the same time share
+    bytes, `offset + size <= exec.arena_bytes`, and every `inplace` result
+    overwrites an argument of the same size that the op reads and that is
+    not used afterwards. Errors name both ops. The IR is not changed.
+
+    Before and after (an error):
+    ```mlir
+    %a = tcc.exp %x {exec.offset = 0 : i64} : ...
+    %b = tcc.neg %a {exec.offset = 0 : i64} : ...  // %a is still read here
+    // error: 'tcc.neg' op result #0 of 'tcc.neg' at [0, 64) overlaps
+    //        result #0 of 'tcc.exp' at [0, 64), which is still live
+    ```
+  }];
+}
+
 #endif // TCC_TRANSFORMS_PASSES_TD

@@ -1,0 +1,31 @@
+#ifndef TCC_DIALECT_EXEC_EXECOPS_H
+#define TCC_DIALECT_EXEC_EXECOPS_H
+
+#include "tcc/TccOps.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "exec/ExecDialect.h.inc"
+
+#define GET_OP_CLASSES
+#include "exec/ExecOps.h.inc"
+
+namespace tcc::exec {
+
+/// Whether `op` may be computed inside an exec.fusion: a tcc elementwise op
+/// or tcc.broadcast (splat constants are allowed too, see isSplatConstant).
+bool isFusibleOp(mlir::Operation *op);
+
+/// Whether `op` is a tcc.constant with one value, which a kernel embeds
+/// instead of reading it from memory.
+bool isSplatConstant(mlir::Operation *op);
+
+} // namespace tcc::exec
+
+#endif // TCC_DIALECT_EXEC_EXECOPS_H

@@ -1,0 +1,80 @@
+//===- MemoryPlan.h - Buffer liveness and arena offsets -------*- C++ -*-===//
+//
+// The analysis behind tcc-plan-memory and tcc-verify-memory-plan: which op
+// results need arena storage, how long each lives, and whether a plan
+// written as `exec.*` attributes keeps live buffers apart. Shared so the
+// verifier recomputes everything from the IR instead of trusting the
+// planner's bookkeeping.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_TRANSFORMS_MEMORYPLAN_H
+#define TCC_TRANSFORMS_MEMORYPLAN_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace tcc {
+
+/// Arena offsets and sizes are multiples of this (cache lines, and enough
+/// for 16-byte vector loads).
+constexpr int64_t kArenaAlignment = 64;
+
+// Attribute names of the plan.
+constexpr llvm::StringLiteral kArenaBytesAttr = "exec.arena_bytes";
+constexpr llvm::StringLiteral kOffsetAttr = "exec.offset";
+constexpr llvm::StringLiteral kOffsetsAttr = "exec.offsets";
+constexpr llvm::StringLiteral kRegionAttr = "exec.region";
+constexpr llvm::StringLiteral kInplaceOfAttr = "exec.inplace_of";
+
+/// Where a value's bytes live.
+enum class BufferRegion { Arena, InPlace, Input, Constant, Param };
+llvm::StringRef stringifyRegion(BufferRegion region);
+
+/// One storage-owning value: a function argument or an op result that is
+/// not a reshape alias.
+struct Buffer {
+  mlir::Value value;
+  mlir::Operation *def = nullptr; // null for function arguments
+  unsigned resultNumber = 0;
+  BufferRegion region = BufferRegion::Arena;
+  int64_t bytes = 0;      // rounded up to kArenaAlignment
+  int64_t start = 0;      // index of the defining op (-1 for arguments)
+  int64_t end = 0;        // index of the last use, through aliases
+  int64_t offset = -1;    // arena offset once planned
+  int64_t inplaceOf = -1; // argument number for BufferRegion::InPlace
+};
+
+/// Liveness of every buffer of a one-block function. Op indices count the
+/// block's top-level ops; a use inside a nested region counts at its
+/// top-level ancestor, and a returned value lives to the terminator.
+struct BufferLiveness {
+  llvm::SmallVector<Buffer> buffers;
+  /// Every tensor value, reshape aliases included, to its buffer.
+  llvm::DenseMap<mlir::Value, unsigned> bufferOf;
+  int64_t numOps = 0;
+
+  const Buffer *lookup(mlir::Value v) const {
+    auto it = bufferOf.find(v);
+    return it == bufferOf.end() ? nullptr : &buffers[it->second];
+  }
+};
+
+/// Bytes of a statically shaped tensor (i1 takes a byte), aligned; none for
+/// other types.
+std::optional<int64_t> alignedBufferBytes(mlir::Type type);
+
+/// Computes buffers and liveness. Regions are Arena/Input/Constant/Param;
+/// in-place reuse is the planner's decision. Fails with an error on the
+/// function if it has several blocks or a result cannot be sized.
+mlir::FailureOr<BufferLiveness> computeBufferLiveness(mlir::func::FuncOp func);
+
+/// Checks the `exec.*` plan on `func` against liveness recomputed from the
+/// IR; emits an error naming both ops on the first violation.
+mlir::LogicalResult verifyMemoryPlan(mlir::func::FuncOp func);
+
+} // namespace tcc
+
+#endif // TCC_TRANSFORMS_MEMORYPLAN_H

@@ -1,0 +1,320 @@
+// Static memory planning: one arena per step function, offsets chosen so
+// that buffers live at the same time never share bytes.
+//
+// Liveness is computed on the straight-line body (op indices), then every
+// arena buffer gets an offset by greedy best-fit. Optimizer updates write
+// into their dying argument's storage instead of the arena, which keeps the
+// new parameters and state out of the peak entirely.
+#include "tcc/Transforms/MemoryPlan.h"
+#include "tcc/Transforms/Passes.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVectorExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace tcc {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "tcc/Transforms/Passes.h.inc"
+} // namespace tcc
+
+using namespace mlir;
+using namespace tcc;
+
+StringRef tcc::stringifyRegion(BufferRegion region) {
+  switch (region) {
+  case BufferRegion::Arena:
+    return "arena";
+  case BufferRegion::InPlace:
+    return "inplace";
+  case BufferRegion::Input:
+    return "input";
+  case BufferRegion::Constant:
+    return "constant";
+  case BufferRegion::Param:
+    return "param";
+  }
+  llvm_unreachable("unknown region");
+}
+
+std::optional<int64_t> tcc::alignedBufferBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return std::nullopt;
+  Type elem = tensor.getElementType();
+  int64_t bits;
+  if (elem.isIntOrFloat())
+    bits = elem.getIntOrFloatBitWidth();
+  else if (elem.isIndex())
+    bits = 64;
+  else
+    return std::nullopt;
+  int64_t bytes = tensor.getNumElements() * llvm::divideCeil(bits, 8);
+  return llvm::alignTo(bytes, kArenaAlignment);
+}
+
+FailureOr<BufferLiveness> tcc::computeBufferLiveness(func::FuncOp func) {
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError("memory planning needs a single-block body");
+  Block &block = func.getBody().front();
+  BufferLiveness live;
+
+  auto addBuffer = [&](Value v, Operation *def, unsigned resultNumber,
+                       BufferRegion region, int64_t index) -> LogicalResult {
+    // Non-tensor values (tokens, indices) own no memory in tensor land.
+    if (!isa<RankedTensorType>(v.getType()))
+      return success();
+    std::optional<int64_t> bytes = alignedBufferBytes(v.getType());
+    if (!bytes) {
+      if (def)
+        return def->emitOpError() << "result #" << resultNumber << " of type "
+                                  << v.getType() << " cannot be sized";
+      return func.emitOpError() << "argument #" << resultNumber << " of type "
+                                << v.getType() << " cannot be sized";
+    }
+    live.bufferOf[v] = live.buffers.size();
+    Buffer buffer;
+    buffer.value = v;
+    buffer.def = def;
+    buffer.resultNumber = resultNumber;
+    buffer.region = region;
+    buffer.bytes = *bytes;
+    buffer.start = buffer.end = index;
+    live.buffers.push_back(buffer);
+    return success();
+  };
+
+  for (BlockArgument arg : block.getArguments())
+    if (failed(addBuffer(arg, nullptr, arg.getArgNumber(), BufferRegion::Input,
+                         -1)))
+      return failure();
+
+  int64_t index = 0;
+  for (Operation &op : block) {
+    // A use anywhere inside op (e.g. in a fusion region) happens at op.
+    op.walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands()) {
+        auto it = live.bufferOf.find(operand);
+        if (it != live.bufferOf.end())
+          live.buffers[it->second].end =
+              std::max(live.buffers[it->second].end, index);
+      }
+    });
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      // Same bytes under another shape: the alias extends its root's life.
+      auto it = live.bufferOf.find(reshape.getInput());
+      if (it != live.bufferOf.end()) {
+        live.bufferOf[reshape.getResult()] = it->second;
+        ++index;
+        continue;
+      }
+    }
+    BufferRegion region = isa<ConstantOp>(op)   ? BufferRegion::Constant
+                          : isa<GetParamOp>(op) ? BufferRegion::Param
+                                                : BufferRegion::Arena;
+    for (OpResult result : op.getResults())
+      if (failed(
+              addBuffer(result, &op, result.getResultNumber(), region, index)))
+        return failure();
+    ++index;
+  }
+  live.numOps = index;
+  return live;
+}
+
+namespace {
+
+/// The operand whose storage an optimizer-update result may overwrite.
+Value updatedOperand(Operation *op, unsigned resultNumber) {
+  if (auto sgd = dyn_cast<SgdUpdateOp>(op))
+    return resultNumber == 0 ? sgd.getParam() : sgd.getMomentumBuffer();
+  if (auto adamw = dyn_cast<AdamwUpdateOp>(op)) {
+    Value operands[] = {adamw.getParam(), adamw.getExpAvg(),
+                        adamw.getExpAvgSq()};
+    return operands[resultNumber];
+  }
+  return {};
+}
+
+/// Moves optimizer-update results into the storage of the argument they
+/// replace when that argument dies at the update.
+unsigned assignInPlace(BufferLiveness &live) {
+  llvm::DenseSet<unsigned> claimed;
+  unsigned count = 0;
+  for (Buffer &buffer : live.buffers) {
+    if (buffer.region != BufferRegion::Arena)
+      continue;
+    Value operand = updatedOperand(buffer.def, buffer.resultNumber);
+    if (!operand)
+      continue;
+    auto it = live.bufferOf.find(operand);
+    if (it == live.bufferOf.end())
+      continue;
+    const Buffer &arg = live.buffers[it->second];
+    if (arg.region != BufferRegion::Input || arg.end != buffer.start ||
+        arg.bytes != buffer.bytes || !claimed.insert(it->second).second)
+      continue;
+    buffer.region = BufferRegion::InPlace;
+    buffer.inplaceOf = cast<BlockArgument>(arg.value).getArgNumber();
+    ++count;
+  }
+  return count;
+}
+
+/// Places the arena buffers in `order`, each at the smallest gap between
+/// already placed buffers it is live with that fits it (else on top).
+/// Returns the peak.
+int64_t placeBuffers(SmallVectorImpl<Buffer> &buffers,
+                     ArrayRef<unsigned> order) {
+  SmallVector<unsigned> placed;
+  int64_t peak = 0;
+  for (unsigned idx : order) {
+    Buffer &buffer = buffers[idx];
+    SmallVector<std::pair<int64_t, int64_t>> busy;
+    for (unsigned other : placed) {
+      const Buffer &o = buffers[other];
+      if (o.start <= buffer.end && buffer.start <= o.end)
+        busy.push_back({o.offset, o.offset + o.bytes});
+    }
+    llvm::sort(busy);
+    int64_t cursor = 0, best = -1, bestGap = INT64_MAX;
+    for (auto [lo, hi] : busy) {
+      int64_t gap = lo - cursor;
+      if (gap >= buffer.bytes && gap < bestGap) {
+        best = cursor;
+        bestGap = gap;
+      }
+      cursor = std::max(cursor, hi);
+    }
+    buffer.offset = best >= 0 ? best : cursor;
+    peak = std::max(peak, buffer.offset + buffer.bytes);
+    placed.push_back(idx);
+  }
+  return peak;
+}
+
+void clearPlan(Operation *op) {
+  for (StringRef name :
+       {kOffsetAttr, kOffsetsAttr, kRegionAttr, kInplaceOfAttr})
+    op->removeAttr(name);
+}
+
+/// Writes one op's plan: scalars for one result, arrays for several.
+void annotate(Operation *op, ArrayRef<const Buffer *> results) {
+  Builder b(op->getContext());
+  bool anyArena = false, allArena = true;
+  for (const Buffer *buffer : results) {
+    anyArena |= buffer->region == BufferRegion::Arena;
+    allArena &= buffer->region == BufferRegion::Arena;
+  }
+  if (results.size() == 1) {
+    const Buffer &buffer = *results.front();
+    if (anyArena)
+      op->setAttr(kOffsetAttr, b.getI64IntegerAttr(buffer.offset));
+    else
+      op->setAttr(kRegionAttr, b.getStringAttr(stringifyRegion(buffer.region)));
+    if (buffer.region == BufferRegion::InPlace)
+      op->setAttr(kInplaceOfAttr, b.getI64IntegerAttr(buffer.inplaceOf));
+    return;
+  }
+  auto offsets = llvm::map_to_vector(results, [](const Buffer *buffer) {
+    return buffer->region == BufferRegion::Arena ? buffer->offset : -1;
+  });
+  if (anyArena)
+    op->setAttr(kOffsetsAttr, b.getDenseI64ArrayAttr(offsets));
+  if (allArena)
+    return;
+  auto regions = llvm::map_to_vector(results, [&](const Buffer *buffer) {
+    return Attribute(b.getStringAttr(stringifyRegion(buffer->region)));
+  });
+  op->setAttr(kRegionAttr, b.getArrayAttr(regions));
+  auto inplace = llvm::map_to_vector(
+      results, [](const Buffer *buffer) { return buffer->inplaceOf; });
+  if (llvm::any_of(inplace, [](int64_t arg) { return arg >= 0; }))
+    op->setAttr(kInplaceOfAttr, b.getDenseI64ArrayAttr(inplace));
+}
+
+struct PlanMemoryPass : tcc::impl::PlanMemoryBase<PlanMemoryPass> {
+  using PlanMemoryBase::PlanMemoryBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal() || !func.getBody().hasOneBlock())
+      return;
+    if (order != "best" && order != "size" && order != "definition") {
+      func.emitOpError() << "unknown tcc-plan-memory order '" << order << "'";
+      return signalPassFailure();
+    }
+    FailureOr<BufferLiveness> live = computeBufferLiveness(func);
+    if (failed(live))
+      return signalPassFailure();
+    unsigned inplace = assignInPlace(*live);
+    numInplace += inplace;
+
+    SmallVector<unsigned> arena;
+    int64_t naive = 0;
+    for (auto [idx, buffer] : llvm::enumerate(live->buffers))
+      if (buffer.region == BufferRegion::Arena) {
+        arena.push_back(idx);
+        naive += buffer.bytes;
+      }
+    numBuffers += arena.size();
+    naiveBytes += naive;
+
+    // Definition order is what a free-list allocator sees at run time;
+    // decreasing size packs big activations first. Keep the lower peak.
+    SmallVector<unsigned> byDefinition = arena;
+    SmallVector<unsigned> bySize = arena;
+    llvm::stable_sort(bySize, [&](unsigned a, unsigned b) {
+      return live->buffers[a].bytes > live->buffers[b].bytes;
+    });
+    SmallVector<Buffer> sizePlan = live->buffers;
+    int64_t sizePeak = placeBuffers(sizePlan, bySize);
+    int64_t defPeak = placeBuffers(live->buffers, byDefinition);
+    int64_t peak = defPeak;
+    if (order == "size" || (order == "best" && sizePeak < defPeak)) {
+      live->buffers = std::move(sizePlan);
+      peak = sizePeak;
+    }
+    plannedBytes += peak;
+    if (report) {
+      // No placement can beat the most bytes live at one op.
+      int64_t bound = 0;
+      for (int64_t i = 0; i < live->numOps; ++i) {
+        int64_t bytes = 0;
+        for (unsigned idx : arena)
+          if (live->buffers[idx].start <= i && i <= live->buffers[idx].end)
+            bytes += live->buffers[idx].bytes;
+        bound = std::max(bound, bytes);
+      }
+      func.emitRemark() << "memory plan of @" << func.getSymName() << ": "
+                        << arena.size() << " arena buffers, naive " << naive
+                        << " bytes, planned " << peak << " bytes (size order "
+                        << sizePeak << ", definition order " << defPeak
+                        << ", live bound " << bound << "), " << inplace
+                        << " results in place";
+    }
+
+    Block &block = func.getBody().front();
+    for (Operation &op : block) {
+      clearPlan(&op);
+      if (op.getNumResults() == 0)
+        continue;
+      SmallVector<const Buffer *> results;
+      for (Value result : op.getResults())
+        if (const Buffer *buffer = live->lookup(result))
+          results.push_back(buffer);
+      if (results.size() == op.getNumResults())
+        annotate(&op, results);
+    }
+    func->setAttr(kArenaBytesAttr,
+                  Builder(func.getContext()).getI64IntegerAttr(peak));
+
+    // The plan is only useful if it is right; a planner bug is an error,
+    // not a silently corrupted step.
+    if (failed(verifyMemoryPlan(func)))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,198 @@
+// Checks a memory plan written as exec.* attributes against liveness
+// recomputed from the IR, so hand-edited or stale plans (after a pass moved
+// ops) are caught before the runtime overwrites a live tensor.
+#include "tcc/Transforms/MemoryPlan.h"
+#include "tcc/Transforms/Passes.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+namespace tcc {
+#define GEN_PASS_DEF_VERIFYMEMORYPLAN
+#include "tcc/Transforms/Passes.h.inc"
+} // namespace tcc
+
+using namespace mlir;
+using namespace tcc;
+
+namespace {
+
+/// What the attributes say about one result.
+struct ResultPlan {
+  std::optional<StringRef> region;
+  std::optional<int64_t> offset;
+  std::optional<int64_t> inplaceOf;
+};
+
+/// Reads scalar attributes of a single-result op, or the per-result entry
+/// of the array forms (-1 / "arena" meaning "not this kind").
+ResultPlan readPlan(Operation *op, unsigned resultNumber) {
+  ResultPlan plan;
+  if (auto offset = op->getAttrOfType<IntegerAttr>(kOffsetAttr))
+    plan.offset = offset.getInt();
+  if (auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr))
+    if (resultNumber < offsets.size() && offsets[resultNumber] >= 0)
+      plan.offset = offsets[resultNumber];
+  if (auto region = op->getAttrOfType<StringAttr>(kRegionAttr))
+    plan.region = region.getValue();
+  if (auto regions = op->getAttrOfType<ArrayAttr>(kRegionAttr))
+    if (resultNumber < regions.size())
+      if (auto region = dyn_cast<StringAttr>(regions[resultNumber]))
+        if (region.getValue() != "arena")
+          plan.region = region.getValue();
+  if (auto arg = op->getAttrOfType<IntegerAttr>(kInplaceOfAttr))
+    plan.inplaceOf = arg.getInt();
+  if (auto args = op->getAttrOfType<DenseI64ArrayAttr>(kInplaceOfAttr))
+    if (resultNumber < args.size() && args[resultNumber] >= 0)
+      plan.inplaceOf = args[resultNumber];
+  return plan;
+}
+
+std::string describe(const Buffer &buffer) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "result #" << buffer.resultNumber << " of '" << buffer.def->getName()
+     << "' at [" << buffer.offset << ", " << buffer.offset + buffer.bytes
+     << ")";
+  return text;
+}
+
+LogicalResult verifyInPlace(func::FuncOp func, const BufferLiveness &live,
+                            const Buffer &buffer, int64_t argNumber) {
+  Operation *op = buffer.def;
+  Block &block = func.getBody().front();
+  if (argNumber < 0 || argNumber >= int64_t(block.getNumArguments()))
+    return op->emitOpError()
+           << "result #" << buffer.resultNumber << " is in place of argument #"
+           << argNumber << ", which does not exist";
+  const Buffer *arg = live.lookup(block.getArgument(argNumber));
+  bool isOperand = arg && llvm::any_of(op->getOperands(), [&](Value v) {
+                     return live.lookup(v) == arg;
+                   });
+  if (!isOperand)
+    return op->emitOpError()
+           << "result #" << buffer.resultNumber << " is in place of argument #"
+           << argNumber << ", which it does not read";
+  if (arg->end != buffer.start)
+    return op->emitOpError()
+           << "result #" << buffer.resultNumber << " is in place of argument #"
+           << argNumber << ", which is still used after '" << op->getName()
+           << "'";
+  if (arg->bytes != buffer.bytes)
+    return op->emitOpError()
+           << "result #" << buffer.resultNumber << " (" << buffer.bytes
+           << " bytes) is in place of "
+           << "argument #" << argNumber << " (" << arg->bytes << " bytes)";
+  return success();
+}
+
+} // namespace
+
+LogicalResult tcc::verifyMemoryPlan(func::FuncOp func) {
+  FailureOr<BufferLiveness> computed = computeBufferLiveness(func);
+  if (failed(computed))
+    return failure();
+  BufferLiveness &live = *computed;
+
+  std::optional<int64_t> arenaBytes;
+  if (auto attr = func->getAttrOfType<IntegerAttr>(kArenaBytesAttr))
+    arenaBytes = attr.getInt();
+
+  SmallVector<const Buffer *> arena;
+  llvm::DenseSet<int64_t> claimedArgs;
+  for (Buffer &buffer : live.buffers) {
+    if (!buffer.def)
+      continue;
+    Operation *op = buffer.def;
+    ResultPlan plan = readPlan(op, buffer.resultNumber);
+    if (buffer.region != BufferRegion::Arena) {
+      if (plan.region && *plan.region != stringifyRegion(buffer.region))
+        return op->emitOpError()
+               << "result #" << buffer.resultNumber << " lives in the '"
+               << stringifyRegion(buffer.region) << "' region, not '"
+               << *plan.region << "'";
+      continue;
+    }
+    if (plan.region == "inplace") {
+      if (!plan.inplaceOf)
+        return op->emitOpError()
+               << "result #" << buffer.resultNumber
+               << " is in place but has no " << kInplaceOfAttr;
+      if (!claimedArgs.insert(*plan.inplaceOf).second)
+        return op->emitOpError()
+               << "result #" << buffer.resultNumber
+               << " is in place of argument #" << *plan.inplaceOf
+               << ", which another result already reuses";
+      if (failed(verifyInPlace(func, live, buffer, *plan.inplaceOf)))
+        return failure();
+      continue;
+    }
+    if (plan.region)
+      return op->emitOpError()
+             << "result #" << buffer.resultNumber
+             << " needs arena storage, not the '" << *plan.region << "' region";
+    if (!plan.offset)
+      return op->emitOpError()
+             << "result #" << buffer.resultNumber
+             << " needs an arena buffer but has no " << kOffsetAttr;
+    buffer.offset = *plan.offset;
+    if (buffer.offset < 0 || buffer.offset % kArenaAlignment != 0)
+      return op->emitOpError()
+             << "result #" << buffer.resultNumber << " has offset "
+             << buffer.offset << ", not a multiple of " << kArenaAlignment;
+    if (!arenaBytes)
+      return func.emitOpError()
+             << "has arena buffers but no " << kArenaBytesAttr;
+    if (buffer.offset + buffer.bytes > *arenaBytes)
+      return op->emitOpError() << describe(buffer) << " exceeds "
+                               << kArenaBytesAttr << " = " << *arenaBytes;
+    arena.push_back(&buffer);
+  }
+
+  // Sorted by start, a buffer can only collide with earlier-defined ones.
+  for (auto [i, later] : llvm::enumerate(arena)) {
+    for (const Buffer *earlier : ArrayRef(arena).take_front(i)) {
+      bool liveTogether =
+          earlier->start <= later->end && later->start <= earlier->end;
+      bool overlap = earlier->offset < later->offset + later->bytes &&
+                     later->offset < earlier->offset + earlier->bytes;
+      if (liveTogether && overlap && later->bytes && earlier->bytes) {
+        InFlightDiagnostic diag = later->def->emitOpError()
+                                  << describe(*later) << " overlaps "
+                                  << describe(*earlier)
+                                  << ", which is still live";
+        diag.attachNote(earlier->def->getLoc())
+            << "overlapped buffer defined here";
+        return diag;
+      }
+    }
+  }
+
+  // Reshapes share their root's bytes; an offset that says otherwise is a
+  // stale plan.
+  for (Operation &op : func.getBody().front()) {
+    auto reshape = dyn_cast<ReshapeOp>(op);
+    auto offset = op.getAttrOfType<IntegerAttr>(kOffsetAttr);
+    const Buffer *root = reshape ? live.lookup(reshape.getResult()) : nullptr;
+    if (!offset || !root || !root->def || root->def == &op)
+      continue;
+    ResultPlan rootPlan = readPlan(root->def, root->resultNumber);
+    if (rootPlan.offset != offset.getInt())
+      return op.emitOpError()
+             << "aliases result #" << root->resultNumber << " of '"
+             << root->def->getName() << "' but has a different " << kOffsetAttr;
+  }
+  return success();
+}
+
+namespace {
+struct VerifyMemoryPlanPass
+    : tcc::impl::VerifyMemoryPlanBase<VerifyMemoryPlanPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal() || !func.getBody().hasOneBlock())
+      return;
+    if (failed(verifyMemoryPlan(func)))
+      signalPassFailure();
+  }
+};
+} // namespace
