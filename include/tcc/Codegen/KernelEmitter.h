@@ -1,0 +1,58 @@
+//===- KernelEmitter.h - C++/CUDA source for exec.fusion kernels -*- C++ -*-===//
+//
+// Turns every `exec.fusion` into one kernel of a single C++ source text that
+// compiles both as host C++ (CPU backend shared object) and with nvcc (CUDA
+// fatbin): the body is written once against the prelude
+// runtime/kernels/tcc_kernel.h, which also documents the kernel ABI:
+//
+//   void tcc_<name>(const void *const *inputs, void *output,
+//                   int64_t begin, int64_t end);
+//
+// computing flattened output elements [begin, end) (a grid-stride loop on
+// CUDA), each input read through its own numpy-broadcast index map with the
+// static shapes baked in as constants.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TCC_CODEGEN_KERNELEMITTER_H
+#define TCC_CODEGEN_KERNELEMITTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace tcc::exec {
+class FusionOp;
+} // namespace tcc::exec
+
+namespace tcc::codegen {
+
+/// The exported symbol of `fusion`'s kernel: "tcc_" + its name, with every
+/// character that cannot appear in an identifier replaced by '_'.
+std::string kernelSymbol(exec::FusionOp fusion);
+
+/// Appends `fusion`'s kernel to `os`. Fails (with an error on the op) on an
+/// element type or body op the generator does not handle.
+mlir::LogicalResult emitKernel(exec::FusionOp fusion, llvm::raw_ostream &os);
+
+/// One source text: the prelude include and one kernel per exec.fusion in
+/// `module`, in walk order. Fails (errors on the ops) if any kernel cannot
+/// be emitted or two fusions map to the same symbol.
+mlir::FailureOr<std::string> emitKernelSource(mlir::ModuleOp module);
+
+/// The flattened index into a dense row-major input of shape `input` read at
+/// flattened output index `i` of shape `output` (numpy broadcasting: `input`
+/// is right-aligned; its size-1 dims stay at 0), as a C expression in `i`.
+/// Runs of dims that are all broadcast or all kept are merged, so a row bias
+/// of a [4, 8] output reads `i % 8` and a [4, 1] column `i / 8`. Returns ""
+/// when `input` does not broadcast to `output`.
+std::string broadcastIndexExpr(llvm::ArrayRef<int64_t> input,
+                               llvm::ArrayRef<int64_t> output);
+
+} // namespace tcc::codegen
+
+#endif // TCC_CODEGEN_KERNELEMITTER_H
