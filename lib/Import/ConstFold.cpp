@@ -71,6 +71,26 @@ DenseElementsAttr fromLit(const Lit &lit) {
   return DenseElementsAttr::get(lit.type, llvm::ArrayRef(lit.ints.data(), n));
 }
 
+/// The comparisons, one definition for the float and the integer path;
+/// nullopt for every other function.
+template <class T>
+static std::optional<bool> compareValues(BinaryFn fn, T x, T y) {
+  switch (fn) {
+  case BinaryFn::Eq:
+    return x == y;
+  case BinaryFn::Lt:
+    return x < y;
+  case BinaryFn::Le:
+    return x <= y;
+  case BinaryFn::Gt:
+    return x > y;
+  case BinaryFn::Ge:
+    return x >= y;
+  default:
+    return std::nullopt;
+  }
+}
+
 std::optional<Lit> foldBinary(BinaryFn fn, const Lit &a, const Lit &b) {
   if (a.type.getElementType() != b.type.getElementType())
     return std::nullopt;
@@ -100,48 +120,36 @@ std::optional<Lit> foldBinary(BinaryFn fn, const Lit &a, const Lit &b) {
     int64_t ka = out.splat ? 0 : ia[k], kb = out.splat ? 0 : ib[k];
     if (a.isFloat()) {
       double x = a.f(ka), y = b.f(kb), r = 0;
-      switch (fn) {
-      case BinaryFn::Add:
-        r = x + y;
-        break;
-      case BinaryFn::Sub:
-        r = x - y;
-        break;
-      case BinaryFn::Mul:
-        r = x * y;
-        break;
-      case BinaryFn::Div:
-        r = x / y;
-        break;
-      case BinaryFn::Pow:
-        r = std::pow(x, y);
-        break;
-      case BinaryFn::Max:
-        r = std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
-        break;
-      case BinaryFn::Min:
-        r = std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
-        break;
-      case BinaryFn::Mod:
-        return std::nullopt;
-      case BinaryFn::Eq:
-        r = x == y;
-        break;
-      case BinaryFn::Lt:
-        r = x < y;
-        break;
-      case BinaryFn::Le:
-        r = x <= y;
-        break;
-      case BinaryFn::Gt:
-        r = x > y;
-        break;
-      case BinaryFn::Ge:
-        r = x >= y;
-        break;
-      default:
-        return std::nullopt;
-      }
+      if (std::optional<bool> c = compareValues(fn, x, y))
+        r = *c;
+      else
+        switch (fn) {
+        case BinaryFn::Add:
+          r = x + y;
+          break;
+        case BinaryFn::Sub:
+          r = x - y;
+          break;
+        case BinaryFn::Mul:
+          r = x * y;
+          break;
+        case BinaryFn::Div:
+          r = x / y;
+          break;
+        case BinaryFn::Pow:
+          r = std::pow(x, y);
+          break;
+        case BinaryFn::Max:
+          r = std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
+          break;
+        case BinaryFn::Min:
+          r = std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
+          break;
+        case BinaryFn::Mod:
+          return std::nullopt;
+        default:
+          return std::nullopt;
+        }
       if (compare)
         out.ints.push_back(r != 0);
       else
@@ -151,62 +159,50 @@ std::optional<Lit> foldBinary(BinaryFn fn, const Lit &a, const Lit &b) {
     int64_t x = a.i(ka), y = b.i(kb), r = 0;
     // Unsigned arithmetic wraps instead of overflowing (UB for int64_t).
     uint64_t ux = uint64_t(x), uy = uint64_t(y);
-    switch (fn) {
-    case BinaryFn::Add:
-      r = int64_t(ux + uy);
-      break;
-    case BinaryFn::Sub:
-      r = int64_t(ux - uy);
-      break;
-    case BinaryFn::Mul:
-      r = int64_t(ux * uy);
-      break;
-    case BinaryFn::Div:
-    case BinaryFn::Mod:
-      if (y == 0 || (x == std::numeric_limits<int64_t>::min() && y == -1))
+    if (std::optional<bool> c = compareValues(fn, x, y))
+      r = *c;
+    else
+      switch (fn) {
+      case BinaryFn::Add:
+        r = int64_t(ux + uy);
+        break;
+      case BinaryFn::Sub:
+        r = int64_t(ux - uy);
+        break;
+      case BinaryFn::Mul:
+        r = int64_t(ux * uy);
+        break;
+      case BinaryFn::Div:
+      case BinaryFn::Mod:
+        if (y == 0 || (x == std::numeric_limits<int64_t>::min() && y == -1))
+          return std::nullopt;
+        // ONNX Div truncates like C; Mod (fmod=0) takes the divisor's sign.
+        if (fn == BinaryFn::Div) {
+          r = x / y;
+        } else {
+          r = x % y;
+          if (r != 0 && ((r < 0) != (y < 0)))
+            r += y;
+        }
+        break;
+      case BinaryFn::Max:
+        r = std::max(x, y);
+        break;
+      case BinaryFn::Min:
+        r = std::min(x, y);
+        break;
+      case BinaryFn::And:
+        r = x && y;
+        break;
+      case BinaryFn::Or:
+        r = x || y;
+        break;
+      case BinaryFn::Xor:
+        r = (x != 0) != (y != 0);
+        break;
+      case BinaryFn::Pow:
         return std::nullopt;
-      // ONNX Div truncates like C; Mod (fmod=0) takes the divisor's sign.
-      if (fn == BinaryFn::Div) {
-        r = x / y;
-      } else {
-        r = x % y;
-        if (r != 0 && ((r < 0) != (y < 0)))
-          r += y;
       }
-      break;
-    case BinaryFn::Max:
-      r = std::max(x, y);
-      break;
-    case BinaryFn::Min:
-      r = std::min(x, y);
-      break;
-    case BinaryFn::Eq:
-      r = x == y;
-      break;
-    case BinaryFn::Lt:
-      r = x < y;
-      break;
-    case BinaryFn::Le:
-      r = x <= y;
-      break;
-    case BinaryFn::Gt:
-      r = x > y;
-      break;
-    case BinaryFn::Ge:
-      r = x >= y;
-      break;
-    case BinaryFn::And:
-      r = x && y;
-      break;
-    case BinaryFn::Or:
-      r = x || y;
-      break;
-    case BinaryFn::Xor:
-      r = (x != 0) != (y != 0);
-      break;
-    case BinaryFn::Pow:
-      return std::nullopt;
-    }
     out.ints.push_back(r);
   }
   return out;
