@@ -5,6 +5,7 @@
 // is computed twice, and the group is convex (no path leaves it and comes
 // back), which is what makes replacing it by one op legal.
 #include "exec/ExecOps.h"
+#include "tcc/Transforms/Fuse.h"
 #include "tcc/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -18,14 +19,16 @@ namespace tcc {
 using namespace mlir;
 using namespace tcc;
 
-namespace {
-
-/// Ops that are one kernel launch (or library call) each when unfused.
-/// Constants, parameter reads and reshapes are views or data, not launches.
-bool launchesKernel(Operation *op) {
+bool tcc::launchesKernel(Operation *op) {
   return !op->hasTrait<OpTrait::IsTerminator>() &&
          !llvm::isa<ConstantOp, GetParamOp, ReshapeOp>(op);
 }
+
+unsigned tcc::countKernelLaunches(Block &block) {
+  return llvm::count_if(block, [](Operation &op) { return launchesKernel(&op); });
+}
+
+namespace {
 
 ArrayRef<int64_t> shapeOf(Value v) {
   return llvm::cast<RankedTensorType>(v.getType()).getShape();
@@ -137,10 +140,7 @@ struct FusePass : tcc::impl::FuseBase<FusePass> {
     });
   }
 
-  static unsigned countKernels(Block &block) {
-    return llvm::count_if(block,
-                          [](Operation &op) { return launchesKernel(&op); });
-  }
+  static unsigned countKernels(Block &block) { return countKernelLaunches(block); }
 
   void fuseBlock(Block &block, unsigned &counter) {
     // Groups are chosen first and outlined after, so the walk sees the

@@ -3,7 +3,10 @@
 // and @eval_step (--emit=mlir); the model.tcc artifact comes with codegen.
 #include "Commands.h"
 #include "Model.h"
+#include "Report.h"
 #include "TrainFlags.h"
+
+#include "tcc/TccOps.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
@@ -28,6 +31,11 @@ static cl::opt<std::string> output("o",
                                    cl::value_desc("file"), cl::init("-"),
                                    cl::sub(compileCmd),
                                    cl::cat(flagCategory()));
+static cl::opt<std::string>
+    report("report", cl::value_desc("file.html"),
+           cl::desc("Also write a self-contained HTML report: pipeline "
+                    "stages, kernels, fusion groups, memory plan, FLOPs"),
+           cl::sub(compileCmd), cl::cat(flagCategory()));
 
 bool compileChosen() { return static_cast<bool>(compileCmd); }
 
@@ -64,8 +72,30 @@ int runCompile() {
   if (!module)
     return 1;
 
+  llvm::SmallVector<ReportStage> stages;
+  if (!report.empty()) {
+    bool isMlir = llvm::StringRef(modelFlags.model).ends_with(".mlir");
+    int64_t forwardOps = countFunctionOps(*module, "forward");
+    unsigned attentions = 0;
+    module->walk([&](tcc::AttentionOp) { ++attentions; });
+    stages.push_back({isMlir ? "parse" : "import", "@forward", forwardOps,
+                      modelFlags.model});
+    stages.push_back(
+        {"raise-attention", "@forward", forwardOps,
+         isMlir || modelFlags.noRaiseAttention
+             ? std::string("not run")
+             : "in the importer; " + std::to_string(attentions) +
+                   " tcc.attention"});
+  }
+
   if (!buildTrainStepOrReport(*module, config, where))
     return 1;
+  if (!report.empty()) {
+    stages.push_back({"build-train-step", "@train_step",
+                      countFunctionOps(*module, "train_step"), ""});
+    if (!writeReport(*module, stages, report))
+      return 1;
+  }
   return writeModule(*module, output);
 }
 
