@@ -19,6 +19,15 @@ bool isFusibleOp(Operation *op) {
                    GeluOp, GeluGradOp, CastOp, BroadcastOp>(op);
 }
 
+bool isLibraryOp(Operation *op) {
+  if (auto grad = llvm::dyn_cast<GatherGradOp>(op))
+    return grad.getAxis() == 0;
+  return llvm::isa<MatmulOp, GemmOp, LayerNormOp, LayerNormGradOp, SoftmaxOp,
+                   SoftmaxGradOp, LogSoftmaxOp, LogSoftmaxGradOp, AttentionOp,
+                   AttentionGradOp, CrossEntropyOp, CrossEntropyGradOp,
+                   EmbeddingOp, DropoutOp, SgdUpdateOp, AdamwUpdateOp>(op);
+}
+
 bool isSplatConstant(Operation *op) {
   auto constant = llvm::dyn_cast<ConstantOp>(op);
   if (!constant)

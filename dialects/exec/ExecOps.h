@@ -26,6 +26,12 @@ bool isFusibleOp(mlir::Operation *op);
 /// instead of reading it from memory.
 bool isSplatConstant(mlir::Operation *op);
 
+/// Whether the runtime executes `op` as a library call (a hand-written
+/// kernel per backend: GEMMs, attention, normalisations, the fused loss,
+/// embedding, dropout and optimizer updates) rather than a generated kernel.
+/// The artifact lists these as "call" steps (docs/artifact.md).
+bool isLibraryOp(mlir::Operation *op);
+
 } // namespace tcc::exec
 
 #endif // TCC_DIALECT_EXEC_EXECOPS_H

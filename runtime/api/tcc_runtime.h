@@ -1,0 +1,160 @@
+/*===- tcc_runtime.h - the tcc runtime's C API ---------------------------===*
+ *
+ * Loads an artifact written by `tcc compile -o OUT.tcc` (docs/artifact.md)
+ * and runs its training and evaluation steps. Plain C, no LLVM/MLIR: this
+ * is what deployments and framework backends link (libtcc_runtime).
+ *
+ * Conventions
+ * - Every function that can fail returns a tcc_status; on anything but
+ *   TCC_OK, tcc_last_error() holds one line naming the file, input,
+ *   parameter or step at fault.
+ * - Ownership: a tcc_session owns all of its memory (parameters, optimizer
+ *   state, the arena, bound inputs). Callers pass buffers they own; the
+ *   runtime copies from / into them and never keeps a pointer. Strings and
+ *   tcc_tensor_info returned by the runtime stay valid until the session is
+ *   closed.
+ * - A session is not thread-safe: use it from one thread at a time.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef TCC_RUNTIME_API_TCC_RUNTIME_H
+#define TCC_RUNTIME_API_TCC_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The artifact format version this runtime reads (manifest "version"). */
+#define TCC_ARTIFACT_VERSION 1
+
+typedef enum tcc_status {
+  TCC_OK = 0,
+  TCC_ERROR_IO = 1,         /**< a file is missing or unreadable/unwritable */
+  TCC_ERROR_FORMAT = 2,     /**< a corrupt or malformed artifact/checkpoint */
+  TCC_ERROR_VERSION = 3,    /**< an artifact of another format version */
+  TCC_ERROR_ARGUMENT = 4,   /**< a bad argument: unknown name, wrong size */
+  TCC_ERROR_DATA = 5,       /**< bad input data, e.g. a label out of range */
+  TCC_ERROR_BACKEND = 6,    /**< the backend cannot run this (no kernels...) */
+  TCC_ERROR_CHECKPOINT = 7, /**< a checkpoint of another model/configuration */
+} tcc_status;
+
+typedef enum tcc_dtype {
+  TCC_F32 = 0,
+  TCC_F64 = 1,
+  TCC_I32 = 2,
+  TCC_I64 = 3,
+  TCC_BOOL = 4, /**< one byte, 0 or 1 */
+  TCC_BF16 = 5,
+  TCC_F16 = 6,
+} tcc_dtype;
+
+/** A named tensor's description. */
+typedef struct tcc_tensor_info {
+  const char *name;
+  tcc_dtype dtype;
+  int32_t rank;
+  const int64_t *shape; /**< rank entries */
+  size_t bytes;         /**< element count times element size */
+} tcc_tensor_info;
+
+/** Bytes the session holds, by purpose. */
+typedef struct tcc_memory_info {
+  int64_t arena_bytes;     /**< the one scratch arena (the plan's peak) */
+  int64_t param_bytes;     /**< parameters */
+  int64_t opt_state_bytes; /**< optimizer state */
+  int64_t input_bytes;     /**< bound batch inputs */
+  int64_t constant_bytes;  /**< constants the steps read */
+  int64_t total_bytes;     /**< the sum of the above */
+} tcc_memory_info;
+
+typedef struct tcc_session tcc_session;
+
+/** "ok", "i/o error", ...: a fixed string for `status`. */
+const char *tcc_status_string(tcc_status status);
+
+/** The message of the last failed call on this thread ("" if none). */
+const char *tcc_last_error(void);
+
+/** Loads `artifact_dir` for `backend` ("cpu"; "cuda" once it exists):
+ *  parameters start at the artifact's initial weights, optimizer state at
+ *  zero, steps done at 0. On failure *out is NULL. */
+tcc_status tcc_session_open(const char *artifact_dir, const char *backend,
+                            tcc_session **out);
+
+/** Frees everything the session owns. NULL is ignored. */
+void tcc_session_close(tcc_session *session);
+
+/** The batch inputs of the training step, as the data feed yields them:
+ *  with accum N > 1 the leading dim is N*b (samples for all micro-batches). */
+int32_t tcc_num_inputs(const tcc_session *session);
+tcc_status tcc_input_info(const tcc_session *session, int32_t index,
+                          tcc_tensor_info *info);
+
+/** Parameters and optimizer state, in checkpoint order. */
+int32_t tcc_num_params(const tcc_session *session);
+tcc_status tcc_param_info(const tcc_session *session, int32_t index,
+                          tcc_tensor_info *info);
+int32_t tcc_num_opt_state(const tcc_session *session);
+tcc_status tcc_opt_state_info(const tcc_session *session, int32_t index,
+                              tcc_tensor_info *info);
+
+/** Copies `bytes` (must equal the input's info.bytes) into input `name`. */
+tcc_status tcc_bind_input(tcc_session *session, const char *name,
+                          const void *data, size_t bytes);
+
+/** One optimizer step on the bound inputs; *loss (may be NULL) receives the
+ *  step's loss, computed before the update. Increments the step count. */
+tcc_status tcc_train_step(tcc_session *session, double *loss);
+
+/** The evaluation loss on the bound inputs (no dropout, no update). */
+tcc_status tcc_eval_step(tcc_session *session, double *loss);
+
+/** Optimizer steps done (what the step function sees as its step input). */
+int64_t tcc_steps_done(const tcc_session *session);
+
+/** Copy a parameter / optimizer state slot out of or into the session;
+ *  `bytes` must equal its info.bytes. */
+tcc_status tcc_read_param(const tcc_session *session, const char *name,
+                          void *dst, size_t bytes);
+tcc_status tcc_write_param(tcc_session *session, const char *name,
+                           const void *src, size_t bytes);
+tcc_status tcc_read_opt_state(const tcc_session *session, const char *name,
+                              void *dst, size_t bytes);
+tcc_status tcc_write_opt_state(tcc_session *session, const char *name,
+                               const void *src, size_t bytes);
+
+/** Writes DIR/step-<steps done>/ (runtime/checkpoint: params, optimizer
+ *  state, state.json with the artifact's fingerprint and train_config,
+ *  `data_position`, and `extra_json` — a JSON object text or NULL — merged
+ *  in). Atomic: an interrupted save leaves the previous checkpoint intact.
+ *  If `written` is not NULL it receives the step directory's path (valid
+ *  until the next call on this session). */
+tcc_status tcc_save_checkpoint(tcc_session *session, const char *dir,
+                               int64_t data_position, const char *extra_json,
+                               const char **written);
+
+/** Restores a step directory (or, given a checkpoint root, its latest
+ *  complete checkpoint): parameters, optimizer state and steps done.
+ *  Refuses (TCC_ERROR_CHECKPOINT) a checkpoint of another model or
+ *  configuration, naming what differs. *data_position (may be NULL)
+ *  receives the saved data position; *restored_from (may be NULL) the step
+ *  directory used. Nothing changes on failure. */
+tcc_status tcc_restore_checkpoint(tcc_session *session, const char *path,
+                                  int64_t *data_position,
+                                  const char **restored_from);
+
+/** The manifest's training configuration line and learning-rate schedule:
+ *  the learning rate of step `it` (0-based), as the step computes it. */
+const char *tcc_train_config(const tcc_session *session);
+double tcc_learning_rate(const tcc_session *session, int64_t it);
+
+/** Bytes held; arena_bytes equals the plan's peak (`tcc inspect`). */
+tcc_status tcc_memory(const tcc_session *session, tcc_memory_info *info);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TCC_RUNTIME_API_TCC_RUNTIME_H */
