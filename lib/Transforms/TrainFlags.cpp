@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 using llvm::StringRef;
 
@@ -261,3 +262,47 @@ bool matchesParamRegex(StringRef regex, StringRef name) {
 }
 
 } // namespace tcc
+
+/// The shortest of %.15g..%.17g that reads back as `v`.
+static std::string roundTrip(double v) {
+  char buf[32];
+  for (int precision = 15; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v)
+      break;
+  }
+  return buf;
+}
+
+std::string tcc::describeTrainConfig(const TrainConfig &c) {
+  const LossSpec &l = c.loss;
+  std::string s = "loss=";
+  if (l.kind == LossSpec::CrossEntropy)
+    s += "cross_entropy(" + l.output + "," + l.label +
+         ",ignore_index=" + std::to_string(l.ignoreIndex) + ")";
+  else
+    s += l.kind == LossSpec::Mse ? "mse(" + l.output + "," + l.label + ")"
+                                 : l.output;
+  const OptimizerSpec &o = c.optimizer;
+  if (o.kind == OptimizerSpec::Sgd)
+    s += " optimizer=sgd:lr=" + roundTrip(o.lr) + ",momentum=" + roundTrip(o.momentum) +
+         ",weight_decay=" + roundTrip(o.weightDecay) +
+         ",nesterov=" + (o.nesterov ? "1" : "0");
+  else
+    s += " optimizer=adamw:lr=" + roundTrip(o.lr) + ",beta1=" + roundTrip(o.beta1) +
+         ",beta2=" + roundTrip(o.beta2) + ",eps=" + roundTrip(o.eps) +
+         ",weight_decay=" + roundTrip(o.weightDecay);
+  s += " grad_clip=" + (c.gradClip ? roundTrip(*c.gradClip) : std::string("off"));
+  const ScheduleSpec &sc = c.schedule;
+  if (sc.kind == ScheduleSpec::Constant)
+    s += " lr_schedule=constant";
+  else
+    s += std::string(" lr_schedule=") +
+         (sc.kind == ScheduleSpec::Cosine ? "cosine" : "linear") +
+         ":warmup=" + std::to_string(sc.warmup) +
+         ",total=" + std::to_string(sc.total) +
+         (sc.kind == ScheduleSpec::Cosine ? ",min=" + roundTrip(sc.minLr) : "");
+  return s + " accum=" + std::to_string(c.accum) + " freeze='" + c.freeze +
+         "' no_decay='" + c.noDecay + "'";
+}
+

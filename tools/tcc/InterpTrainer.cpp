@@ -4,6 +4,7 @@
 #include "InterpTrainer.h"
 
 #include "tcc/Interp/Interpreter.h"
+#include "checkpoint/fingerprint.h"
 #include "tcc/TccOps.h"
 #include "tcc/Transforms/TrainStep.h"
 
@@ -306,10 +307,7 @@ bool InterpTrainer::evalLoss(std::vector<Array> batch, double &loss,
 }
 
 static std::string describe(const Array &a) {
-  std::string s = std::string(data::dtypeName(a.dtype)) + "[";
-  for (size_t i = 0; i < a.shape.size(); ++i)
-    s += (i ? "x" : "") + std::to_string(a.shape[i]);
-  return s + "]";
+  return checkpoint::describeSignature(a.dtype, a.shape);
 }
 
 /// Replaces each of `into`'s arrays by the same-named one of `from`.
@@ -350,23 +348,12 @@ bool InterpTrainer::restore(const std::vector<Array> &params,
 }
 
 std::string InterpTrainer::fingerprint(const std::string &config) const {
-  std::string text = "tcc-train-fingerprint-v1\n";
+  std::vector<checkpoint::TensorSignature> params, batch;
   for (const Array &p : paramValues)
-    text += "param " + p.name + " " + describe(p) + "\n";
-  for (auto [spec, shape] : llvm::zip(specs, argShapes)) {
-    Array proto{spec.name, spec.dtype, shape, {}};
-    text += "batch " + spec.name + " " + describe(proto) + "\n";
-  }
-  text += "config " + config + "\n";
-  // FNV-1a: fixed by its definition, unlike std::hash, so fingerprints
-  // stay comparable across builds and platforms.
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (unsigned char c : text)
-    hash = (hash ^ c) * 0x100000001b3ull;
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx",
-                static_cast<unsigned long long>(hash));
-  return hex;
+    params.push_back({p.name, p.dtype, p.shape});
+  for (auto [spec, shape] : llvm::zip(specs, argShapes))
+    batch.push_back({spec.name, spec.dtype, shape});
+  return checkpoint::modelFingerprint(params, batch, config);
 }
 
 } // namespace tcc::driver

@@ -95,40 +95,6 @@ static std::string num(double v) {
   return buf;
 }
 
-/// Every field of `c` on one line: hashed into the checkpoint fingerprint,
-/// and stored in state.json so that a refusal can show what differs.
-static std::string describeConfig(const TrainConfig &c) {
-  const LossSpec &l = c.loss;
-  std::string s = "loss=";
-  if (l.kind == LossSpec::CrossEntropy)
-    s += "cross_entropy(" + l.output + "," + l.label +
-         ",ignore_index=" + std::to_string(l.ignoreIndex) + ")";
-  else
-    s += l.kind == LossSpec::Mse ? "mse(" + l.output + "," + l.label + ")"
-                                 : l.output;
-  const OptimizerSpec &o = c.optimizer;
-  if (o.kind == OptimizerSpec::Sgd)
-    s += " optimizer=sgd:lr=" + num(o.lr) + ",momentum=" + num(o.momentum) +
-         ",weight_decay=" + num(o.weightDecay) +
-         ",nesterov=" + (o.nesterov ? "1" : "0");
-  else
-    s += " optimizer=adamw:lr=" + num(o.lr) + ",beta1=" + num(o.beta1) +
-         ",beta2=" + num(o.beta2) + ",eps=" + num(o.eps) +
-         ",weight_decay=" + num(o.weightDecay);
-  s += " grad_clip=" + (c.gradClip ? num(*c.gradClip) : std::string("off"));
-  const ScheduleSpec &sc = c.schedule;
-  if (sc.kind == ScheduleSpec::Constant)
-    s += " lr_schedule=constant";
-  else
-    s += std::string(" lr_schedule=") +
-         (sc.kind == ScheduleSpec::Cosine ? "cosine" : "linear") +
-         ":warmup=" + std::to_string(sc.warmup) +
-         ",total=" + std::to_string(sc.total) +
-         (sc.kind == ScheduleSpec::Cosine ? ",min=" + num(sc.minLr) : "");
-  return s + " accum=" + std::to_string(c.accum) + " freeze='" + c.freeze +
-         "' no_decay='" + c.noDecay + "'";
-}
-
 /// "A there, B here" for the fields in which two describeConfig() lines
 /// differ, so a refused resume names what changed rather than two long lines.
 static std::string configDifference(llvm::StringRef theirs,
@@ -309,7 +275,7 @@ static bool evaluate(InterpTrainer &trainer, Batcher &feed) {
 }
 
 static int trainLoop(InterpTrainer &trainer, const TrainConfig &config) {
-  std::string configText = describeConfig(config);
+  std::string configText = describeTrainConfig(config);
   std::string fingerprint = trainer.fingerprint(configText);
   std::optional<Batcher> feed, evalFeed;
   try {

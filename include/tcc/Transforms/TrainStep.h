@@ -63,6 +63,12 @@ bool parseSchedule(llvm::StringRef text, ScheduleSpec &spec,
 /// parsers.
 bool checkConfig(const TrainConfig &config, std::string &error);
 
+/// Every field of `config` on one line ("loss=... optimizer=... accum=...
+/// freeze='...' no_decay='...'"): hashed into the checkpoint fingerprint and
+/// stored in the artifact's manifest and in checkpoints, so that a refused
+/// resume can say which fields differ.
+std::string describeTrainConfig(const TrainConfig &config);
+
 /// Whether parameter `name` matches a `--freeze` / `--no-decay` regex: an
 /// unanchored search, like Python's re.search (anchor with ^...$). An empty
 /// regex matches nothing.
