@@ -38,6 +38,7 @@ typedef enum tcc_status {
   TCC_ERROR_DATA = 5,       /**< bad input data, e.g. a label out of range */
   TCC_ERROR_BACKEND = 6,    /**< the backend cannot run this (no kernels...) */
   TCC_ERROR_CHECKPOINT = 7, /**< a checkpoint of another model/configuration */
+  TCC_ERROR_MEMORY = 8,     /**< an allocation failed (arena, parameters...) */
 } tcc_status;
 
 typedef enum tcc_dtype {
@@ -79,7 +80,14 @@ const char *tcc_last_error(void);
 
 /** Loads `artifact_dir` for `backend` ("cpu"; "cuda" once it exists):
  *  parameters start at the artifact's initial weights, optimizer state at
- *  zero, steps done at 0. On failure *out is NULL. */
+ *  zero, steps done at 0. On failure *out is NULL. Everything is checked
+ *  here, not when a step runs: the manifest and plan, the weights, and
+ *  whether the backend can run every step (TCC_ERROR_BACKEND naming the op
+ *  and step otherwise).
+ *  Debugging: with the environment variable TCC_POISON_ARENA=1 set when the
+ *  session opens, every arena byte not held by a live value is filled with
+ *  0xFF (a NaN for floats) before each step, so a step that reads memory
+ *  the plan does not give it shows up as NaNs. */
 tcc_status tcc_session_open(const char *artifact_dir, const char *backend,
                             tcc_session **out);
 
@@ -100,15 +108,27 @@ int32_t tcc_num_opt_state(const tcc_session *session);
 tcc_status tcc_opt_state_info(const tcc_session *session, int32_t index,
                               tcc_tensor_info *info);
 
-/** Copies `bytes` (must equal the input's info.bytes) into input `name`. */
+/** The batch input holding the loss's labels — the labels operand of the
+ *  training step's first cross_entropy when that is a batch input (for a
+ *  token file: the next-token targets) — or NULL when there is none. */
+const char *tcc_label_input(const tcc_session *session);
+
+/** Copies `bytes` (must equal the input's info.bytes) into input `name`.
+ *  Every input a step function reads must have been bound once before it
+ *  runs (TCC_ERROR_ARGUMENT otherwise); a binding stays until replaced. */
 tcc_status tcc_bind_input(tcc_session *session, const char *name,
                           const void *data, size_t bytes);
 
 /** One optimizer step on the bound inputs; *loss (may be NULL) receives the
- *  step's loss, computed before the update. Increments the step count. */
+ *  step's loss, computed before the update. Increments the step count.
+ *  On failure the step count is unchanged; a TCC_ERROR_DATA (a label or
+ *  token id out of range, naming the input and the row) is raised where the
+ *  step reads the bad value, before any parameter is updated in compiled
+ *  plans (ids and labels are read in the forward pass). */
 tcc_status tcc_train_step(tcc_session *session, double *loss);
 
-/** The evaluation loss on the bound inputs (no dropout, no update). */
+/** The evaluation loss on the bound inputs (no dropout, no update).
+ *  TCC_ERROR_ARGUMENT when the artifact has no eval_step. */
 tcc_status tcc_eval_step(tcc_session *session, double *loss);
 
 /** Optimizer steps done (what the step function sees as its step input). */
@@ -146,11 +166,15 @@ tcc_status tcc_restore_checkpoint(tcc_session *session, const char *path,
                                   const char **restored_from);
 
 /** The manifest's training configuration line and learning-rate schedule:
- *  the learning rate of step `it` (0-based), as the step computes it. */
+ *  the learning rate of step `it` (0-based: `it` is the steps done before
+ *  the step), as the step computes it (nanoGPT's get_lr, in double). */
 const char *tcc_train_config(const tcc_session *session);
 double tcc_learning_rate(const tcc_session *session, int64_t it);
 
-/** Bytes held; arena_bytes equals the plan's peak (`tcc inspect`). */
+/** Bytes held; arena_bytes equals the plan's peak, the largest arena_bytes
+ *  over the plan's functions, and total_bytes what `tcc inspect` prints as
+ *  the session's memory. Constants count every tensor of
+ *  constants.safetensors. */
 tcc_status tcc_memory(const tcc_session *session, tcc_memory_info *info);
 
 #ifdef __cplusplus

@@ -338,4 +338,34 @@ void pruneCheckpoints(const std::string &dir, int keepLast) {
     removeAll(path);
 }
 
+std::string configDifference(const std::string &theirs,
+                             const std::string &ours) {
+  static const char *const keys[] = {"loss=",     " optimizer=",
+                                     " grad_clip=", " lr_schedule=",
+                                     " accum=",   " freeze=",
+                                     " no_decay="};
+  constexpr size_t numKeys = sizeof(keys) / sizeof(keys[0]);
+  auto field = [](const std::string &line, size_t k) {
+    size_t begin = line.find(keys[k]);
+    if (begin == std::string::npos)
+      return line; // not one of ours: show it whole
+    size_t end = k + 1 < numKeys ? line.find(keys[k + 1], begin) : line.size();
+    std::string f = line.substr(
+        begin, end == std::string::npos ? std::string::npos : end - begin);
+    size_t first = f.find_first_not_of(" \t\n\v\f\r");
+    return first == std::string::npos ? std::string() : f.substr(first);
+  };
+  std::string there, here;
+  for (size_t k = 0; k < numKeys; ++k) {
+    std::string a = field(theirs, k), b = field(ours, k);
+    if (a == b)
+      continue;
+    there += (there.empty() ? "" : " ") + a;
+    here += (here.empty() ? "" : " ") + b;
+    if (a == theirs || b == ours)
+      break;
+  }
+  return there + " there, " + here + " here";
+}
+
 } // namespace tcc::checkpoint

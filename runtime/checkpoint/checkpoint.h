@@ -94,6 +94,15 @@ Checkpoint loadCheckpoint(const std::string &stepDir);
 /// are no longer running on this host.
 void pruneCheckpoints(const std::string &dir, int keepLast);
 
+/// "A there, B here" for the fields in which two training-configuration
+/// lines (the manifest's and checkpoint's "train_config", as the compiler's
+/// describeTrainConfig writes them: "loss=... optimizer=... grad_clip=...
+/// lr_schedule=... accum=... freeze=... no_decay=...") differ, so a refused
+/// resume names what changed rather than printing two long lines. A line
+/// that lacks one of the fields is shown whole.
+std::string configDifference(const std::string &theirs,
+                             const std::string &ours);
+
 } // namespace tcc::checkpoint
 
 #endif // TCC_RUNTIME_CHECKPOINT_CHECKPOINT_H

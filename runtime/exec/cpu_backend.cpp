@@ -1,0 +1,474 @@
+//===- cpu_backend.cpp - running plan steps on the host -------------------===//
+
+#include "exec/cpu_backend.h"
+
+#include "kernels/cpu/cpu_kernels.h"
+
+// The one definition of dropout's mask (MLIR-free; its directory is on this
+// library's private include path).
+#include "DropoutHash.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <thread>
+
+namespace tcc::rt {
+
+using data::DType;
+
+namespace {
+
+int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i)
+    p *= shape[i];
+  return p;
+}
+
+const Value *operand(const Function &fn, const std::vector<int64_t> &ids,
+                     size_t i) {
+  return ids[i] < 0 ? nullptr : &fn.values[ids[i]];
+}
+
+/// Threads for the generated kernels: a few, never more than the machine has.
+unsigned kernelThreads() {
+  static const unsigned n = [] {
+    unsigned hw = std::thread::hardware_concurrency();
+    return std::max(1u, std::min(hw == 0 ? 1u : hw, 8u));
+  }();
+  return n;
+}
+
+/// fn over [0, n), split into contiguous chunks on a few threads when n is
+/// large. Every element is computed by itself, so the split cannot change a
+/// result.
+void runKernel(KernelFn fn, const void *const *inputs, void *output,
+               int64_t n) {
+  constexpr int64_t MinChunk = int64_t(1) << 15;
+  int64_t threads = std::min<int64_t>(kernelThreads(), n / MinChunk);
+  if (threads <= 1) {
+    fn(inputs, output, 0, n);
+    return;
+  }
+  int64_t chunk = (n + threads - 1) / threads;
+  std::vector<std::thread> pool;
+  int64_t begin = 0;
+  for (; begin + chunk < n; begin += chunk) {
+    try {
+      pool.emplace_back(fn, inputs, output, begin, begin + chunk);
+    } catch (...) { // no thread to be had: compute this chunk here
+      fn(inputs, output, begin, begin + chunk);
+    }
+  }
+  fn(inputs, output, begin, n);
+  for (std::thread &t : pool)
+    t.join();
+}
+
+/// Integer ids/labels as int64 (the CPU kernels' type).
+const int64_t *asI64(const Value &v, const uint8_t *p,
+                     std::vector<int64_t> &scratch) {
+  if (v.dtype == DType::I64)
+    return reinterpret_cast<const int64_t *>(p);
+  const int32_t *q = reinterpret_cast<const int32_t *>(p);
+  scratch.assign(q, q + v.elements);
+  return scratch.data();
+}
+
+int64_t readInt(const Value &v, const uint8_t *p, int64_t i) {
+  if (v.dtype == DType::I64)
+    return reinterpret_cast<const int64_t *>(p)[i];
+  return reinterpret_cast<const int32_t *>(p)[i];
+}
+
+template <class T>
+void dropout(const T *x, T *y, uint8_t *mask, int64_t n, double ratio,
+             uint64_t seed) {
+  uint32_t threshold = dropoutKeepThreshold(ratio);
+  const T scale = static_cast<T>(1.0 / (1.0 - ratio));
+  for (int64_t i = 0; i < n; ++i) {
+    bool keep = dropoutKeep(seed, static_cast<uint64_t>(i), threshold);
+    if (mask)
+      mask[i] = keep;
+    y[i] = keep ? x[i] * scale : T(0);
+  }
+}
+
+/// For each output batch index, the index of the operand matrix it reads
+/// (numpy broadcasting of the leading dims).
+std::vector<int64_t> batchMap(const std::vector<int64_t> &operand,
+                              const std::vector<int64_t> &out) {
+  size_t rank = out.size(), orank = operand.size();
+  int64_t count = product(out, 0, rank);
+  std::vector<int64_t> map(count);
+  std::vector<int64_t> coord(rank, 0);
+  for (int64_t b = 0; b < count; ++b) {
+    int64_t idx = 0;
+    for (size_t d = 0; d < orank; ++d) {
+      int64_t c = coord[rank - orank + d];
+      idx = idx * operand[d] + (operand[d] == 1 ? 0 : c);
+    }
+    map[b] = idx;
+    for (size_t d = rank; d-- > 0;) {
+      if (++coord[d] < out[d])
+        break;
+      coord[d] = 0;
+    }
+  }
+  return map;
+}
+
+/// The stride (in matrices) that reproduces `map`, or -1 when none does.
+int64_t uniformStride(const std::vector<int64_t> &map) {
+  bool zero = true, identity = true;
+  for (size_t b = 0; b < map.size(); ++b) {
+    zero &= map[b] == 0;
+    identity &= map[b] == int64_t(b);
+  }
+  return zero ? 0 : identity ? 1 : -1;
+}
+
+} // namespace
+
+std::string cpuUnsupported(const Function &fn, const Step &step) {
+  auto dtypeOf = [&](size_t i) { return fn.values[step.inputs[i]].dtype; };
+  std::string op = opName(step.op);
+  // The float type the op computes in: gather_grad's first operand is the
+  // indices; everything else leads with a float tensor.
+  DType main = dtypeOf(step.op == Op::GatherGrad ? 1 : 0);
+  bool f64Ok = step.op == Op::Dropout;
+  if (main != DType::F32 && !(f64Ok && main == DType::F64))
+    return "the cpu backend runs " + op + " on f32" +
+           (f64Ok ? std::string(" and f64") : std::string()) + " only, not " +
+           data::dtypeName(main);
+  auto fitsInt = [](int64_t v) { return v <= INT_MAX; };
+  switch (step.op) {
+  case Op::Softmax:
+  case Op::SoftmaxGrad:
+  case Op::LogSoftmax:
+  case Op::LogSoftmaxGrad:
+    if (step.attrs.axis != int64_t(fn.values[step.inputs[0]].shape.size()) - 1)
+      return "the cpu backend runs " + op + " over the last axis only, not " +
+             "axis " + std::to_string(step.attrs.axis);
+    break;
+  case Op::GatherGrad:
+    if (step.attrs.axis != 0)
+      return "the cpu backend runs gather_grad on axis 0 only (the embedding "
+             "gradient), not axis " +
+             std::to_string(step.attrs.axis);
+    break;
+  case Op::Matmul:
+  case Op::Gemm: {
+    const Value &out = fn.values[step.outputs[0]];
+    for (size_t i = 0; i < 2; ++i)
+      for (int64_t d : fn.values[step.inputs[i]].shape)
+        if (!fitsInt(d))
+          return "a dim of " + std::to_string(d) +
+                 " exceeds what the BLAS takes";
+    for (int64_t d : out.shape)
+      if (!fitsInt(d))
+        return "a dim of " + std::to_string(d) + " exceeds what the BLAS takes";
+    break;
+  }
+  default:
+    break;
+  }
+  return "";
+}
+
+CpuBackend::CpuBackend(const Artifact &art) : artifact(art) {
+  for (const Function &fn : art.functions)
+    for (size_t s = 0; s < fn.steps.size(); ++s) {
+      const Step &step = fn.steps[s];
+      if (step.kind != Step::Call)
+        continue;
+      std::string why = cpuUnsupported(fn, step);
+      if (!why.empty())
+        fail(TCC_ERROR_BACKEND, art.file("plan") + ": " + fn.name + " step " +
+                                    std::to_string(s) + " (" +
+                                    opName(step.op) + "): " + why);
+    }
+  kernels.resize(art.functions.size());
+  for (size_t f = 0; f < art.functions.size(); ++f)
+    kernels[f].assign(art.functions[f].steps.size(), nullptr);
+  if (!art.hasKernelSteps())
+    return;
+  std::string path = art.file("host_kernels");
+  if (::access(path.c_str(), R_OK) != 0)
+    fail(TCC_ERROR_IO, path + ": cannot read the host kernels: " +
+                           std::strerror(errno));
+  handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *err = ::dlerror();
+    fail(TCC_ERROR_FORMAT, path + ": cannot load the host kernels: " +
+                               (err ? err : "unknown dlopen error"));
+  }
+  for (size_t f = 0; f < art.functions.size(); ++f) {
+    const Function &fn = art.functions[f];
+    for (size_t s = 0; s < fn.steps.size(); ++s) {
+      const Step &step = fn.steps[s];
+      if (step.kind != Step::Kernel)
+        continue;
+      ::dlerror();
+      void *sym = ::dlsym(handle, step.symbol.c_str());
+      if (!sym) {
+        ::dlclose(handle);
+        handle = nullptr;
+        fail(TCC_ERROR_FORMAT, path + ": no kernel '" + step.symbol +
+                                   "' (" + fn.name + " step " +
+                                   std::to_string(s) + ")");
+      }
+      kernels[f][s] = reinterpret_cast<KernelFn>(sym);
+    }
+  }
+}
+
+CpuBackend::~CpuBackend() {
+  if (handle)
+    ::dlclose(handle);
+}
+
+void CpuBackend::run(size_t fnIndex, size_t s, uint8_t *const *ptrs) const {
+  const Function &fn = artifact.functions[fnIndex];
+  const Step &step = fn.steps[s];
+  if (step.kind == Step::Kernel) {
+    const void *stackInputs[16];
+    std::vector<const void *> heapInputs;
+    const void **inputs = stackInputs;
+    if (step.inputs.size() > 16) {
+      heapInputs.resize(step.inputs.size());
+      inputs = heapInputs.data();
+    }
+    for (size_t i = 0; i < step.inputs.size(); ++i)
+      inputs[i] = ptrs[step.inputs[i]];
+    runKernel(kernels[fnIndex][s], inputs, ptrs[step.outputs[0]],
+              step.elements);
+    return;
+  }
+
+  const Attrs &a = step.attrs;
+  auto in = [&](size_t i) -> const Value & {
+    return fn.values[step.inputs[i]];
+  };
+  auto out = [&](size_t i) -> const Value & {
+    return fn.values[step.outputs[i]];
+  };
+  auto fin = [&](size_t i) -> const float * {
+    return step.inputs[i] < 0
+               ? nullptr
+               : reinterpret_cast<const float *>(ptrs[step.inputs[i]]);
+  };
+  auto fout = [&](size_t i) -> float * {
+    return step.outputs[i] < 0
+               ? nullptr
+               : reinterpret_cast<float *>(ptrs[step.outputs[i]]);
+  };
+  auto where = [&] {
+    return fn.name + " step " + std::to_string(s) + " (" + opName(step.op) +
+           "): ";
+  };
+  // "input 'labels'" for a batch input (or a reshape of one), else the value.
+  auto name = [&](size_t i) {
+    const Value &v = in(i);
+    if (v.storage == Storage::Input)
+      return "input '" + fn.inputs[v.index].name + "'";
+    if (v.storage == Storage::Param)
+      return "param '" + artifact.params[v.index].name + "'";
+    return "value " + std::to_string(step.inputs[i]);
+  };
+  std::vector<int64_t> scratch;
+
+  switch (step.op) {
+  case Op::Matmul: {
+    const Value &l = in(0), &r = in(1), &o = out(0);
+    size_t lr = l.shape.size(), orank = o.shape.size();
+    int64_t m = o.shape[orank - 2], n = o.shape[orank - 1];
+    int64_t k = l.shape[a.transposeA ? lr - 2 : lr - 1];
+    std::vector<int64_t> ob(o.shape.begin(), o.shape.end() - 2);
+    std::vector<int64_t> lmap =
+        batchMap({l.shape.begin(), l.shape.end() - 2}, ob);
+    std::vector<int64_t> rmap =
+        batchMap({r.shape.begin(), r.shape.end() - 2}, ob);
+    int64_t batches = int64_t(lmap.size());
+    int64_t ls = uniformStride(lmap), rs = uniformStride(rmap);
+    const float *pa = fin(0), *pb = fin(1);
+    float *pc = fout(0);
+    if (ls == 1 && rs == 0 && !a.transposeA) {
+      // [..., m, k] @ [k, n]: one GEMM over all rows.
+      cpu::gemm(false, a.transposeB, 1, batches * m, n, k, 1.0f, pa, 0, pb, 0,
+                0.0f, pc, 0);
+    } else if (ls >= 0 && rs >= 0) {
+      cpu::gemm(a.transposeA, a.transposeB, batches, m, n, k, 1.0f, pa,
+                ls * m * k, pb, rs * k * n, 0.0f, pc, m * n);
+    } else {
+      for (int64_t b = 0; b < batches; ++b)
+        cpu::gemm(a.transposeA, a.transposeB, 1, m, n, k, 1.0f,
+                  pa + lmap[b] * m * k, 0, pb + rmap[b] * k * n, 0, 0.0f,
+                  pc + b * m * n, 0);
+    }
+    return;
+  }
+  case Op::Gemm: {
+    const Value &o = out(0);
+    int64_t m = o.shape[0], n = o.shape[1];
+    int64_t k = in(0).shape[a.transposeA ? 0 : 1];
+    float *pc = fout(0);
+    const Value *c = operand(fn, step.inputs, 2);
+    float beta = 0.0f;
+    if (c && a.beta != 0) {
+      const float *pcIn = fin(2);
+      size_t cr = c->shape.size();
+      int64_t dm = cr == 2 ? c->shape[0] : 1, dn = cr >= 1 ? c->shape[cr - 1] : 1;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          pc[i * n + j] = pcIn[(dm == 1 ? 0 : i) * dn + (dn == 1 ? 0 : j)];
+      beta = static_cast<float>(a.beta);
+    }
+    cpu::gemm(a.transposeA, a.transposeB, 1, m, n, k,
+              static_cast<float>(a.alpha), fin(0), 0, fin(1), 0, beta, pc, 0);
+    return;
+  }
+  case Op::LayerNorm:
+  case Op::LayerNormGrad: {
+    const Value &x = in(0);
+    int64_t rows = product(x.shape, 0, a.axis);
+    int64_t len = product(x.shape, a.axis, x.shape.size());
+    if (step.op == Op::LayerNorm)
+      cpu::layer_norm_fwd(fin(0), fin(1), fin(2), fout(0), nullptr, nullptr,
+                          rows, len, a.epsilon);
+    else
+      cpu::layer_norm_bwd(fin(0), fin(1), fin(2), nullptr, nullptr, fout(0),
+                          fout(1), fout(2), rows, len, a.epsilon);
+    return;
+  }
+  case Op::Softmax:
+  case Op::SoftmaxGrad:
+  case Op::LogSoftmax:
+  case Op::LogSoftmaxGrad: {
+    const Value &x = in(0);
+    int64_t len = x.shape.back();
+    int64_t rows = len == 0 ? 0 : x.elements / len;
+    if (step.op == Op::Softmax)
+      cpu::softmax_rows(fin(0), fout(0), rows, len);
+    else if (step.op == Op::LogSoftmax)
+      cpu::log_softmax_rows(fin(0), fout(0), rows, len);
+    else if (step.op == Op::SoftmaxGrad)
+      cpu::softmax_grad_rows(fin(0), fin(1), fout(0), rows, len);
+    else
+      cpu::log_softmax_grad_rows(fin(0), fin(1), fout(0), rows, len);
+    return;
+  }
+  case Op::Attention:
+  case Op::AttentionGrad: {
+    bool grad = step.op == Op::AttentionGrad;
+    const Value &q = in(0), &k = in(1), &v = in(2);
+    cpu::KeyMask mask;
+    size_t maskIndex = grad ? 4 : 3;
+    if (const Value *mv = operand(fn, step.inputs, maskIndex)) {
+      if (mv->dtype == DType::Bool)
+        mask.keep = ptrs[step.inputs[maskIndex]];
+      else
+        mask.bias = fin(maskIndex);
+    }
+    int64_t b = q.shape[0], h = q.shape[1], tq = q.shape[2], d = q.shape[3];
+    int64_t tk = k.shape[2], dv = v.shape[3];
+    if (!grad)
+      cpu::attention_fwd(fin(0), fin(1), fin(2), fout(0), b, h, tq, tk, d, dv,
+                         a.scale, a.causal, mask);
+    else
+      cpu::attention_bwd(fin(0), fin(1), fin(2), fin(3), fout(0), fout(1),
+                         fout(2), b, h, tq, tk, d, dv, a.scale, a.causal, mask);
+    return;
+  }
+  case Op::CrossEntropy:
+  case Op::CrossEntropyGrad: {
+    const Value &logits = in(0), &labels = in(1);
+    int64_t classes = logits.shape.back();
+    int64_t rows = labels.elements;
+    const int64_t *ids = asI64(labels, ptrs[step.inputs[1]], scratch);
+    int64_t badRow;
+    if (step.op == Op::CrossEntropy)
+      badRow = cpu::cross_entropy_fwd(fin(0), ids, rows, classes,
+                                      a.ignoreIndex, fout(0), fout(1));
+    else
+      badRow = cpu::cross_entropy_grad(fin(0), ids, fin(2)[0], fout(0), rows,
+                                       classes, a.ignoreIndex);
+    if (badRow >= 0)
+      fail(TCC_ERROR_DATA,
+           where() + "label " + std::to_string(ids[badRow]) + " in row " +
+               std::to_string(badRow) + " of " + name(1) +
+               " is out of range for " + std::to_string(classes) +
+               " classes (and is not ignore_index " +
+               std::to_string(a.ignoreIndex) + ")");
+    return;
+  }
+  case Op::Embedding: {
+    const Value &table = in(0), &idv = in(1);
+    const int64_t *ids = asI64(idv, ptrs[step.inputs[1]], scratch);
+    int64_t bad = cpu::gather_rows(fin(0), ids, idv.elements, table.shape[0],
+                                   table.shape[1], fout(0));
+    if (bad >= 0)
+      fail(TCC_ERROR_DATA,
+           where() + "id " +
+               std::to_string(readInt(idv, ptrs[step.inputs[1]], bad)) +
+               " in row " + std::to_string(bad) + " of " + name(1) +
+               " is out of range for a vocabulary of " +
+               std::to_string(table.shape[0]));
+    return;
+  }
+  case Op::GatherGrad: {
+    const Value &idv = in(0), &o = out(0);
+    const int64_t *ids = asI64(idv, ptrs[step.inputs[0]], scratch);
+    int64_t vocab = o.shape[0];
+    int64_t bad = cpu::scatter_add_rows(ids, fin(1), idv.elements, vocab,
+                                        product(o.shape, 1, o.shape.size()),
+                                        fout(0));
+    if (bad >= 0)
+      fail(TCC_ERROR_DATA, where() + "index " + std::to_string(ids[bad]) +
+                               " in row " + std::to_string(bad) + " of " +
+                               name(0) + " is out of range for dim 0 of size " +
+                               std::to_string(vocab));
+    return;
+  }
+  case Op::Dropout: {
+    const Value &x = in(0);
+    uint64_t seed = static_cast<uint64_t>(a.seed);
+    if (step.inputs[1] >= 0)
+      seed = dropoutSeed(seed, static_cast<uint64_t>(*reinterpret_cast<
+                                   const int64_t *>(ptrs[step.inputs[1]])));
+    uint8_t *mask = step.outputs[1] < 0 ? nullptr : ptrs[step.outputs[1]];
+    if (x.dtype == DType::F64)
+      dropout(reinterpret_cast<const double *>(ptrs[step.inputs[0]]),
+              reinterpret_cast<double *>(ptrs[step.outputs[0]]), mask,
+              x.elements, a.ratio, seed);
+    else
+      dropout(fin(0), fout(0), mask, x.elements, a.ratio, seed);
+    return;
+  }
+  case Op::SgdUpdate: {
+    double lr = *reinterpret_cast<const double *>(ptrs[step.inputs[2]]);
+    cpu::sgd_update(fin(0), fin(1), fin(3), fout(0), fout(1), in(0).elements,
+                    lr, a.momentum, a.weightDecay, a.nesterov);
+    return;
+  }
+  case Op::AdamwUpdate: {
+    double lr = *reinterpret_cast<const double *>(ptrs[step.inputs[4]]);
+    int64_t t = *reinterpret_cast<const int64_t *>(ptrs[step.inputs[5]]);
+    if (!cpu::adamw_update(fin(0), fin(1), fin(2), fin(3), fout(0), fout(1),
+                           fout(2), in(0).elements, lr, t, a.beta1, a.beta2,
+                           a.eps, a.weightDecay))
+      fail(TCC_ERROR_FORMAT,
+           where() + "step " + std::to_string(t) +
+               " is not a valid AdamW step (the first update is step 1): the "
+               "plan computes the step operand wrongly");
+    return;
+  }
+  }
+}
+
+} // namespace tcc::rt

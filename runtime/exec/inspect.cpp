@@ -1,0 +1,185 @@
+//===- inspect.cpp - `tcc inspect OUT.tcc` --------------------------------===//
+
+#include "exec/inspect.h"
+
+#include "exec/artifact.h"
+#include "exec/cpu_backend.h"
+#include "exec/ops.h"
+
+#include "data/npz.h"
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+namespace tcc::rt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string describe(const TensorDesc &t) {
+  return std::string(data::dtypeName(t.dtype)) + " " + shapeString(t.shape);
+}
+
+/// "1,234,567".
+std::string grouped(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
+std::string num(double v) {
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  // The shortest of %.15g..%.17g that reads back as v.
+  for (int p = 6; p <= 17; ++p) {
+    std::ostringstream t;
+    t.precision(p);
+    t << v;
+    if (std::stod(t.str()) == v)
+      return t.str();
+  }
+  return s.str();
+}
+
+void printTensors(std::ostream &out, const std::vector<TensorDesc> &tensors) {
+  size_t width = 0;
+  for (const TensorDesc &t : tensors)
+    width = std::max(width, t.name.size());
+  for (const TensorDesc &t : tensors)
+    out << "  " << t.name << std::string(width - t.name.size() + 2, ' ')
+        << describe(t) << "  " << grouped(t.bytes) << " bytes\n";
+}
+
+void print(const Artifact &art, std::ostream &out) {
+  const Manifest &m = art.manifest;
+  out << "artifact     " << art.dir << "\n";
+  out << "format       tcc-artifact version " << m.version << "\n";
+  out << "producer     " << (m.producer.empty() ? "?" : m.producer) << "\n";
+  out << "source       " << (m.source.empty() ? "?" : m.source) << "\n";
+  out << "fingerprint  " << m.fingerprint << "\n";
+  out << "train_config " << m.trainConfig << "\n";
+  const Schedule &s = m.schedule;
+  out << "schedule     " << scheduleKindName(s.kind) << " lr=" << num(s.lr);
+  if (s.kind != Schedule::Constant)
+    out << " warmup=" << s.warmup << " total=" << s.total;
+  if (s.kind == Schedule::Cosine)
+    out << " min_lr=" << num(s.minLr);
+  out << "\n";
+  out << "accum        " << m.accum << "\n";
+  out << "files\n";
+  for (auto &[key, rel] : m.files) {
+    std::error_code ec;
+    bool present = fs::exists(fs::path(art.dir) / rel, ec);
+    out << "  " << key << std::string(key.size() < 14 ? 14 - key.size() : 1, ' ')
+        << rel << (present ? "" : "  (missing)") << "\n";
+  }
+  out << "kernels     ";
+  bool anyKernelFile = false;
+  for (const char *key : {"kernel_source", "host_kernels", "cuda_kernels"}) {
+    std::string path = art.file(key);
+    std::error_code ec;
+    if (!path.empty() && fs::exists(path, ec)) {
+      out << " " << m.files.at(key);
+      anyKernelFile = true;
+    }
+  }
+  out << (anyKernelFile ? "" : " none") << "\n";
+
+  const Function *train = art.function("train_step");
+  out << "\ninputs (" << train->inputs.size() << ", as train_step takes them";
+  if (m.accum > 1)
+    out << "; the data feed yields " << m.accum << " x the leading dim";
+  out << ")\n";
+  printTensors(out, train->inputs);
+
+  MemoryPlan mem = memoryPlan(art);
+  int64_t elements = 0;
+  for (const TensorDesc &t : art.params)
+    elements += t.elements;
+  out << "\nparameters: " << art.params.size() << ", " << grouped(elements)
+      << " elements, " << grouped(mem.params) << " bytes\n";
+  printTensors(out, art.params);
+  out << "\noptimizer state: " << art.optState.size() << ", "
+      << grouped(mem.optState) << " bytes\n";
+  if (!art.constants.empty())
+    out << "constants: " << art.constants.size() << ", "
+        << grouped(mem.constants) << " bytes\n";
+
+  out << "\nfunctions\n";
+  std::string unsupported;
+  for (const Function &fn : art.functions) {
+    int64_t kernels = 0, calls = 0;
+    std::map<std::string, int64_t> byOp;
+    for (size_t i = 0; i < fn.steps.size(); ++i) {
+      const Step &step = fn.steps[i];
+      if (step.kind == Step::Kernel) {
+        ++kernels;
+        continue;
+      }
+      ++calls;
+      ++byOp[opName(step.op)];
+      std::string why = cpuUnsupported(fn, step);
+      if (unsupported.empty() && !why.empty())
+        unsupported = fn.name + " step " + std::to_string(i) + " (" +
+                      opName(step.op) + "): " + why;
+    }
+    out << "  " << fn.name << ": " << fn.steps.size() << " steps, " << kernels
+        << " kernels, " << calls << " library calls";
+    if (!byOp.empty()) {
+      out << " (";
+      bool first = true;
+      for (auto &[op, count] : byOp) {
+        out << (first ? "" : ", ") << op << " " << count;
+        first = false;
+      }
+      out << ")";
+    }
+    out << "; arena " << grouped(fn.arenaBytes) << " bytes\n";
+  }
+  out << "cpu backend: "
+      << (unsupported.empty() ? "runs every step"
+                              : "cannot run " + unsupported)
+      << "\n";
+
+  auto line = [&](const char *what, int64_t bytes) {
+    std::string b = grouped(bytes);
+    out << "  " << what << std::string(14 - std::string(what).size(), ' ')
+        << std::string(b.size() < 16 ? 16 - b.size() : 0, ' ') << b
+        << " bytes\n";
+  };
+  out << "\nsession memory\n";
+  line("arena", mem.arena);
+  line("parameters", mem.params);
+  line("optimizer", mem.optState);
+  line("inputs", mem.inputs);
+  line("constants", mem.constants);
+  line("total", mem.total());
+}
+
+} // namespace
+
+int inspectArtifact(const std::string &dir, std::ostream &out,
+                    std::string &error) {
+  try {
+    Artifact art = loadArtifact(dir);
+    std::ostringstream text;
+    print(art, text);
+    out << text.str();
+    return TCC_OK;
+  } catch (const Error &e) {
+    error = e.what();
+    return e.status;
+  } catch (const std::exception &e) {
+    error = e.what();
+    return TCC_ERROR_FORMAT;
+  }
+}
+
+} // namespace tcc::rt

@@ -1,0 +1,707 @@
+//===- session.cpp - the C API (runtime/api/tcc_runtime.h) ----------------===//
+//
+// A session owns the artifact as loaded, the persistent buffers (parameters,
+// optimizer state, the step counter, bound inputs, constants) and one arena.
+// Every value of every function resolves to a fixed address when the
+// session opens, so running a step is a walk over its steps. Internally
+// failures are tcc::rt::Error; none escapes a C API function.
+//
+//===----------------------------------------------------------------------===//
+
+#include "api/tcc_runtime.h"
+
+#include "checkpoint/checkpoint.h"
+#include "data/safetensors.h"
+#include "exec/artifact.h"
+#include "exec/cpu_backend.h"
+#include "exec/liveness.h"
+#include "exec/schedule.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using tcc::data::Array;
+using tcc::data::DType;
+using namespace tcc::rt;
+
+namespace {
+
+/// 64-byte aligned, owned bytes; zero-filled.
+class Buffer {
+public:
+  Buffer() = default;
+  explicit Buffer(size_t n, const std::string &what) { allocate(n, what); }
+  Buffer(Buffer &&o) noexcept : p(o.p), n(o.n) { o.p = nullptr, o.n = 0; }
+  Buffer &operator=(Buffer &&o) noexcept {
+    std::swap(p, o.p);
+    std::swap(n, o.n);
+    return *this;
+  }
+  ~Buffer() { std::free(p); }
+
+  void allocate(size_t size, const std::string &what) {
+    std::free(p);
+    p = nullptr;
+    n = size;
+    if (size == 0)
+      return;
+    void *q = nullptr;
+    if (::posix_memalign(&q, 64, size) != 0)
+      fail(TCC_ERROR_MEMORY, "cannot allocate " + std::to_string(size) +
+                                 " bytes for " + what);
+    p = static_cast<uint8_t *>(q);
+    std::memset(p, 0, size);
+  }
+  uint8_t *data() const { return p; }
+  size_t size() const { return n; }
+
+private:
+  uint8_t *p = nullptr;
+  size_t n = 0;
+};
+
+thread_local std::string lastErrorText;
+
+/// Runs `f`, turning any exception into a status and tcc_last_error().
+template <class F> tcc_status guard(F &&f) {
+  try {
+    f();
+    return TCC_OK;
+  } catch (const Error &e) {
+    lastErrorText = e.what();
+    return e.status;
+  } catch (const tcc::data::Error &e) {
+    lastErrorText = e.what();
+    return TCC_ERROR_FORMAT;
+  } catch (const std::bad_alloc &) {
+    lastErrorText = "out of memory";
+    return TCC_ERROR_MEMORY;
+  } catch (const std::exception &e) {
+    lastErrorText = std::string("internal error: ") + e.what();
+    return TCC_ERROR_FORMAT;
+  } catch (...) {
+    lastErrorText = "internal error";
+    return TCC_ERROR_FORMAT;
+  }
+}
+
+tcc_dtype apiDType(DType t) {
+  switch (t) {
+  case DType::F32:
+    return TCC_F32;
+  case DType::F64:
+    return TCC_F64;
+  case DType::I32:
+    return TCC_I32;
+  case DType::I64:
+    return TCC_I64;
+  case DType::Bool:
+    return TCC_BOOL;
+  case DType::BF16:
+    return TCC_BF16;
+  case DType::F16:
+    return TCC_F16;
+  default:
+    return TCC_F32; // the plan admits no other dtype
+  }
+}
+
+std::string describe(const TensorDesc &t) {
+  return std::string(tcc::data::dtypeName(t.dtype)) + " " +
+         shapeString(t.shape);
+}
+
+} // namespace
+
+struct tcc_session {
+  Artifact art;
+  std::unique_ptr<CpuBackend> backend;
+  std::vector<Buffer> params, optState, inputs, constants;
+  std::vector<bool> bound;
+  Buffer arena, step;
+  int64_t stepsDone = 0;
+  /// [function][value] -> address.
+  std::vector<std::vector<uint8_t *>> ptrs;
+  /// [function][function input] -> session input.
+  std::vector<std::vector<size_t>> inputOf;
+  /// Non-empty when TCC_POISON_ARENA=1: [function][step] -> ranges.
+  std::vector<std::vector<std::vector<ByteRange>>> poison;
+  /// Input shapes as the data feed yields them (accum merged).
+  std::vector<std::vector<int64_t>> feedShapes;
+  std::string labelInput;
+  std::string written, restoredFrom;
+
+  size_t fnIndex(const char *name) const {
+    for (size_t f = 0; f < art.functions.size(); ++f)
+      if (art.functions[f].name == name)
+        return f;
+    return art.functions.size();
+  }
+};
+
+namespace {
+
+void open(tcc_session &s, const std::string &dir, const std::string &backend) {
+  if (backend != "cpu")
+    fail(TCC_ERROR_BACKEND,
+         "backend '" + backend +
+             "' is not available: this runtime has the 'cpu' backend");
+  s.art = loadArtifact(dir);
+  const Artifact &art = s.art;
+  s.backend = std::make_unique<CpuBackend>(art);
+
+  // Parameters from the initial weights (the loader checked the header).
+  std::string weightsPath = art.file("weights");
+  std::vector<Array> weights = tcc::data::readSafetensors(weightsPath);
+  for (const TensorDesc &p : art.params) {
+    const Array *w = tcc::data::findArray(weights, p.name);
+    if (!w || w->bytes.size() != size_t(p.bytes))
+      fail(TCC_ERROR_FORMAT,
+           weightsPath + ": parameter '" + p.name + "' is missing or mis-sized");
+    s.params.emplace_back(p.bytes, "parameter '" + p.name + "'");
+    if (p.bytes)
+      std::memcpy(s.params.back().data(), w->bytes.data(), p.bytes);
+  }
+  weights.clear();
+  for (const TensorDesc &t : art.optState)
+    s.optState.emplace_back(t.bytes, "optimizer state '" + t.name + "'");
+  const Function &train = *art.function("train_step");
+  for (const TensorDesc &t : train.inputs) {
+    s.inputs.emplace_back(t.bytes, "input '" + t.name + "'");
+    std::vector<int64_t> shape = t.shape;
+    if (art.manifest.accum > 1 && shape.size() >= 2) {
+      shape[1] *= shape[0];
+      shape.erase(shape.begin());
+    }
+    s.feedShapes.push_back(std::move(shape));
+  }
+  s.bound.assign(train.inputs.size(), false);
+  std::vector<std::string> constantNames;
+  if (!art.file("constants").empty()) {
+    std::string path = art.file("constants");
+    std::vector<Array> constants = tcc::data::readSafetensors(path);
+    for (const TensorDesc &c : art.constants) {
+      const Array *a = tcc::data::findArray(constants, c.name);
+      if (!a || a->bytes.size() != size_t(c.bytes))
+        fail(TCC_ERROR_FORMAT,
+             path + ": constant '" + c.name + "' is missing or mis-sized");
+      s.constants.emplace_back(c.bytes, "constant '" + c.name + "'");
+      if (c.bytes)
+        std::memcpy(s.constants.back().data(), a->bytes.data(), c.bytes);
+    }
+  }
+  MemoryPlan mem = memoryPlan(art);
+  s.arena.allocate(size_t(mem.arena), "the arena");
+  s.step.allocate(sizeof(int64_t), "the step counter");
+
+  for (const Function &fn : art.functions) {
+    std::vector<size_t> inputOf;
+    for (const TensorDesc &in : fn.inputs)
+      for (size_t i = 0; i < train.inputs.size(); ++i)
+        if (train.inputs[i].name == in.name)
+          inputOf.push_back(i);
+    std::vector<uint8_t *> ptrs;
+    for (const Value &v : fn.values) {
+      uint8_t *p = nullptr;
+      switch (v.storage) {
+      case Storage::Arena:
+        p = s.arena.data() + v.offset;
+        break;
+      case Storage::Param:
+        p = s.params[v.index].data();
+        break;
+      case Storage::OptState:
+        p = s.optState[v.index].data();
+        break;
+      case Storage::Step:
+        p = s.step.data();
+        break;
+      case Storage::Input:
+        p = s.inputs[inputOf[v.index]].data();
+        break;
+      case Storage::Constant:
+        for (size_t c = 0; c < art.constants.size(); ++c)
+          if (art.constants[c].name == v.name)
+            p = s.constants[c].data();
+        break;
+      }
+      ptrs.push_back(p);
+    }
+    s.ptrs.push_back(std::move(ptrs));
+    s.inputOf.push_back(std::move(inputOf));
+  }
+
+  for (const Step &step : train.steps)
+    if (step.kind == Step::Call && step.op == Op::CrossEntropy) {
+      const Value &labels = train.values[step.inputs[1]];
+      if (labels.storage == Storage::Input)
+        s.labelInput = train.inputs[labels.index].name;
+      break;
+    }
+
+  const char *poison = std::getenv("TCC_POISON_ARENA");
+  if (poison && std::string(poison) == "1")
+    for (const Function &fn : art.functions) {
+      Dataflow flow = analyzeDataflow(fn, [](const std::string &msg) {
+        fail(TCC_ERROR_FORMAT, msg); // the loader has already checked this
+      });
+      s.poison.push_back(poisonSchedule(fn, flow, mem.arena));
+    }
+}
+
+/// Runs function `f` on the bound inputs and returns its loss.
+double run(tcc_session &s, size_t f) {
+  const Function &fn = s.art.functions[f];
+  for (size_t i = 0; i < fn.inputs.size(); ++i)
+    if (!s.bound[s.inputOf[f][i]])
+      fail(TCC_ERROR_ARGUMENT, fn.name + ": input '" + fn.inputs[i].name +
+                                   "' is not bound (tcc_bind_input)");
+  std::memcpy(s.step.data(), &s.stepsDone, sizeof(int64_t));
+  uint8_t *const *ptrs = s.ptrs[f].data();
+  for (size_t i = 0; i < fn.steps.size(); ++i) {
+    if (!s.poison.empty())
+      for (const ByteRange &r : s.poison[f][i])
+        std::memset(s.arena.data() + r.begin, 0xFF, size_t(r.end - r.begin));
+    s.backend->run(f, i, ptrs);
+  }
+  for (const Result &r : fn.results) {
+    if (r.role == Result::Loss)
+      continue;
+    Buffer &slot = r.role == Result::Param ? s.params[r.index]
+                                           : s.optState[r.index];
+    uint8_t *src = ptrs[r.value];
+    if (src != slot.data() && slot.size())
+      std::memmove(slot.data(), src, slot.size());
+  }
+  const Value &loss = fn.values[fn.lossValue];
+  if (loss.dtype == DType::F64)
+    return *reinterpret_cast<const double *>(ptrs[fn.lossValue]);
+  return *reinterpret_cast<const float *>(ptrs[fn.lossValue]);
+}
+
+void needSession(const tcc_session *s) {
+  if (!s)
+    fail(TCC_ERROR_ARGUMENT, "session is NULL");
+}
+
+void needName(const char *name, const char *what) {
+  if (!name)
+    fail(TCC_ERROR_ARGUMENT, std::string(what) + " name is NULL");
+}
+
+void fillInfo(const TensorDesc &t, const std::vector<int64_t> &shape,
+              tcc_tensor_info *info) {
+  if (!info)
+    fail(TCC_ERROR_ARGUMENT, "info is NULL");
+  info->name = t.name.c_str();
+  info->dtype = apiDType(t.dtype);
+  info->rank = int32_t(shape.size());
+  info->shape = shape.data();
+  info->bytes = size_t(t.bytes);
+}
+
+/// The slot called `name` of `descs`; `what` names the kind in messages.
+size_t findSlot(const std::vector<TensorDesc> &descs, const char *name,
+                const char *what) {
+  needName(name, what);
+  for (size_t i = 0; i < descs.size(); ++i)
+    if (descs[i].name == name)
+      return i;
+  std::string known;
+  for (size_t i = 0; i < descs.size() && i < 8; ++i)
+    known += (i ? ", " : "") + descs[i].name;
+  if (descs.size() > 8)
+    known += ", ...";
+  fail(TCC_ERROR_ARGUMENT, std::string("no ") + what + " '" + name + "'" +
+                               (descs.empty() ? std::string(" (there are none)")
+                                              : " (" + known + ")"));
+}
+
+void checkBytes(const TensorDesc &t, size_t bytes, const void *p,
+                const char *what) {
+  if (size_t(t.bytes) != bytes)
+    fail(TCC_ERROR_ARGUMENT, std::string(what) + " '" + t.name + "' is " +
+                                 std::to_string(t.bytes) + " bytes (" +
+                                 describe(t) + "), got " +
+                                 std::to_string(bytes));
+  if (!p && bytes)
+    fail(TCC_ERROR_ARGUMENT, std::string(what) + " '" + t.name +
+                                 "': the buffer is NULL");
+}
+
+std::vector<Array> snapshot(const std::vector<TensorDesc> &descs,
+                            const std::vector<Buffer> &buffers) {
+  std::vector<Array> out;
+  for (size_t i = 0; i < descs.size(); ++i) {
+    Array a;
+    a.name = descs[i].name;
+    a.dtype = descs[i].dtype;
+    a.shape = descs[i].shape;
+    a.bytes.assign(buffers[i].data(), buffers[i].data() + buffers[i].size());
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+/// Matches the arrays of a checkpoint file to the session's slots by name:
+/// every slot present with its dtype and shape, nothing else.
+std::vector<const Array *> matchArrays(const std::vector<TensorDesc> &descs,
+                                       const std::vector<Array> &arrays,
+                                       const std::string &file) {
+  std::vector<const Array *> out;
+  for (const TensorDesc &t : descs) {
+    const Array *a = tcc::data::findArray(arrays, t.name);
+    if (!a)
+      fail(TCC_ERROR_CHECKPOINT, file + ": no tensor '" + t.name + "'");
+    if (a->dtype != t.dtype || a->shape != t.shape)
+      fail(TCC_ERROR_CHECKPOINT,
+           file + ": '" + t.name + "' is " + tcc::data::dtypeName(a->dtype) +
+               " " + shapeString(a->shape) + ", the artifact's is " +
+               describe(t));
+    out.push_back(a);
+  }
+  for (const Array &a : arrays) {
+    bool known = false;
+    for (const TensorDesc &t : descs)
+      known |= t.name == a.name;
+    if (!known)
+      fail(TCC_ERROR_CHECKPOINT,
+           file + ": tensor '" + a.name + "' is not in the artifact");
+  }
+  return out;
+}
+
+} // namespace
+
+extern "C" {
+
+const char *tcc_status_string(tcc_status status) {
+  switch (status) {
+  case TCC_OK:
+    return "ok";
+  case TCC_ERROR_IO:
+    return "i/o error";
+  case TCC_ERROR_FORMAT:
+    return "malformed artifact or checkpoint";
+  case TCC_ERROR_VERSION:
+    return "unsupported artifact version";
+  case TCC_ERROR_ARGUMENT:
+    return "bad argument";
+  case TCC_ERROR_DATA:
+    return "bad input data";
+  case TCC_ERROR_BACKEND:
+    return "unsupported by the backend";
+  case TCC_ERROR_CHECKPOINT:
+    return "checkpoint of another model or configuration";
+  case TCC_ERROR_MEMORY:
+    return "out of memory";
+  }
+  return "unknown status";
+}
+
+const char *tcc_last_error(void) { return lastErrorText.c_str(); }
+
+tcc_status tcc_session_open(const char *artifact_dir, const char *backend,
+                            tcc_session **out) {
+  if (out)
+    *out = nullptr;
+  return guard([&] {
+    if (!out)
+      fail(TCC_ERROR_ARGUMENT, "tcc_session_open: out is NULL");
+    if (!artifact_dir)
+      fail(TCC_ERROR_ARGUMENT, "tcc_session_open: artifact_dir is NULL");
+    auto s = std::make_unique<tcc_session>();
+    open(*s, artifact_dir, backend ? backend : "cpu");
+    *out = s.release();
+  });
+}
+
+void tcc_session_close(tcc_session *session) { delete session; }
+
+int32_t tcc_num_inputs(const tcc_session *s) {
+  return s ? int32_t(s->inputs.size()) : 0;
+}
+
+tcc_status tcc_input_info(const tcc_session *s, int32_t index,
+                          tcc_tensor_info *info) {
+  return guard([&] {
+    needSession(s);
+    if (index < 0 || size_t(index) >= s->inputs.size())
+      fail(TCC_ERROR_ARGUMENT, "input index " + std::to_string(index) +
+                                   " is out of range (" +
+                                   std::to_string(s->inputs.size()) + ")");
+    fillInfo(s->art.function("train_step")->inputs[index],
+             s->feedShapes[index], info);
+  });
+}
+
+int32_t tcc_num_params(const tcc_session *s) {
+  return s ? int32_t(s->params.size()) : 0;
+}
+
+tcc_status tcc_param_info(const tcc_session *s, int32_t index,
+                          tcc_tensor_info *info) {
+  return guard([&] {
+    needSession(s);
+    if (index < 0 || size_t(index) >= s->params.size())
+      fail(TCC_ERROR_ARGUMENT, "parameter index " + std::to_string(index) +
+                                   " is out of range (" +
+                                   std::to_string(s->params.size()) + ")");
+    fillInfo(s->art.params[index], s->art.params[index].shape, info);
+  });
+}
+
+int32_t tcc_num_opt_state(const tcc_session *s) {
+  return s ? int32_t(s->optState.size()) : 0;
+}
+
+tcc_status tcc_opt_state_info(const tcc_session *s, int32_t index,
+                              tcc_tensor_info *info) {
+  return guard([&] {
+    needSession(s);
+    if (index < 0 || size_t(index) >= s->optState.size())
+      fail(TCC_ERROR_ARGUMENT, "optimizer state index " +
+                                   std::to_string(index) + " is out of range (" +
+                                   std::to_string(s->optState.size()) + ")");
+    fillInfo(s->art.optState[index], s->art.optState[index].shape, info);
+  });
+}
+
+const char *tcc_label_input(const tcc_session *s) {
+  return s && !s->labelInput.empty() ? s->labelInput.c_str() : nullptr;
+}
+
+tcc_status tcc_bind_input(tcc_session *s, const char *name, const void *data,
+                          size_t bytes) {
+  return guard([&] {
+    needSession(s);
+    const std::vector<TensorDesc> &inputs = s->art.function("train_step")->inputs;
+    size_t i = findSlot(inputs, name, "input");
+    checkBytes(inputs[i], bytes, data, "input");
+    if (bytes)
+      std::memcpy(s->inputs[i].data(), data, bytes);
+    s->bound[i] = true;
+  });
+}
+
+tcc_status tcc_train_step(tcc_session *s, double *loss) {
+  return guard([&] {
+    needSession(s);
+    double l = run(*s, s->fnIndex("train_step"));
+    ++s->stepsDone;
+    if (loss)
+      *loss = l;
+  });
+}
+
+tcc_status tcc_eval_step(tcc_session *s, double *loss) {
+  return guard([&] {
+    needSession(s);
+    size_t f = s->fnIndex("eval_step");
+    if (f == s->art.functions.size())
+      fail(TCC_ERROR_ARGUMENT, s->art.file("plan") + ": the artifact has no "
+                                                     "eval_step");
+    double l = run(*s, f);
+    if (loss)
+      *loss = l;
+  });
+}
+
+int64_t tcc_steps_done(const tcc_session *s) { return s ? s->stepsDone : 0; }
+
+tcc_status tcc_read_param(const tcc_session *s, const char *name, void *dst,
+                          size_t bytes) {
+  return guard([&] {
+    needSession(s);
+    size_t i = findSlot(s->art.params, name, "parameter");
+    checkBytes(s->art.params[i], bytes, dst, "parameter");
+    if (bytes)
+      std::memcpy(dst, s->params[i].data(), bytes);
+  });
+}
+
+tcc_status tcc_write_param(tcc_session *s, const char *name, const void *src,
+                           size_t bytes) {
+  return guard([&] {
+    needSession(s);
+    size_t i = findSlot(s->art.params, name, "parameter");
+    checkBytes(s->art.params[i], bytes, src, "parameter");
+    if (bytes)
+      std::memcpy(s->params[i].data(), src, bytes);
+  });
+}
+
+tcc_status tcc_read_opt_state(const tcc_session *s, const char *name,
+                              void *dst, size_t bytes) {
+  return guard([&] {
+    needSession(s);
+    size_t i = findSlot(s->art.optState, name, "optimizer state");
+    checkBytes(s->art.optState[i], bytes, dst, "optimizer state");
+    if (bytes)
+      std::memcpy(dst, s->optState[i].data(), bytes);
+  });
+}
+
+tcc_status tcc_write_opt_state(tcc_session *s, const char *name,
+                               const void *src, size_t bytes) {
+  return guard([&] {
+    needSession(s);
+    size_t i = findSlot(s->art.optState, name, "optimizer state");
+    checkBytes(s->art.optState[i], bytes, src, "optimizer state");
+    if (bytes)
+      std::memcpy(s->optState[i].data(), src, bytes);
+  });
+}
+
+tcc_status tcc_save_checkpoint(tcc_session *s, const char *dir,
+                               int64_t data_position, const char *extra_json,
+                               const char **written) {
+  return guard([&] {
+    needSession(s);
+    if (!dir || !*dir)
+      fail(TCC_ERROR_ARGUMENT, "tcc_save_checkpoint: no directory");
+    if (data_position < 0)
+      fail(TCC_ERROR_ARGUMENT, "tcc_save_checkpoint: negative data_position " +
+                                   std::to_string(data_position));
+    tcc::checkpoint::CheckpointState state;
+    state.step = s->stepsDone;
+    state.dataPosition = data_position;
+    state.modelFingerprint = s->art.manifest.fingerprint;
+    state.rng = json::object();
+    state.extra = json::object();
+    state.extra["train_config"] = s->art.manifest.trainConfig;
+    if (extra_json) {
+      json extra = json::parse(extra_json, nullptr, /*allow_exceptions=*/false);
+      if (extra.is_discarded() || !extra.is_object())
+        fail(TCC_ERROR_ARGUMENT,
+             "tcc_save_checkpoint: extra_json is not a JSON object");
+      for (auto it = extra.begin(); it != extra.end(); ++it) {
+        for (const char *reserved : {"format_version", "step", "data_position",
+                                     "model", "rng", "train_config"})
+          if (it.key() == reserved)
+            fail(TCC_ERROR_ARGUMENT, "tcc_save_checkpoint: extra_json field '" +
+                                         it.key() + "' is reserved");
+        state.extra[it.key()] = it.value();
+      }
+    }
+    try {
+      s->written = tcc::checkpoint::saveCheckpoint(
+          dir, snapshot(s->art.params, s->params),
+          snapshot(s->art.optState, s->optState), state);
+    } catch (const tcc::data::Error &e) {
+      fail(TCC_ERROR_IO, e.what());
+    }
+    if (written)
+      *written = s->written.c_str();
+  });
+}
+
+tcc_status tcc_restore_checkpoint(tcc_session *s, const char *path,
+                                  int64_t *data_position,
+                                  const char **restored_from) {
+  return guard([&] {
+    needSession(s);
+    if (!path || !*path)
+      fail(TCC_ERROR_ARGUMENT, "tcc_restore_checkpoint: no path");
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+      fail(TCC_ERROR_IO, std::string(path) + ": no such checkpoint");
+    std::string stepDir = path;
+    if (!fs::exists(fs::path(path) / tcc::checkpoint::StateFile, ec)) {
+      std::optional<std::string> latest;
+      try {
+        latest = tcc::checkpoint::latestCheckpoint(path);
+      } catch (const tcc::data::Error &e) {
+        fail(TCC_ERROR_IO, e.what());
+      }
+      if (!latest)
+        fail(TCC_ERROR_IO,
+             std::string(path) + ": no complete checkpoint (step-N) in it");
+      stepDir = *latest;
+    }
+    tcc::checkpoint::Checkpoint ck = tcc::checkpoint::loadCheckpoint(stepDir);
+    const Manifest &m = s->art.manifest;
+    if (ck.state.modelFingerprint != m.fingerprint) {
+      auto it = ck.state.extra.find("train_config");
+      if (it == ck.state.extra.end() || !it->is_string())
+        fail(TCC_ERROR_CHECKPOINT,
+             "'" + stepDir + "' is from another model or configuration "
+                             "(fingerprint " +
+                 ck.state.modelFingerprint + ", this artifact " +
+                 m.fingerprint + ")");
+      std::string theirs = it->get<std::string>();
+      if (theirs != m.trainConfig)
+        fail(TCC_ERROR_CHECKPOINT,
+             "'" + stepDir + "' was trained with another configuration: " +
+                 tcc::checkpoint::configDifference(theirs, m.trainConfig));
+      fail(TCC_ERROR_CHECKPOINT,
+           "'" + stepDir + "' is a checkpoint of another model (its "
+                           "parameters or batch inputs differ in name, dtype "
+                           "or shape)");
+    }
+    auto params = matchArrays(
+        s->art.params, ck.params,
+        (fs::path(stepDir) / tcc::checkpoint::ParamsFile).string());
+    auto opt = matchArrays(
+        s->art.optState, ck.optState,
+        (fs::path(stepDir) / tcc::checkpoint::OptimizerFile).string());
+    // Everything checked: nothing below can fail.
+    for (size_t i = 0; i < params.size(); ++i)
+      if (!params[i]->bytes.empty())
+        std::memcpy(s->params[i].data(), params[i]->bytes.data(),
+                    params[i]->bytes.size());
+    for (size_t i = 0; i < opt.size(); ++i)
+      if (!opt[i]->bytes.empty())
+        std::memcpy(s->optState[i].data(), opt[i]->bytes.data(),
+                    opt[i]->bytes.size());
+    s->stepsDone = ck.state.step;
+    s->restoredFrom = ck.dir;
+    if (data_position)
+      *data_position = ck.state.dataPosition;
+    if (restored_from)
+      *restored_from = s->restoredFrom.c_str();
+  });
+}
+
+const char *tcc_train_config(const tcc_session *s) {
+  return s ? s->art.manifest.trainConfig.c_str() : "";
+}
+
+double tcc_learning_rate(const tcc_session *s, int64_t it) {
+  return s ? learningRate(s->art.manifest.schedule, it) : NAN;
+}
+
+tcc_status tcc_memory(const tcc_session *s, tcc_memory_info *info) {
+  return guard([&] {
+    needSession(s);
+    if (!info)
+      fail(TCC_ERROR_ARGUMENT, "info is NULL");
+    // What the session allocated, which is what memoryPlan() predicts.
+    auto sum = [](const std::vector<Buffer> &bufs) {
+      int64_t n = 0;
+      for (const Buffer &b : bufs)
+        n += int64_t(b.size());
+      return n;
+    };
+    info->arena_bytes = int64_t(s->arena.size());
+    info->param_bytes = sum(s->params);
+    info->opt_state_bytes = sum(s->optState);
+    info->input_bytes = sum(s->inputs);
+    info->constant_bytes = sum(s->constants);
+    info->total_bytes = info->arena_bytes + info->param_bytes +
+                        info->opt_state_bytes + info->input_bytes +
+                        info->constant_bytes;
+  });
+}
+
+} // extern "C"
