@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -36,37 +37,43 @@ using namespace tcc::rt;
 
 namespace {
 
-/// 64-byte aligned, owned bytes; zero-filled.
+/// 64-byte aligned, owned, zero-filled bytes. calloc leaves large blocks
+/// to fresh (zero) pages, so an arena or state the steps never touch costs
+/// no physical memory and no time to clear.
 class Buffer {
 public:
   Buffer() = default;
   explicit Buffer(size_t n, const std::string &what) { allocate(n, what); }
-  Buffer(Buffer &&o) noexcept : p(o.p), n(o.n) { o.p = nullptr, o.n = 0; }
+  Buffer(Buffer &&o) noexcept : raw(o.raw), p(o.p), n(o.n) {
+    o.raw = nullptr, o.p = nullptr, o.n = 0;
+  }
   Buffer &operator=(Buffer &&o) noexcept {
+    std::swap(raw, o.raw);
     std::swap(p, o.p);
     std::swap(n, o.n);
     return *this;
   }
-  ~Buffer() { std::free(p); }
+  ~Buffer() { std::free(raw); }
 
   void allocate(size_t size, const std::string &what) {
-    std::free(p);
-    p = nullptr;
-    n = size;
+    std::free(raw);
+    raw = p = nullptr;
+    n = 0;
     if (size == 0)
       return;
-    void *q = nullptr;
-    if (::posix_memalign(&q, 64, size) != 0)
+    if (size > SIZE_MAX - 64 ||
+        !(raw = static_cast<uint8_t *>(std::calloc(size + 63, 1))))
       fail(TCC_ERROR_MEMORY, "cannot allocate " + std::to_string(size) +
                                  " bytes for " + what);
-    p = static_cast<uint8_t *>(q);
-    std::memset(p, 0, size);
+    p = reinterpret_cast<uint8_t *>(
+        (reinterpret_cast<uintptr_t>(raw) + 63) & ~uintptr_t(63));
+    n = size;
   }
   uint8_t *data() const { return p; }
   size_t size() const { return n; }
 
 private:
-  uint8_t *p = nullptr;
+  uint8_t *raw = nullptr, *p = nullptr;
   size_t n = 0;
 };
 
@@ -274,6 +281,9 @@ double run(tcc_session &s, size_t f) {
         std::memset(s.arena.data() + r.begin, 0xFF, size_t(r.end - r.begin));
     s.backend->run(f, i, ptrs);
   }
+  if (!s.poison.empty())
+    for (const ByteRange &r : s.poison[f].back())
+      std::memset(s.arena.data() + r.begin, 0xFF, size_t(r.end - r.begin));
   for (const Result &r : fn.results) {
     if (r.role == Result::Loss)
       continue;
