@@ -167,9 +167,9 @@ Dataflow analyzeDataflow(const Function &fn,
 
 std::vector<std::vector<ByteRange>>
 poisonSchedule(const Function &fn, const Dataflow &flow, int64_t arenaSize) {
-  std::vector<std::vector<ByteRange>> schedule(fn.steps.size());
+  std::vector<std::vector<ByteRange>> schedule(fn.steps.size() + 1);
   OwnerMap owners;
-  for (size_t s = 0; s < fn.steps.size(); ++s) {
+  for (size_t s = 0; s <= fn.steps.size(); ++s) {
     std::vector<ByteRange> &ranges = schedule[s];
     owners.forEach(0, arenaSize, [&](int64_t b, int64_t e, int64_t owner) {
       bool held = owner >= 0 && flow.group[owner] >= 0 &&
@@ -181,6 +181,8 @@ poisonSchedule(const Function &fn, const Dataflow &flow, int64_t arenaSize) {
       else
         ranges.push_back({b, e});
     });
+    if (s == fn.steps.size())
+      break;
     for (int64_t o : fn.steps[s].outputs)
       if (o >= 0 && fn.values[o].storage == Storage::Arena)
         owners.assign(fn.values[o].offset,

@@ -7,7 +7,8 @@
 // writers' bytes alive as long as it is used.
 //
 // Ownership is tracked per byte range: a step's outputs take over their
-// bytes. Before step s a byte is held when the value that last wrote it
+// bytes. Before step s (and before the results are read, as if at a step
+// after the last) a byte is held when the value that last wrote it
 // (with its aliases) is used at a step >= s or is a function result; every
 // other byte is free, and TCC_POISON_ARENA fills it with 0xFF. In a correct
 // plan no live value's bytes are ever taken over, so poisoning changes
@@ -54,8 +55,9 @@ struct Dataflow {
 Dataflow analyzeDataflow(const Function &fn,
                          const std::function<void(const std::string &)> &bad);
 
-/// Per step: the arena byte ranges, within [0, arenaSize), to poison before
-/// it runs (sorted, disjoint, merged).
+/// Per step, and once more for reading the results after the last step:
+/// the arena byte ranges, within [0, arenaSize), to poison before it (sorted,
+/// disjoint, merged). Has steps + 1 entries.
 std::vector<std::vector<ByteRange>>
 poisonSchedule(const Function &fn, const Dataflow &flow, int64_t arenaSize);
 
