@@ -303,6 +303,11 @@ void readFunction(const JsonFile &file, const json &doc, const Artifact &art,
   for (size_t i = 0; i < values.size(); ++i) {
     std::string vw = JsonFile::at(where + ".values", i);
     const json &vj = values[i];
+    // "id" is optional and redundant: when written it must be the position.
+    if (const json *id = file.optField(vj, vw, "id"))
+      if (file.toInt(*id, vw + ".id") != int64_t(i))
+        file.bad(vw + ".id", "id " + brief(*id) + " at position " +
+                                 std::to_string(i) + " (id = index)");
     Value v;
     v.dtype = file.dtype(vj, vw);
     file.shape(vj, vw, v.dtype, v.shape, v.elements, v.bytes);
