@@ -1,0 +1,110 @@
+//===- Artifact.h - Writing the OUT.tcc artifact ----------------*- C++ -*-===//
+//
+// The last stage of `tcc compile`: the training module (@train_step and
+// @eval_step, as tcc::buildTrainStep builds them) is lowered (tcc-fuse,
+// canonicalize, CSE, tcc-plan-memory) and written as the directory that the
+// runtime loads: manifest.json, plan.json, weights, constants and the
+// compiled kernels. docs/artifact.md is the contract.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_ARTIFACT_ARTIFACT_H
+#define TCC_ARTIFACT_ARTIFACT_H
+
+#include "tcc/Transforms/TrainStep.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+
+namespace llvm::json {
+class OStream;
+} // namespace llvm::json
+
+namespace tcc::artifact {
+
+/// The format version written into manifest.json and plan.json; the
+/// runtime's TCC_ARTIFACT_VERSION (runtime/api/tcc_runtime.h).
+constexpr int64_t kArtifactVersion = 1;
+
+struct ArtifactOptions {
+  /// The model file as given on the command line; the manifest keeps its
+  /// file name only, so an artifact does not depend on where it was built.
+  std::string source;
+  /// Build kernels/kernels.fatbin when nvcc was found at configure time.
+  bool cudaKernels = true;
+};
+
+/// What one step function of the artifact does.
+struct FunctionSummary {
+  std::string name;
+  int64_t kernels = 0; ///< "kernel" steps (generated kernel launches)
+  int64_t calls = 0;   ///< "call" steps (library calls)
+  int64_t arenaBytes = 0;
+};
+
+/// What was written, for the one-line summary `tcc compile` prints.
+struct ArtifactSummary {
+  std::string path;
+  int64_t kernels = 0; ///< distinct generated kernels in kernels.cc
+  llvm::SmallVector<FunctionSummary, 2> functions;
+  int64_t arenaBytes = 0; ///< the largest arena over the functions
+  int64_t paramBytes = 0, optStateBytes = 0, constantBytes = 0;
+  bool cudaKernels = false; ///< kernels.fatbin was written
+  std::string fingerprint;
+};
+
+/// "wrote OUT.tcc: 7 kernels; train_step 7 kernel launches + 9 library
+/// calls, eval_step ...; arena N bytes, params N bytes, ...".
+std::string formatSummary(const ArtifactSummary &summary);
+
+/// Whether an artifact may be written at `path`: its parent directory
+/// exists and `path` is absent or an earlier artifact (a directory whose
+/// manifest.json says "tcc-artifact"), which is replaced only once the new
+/// one is complete. Anything else (a file, another directory) is refused.
+bool checkArtifactPath(llvm::StringRef path, std::string &error);
+
+/// Lowers a training module in place for execution: drops every function
+/// but @train_step and @eval_step, then runs tcc-fuse, canonicalize, CSE
+/// and tcc-plan-memory and verifies the memory plan. On failure `error` is
+/// one line naming the pass, op and location.
+mlir::LogicalResult lowerTrainModule(mlir::ModuleOp module,
+                                     std::string &error);
+
+/// Checks that every op of the lowered step functions is something the
+/// runtime executes: an exec.fusion (generated kernel), a library op
+/// (exec::isLibraryOp), tcc.reshape (an alias), tcc.constant,
+/// tcc.get_param or func.return. Otherwise `error` names the first other op
+/// and its location.
+mlir::LogicalResult checkExecutable(mlir::ModuleOp lowered,
+                                    std::string &error);
+
+/// Lowers a copy of `module` (which is not changed) and writes the artifact
+/// directory `path` (docs/artifact.md). Everything is written into a
+/// temporary sibling directory that replaces `path` only when complete: on
+/// any error nothing is left behind and an existing artifact at `path` is
+/// unchanged. `summary` (may be null) receives what was written.
+mlir::LogicalResult writeArtifact(mlir::ModuleOp module,
+                                  const TrainConfig &config,
+                                  const ArtifactOptions &options,
+                                  llvm::StringRef path,
+                                  ArtifactSummary *summary,
+                                  std::string &error);
+
+/// Writes one op attribute as the JSON of a plan "call" step: integers,
+/// floats (as doubles, shortest round-trip form), bools, strings, dense
+/// integer/bool arrays, arrays, and tcc enum attributes as their keyword
+/// ("tanh"). Fails with `error` on other kinds and non-finite floats.
+mlir::LogicalResult writeAttributeJson(llvm::json::OStream &os,
+                                       mlir::Attribute attr,
+                                       std::string &error);
+
+/// The shortest decimal text that reads back as exactly `value` (finite).
+std::string formatDouble(double value);
+
+} // namespace tcc::artifact
+
+#endif // TCC_ARTIFACT_ARTIFACT_H

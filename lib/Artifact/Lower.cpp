@@ -1,0 +1,95 @@
+// The lowering pipeline from the training module to the executable form the
+// artifact describes, and the check that the runtime can run every op.
+#include "tcc/Artifact/Artifact.h"
+
+#include "Plan.h"
+
+#include "exec/ExecOps.h"
+#include "tcc/Transforms/MemoryPlan.h"
+#include "tcc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace tcc::artifact {
+
+/// The step functions the artifact holds, in plan order.
+static constexpr llvm::StringLiteral kStepFunctions[] = {"train_step",
+                                                         "eval_step"};
+
+LogicalResult lowerTrainModule(ModuleOp module, std::string &error) {
+  MLIRContext *context = module.getContext();
+  context->getOrLoadDialect<exec::ExecDialect>();
+  context->getOrLoadDialect<func::FuncDialect>();
+
+  auto train = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!train || train.isExternal()) {
+    error = "the module has no @train_step (build it with tcc compile or "
+            "--tcc-build-train-step)";
+    return failure();
+  }
+  // @forward and anything else the steps do not call is not part of the
+  // artifact: no kernels for it, and no reason to reject its ops.
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (func::FuncOp f :
+         llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+      if (!llvm::is_contained(kStepFunctions, f.getSymName()) &&
+          SymbolTable::symbolKnownUseEmpty(f, module)) {
+        f.erase();
+        erased = true;
+      }
+  }
+
+  std::string firstError;
+  ScopedDiagnosticHandler handler(context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
+      firstError = describeLoc(diag.getLocation()) + ": " + diag.str();
+    return success();
+  });
+  PassManager pm(context);
+  pm.addPass(createFuse());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createPlanMemory());
+  if (failed(pm.run(module))) {
+    error = "lowering failed: " +
+            (firstError.empty() ? std::string("a pass failed") : firstError);
+    return failure();
+  }
+  // tcc-plan-memory verifies its own result; check again here so a plan
+  // that a later change breaks is never written.
+  for (func::FuncOp f : module.getOps<func::FuncOp>())
+    if (failed(verifyMemoryPlan(f))) {
+      error = "the memory plan of @" + f.getSymName().str() +
+              " is invalid: " + firstError;
+      return failure();
+    }
+  return success();
+}
+
+LogicalResult checkExecutable(ModuleOp lowered, std::string &error) {
+  for (StringRef name : kStepFunctions) {
+    auto f = lowered.lookupSymbol<func::FuncOp>(name);
+    if (!f)
+      continue;
+    for (Operation &op : f.getBody().getOps()) {
+      if (llvm::isa<exec::FusionOp, ReshapeOp, ConstantOp, GetParamOp,
+                    func::ReturnOp>(op) ||
+          exec::isLibraryOp(&op))
+        continue;
+      error = "op '" + op.getName().getStringRef().str() + "' at " +
+              describeLoc(op.getLoc()) + " (in @" + name.str() +
+              ") has no kernel or library call in the runtime";
+      return failure();
+    }
+  }
+  return success();
+}
+
+} // namespace tcc::artifact

@@ -1,0 +1,108 @@
+//===- Plan.h - The artifact's plan as data ---------------------*- C++ -*-===//
+//
+// Internal to TccArtifact. PlanBuilder reads the lowered, memory-planned
+// module into these structs; PlanJson and Manifest serialise them; Writer
+// puts the files on disk. Keeping the IR walk apart from the JSON keeps
+// each file small and lets the summary be read off the same data.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_LIB_ARTIFACT_PLAN_H
+#define TCC_LIB_ARTIFACT_PLAN_H
+
+#include "data/npz.h"
+#include "tcc/Transforms/TrainStep.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Types.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tcc::artifact {
+
+/// A named tensor without values: a parameter, a state slot, a batch input.
+struct TensorDesc {
+  std::string name;
+  data::DType dtype = data::DType::F32;
+  std::vector<int64_t> shape;
+  int64_t bytes() const;
+};
+
+enum class Storage { Arena, Param, OptState, Step, Input, Constant };
+const char *storageName(Storage storage);
+
+/// One entry of a function's "values" (its id is its position).
+struct ValueDesc {
+  data::DType dtype = data::DType::F32;
+  std::vector<int64_t> shape;
+  Storage storage = Storage::Arena;
+  int64_t offset = 0;   ///< Arena
+  int64_t index = 0;    ///< Param, OptState, Input
+  std::string constant; ///< Constant: the tensor in constants.safetensors
+};
+
+struct StepDesc {
+  bool kernel = true;
+  std::string symbol;    ///< kernel: exported symbol
+  int64_t elements = 0;  ///< kernel: output element count
+  std::string op;        ///< call: tcc op name without "tcc."
+  std::string attrsJson; ///< call: a compact JSON object
+  std::vector<int64_t> inputs, outputs; ///< value ids; -1 = absent optional
+};
+
+struct ResultDesc {
+  std::string role; ///< "loss", "param", "opt_state"
+  int64_t index = 0;
+  int64_t value = 0;
+};
+
+struct FunctionPlan {
+  std::string name;
+  int64_t arenaBytes = 0;
+  std::vector<TensorDesc> inputs;
+  std::vector<ValueDesc> values;
+  std::vector<StepDesc> steps;
+  std::vector<ResultDesc> results;
+};
+
+struct Plan {
+  std::vector<TensorDesc> params, optState;
+  std::vector<FunctionPlan> functions; ///< train_step, eval_step
+  std::vector<data::Array> weights;    ///< initial parameters, params order
+  std::vector<data::Array> constants;  ///< constants.safetensors
+};
+
+/// The artifact dtype of a tensor element type; nullopt for others.
+std::optional<data::DType> toDType(mlir::Type element);
+
+/// Materializes a DenseElementsAttr (splats expanded) or
+/// DenseResourceElementsAttr of static `type` as an array named `name`.
+bool elementsToArray(mlir::Attribute value, mlir::Type type,
+                     const std::string &name, data::Array &out,
+                     std::string &error);
+
+/// Reads `lowered` (after lowerTrainModule and checkExecutable) into a plan.
+bool buildPlan(mlir::ModuleOp lowered, Plan &plan, std::string &error);
+
+/// plan.json text (docs/artifact.md).
+std::string planJson(const Plan &plan);
+
+/// The manifest's file list: role -> path relative to the artifact.
+struct ManifestFiles {
+  bool constants = false;
+  bool cudaKernels = false;
+};
+
+/// manifest.json text (docs/artifact.md).
+std::string manifestJson(const std::string &source,
+                         const std::string &fingerprint,
+                         const TrainConfig &config, const ManifestFiles &files);
+
+/// "loc" text a user can look up: file:line:col, or node 'name' for ONNX.
+std::string describeLoc(mlir::Location loc);
+
+} // namespace tcc::artifact
+
+#endif // TCC_LIB_ARTIFACT_PLAN_H

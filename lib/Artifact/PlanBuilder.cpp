@@ -1,0 +1,461 @@
+// The lowered module as plan data: persistent state from the tcc.param ops
+// and the step signatures, then per function every value with its storage
+// (from the tcc.* argument attributes and tcc-plan-memory's exec.*
+// annotations), the steps in order and the results.
+#include "Plan.h"
+
+#include "tcc/Artifact/Artifact.h"
+#include "tcc/Codegen/KernelEmitter.h"
+#include "tcc/Transforms/MemoryPlan.h"
+
+#include "exec/ExecOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/JSON.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+namespace tcc::artifact {
+namespace {
+
+std::string opText(Operation *op) {
+  return "'" + op->getName().getStringRef().str() + "' at " +
+         describeLoc(op->getLoc());
+}
+
+/// A library op's operands in ODS order, with null for an absent optional
+/// operand (which the plan writes as -1). Ops without optional operands
+/// take their operand list as is.
+SmallVector<Value> callOperands(Operation *op) {
+  return llvm::TypeSwitch<Operation *, SmallVector<Value>>(op)
+      .Case([](GemmOp o) {
+        return SmallVector<Value>{o.getA(), o.getB(), o.getC()};
+      })
+      .Case([](LayerNormOp o) {
+        return SmallVector<Value>{o.getInput(), o.getScale(), o.getBias()};
+      })
+      .Case([](LayerNormGradOp o) {
+        return SmallVector<Value>{o.getInput(), o.getScale(),
+                                  o.getResultGrad()};
+      })
+      .Case([](AttentionOp o) {
+        return SmallVector<Value>{o.getQuery(), o.getKey(), o.getValue(),
+                                  o.getKeyMask()};
+      })
+      .Case([](AttentionGradOp o) {
+        return SmallVector<Value>{o.getQuery(), o.getKey(), o.getValue(),
+                                  o.getResultGrad(), o.getKeyMask()};
+      })
+      .Case([](DropoutOp o) {
+        return SmallVector<Value>{o.getInput(), o.getOffset()};
+      })
+      .Case([](SgdUpdateOp o) {
+        return SmallVector<Value>{o.getParam(), o.getGrad(), o.getLr(),
+                                  o.getMomentumBuffer()};
+      })
+      .Default([](Operation *o) {
+        return SmallVector<Value>(o->getOperands().begin(),
+                                  o->getOperands().end());
+      });
+}
+
+/// A library op's results in ODS order, null for an absent optional one.
+SmallVector<Value> callResults(Operation *op) {
+  if (auto sgd = llvm::dyn_cast<SgdUpdateOp>(op))
+    return {sgd.getNewParam(), sgd.getNewMomentumBuffer()};
+  return SmallVector<Value>(op->getResults().begin(), op->getResults().end());
+}
+
+/// The op's own (inherent) attributes as a compact JSON object; the
+/// discardable ones (the memory plan's exec.*) are not the op's meaning.
+bool callAttrsJson(Operation *op, std::string &out, std::string &error) {
+  llvm::raw_string_ostream os(out);
+  llvm::json::OStream json(os);
+  LogicalResult result = success();
+  json.object([&] {
+    for (StringAttr name : op->getName().getAttributeNames()) {
+      if (name.getValue() == "operandSegmentSizes" ||
+          name.getValue() == "resultSegmentSizes")
+        continue;
+      std::optional<Attribute> value = op->getInherentAttr(name.getValue());
+      if (!value || !*value || failed(result))
+        continue;
+      json.attributeBegin(name.getValue());
+      result = writeAttributeJson(json, *value, error);
+      json.attributeEnd();
+    }
+  });
+  if (failed(result)) {
+    error = "op " + opText(op) + ": " + error;
+    return false;
+  }
+  return true;
+}
+
+class FunctionBuilder {
+public:
+  FunctionBuilder(Plan &plan, const llvm::StringMap<int64_t> &paramIndex,
+                  llvm::StringMap<int64_t> &stateIndex,
+                  DenseMap<std::pair<Attribute, Type>, std::string> &constants,
+                  std::string &error)
+      : plan(plan), paramIndex(paramIndex), stateIndex(stateIndex),
+        constantNames(constants), error(error) {}
+
+  bool build(func::FuncOp func, bool isTrain, FunctionPlan &fp);
+
+private:
+  bool describe(Value v, ValueDesc &desc, const std::string &what);
+  int64_t add(Value v, ValueDesc desc) {
+    ids[v] = values->size();
+    values->push_back(std::move(desc));
+    return ids[v];
+  }
+  bool idOf(Value v, Operation *user, int64_t &id);
+  bool bindArgument(func::FuncOp func, BlockArgument arg, bool isTrain,
+                    FunctionPlan &fp);
+  bool bindResults(Operation *op, FunctionPlan &fp);
+  bool constant(ConstantOp op);
+  bool step(Operation *op, FunctionPlan &fp);
+  bool results(func::FuncOp func, func::ReturnOp ret, FunctionPlan &fp);
+
+  Plan &plan;
+  const llvm::StringMap<int64_t> &paramIndex;
+  llvm::StringMap<int64_t> &stateIndex;
+  DenseMap<std::pair<Attribute, Type>, std::string> &constantNames;
+  std::string &error;
+
+  std::string fn;
+  std::vector<ValueDesc> *values = nullptr;
+  DenseMap<Value, int64_t> ids;
+};
+
+bool FunctionBuilder::describe(Value v, ValueDesc &desc,
+                               const std::string &what) {
+  auto tensor = llvm::dyn_cast<RankedTensorType>(v.getType());
+  std::optional<data::DType> dtype =
+      tensor && tensor.hasStaticShape() ? toDType(tensor.getElementType())
+                                        : std::nullopt;
+  if (!dtype) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << v.getType();
+    error = "@" + fn + ": " + what + " has type " + s +
+            ", which the runtime does not support";
+    return false;
+  }
+  desc.dtype = *dtype;
+  desc.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+  return true;
+}
+
+bool FunctionBuilder::idOf(Value v, Operation *user, int64_t &id) {
+  if (!v) {
+    id = -1;
+    return true;
+  }
+  auto it = ids.find(v);
+  if (it == ids.end()) {
+    error = "@" + fn + ": op " + opText(user) +
+            " reads a value the plan does not hold";
+    return false;
+  }
+  id = it->second;
+  return true;
+}
+
+bool FunctionBuilder::bindArgument(func::FuncOp func, BlockArgument arg,
+                                   bool isTrain, FunctionPlan &fp) {
+  unsigned i = arg.getArgNumber();
+  ValueDesc desc;
+  std::string what = "argument #" + std::to_string(i);
+  if (!describe(arg, desc, what))
+    return false;
+  if (auto name = func.getArgAttrOfType<StringAttr>(i, kParamAttr)) {
+    auto it = paramIndex.find(name.getValue());
+    if (it == paramIndex.end()) {
+      error = "@" + fn + " takes an unknown parameter '" + name.str() + "'";
+      return false;
+    }
+    desc.storage = Storage::Param;
+    desc.index = it->second;
+  } else if (auto name = func.getArgAttrOfType<StringAttr>(i, kOptStateAttr)) {
+    auto it = stateIndex.find(name.getValue());
+    if (it == stateIndex.end()) {
+      if (!isTrain) {
+        error = "@" + fn + " takes optimizer state '" + name.str() +
+                "' that @train_step does not have";
+        return false;
+      }
+      it = stateIndex.insert({name.getValue(), plan.optState.size()}).first;
+      plan.optState.push_back({name.str(), desc.dtype, desc.shape});
+    }
+    desc.storage = Storage::OptState;
+    desc.index = it->second;
+  } else if (func.getArgAttr(i, kStepAttr)) {
+    if (desc.dtype != data::DType::I64 || !desc.shape.empty()) {
+      error = "@" + fn + ": the step argument must be tensor<i64>";
+      return false;
+    }
+    desc.storage = Storage::Step;
+  } else if (auto name = func.getArgAttrOfType<StringAttr>(i, kNameAttr)) {
+    desc.storage = Storage::Input;
+    desc.index = fp.inputs.size();
+    fp.inputs.push_back({name.str(), desc.dtype, desc.shape});
+  } else {
+    error = "@" + fn + ": " + what + " has no tcc.* attribute to bind by";
+    return false;
+  }
+  add(arg, std::move(desc));
+  return true;
+}
+
+/// The storage of `op`'s results from tcc-plan-memory's annotations.
+bool FunctionBuilder::bindResults(Operation *op, FunctionPlan &fp) {
+  unsigned n = op->getNumResults();
+  auto offset = op->getAttrOfType<IntegerAttr>(kOffsetAttr);
+  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr);
+  auto region = op->getAttrOfType<StringAttr>(kRegionAttr);
+  auto regions = op->getAttrOfType<ArrayAttr>(kRegionAttr);
+  auto inplace = op->getAttrOfType<IntegerAttr>(kInplaceOfAttr);
+  auto inplaces = op->getAttrOfType<DenseI64ArrayAttr>(kInplaceOfAttr);
+  for (unsigned r = 0; r < n; ++r) {
+    Value result = op->getResult(r);
+    ValueDesc desc;
+    if (!describe(result, desc, "result #" + std::to_string(r) + " of op " +
+                                    opText(op)))
+      return false;
+    int64_t off = -1, inplaceOf = -1;
+    StringRef where;
+    if (n == 1) {
+      off = offset ? offset.getInt() : -1;
+      where = region ? region.getValue() : "";
+      inplaceOf = inplace ? inplace.getInt() : -1;
+    } else {
+      if (offsets && offsets.size() == n)
+        off = offsets[r];
+      if (regions && regions.size() == n)
+        if (auto s = llvm::dyn_cast<StringAttr>(regions[r]))
+          where = s.getValue();
+      if (inplaces && inplaces.size() == n)
+        inplaceOf = inplaces[r];
+    }
+    if (off >= 0) {
+      desc.storage = Storage::Arena;
+      desc.offset = off;
+    } else if (where == "inplace" && inplaceOf >= 0 &&
+               inplaceOf < static_cast<int64_t>(values->size())) {
+      // Arguments come first, so argument k is value k.
+      const ValueDesc &arg = (*values)[inplaceOf];
+      desc.storage = arg.storage;
+      desc.index = arg.index;
+      desc.offset = arg.offset;
+    } else {
+      error = "@" + fn + ": result #" + std::to_string(r) + " of op " +
+              opText(op) + " has no memory plan (run tcc-plan-memory)";
+      return false;
+    }
+    add(result, std::move(desc));
+  }
+  return true;
+}
+
+bool FunctionBuilder::constant(ConstantOp op) {
+  ValueDesc desc;
+  if (!describe(op.getResult(), desc, "constant " + opText(op)))
+    return false;
+  desc.storage = Storage::Constant;
+  auto key = std::make_pair(Attribute(op.getValue()), op.getType());
+  auto it = constantNames.find(key);
+  if (it == constantNames.end()) {
+    std::string name = "const_" + std::to_string(plan.constants.size());
+    data::Array array;
+    if (!elementsToArray(op.getValue(), op.getType(), name, array, error)) {
+      error = "@" + fn + ": constant " + opText(op) + ": " + error;
+      return false;
+    }
+    plan.constants.push_back(std::move(array));
+    it = constantNames.insert({key, name}).first;
+  }
+  desc.constant = it->second;
+  add(op.getResult(), std::move(desc));
+  return true;
+}
+
+bool FunctionBuilder::step(Operation *op, FunctionPlan &fp) {
+  StepDesc s;
+  if (auto fusion = llvm::dyn_cast<exec::FusionOp>(op)) {
+    s.kernel = true;
+    s.symbol = codegen::kernelSymbol(fusion);
+    s.elements = fusion.getResult().getType().getNumElements();
+    for (Value in : fusion.getInputs())
+      if (!idOf(in, op, s.inputs.emplace_back()))
+        return false;
+  } else {
+    s.kernel = false;
+    s.op = op->getName().getStringRef().drop_front(strlen("tcc.")).str();
+    if (!callAttrsJson(op, s.attrsJson, error))
+      return false;
+    for (Value in : callOperands(op))
+      if (!idOf(in, op, s.inputs.emplace_back()))
+        return false;
+  }
+  if (!bindResults(op, fp))
+    return false;
+  SmallVector<Value> outs =
+      s.kernel ? SmallVector<Value>(op->getResults().begin(),
+                                    op->getResults().end())
+               : callResults(op);
+  for (Value out : outs)
+    if (!idOf(out, op, s.outputs.emplace_back()))
+      return false;
+  fp.steps.push_back(std::move(s));
+  return true;
+}
+
+bool FunctionBuilder::results(func::FuncOp func, func::ReturnOp ret,
+                              FunctionPlan &fp) {
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    ResultDesc r;
+    if (!idOf(v, ret, r.value))
+      return false;
+    if (auto name = func.getResultAttrOfType<StringAttr>(i, kParamAttr)) {
+      auto it = paramIndex.find(name.getValue());
+      if (it == paramIndex.end()) {
+        error = "@" + fn + " returns an unknown parameter '" + name.str() + "'";
+        return false;
+      }
+      r.role = "param";
+      r.index = it->second;
+    } else if (auto name =
+                   func.getResultAttrOfType<StringAttr>(i, kOptStateAttr)) {
+      auto it = stateIndex.find(name.getValue());
+      if (it == stateIndex.end()) {
+        error = "@" + fn + " returns an unknown optimizer state '" +
+                name.str() + "'";
+        return false;
+      }
+      r.role = "opt_state";
+      r.index = it->second;
+    } else if (auto name = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
+               name && name.getValue() == "loss") {
+      r.role = "loss";
+    } else {
+      error = "@" + fn + ": result #" + std::to_string(i) +
+              " has no tcc.* attribute to bind by";
+      return false;
+    }
+    fp.results.push_back(r);
+  }
+  return true;
+}
+
+bool FunctionBuilder::build(func::FuncOp func, bool isTrain,
+                            FunctionPlan &fp) {
+  fn = func.getSymName().str();
+  fp.name = fn;
+  values = &fp.values;
+  ids.clear();
+  auto arena = func->getAttrOfType<IntegerAttr>(kArenaBytesAttr);
+  if (!arena || !func.getBody().hasOneBlock()) {
+    error = "@" + fn + " has no memory plan (run tcc-plan-memory)";
+    return false;
+  }
+  fp.arenaBytes = arena.getInt();
+  Block &block = func.getBody().front();
+  for (BlockArgument arg : block.getArguments())
+    if (!bindArgument(func, arg, isTrain, fp))
+      return false;
+
+  for (Operation &op : block) {
+    if (auto ret = llvm::dyn_cast<func::ReturnOp>(op)) {
+      if (!results(func, ret, fp))
+        return false;
+    } else if (auto reshape = llvm::dyn_cast<ReshapeOp>(op)) {
+      // An alias: the operand's storage under the result's shape.
+      int64_t src;
+      if (!idOf(reshape.getInput(), &op, src))
+        return false;
+      ValueDesc desc = (*values)[src];
+      if (!describe(reshape.getResult(), desc, "reshape " + opText(&op)))
+        return false;
+      add(reshape.getResult(), std::move(desc));
+    } else if (auto c = llvm::dyn_cast<ConstantOp>(op)) {
+      if (!constant(c))
+        return false;
+    } else if (auto get = llvm::dyn_cast<GetParamOp>(op)) {
+      ValueDesc desc;
+      if (!describe(get.getResult(), desc, "op " + opText(&op)))
+        return false;
+      auto it = paramIndex.find(get.getName());
+      if (it == paramIndex.end()) {
+        error = "@" + fn + ": op " + opText(&op) + " reads unknown parameter '" +
+                get.getName().str() + "'";
+        return false;
+      }
+      desc.storage = Storage::Param;
+      desc.index = it->second;
+      add(get.getResult(), std::move(desc));
+    } else if (llvm::isa<exec::FusionOp>(op) || exec::isLibraryOp(&op)) {
+      if (!step(&op, fp))
+        return false;
+    } else {
+      error = "op " + opText(&op) +
+              " has no kernel or library call in the runtime";
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+bool buildPlan(ModuleOp lowered, Plan &plan, std::string &error) {
+  llvm::StringMap<int64_t> paramIndex, stateIndex;
+  for (ParamOp p : lowered.getOps<ParamOp>()) {
+    std::string name = p.getSymName().str();
+    data::Array &weight = plan.weights.emplace_back();
+    if (!elementsToArray(p.getInitialValue(), p.getType(), name, weight,
+                         error)) {
+      error = "parameter " + error;
+      return false;
+    }
+    paramIndex[name] = plan.params.size();
+    plan.params.push_back({name, weight.dtype, weight.shape});
+  }
+
+  DenseMap<std::pair<Attribute, Type>, std::string> constants;
+  FunctionBuilder builder(plan, paramIndex, stateIndex, constants, error);
+  auto train = lowered.lookupSymbol<func::FuncOp>("train_step");
+  if (!train || train.isExternal()) {
+    error = "the module has no @train_step";
+    return false;
+  }
+  if (!builder.build(train, /*isTrain=*/true, plan.functions.emplace_back()))
+    return false;
+  if (auto eval = lowered.lookupSymbol<func::FuncOp>("eval_step")) {
+    if (!builder.build(eval, /*isTrain=*/false, plan.functions.emplace_back()))
+      return false;
+    // The runtime binds inputs by name, once for both functions.
+    for (const TensorDesc &in : plan.functions.back().inputs) {
+      const std::vector<TensorDesc> &trainInputs = plan.functions[0].inputs;
+      auto it = llvm::find_if(trainInputs, [&](const TensorDesc &t) {
+        return t.name == in.name;
+      });
+      if (it == trainInputs.end() || it->dtype != in.dtype ||
+          it->shape != in.shape) {
+        error = "@eval_step's batch input '" + in.name +
+                "' does not match @train_step's";
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+} // namespace tcc::artifact

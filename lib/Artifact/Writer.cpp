@@ -1,0 +1,347 @@
+// Putting the artifact on disk. Every file goes into a temporary sibling
+// directory, is fsynced, and the directory is renamed into place (swapped
+// atomically with an earlier artifact) only when it is complete; any error
+// removes the temporary directory, so no half-written artifact survives.
+#include "tcc/Artifact/Artifact.h"
+
+#include "Plan.h"
+#include "Toolchain.h"
+
+#include "checkpoint/fingerprint.h"
+#include "data/safetensors.h"
+#include "exec/ExecOps.h"
+#include "tcc/Codegen/KernelEmitter.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <thread>
+#include <unistd.h>
+
+using namespace mlir;
+namespace fs = std::filesystem;
+
+namespace tcc::artifact {
+namespace {
+
+/// Thrown inside writeFiles, caught in writeArtifact.
+struct WriteError {
+  std::string message;
+};
+
+std::string errnoText() { return std::strerror(errno); }
+
+void fsyncPath(const fs::path &path, bool isDir) {
+  int fd = ::open(path.c_str(), O_RDONLY | (isDir ? O_DIRECTORY : 0));
+  if (fd < 0)
+    throw WriteError{"cannot open '" + path.string() +
+                     "' to sync: " + errnoText()};
+  // Some filesystems cannot sync a directory; the rename is still atomic.
+  if (::fsync(fd) != 0 && errno != EINVAL) {
+    std::string err = errnoText();
+    ::close(fd);
+    throw WriteError{"cannot sync '" + path.string() + "': " + err};
+  }
+  ::close(fd);
+}
+
+void writeSynced(const fs::path &path, const std::string &text) {
+  std::FILE *f = std::fopen(path.c_str(), "wb");
+  if (!f)
+    throw WriteError{"cannot write '" + path.string() + "': " + errnoText()};
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() &&
+            std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
+  std::string err = errnoText();
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok)
+    throw WriteError{"cannot write '" + path.string() + "': " + err};
+}
+
+void writeTensors(const fs::path &path, const std::vector<data::Array> &t) {
+  try {
+    data::writeSafetensors(path.string(), t);
+  } catch (const data::Error &e) {
+    throw WriteError{e.what()};
+  }
+}
+
+/// Whether `dir` holds a manifest.json of format "tcc-artifact".
+bool isArtifactDir(const fs::path &dir) {
+  auto buffer = llvm::MemoryBuffer::getFile((dir / "manifest.json").string());
+  if (!buffer)
+    return false;
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!json) {
+    llvm::consumeError(json.takeError());
+    return false;
+  }
+  const llvm::json::Object *object = json->getAsObject();
+  std::optional<llvm::StringRef> format =
+      object ? object->getString("format") : std::nullopt;
+  return format && *format == "tcc-artifact";
+}
+
+/// `path` without trailing slashes ("out.tcc/" names out.tcc).
+fs::path normalized(llvm::StringRef path) {
+  while (path.size() > 1 && path.ends_with("/"))
+    path = path.drop_back();
+  return fs::path(path.str());
+}
+
+fs::path parentOf(const fs::path &path) {
+  fs::path parent = path.parent_path();
+  return parent.empty() ? fs::path(".") : parent;
+}
+
+/// Removes the temporary directory unless it was renamed into place.
+struct TempDir {
+  fs::path path;
+  bool keep = false;
+  ~TempDir() {
+    if (!keep && !path.empty()) {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  }
+};
+
+/// Moves the complete `tmp` to `final`, replacing an earlier artifact.
+void moveIntoPlace(const fs::path &tmp, const fs::path &final) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(final, ec))) {
+    if (std::rename(tmp.c_str(), final.c_str()) != 0)
+      throw WriteError{"cannot rename the artifact into place at '" +
+                       final.string() + "': " + errnoText()};
+    return;
+  }
+  // Checked again now: something may have appeared since the start.
+  if (fs::is_symlink(final, ec) || !fs::is_directory(final, ec) ||
+      !isArtifactDir(final))
+    throw WriteError{"'" + final.string() +
+                     "' exists and is not a tcc artifact; not replacing it"};
+#if defined(__linux__) && defined(RENAME_EXCHANGE)
+  // One atomic swap: at no instant is there no artifact at `final`.
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final.c_str(),
+                  RENAME_EXCHANGE) == 0) {
+    fs::remove_all(tmp, ec); // now the old artifact
+    return;
+  }
+  if (errno != EINVAL && errno != ENOSYS)
+    throw WriteError{"cannot replace '" + final.string() + "': " + errnoText()};
+#endif
+  fs::path old = tmp;
+  old += ".old";
+  if (std::rename(final.c_str(), old.c_str()) != 0)
+    throw WriteError{"cannot move the old artifact '" + final.string() +
+                     "' away: " + errnoText()};
+  if (std::rename(tmp.c_str(), final.c_str()) != 0) {
+    std::string err = errnoText();
+    std::rename(old.c_str(), final.c_str());
+    throw WriteError{"cannot rename the artifact into place at '" +
+                     final.string() + "': " + err};
+  }
+  fs::remove_all(old, ec);
+}
+
+std::string fingerprintOf(const Plan &plan, const TrainConfig &config) {
+  std::vector<checkpoint::TensorSignature> params, batch;
+  for (const TensorDesc &p : plan.params)
+    params.push_back({p.name, p.dtype, p.shape});
+  for (const TensorDesc &in : plan.functions.front().inputs)
+    batch.push_back({in.name, in.dtype, in.shape});
+  return checkpoint::modelFingerprint(params, batch,
+                                      describeTrainConfig(config));
+}
+
+void summarize(ModuleOp lowered, const Plan &plan, ArtifactSummary &s) {
+  s.kernels = 0;
+  lowered.walk([&](exec::FusionOp) { ++s.kernels; });
+  for (const FunctionPlan &fp : plan.functions) {
+    FunctionSummary &f = s.functions.emplace_back();
+    f.name = fp.name;
+    f.arenaBytes = fp.arenaBytes;
+    for (const StepDesc &step : fp.steps)
+      ++(step.kernel ? f.kernels : f.calls);
+    s.arenaBytes = std::max(s.arenaBytes, fp.arenaBytes);
+  }
+  for (const TensorDesc &p : plan.params)
+    s.paramBytes += p.bytes();
+  for (const TensorDesc &t : plan.optState)
+    s.optStateBytes += t.bytes();
+  for (const data::Array &c : plan.constants)
+    s.constantBytes += c.bytes.size();
+}
+
+/// Writes every file into `dir` (which exists and is empty).
+void writeFiles(const fs::path &dir, const Plan &plan,
+                const std::string &kernelSource, const std::string &manifest,
+                bool cuda) {
+  fs::path kernels = dir / "kernels";
+  std::error_code ec;
+  if (!fs::create_directory(kernels, ec) || ec)
+    throw WriteError{"cannot create '" + kernels.string() +
+                     "': " + (ec ? ec.message() : std::string("exists"))};
+
+  // nvcc takes seconds; it runs while the rest is written.
+  std::string cudaError;
+  bool cudaOk = true;
+  std::thread nvcc;
+  if (cuda)
+    nvcc = std::thread([&] {
+      cudaOk = codegen::compileCudaFatbin(
+          kernelSource, (kernels / "kernels.fatbin").string(), cudaError);
+    });
+  struct Join {
+    std::thread &t;
+    ~Join() {
+      if (t.joinable())
+        t.join();
+    }
+  } join{nvcc};
+
+  writeSynced(dir / "plan.json", planJson(plan));
+  writeTensors(dir / "weights.safetensors", plan.weights);
+  if (!plan.constants.empty())
+    writeTensors(dir / "constants.safetensors", plan.constants);
+  writeSynced(kernels / "kernels.cc", kernelSource);
+  std::string hostError;
+  if (!codegen::compileHostSharedObject(
+          kernelSource, (kernels / "host.so").string(), hostError))
+    throw WriteError{"compiling the host kernels failed: " + hostError};
+  fsyncPath(kernels / "host.so", /*isDir=*/false);
+  if (cuda) {
+    nvcc.join();
+    if (!cudaOk)
+      throw WriteError{"compiling the CUDA kernels failed: " + cudaError};
+    fsyncPath(kernels / "kernels.fatbin", /*isDir=*/false);
+  }
+  // The manifest last: a directory with a manifest is complete.
+  writeSynced(dir / "manifest.json", manifest);
+  fsyncPath(kernels, /*isDir=*/true);
+  fsyncPath(dir, /*isDir=*/true);
+}
+
+} // namespace
+
+bool checkArtifactPath(llvm::StringRef path, std::string &error) {
+  if (path.empty() || path == "-") {
+    error = "the artifact needs a directory path, e.g. -o model.tcc";
+    return false;
+  }
+  fs::path out = normalized(path);
+  fs::path parent = parentOf(out);
+  std::error_code ec;
+  if (!fs::is_directory(parent, ec)) {
+    error = "cannot write '" + path.str() + "': directory '" +
+            parent.string() + "' does not exist";
+    return false;
+  }
+  fs::file_status status = fs::symlink_status(out, ec);
+  if (fs::exists(status)) {
+    if (fs::is_symlink(status) || !fs::is_directory(status) ||
+        !isArtifactDir(out)) {
+      error = "'" + path.str() +
+              "' exists and is not a tcc artifact; refusing to replace it";
+      return false;
+    }
+  }
+  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
+    error = "cannot write '" + path.str() + "': directory '" +
+            parent.string() + "' is not writable: " + errnoText();
+    return false;
+  }
+  return true;
+}
+
+LogicalResult writeArtifact(ModuleOp module, const TrainConfig &config,
+                            const ArtifactOptions &options, StringRef path,
+                            ArtifactSummary *summary, std::string &error) {
+  if (!checkArtifactPath(path, error))
+    return failure();
+  OwningOpRef<ModuleOp> lowered = module.clone();
+  if (failed(lowerTrainModule(*lowered, error)) ||
+      failed(checkExecutable(*lowered, error)))
+    return failure();
+  Plan plan;
+  if (!buildPlan(*lowered, plan, error))
+    return failure();
+
+  FailureOr<std::string> kernelSource;
+  {
+    std::string firstError;
+    ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
+      if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
+        firstError = describeLoc(d.getLocation()) + ": " + d.str();
+      return success();
+    });
+    kernelSource = codegen::emitKernelSource(*lowered);
+    if (failed(kernelSource)) {
+      error = "kernel code generation failed: " + firstError;
+      return failure();
+    }
+  }
+
+  bool cuda = options.cudaKernels && codegen::cudaCompilerAvailable();
+  ManifestFiles files;
+  files.constants = !plan.constants.empty();
+  files.cudaKernels = cuda;
+  std::string fingerprint = fingerprintOf(plan, config);
+  std::string manifest =
+      manifestJson(options.source, fingerprint, config, files);
+
+  fs::path final = normalized(path);
+  TempDir tmp;
+  tmp.path = parentOf(final) / ("." + final.filename().string() + ".tmp-" +
+                                std::to_string(::getpid()));
+  try {
+    std::error_code ec;
+    fs::remove_all(tmp.path, ec); // an earlier failed run of this process id
+    if (!fs::create_directory(tmp.path, ec) || ec)
+      throw WriteError{"cannot create '" + tmp.path.string() + "': " +
+                       (ec ? ec.message() : std::string("exists"))};
+    writeFiles(tmp.path, plan, *kernelSource, manifest, cuda);
+    moveIntoPlace(tmp.path, final);
+    tmp.keep = true;
+  } catch (const WriteError &e) {
+    error = e.message;
+    return failure();
+  }
+  try {
+    // Makes the rename durable; the artifact is complete either way.
+    fsyncPath(parentOf(final), /*isDir=*/true);
+  } catch (const WriteError &) {
+  }
+
+  if (summary) {
+    *summary = ArtifactSummary();
+    summary->path = path.str();
+    summary->cudaKernels = cuda;
+    summary->fingerprint = fingerprint;
+    summarize(*lowered, plan, *summary);
+  }
+  return success();
+}
+
+std::string formatSummary(const ArtifactSummary &s) {
+  std::string text = "wrote " + s.path + ": " + std::to_string(s.kernels) +
+                     " kernels (" + (s.cudaKernels ? "host + CUDA" : "host") +
+                     ")";
+  for (const FunctionSummary &f : s.functions)
+    text += ", " + f.name + " " + std::to_string(f.kernels) + " launches + " +
+            std::to_string(f.calls) + " library calls";
+  text += ", arena " + std::to_string(s.arenaBytes) + " bytes, params " +
+          std::to_string(s.paramBytes) + " bytes, optimizer state " +
+          std::to_string(s.optStateBytes) + " bytes";
+  if (s.constantBytes)
+    text += ", constants " + std::to_string(s.constantBytes) + " bytes";
+  return text;
+}
+
+} // namespace tcc::artifact

@@ -1,0 +1,444 @@
+// The artifact writer's pieces that are easier to pin here than through
+// tcc compile: attribute -> JSON for library calls (every kind, defaults of
+// ops that do not spell their attributes), the double format, the path
+// checks, and a hand-written planned module written and read back.
+#include "TestUtil.h"
+
+#include "exec/ExecOps.h"
+#include "data/safetensors.h"
+#include "tcc/Artifact/Artifact.h"
+#include "tcc/TccOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+using namespace mlir;
+namespace fs = std::filesystem;
+namespace artifact = tcc::artifact;
+
+namespace {
+
+class ArtifactTest : public ::testing::Test {
+protected:
+  ArtifactTest() {
+    context.loadDialect<tcc::TccDialect, tcc::exec::ExecDialect,
+                        func::FuncDialect>();
+  }
+
+  /// The attribute as JSON text, or "error: ..." when it has none.
+  std::string json(Attribute attr) {
+    std::string s, error;
+    llvm::raw_string_ostream os(s);
+    llvm::json::OStream out(os);
+    if (failed(artifact::writeAttributeJson(out, attr, error)))
+      return "error: " + error;
+    return s;
+  }
+
+  OwningOpRef<ModuleOp> parse(const char *text) {
+    std::string diag;
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+      diag += d.str() + "\n";
+      return success();
+    });
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
+    EXPECT_TRUE(module) << diag;
+    return module;
+  }
+
+  MLIRContext context;
+};
+
+TEST_F(ArtifactTest, FormatDoubleIsShortestRoundTrip) {
+  EXPECT_EQ(artifact::formatDouble(0.1), "0.1");
+  EXPECT_EQ(artifact::formatDouble(1e-3), "0.001");
+  EXPECT_EQ(artifact::formatDouble(1.0), "1.0");
+  EXPECT_EQ(artifact::formatDouble(-2.0), "-2.0");
+  EXPECT_EQ(artifact::formatDouble(1e-8), "1e-08");
+  EXPECT_EQ(artifact::formatDouble(0.999), "0.999");
+  double third = 1.0 / 3.0;
+  EXPECT_EQ(std::strtod(artifact::formatDouble(third).c_str(), nullptr),
+            third);
+  float f = 0.1f; // an f32 attribute read as double keeps all its digits
+  EXPECT_EQ(std::strtod(artifact::formatDouble(f).c_str(), nullptr),
+            double(f));
+}
+
+TEST_F(ArtifactTest, AttributeKinds) {
+  Builder b(&context);
+  EXPECT_EQ(json(b.getBoolAttr(true)), "true");
+  EXPECT_EQ(json(b.getBoolAttr(false)), "false");
+  EXPECT_EQ(json(b.getI64IntegerAttr(-100)), "-100");
+  EXPECT_EQ(json(b.getI32IntegerAttr(7)), "7");
+  EXPECT_EQ(json(b.getF64FloatAttr(1e-5)), "1e-05");
+  EXPECT_EQ(json(b.getF64FloatAttr(0.25)), "0.25");
+  EXPECT_EQ(json(b.getF32FloatAttr(0.5f)), "0.5");
+  EXPECT_EQ(json(b.getStringAttr("a\"b")), "\"a\\\"b\"");
+  EXPECT_EQ(json(b.getUnitAttr()), "true");
+  EXPECT_EQ(json(b.getDenseI64ArrayAttr({1, 0, 2})), "[1,0,2]");
+  EXPECT_EQ(json(b.getDenseI64ArrayAttr({})), "[]");
+  EXPECT_EQ(json(b.getDenseI32ArrayAttr({3, -4})), "[3,-4]");
+  EXPECT_EQ(json(b.getDenseBoolArrayAttr({true, false})), "[true,false]");
+  EXPECT_EQ(json(b.getI64TensorAttr({5, 6})), "[5,6]");
+  EXPECT_EQ(json(b.getArrayAttr({b.getI64IntegerAttr(1),
+                                 b.getStringAttr("x"),
+                                 b.getArrayAttr({b.getBoolAttr(true)})})),
+            "[1,\"x\",[true]]");
+  EXPECT_EQ(json(tcc::GeluApproxAttr::get(&context, tcc::GeluApprox::tanh)),
+            "\"tanh\"");
+  EXPECT_EQ(json(tcc::GeluApproxAttr::get(&context, tcc::GeluApprox::none)),
+            "\"none\"");
+  EXPECT_EQ(json(tcc::CmpPredicateAttr::get(&context, tcc::CmpPredicate::ge)),
+            "\"ge\"");
+}
+
+TEST_F(ArtifactTest, AttributesWithoutJsonAreErrors) {
+  Builder b(&context);
+  EXPECT_EQ(
+      json(b.getF64FloatAttr(std::numeric_limits<double>::infinity())).rfind(
+          "error: attribute ", 0),
+      0u);
+  EXPECT_EQ(json(b.getF64FloatAttr(std::nan(""))).rfind("error: ", 0), 0u);
+  EXPECT_EQ(json(TypeAttr::get(b.getF32Type())),
+            "error: attribute f32 has no JSON form in the plan");
+  // An error inside an array is still an error.
+  EXPECT_EQ(json(b.getArrayAttr({b.getI64IntegerAttr(1),
+                                 TypeAttr::get(b.getF32Type())}))
+                .rfind("error: ", 0),
+            0u);
+}
+
+TEST_F(ArtifactTest, PathChecks) {
+  std::string root = testutil::tempPath("artifact", "paths");
+  fs::remove_all(root);
+  fs::create_directories(root);
+  std::string error;
+  EXPECT_TRUE(artifact::checkArtifactPath(root + "/new.tcc", error)) << error;
+  EXPECT_FALSE(artifact::checkArtifactPath(root + "/missing/new.tcc", error));
+  EXPECT_EQ(error, "cannot write '" + root + "/missing/new.tcc': directory '" +
+                       root + "/missing' does not exist");
+  EXPECT_FALSE(artifact::checkArtifactPath("-", error));
+
+  // A directory that is not an artifact, a file: refused.
+  fs::create_directories(root + "/other.tcc");
+  std::ofstream(root + "/other.tcc/notes.txt") << "mine\n";
+  EXPECT_FALSE(artifact::checkArtifactPath(root + "/other.tcc", error));
+  EXPECT_EQ(error, "'" + root + "/other.tcc' exists and is not a tcc "
+                                "artifact; refusing to replace it");
+  std::ofstream(root + "/file.tcc") << "x";
+  EXPECT_FALSE(artifact::checkArtifactPath(root + "/file.tcc", error));
+  // A manifest of another format is not an artifact either.
+  fs::create_directories(root + "/fake.tcc");
+  std::ofstream(root + "/fake.tcc/manifest.json") << "{\"format\": \"x\"}";
+  EXPECT_FALSE(artifact::checkArtifactPath(root + "/fake.tcc", error));
+  // An earlier artifact may be replaced (trailing slash or not).
+  fs::create_directories(root + "/old.tcc");
+  std::ofstream(root + "/old.tcc/manifest.json")
+      << "{\"format\": \"tcc-artifact\", \"version\": 1}";
+  EXPECT_TRUE(artifact::checkArtifactPath(root + "/old.tcc", error)) << error;
+  EXPECT_TRUE(artifact::checkArtifactPath(root + "/old.tcc/", error)) << error;
+  fs::remove_all(root);
+}
+
+// A step written by hand in the form the writer accepts once lowered: a
+// one-layer linear model with cross-entropy and AdamW, one generated kernel,
+// reshape aliases and constants.
+const char *kStep = R"mlir(
+  tcc.param @w = dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
+  tcc.param @b frozen = dense<0.5> : tensor<2xf32>
+  func.func @forward(%x: tensor<4x3xf32> {tcc.name = "x"}) -> (tensor<3x4xf32> {tcc.name = "y"}) {
+    %t = tcc.transpose %x {perm = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<3x4xf32>
+    return %t : tensor<3x4xf32>
+  }
+  func.func @train_step(
+      %w: tensor<3x2xf32> {tcc.param = "w"}, %b: tensor<2xf32> {tcc.param = "b"},
+      %m: tensor<3x2xf32> {tcc.opt_state = "w.exp_avg"},
+      %v: tensor<3x2xf32> {tcc.opt_state = "w.exp_avg_sq"},
+      %step: tensor<i64> {tcc.step},
+      %x: tensor<4x3xf32> {tcc.name = "x"}, %labels: tensor<4xi64> {tcc.name = "labels"})
+      -> (tensor<f32> {tcc.name = "loss"}, tensor<3x2xf32> {tcc.param = "w"},
+          tensor<3x2xf32> {tcc.opt_state = "w.exp_avg"},
+          tensor<3x2xf32> {tcc.opt_state = "w.exp_avg_sq"})
+      attributes {tcc.accum = 1 : i64} {
+    %lr = tcc.constant dense<1.0e-3> : tensor<f64>
+    %y = tcc.gemm %x, %w, %b : (tensor<4x3xf32>, tensor<3x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+    %l:2 = tcc.cross_entropy %y, %labels : (tensor<4x2xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<f32>)
+    %s1 = tcc.reshape %l#0 : (tensor<f32>) -> tensor<1xf32>
+    %q = exec.fusion "fused_0" (%s1, %l#1) : (tensor<1xf32>, tensor<f32>) -> tensor<1xf32> {
+    ^bb0(%s: tensor<1xf32>, %c: tensor<f32>):
+      %d = tcc.div %s, %c : (tensor<1xf32>, tensor<f32>) -> tensor<1xf32>
+      exec.yield %d : tensor<1xf32>
+    }
+    %loss = tcc.reshape %q : (tensor<1xf32>) -> tensor<f32>
+    %one = tcc.constant dense<1.0> : tensor<f32>
+    %dy = tcc.cross_entropy_grad %y, %labels, %one : (tensor<4x2xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x2xf32>
+    %dw = tcc.matmul %x, %dy {transpose_lhs = true} : (tensor<4x3xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
+    %u:3 = tcc.adamw_update %w, %dw, %m, %v, %lr, %step : (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<f64>, tensor<i64>) -> (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>)
+    return %loss, %u#0, %u#1, %u#2 : tensor<f32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
+  }
+)mlir";
+
+llvm::json::Value readJson(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  EXPECT_TRUE(bool(buffer)) << path;
+  if (!buffer)
+    return nullptr;
+  llvm::Expected<llvm::json::Value> value =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!value) {
+    ADD_FAILURE() << path << ": " << llvm::toString(value.takeError());
+    return nullptr;
+  }
+  return std::move(*value);
+}
+
+std::string text(const llvm::json::Value *v) {
+  if (!v)
+    return "<missing>";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << *v;
+  return s;
+}
+
+/// The call step of `op` in `steps` (null if none).
+const llvm::json::Object *findCall(const llvm::json::Array &steps,
+                                   llvm::StringRef op) {
+  for (const llvm::json::Value &s : steps)
+    if (s.getAsObject()->getString("op") == op)
+      return s.getAsObject();
+  return nullptr;
+}
+
+/// Value `id` (its "id" must equal its position).
+const llvm::json::Object *value(const llvm::json::Array &values,
+                                const llvm::json::Value &id) {
+  std::optional<int64_t> i = id.getAsInteger();
+  if (!i || *i < 0 || *i >= int64_t(values.size()))
+    return nullptr;
+  const llvm::json::Object *v = values[*i].getAsObject();
+  EXPECT_EQ(v->getInteger("id"), *i);
+  return v;
+}
+
+TEST_F(ArtifactTest, WritesAHandWrittenStep) {
+  OwningOpRef<ModuleOp> module = parse(kStep);
+  ASSERT_TRUE(module);
+  std::string dir = testutil::tempPath("artifact", "step.tcc");
+  fs::remove_all(dir);
+  tcc::TrainConfig config;
+  std::string error;
+  ASSERT_TRUE(tcc::parseLoss("cross_entropy(y,labels)", config.loss, error));
+  artifact::ArtifactOptions options;
+  options.source = "/some/where/model.mlir";
+  options.cudaKernels = false;
+  artifact::ArtifactSummary summary;
+  ASSERT_TRUE(succeeded(artifact::writeArtifact(*module, config, options, dir,
+                                                &summary, error)))
+      << error;
+  // The caller's module is not lowered in place; @forward (whose transpose
+  // has no kernel) is not part of the artifact.
+  EXPECT_FALSE(module->lookupSymbol<func::FuncOp>("train_step")->hasAttr(
+      "exec.arena_bytes"));
+  EXPECT_EQ(summary.kernels, 1);
+  ASSERT_EQ(summary.functions.size(), 1u);
+  EXPECT_EQ(summary.functions[0].kernels, 1);
+  EXPECT_EQ(summary.functions[0].calls, 5);
+  EXPECT_EQ(summary.paramBytes, 6 * 4 + 2 * 4);
+  EXPECT_EQ(summary.optStateBytes, 2 * 6 * 4);
+  EXPECT_EQ(summary.constantBytes, 8 + 4);
+  EXPECT_FALSE(summary.cudaKernels);
+
+  llvm::json::Value manifest = readJson(dir + "/manifest.json");
+  const llvm::json::Object *m = manifest.getAsObject();
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->getString("format"), "tcc-artifact");
+  EXPECT_EQ(m->getInteger("version"), 1);
+  EXPECT_EQ(m->getString("source"), "model.mlir");
+  EXPECT_EQ(m->getString("fingerprint"), summary.fingerprint);
+  EXPECT_EQ(text(m->get("schedule")), "{\"kind\":\"constant\",\"lr\":0.001}");
+  EXPECT_EQ(text(m->get("files")),
+            "{\"constants\":\"constants.safetensors\",\"host_kernels\":"
+            "\"kernels/host.so\",\"kernel_source\":\"kernels/kernels.cc\","
+            "\"plan\":\"plan.json\",\"weights\":\"weights.safetensors\"}");
+
+  llvm::json::Value planValue = readJson(dir + "/plan.json");
+  const llvm::json::Object *plan = planValue.getAsObject();
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(text(plan->get("params")),
+            "[{\"dtype\":\"f32\",\"name\":\"w\",\"shape\":[3,2]},"
+            "{\"dtype\":\"f32\",\"name\":\"b\",\"shape\":[2]}]");
+  EXPECT_EQ(text(plan->get("opt_state")),
+            "[{\"dtype\":\"f32\",\"name\":\"w.exp_avg\",\"shape\":[3,2]},"
+            "{\"dtype\":\"f32\",\"name\":\"w.exp_avg_sq\",\"shape\":[3,2]}]");
+  const llvm::json::Object *functions = plan->getObject("functions");
+  ASSERT_TRUE(functions);
+  EXPECT_EQ(functions->size(), 1u);
+  const llvm::json::Object *train = functions->getObject("train_step");
+  ASSERT_TRUE(train);
+  EXPECT_EQ(text(train->get("inputs")),
+            "[{\"dtype\":\"f32\",\"name\":\"x\",\"shape\":[4,3]},"
+            "{\"dtype\":\"i64\",\"name\":\"labels\",\"shape\":[4]}]");
+  const llvm::json::Array *values = train->getArray("values");
+  const llvm::json::Array *steps = train->getArray("steps");
+  ASSERT_TRUE(values && steps);
+  // Arguments first, in order: w b m v step x labels.
+  EXPECT_EQ(text(&(*values)[0]), "{\"dtype\":\"f32\",\"id\":0,\"index\":0,"
+                                 "\"shape\":[3,2],\"storage\":\"param\"}");
+  EXPECT_EQ(text(&(*values)[3]), "{\"dtype\":\"f32\",\"id\":3,\"index\":1,"
+                                 "\"shape\":[3,2],\"storage\":\"opt_state\"}");
+  EXPECT_EQ(text(&(*values)[4]),
+            "{\"dtype\":\"i64\",\"id\":4,\"shape\":[],\"storage\":\"step\"}");
+  EXPECT_EQ(text(&(*values)[6]), "{\"dtype\":\"i64\",\"id\":6,\"index\":1,"
+                                 "\"shape\":[4],\"storage\":\"input\"}");
+  ASSERT_EQ(steps->size(), 6u);
+
+  // gemm: the optional c present; attributes the IR leaves at their
+  // defaults are written all the same.
+  const llvm::json::Object *gemm = findCall(*steps, "gemm");
+  ASSERT_TRUE(gemm);
+  EXPECT_EQ(text(gemm->get("attrs")),
+            "{\"alpha\":1,\"beta\":1,\"transpose_a\":false,"
+            "\"transpose_b\":false}");
+  EXPECT_EQ(text(gemm->get("inputs")), "[5,0,1]");
+  EXPECT_EQ(text(findCall(*steps, "matmul")->get("attrs")),
+            "{\"transpose_lhs\":true,\"transpose_rhs\":false}");
+  EXPECT_EQ(text(findCall(*steps, "cross_entropy")->get("attrs")),
+            "{\"ignore_index\":-100}");
+
+  // The kernel reads loss_sum through its reshape: same offset, new id.
+  const llvm::json::Object *kernel = nullptr;
+  for (const llvm::json::Value &s : *steps)
+    if (s.getAsObject()->getString("kind") == "kernel")
+      kernel = s.getAsObject();
+  ASSERT_TRUE(kernel);
+  EXPECT_EQ(kernel->getString("symbol"), "tcc_fused_0");
+  EXPECT_EQ(kernel->getInteger("elements"), 1);
+  const llvm::json::Object *ce = findCall(*steps, "cross_entropy");
+  const llvm::json::Object *lossSum =
+      value(*values, ce->getArray("outputs")->front());
+  const llvm::json::Object *reshaped =
+      value(*values, kernel->getArray("inputs")->front());
+  ASSERT_TRUE(lossSum && reshaped);
+  EXPECT_EQ(lossSum->getString("storage"), "arena");
+  EXPECT_EQ(reshaped->getString("storage"), "arena");
+  EXPECT_EQ(reshaped->getInteger("offset"), lossSum->getInteger("offset"));
+  EXPECT_NE(reshaped->getInteger("id"), lossSum->getInteger("id"));
+  EXPECT_EQ(text(reshaped->get("shape")), "[1]");
+
+  // The lr and the seed of the loss gradient are constants.
+  const llvm::json::Object *adamw = findCall(*steps, "adamw_update");
+  ASSERT_TRUE(adamw);
+  const llvm::json::Object *lr = value(*values, (*adamw->getArray("inputs"))[4]);
+  ASSERT_TRUE(lr);
+  EXPECT_EQ(lr->getString("storage"), "constant");
+  EXPECT_EQ(lr->getString("dtype"), "f64");
+  // The AdamW update writes its results over its arguments.
+  const llvm::json::Object *attrs = adamw->getObject("attrs");
+  ASSERT_TRUE(attrs);
+  EXPECT_EQ(attrs->size(), 4u);
+  EXPECT_EQ(attrs->getNumber("beta1"), 0.9);
+  EXPECT_EQ(attrs->getNumber("beta2"), 0.999);
+  EXPECT_EQ(attrs->getNumber("eps"), 1e-8);
+  EXPECT_EQ(attrs->getNumber("weight_decay"), 0.01);
+  // In the file, the shortest form of each double.
+  std::vector<uint8_t> planBytes = testutil::readFile(dir + "/plan.json");
+  std::string planText(planBytes.begin(), planBytes.end());
+  EXPECT_NE(planText.find("\"attrs\":{\"beta1\":0.9,\"beta2\":0.999,"
+                          "\"eps\":1e-08,\"weight_decay\":0.01}"),
+            std::string::npos);
+  const llvm::json::Array *outs = adamw->getArray("outputs");
+  ASSERT_TRUE(outs && outs->size() == 3);
+  for (int k = 0; k < 3; ++k) {
+    const llvm::json::Object *v = value(*values, (*outs)[k]);
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->getString("storage"), k == 0 ? "param" : "opt_state");
+    EXPECT_EQ(v->getInteger("index"), k == 0 ? 0 : k - 1);
+  }
+  const llvm::json::Array *results = train->getArray("results");
+  ASSERT_TRUE(results && results->size() == 4);
+  EXPECT_EQ(text((*results)[0].getAsObject()->get("role")), "\"loss\"");
+  EXPECT_EQ((*results)[1].getAsObject()->get("value")->getAsInteger(),
+            (*outs)[0].getAsInteger());
+
+  EXPECT_TRUE(fs::is_regular_file(dir + "/weights.safetensors"));
+  EXPECT_TRUE(fs::is_regular_file(dir + "/constants.safetensors"));
+  EXPECT_TRUE(fs::is_regular_file(dir + "/kernels/kernels.cc"));
+  EXPECT_TRUE(fs::is_regular_file(dir + "/kernels/host.so"));
+  EXPECT_FALSE(fs::exists(dir + "/kernels/kernels.fatbin"));
+  {
+    std::vector<tcc::data::Array> weights =
+        tcc::data::readSafetensors(dir + "/weights.safetensors");
+    ASSERT_EQ(weights.size(), 2u);
+    const tcc::data::Array *w = tcc::data::findArray(weights, "w");
+    const tcc::data::Array *b = tcc::data::findArray(weights, "b");
+    ASSERT_TRUE(w && b);
+    EXPECT_EQ(w->shape, (std::vector<int64_t>{3, 2}));
+    EXPECT_EQ(std::vector<float>(w->data<float>(), w->data<float>() + 6),
+              (std::vector<float>{1, 2, 3, 4, 5, 6}));
+    EXPECT_EQ(std::vector<float>(b->data<float>(), b->data<float>() + 2),
+              (std::vector<float>{0.5f, 0.5f}));
+  }
+
+  // Written again over itself: replaced, and no temporary left beside it.
+  ASSERT_TRUE(succeeded(artifact::writeArtifact(*module, config, options, dir,
+                                                nullptr, error)))
+      << error;
+  for (const auto &entry : fs::directory_iterator(fs::path(dir).parent_path()))
+    EXPECT_EQ(entry.path().filename().string().find("step.tcc.tmp"),
+              std::string::npos);
+  if (!getenv("TCC_KEEP_TEST_ARTIFACT"))
+    fs::remove_all(dir);
+}
+
+TEST_F(ArtifactTest, RejectsOpsWithoutKernels) {
+  // Checked as given (not lowered): the first op that is neither a kernel,
+  // a library call, an alias, a constant nor a parameter read is named.
+  OwningOpRef<ModuleOp> module = parse(R"mlir(
+    tcc.param @w = dense<1.0> : tensor<2x3xf32>
+    func.func @train_step(%w: tensor<2x3xf32> {tcc.param = "w"})
+        -> (tensor<f32> {tcc.name = "loss"}) {
+      %r = tcc.reshape %w : (tensor<2x3xf32>) -> tensor<6xf32>
+      %t = tcc.transpose %w {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32> loc("Transpose_7")
+      %s = tcc.reduce_sum %t {axes = array<i64: 0, 1>} : (tensor<3x2xf32>) -> tensor<f32>
+      return %s : tensor<f32>
+    }
+  )mlir");
+  ASSERT_TRUE(module);
+  std::string error;
+  EXPECT_TRUE(failed(artifact::checkExecutable(*module, error)));
+  EXPECT_EQ(error, "op 'tcc.transpose' at node 'Transpose_7' (in @train_step) "
+                   "has no kernel or library call in the runtime");
+
+  // writeArtifact lowers first; whatever is left without a kernel fails
+  // the same way and leaves nothing behind.
+  std::string dir = testutil::tempPath("artifact", "rejected.tcc");
+  fs::remove_all(dir);
+  tcc::TrainConfig config;
+  artifact::ArtifactOptions options;
+  options.cudaKernels = false;
+  OwningOpRef<ModuleOp> lowered = module->clone();
+  ASSERT_TRUE(succeeded(artifact::lowerTrainModule(*lowered, error))) << error;
+  if (failed(artifact::checkExecutable(*lowered, error))) {
+    EXPECT_TRUE(failed(artifact::writeArtifact(*module, config, options, dir,
+                                               nullptr, error)));
+    EXPECT_EQ(error.rfind("op 'tcc.", 0), 0u) << error;
+    EXPECT_FALSE(fs::exists(dir));
+  }
+  fs::remove_all(dir);
+}
+
+} // namespace
