@@ -1,6 +1,8 @@
 #ifndef TCC_TOOLS_TCC_COMMANDS_H
 #define TCC_TOOLS_TCC_COMMANDS_H
 
+#include "run/loop.h"
+
 namespace tcc::driver {
 
 // Each command reports whether it was chosen on the command line and runs.
@@ -12,6 +14,9 @@ bool compileChosen();
 int runCompile();
 bool trainChosen();
 int runTrain();
+/// The loop flags of `tcc train`, taken out of argv (run::parseRunFlags)
+/// before LLVM's parser sees it.
+run::RunOptions &trainRunOptions();
 
 } // namespace tcc::driver
 

@@ -4,7 +4,9 @@
 #include "InterpTrainer.h"
 
 #include "tcc/Interp/Interpreter.h"
+#include "checkpoint/checkpoint.h"
 #include "checkpoint/fingerprint.h"
+#include "exec/schedule.h"
 #include "tcc/TccOps.h"
 #include "tcc/Transforms/TrainStep.h"
 
@@ -12,7 +14,9 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <cmath>
 #include <cstdio>
+#include <optional>
 
 using namespace mlir;
 using tcc::data::Array;
@@ -216,9 +220,11 @@ bool InterpTrainer::bindFunction(func::FuncOp f, std::vector<Slot> &args,
   return true;
 }
 
-bool InterpTrainer::init(ModuleOp module, const interp::Options &opts,
-                         std::string &error) {
+bool InterpTrainer::init(ModuleOp module, const TrainConfig &trainConfig,
+                         const interp::Options &opts, std::string &error) {
   options = opts;
+  config = trainConfig;
+  configText = describeTrainConfig(config);
   trainFn = module.lookupSymbol<func::FuncOp>("train_step");
   evalFn = module.lookupSymbol<func::FuncOp>("eval_step");
   if (!trainFn || !evalFn) {
@@ -347,13 +353,81 @@ bool InterpTrainer::restore(const std::vector<Array> &params,
   return true;
 }
 
-std::string InterpTrainer::fingerprint(const std::string &config) const {
+std::string InterpTrainer::fingerprint() const {
   std::vector<checkpoint::TensorSignature> params, batch;
   for (const Array &p : paramValues)
     params.push_back({p.name, p.dtype, p.shape});
   for (auto [spec, shape] : llvm::zip(specs, argShapes))
     batch.push_back({spec.name, spec.dtype, shape});
-  return checkpoint::modelFingerprint(params, batch, config);
+  return checkpoint::modelFingerprint(params, batch, configText);
+}
+
+double InterpTrainer::learningRate(int64_t it) const {
+  const ScheduleSpec &s = config.schedule;
+  rt::Schedule schedule;
+  schedule.kind = s.kind == ScheduleSpec::Constant ? rt::Schedule::Constant
+                  : s.kind == ScheduleSpec::Cosine ? rt::Schedule::Cosine
+                                                   : rt::Schedule::Linear;
+  schedule.lr = config.optimizer.lr;
+  schedule.warmup = s.warmup;
+  schedule.total = s.total;
+  schedule.minLr = s.minLr;
+  return rt::learningRate(schedule, it);
+}
+
+bool InterpTrainer::saveCheckpoint(const std::string &dir,
+                                   int64_t dataPosition, double loss,
+                                   std::string &written, std::string &error) {
+  checkpoint::CheckpointState state;
+  state.step = steps;
+  state.dataPosition = dataPosition;
+  state.modelFingerprint = fingerprint();
+  state.rng = nlohmann::json::object(); // dropout masks derive from the step
+  state.extra = {{"train_config", configText}};
+  state.extra["loss"] = std::isfinite(loss) ? nlohmann::json(loss)
+                                            : nlohmann::json(nullptr);
+  try {
+    written = checkpoint::saveCheckpoint(dir, paramValues, stateValues, state);
+  } catch (const data::Error &e) {
+    error = e.what();
+    return false;
+  }
+  return true;
+}
+
+bool InterpTrainer::restoreCheckpoint(const std::string &dir,
+                                      int64_t &dataPosition, std::string &from,
+                                      std::string &error) {
+  std::optional<std::string> latest = checkpoint::latestCheckpoint(dir);
+  if (!latest) {
+    error = "no checkpoint in '" + dir + "'";
+    return false;
+  }
+  from = *latest;
+  checkpoint::Checkpoint ck;
+  try {
+    ck = checkpoint::loadCheckpoint(*latest);
+  } catch (const data::Error &e) {
+    error = e.what();
+    return false;
+  }
+  if (ck.state.modelFingerprint != fingerprint()) {
+    auto it = ck.state.extra.find("train_config");
+    if (it != ck.state.extra.end() && it->is_string() &&
+        it->get<std::string>() != configText)
+      error = "'" + *latest + "' was trained with another configuration: " +
+              checkpoint::configDifference(it->get<std::string>(), configText);
+    else
+      error = "'" + *latest + "' is a checkpoint of another model (its "
+              "parameters or batch inputs differ in name, dtype or shape)";
+    return false;
+  }
+  if (!restore(ck.params, ck.optState, ck.state.step, error)) {
+    error = "'" + *latest + "': " + error;
+    return false;
+  }
+  dataPosition = ck.state.dataPosition;
+  return true;
 }
 
 } // namespace tcc::driver

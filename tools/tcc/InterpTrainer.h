@@ -7,6 +7,9 @@
 #define TCC_TOOLS_TCC_INTERPTRAINER_H
 
 #include "tcc/Interp/Interpreter.h"
+#include "tcc/Transforms/TrainStep.h"
+
+#include "run/engine.h"
 
 #include "data/batcher.h"
 #include "data/npz.h"
@@ -20,33 +23,44 @@
 
 namespace tcc::driver {
 
-/// One training run's state and the interpreter calls that advance it.
+/// One training run's state and the interpreter calls that advance it: the
+/// reference engine of the training loop (`tcc train --reference`).
 /// Every method that can fail returns false with a one-line `error`.
-class InterpTrainer {
+class InterpTrainer : public run::Engine {
 public:
   /// Binds the arguments and results of `module`'s @train_step and
   /// @eval_step by their tcc.* attributes and takes the parameters' initial
   /// values from the tcc.param ops; optimizer state starts at zero. With
   /// `options.promoteToF64` the f32 parameters and state are held (and
   /// checkpointed) in f64.
-  bool init(mlir::ModuleOp module, const interp::Options &options,
-            std::string &error);
+  bool init(mlir::ModuleOp module, const TrainConfig &config,
+            const interp::Options &options, std::string &error);
 
   /// What the data feed must yield per optimizer step: one spec per batch
   /// argument, with the --accum micro-batch dim folded into the batch dim
   /// ([N*b, ...] for an argument [N, b, ...]), so consecutive samples fill
   /// the micro-batches in order.
-  const std::vector<data::InputSpec> &batchSpecs() const { return specs; }
+  const std::vector<data::InputSpec> &batchSpecs() const override {
+    return specs;
+  }
+  std::string tokenTarget() const override { return config.loss.label; }
 
   /// One optimizer step on `batch` (in batchSpecs() order and shapes);
   /// `loss` is the step's loss before the update.
-  bool step(std::vector<data::Array> batch, double &loss, std::string &error);
+  bool step(std::vector<data::Array> batch, double &loss,
+            std::string &error) override;
   /// The loss of @eval_step on `batch`, with the current parameters.
   bool evalLoss(std::vector<data::Array> batch, double &loss,
-                std::string &error);
+                std::string &error) override;
 
   /// Optimizer steps done.
-  int64_t stepsDone() const { return steps; }
+  int64_t stepsDone() const override { return steps; }
+  double learningRate(int64_t it) const override;
+  bool saveCheckpoint(const std::string &dir, int64_t dataPosition,
+                      double loss, std::string &written,
+                      std::string &error) override;
+  bool restoreCheckpoint(const std::string &dir, int64_t &dataPosition,
+                         std::string &from, std::string &error) override;
   /// Every parameter (frozen ones too), named after its tcc.param.
   const std::vector<data::Array> &params() const { return paramValues; }
   /// Optimizer state, named after the tcc.opt_state attributes.
@@ -59,10 +73,10 @@ public:
                const std::vector<data::Array> &optState, int64_t step,
                std::string &error);
 
-  /// A stable hash of the parameters' names, dtypes and shapes, the batch
-  /// arguments and `config`, so that a checkpoint of another model or
+  /// checkpoint::modelFingerprint of the parameters, the batch arguments
+  /// and the configuration line, so that a checkpoint of another model or
   /// training configuration is refused instead of silently mis-resumed.
-  std::string fingerprint(const std::string &config) const;
+  std::string fingerprint() const;
 
 private:
   enum class Kind { Param, OptState, Step, Batch, Loss };
@@ -84,6 +98,8 @@ private:
   int64_t accum = 1;
   int64_t steps = 0;
   interp::Options options;
+  TrainConfig config;
+  std::string configText;
 };
 
 } // namespace tcc::driver

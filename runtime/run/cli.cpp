@@ -1,0 +1,189 @@
+#include "run/cli.h"
+#include "run/session_engine.h"
+
+#include "exec/inspect.h"
+#include "exec/schedule.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <iostream>
+
+namespace tcc::run {
+
+const char *runFlagsHelp() {
+  return "  --data FILE             training data: .npz/.npy arrays named after "
+         "the\n"
+         "                          batch inputs, or a uint16 token file (.bin)\n"
+         "  --steps N               total optimizer steps (a resumed run "
+         "continues to N)\n"
+         "  --checkpoint-dir DIR    write DIR/step-N checkpoints (always after "
+         "the last step)\n"
+         "  --checkpoint-every K    also every K steps\n"
+         "  --keep-checkpoints K    keep only the newest K checkpoints\n"
+         "  --resume                continue from the latest checkpoint in "
+         "--checkpoint-dir\n"
+         "  --eval-data FILE        evaluation data (mean loss over its full "
+         "batches)\n"
+         "  --eval-every K          evaluate every K steps (default: after the "
+         "last)\n"
+         "  --log FILE.csv          step,loss,lr,seconds,throughput,elapsed "
+         "rows\n"
+         "  --progress MODE         auto (one live line on a terminal), lines, "
+         "none\n";
+}
+
+namespace {
+
+/// Takes the value of `--name value` / `--name=value` at args[i].
+bool takeValue(std::vector<std::string> &args, size_t i,
+               const std::string &name, std::string &value, bool &matched,
+               std::string &error) {
+  const std::string &arg = args[i];
+  matched = false;
+  if (arg == name) {
+    if (i + 1 >= args.size()) {
+      error = name + " needs a value";
+      return false;
+    }
+    value = args[i + 1];
+    args.erase(args.begin() + i, args.begin() + i + 2);
+    matched = true;
+  } else if (arg.compare(0, name.size() + 1, name + "=") == 0) {
+    value = arg.substr(name.size() + 1);
+    args.erase(args.begin() + i);
+    matched = true;
+  }
+  return true;
+}
+
+bool toInt(const std::string &name, const std::string &text, int64_t &out,
+           std::string &error) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end || errno) {
+    error = name + " expects an integer, got '" + text + "'";
+    return false;
+  }
+  out = v;
+  return true;
+}
+
+} // namespace
+
+bool parseRunFlags(std::vector<std::string> &args, RunOptions &o,
+                   std::string &error) {
+  struct StringFlag {
+    const char *name;
+    std::string *value;
+  } strings[] = {{"--data", &o.data},
+                 {"--checkpoint-dir", &o.checkpointDir},
+                 {"--eval-data", &o.evalData},
+                 {"--log", &o.log},
+                 {"--progress", &o.progress}};
+  struct IntFlag {
+    const char *name;
+    int64_t *value;
+  } ints[] = {{"--steps", &o.steps},
+              {"--checkpoint-every", &o.checkpointEvery},
+              {"--keep-checkpoints", &o.keepCheckpoints},
+              {"--eval-every", &o.evalEvery}};
+  for (size_t i = 0; i < args.size();) {
+    bool matched = false;
+    if (args[i] == "--resume") {
+      o.resume = true;
+      args.erase(args.begin() + i);
+      continue;
+    }
+    for (StringFlag &f : strings) {
+      if (!takeValue(args, i, f.name, *f.value, matched, error))
+        return false;
+      if (matched)
+        break;
+    }
+    for (IntFlag &f : ints) {
+      if (matched)
+        break;
+      std::string text;
+      if (!takeValue(args, i, f.name, text, matched, error))
+        return false;
+      if (matched && !toInt(f.name, text, *f.value, error))
+        return false;
+      if (matched && f.value == &o.steps)
+        o.stepsGiven = true;
+    }
+    if (!matched)
+      ++i;
+  }
+  return true;
+}
+
+int runCommand(const std::string &program, std::vector<std::string> args) {
+  auto usage = [&] {
+    std::cout << "usage: " << program << " ARTIFACT.tcc --data FILE --steps N "
+              << "[flags]\n\nTrains a compiled artifact (tcc compile -o "
+                 "ARTIFACT.tcc).\n\n"
+              << runFlagsHelp()
+              << "  --backend NAME          cpu (default)\n";
+    return 0;
+  };
+  for (const std::string &a : args)
+    if (a == "--help" || a == "-h")
+      return usage();
+  auto fail = [&](const std::string &message) {
+    std::cerr << "tcc: " << message << "\n";
+    return 1;
+  };
+  RunOptions options;
+  std::string error, backend = "cpu";
+  if (!parseRunFlags(args, options, error))
+    return fail(program + ": " + error);
+  for (size_t i = 0; i < args.size(); ++i) {
+    bool matched;
+    if (!takeValue(args, i, "--backend", backend, matched, error))
+      return fail(program + ": " + error);
+    if (matched)
+      --i;
+  }
+  std::string artifact;
+  for (const std::string &a : args) {
+    if (a.size() > 1 && a[0] == '-')
+      return fail(program + ": unknown flag '" + a + "' (see --help)");
+    if (!artifact.empty())
+      return fail(program + ": one artifact expected, got '" + artifact +
+                  "' and '" + a + "'");
+    artifact = a;
+  }
+  if (artifact.empty())
+    return fail(program + ": no artifact given (the OUT.tcc directory that "
+                          "`tcc compile -o OUT.tcc` wrote)");
+  if (!checkRunOptions(options, program, error))
+    return fail(error);
+  std::unique_ptr<SessionEngine> engine =
+      SessionEngine::open(artifact, backend, error);
+  if (!engine)
+    return fail(error);
+  return runTraining(*engine, options, std::cout, std::cerr);
+}
+
+int inspectCommand(const std::string &program, std::vector<std::string> args) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << "usage: " << program
+              << " ARTIFACT.tcc\n\nPrints an artifact's inputs, parameters, "
+                 "kernels, memory plan and peak memory.\n";
+    return 0;
+  }
+  if (args.size() != 1 || args[0].empty() || args[0][0] == '-') {
+    std::cerr << "tcc: " << program
+              << ": expected one artifact directory (see --help)\n";
+    return 1;
+  }
+  std::string error;
+  if (tcc::rt::inspectArtifact(args[0], std::cout, error) != 0) {
+    std::cerr << "tcc: " << error << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace tcc::run

@@ -1,0 +1,48 @@
+//===- loop.h - the training loop of `tcc run` and `tcc train` --*- C++ -*-===//
+#ifndef TCC_RUNTIME_RUN_LOOP_H
+#define TCC_RUNTIME_RUN_LOOP_H
+
+#include "run/engine.h"
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace tcc::run {
+
+struct RunOptions {
+  /// Training data: .npz/.npy named arrays, or a uint16 token file (.bin).
+  std::string data;
+  /// Total optimizer steps (a resumed run continues up to it).
+  int64_t steps = 0;
+  bool stepsGiven = false;
+  std::string checkpointDir;
+  int64_t checkpointEvery = 0;
+  /// Keep only the newest K checkpoints (0: keep all).
+  int64_t keepCheckpoints = 0;
+  bool resume = false;
+  std::string evalData;
+  int64_t evalEvery = 0;
+  /// CSV: step,loss,lr,seconds,throughput,elapsed.
+  std::string log;
+  /// Losses in the log with 17 significant digits instead of 9 (f64 runs).
+  bool logDoubles = false;
+  /// Progress: "auto" rewrites one line on a terminal and prints a line per
+  /// step otherwise; "lines" always prints a line per step; "none" prints
+  /// only evaluation, checkpoint and final lines.
+  std::string progress = "auto";
+};
+
+/// Checks the option combinations that need no engine (--steps given and
+/// positive, --resume/--checkpoint-every need --checkpoint-dir, ...).
+bool checkRunOptions(const RunOptions &options, const std::string &command,
+                     std::string &error);
+
+/// Runs training to `options.steps`. Progress goes to `out`, problems to
+/// `err` as "tcc: error: ..." lines. Returns the process exit code.
+int runTraining(Engine &engine, const RunOptions &options, std::ostream &out,
+                std::ostream &err);
+
+} // namespace tcc::run
+
+#endif // TCC_RUNTIME_RUN_LOOP_H

@@ -1,0 +1,135 @@
+#include "run/session_engine.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace tcc::run {
+
+static bool toDType(tcc_dtype d, data::DType &out) {
+  switch (d) {
+  case TCC_F32:
+    out = data::DType::F32;
+    return true;
+  case TCC_F64:
+    out = data::DType::F64;
+    return true;
+  case TCC_I32:
+    out = data::DType::I32;
+    return true;
+  case TCC_I64:
+    out = data::DType::I64;
+    return true;
+  case TCC_BOOL:
+    out = data::DType::Bool;
+    return true;
+  default:
+    return false;
+  }
+}
+
+static std::string lastError() { return tcc_last_error(); }
+
+std::unique_ptr<SessionEngine> SessionEngine::open(const std::string &artifact,
+                                                   const std::string &backend,
+                                                   std::string &error) {
+  tcc_session *s = nullptr;
+  if (tcc_session_open(artifact.c_str(), backend.c_str(), &s) != TCC_OK) {
+    error = lastError();
+    return nullptr;
+  }
+  std::unique_ptr<SessionEngine> engine(new SessionEngine(s));
+  for (int32_t i = 0, n = tcc_num_inputs(s); i < n; ++i) {
+    tcc_tensor_info info;
+    if (tcc_input_info(s, i, &info) != TCC_OK) {
+      error = lastError();
+      return nullptr;
+    }
+    data::InputSpec spec;
+    spec.name = info.name;
+    if (!toDType(info.dtype, spec.dtype)) {
+      error = artifact + ": input '" + spec.name +
+              "' has a dtype the data feed cannot provide";
+      return nullptr;
+    }
+    spec.shape.assign(info.shape, info.shape + info.rank);
+    engine->specs.push_back(std::move(spec));
+  }
+  return engine;
+}
+
+SessionEngine::~SessionEngine() { tcc_session_close(handle); }
+
+std::string SessionEngine::tokenTarget() const {
+  const char *label = tcc_label_input(handle);
+  return label ? label : "";
+}
+
+bool SessionEngine::bind(const std::vector<data::Array> &batch,
+                         std::string &error) {
+  for (const data::Array &a : batch)
+    if (tcc_bind_input(handle, a.name.c_str(), a.bytes.data(),
+                       a.bytes.size()) != TCC_OK) {
+      error = lastError();
+      return false;
+    }
+  return true;
+}
+
+bool SessionEngine::step(std::vector<data::Array> batch, double &loss,
+                         std::string &error) {
+  if (!bind(batch, error))
+    return false;
+  if (tcc_train_step(handle, &loss) != TCC_OK) {
+    error = lastError();
+    return false;
+  }
+  return true;
+}
+
+bool SessionEngine::evalLoss(std::vector<data::Array> batch, double &loss,
+                             std::string &error) {
+  if (!bind(batch, error))
+    return false;
+  if (tcc_eval_step(handle, &loss) != TCC_OK) {
+    error = lastError();
+    return false;
+  }
+  return true;
+}
+
+int64_t SessionEngine::stepsDone() const { return tcc_steps_done(handle); }
+
+double SessionEngine::learningRate(int64_t it) const {
+  return tcc_learning_rate(handle, it);
+}
+
+bool SessionEngine::saveCheckpoint(const std::string &dir,
+                                   int64_t dataPosition, double loss,
+                                   std::string &written, std::string &error) {
+  char extra[64] = "{\"loss\": null}"; // JSON has no NaN
+  if (std::isfinite(loss))
+    std::snprintf(extra, sizeof extra, "{\"loss\": %.17g}", loss);
+  const char *path = nullptr;
+  if (tcc_save_checkpoint(handle, dir.c_str(), dataPosition, extra, &path) !=
+      TCC_OK) {
+    error = lastError();
+    return false;
+  }
+  written = path ? path : dir;
+  return true;
+}
+
+bool SessionEngine::restoreCheckpoint(const std::string &dir,
+                                      int64_t &dataPosition, std::string &from,
+                                      std::string &error) {
+  const char *used = nullptr;
+  if (tcc_restore_checkpoint(handle, dir.c_str(), &dataPosition, &used) !=
+      TCC_OK) {
+    error = lastError();
+    return false;
+  }
+  from = used ? used : dir;
+  return true;
+}
+
+} // namespace tcc::run

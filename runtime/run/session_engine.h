@@ -1,0 +1,54 @@
+//===- session_engine.h - the loop's engine over a compiled artifact ------===//
+//
+// Drives a tcc_session (runtime/api/tcc_runtime.h): what `tcc run`,
+// `tcc-run` and `tcc train` use. Going through the C API, not around it,
+// keeps the API honest: the CLI can do nothing a deployment cannot.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_RUNTIME_RUN_SESSION_ENGINE_H
+#define TCC_RUNTIME_RUN_SESSION_ENGINE_H
+
+#include "api/tcc_runtime.h"
+#include "run/engine.h"
+
+#include <memory>
+
+namespace tcc::run {
+
+class SessionEngine : public Engine {
+public:
+  /// Opens `artifact` for `backend`; null with `error` set on failure.
+  static std::unique_ptr<SessionEngine>
+  open(const std::string &artifact, const std::string &backend,
+       std::string &error);
+  ~SessionEngine() override;
+
+  const std::vector<data::InputSpec> &batchSpecs() const override {
+    return specs;
+  }
+  std::string tokenTarget() const override;
+  bool step(std::vector<data::Array> batch, double &loss,
+            std::string &error) override;
+  bool evalLoss(std::vector<data::Array> batch, double &loss,
+                std::string &error) override;
+  int64_t stepsDone() const override;
+  double learningRate(int64_t it) const override;
+  bool saveCheckpoint(const std::string &dir, int64_t dataPosition,
+                      double loss, std::string &written,
+                      std::string &error) override;
+  bool restoreCheckpoint(const std::string &dir, int64_t &dataPosition,
+                         std::string &from, std::string &error) override;
+
+  tcc_session *session() const { return handle; }
+
+private:
+  explicit SessionEngine(tcc_session *s) : handle(s) {}
+  bool bind(const std::vector<data::Array> &batch, std::string &error);
+
+  tcc_session *handle;
+  std::vector<data::InputSpec> specs;
+};
+
+} // namespace tcc::run
+
+#endif // TCC_RUNTIME_RUN_SESSION_ENGINE_H
