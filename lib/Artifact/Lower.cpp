@@ -13,6 +13,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 
@@ -35,16 +36,27 @@ LogicalResult lowerTrainModule(ModuleOp module, std::string &error) {
   }
   // @forward and anything else the steps do not call is not part of the
   // artifact: no kernels for it, and no reason to reject its ops.
-  for (bool erased = true; erased;) {
-    erased = false;
-    for (func::FuncOp f :
-         llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
-      if (!llvm::is_contained(kStepFunctions, f.getSymName()) &&
-          SymbolTable::symbolKnownUseEmpty(f, module)) {
-        f.erase();
-        erased = true;
+  llvm::StringSet<> reachable;
+  SmallVector<Operation *> work;
+  for (StringRef name : kStepFunctions)
+    if (Operation *f = module.lookupSymbol(name)) {
+      reachable.insert(name);
+      work.push_back(f);
+    }
+  while (!work.empty()) {
+    Operation *f = work.pop_back_val();
+    if (auto uses = SymbolTable::getSymbolUses(f))
+      for (const SymbolTable::SymbolUse &use : *uses) {
+        StringRef callee = use.getSymbolRef().getRootReference().getValue();
+        if (auto g = module.lookupSymbol<func::FuncOp>(callee))
+          if (reachable.insert(callee).second)
+            work.push_back(g);
       }
   }
+  for (func::FuncOp f :
+       llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+    if (!reachable.contains(f.getSymName()))
+      f.erase();
 
   std::string firstError;
   ScopedDiagnosticHandler handler(context, [&](Diagnostic &diag) {

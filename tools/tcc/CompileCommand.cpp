@@ -1,11 +1,14 @@
 // `tcc compile`: a forward model plus loss and optimizer flags in, the
-// training step out. For now the output is the tcc module with @train_step
-// and @eval_step (--emit=mlir); the model.tcc artifact comes with codegen.
+// training step out: the OUT.tcc artifact the runtime runs
+// (docs/artifact.md), or for people and tests the training step as tcc IR
+// (--emit=mlir) or the lowered IR the artifact is written from
+// (--emit=lowered).
 #include "Commands.h"
 #include "Model.h"
 #include "Report.h"
 #include "TrainFlags.h"
 
+#include "tcc/Artifact/Artifact.h"
 #include "tcc/TccOps.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -21,16 +24,24 @@ static cl::SubCommand
                           "gradient clipping, lr schedule and optimizer");
 static ModelFlags modelFlags(compileCmd);
 static TrainFlags trainFlags(compileCmd);
+static cl::opt<std::string> emit(
+    "emit", cl::value_desc("kind"),
+    cl::desc("What to write: artifact (the OUT.tcc directory the runtime "
+             "runs; the default for -o *.tcc), mlir (the training step as tcc "
+             "IR: @train_step and @eval_step; the default for -o *.mlir), "
+             "lowered (the IR the artifact is written from: fused kernels "
+             "and the memory plan)"),
+    cl::sub(compileCmd), cl::cat(flagCategory()));
 static cl::opt<std::string>
-    emit("emit", cl::value_desc("kind"),
-         cl::desc("What to write: mlir (the tcc module with "
-                  "@train_step and @eval_step); required for now"),
-         cl::sub(compileCmd), cl::cat(flagCategory()));
-static cl::opt<std::string> output("o",
-                                   cl::desc("Output file (default: stdout)"),
-                                   cl::value_desc("file"), cl::init("-"),
-                                   cl::sub(compileCmd),
-                                   cl::cat(flagCategory()));
+    output("o",
+           cl::desc("Output: the artifact directory OUT.tcc, or the IR file "
+                    "for --emit=mlir|lowered (default: stdout)"),
+           cl::value_desc("file"), cl::init("-"), cl::sub(compileCmd),
+           cl::cat(flagCategory()));
+static cl::opt<bool> noCuda(
+    "no-cuda", cl::desc("Do not build kernels/kernels.fatbin even when nvcc "
+                        "is available (the artifact then runs on the CPU only)"),
+    cl::sub(compileCmd), cl::cat(flagCategory()));
 static cl::opt<std::string>
     report("report", cl::value_desc("file.html"),
            cl::desc("Also write a self-contained HTML report: pipeline "
@@ -56,14 +67,34 @@ static std::string where(Location loc) {
   return s;
 }
 
+/// What to write: --emit, else what the -o name says.
+static std::string emitKind() {
+  if (!emit.empty())
+    return emit;
+  llvm::StringRef out = llvm::StringRef(output).rtrim('/');
+  if (out.ends_with(".tcc"))
+    return "artifact";
+  if (out.ends_with(".mlir"))
+    return "mlir";
+  return "";
+}
+
 int runCompile() {
-  if (emit != "mlir")
-    return fail(
-        emit.empty()
-            ? "compile: --emit=mlir is required (the model.tcc artifact is not "
-              "implemented yet)"
-            : "compile: --emit '" + emit +
-                  "' is not supported; only --emit=mlir is implemented yet");
+  std::string kind = emitKind();
+  if (kind.empty())
+    return fail(output == "-"
+                    ? "compile: -o OUT.tcc is required (or --emit=mlir to "
+                      "print the training step)"
+                    : "compile: cannot tell what to write to '" + output +
+                          "'; name it OUT.tcc or OUT.mlir, or pass "
+                          "--emit=artifact|mlir|lowered");
+  if (kind != "artifact" && kind != "mlir" && kind != "lowered")
+    return fail("compile: --emit '" + kind +
+                "' is not supported (expected artifact, mlir or lowered)");
+  std::string error;
+  // Before the (possibly long) compile: a bad -o fails at once.
+  if (kind == "artifact" && !artifact::checkArtifactPath(output, error))
+    return fail("compile: " + error);
   TrainConfig config;
   if (!trainFlags.toConfig(config))
     return 1;
@@ -96,7 +127,22 @@ int runCompile() {
     if (!writeReport(*module, stages, report))
       return 1;
   }
-  return writeModule(*module, output);
+  if (kind == "mlir")
+    return writeModule(*module, output);
+  if (kind == "lowered") {
+    if (failed(artifact::lowerTrainModule(*module, error)))
+      return fail("compile: " + error);
+    return writeModule(*module, output);
+  }
+  artifact::ArtifactOptions options;
+  options.source = modelFlags.model;
+  options.cudaKernels = !noCuda;
+  artifact::ArtifactSummary summary;
+  if (failed(artifact::writeArtifact(*module, config, options, output,
+                                     &summary, error)))
+    return fail("compile: " + error);
+  llvm::outs() << artifact::formatSummary(summary) << "\n";
+  return 0;
 }
 
 } // namespace tcc::driver
