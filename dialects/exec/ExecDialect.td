@@ -10,7 +10,8 @@ def Exec_Dialect : Dialect {
   let description = [{
     What codegen and the plan writer read. Lowering from the `tcc` dialect
     happens in steps; the first is fusion: every generated kernel is an
-    `exec.fusion` whose region holds the `tcc` elementwise ops it computes.
+    `exec.fusion` whose region holds the `tcc` ops it computes (elementwise
+    ops around at most one layout or reduction op).
   }];
   let dependentDialects = ["::tcc::TccDialect"];
 }

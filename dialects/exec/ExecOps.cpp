@@ -1,6 +1,7 @@
 #include "exec/ExecOps.h"
 
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 using namespace tcc::exec;
@@ -17,6 +18,16 @@ bool isFusibleOp(Operation *op) {
                    CmpOp, WhereOp, NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
                    TanhOp, ErfOp, SigmoidOp, ReluOp, NotOp, CosOp, SinOp,
                    GeluOp, GeluGradOp, CastOp, BroadcastOp>(op);
+}
+
+bool isStructuredOp(Operation *op) {
+  // Each computes one output element from a few input elements found by
+  // index arithmetic on static shapes (a reduction: from a loop over the
+  // reduced elements), so it is one generated kernel.
+  if (auto grad = llvm::dyn_cast<GatherGradOp>(op))
+    return grad.getAxis() != 0; // axis 0 is the embedding-gradient library op
+  return llvm::isa<TransposeOp, SliceOp, SliceGradOp, ConcatOp, GatherOp,
+                   ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(op);
 }
 
 bool isLibraryOp(Operation *op) {
@@ -39,6 +50,17 @@ bool isSplatConstant(Operation *op) {
 
 } // namespace tcc::exec
 
+Operation *FusionOp::getStructuredOp() {
+  for (Operation &op : getBody().front())
+    if (isStructuredOp(&op))
+      return &op;
+  return nullptr;
+}
+
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType()).getShape();
+}
+
 LogicalResult FusionOp::verify() {
   Block &body = getBody().front();
   if (body.getNumArguments() != getInputs().size())
@@ -50,9 +72,40 @@ LogicalResult FusionOp::verify() {
       return emitOpError("operand #")
              << i << " has type " << input.getType() << " but body argument #"
              << i << " has type " << arg.getType();
-  for (Operation &op : body.without_terminator())
+  ArrayRef<int64_t> resultShape = shapeOf(getResult());
+  Operation *structured = nullptr;
+  // Values computed from the structured op's result: the epilogue.
+  llvm::DenseSet<Value> epilogue;
+  for (Operation &op : body.without_terminator()) {
+    if (isStructuredOp(&op)) {
+      if (structured)
+        return op.emitOpError("is a second layout or reduction op in one "
+                              "'exec.fusion' (a kernel holds at most one; "
+                              "the first is '")
+               << structured->getName() << "')";
+      structured = &op;
+      if (shapeOf(op.getResult(0)) != resultShape)
+        return op.emitOpError("has result type ")
+               << op.getResult(0).getType()
+               << ", but the layout or reduction op of an 'exec.fusion' must "
+                  "have the kernel's result shape ("
+               << getResult().getType() << ")";
+      epilogue.insert(op.getResult(0));
+      continue;
+    }
     if (!isFusibleOp(&op) && !isSplatConstant(&op))
       return op.emitOpError("cannot be fused into 'exec.fusion'");
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return epilogue.contains(v); })) {
+      if (shapeOf(op.getResult(0)) != resultShape)
+        return op.emitOpError("reads the result of '")
+               << structured->getName() << "' but has type "
+               << op.getResult(0).getType()
+               << "; an epilogue op must have the kernel's result shape ("
+               << getResult().getType() << ")";
+      epilogue.insert(op.getResult(0));
+    }
+  }
   auto yield = llvm::dyn_cast<YieldOp>(body.getTerminator());
   if (!yield)
     return emitOpError("body must end in 'exec.yield'");

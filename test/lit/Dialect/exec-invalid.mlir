@@ -100,3 +100,71 @@ func.func @two_blocks(%x: tensor<2xf32>) -> tensor<2xf32> {
   }
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+func.func @two_structured(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  %0 = exec.fusion "k" (%x) : (tensor<2x3xf32>) -> tensor<3x2xf32> {
+  ^bb0(%a: tensor<2x3xf32>):
+    %1 = tcc.transpose %a {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+    // expected-error @+1 {{'tcc.transpose' op is a second layout or reduction op in one 'exec.fusion' (a kernel holds at most one; the first is 'tcc.transpose')}}
+    %2 = tcc.transpose %1 {perm = array<i64: 1, 0>} : (tensor<3x2xf32>) -> tensor<2x3xf32>
+    %3 = tcc.transpose %2 {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+    exec.yield %3 : tensor<3x2xf32>
+  }
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+// A reduction whose result is broadcast by the epilogue would be recomputed
+// for every output element: the structured op must have the result shape.
+func.func @structured_shape(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = exec.fusion "k" (%x) : (tensor<2x3xf32>) -> tensor<2x3xf32> {
+  ^bb0(%a: tensor<2x3xf32>):
+    // expected-error @+1 {{'tcc.reduce_sum' op has result type 'tensor<3xf32>', but the layout or reduction op of an 'exec.fusion' must have the kernel's result shape ('tensor<2x3xf32>')}}
+    %1 = tcc.reduce_sum %a {axes = array<i64: 0>} : (tensor<2x3xf32>) -> tensor<3xf32>
+    %2 = tcc.add %a, %1 : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    exec.yield %2 : tensor<2x3xf32>
+  }
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @epilogue_shape(%x: tensor<2x3xf32>, %y: tensor<4x3xf32>) -> tensor<3xf32> {
+  %0 = exec.fusion "k" (%x, %y) : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<3xf32> {
+  ^bb0(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>):
+    %1 = tcc.reduce_max %a {axes = array<i64: 0>} : (tensor<2x3xf32>) -> tensor<3xf32>
+    // expected-error @+1 {{'tcc.add' op reads the result of 'tcc.reduce_max' but has type 'tensor<4x3xf32>'; an epilogue op must have the kernel's result shape ('tensor<3xf32>')}}
+    %2 = tcc.add %b, %1 : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+    %3 = tcc.reduce_min %2 {axes = array<i64: 0>} : (tensor<4x3xf32>) -> tensor<3xf32>
+    exec.yield %3 : tensor<3xf32>
+  }
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @split_in_body(%x: tensor<4xf32>) -> tensor<2xf32> {
+  %0 = exec.fusion "k" (%x) : (tensor<4xf32>) -> tensor<2xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    // expected-error @+1 {{'tcc.split' op cannot be fused into 'exec.fusion'}}
+    %1:2 = tcc.split %a {axis = 0 : i64, sizes = array<i64: 2, 2>} : (tensor<4xf32>) -> (tensor<2xf32>, tensor<2xf32>)
+    exec.yield %1#0 : tensor<2xf32>
+  }
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// gather_grad on axis 0 is the embedding-gradient library op, not a kernel.
+func.func @library_in_body(%i: tensor<3xi64>, %g: tensor<3x2xf32>) -> tensor<5x2xf32> {
+  %0 = exec.fusion "k" (%i, %g) : (tensor<3xi64>, tensor<3x2xf32>) -> tensor<5x2xf32> {
+  ^bb0(%a: tensor<3xi64>, %b: tensor<3x2xf32>):
+    // expected-error @+1 {{'tcc.gather_grad' op cannot be fused into 'exec.fusion'}}
+    %1 = tcc.gather_grad %a, %b {axis = 0 : i64} : (tensor<3xi64>, tensor<3x2xf32>) -> tensor<5x2xf32>
+    exec.yield %1 : tensor<5x2xf32>
+  }
+  return %0 : tensor<5x2xf32>
+}

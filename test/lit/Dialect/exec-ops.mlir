@@ -42,3 +42,75 @@ func.func @no_inputs() -> tensor<2xf32> {
   }
   return %1 : tensor<2xf32>
 }
+
+// Structured bodies: a reduction with an elementwise prologue (in the
+// reduced input's space) and epilogue (in the result's), and one layout op
+// of each kind on block arguments.
+// CHECK-LABEL: func.func @structured
+// CHECK: exec.fusion "norm"(%{{.*}}) : (tensor<4x8xf32>) -> tensor<f32> {
+// CHECK-NEXT: ^bb0(%[[G:.*]]: tensor<4x8xf32>):
+// CHECK-NEXT: %[[SQ:.*]] = tcc.mul %[[G]], %[[G]]
+// CHECK-NEXT: %[[S:.*]] = tcc.reduce_sum %[[SQ]] {axes = array<i64: 0, 1>}
+// CHECK-NEXT: %[[R:.*]] = tcc.sqrt %[[S]]
+// CHECK-NEXT: exec.yield %[[R]] : tensor<f32>
+// CHECK: exec.fusion "t"(%{{.*}}) : (tensor<4x8xf32>) -> tensor<8x4xf32> {
+// CHECK: tcc.transpose
+// CHECK: exec.fusion "s"(%{{.*}}) : (tensor<4x8xf32>) -> tensor<4x3xf32> {
+// CHECK: tcc.slice
+// CHECK: exec.fusion "sg"(%{{.*}}) : (tensor<4x3xf32>) -> tensor<4x8xf32> {
+// CHECK: tcc.slice_grad
+// CHECK: exec.fusion "c"(%{{.*}}, %{{.*}}) : (tensor<4x8xf32>, tensor<4x3xf32>) -> tensor<4x11xf32> {
+// CHECK: tcc.concat
+// CHECK: exec.fusion "g"(%{{.*}}, %{{.*}}) : (tensor<4x8xf32>, tensor<5xi32>) -> tensor<4x5xf32> {
+// CHECK: tcc.gather
+// CHECK: exec.fusion "gg"(%{{.*}}, %{{.*}}) : (tensor<5xi32>, tensor<4x5xf32>) -> tensor<4x8xf32> {
+// CHECK: tcc.gather_grad
+// CHECK: exec.fusion "mean"(%{{.*}}, %{{.*}}) : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x1xf32> {
+// CHECK: tcc.reduce_mean
+// CHECK: tcc.sub
+func.func @structured(%x: tensor<4x8xf32>, %i: tensor<5xi32>, %c: tensor<4x1xf32>) -> (tensor<f32>, tensor<8x4xf32>, tensor<4x3xf32>, tensor<4x8xf32>, tensor<4x11xf32>, tensor<4x5xf32>, tensor<4x8xf32>, tensor<4x1xf32>) {
+  %0 = exec.fusion "norm" (%x) : (tensor<4x8xf32>) -> tensor<f32> {
+  ^bb0(%g: tensor<4x8xf32>):
+    %1 = tcc.mul %g, %g : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %2 = tcc.reduce_sum %1 {axes = array<i64: 0, 1>} : (tensor<4x8xf32>) -> tensor<f32>
+    %3 = tcc.sqrt %2 : (tensor<f32>) -> tensor<f32>
+    exec.yield %3 : tensor<f32>
+  }
+  %1 = exec.fusion "t" (%x) : (tensor<4x8xf32>) -> tensor<8x4xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %2 = tcc.transpose %a {perm = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+    exec.yield %2 : tensor<8x4xf32>
+  }
+  %2 = exec.fusion "s" (%x) : (tensor<4x8xf32>) -> tensor<4x3xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %3 = tcc.slice %a {starts = array<i64: 0, 1>, limits = array<i64: 4, 7>, strides = array<i64: 1, 2>} : (tensor<4x8xf32>) -> tensor<4x3xf32>
+    exec.yield %3 : tensor<4x3xf32>
+  }
+  %3 = exec.fusion "sg" (%2) : (tensor<4x3xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x3xf32>):
+    %4 = tcc.slice_grad %a {starts = array<i64: 0, 1>, limits = array<i64: 4, 7>, strides = array<i64: 1, 2>} : (tensor<4x3xf32>) -> tensor<4x8xf32>
+    exec.yield %4 : tensor<4x8xf32>
+  }
+  %4 = exec.fusion "c" (%x, %2) : (tensor<4x8xf32>, tensor<4x3xf32>) -> tensor<4x11xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<4x3xf32>):
+    %5 = tcc.concat %a, %b {axis = 1 : i64} : (tensor<4x8xf32>, tensor<4x3xf32>) -> tensor<4x11xf32>
+    exec.yield %5 : tensor<4x11xf32>
+  }
+  %5 = exec.fusion "g" (%x, %i) : (tensor<4x8xf32>, tensor<5xi32>) -> tensor<4x5xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<5xi32>):
+    %6 = tcc.gather %a, %b {axis = 1 : i64} : (tensor<4x8xf32>, tensor<5xi32>) -> tensor<4x5xf32>
+    exec.yield %6 : tensor<4x5xf32>
+  }
+  %6 = exec.fusion "gg" (%i, %5) : (tensor<5xi32>, tensor<4x5xf32>) -> tensor<4x8xf32> {
+  ^bb0(%b: tensor<5xi32>, %a: tensor<4x5xf32>):
+    %7 = tcc.gather_grad %b, %a {axis = 1 : i64} : (tensor<5xi32>, tensor<4x5xf32>) -> tensor<4x8xf32>
+    exec.yield %7 : tensor<4x8xf32>
+  }
+  %7 = exec.fusion "mean" (%x, %c) : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x1xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<4x1xf32>):
+    %8 = tcc.reduce_mean %a {axes = array<i64: 1>, keepdims = true} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+    %9 = tcc.sub %8, %b : (tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x1xf32>
+    exec.yield %9 : tensor<4x1xf32>
+  }
+  return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<f32>, tensor<8x4xf32>, tensor<4x3xf32>, tensor<4x8xf32>, tensor<4x11xf32>, tensor<4x5xf32>, tensor<4x8xf32>, tensor<4x1xf32>
+}
