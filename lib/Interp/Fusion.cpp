@@ -1,5 +1,9 @@
 // exec.fusion: runs the kernel's body op by op with the same kernels as the
-// unfused graph, so fusion cannot change a single bit of the results.
+// unfused graph, so fusion cannot change a single bit of the results. That
+// holds for every body kind: elementwise ops and the layout or reduction op
+// with its prologue and epilogue are ordinary tcc ops to runBlock (the
+// prologue is computed whole here, where generated code evaluates it per
+// element read; the values are the same).
 #include "Kernel.h"
 
 #include "exec/ExecOps.h"

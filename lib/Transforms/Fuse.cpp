@@ -1,9 +1,11 @@
-// Groups elementwise producer -> consumer chains into exec.fusion kernels.
+// Groups producer -> consumer chains into exec.fusion kernels: elementwise
+// ops around at most one layout or reduction op (exec::isStructuredOp).
 //
 // Groups are grown backwards from a root (the last op of the chain), taking a
 // producer only when every use of it is already inside the group. So no value
 // is computed twice, and the group is convex (no path leaves it and comes
-// back), which is what makes replacing it by one op legal.
+// back), which is what makes replacing it by one op legal. tcc.split is first
+// rewritten into one tcc.slice per result (a kernel has one result).
 #include "exec/ExecOps.h"
 #include "tcc/Transforms/Fuse.h"
 #include "tcc/Transforms/Passes.h"
@@ -34,40 +36,134 @@ ArrayRef<int64_t> shapeOf(Value v) {
   return llvm::cast<RankedTensorType>(v.getType()).getShape();
 }
 
-/// One fusion group: its ops (root last once sorted) in a set for lookup.
-using Group = llvm::SetVector<Operation *>;
+/// Where an op of a group is computed: in the kernel's result iteration
+/// space (the structured op, its epilogue, every op of an elementwise group)
+/// or in the space of what the structured op reads (its prologue).
+enum class Space { Output, Prologue };
+
+/// One fusion group: its ops (root first, then in the order absorbed), the
+/// space of each and its structured op, if any.
+struct Group {
+  llvm::SetVector<Operation *> ops;
+  llvm::DenseMap<Operation *, Space> space;
+  Operation *structured = nullptr;
+  /// Whether an elementwise root may take a structured producer as its
+  /// group's structured op (off when that would delay it, see fuseBlock).
+  bool epilogueMayTakeStructured = true;
+
+  bool contains(Operation *op) const { return ops.contains(op); }
+  /// The space in which `user` (in the group) reads its operands.
+  Space readSpace(Operation *user) const {
+    return user == structured ? Space::Prologue : space.lookup(user);
+  }
+};
+
+/// Whether `def`, an operand's producer of the group's op `user`, may join
+/// the group: an elementwise op of `user`'s iteration space (its result
+/// shape; any shape for the structured op's operands, whose own shape is
+/// where they are read), or the group's one structured op read by the
+/// output-space elementwise op `user` at the kernel's result shape.
+bool canAbsorb(const Group &group, Operation *user, Operation *def) {
+  Space space = group.readSpace(user);
+  if (exec::isFusibleOp(def))
+    return user == group.structured ||
+           shapeOf(def->getResult(0)) == shapeOf(user->getResult(0));
+  if (exec::isStructuredOp(def))
+    return group.epilogueMayTakeStructured && !group.structured &&
+           space == Space::Output &&
+           shapeOf(def->getResult(0)) == shapeOf(user->getResult(0));
+  return false;
+}
 
 /// Grows the group rooted at `root`: repeatedly absorbs an operand's
-/// producer of the root's shape whose uses are all in the group, until
-/// nothing changes (a producer used twice may qualify only once both of its
-/// users are in).
+/// producer (see canAbsorb) whose uses are all in the group and all read it
+/// in the same space (so it is computed once, in one place), until nothing
+/// changes (a producer used twice may qualify only once both of its users
+/// are in).
 void growGroup(Operation *root, Group &group,
                const llvm::DenseSet<Operation *> &taken) {
   Block *block = root->getBlock();
-  ArrayRef<int64_t> shape = shapeOf(root->getResult(0));
-  group.insert(root);
+  group.ops.insert(root);
+  group.space[root] = Space::Output;
+  if (exec::isStructuredOp(root))
+    group.structured = root;
   for (bool changed = true; changed;) {
     changed = false;
-    for (size_t i = 0; i < group.size(); ++i) {
-      for (Value operand : group[i]->getOperands()) {
+    for (size_t i = 0; i < group.ops.size(); ++i) {
+      Operation *user = group.ops[i];
+      for (Value operand : user->getOperands()) {
         Operation *def = operand.getDefiningOp();
         if (!def || def->getBlock() != block || group.contains(def) ||
-            taken.contains(def) || !exec::isFusibleOp(def) ||
-            shapeOf(def->getResult(0)) != shape)
+            taken.contains(def) || !canAbsorb(group, user, def))
           continue;
-        if (!llvm::all_of(def->getUsers(),
-                          [&](Operation *u) { return group.contains(u); }))
+        Space space = group.readSpace(user);
+        if (!llvm::all_of(def->getUsers(), [&](Operation *u) {
+              return group.contains(u) && group.readSpace(u) == space;
+            }))
           continue;
-        group.insert(def);
+        group.ops.insert(def);
+        group.space[def] = space;
+        if (exec::isStructuredOp(def))
+          group.structured = def;
         changed = true;
       }
     }
   }
 }
 
-/// Replaces the ops of `group` (root = `root`) by one exec.fusion.
+/// Whether an epilogue op of `group` reads a value defined after the
+/// group's structured op. The kernel runs where its structured op was (so
+/// that op's input, often much larger than its result, dies as early as
+/// before fusion); an epilogue waiting for a later value would move the
+/// whole kernel down instead, keeping that input alive in between (for a
+/// tied embedding: the [batch, vocab, dim] lm-head gradient across the
+/// whole backward pass).
+bool epilogueWaits(const Group &group) {
+  for (Operation *op : group.ops) {
+    if (op == group.structured || group.space.lookup(op) != Space::Output)
+      continue;
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && !group.contains(def) &&
+          def->getBlock() == group.structured->getBlock() &&
+          group.structured->isBeforeInBlock(def))
+        return true;
+    }
+  }
+  return false;
+}
+
+/// Replaces every tcc.split in `block` by one tcc.slice per result, so each
+/// piece is a single-result kernel.
+void splitToSlices(Block &block) {
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto split = llvm::dyn_cast<SplitOp>(&op);
+    if (!split)
+      continue;
+    OpBuilder builder(split);
+    ArrayRef<int64_t> shape = shapeOf(split.getInput());
+    int64_t axis = split.getAxis(), offset = 0;
+    for (auto [result, size] :
+         llvm::zip_equal(split.getResults(), split.getSizes())) {
+      SmallVector<int64_t> starts(shape.size(), 0), limits(shape),
+          strides(shape.size(), 1);
+      starts[axis] = offset;
+      limits[axis] = offset + size;
+      offset += size;
+      Value slice = SliceOp::create(builder, split.getLoc(), split.getInput(),
+                                    builder.getDenseI64ArrayAttr(starts),
+                                    builder.getDenseI64ArrayAttr(limits),
+                                    builder.getDenseI64ArrayAttr(strides));
+      result.replaceAllUsesWith(slice);
+    }
+    split.erase();
+  }
+}
+
+/// Replaces the ops of `group` (root = `root`) by one exec.fusion, placed
+/// where its structured op was (see epilogueWaits), else at the root.
 void outlineGroup(Operation *root, Group &group, StringRef name) {
-  SmallVector<Operation *> ops(group.begin(), group.end());
+  SmallVector<Operation *> ops(group.ops.begin(), group.ops.end());
   llvm::sort(ops,
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
 
@@ -86,7 +182,7 @@ void outlineGroup(Operation *root, Group &group, StringRef name) {
         inputs.insert(operand);
     }
 
-  OpBuilder builder(root);
+  OpBuilder builder(group.structured ? group.structured : root);
   SmallVector<Type> inputTypes;
   SmallVector<Location> inputLocs;
   for (Value v : inputs) {
@@ -145,14 +241,23 @@ struct FusePass : tcc::impl::FuseBase<FusePass> {
   void fuseBlock(Block &block, unsigned &counter) {
     // Groups are chosen first and outlined after, so the walk sees the
     // original ops and use lists.
+    splitToSlices(block);
     llvm::DenseSet<Operation *> taken;
     SmallVector<std::pair<Operation *, Group>> groups;
     for (Operation &op : llvm::reverse(block)) {
-      if (taken.contains(&op) || !exec::isFusibleOp(&op))
+      if (taken.contains(&op) ||
+          (!exec::isFusibleOp(&op) && !exec::isStructuredOp(&op)))
         continue;
       Group group;
       growGroup(&op, group, taken);
-      taken.insert(group.begin(), group.end());
+      if (group.structured && group.structured != &op &&
+          epilogueWaits(group)) {
+        // The structured op roots its own group later in the walk.
+        group = Group();
+        group.epilogueMayTakeStructured = false;
+        growGroup(&op, group, taken);
+      }
+      taken.insert(group.ops.begin(), group.ops.end());
       groups.emplace_back(&op, std::move(group));
     }
     // Outlined in program order, so kernel names follow the step's order.

@@ -168,24 +168,40 @@ def BuildTrainStep : Pass<"tcc-build-train-step", "mlir::ModuleOp"> {
 }
 
 def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
-  let summary = "Group elementwise chains into exec.fusion kernels";
+  let summary = "Outline every generated kernel as an exec.fusion: elementwise chains, layout ops, reductions";
   let description = [{
-    The first step of lowering to the `exec` dialect. In every `func.func`,
-    producer -> consumer chains of elementwise tcc ops (`add sub mul div pow
-    max min and or cmp where neg abs exp log sqrt rsqrt tanh erf sigmoid relu
-    not cos sin gelu gelu_grad cast`) and `tcc.broadcast` become one
-    `exec.fusion` each: one generated kernel, one pass over memory.
+    The first step of lowering to the `exec` dialect. Afterwards every op of
+    a function body is an `exec.fusion` (a generated kernel), a library op
+    (`exec::isLibraryOp`: GEMMs, attention, normalisations, losses,
+    embedding, dropout, optimizer updates), or a non-launching
+    `tcc.reshape` / `tcc.constant` / `tcc.get_param`.
 
-    Ops are visited from the end of the block; a fusible op not yet in a
-    group roots a new one, which then absorbs an operand's producer when it
-    is fusible, has the root's result shape (the same iteration space; the
-    element type may differ) and all its uses are inside the group. So no
-    value is computed twice and no cycle can form. A group of one op is
-    still wrapped, so every generated kernel is an `exec.fusion`. Splat
+    Kernel ops are the elementwise tcc ops (`add sub mul div pow max min and
+    or cmp where neg abs exp log sqrt rsqrt tanh erf sigmoid relu not cos sin
+    gelu gelu_grad cast`, `broadcast`) and the structured ops (`transpose
+    slice slice_grad concat gather`, `gather_grad` off axis 0,
+    `reduce_sum/mean/max/min`). `tcc.split` is first rewritten into one
+    `tcc.slice` per result, since a kernel has one result.
+
+    Ops are visited from the end of the block; a kernel op not yet in a
+    group roots a new one, which then absorbs an operand's producer when all
+    the producer's uses are inside the group (and read it in the same
+    iteration space) and it is either
+    - elementwise with its consumer's result shape (the same iteration
+      space; the element type may differ),
+    - elementwise and read by the group's structured op (the *prologue*,
+      evaluated where the structured op reads it: `reduce_sum(mul(g, g))`
+      is one pass over `g`), or
+    - the group's first structured op, read by an elementwise op of the
+      root's shape (the *epilogue*: `sqrt(reduce_sum(...))` is one kernel).
+    So a group holds at most one structured op (see `exec.fusion`), no value
+    is computed twice and no cycle can form. A kernel with a structured op
+    takes that op's place in the block, so its input (often much larger
+    than its result) dies as early as before; an epilogue that reads a value
+    computed after the structured op is therefore left out of its kernel. A group of one op is still
+    wrapped, so every generated kernel is an `exec.fusion`. Splat
     `tcc.constant`s are cloned into the kernels that use them. Kernels are
     named `fused_0`, `fused_1`, ... in program order over the module.
-    Everything else (matmul, attention, layer_norm, softmax, reductions,
-    gather, losses, optimizer updates, shape ops) is left as is.
 
     Statistics (`-mlir-pass-statistics`): `kernels-before`, the launching ops
     (all but constants, `get_param`s and reshapes), and `kernels-after`,
@@ -198,8 +214,11 @@ def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
     %h = tcc.matmul %x, %w : ...
     %0 = tcc.add %h, %b : (tensor<4x768xf32>, tensor<768xf32>) -> tensor<4x768xf32>
     %1 = tcc.gelu %0 {approximate = #tcc<gelu_approx tanh>} : ...
+    %y = tcc.matmul %1, %w2 : ...
+    %s = tcc.mul %1, %1 : ...
+    %n = tcc.reduce_sum %s {axes = array<i64: 0, 1>} : (tensor<4x768xf32>) -> tensor<f32>
     ```
-    After:
+    After (`%1` has two users, so it stays a kernel of its own):
     ```mlir
     %h = tcc.matmul %x, %w : ...
     %1 = exec.fusion "fused_0" (%h, %b) : (tensor<4x768xf32>, tensor<768xf32>) -> tensor<4x768xf32> {
@@ -207,6 +226,13 @@ def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
       %0 = tcc.add %a, %c : (tensor<4x768xf32>, tensor<768xf32>) -> tensor<4x768xf32>
       %g = tcc.gelu %0 {approximate = #tcc<gelu_approx tanh>} : ...
       exec.yield %g : tensor<4x768xf32>
+    }
+    %y = tcc.matmul %1, %w2 : ...
+    %n = exec.fusion "fused_1" (%1) : (tensor<4x768xf32>) -> tensor<f32> {
+    ^bb0(%a: tensor<4x768xf32>):
+      %s = tcc.mul %a, %a : ...
+      %r = tcc.reduce_sum %s {axes = array<i64: 0, 1>} : (tensor<4x768xf32>) -> tensor<f32>
+      exec.yield %r : tensor<f32>
     }
     ```
   }];

@@ -107,13 +107,172 @@ func.func @shared_constants(%x: tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<f32
   return %1, %c : tensor<2x2xf32>, tensor<f32>
 }
 
+// The gradient norm of a clipped step: the square (prologue, evaluated per
+// element of %g), the sum over all elements and the square root (epilogue)
+// are one kernel reading %g once.
+// CHECK-LABEL: func.func @grad_norm
+// CHECK-SAME: (%[[G:[^:]*]]: tensor<32x16xf32>)
+// CHECK: %[[N:.*]] = exec.fusion "fused_8"(%[[G]]) : (tensor<32x16xf32>) -> tensor<f32> {
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<32x16xf32>):
+// CHECK-NEXT: %[[SQ:.*]] = tcc.mul %[[A]], %[[A]]
+// CHECK-NEXT: %[[S:.*]] = tcc.reduce_sum %[[SQ]] {axes = array<i64: 0, 1>} : (tensor<32x16xf32>) -> tensor<f32>
+// CHECK-NEXT: %[[R:.*]] = tcc.sqrt %[[S]]
+// CHECK-NEXT: exec.yield %[[R]] : tensor<f32>
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[N]]
+func.func @grad_norm(%g: tensor<32x16xf32>) -> tensor<f32> {
+  %0 = tcc.mul %g, %g : (tensor<32x16xf32>, tensor<32x16xf32>) -> tensor<32x16xf32>
+  %1 = tcc.reduce_sum %0 {axes = array<i64: 0, 1>} : (tensor<32x16xf32>) -> tensor<f32>
+  %2 = tcc.sqrt %1 : (tensor<f32>) -> tensor<f32>
+  return %2 : tensor<f32>
+}
+
+// A bias gradient: the gelu_grad result is also read by the weight-gradient
+// matmul, so it stays a kernel of its own and the reduction over the batch
+// dims is a second kernel reading it; the mean's epilogue (a division by
+// the splat 4) joins the reduce_mean kernel.
+// CHECK-LABEL: func.func @bias_grad
+// CHECK: %[[D:.*]] = exec.fusion "fused_9"({{.*}}) : (tensor<2x8x128xf32>, tensor<2x8x128xf32>) -> tensor<2x8x128xf32> {
+// CHECK: tcc.gelu_grad
+// CHECK: exec.yield
+// CHECK: tcc.matmul %{{.*}}, %[[D]]
+// CHECK: exec.fusion "fused_10"(%[[D]]) : (tensor<2x8x128xf32>) -> tensor<128xf32> {
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<2x8x128xf32>):
+// CHECK-NEXT: %[[S:.*]] = tcc.reduce_sum %[[A]] {axes = array<i64: 0, 1>}
+// CHECK-NEXT: exec.yield %[[S]] : tensor<128xf32>
+// CHECK: exec.fusion "fused_11"(%[[D]]) : (tensor<2x8x128xf32>) -> tensor<2x1x128xf32> {
+// CHECK: tcc.constant dense<4.000000e+00>
+// CHECK: tcc.reduce_mean %{{.*}} {axes = array<i64: 1>, keepdims = true}
+// CHECK: tcc.div
+// CHECK: exec.yield
+func.func @bias_grad(%h: tensor<2x8x128xf32>, %dy: tensor<2x8x128xf32>, %x: tensor<2x8x32xf32>)
+    -> (tensor<2x32x128xf32>, tensor<128xf32>, tensor<2x1x128xf32>) {
+  %four = tcc.constant dense<4.0> : tensor<f32>
+  %0 = tcc.gelu_grad %h, %dy : (tensor<2x8x128xf32>, tensor<2x8x128xf32>) -> tensor<2x8x128xf32>
+  %1 = tcc.matmul %x, %0 {transpose_lhs = true} : (tensor<2x8x32xf32>, tensor<2x8x128xf32>) -> tensor<2x32x128xf32>
+  %2 = tcc.reduce_sum %0 {axes = array<i64: 0, 1>} : (tensor<2x8x128xf32>) -> tensor<128xf32>
+  %3 = tcc.reduce_mean %0 {axes = array<i64: 1>, keepdims = true} : (tensor<2x8x128xf32>) -> tensor<2x1x128xf32>
+  %4 = tcc.div %3, %four : (tensor<2x1x128xf32>, tensor<f32>) -> tensor<2x1x128xf32>
+  return %1, %2, %4 : tensor<2x32x128xf32>, tensor<128xf32>, tensor<2x1x128xf32>
+}
+
+// Attention's input layout: the fused qkv bias add, a split into q, k, v
+// (one slice kernel per result), reshapes (views, no kernel) and a
+// transpose kernel per head tensor. The layout ops do not fuse with each
+// other: a kernel holds at most one.
+// CHECK-LABEL: func.func @split_heads
+// CHECK: %[[QKV:.*]] = exec.fusion "fused_12"
+// CHECK: tcc.add
+// CHECK: %[[Q:.*]] = exec.fusion "fused_13"(%[[QKV]]) : (tensor<2x8x96xf32>) -> tensor<2x8x32xf32> {
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<2x8x96xf32>):
+// CHECK-NEXT: %[[S:.*]] = tcc.slice %[[A]] {limits = array<i64: 2, 8, 32>, starts = array<i64: 0, 0, 0>, strides = array<i64: 1, 1, 1>}
+// CHECK-NEXT: exec.yield %[[S]]
+// CHECK: exec.fusion "fused_14"(%[[QKV]])
+// CHECK: tcc.slice %{{.*}} {limits = array<i64: 2, 8, 64>, starts = array<i64: 0, 0, 32>
+// CHECK: exec.fusion "fused_15"(%[[QKV]])
+// CHECK: tcc.slice %{{.*}} {limits = array<i64: 2, 8, 96>, starts = array<i64: 0, 0, 64>
+// CHECK: %[[QR:.*]] = tcc.reshape %[[Q]] : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+// CHECK: exec.fusion "fused_16"(%[[QR]]) : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32> {
+// CHECK: tcc.transpose %{{.*}} {perm = array<i64: 0, 2, 1, 3>}
+// CHECK: exec.fusion "fused_17"
+// CHECK: tcc.transpose
+// CHECK: exec.fusion "fused_18"
+// CHECK: tcc.transpose
+// CHECK-NOT: tcc.split
+// CHECK: tcc.attention
+func.func @split_heads(%x: tensor<2x8x96xf32>, %b: tensor<96xf32>) -> tensor<2x2x8x16xf32> {
+  %0 = tcc.add %x, %b : (tensor<2x8x96xf32>, tensor<96xf32>) -> tensor<2x8x96xf32>
+  %1:3 = tcc.split %0 {axis = 2 : i64, sizes = array<i64: 32, 32, 32>} : (tensor<2x8x96xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>)
+  %2 = tcc.reshape %1#0 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+  %3 = tcc.transpose %2 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+  %4 = tcc.reshape %1#1 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+  %5 = tcc.transpose %4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+  %6 = tcc.reshape %1#2 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+  %7 = tcc.transpose %6 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+  %8 = tcc.attention %3, %5, %7 {causal = true, scale = 2.500000e-01 : f64} : (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>) -> tensor<2x2x8x16xf32>
+  return %8 : tensor<2x2x8x16xf32>
+}
+
+// The backward of the split: the q, k, v gradients concatenated into one
+// kernel that reads the three reshaped gradients; the residual add that
+// follows reads the concat's result at the same element, so it is the
+// concat's epilogue.
+// CHECK-LABEL: func.func @concat_grads
+// CHECK: %[[Q:.*]] = tcc.reshape
+// CHECK: %[[K:.*]] = tcc.reshape
+// CHECK: %[[V:.*]] = tcc.reshape
+// CHECK: exec.fusion "fused_19"(%[[Q]], %[[K]], %[[V]], %{{.*}}) : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: %[[C:.*]] = tcc.concat {{.*}} {axis = 2 : i64}
+// CHECK-NEXT: %[[R:.*]] = tcc.add %[[C]], %{{.*}}
+// CHECK-NEXT: exec.yield %[[R]]
+func.func @concat_grads(%dq: tensor<2x8x2x16xf32>, %dk: tensor<2x8x2x16xf32>, %dv: tensor<2x8x2x16xf32>, %r: tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
+  %0 = tcc.reshape %dq : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+  %1 = tcc.reshape %dk : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+  %2 = tcc.reshape %dv : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+  %3 = tcc.concat %0, %1, %2 {axis = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x96xf32>
+  %4 = tcc.add %3, %r : (tensor<2x8x96xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32>
+  return %4 : tensor<2x8x96xf32>
+}
+
+// A gather off axis 0 and its gradient are kernels; gather_grad on axis 0
+// (the embedding gradient) stays a library call.
+// CHECK-LABEL: func.func @gathers
+// CHECK: exec.fusion "fused_20"{{.*}} -> tensor<4x3xf32>
+// CHECK: tcc.gather %{{.*}}, %{{.*}} {axis = 1 : i64}
+// CHECK: exec.fusion "fused_21"{{.*}} -> tensor<4x6xf32>
+// CHECK: tcc.gather_grad %{{.*}}, %{{.*}} {axis = 1 : i64}
+// CHECK-NOT: exec.fusion
+// CHECK: tcc.gather_grad %{{.*}}, %{{.*}} {axis = 0 : i64}
+func.func @gathers(%x: tensor<4x6xf32>, %i: tensor<3xi64>, %g: tensor<3x6xf32>) -> (tensor<4x3xf32>, tensor<4x6xf32>, tensor<4x6xf32>) {
+  %0 = tcc.gather %x, %i {axis = 1 : i64} : (tensor<4x6xf32>, tensor<3xi64>) -> tensor<4x3xf32>
+  %1 = tcc.gather_grad %i, %0 {axis = 1 : i64} : (tensor<3xi64>, tensor<4x3xf32>) -> tensor<4x6xf32>
+  %2 = tcc.gather_grad %i, %g {axis = 0 : i64} : (tensor<3xi64>, tensor<3x6xf32>) -> tensor<4x6xf32>
+  return %0, %1, %2 : tensor<4x3xf32>, tensor<4x6xf32>, tensor<4x6xf32>
+}
+
+// A tied embedding's weight gradient: the lm-head part is reduced over the
+// batch early in the backward pass, the embedding part arrives at its end.
+// Fusing the add as the reduction's epilogue would run the kernel after the
+// gather_grad and keep the [2, 64, 32] matmul result alive until then, so
+// the reduction is a kernel of its own, in its place, and the add another.
+// CHECK-LABEL: func.func @late_epilogue
+// CHECK: %[[P:.*]] = tcc.matmul
+// CHECK-NEXT: %[[R:.*]] = exec.fusion "fused_22"(%[[P]]) : (tensor<2x64x32xf32>) -> tensor<64x32xf32> {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tcc.reduce_sum
+// CHECK-NEXT: exec.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[E:.*]] = tcc.gather_grad
+// CHECK-NEXT: exec.fusion "fused_23"(%[[R]], %[[E]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tcc.add
+func.func @late_epilogue(%g: tensor<2x8x64xf32>, %h: tensor<2x8x32xf32>, %ids: tensor<2x8xi64>, %d: tensor<2x8x32xf32>) -> tensor<64x32xf32> {
+  %0 = tcc.matmul %g, %h {transpose_lhs = true} : (tensor<2x8x64xf32>, tensor<2x8x32xf32>) -> tensor<2x64x32xf32>
+  %1 = tcc.reduce_sum %0 {axes = array<i64: 0>} : (tensor<2x64x32xf32>) -> tensor<64x32xf32>
+  %2 = tcc.gather_grad %ids, %d {axis = 0 : i64} : (tensor<2x8xi64>, tensor<2x8x32xf32>) -> tensor<64x32xf32>
+  %3 = tcc.add %1, %2 : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+  return %3 : tensor<64x32xf32>
+}
+
 // Unfused launches: matmul, add, gelu | add, layer_norm | exp, neg, tanh |
-// mul, add | broadcast, cmp, mul, where, cast | mul, add = 18.
-// Fused: matmul + 1 | 1 + layer_norm | 2 | 2 | 1 | 1 = 9.
+// mul, add | broadcast, cmp, mul, where, cast | mul, add | mul, reduce_sum,
+// sqrt | gelu_grad, matmul, reduce_sum, reduce_mean, div | add, split,
+// 3 transposes, attention | concat, add | gather, 2 gather_grads | matmul,
+// reduce_sum, gather_grad, add.
+// Fused: matmul + 1 | 1 + layer_norm | 2 | 2 | 1 | 1 | 1 | 1 + matmul + 2 |
+// 1 + 3 slices + 3 transposes + attention | 1 | 2 + gather_grad |
+// matmul + 1 + gather_grad + 1.
 // STATS-DAG: remark: tcc-fuse: @bias_gelu: 3 kernels before fusion, 2 after
 // STATS-DAG: remark: tcc-fuse: @residual_layer_norm: 2 kernels before fusion, 2 after
 // STATS-DAG: remark: tcc-fuse: @outside_use: 3 kernels before fusion, 2 after
 // STATS-DAG: remark: tcc-fuse: @shape_change: 2 kernels before fusion, 2 after
 // STATS-DAG: remark: tcc-fuse: @splat_constants: 5 kernels before fusion, 1 after
 // STATS-DAG: remark: tcc-fuse: @shared_constants: 2 kernels before fusion, 1 after
+// STATS-DAG: remark: tcc-fuse: @grad_norm: 3 kernels before fusion, 1 after
+// STATS-DAG: remark: tcc-fuse: @bias_grad: 5 kernels before fusion, 4 after
+// STATS-DAG: remark: tcc-fuse: @split_heads: 6 kernels before fusion, 8 after
+// STATS-DAG: remark: tcc-fuse: @concat_grads: 2 kernels before fusion, 1 after
+// STATS-DAG: remark: tcc-fuse: @gathers: 3 kernels before fusion, 3 after
+// STATS-DAG: remark: tcc-fuse: @late_epilogue: 4 kernels before fusion, 4 after
 // STATS: Pass statistics report
