@@ -1,8 +1,10 @@
-// Kernel source for exec.fusion: each body value becomes one scalar C++
-// variable evaluated at the output index. Every value in a fusion broadcasts
-// to the output shape, and numpy broadcast projections compose, so a value
-// of a smaller shape (a splat constant, a tcc.broadcast operand) read at the
-// output index is the same scalar; only block arguments touch memory.
+// Kernel source for exec.fusion: one loop iteration (GPU thread) per output
+// element. Each body value becomes a scalar C++ variable holding the value
+// at one flat index of its own shape, computed on demand from the yielded
+// value at the output index: elementwise ops read their operands at the
+// numpy-broadcast index, layout ops (transpose, slice, concat, gather, ...)
+// at the index their semantics give, and a reduction loops over the
+// elements it reduces. Only block arguments touch memory.
 #include "tcc/Codegen/KernelEmitter.h"
 
 #include "exec/ExecOps.h"
@@ -13,6 +15,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cstdio>
+#include <map>
 
 using namespace mlir;
 
@@ -90,7 +93,91 @@ const char *cmpOperator(CmpPredicate pred) {
   llvm_unreachable("unknown predicate");
 }
 
-/// Writes one kernel; `names` maps body values to their C++ variables.
+/// The flat index of `v`'s element read at flat index `index` of the
+/// strided view `shape` / `strides` (element strides of the underlying
+/// buffer, possibly 0 or negative) starting at `base`: base + sum over dims of
+/// coord(index, d) * strides[d]. Size-1 dims are dropped and dims that are
+/// contiguous in the buffer merged, so the arithmetic stays short.
+std::string stridedIndexExpr(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,
+                             int64_t base, StringRef index) {
+  struct Dim {
+    int64_t size, stride;
+  };
+  SmallVector<Dim> dims;
+  for (auto [size, stride] : llvm::zip_equal(shape, strides)) {
+    if (size == 1)
+      continue;
+    if (!dims.empty() && dims.back().stride == stride * size) {
+      dims.back() = {dims.back().size * size, stride};
+      continue;
+    }
+    dims.push_back({size, stride});
+  }
+  std::string expr;
+  int64_t inner = 1;
+  for (size_t d = dims.size(); d-- > 0;) {
+    if (dims[d].stride != 0) {
+      std::string coord = inner == 1 ? index.str()
+                                     : index.str() + " / " + std::to_string(inner);
+      if (d > 0) // the outermost coordinate is below its size already
+        coord += " % " + std::to_string(dims[d].size);
+      std::string term = dims[d].stride == 1
+                             ? coord
+                             : "(" + coord + ") * " +
+                                   (dims[d].stride < 0
+                                        ? "(" + std::to_string(dims[d].stride) + ")"
+                                        : std::to_string(dims[d].stride));
+      expr = expr.empty() ? term : term + " + " + expr;
+    }
+    inner *= dims[d].size;
+  }
+  if (base != 0)
+    expr = expr.empty() ? std::to_string(base)
+                        : std::to_string(base) + " + " + expr;
+  return expr.empty() ? "0" : expr;
+}
+
+/// Coordinate `d` of flat index `index` of a row-major `shape`.
+std::string coordExpr(ArrayRef<int64_t> shape, size_t d, StringRef index) {
+  if (shape[d] == 1)
+    return "0";
+  int64_t inner = 1;
+  for (size_t k = d + 1; k < shape.size(); ++k)
+    inner *= shape[k];
+  bool outermost = true;
+  for (size_t k = 0; k < d; ++k)
+    outermost &= shape[k] == 1;
+  std::string coord =
+      inner == 1 ? index.str() : index.str() + " / " + std::to_string(inner);
+  return outermost ? coord : coord + " % " + std::to_string(shape[d]);
+}
+
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// Writes one kernel. Each body value is computed on demand, starting from
+/// the yielded value at the output index `i`: valueAt(v, idx) emits the
+/// statements computing `v`'s element at flat index `idx` of `v`'s own
+/// shape and returns the C++ name (or literal) holding it. Elementwise ops
+/// read their operands at the numpy-broadcast index, structured ops at the
+/// index their semantics give (a reduction in a loop). A value is computed
+/// once per (index, scope): the cache is scoped like the C++ blocks emitted
+/// for loops and branches.
 class KernelWriter {
 public:
   KernelWriter(exec::FusionOp fusion, raw_ostream &os)
@@ -99,18 +186,76 @@ public:
   LogicalResult write();
 
 private:
-  std::string name(Value v) { return names.lookup(v); }
-  /// The C++ expression computing `op`'s result from its operands' names,
-  /// or "" (with an error on `op`) when it is not supported.
-  std::string expression(Operation *op);
+  /// The C++ expression computing elementwise `op` from its operands'
+  /// expressions `args`, or "" when it is not supported.
+  std::string expression(Operation *op, ArrayRef<std::string> args);
+
+  std::string valueAt(Value v, StringRef idx);
+  std::string elementwiseAt(Operation *op, StringRef idx);
+  std::string transposeAt(TransposeOp op, StringRef idx);
+  std::string sliceAt(SliceOp op, StringRef idx);
+  std::string sliceGradAt(SliceGradOp op, StringRef idx);
+  std::string concatAt(ConcatOp op, StringRef idx);
+  std::string gatherAt(GatherOp op, StringRef idx);
+  std::string gatherGradAt(GatherGradOp op, StringRef idx);
+  std::string reduceAt(Operation *op, ArrayRef<int64_t> axes, StringRef idx);
+
+  /// Fails the kernel with an error on `op`; returns "".
+  std::string fail(Operation *op, const Twine &message) {
+    if (!failed)
+      op->emitOpError("kernel codegen: ") << message.str();
+    failed = true;
+    return "";
+  }
+  std::string fresh(StringRef prefix) {
+    return prefix.str() + std::to_string(next++);
+  }
+  /// `expr` as something usable as an index variable: itself when it is a
+  /// name or a literal, else a new `const int64_t` holding it.
+  std::string materialize(StringRef expr) {
+    if (llvm::all_of(expr, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
+      return expr.str();
+    std::string var = fresh("j");
+    line("const int64_t " + var + " = " + expr + ";");
+    return var;
+  }
+  /// The C++ element type of `v`.
+  std::string ctype(Value v) {
+    return cppType(elementType(v)).value_or("").str();
+  }
+  void line(const Twine &text) {
+    os.indent(2 * depth) << text << "\n";
+  }
+  /// Opens a C++ block (`text {`, or a bare `{`) and its cache scope.
+  void open(const std::string &text) {
+    line(text.empty() ? "{" : text + " {");
+    ++depth;
+    scopes.emplace_back();
+  }
+  /// `} text {`: closes the block and opens the next (an else branch).
+  void reopen(const std::string &text) {
+    scopes.pop_back();
+    --depth;
+    line("} " + text + " {");
+    ++depth;
+    scopes.emplace_back();
+  }
+  void close(StringRef tail = "}") {
+    scopes.pop_back();
+    --depth;
+    line(tail);
+  }
 
   exec::FusionOp fusion;
   raw_ostream &os;
-  llvm::DenseMap<Value, std::string> names;
+  unsigned depth = 0, next = 0;
+  bool failed = false;
+  /// (value, index expression) -> C++ name, one map per open C++ block.
+  SmallVector<std::map<std::pair<void *, std::string>, std::string>> scopes;
 };
 
-std::string KernelWriter::expression(Operation *op) {
-  auto arg = [&](unsigned i) { return name(op->getOperand(i)); };
+std::string KernelWriter::expression(Operation *op, ArrayRef<std::string> args) {
+  auto arg = [&](unsigned i) { return args[i]; };
   Type elem = op->getNumOperands() ? elementType(op->getOperand(0)) : Type();
   bool isFloat = elem && llvm::isa<FloatType>(elem);
   bool isBool = elem && elem.isInteger(1);
@@ -202,13 +347,331 @@ std::string KernelWriter::expression(Operation *op) {
         return "tcc_k::cast<" + to->str() + ">(" + arg(0) + ")";
       })
       .Case<BroadcastOp>([&](auto) { return arg(0); })
-      .Case<ConstantOp>([&](ConstantOp constant) -> std::string {
-        auto dense = llvm::dyn_cast<DenseElementsAttr>(constant.getValue());
-        if (!dense || !dense.isSplat())
-          return "";
-        return splatLiteral(dense).value_or("");
-      })
       .Default([](Operation *) { return std::string(); });
+}
+
+std::string KernelWriter::valueAt(Value v, StringRef idx) {
+  if (failed)
+    return "";
+  Operation *def = v.getDefiningOp();
+  if (def && exec::isSplatConstant(def)) {
+    auto dense = llvm::cast<DenseElementsAttr>(
+        llvm::cast<ConstantOp>(def).getValue());
+    std::optional<std::string> literal = splatLiteral(dense);
+    return literal ? *literal : fail(def, "unsupported constant");
+  }
+  std::pair<void *, std::string> key(v.getAsOpaquePointer(), idx.str());
+  for (auto &scope : llvm::reverse(scopes))
+    if (auto it = scope.find(key); it != scope.end())
+      return it->second;
+
+  std::string name;
+  if (auto arg = llvm::dyn_cast<BlockArgument>(v)) {
+    name = fresh("a");
+    line("const " + ctype(v) + " " + name + " = in" +
+         std::to_string(arg.getArgNumber()) + "[" + idx.str() + "];");
+  } else {
+    std::string at = materialize(idx);
+    name = llvm::TypeSwitch<Operation *, std::string>(def)
+               .Case<TransposeOp>([&](auto op) { return transposeAt(op, at); })
+               .Case<SliceOp>([&](auto op) { return sliceAt(op, at); })
+               .Case<SliceGradOp>([&](auto op) { return sliceGradAt(op, at); })
+               .Case<ConcatOp>([&](auto op) { return concatAt(op, at); })
+               .Case<GatherOp>([&](auto op) { return gatherAt(op, at); })
+               .Case<GatherGradOp>([&](auto op) { return gatherGradAt(op, at); })
+               .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(
+                   [&](auto op) { return reduceAt(op, op.getAxes(), at); })
+               .Default([&](Operation *op) { return elementwiseAt(op, at); });
+  }
+  if (!failed)
+    scopes.back()[key] = name;
+  return name;
+}
+
+std::string KernelWriter::elementwiseAt(Operation *op, StringRef idx) {
+  if (!exec::isFusibleOp(op) || op->getNumResults() != 1)
+    return fail(op, "unsupported op");
+  ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
+  SmallVector<std::string> args;
+  for (Value operand : op->getOperands()) {
+    std::string index = broadcastIndexExpr(shapeOf(operand), shape, idx);
+    if (index.empty())
+      return fail(op, "operand does not broadcast to the result");
+    args.push_back(valueAt(operand, index));
+    if (failed)
+      return "";
+  }
+  std::string expr = expression(op, args);
+  if (expr.empty())
+    return fail(op, "unsupported op or operand type");
+  std::string name = fresh("v");
+  line("const " + ctype(op->getResult(0)) + " " + name + " = " + expr + ";");
+  return name;
+}
+
+std::string KernelWriter::transposeAt(TransposeOp op, StringRef idx) {
+  SmallVector<int64_t> inStrides = rowMajorStrides(shapeOf(op.getInput()));
+  SmallVector<int64_t> strides;
+  for (int64_t p : op.getPerm())
+    strides.push_back(inStrides[p]);
+  return valueAt(op.getInput(),
+                 stridedIndexExpr(shapeOf(op.getResult()), strides, 0, idx));
+}
+
+std::string KernelWriter::sliceAt(SliceOp op, StringRef idx) {
+  SmallVector<int64_t> inStrides = rowMajorStrides(shapeOf(op.getInput()));
+  SmallVector<int64_t> strides;
+  int64_t base = 0;
+  for (size_t d = 0; d < inStrides.size(); ++d) {
+    // A negative stride walks down from `start`.
+    base += op.getStarts()[d] * inStrides[d];
+    strides.push_back(op.getStrides()[d] * inStrides[d]);
+  }
+  return valueAt(op.getInput(),
+                 stridedIndexExpr(shapeOf(op.getResult()), strides, base, idx));
+}
+
+std::string KernelWriter::sliceGradAt(SliceGradOp op, StringRef idx) {
+  // Zero unless, in every dim, the coordinate is start + k * stride with k
+  // below the gradient's size; then the gradient's element at the k's.
+  ArrayRef<int64_t> out = shapeOf(op.getResult());
+  ArrayRef<int64_t> grad = shapeOf(op.getResultGrad());
+  SmallVector<int64_t> gradStrides = rowMajorStrides(grad);
+  std::string type = ctype(op.getResult());
+  std::string name = fresh("v");
+  line(type + " " + name + " = " + type + "(0);");
+  open("");
+  SmallVector<std::string> conditions;
+  std::string gradIndex;
+  for (size_t d = 0; d < out.size(); ++d) {
+    int64_t start = op.getStarts()[d], stride = op.getStrides()[d];
+    if (grad[d] == 1 && out[d] == 1)
+      continue; // both coordinates are 0 (start is 0 then)
+    std::string k;
+    if (start == 0 && stride == 1 && grad[d] == out[d]) {
+      k = coordExpr(out, d, idx); // the whole dim
+    } else {
+      std::string t = fresh("t");
+      line("const int64_t " + t + " = " + coordExpr(out, d, idx) + " - " +
+           std::to_string(start) + ";");
+      if (stride == 1) {
+        k = t;
+        conditions.push_back(t + " >= 0 && " + t + " < " +
+                             std::to_string(grad[d]));
+      } else {
+        k = t + " / " + std::to_string(stride);
+        conditions.push_back(t + " % " + std::to_string(stride) + " == 0 && " +
+                             k + " >= 0 && " + k + " < " +
+                             std::to_string(grad[d]));
+      }
+    }
+    std::string term = gradStrides[d] == 1
+                           ? "(" + k + ")"
+                           : "(" + k + ") * " + std::to_string(gradStrides[d]);
+    gradIndex = gradIndex.empty() ? term : gradIndex + " + " + term;
+  }
+  std::string cond = conditions.empty() ? "true" : conditions[0];
+  for (size_t c = 1; c < conditions.size(); ++c)
+    cond += " && " + conditions[c];
+  open("if (" + cond + ")");
+  std::string value =
+      valueAt(op.getResultGrad(), gradIndex.empty() ? "0" : gradIndex);
+  line(name + " = " + value + ";");
+  close();
+  close();
+  return name;
+}
+
+std::string KernelWriter::concatAt(ConcatOp op, StringRef idx) {
+  ArrayRef<int64_t> out = shapeOf(op.getResult());
+  int64_t axis = op.getAxis();
+  int64_t inner = product(out.drop_front(axis + 1));
+  int64_t outer = product(out.take_front(axis));
+  std::string type = ctype(op.getResult());
+  std::string name = fresh("v");
+  line(type + " " + name + " = " + type + "(0);");
+  open("");
+  std::string c = fresh("c");
+  line("const int64_t " + c + " = " + coordExpr(out, axis, idx) + ";");
+  std::string o = outer == 1 ? "0" : fresh("o");
+  if (outer != 1)
+    line("const int64_t " + o + " = " + idx.str() + " / " +
+         std::to_string(out[axis] * inner) + ";");
+  std::string e = inner == 1 ? "" : " + " + idx.str() + " % " + std::to_string(inner);
+  SmallVector<std::pair<Value, int64_t>> pieces; // non-empty inputs, offsets
+  int64_t offset = 0;
+  for (Value input : op.getInputs()) {
+    if (product(shapeOf(input)) != 0)
+      pieces.push_back({input, offset});
+    offset += shapeOf(input)[axis];
+  }
+  for (auto [k, piece] : llvm::enumerate(pieces)) {
+    auto [input, start] = piece;
+    int64_t size = shapeOf(input)[axis];
+    std::string cond = "if (" + c + " < " + std::to_string(start + size) + ")";
+    if (pieces.size() == 1)
+      open("");
+    else if (k == 0)
+      open(cond);
+    else
+      reopen(k + 1 < pieces.size() ? "else " + cond : "else");
+    std::string index;
+    if (outer != 1)
+      index = o + " * " + std::to_string(size * inner) + " + ";
+    std::string col =
+        start == 0 ? c : "(" + c + " - " + std::to_string(start) + ")";
+    index += inner == 1 ? col : col + " * " + std::to_string(inner);
+    index += e;
+    std::string value = valueAt(input, index);
+    line(name + " = " + value + ";");
+  }
+  if (!pieces.empty())
+    close();
+  close();
+  return name;
+}
+
+std::string KernelWriter::gatherAt(GatherOp op, StringRef idx) {
+  ArrayRef<int64_t> data = shapeOf(op.getData());
+  int64_t axis = op.getAxis(), dim = data[axis];
+  int64_t inner = product(data.drop_front(axis + 1));
+  int64_t count = product(shapeOf(op.getIndices()));
+  std::string type = ctype(op.getResult());
+  std::string name = fresh("v");
+  // An index outside [-dim, dim) reads 0 (the interpreter reports it).
+  line(type + " " + name + " = " + type + "(0);");
+  open("");
+  std::string j = count == 1 ? "0" : fresh("g");
+  if (count != 1)
+    line("const int64_t " + j + " = " +
+         (inner == 1 ? idx.str() : idx.str() + " / " + std::to_string(inner)) +
+         " % " + std::to_string(count) + ";");
+  std::string index = fresh("k");
+  line("int64_t " + index + " = int64_t(" + valueAt(op.getIndices(), j) + ");");
+  line("if (" + index + " < 0) " + index + " += " + std::to_string(dim) + ";");
+  open("if (" + index + " >= 0 && " + index + " < " + std::to_string(dim) + ")");
+  std::string at;
+  if (product(data.take_front(axis)) != 1)
+    at = "(" + idx.str() + " / " + std::to_string(count * inner) + ") * " +
+         std::to_string(dim * inner) + " + ";
+  at += inner == 1 ? index : index + " * " + std::to_string(inner);
+  if (inner != 1)
+    at += " + " + idx.str() + " % " + std::to_string(inner);
+  line(name + " = " + valueAt(op.getData(), at) + ";");
+  close();
+  close();
+  return name;
+}
+
+std::string KernelWriter::gatherGradAt(GatherGradOp op, StringRef idx) {
+  // Sum, in index order, of the gradient slices whose index is this
+  // element's coordinate along the axis (accumulated in the element type,
+  // from +0, as the interpreter's scatter-add).
+  ArrayRef<int64_t> out = shapeOf(op.getResult());
+  int64_t axis = op.getAxis(), dim = out[axis];
+  int64_t inner = product(out.drop_front(axis + 1));
+  int64_t outer = product(out.take_front(axis));
+  int64_t count = product(shapeOf(op.getIndices()));
+  std::string type = ctype(op.getResult());
+  std::string name = fresh("v");
+  line(type + " " + name + " = " + type + "(0);");
+  open("");
+  std::string c = fresh("c");
+  line("const int64_t " + c + " = " + coordExpr(out, axis, idx) + ";");
+  std::string j = fresh("r");
+  open("for (int64_t " + j + " = 0; " + j + " < " + std::to_string(count) +
+       "; ++" + j + ")");
+  std::string index = fresh("k");
+  line("int64_t " + index + " = int64_t(" + valueAt(op.getIndices(), j) + ");");
+  line("if (" + index + " < 0) " + index + " += " + std::to_string(dim) + ";");
+  open("if (" + index + " == " + c + ")");
+  std::string at;
+  if (outer != 1)
+    at = "(" + idx.str() + " / " + std::to_string(dim * inner) + ") * " +
+         std::to_string(count * inner) + " + ";
+  at += inner == 1 ? j : j + " * " + std::to_string(inner);
+  if (inner != 1)
+    at += " + " + idx.str() + " % " + std::to_string(inner);
+  std::string g = valueAt(op.getResultGrad(), at);
+  line(name + " = " + name + " + " + g + ";");
+  close();
+  close();
+  close();
+  return name;
+}
+
+std::string KernelWriter::reduceAt(Operation *op, ArrayRef<int64_t> axes,
+                                   StringRef idx) {
+  // The interpreter's reduction: for each output element, the input
+  // elements it covers in row-major order; sums and means accumulate in
+  // double (int64 for integers, wrapping) and round once, max/min stay in
+  // the element type and propagate NaN.
+  Value input = op->getOperand(0);
+  Type elem = elementType(input);
+  if (!cppType(elem) || elem.isInteger(1))
+    return fail(op, "unsupported element type for a reduction");
+  bool isFloat = llvm::isa<FloatType>(elem);
+  std::string type = cppType(elem)->str();
+  ArrayRef<int64_t> in = shapeOf(input);
+  SmallVector<int64_t> inStrides = rowMajorStrides(in);
+  SmallVector<int64_t> keptShape, keptStrides, redShape, redStrides;
+  for (size_t d = 0; d < in.size(); ++d) {
+    bool reduced = llvm::is_contained(axes, static_cast<int64_t>(d));
+    (reduced ? redShape : keptShape).push_back(in[d]);
+    (reduced ? redStrides : keptStrides).push_back(inStrides[d]);
+  }
+  int64_t count = product(redShape);
+  bool sum = llvm::isa<ReduceSumOp, ReduceMeanOp>(op);
+  bool isMax = llvm::isa<ReduceMaxOp>(op);
+  std::string accType = sum ? (isFloat ? "double" : "int64_t") : type;
+  std::string init;
+  if (sum)
+    init = accType + "(0)";
+  else if (elem.isF32())
+    init = isMax ? "tcc_k::f32_bits(0xff800000u)" : "tcc_k::f32_bits(0x7f800000u)";
+  else if (elem.isF64())
+    init = isMax ? "tcc_k::f64_bits(0xfff0000000000000ull)"
+                 : "tcc_k::f64_bits(0x7ff0000000000000ull)";
+  else if (elem.isInteger(32))
+    init = isMax ? "INT32_MIN" : "INT32_MAX";
+  else
+    init = isMax ? "INT64_MIN" : "INT64_MAX";
+
+  std::string base = materialize(stridedIndexExpr(keptShape, keptStrides, 0, idx));
+  std::string acc = fresh("acc");
+  line(accType + " " + acc + " = " + init + ";");
+  if (count != 0) { // else the empty reduction's value, with no loop
+    std::string r = fresh("r");
+    open("for (int64_t " + r + " = 0; " + r + " < " + std::to_string(count) +
+         "; ++" + r + ")");
+    std::string offset = stridedIndexExpr(redShape, redStrides, 0, r);
+    std::string at = base == "0"     ? offset
+                     : offset == "0" ? base
+                                     : base + " + " + offset;
+    std::string x = valueAt(input, at);
+    if (sum)
+      line(acc + " = " +
+           (isFloat ? acc + " + static_cast<double>(" + x + ")"
+                    : "tcc_k::wrap_add(" + acc + ", int64_t(" + x + "))") +
+           ";");
+    else
+      line(acc + " = tcc_k::" + (isFloat ? "nan_" : "int_") +
+           (isMax ? "max" : "min") + "(" + acc + ", " + x + ");");
+    close();
+  }
+  std::string result;
+  if (!llvm::isa<ReduceMeanOp>(op))
+    result = "static_cast<" + type + ">(" + acc + ")";
+  else if (isFloat)
+    result = "static_cast<" + type + ">(" + acc + " / static_cast<double>(" +
+             std::to_string(count) + "))";
+  else // integer mean truncates; an empty one is 0
+    result = count == 0 ? type + "(0)"
+                        : "static_cast<" + type + ">(" + acc + " / int64_t(" +
+                              std::to_string(count) + "))";
+  std::string name = fresh("v");
+  line("const " + type + " " + name + " = " + result + ";");
+  return name;
 }
 
 LogicalResult KernelWriter::write() {
@@ -225,48 +688,35 @@ LogicalResult KernelWriter::write() {
              << elementType(a);
 
   os << "// exec.fusion \"" << fusion.getName() << "\": "
-     << fusion.getResult().getType() << "\n";
+     << fusion.getResult().getType();
+  if (Operation *structured = fusion.getStructuredOp())
+    os << " (" << structured->getName() << ")";
+  os << "\n";
   os << "TCC_KERNEL(" << StringRef(kernelSymbol(fusion)).drop_front(4)
      << ") {\n";
   for (BlockArgument a : body.getArguments()) {
     std::string type = cppType(elementType(a))->str();
-    os << "  const " << type << " *in" << a.getArgNumber() << " = static_cast<const "
-       << type << " *>(inputs[" << a.getArgNumber() << "]);\n";
+    os << "  const " << type << " *in" << a.getArgNumber()
+       << " = static_cast<const " << type << " *>(inputs["
+       << a.getArgNumber() << "]);\n";
   }
   std::string outCType = cppType(outType.getElementType())->str();
   os << "  " << outCType << " *out = static_cast<" << outCType
      << " *>(output);\n";
-  os << "  TCC_FOR_EACH(i) {\n";
-  for (BlockArgument a : body.getArguments()) {
-    auto type = llvm::cast<RankedTensorType>(a.getType());
-    std::string index =
-        broadcastIndexExpr(type.getShape(), outType.getShape());
-    if (index.empty())
-      return fusion.emitOpError("kernel codegen: operand #")
-             << a.getArgNumber() << " of type " << type
-             << " does not broadcast to the result";
-    std::string var = "a" + std::to_string(a.getArgNumber());
-    names[a] = var;
-    os << "    const " << cppType(type.getElementType()) << " " << var
-       << " = in" << a.getArgNumber() << "[" << index << "];\n";
+  if (outType.getNumElements() == 0) {
+    // Nothing to compute (and no index arithmetic to divide by zero).
+    os << "  (void)inputs;\n  (void)out;\n  (void)begin;\n  (void)end;\n}\n";
+    return success();
   }
-  unsigned next = 0;
-  for (Operation &op : body) {
-    if (auto yield = llvm::dyn_cast<exec::YieldOp>(op)) {
-      os << "    out[i] = " << name(yield.getValue()) << ";\n";
-      continue;
-    }
-    if (op.getNumResults() != 1)
-      return op.emitOpError("kernel codegen: expected one result");
-    std::string expr = expression(&op);
-    if (expr.empty())
-      return op.emitOpError("kernel codegen: unsupported op or operand type");
-    std::string var = "v" + std::to_string(next++);
-    names[op.getResult(0)] = var;
-    os << "    const " << cppType(elementType(op.getResult(0))) << " " << var
-       << " = " << expr << ";\n";
-  }
-  os << "  }\n}\n";
+  depth = 1;
+  open("TCC_FOR_EACH(i)");
+  auto yield = llvm::cast<exec::YieldOp>(body.getTerminator());
+  std::string result = valueAt(yield.getValue(), "i");
+  if (failed)
+    return failure();
+  line("out[i] = " + result + ";");
+  close();
+  os << "}\n";
   return success();
 }
 
@@ -307,7 +757,7 @@ FailureOr<std::string> emitKernelSource(ModuleOp module) {
 }
 
 std::string broadcastIndexExpr(ArrayRef<int64_t> input,
-                               ArrayRef<int64_t> output) {
+                               ArrayRef<int64_t> output, StringRef index) {
   if (input.size() > output.size())
     return "";
   // Merge consecutive output dims that are all kept or all broadcast; kept
@@ -334,7 +784,8 @@ std::string broadcastIndexExpr(ArrayRef<int64_t> input,
   int64_t inner = 1, stride = 1;
   for (size_t r = runs.size(); r-- > 0;) {
     if (runs[r].kept) {
-      std::string coord = inner == 1 ? "i" : "i / " + std::to_string(inner);
+      std::string coord = inner == 1 ? index.str()
+                                     : index.str() + " / " + std::to_string(inner);
       if (r > 0) // the outermost run's coordinate is below its size already
         coord += " % " + std::to_string(runs[r].size);
       std::string term =

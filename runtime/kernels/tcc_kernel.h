@@ -1,4 +1,4 @@
-//===- tcc_kernel.h - Prelude of the generated elementwise kernels -*- C++ -*-===//
+//===- tcc_kernel.h - Prelude of the generated kernels -----------*- C++ -*-===//
 //
 // Every generated kernel source includes this header and nothing else, and
 // compiles two ways: as host C++ into a shared object (CPU backend) and with
@@ -11,10 +11,15 @@
 //                            int64_t begin, int64_t end);
 //
 //   inputs  the fusion's operands in order, each a dense row-major buffer of
-//           its own (static) shape and element type; broadcasting against the
-//           output shape is done by the kernel (constant index math).
+//           its own (static) shape and element type; broadcasting, layout
+//           (transpose, slice, concat, gather) and reduction indexing are
+//           done by the kernel (constant index math).
 //   output  the dense row-major result buffer.
-//   [begin, end)  the range of flattened output indices to compute.
+//   [begin, end)  the range of flattened output indices to compute. Each
+//           output element is computed independently, by one iteration (one
+//           CUDA thread); a reduction or gather_grad loops over the elements
+//           it reduces inside that iteration, so any split of [0, n) gives
+//           the same bits. Inputs and output must not overlap.
 //     Host: a plain loop, so a runtime may split [0, n) across threads.
 //     CUDA: `extern "C" __global__`; a grid-stride loop over [begin, end),
 //           normally launched with 0 / n. `inputs` must then point to device

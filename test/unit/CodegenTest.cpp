@@ -1,10 +1,16 @@
-// Generated exec.fusion kernels against the reference interpreter: a
-// function with several elementwise chains is fused, its kernel source
-// compiled into a host shared object and each kernel run (in two halves, to
-// exercise the begin/end contract) on random inputs; every output must match
-// the interpreter running that fusion op bit for bit (same formulas in the
-// same order, same libm). NaN results are compared as NaN, not by payload.
-// With nvcc present, the same source must also compile into a fatbin.
+// Generated exec.fusion kernels against the reference interpreter: functions
+// with elementwise chains and with every layout / reduction kernel kind
+// (transpose, slice, split, slice_grad, concat, gather, gather_grad,
+// reduce_sum/mean/max/min with prologues and epilogues; f32, f64, i32, i64,
+// i1) are fused, their kernel source compiled into a host shared object and
+// each kernel run (in three pieces, to exercise the begin/end contract) on
+// random inputs into a poisoned buffer; every output must match the
+// interpreter running that fusion op bit for bit (same formulas in the same
+// order, same libm). NaN results are compared as NaN, not by payload. With
+// nvcc present, the same sources must also compile into a fatbin. The tiny
+// GPT, MLP and BERT training steps (exported by PyTorch, compiled by the
+// tcc driver) must consist of kernels, library calls and views only after
+// tcc-fuse, and their whole kernel source must build.
 #include "TestUtil.h"
 
 #include "exec/ExecOps.h"
@@ -22,13 +28,16 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <cstdlib>
 #include <dlfcn.h>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace testutil;
@@ -83,10 +92,168 @@ const char *kChains = R"mlir(
   }
 )mlir";
 
+// Every layout and reduction kernel kind: reductions over leading, middle,
+// trailing, several and all axes, keepdims, odd and empty sizes, every
+// numeric type (integer sums wrap, integer means truncate); prologues
+// (`reduce_sum(mul(g, g))`, a broadcast bias in the reduced space, a cast)
+// and epilogues (sqrt, scaling by scalar and row operands); transposes,
+// slices and slice_grads with negative strides, splits, concats with an
+// empty piece, gathers with negative, scalar and i1 indices, gather_grads
+// with repeated indices; lone broadcasts and casts.
+const char *kStructured = R"mlir(
+  func.func @reduce_f32(%x: tensor<3x5x7xf32>)
+      -> (tensor<5x7xf32>, tensor<3x7xf32>, tensor<3x5xf32>, tensor<f32>,
+          tensor<1x5x1xf32>, tensor<3x1x7xf32>, tensor<5xf32>) {
+    %0 = tcc.reduce_sum %x {axes = array<i64: 0>} : (tensor<3x5x7xf32>) -> tensor<5x7xf32>
+    %1 = tcc.reduce_sum %x {axes = array<i64: 1>} : (tensor<3x5x7xf32>) -> tensor<3x7xf32>
+    %2 = tcc.reduce_max %x {axes = array<i64: 2>} : (tensor<3x5x7xf32>) -> tensor<3x5xf32>
+    %3 = tcc.reduce_mean %x {axes = array<i64: 0, 1, 2>} : (tensor<3x5x7xf32>) -> tensor<f32>
+    %4 = tcc.reduce_min %x {axes = array<i64: 0, 2>, keepdims = true} : (tensor<3x5x7xf32>) -> tensor<1x5x1xf32>
+    %5 = tcc.reduce_mean %x {axes = array<i64: 1>, keepdims = true} : (tensor<3x5x7xf32>) -> tensor<3x1x7xf32>
+    %6 = tcc.reduce_max %x {axes = array<i64: 0, 2>} : (tensor<3x5x7xf32>) -> tensor<5xf32>
+    return %0, %1, %2, %3, %4, %5, %6 : tensor<5x7xf32>, tensor<3x7xf32>, tensor<3x5xf32>, tensor<f32>,
+          tensor<1x5x1xf32>, tensor<3x1x7xf32>, tensor<5xf32>
+  }
+  func.func @reduce_f64(%x: tensor<4x6x3xf64>)
+      -> (tensor<4x3xf64>, tensor<6xf64>, tensor<4x6x1xf64>, tensor<f64>) {
+    %0 = tcc.reduce_sum %x {axes = array<i64: 1>} : (tensor<4x6x3xf64>) -> tensor<4x3xf64>
+    %1 = tcc.reduce_mean %x {axes = array<i64: 0, 2>} : (tensor<4x6x3xf64>) -> tensor<6xf64>
+    %2 = tcc.reduce_max %x {axes = array<i64: 2>, keepdims = true} : (tensor<4x6x3xf64>) -> tensor<4x6x1xf64>
+    %3 = tcc.reduce_min %x {axes = array<i64: 0, 1, 2>} : (tensor<4x6x3xf64>) -> tensor<f64>
+    return %0, %1, %2, %3 : tensor<4x3xf64>, tensor<6xf64>, tensor<4x6x1xf64>, tensor<f64>
+  }
+  func.func @reduce_int(%x: tensor<5x3xi32>, %y: tensor<3x4x5xi64>)
+      -> (tensor<3xi32>, tensor<3xi32>, tensor<5xi32>, tensor<i32>,
+          tensor<3x5xi64>, tensor<4xi64>, tensor<3x1x5xi64>, tensor<1x4x1xi64>) {
+    %0 = tcc.reduce_sum %x {axes = array<i64: 0>} : (tensor<5x3xi32>) -> tensor<3xi32>
+    %1 = tcc.reduce_mean %x {axes = array<i64: 0>} : (tensor<5x3xi32>) -> tensor<3xi32>
+    %2 = tcc.reduce_max %x {axes = array<i64: 1>} : (tensor<5x3xi32>) -> tensor<5xi32>
+    %3 = tcc.reduce_min %x {axes = array<i64: 0, 1>} : (tensor<5x3xi32>) -> tensor<i32>
+    %4 = tcc.reduce_sum %y {axes = array<i64: 1>} : (tensor<3x4x5xi64>) -> tensor<3x5xi64>
+    %5 = tcc.reduce_mean %y {axes = array<i64: 0, 2>} : (tensor<3x4x5xi64>) -> tensor<4xi64>
+    %6 = tcc.reduce_min %y {axes = array<i64: 1>, keepdims = true} : (tensor<3x4x5xi64>) -> tensor<3x1x5xi64>
+    %7 = tcc.reduce_max %y {axes = array<i64: 0, 2>, keepdims = true} : (tensor<3x4x5xi64>) -> tensor<1x4x1xi64>
+    return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<3xi32>, tensor<3xi32>, tensor<5xi32>, tensor<i32>,
+          tensor<3x5xi64>, tensor<4xi64>, tensor<3x1x5xi64>, tensor<1x4x1xi64>
+  }
+  func.func @reduce_empty(%x: tensor<3x0xf32>, %y: tensor<0x2xi32>)
+      -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2xi32>, tensor<2xi32>) {
+    %0 = tcc.reduce_sum %x {axes = array<i64: 1>} : (tensor<3x0xf32>) -> tensor<3xf32>
+    %1 = tcc.reduce_max %x {axes = array<i64: 1>} : (tensor<3x0xf32>) -> tensor<3xf32>
+    %2 = tcc.reduce_min %x {axes = array<i64: 1>} : (tensor<3x0xf32>) -> tensor<3xf32>
+    %3 = tcc.reduce_mean %x {axes = array<i64: 1>} : (tensor<3x0xf32>) -> tensor<3xf32>
+    %4 = tcc.reduce_mean %y {axes = array<i64: 0>} : (tensor<0x2xi32>) -> tensor<2xi32>
+    %5 = tcc.reduce_max %y {axes = array<i64: 0>} : (tensor<0x2xi32>) -> tensor<2xi32>
+    return %0, %1, %2, %3, %4, %5 : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2xi32>, tensor<2xi32>
+  }
+  func.func @reduce_fused(%g: tensor<16x9xf32>, %x: tensor<2x5x6xf32>, %b: tensor<6xf32>,
+                          %s: tensor<f32>, %i: tensor<4x6xi32>, %d: tensor<3x4x5xf64>)
+      -> (tensor<f32>, tensor<6xf32>, tensor<4x1xf64>, tensor<3x5xf64>) {
+    %0 = tcc.mul %g, %g : (tensor<16x9xf32>, tensor<16x9xf32>) -> tensor<16x9xf32>
+    %1 = tcc.reduce_sum %0 {axes = array<i64: 0, 1>} : (tensor<16x9xf32>) -> tensor<f32>
+    %2 = tcc.sqrt %1 : (tensor<f32>) -> tensor<f32>
+    %3 = tcc.sub %x, %b : (tensor<2x5x6xf32>, tensor<6xf32>) -> tensor<2x5x6xf32>
+    %4 = tcc.reduce_sum %3 {axes = array<i64: 0, 1>} : (tensor<2x5x6xf32>) -> tensor<6xf32>
+    %5 = tcc.mul %4, %s : (tensor<6xf32>, tensor<f32>) -> tensor<6xf32>
+    %6 = tcc.add %5, %b : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
+    %7 = tcc.cast %i : (tensor<4x6xi32>) -> tensor<4x6xf64>
+    %8 = tcc.reduce_mean %7 {axes = array<i64: 1>, keepdims = true} : (tensor<4x6xf64>) -> tensor<4x1xf64>
+    %9 = tcc.neg %8 : (tensor<4x1xf64>) -> tensor<4x1xf64>
+    %10 = tcc.abs %d : (tensor<3x4x5xf64>) -> tensor<3x4x5xf64>
+    %11 = tcc.reduce_max %10 {axes = array<i64: 1>} : (tensor<3x4x5xf64>) -> tensor<3x5xf64>
+    return %2, %6, %9, %11 : tensor<f32>, tensor<6xf32>, tensor<4x1xf64>, tensor<3x5xf64>
+  }
+  func.func @transposes(%x: tensor<2x3x4x5xf32>, %y: tensor<2x3x4x5xf32>, %m: tensor<3x5xi1>,
+                        %z: tensor<4x2x3xi64>, %w: tensor<4x3x2x5xf32>, %v: tensor<3x7xi32>)
+      -> (tensor<2x4x3x5xf32>, tensor<5x3x2x4xf32>, tensor<5x3xi1>, tensor<3x4x2xi64>,
+          tensor<4x3x2x5xf32>, tensor<7x3xi32>) {
+    %0 = tcc.transpose %x {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x3x4x5xf32>) -> tensor<2x4x3x5xf32>
+    %1 = tcc.add %x, %y : (tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>) -> tensor<2x3x4x5xf32>
+    %2 = tcc.transpose %1 {perm = array<i64: 3, 1, 0, 2>} : (tensor<2x3x4x5xf32>) -> tensor<5x3x2x4xf32>
+    %3 = tcc.transpose %m {perm = array<i64: 1, 0>} : (tensor<3x5xi1>) -> tensor<5x3xi1>
+    %4 = tcc.transpose %z {perm = array<i64: 2, 0, 1>} : (tensor<4x2x3xi64>) -> tensor<3x4x2xi64>
+    %5 = tcc.transpose %y {perm = array<i64: 2, 1, 0, 3>} : (tensor<2x3x4x5xf32>) -> tensor<4x3x2x5xf32>
+    %6 = tcc.mul %5, %w : (tensor<4x3x2x5xf32>, tensor<4x3x2x5xf32>) -> tensor<4x3x2x5xf32>
+    %7 = tcc.transpose %v {perm = array<i64: 1, 0>} : (tensor<3x7xi32>) -> tensor<7x3xi32>
+    return %0, %2, %3, %4, %6, %7 : tensor<2x4x3x5xf32>, tensor<5x3x2x4xf32>, tensor<5x3xi1>, tensor<3x4x2xi64>,
+          tensor<4x3x2x5xf32>, tensor<7x3xi32>
+  }
+  func.func @slices(%x: tensor<5x7xf32>, %i: tensor<6x4xi32>, %b: tensor<3x8xi1>, %d: tensor<1x9x1xf64>,
+                    %e: tensor<2x4x9xf32>, %f: tensor<7x2xi64>)
+      -> (tensor<2x3xf32>, tensor<6x2xi32>, tensor<2x5xi1>, tensor<1x3x1xf64>,
+          tensor<2x4x3xf32>, tensor<2x4x3xf32>, tensor<2x4x3xf32>,
+          tensor<1x2xi64>, tensor<2x2xi64>, tensor<4x2xi64>) {
+    %0 = tcc.slice %x {starts = array<i64: 1, 0>, limits = array<i64: 5, 7>, strides = array<i64: 2, 3>} : (tensor<5x7xf32>) -> tensor<2x3xf32>
+    %1 = tcc.slice %i {starts = array<i64: 5, 3>, limits = array<i64: -1, -1>, strides = array<i64: -1, -2>} : (tensor<6x4xi32>) -> tensor<6x2xi32>
+    %2 = tcc.slice %b {starts = array<i64: 1, 2>, limits = array<i64: 3, 7>, strides = array<i64: 1, 1>} : (tensor<3x8xi1>) -> tensor<2x5xi1>
+    %3 = tcc.slice %d {starts = array<i64: 0, 8, 0>, limits = array<i64: 1, 0, 1>, strides = array<i64: 1, -3, 1>} : (tensor<1x9x1xf64>) -> tensor<1x3x1xf64>
+    %4:3 = tcc.split %e {axis = 2 : i64, sizes = array<i64: 3, 3, 3>} : (tensor<2x4x9xf32>) -> (tensor<2x4x3xf32>, tensor<2x4x3xf32>, tensor<2x4x3xf32>)
+    %5:3 = tcc.split %f {axis = 0 : i64, sizes = array<i64: 1, 2, 4>} : (tensor<7x2xi64>) -> (tensor<1x2xi64>, tensor<2x2xi64>, tensor<4x2xi64>)
+    return %0, %1, %2, %3, %4#0, %4#1, %4#2, %5#0, %5#1, %5#2
+        : tensor<2x3xf32>, tensor<6x2xi32>, tensor<2x5xi1>, tensor<1x3x1xf64>,
+          tensor<2x4x3xf32>, tensor<2x4x3xf32>, tensor<2x4x3xf32>,
+          tensor<1x2xi64>, tensor<2x2xi64>, tensor<4x2xi64>
+  }
+  func.func @slice_grads(%g: tensor<2x3xf32>, %h: tensor<6x2xi64>, %b: tensor<2x5xi1>, %e: tensor<1x3x1xf64>)
+      -> (tensor<5x7xf32>, tensor<6x4xi64>, tensor<3x8xi1>, tensor<1x9x1xf64>) {
+    %0 = tcc.slice_grad %g {starts = array<i64: 1, 0>, limits = array<i64: 5, 7>, strides = array<i64: 2, 3>} : (tensor<2x3xf32>) -> tensor<5x7xf32>
+    %1 = tcc.slice_grad %h {starts = array<i64: 5, 3>, limits = array<i64: -1, -1>, strides = array<i64: -1, -2>} : (tensor<6x2xi64>) -> tensor<6x4xi64>
+    %2 = tcc.slice_grad %b {starts = array<i64: 1, 2>, limits = array<i64: 3, 7>, strides = array<i64: 1, 1>} : (tensor<2x5xi1>) -> tensor<3x8xi1>
+    %3 = tcc.slice_grad %e {starts = array<i64: 0, 8, 0>, limits = array<i64: 1, 0, 1>, strides = array<i64: 1, -3, 1>} : (tensor<1x3x1xf64>) -> tensor<1x9x1xf64>
+    return %0, %1, %2, %3 : tensor<5x7xf32>, tensor<6x4xi64>, tensor<3x8xi1>, tensor<1x9x1xf64>
+  }
+  func.func @concats(%a: tensor<3x2xf32>, %b: tensor<3x5xf32>, %c: tensor<3x1xf32>,
+                     %p: tensor<2x3xi1>, %q: tensor<1x3xi1>,
+                     %r: tensor<2x2x3xf64>, %s: tensor<2x2x0xf64>, %t: tensor<2x2x4xf64>,
+                     %u: tensor<2x4xi32>, %v: tensor<2x3xi32>, %w: tensor<2x5xi64>)
+      -> (tensor<3x8xf32>, tensor<3x3xi1>, tensor<2x2x7xf64>, tensor<3x7xf32>, tensor<2x7xi32>, tensor<4x5xi64>) {
+    %0 = tcc.concat %a, %b, %c {axis = 1 : i64} : (tensor<3x2xf32>, tensor<3x5xf32>, tensor<3x1xf32>) -> tensor<3x8xf32>
+    %1 = tcc.concat %p, %q {axis = 0 : i64} : (tensor<2x3xi1>, tensor<1x3xi1>) -> tensor<3x3xi1>
+    %2 = tcc.concat %r, %s, %t {axis = 2 : i64} : (tensor<2x2x3xf64>, tensor<2x2x0xf64>, tensor<2x2x4xf64>) -> tensor<2x2x7xf64>
+    %3 = tcc.add %b, %c : (tensor<3x5xf32>, tensor<3x1xf32>) -> tensor<3x5xf32>
+    %4 = tcc.concat %a, %3 {axis = 1 : i64} : (tensor<3x2xf32>, tensor<3x5xf32>) -> tensor<3x7xf32>
+    %5 = tcc.concat %u, %v {axis = 1 : i64} : (tensor<2x4xi32>, tensor<2x3xi32>) -> tensor<2x7xi32>
+    %6 = tcc.concat %w, %w {axis = 0 : i64} : (tensor<2x5xi64>, tensor<2x5xi64>) -> tensor<4x5xi64>
+    return %0, %1, %2, %4, %5, %6 : tensor<3x8xf32>, tensor<3x3xi1>, tensor<2x2x7xf64>, tensor<3x7xf32>, tensor<2x7xi32>, tensor<4x5xi64>
+  }
+  func.func @gathers(%x: tensor<4x6xf32>, %i: tensor<2x3xi32>, %y: tensor<5x3xi64>, %j: tensor<4xi64>,
+                     %b: tensor<3x4x5xi1>, %k: tensor<i64>, %d: tensor<2x3x4xf64>, %l: tensor<5xi1>)
+      -> (tensor<4x2x3xf32>, tensor<4x3xi64>, tensor<3x5xi1>, tensor<2x3x5xf64>) {
+    %0 = tcc.gather %x, %i {axis = 1 : i64} : (tensor<4x6xf32>, tensor<2x3xi32>) -> tensor<4x2x3xf32>
+    %1 = tcc.gather %y, %j {axis = 0 : i64} : (tensor<5x3xi64>, tensor<4xi64>) -> tensor<4x3xi64>
+    %2 = tcc.gather %b, %k {axis = 1 : i64} : (tensor<3x4x5xi1>, tensor<i64>) -> tensor<3x5xi1>
+    %3 = tcc.gather %d, %l {axis = 2 : i64} : (tensor<2x3x4xf64>, tensor<5xi1>) -> tensor<2x3x5xf64>
+    return %0, %1, %2, %3 : tensor<4x2x3xf32>, tensor<4x3xi64>, tensor<3x5xi1>, tensor<2x3x5xf64>
+  }
+  func.func @gather_grads(%i: tensor<2x3xi32>, %g: tensor<4x2x3xf32>, %j: tensor<5xi64>,
+                          %h: tensor<2x5x4xf64>, %k: tensor<i64>, %e: tensor<3x2xf32>,
+                          %m: tensor<4x2x3xf32>)
+      -> (tensor<4x6xf32>, tensor<2x3x4xf64>, tensor<3x7x2xf32>, tensor<4x6xf32>) {
+    %0 = tcc.gather_grad %i, %g {axis = 1 : i64} : (tensor<2x3xi32>, tensor<4x2x3xf32>) -> tensor<4x6xf32>
+    %1 = tcc.gather_grad %j, %h {axis = 1 : i64} : (tensor<5xi64>, tensor<2x5x4xf64>) -> tensor<2x3x4xf64>
+    %2 = tcc.gather_grad %k, %e {axis = 1 : i64} : (tensor<i64>, tensor<3x2xf32>) -> tensor<3x7x2xf32>
+    %3 = tcc.mul %m, %m : (tensor<4x2x3xf32>, tensor<4x2x3xf32>) -> tensor<4x2x3xf32>
+    %4 = tcc.gather_grad %i, %3 {axis = 1 : i64} : (tensor<2x3xi32>, tensor<4x2x3xf32>) -> tensor<4x6xf32>
+    return %0, %1, %2, %4 : tensor<4x6xf32>, tensor<2x3x4xf64>, tensor<3x7x2xf32>, tensor<4x6xf32>
+  }
+  func.func @alone(%b: tensor<3xi1>, %x: tensor<2x1xi64>, %d: tensor<2x3xf64>, %f: tensor<2x3xi1>)
+      -> (tensor<2x3xi1>, tensor<2x4xi64>, tensor<2x3xi32>, tensor<2x3xf64>) {
+    %0 = tcc.broadcast %b : (tensor<3xi1>) -> tensor<2x3xi1>
+    %1 = tcc.broadcast %x : (tensor<2x1xi64>) -> tensor<2x4xi64>
+    %2 = tcc.cast %d : (tensor<2x3xf64>) -> tensor<2x3xi32>
+    %3 = tcc.cast %f : (tensor<2x3xi1>) -> tensor<2x3xf64>
+    return %0, %1, %2, %3 : tensor<2x3xi1>, tensor<2x4xi64>, tensor<2x3xi32>, tensor<2x3xf64>
+  }
+)mlir";
+
 using KernelFn = void (*)(const void *const *, void *, int64_t, int64_t);
 
 /// Deterministic inputs: floats in [-3, 3) (some exactly 0), ints, bools.
-Array randomInput(RankedTensorType type, uint32_t seed) {
+/// With `specials`, floats also hold NaN, infinities and -0, and integers
+/// values near their limits (so sums wrap). An input used as gather /
+/// gather_grad indices is in [-indexRange, indexRange) when that is set.
+Array randomInput(RankedTensorType type, uint32_t seed, bool specials = false,
+                  int64_t indexRange = 0) {
   int64_t n = type.getNumElements();
   std::vector<int64_t> shape(type.getShape());
   uint32_t s = seed * 2654435761u + 12345;
@@ -94,12 +261,41 @@ Array randomInput(RankedTensorType type, uint32_t seed) {
     s = s * 1664525u + 1013904223u;
     return s >> 8;
   };
+  auto real = [&]() -> double {
+    if (specials) {
+      switch (next() % 29) {
+      case 0:
+        return std::nan("");
+      case 1:
+        return INFINITY;
+      case 2:
+        return -INFINITY;
+      case 3:
+        return -0.0;
+      }
+    }
+    return next() % 17 == 0 ? 0.0 : double(next()) / double(1 << 24) * 6 - 3;
+  };
+  auto integer = [&](int64_t limit) -> int64_t {
+    if (indexRange)
+      return int64_t(next() % uint32_t(2 * indexRange)) - indexRange;
+    if (specials && next() % 5 == 0)
+      return (next() & 1 ? limit : -limit - 1) + int64_t(next() % 8) *
+                                                     (next() & 1 ? -1 : 1) / 2;
+    return int64_t(next()) - (1 << 23);
+  };
   Type elem = type.getElementType();
   if (elem.isF32()) {
     std::vector<float> v(n);
     for (float &x : v)
-      x = next() % 17 == 0 ? 0.0f : float(next()) / float(1 << 24) * 6 - 3;
+      x = float(real());
     return f32(shape, v);
+  }
+  if (elem.isF64()) {
+    std::vector<double> v(n);
+    for (double &x : v)
+      x = real();
+    return makeArray("", DType::F64, shape, v);
   }
   if (elem.isInteger(1)) {
     std::vector<uint8_t> v(n);
@@ -107,9 +303,15 @@ Array randomInput(RankedTensorType type, uint32_t seed) {
       x = next() & 1;
     return makeArray("", DType::Bool, shape, v);
   }
+  if (elem.isInteger(32)) {
+    std::vector<int32_t> v(n);
+    for (int32_t &x : v)
+      x = int32_t(integer(INT32_MAX - 8));
+    return makeArray("", DType::I32, shape, v);
+  }
   std::vector<int64_t> v(n);
   for (int64_t &x : v)
-    x = int64_t(next()) - (1 << 23);
+    x = integer(INT64_MAX - 8);
   return i64(shape, v);
 }
 
@@ -139,7 +341,37 @@ bool sameValue(DType dtype, const uint8_t *a, const uint8_t *b) {
     if (std::isnan(x) && std::isnan(y))
       return true;
   }
+  if (dtype == DType::F64) {
+    double x, y;
+    std::memcpy(&x, a, 8);
+    std::memcpy(&y, b, 8);
+    if (std::isnan(x) && std::isnan(y))
+      return true;
+  }
   return std::memcmp(a, b, tcc::data::dtypeSize(dtype)) == 0;
+}
+
+/// For each block argument of `fusion` read as gather / gather_grad
+/// indices, the size of the dim they index (inputs must be in range: the
+/// interpreter rejects others).
+llvm::DenseMap<unsigned, int64_t> indexRanges(tcc::exec::FusionOp fusion) {
+  llvm::DenseMap<unsigned, int64_t> ranges;
+  fusion.getBody().walk([&](Operation *op) {
+    Value indices;
+    int64_t dim = 0;
+    if (auto gather = llvm::dyn_cast<tcc::GatherOp>(op)) {
+      indices = gather.getIndices();
+      dim = llvm::cast<RankedTensorType>(gather.getData().getType())
+                .getDimSize(gather.getAxis());
+    } else if (auto grad = llvm::dyn_cast<tcc::GatherGradOp>(op)) {
+      indices = grad.getIndices();
+      dim = llvm::cast<RankedTensorType>(grad.getType()).getDimSize(
+          grad.getAxis());
+    }
+    if (auto arg = llvm::dyn_cast_or_null<BlockArgument>(indices))
+      ranges[arg.getArgNumber()] = dim;
+  });
+  return ranges;
 }
 
 class CodegenTest : public ::testing::Test {
@@ -149,9 +381,8 @@ protected:
                         func::FuncDialect>();
   }
 
-  OwningOpRef<ModuleOp> fused() {
-    OwningOpRef<ModuleOp> module =
-        parseSourceString<ModuleOp>(kChains, &context);
+  OwningOpRef<ModuleOp> fused(const char *text = kChains) {
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
     if (!module)
       return nullptr;
     PassManager pm(&context);
@@ -159,6 +390,76 @@ protected:
     if (failed(pm.run(*module)) || failed(verify(*module)))
       return nullptr;
     return module;
+  }
+
+  /// Builds `module`'s kernels into a shared object, runs every kernel on
+  /// random inputs in three pieces into a poisoned buffer and compares with
+  /// the interpreter running that fusion op. Returns the kernels checked.
+  int checkAgainstInterpreter(ModuleOp module, bool specials) {
+    FailureOr<std::string> source = codegen::emitKernelSource(module);
+    EXPECT_TRUE(succeeded(source));
+    if (failed(source))
+      return 0;
+    std::string so = tempPath("codegen", "kernels.so");
+    std::string error;
+    bool built = codegen::compileHostSharedObject(*source, so, error);
+    EXPECT_TRUE(built) << error << "\n" << *source;
+    if (!built)
+      return 0;
+    void *handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    EXPECT_TRUE(handle) << dlerror();
+    if (!handle)
+      return 0;
+
+    int kernels = 0;
+    module->walk([&](tcc::exec::FusionOp fusion) {
+      ++kernels;
+      std::string symbol = codegen::kernelSymbol(fusion);
+      auto fn = reinterpret_cast<KernelFn>(dlsym(handle, symbol.c_str()));
+      ASSERT_TRUE(fn) << symbol;
+
+      llvm::DenseMap<unsigned, int64_t> ranges = indexRanges(fusion);
+      std::vector<Array> inputs;
+      for (auto [i, input] : llvm::enumerate(fusion.getInputs()))
+        inputs.push_back(randomInput(
+            llvm::cast<RankedTensorType>(input.getType()), 7 * kernels + i,
+            specials, ranges.lookup(i)));
+      OwningOpRef<ModuleOp> wrapper = wrapFusion(fusion);
+      std::vector<Array> want;
+      ASSERT_TRUE(tcc::interp::run(
+          wrapper->lookupSymbol<func::FuncOp>("kernel"), inputs, want, error))
+          << symbol << ": " << error;
+      ASSERT_EQ(want.size(), 1u);
+
+      // Poisoned with NaN (all ones) so a skipped element cannot pass.
+      std::vector<uint8_t> out(want[0].bytes.size(), 0xff);
+      std::vector<const void *> pointers;
+      for (const Array &a : inputs)
+        pointers.push_back(a.bytes.data());
+      int64_t n = want[0].numElements();
+      fn(pointers.data(), out.data(), 0, n / 3);
+      fn(pointers.data(), out.data(), n / 3, 2 * n / 3);
+      fn(pointers.data(), out.data(), 2 * n / 3, n);
+
+      size_t size = tcc::data::dtypeSize(want[0].dtype);
+      int mismatches = 0;
+      int64_t first = -1;
+      for (int64_t e = 0; e < n; ++e)
+        if (!sameValue(want[0].dtype, &out[e * size],
+                       &want[0].bytes[e * size])) {
+          ++mismatches;
+          if (first < 0)
+            first = e;
+        }
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      fusion.print(os);
+      EXPECT_EQ(mismatches, 0) << symbol << " differs from the interpreter, "
+                               << "first at element " << first << ":\n"
+                               << text;
+    });
+    dlclose(handle);
+    return kernels;
   }
 
   MLIRContext context;
@@ -196,70 +497,161 @@ TEST_F(CodegenTest, SourceText) {
 TEST_F(CodegenTest, HostKernelsMatchInterpreter) {
   OwningOpRef<ModuleOp> module = fused();
   ASSERT_TRUE(module);
+  EXPECT_GE(checkAgainstInterpreter(*module, /*specials=*/false), 7);
+}
+
+TEST_F(CodegenTest, StructuredKernelsMatchInterpreter) {
+  OwningOpRef<ModuleOp> module = fused(kStructured);
+  ASSERT_TRUE(module);
+  // Every op became a kernel, each kind at least once.
+  llvm::StringSet<> kinds;
+  module->walk([&](func::FuncOp func) {
+    for (Operation &op : func.getBody().front()) {
+      if (auto fusion = llvm::dyn_cast<tcc::exec::FusionOp>(op)) {
+        if (Operation *structured = fusion.getStructuredOp())
+          kinds.insert(structured->getName().getStringRef());
+        continue;
+      }
+      EXPECT_TRUE(llvm::isa<func::ReturnOp>(op))
+          << op.getName().getStringRef().str() << " left outside a kernel";
+    }
+  });
+  for (StringRef kind :
+       {"tcc.transpose", "tcc.slice", "tcc.slice_grad", "tcc.concat",
+        "tcc.gather", "tcc.gather_grad", "tcc.reduce_sum", "tcc.reduce_mean",
+        "tcc.reduce_max", "tcc.reduce_min"})
+    EXPECT_TRUE(kinds.contains(kind)) << kind.str() << " never outlined";
+  // Plain values, then NaN / infinities / -0 / integers near their limits.
+  EXPECT_GE(checkAgainstInterpreter(*module, /*specials=*/false), 60);
+  EXPECT_GE(checkAgainstInterpreter(*module, /*specials=*/true), 60);
+}
+
+TEST_F(CodegenTest, StructuredSourceText) {
+  OwningOpRef<ModuleOp> module = fused(kStructured);
+  ASSERT_TRUE(module);
   FailureOr<std::string> source = codegen::emitKernelSource(*module);
   ASSERT_TRUE(succeeded(source));
-  std::string so = tempPath("codegen", "kernels.so");
-  std::string error;
-  ASSERT_TRUE(codegen::compileHostSharedObject(*source, so, error))
-      << error << "\n" << *source;
-  void *handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_TRUE(handle) << dlerror();
-
-  int kernels = 0;
-  module->walk([&](tcc::exec::FusionOp fusion) {
-    ++kernels;
-    std::string symbol = codegen::kernelSymbol(fusion);
-    auto fn = reinterpret_cast<KernelFn>(dlsym(handle, symbol.c_str()));
-    ASSERT_TRUE(fn) << symbol;
-
-    std::vector<Array> inputs;
-    for (auto [i, input] : llvm::enumerate(fusion.getInputs()))
-      inputs.push_back(randomInput(
-          llvm::cast<RankedTensorType>(input.getType()), 7 * kernels + i));
-    OwningOpRef<ModuleOp> wrapper = wrapFusion(fusion);
-    std::vector<Array> want;
-    ASSERT_TRUE(tcc::interp::run(
-        wrapper->lookupSymbol<func::FuncOp>("kernel"), inputs, want, error))
-        << error;
-    ASSERT_EQ(want.size(), 1u);
-
-    // Poisoned with NaN (all ones) so a skipped element cannot pass.
-    std::vector<uint8_t> out(want[0].bytes.size(), 0xff);
-    std::vector<const void *> pointers;
-    for (const Array &a : inputs)
-      pointers.push_back(a.bytes.data());
-    int64_t n = want[0].numElements();
-    fn(pointers.data(), out.data(), 0, n / 2);
-    fn(pointers.data(), out.data(), n / 2, n);
-
-    size_t size = tcc::data::dtypeSize(want[0].dtype);
-    int mismatches = 0;
-    for (int64_t e = 0; e < n; ++e)
-      if (!sameValue(want[0].dtype, &out[e * size], &want[0].bytes[e * size]))
-        ++mismatches;
-    EXPECT_EQ(mismatches, 0) << symbol << " differs from the interpreter";
-  });
-  EXPECT_GE(kernels, 7);
-  dlclose(handle);
+  // A sum accumulates in double over a loop and rounds once; a transpose of
+  // [2, 3, 4, 5] by (0, 2, 1, 3) reads with constant strides.
+  EXPECT_NE(source->find("double acc"), std::string::npos) << *source;
+  EXPECT_NE(source->find(" + static_cast<double>("), std::string::npos);
+  EXPECT_NE(source->find("tcc_k::wrap_add("), std::string::npos);
+  EXPECT_NE(source->find("(tcc.transpose)"), std::string::npos);
+  EXPECT_NE(source->find("in0[(i / 60) * 60 + (i / 15 % 4) * 5 + (i / 5 % 3) * 20 + i % 5]"),
+            std::string::npos)
+      << *source;
 }
 
 TEST_F(CodegenTest, CudaFatbinCompiles) {
   if (!codegen::cudaCompilerAvailable())
     GTEST_SKIP() << "nvcc not found at configure time; fatbin not tested";
-  OwningOpRef<ModuleOp> module = fused();
-  ASSERT_TRUE(module);
-  FailureOr<std::string> source = codegen::emitKernelSource(*module);
-  ASSERT_TRUE(succeeded(source));
-  std::string fatbin = tempPath("codegen", "kernels.fatbin");
-  std::string error;
-  auto start = std::chrono::steady_clock::now();
-  ASSERT_TRUE(codegen::compileCudaFatbin(*source, fatbin, error)) << error;
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
-  std::printf("nvcc fatbin (sm_80, sm_90, compute_90): %.1f s, %zu bytes\n",
-              seconds, readFile(fatbin).size());
-  EXPECT_GT(readFile(fatbin).size(), 0u);
+  for (const char *text : {kChains, kStructured}) {
+    OwningOpRef<ModuleOp> module = fused(text);
+    ASSERT_TRUE(module);
+    FailureOr<std::string> source = codegen::emitKernelSource(*module);
+    ASSERT_TRUE(succeeded(source));
+    std::string fatbin = tempPath("codegen", "kernels.fatbin");
+    std::string error;
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(codegen::compileCudaFatbin(*source, fatbin, error))
+        << error << "\n" << *source;
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    std::printf("nvcc fatbin (sm_80, sm_90, compute_90): %.1f s, %zu bytes\n",
+                seconds, readFile(fatbin).size());
+    EXPECT_GT(readFile(fatbin).size(), 0u);
+  }
 }
+
+/// The directory holding this test binary (the build's bin/, where the tcc
+/// driver is built too).
+std::string binDir() {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0)
+    return ".";
+  std::string exe(path, n);
+  return exe.substr(0, exe.rfind('/'));
+}
+
+/// Runs `command` through the shell; its output goes to `log`.
+bool runCommand(const std::string &command, const std::string &log) {
+  return std::system((command + " > '" + log + "' 2>&1").c_str()) == 0;
+}
+
+struct ModelCase {
+  const char *model, *loss;
+};
+
+class ModelStepTest : public CodegenTest,
+                      public ::testing::WithParamInterface<ModelCase> {};
+
+// The tiny models of test/models, exported by PyTorch and compiled by the
+// tcc driver into an AdamW step with gradient clipping (so the step also
+// holds the gradient-norm reductions): after tcc-fuse every op of every
+// function is a generated kernel, a library call or a non-launching view,
+// the module's whole kernel source builds for the host and each kernel
+// matches the interpreter on random inputs.
+TEST_P(ModelStepTest, FusedStepIsKernelsAndLibraryCalls) {
+  ModelCase param = GetParam();
+  std::string tcc = binDir() + "/tcc";
+  if (!exists(tcc))
+    GTEST_SKIP() << tcc << " is not built";
+  std::string root = std::string(TCC_FIXTURE_DIR) + "/../../..";
+  std::string dir = tempPath("codegen", param.model);
+  std::string log = dir + ".log";
+  ASSERT_TRUE(runCommand("/usr/bin/python3 '" + root +
+                             "/test/models/export.py' --model " +
+                             param.model + " --out '" + dir + "'",
+                         log))
+      << std::string(readFile(log).begin(), readFile(log).end());
+  std::string step = dir + "/step.mlir";
+  ASSERT_TRUE(runCommand("'" + tcc + "' compile '" + dir +
+                             "/model.onnx' --loss '" + param.loss +
+                             "' --optimizer adamw:lr=1e-3 --grad-clip 1.0 "
+                             "--emit=mlir -o '" + step + "'",
+                         log))
+      << std::string(readFile(log).begin(), readFile(log).end());
+  std::vector<uint8_t> text = readFile(step);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
+      std::string(text.begin(), text.end()), &context);
+  ASSERT_TRUE(module);
+  PassManager pm(&context);
+  pm.addPass(tcc::createFuse());
+  ASSERT_TRUE(succeeded(pm.run(*module)));
+  ASSERT_TRUE(succeeded(verify(*module)));
+
+  int kernels = 0, structured = 0;
+  for (auto func : module->getOps<func::FuncOp>())
+    for (Operation &op : func.getBody().front()) {
+      if (auto fusion = llvm::dyn_cast<tcc::exec::FusionOp>(op)) {
+        ++kernels;
+        structured += fusion.getStructuredOp() != nullptr;
+        continue;
+      }
+      bool allowed = tcc::exec::isLibraryOp(&op) ||
+                     llvm::isa<tcc::ReshapeOp, tcc::ConstantOp,
+                               tcc::GetParamOp, func::ReturnOp>(op);
+      EXPECT_TRUE(allowed)
+          << param.model << " @" << func.getSymName().str() << ": "
+          << op.getName().getStringRef().str() << " is neither a kernel nor a "
+          << "library call";
+    }
+  EXPECT_GT(kernels, 10);
+  EXPECT_GT(structured, 5);
+
+  // The whole source builds, and every kernel matches the interpreter.
+  EXPECT_EQ(checkAgainstInterpreter(*module, /*specials=*/false), kernels);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Codegen, ModelStepTest,
+    ::testing::Values(ModelCase{"gpt", "cross_entropy(logits,labels)"},
+                      ModelCase{"mlp", "mse(y,target)"},
+                      ModelCase{"bert", "cross_entropy(logits,labels)"}),
+    [](const ::testing::TestParamInfo<ModelCase> &info) {
+      return std::string(info.param.model);
+    });
 
 } // namespace

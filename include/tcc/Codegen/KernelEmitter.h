@@ -9,8 +9,11 @@
 //                   int64_t begin, int64_t end);
 //
 // computing flattened output elements [begin, end) (a grid-stride loop on
-// CUDA), each input read through its own numpy-broadcast index map with the
-// static shapes baked in as constants.
+// CUDA), one output element per iteration/thread. Inputs are read through
+// index arithmetic with the static shapes baked in as constants: the
+// numpy-broadcast index for elementwise ops, the permuted / strided / offset
+// index of a transpose, slice, concat or gather, and a loop over the reduced
+// elements for a reduction or gather_grad.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,7 +39,8 @@ namespace tcc::codegen {
 std::string kernelSymbol(exec::FusionOp fusion);
 
 /// Appends `fusion`'s kernel to `os`. Fails (with an error on the op) on an
-/// element type or body op the generator does not handle.
+/// element type or body op the generator does not handle (e.g. a reduction
+/// over i1, which the interpreter does not run either).
 mlir::LogicalResult emitKernel(exec::FusionOp fusion, llvm::raw_ostream &os);
 
 /// One source text: the prelude include and one kernel per exec.fusion in
@@ -45,13 +49,15 @@ mlir::LogicalResult emitKernel(exec::FusionOp fusion, llvm::raw_ostream &os);
 mlir::FailureOr<std::string> emitKernelSource(mlir::ModuleOp module);
 
 /// The flattened index into a dense row-major input of shape `input` read at
-/// flattened output index `i` of shape `output` (numpy broadcasting: `input`
-/// is right-aligned; its size-1 dims stay at 0), as a C expression in `i`.
+/// flattened output index `index` (a C variable name, `i` by default) of
+/// shape `output` (numpy broadcasting: `input` is right-aligned; its size-1
+/// dims stay at 0), as a C expression in `index`.
 /// Runs of dims that are all broadcast or all kept are merged, so a row bias
 /// of a [4, 8] output reads `i % 8` and a [4, 1] column `i / 8`. Returns ""
 /// when `input` does not broadcast to `output`.
 std::string broadcastIndexExpr(llvm::ArrayRef<int64_t> input,
-                               llvm::ArrayRef<int64_t> output);
+                               llvm::ArrayRef<int64_t> output,
+                               llvm::StringRef index = "i");
 
 } // namespace tcc::codegen
 
