@@ -11,6 +11,7 @@
 #include "api/tcc_runtime.h"
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/compat.h"
 #include "data/safetensors.h"
 #include "exec/artifact.h"
 #include "exec/cpu_backend.h"
@@ -623,42 +624,18 @@ tcc_status tcc_restore_checkpoint(tcc_session *s, const char *path,
     needSession(s);
     if (!path || !*path)
       fail(TCC_ERROR_ARGUMENT, "tcc_restore_checkpoint: no path");
-    std::error_code ec;
-    if (!fs::exists(path, ec))
-      fail(TCC_ERROR_IO, std::string(path) + ": no such checkpoint");
-    std::string stepDir = path;
-    if (!fs::exists(fs::path(path) / tcc::checkpoint::StateFile, ec)) {
-      std::optional<std::string> latest;
-      try {
-        latest = tcc::checkpoint::latestCheckpoint(path);
-      } catch (const tcc::data::Error &e) {
-        fail(TCC_ERROR_IO, e.what());
-      }
-      if (!latest)
-        fail(TCC_ERROR_IO,
-             std::string(path) + ": no complete checkpoint (step-N) in it");
-      stepDir = *latest;
+    std::string stepDir;
+    try {
+      stepDir = tcc::checkpoint::resolveCheckpoint(path);
+    } catch (const tcc::data::Error &e) {
+      fail(TCC_ERROR_IO, e.what());
     }
     tcc::checkpoint::Checkpoint ck = tcc::checkpoint::loadCheckpoint(stepDir);
     const Manifest &m = s->art.manifest;
-    if (ck.state.modelFingerprint != m.fingerprint) {
-      auto it = ck.state.extra.find("train_config");
-      if (it == ck.state.extra.end() || !it->is_string())
-        fail(TCC_ERROR_CHECKPOINT,
-             "'" + stepDir + "' is from another model or configuration "
-                             "(fingerprint " +
-                 ck.state.modelFingerprint + ", this artifact " +
-                 m.fingerprint + ")");
-      std::string theirs = it->get<std::string>();
-      if (theirs != m.trainConfig)
-        fail(TCC_ERROR_CHECKPOINT,
-             "'" + stepDir + "' was trained with another configuration: " +
-                 tcc::checkpoint::configDifference(theirs, m.trainConfig));
-      fail(TCC_ERROR_CHECKPOINT,
-           "'" + stepDir + "' is a checkpoint of another model (its "
-                           "parameters or batch inputs differ in name, dtype "
-                           "or shape)");
-    }
+    std::string why = tcc::checkpoint::incompatibility(ck, m.fingerprint,
+                                                       m.trainConfig);
+    if (!why.empty())
+      fail(TCC_ERROR_CHECKPOINT, why);
     auto params = matchArrays(
         s->art.params, ck.params,
         (fs::path(stepDir) / tcc::checkpoint::ParamsFile).string());

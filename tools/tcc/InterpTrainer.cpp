@@ -5,6 +5,7 @@
 
 #include "tcc/Interp/Interpreter.h"
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/compat.h"
 #include "checkpoint/fingerprint.h"
 #include "exec/schedule.h"
 #include "tcc/TccOps.h"
@@ -398,32 +399,19 @@ bool InterpTrainer::saveCheckpoint(const std::string &dir,
 bool InterpTrainer::restoreCheckpoint(const std::string &dir,
                                       int64_t &dataPosition, std::string &from,
                                       std::string &error) {
-  std::optional<std::string> latest = checkpoint::latestCheckpoint(dir);
-  if (!latest) {
-    error = "no checkpoint in '" + dir + "'";
-    return false;
-  }
-  from = *latest;
   checkpoint::Checkpoint ck;
   try {
-    ck = checkpoint::loadCheckpoint(*latest);
+    from = checkpoint::resolveCheckpoint(dir);
+    ck = checkpoint::loadCheckpoint(from);
   } catch (const data::Error &e) {
     error = e.what();
     return false;
   }
-  if (ck.state.modelFingerprint != fingerprint()) {
-    auto it = ck.state.extra.find("train_config");
-    if (it != ck.state.extra.end() && it->is_string() &&
-        it->get<std::string>() != configText)
-      error = "'" + *latest + "' was trained with another configuration: " +
-              checkpoint::configDifference(it->get<std::string>(), configText);
-    else
-      error = "'" + *latest + "' is a checkpoint of another model (its "
-              "parameters or batch inputs differ in name, dtype or shape)";
+  error = checkpoint::incompatibility(ck, fingerprint(), configText);
+  if (!error.empty())
     return false;
-  }
   if (!restore(ck.params, ck.optState, ck.state.step, error)) {
-    error = "'" + *latest + "': " + error;
+    error = "'" + from + "': " + error;
     return false;
   }
   dataPosition = ck.state.dataPosition;
