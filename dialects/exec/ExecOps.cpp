@@ -30,6 +30,12 @@ bool isStructuredOp(Operation *op) {
                    ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(op);
 }
 
+bool isLayoutOp(Operation *op) {
+  // Each output element is one input element (a concat's: one of its
+  // inputs'), so a chain of them reads every element at most once.
+  return llvm::isa<TransposeOp, SliceOp, ConcatOp>(op);
+}
+
 bool isLibraryOp(Operation *op) {
   if (auto grad = llvm::dyn_cast<GatherGradOp>(op))
     return grad.getAxis() == 0;
@@ -51,14 +57,23 @@ bool isSplatConstant(Operation *op) {
 } // namespace tcc::exec
 
 Operation *FusionOp::getStructuredOp() {
+  // In a layout chain every member feeds the last one, so the last in block
+  // order is the one nearest the result.
+  Operation *last = nullptr;
   for (Operation &op : getBody().front())
     if (isStructuredOp(&op))
-      return &op;
-  return nullptr;
+      last = &op;
+  return last;
 }
 
 static ArrayRef<int64_t> shapeOf(Value v) {
   return llvm::cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// Whether `op` belongs to a body's layout chain (or is its one structured
+/// op): a layout or reduction op, or a reshape.
+static bool isChainOp(Operation *op) {
+  return isStructuredOp(op) || llvm::isa<tcc::ReshapeOp>(op);
 }
 
 LogicalResult FusionOp::verify() {
@@ -73,38 +88,73 @@ LogicalResult FusionOp::verify() {
              << i << " has type " << input.getType() << " but body argument #"
              << i << " has type " << arg.getType();
   ArrayRef<int64_t> resultShape = shapeOf(getResult());
-  Operation *structured = nullptr;
-  // Values computed from the structured op's result: the epilogue.
-  llvm::DenseSet<Value> epilogue;
+
+  // The structured ops and reshapes: one op of any kind, or a chain of
+  // layout ops with reshapes between them.
+  SmallVector<Operation *> chain;
+  Operation *first = nullptr;
   for (Operation &op : body.without_terminator()) {
     if (isStructuredOp(&op)) {
-      if (structured)
+      if (first && !(isLayoutOp(first) && isLayoutOp(&op)))
         return op.emitOpError("is a second layout or reduction op in one "
-                              "'exec.fusion' (a kernel holds at most one; "
-                              "the first is '")
-               << structured->getName() << "')";
-      structured = &op;
-      if (shapeOf(op.getResult(0)) != resultShape)
-        return op.emitOpError("has result type ")
-               << op.getResult(0).getType()
-               << ", but the layout or reduction op of an 'exec.fusion' must "
-                  "have the kernel's result shape ("
-               << getResult().getType() << ")";
-      epilogue.insert(op.getResult(0));
-      continue;
-    }
-    if (!isFusibleOp(&op) && !isSplatConstant(&op))
+                              "'exec.fusion' (a kernel holds one, or a chain "
+                              "of transpose, slice and concat ops; the first "
+                              "is '")
+               << first->getName() << "')";
+      if (!first)
+        first = &op;
+      chain.push_back(&op);
+    } else if (llvm::isa<tcc::ReshapeOp>(op)) {
+      chain.push_back(&op);
+    } else if (!isFusibleOp(&op) && !isSplatConstant(&op)) {
       return op.emitOpError("cannot be fused into 'exec.fusion'");
-    if (llvm::any_of(op.getOperands(),
-                     [&](Value v) { return epilogue.contains(v); })) {
-      if (shapeOf(op.getResult(0)) != resultShape)
-        return op.emitOpError("reads the result of '")
-               << structured->getName() << "' but has type "
-               << op.getResult(0).getType()
-               << "; an epilogue op must have the kernel's result shape ("
-               << getResult().getType() << ")";
-      epilogue.insert(op.getResult(0));
     }
+  }
+  // Every member but the last has one use, by the next member, so the
+  // chain is a tree whose ops are each evaluated at one element per output
+  // element; its last op (the top) is what the epilogue reads.
+  Operation *top = nullptr;
+  for (Operation *op : chain) {
+    if (llvm::isa<tcc::ReshapeOp>(op) && !(first && isLayoutOp(first)))
+      return op->emitOpError("in an 'exec.fusion' must be part of a chain of "
+                             "layout ops (transpose, slice, concat)");
+    Value result = op->getResult(0);
+    if (result.hasOneUse() && isChainOp(*result.getUsers().begin()))
+      continue;
+    if (llvm::any_of(result.getUsers(), isChainOp))
+      return op->emitOpError("is read by the next op of its layout chain and "
+                             "by other ops; inside a chain each value has "
+                             "exactly one use");
+    if (top)
+      return op->emitOpError("ends a second layout chain in one "
+                             "'exec.fusion' (the first ends at '")
+             << top->getName() << "')";
+    top = op;
+  }
+
+  // Values computed from the top's result: the epilogue.
+  llvm::DenseSet<Value> epilogue;
+  if (top) {
+    if (shapeOf(top->getResult(0)) != resultShape)
+      return top->emitOpError("has result type ")
+             << top->getResult(0).getType()
+             << ", but the layout or reduction op of an 'exec.fusion' (of a "
+                "chain: its last op) must have the kernel's result shape ("
+             << getResult().getType() << ")";
+    epilogue.insert(top->getResult(0));
+  }
+  for (Operation &op : body.without_terminator()) {
+    if (isChainOp(&op) ||
+        llvm::none_of(op.getOperands(),
+                      [&](Value v) { return epilogue.contains(v); }))
+      continue;
+    if (shapeOf(op.getResult(0)) != resultShape)
+      return op.emitOpError("reads the result of '")
+             << top->getName() << "' but has type "
+             << op.getResult(0).getType()
+             << "; an epilogue op must have the kernel's result shape ("
+             << getResult().getType() << ")";
+    epilogue.insert(op.getResult(0));
   }
   auto yield = llvm::dyn_cast<YieldOp>(body.getTerminator());
   if (!yield)

@@ -21,14 +21,20 @@ namespace tcc::exec {
 /// Whether `op` is a tcc elementwise op or tcc.broadcast: computed at any
 /// element from its operands' elements at the (numpy-broadcast) same
 /// position. exec.fusion bodies hold these, splat constants (see
-/// isSplatConstant) and at most one isStructuredOp.
+/// isSplatConstant) and one isStructuredOp or a chain of isLayoutOps with
+/// reshapes between them.
 bool isFusibleOp(mlir::Operation *op);
 
 /// Whether `op` is a layout or reduction op that one generated kernel
-/// computes (at most one per exec.fusion, see its description): transpose,
-/// slice, slice_grad, concat, gather, gather_grad with axis != 0 (axis 0 is
-/// a library op) and reduce_{sum,mean,max,min}.
+/// computes (one per exec.fusion, or a chain of isLayoutOps; see its
+/// description): transpose, slice, slice_grad, concat, gather, gather_grad
+/// with axis != 0 (axis 0 is a library op) and reduce_{sum,mean,max,min}.
 bool isStructuredOp(mlir::Operation *op);
+
+/// Whether `op` is a structured op that only moves elements, each output
+/// element being one input element: transpose, slice, concat. Several of
+/// them, with reshapes between, may form one kernel's layout chain.
+bool isLayoutOp(mlir::Operation *op);
 
 /// Whether `op` is a tcc.constant with one value, which a kernel embeds
 /// instead of reading it from memory.

@@ -9,7 +9,7 @@ class Exec_Op<string mnemonic, list<Trait> traits = []>
     : Op<Exec_Dialect, mnemonic, traits>;
 
 def Exec_FusionOp : Exec_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock]> {
-  let summary = "one generated kernel: fused elementwise ops around at most one layout or reduction op";
+  let summary = "one generated kernel: fused elementwise ops around one layout or reduction op or one chain of layout ops";
   let description = [{
     One generated kernel computing the single result. Its block arguments
     are the operands, so codegen sees the kernel's parameters explicitly;
@@ -20,26 +20,38 @@ def Exec_FusionOp : Exec_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock]> {
     the elements its users need, and only block arguments touch memory.
 
     The body holds `tcc` elementwise ops (`isFusibleOp`: arithmetic, math,
-    compare/select, `cast`, `broadcast`), splat `tcc.constant`s, and **at
-    most one structured op** (`isStructuredOp`): `transpose`, `slice`,
+    compare/select, `cast`, `broadcast`), splat `tcc.constant`s, and either
+    **one structured op** (`isStructuredOp`): `transpose`, `slice`,
     `slice_grad`, `concat`, `gather`, `gather_grad` with `axis` != 0, or
-    `reduce_sum/mean/max/min`. With a structured op the body has three parts:
+    `reduce_sum/mean/max/min`, or **one layout chain**: layout ops
+    (`isLayoutOp`: `transpose`, `slice`, `concat`) and `tcc.reshape`s
+    between them, where every member but the last has exactly one use, by
+    the next member (a concat may take several chains; a reshape may also
+    start a chain, reading a block argument or a prologue op). Each layout op
+    reads one input element per output element and a reshape only renames
+    the flat index, so a chain is one index computation per element, and
+    the q/k/v head split (`slice -> reshape -> transpose`) and its gradient
+    (`transpose -> reshape -> concat`) are one kernel each. Reshapes appear
+    in a body only in a chain. With a structured op or chain the body has
+    three parts:
 
-    * the **prologue**: the elementwise ops the structured op reads, each
-      evaluated at the elements of its own shape that the structured op
+    * the **prologue**: the elementwise ops the structured op (or a chain's
+      op) reads, each evaluated at the elements of its own shape that op
       reads (a reduction's input, a transpose's source), never stored.
       `reduce_sum(mul(g, g))` is one kernel: one pass over `g`.
-    * the **structured op**: its result must have the kernel's result shape,
-      so it is computed exactly once per output element (a reduction loops
-      over its reduced elements, in row-major order, inside that element).
-    * the **epilogue**: elementwise ops that read the structured op's
-      result. Each of them has the kernel's result shape, so the structured
-      op is never recomputed; other operands broadcast as usual
+    * the **structured op** or chain: its (last op's) result must have the
+      kernel's result shape, so it is computed exactly once per output
+      element (a reduction loops over its reduced elements, in row-major
+      order, inside that element).
+    * the **epilogue**: elementwise ops that read the structured op's (the
+      chain's) result. Each of them has the kernel's result shape, so the
+      structured op is never recomputed; other operands broadcast as usual
       (`sqrt(reduce_sum(...))`, a mean's scaling).
 
     A body without a structured op is a plain elementwise kernel over the
     result shape. `tcc.split` (several results) is never a body op: tcc-fuse
-    rewrites it into one `tcc.slice` per result first.
+    rewrites it into one `tcc.slice` per result first. Layout ops move bits,
+    so a chain computes exactly what its ops compute one by one.
     ```mlir
     %r = exec.fusion "fused_0" (%x, %b) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
     ^bb0(%a: tensor<4x8xf32>, %c: tensor<8xf32>):
@@ -54,6 +66,13 @@ def Exec_FusionOp : Exec_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock]> {
       %2 = tcc.sqrt %1 : (tensor<f32>) -> tensor<f32>
       exec.yield %2 : tensor<f32>
     }
+    %q = exec.fusion "fused_2" (%qkv) : (tensor<2x8x96xf32>) -> tensor<2x2x8x16xf32> {
+    ^bb0(%a: tensor<2x8x96xf32>):
+      %0 = tcc.slice %a {limits = array<i64: 2, 8, 32>, starts = array<i64: 0, 0, 0>, strides = array<i64: 1, 1, 1>} : (tensor<2x8x96xf32>) -> tensor<2x8x32xf32>
+      %1 = tcc.reshape %0 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+      %2 = tcc.transpose %1 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+      exec.yield %2 : tensor<2x2x8x16xf32>
+    }
     ```
   }];
   let arguments = (ins StrAttr:$name, Variadic<AnyRankedTensor>:$inputs);
@@ -63,8 +82,8 @@ def Exec_FusionOp : Exec_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock]> {
     $name `(` $inputs `)` attr-dict `:` functional-type($inputs, $result) $body
   }];
   let extraClassDeclaration = [{
-    /// The body's structured op (layout or reduction), or null for a purely
-    /// elementwise kernel.
+    /// The body's structured op (layout or reduction; of a layout chain, its
+    /// last layout op), or null for a purely elementwise kernel.
     ::mlir::Operation *getStructuredOp();
   }];
   let hasVerifier = 1;

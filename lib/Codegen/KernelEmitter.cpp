@@ -3,7 +3,8 @@
 // at one flat index of its own shape, computed on demand from the yielded
 // value at the output index: elementwise ops read their operands at the
 // numpy-broadcast index, layout ops (transpose, slice, concat, gather, ...)
-// at the index their semantics give, and a reduction loops over the
+// at the index their semantics give (a chain of them composes the index
+// maps; a reshape keeps the flat index), and a reduction loops over the
 // elements it reduces. Only block arguments touch memory.
 #include "tcc/Codegen/KernelEmitter.h"
 
@@ -373,6 +374,11 @@ std::string KernelWriter::valueAt(Value v, StringRef idx) {
   } else {
     std::string at = materialize(idx);
     name = llvm::TypeSwitch<Operation *, std::string>(def)
+               .Case<ReshapeOp>([&](ReshapeOp op) {
+                 // Same elements in the same row-major order: the flat index
+                 // carries over.
+                 return valueAt(op.getInput(), at);
+               })
                .Case<TransposeOp>([&](auto op) { return transposeAt(op, at); })
                .Case<SliceOp>([&](auto op) { return sliceAt(op, at); })
                .Case<SliceGradOp>([&](auto op) { return sliceGradAt(op, at); })
@@ -689,8 +695,15 @@ LogicalResult KernelWriter::write() {
 
   os << "// exec.fusion \"" << fusion.getName() << "\": "
      << fusion.getResult().getType();
-  if (Operation *structured = fusion.getStructuredOp())
-    os << " (" << structured->getName() << ")";
+  if (fusion.getStructuredOp()) {
+    // The structured op, or a layout chain's ops in order.
+    llvm::ListSeparator sep(", ");
+    os << " (";
+    for (Operation &op : body)
+      if (exec::isStructuredOp(&op) || llvm::isa<ReshapeOp>(op))
+        os << sep << op.getName();
+    os << ")";
+  }
   os << "\n";
   os << "TCC_KERNEL(" << StringRef(kernelSymbol(fusion)).drop_front(4)
      << ") {\n";

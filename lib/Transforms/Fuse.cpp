@@ -1,11 +1,14 @@
 // Groups producer -> consumer chains into exec.fusion kernels: elementwise
-// ops around at most one layout or reduction op (exec::isStructuredOp).
+// ops around one layout or reduction op (exec::isStructuredOp) or one chain
+// of layout ops with the reshapes between them (exec::isLayoutOp).
 //
 // Groups are grown backwards from a root (the last op of the chain), taking a
 // producer only when every use of it is already inside the group. So no value
 // is computed twice, and the group is convex (no path leaves it and comes
-// back), which is what makes replacing it by one op legal. tcc.split is first
-// rewritten into one tcc.slice per result (a kernel has one result).
+// back), which is what makes replacing it by one op legal. A layout chain's
+// ops each have one use (the next op), so it is a tree under its last op.
+// tcc.split is first rewritten into one tcc.slice per result (a kernel has
+// one result).
 #include "exec/ExecOps.h"
 #include "tcc/Transforms/Fuse.h"
 #include "tcc/Transforms/Passes.h"
@@ -38,48 +41,98 @@ ArrayRef<int64_t> shapeOf(Value v) {
 
 /// Where an op of a group is computed: in the kernel's result iteration
 /// space (the structured op, its epilogue, every op of an elementwise group)
-/// or in the space of what the structured op reads (its prologue).
+/// or in the space of what the structured op (or a layout op of its chain)
+/// reads (its prologue).
 enum class Space { Output, Prologue };
 
 /// One fusion group: its ops (root first, then in the order absorbed), the
-/// space of each and its structured op, if any.
+/// space of each, its structured op, if any, and the layout ops and
+/// reshapes below that op in its layout chain.
 struct Group {
   llvm::SetVector<Operation *> ops;
   llvm::DenseMap<Operation *, Space> space;
+  /// The structured op nearest the kernel's result (of a chain: its top).
   Operation *structured = nullptr;
+  /// The layout ops and reshapes feeding `structured` in its chain.
+  llvm::DenseSet<Operation *> chain;
   /// Whether an elementwise root may take a structured producer as its
   /// group's structured op (off when that would delay it, see fuseBlock).
   bool epilogueMayTakeStructured = true;
 
   bool contains(Operation *op) const { return ops.contains(op); }
+  bool inChain(Operation *op) const {
+    return op == structured || chain.contains(op);
+  }
+  /// Whether the group's chain may grow below `user`: the group's
+  /// structured op is a layout op and `user` is in its chain.
+  bool chainGrowsBelow(Operation *user) const {
+    return structured && exec::isLayoutOp(structured) && inChain(user);
+  }
   /// The space in which `user` (in the group) reads its operands.
   Space readSpace(Operation *user) const {
-    return user == structured ? Space::Prologue : space.lookup(user);
+    return inChain(user) ? Space::Prologue : space.lookup(user);
   }
 };
 
 /// Whether `def`, an operand's producer of the group's op `user`, may join
 /// the group: an elementwise op of `user`'s iteration space (its result
-/// shape; any shape for the structured op's operands, whose own shape is
-/// where they are read), or the group's one structured op read by the
-/// output-space elementwise op `user` at the kernel's result shape.
+/// shape; any shape for the operands of the structured op or a chain op,
+/// whose own shape is where they are read), the group's one structured op
+/// read by the output-space elementwise op `user` at the kernel's result
+/// shape, or a layout op extending the group's layout chain below `user`
+/// (see growGroup for reshapes).
 bool canAbsorb(const Group &group, Operation *user, Operation *def) {
   Space space = group.readSpace(user);
   if (exec::isFusibleOp(def))
-    return user == group.structured ||
+    return group.inChain(user) ||
            shapeOf(def->getResult(0)) == shapeOf(user->getResult(0));
-  if (exec::isStructuredOp(def))
+  if (exec::isStructuredOp(def)) {
+    if (group.chainGrowsBelow(user))
+      return exec::isLayoutOp(def) && def->hasOneUse();
     return group.epilogueMayTakeStructured && !group.structured &&
            space == Space::Output &&
            shapeOf(def->getResult(0)) == shapeOf(user->getResult(0));
+  }
   return false;
+}
+
+/// The ops that join the group's layout chain below its chain op `user`
+/// when `def`, an operand's producer of `user`, is a reshape: the reshapes
+/// down to the first other producer and, when that is a layout op, it too.
+/// Each must have one use and be in the block and not grouped yet, and the
+/// producer below them must be a layout op or an elementwise op (which then
+/// joins as the prologue it is). Empty otherwise: a reshape of a kernel
+/// input stays outside, a view.
+SmallVector<Operation *> reshapesIntoChain(const Group &group, Operation *user,
+                                           Operation *def,
+                                           const llvm::DenseSet<Operation *> &taken) {
+  SmallVector<Operation *> ops;
+  if (!group.chainGrowsBelow(user))
+    return {};
+  Block *block = user->getBlock();
+  auto free = [&](Operation *op) {
+    return op && op->getBlock() == block && !group.contains(op) &&
+           !taken.contains(op) && op->hasOneUse();
+  };
+  while (free(def) && llvm::isa<ReshapeOp>(def)) {
+    ops.push_back(def);
+    def = def->getOperand(0).getDefiningOp();
+  }
+  if (ops.empty() || !free(def) ||
+      !(exec::isLayoutOp(def) || exec::isFusibleOp(def)))
+    return {};
+  if (exec::isLayoutOp(def))
+    ops.push_back(def);
+  return ops;
 }
 
 /// Grows the group rooted at `root`: repeatedly absorbs an operand's
 /// producer (see canAbsorb) whose uses are all in the group and all read it
 /// in the same space (so it is computed once, in one place), until nothing
 /// changes (a producer used twice may qualify only once both of its users
-/// are in).
+/// are in). A reshape under a chain op joins with the layout or elementwise
+/// op below it (a reshape between a kernel input and its reader stays a
+/// view).
 void growGroup(Operation *root, Group &group,
                const llvm::DenseSet<Operation *> &taken) {
   Block *block = root->getBlock();
@@ -94,7 +147,18 @@ void growGroup(Operation *root, Group &group,
       for (Value operand : user->getOperands()) {
         Operation *def = operand.getDefiningOp();
         if (!def || def->getBlock() != block || group.contains(def) ||
-            taken.contains(def) || !canAbsorb(group, user, def))
+            taken.contains(def))
+          continue;
+        if (llvm::isa<ReshapeOp>(def)) {
+          for (Operation *op : reshapesIntoChain(group, user, def, taken)) {
+            group.ops.insert(op);
+            group.space[op] = Space::Prologue;
+            group.chain.insert(op);
+            changed = true;
+          }
+          continue;
+        }
+        if (!canAbsorb(group, user, def))
           continue;
         Space space = group.readSpace(user);
         if (!llvm::all_of(def->getUsers(), [&](Operation *u) {
@@ -103,8 +167,12 @@ void growGroup(Operation *root, Group &group,
           continue;
         group.ops.insert(def);
         group.space[def] = space;
-        if (exec::isStructuredOp(def))
-          group.structured = def;
+        if (exec::isStructuredOp(def)) {
+          if (group.structured)
+            group.chain.insert(def);
+          else
+            group.structured = def;
+        }
         changed = true;
       }
     }

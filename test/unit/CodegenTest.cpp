@@ -1,16 +1,17 @@
 // Generated exec.fusion kernels against the reference interpreter: functions
 // with elementwise chains and with every layout / reduction kernel kind
 // (transpose, slice, split, slice_grad, concat, gather, gather_grad,
-// reduce_sum/mean/max/min with prologues and epilogues; f32, f64, i32, i64,
-// i1) are fused, their kernel source compiled into a host shared object and
-// each kernel run (in three pieces, to exercise the begin/end contract) on
-// random inputs into a poisoned buffer; every output must match the
-// interpreter running that fusion op bit for bit (same formulas in the same
-// order, same libm). NaN results are compared as NaN, not by payload. With
-// nvcc present, the same sources must also compile into a fatbin. The tiny
-// GPT, MLP and BERT training steps (exported by PyTorch, compiled by the
-// tcc driver) must consist of kernels, library calls and views only after
-// tcc-fuse, and their whole kernel source must build.
+// reduce_sum/mean/max/min with prologues and epilogues, chains of layout
+// ops and reshapes; f32, f64, i32, i64, i1) are fused, their kernel source
+// compiled into a host shared object and each kernel run (in three pieces,
+// to exercise the begin/end contract) on random inputs into a poisoned
+// buffer; every output must match the interpreter running that fusion op bit
+// for bit (same formulas in the same order, same libm). NaN results are
+// compared as NaN, not by payload. With nvcc present, the same sources must
+// also compile into a fatbin. The tiny GPT, MLP and BERT training steps
+// (exported by PyTorch, compiled by the tcc driver) must consist of kernels,
+// library calls and views only after tcc-fuse, and their whole kernel
+// source must build.
 #include "TestUtil.h"
 
 #include "exec/ExecOps.h"
@@ -99,7 +100,11 @@ const char *kChains = R"mlir(
 // and epilogues (sqrt, scaling by scalar and row operands); transposes,
 // slices and slice_grads with negative strides, splits, concats with an
 // empty piece, gathers with negative, scalar and i1 indices, gather_grads
-// with repeated indices; lone broadcasts and casts.
+// with repeated indices; layout chains (slice -> reshape -> transpose with a
+// bias-add prologue and with negative strides, a subtraction read through
+// a reshape by a transpose, transposes -> reshapes -> concat with an
+// epilogue, two reshapes in a row; i64 and f64); lone broadcasts and
+// casts.
 const char *kStructured = R"mlir(
   func.func @reduce_f32(%x: tensor<3x5x7xf32>)
       -> (tensor<5x7xf32>, tensor<3x7xf32>, tensor<3x5xf32>, tensor<f32>,
@@ -235,6 +240,42 @@ const char *kStructured = R"mlir(
     %3 = tcc.mul %m, %m : (tensor<4x2x3xf32>, tensor<4x2x3xf32>) -> tensor<4x2x3xf32>
     %4 = tcc.gather_grad %i, %3 {axis = 1 : i64} : (tensor<2x3xi32>, tensor<4x2x3xf32>) -> tensor<4x6xf32>
     return %0, %1, %2, %4 : tensor<4x6xf32>, tensor<2x3x4xf64>, tensor<3x7x2xf32>, tensor<4x6xf32>
+  }
+  func.func @layout_chains(%qkv: tensor<2x8x96xf32>, %b: tensor<96xf32>,
+                           %dq: tensor<2x2x8x16xf32>, %dk: tensor<2x2x8x16xf32>,
+                           %dv: tensor<2x2x8x16xf32>, %r: tensor<2x8x96xf32>,
+                           %x: tensor<6x4xi64>, %y: tensor<3x4x5xf64>)
+      -> (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x8x96xf32>,
+          tensor<2x6xi64>, tensor<2x5x6xf64>, tensor<2x6x8x16xf32>) {
+    %half = tcc.constant dense<0.5> : tensor<f32>
+    %0 = tcc.add %qkv, %b : (tensor<2x8x96xf32>, tensor<96xf32>) -> tensor<2x8x96xf32>
+    %1 = tcc.slice %0 {starts = array<i64: 0, 0, 0>, limits = array<i64: 2, 8, 32>, strides = array<i64: 1, 1, 1>} : (tensor<2x8x96xf32>) -> tensor<2x8x32xf32>
+    %2 = tcc.reshape %1 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+    %3 = tcc.transpose %2 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+    %4 = tcc.slice %qkv {starts = array<i64: 1, 7, 95>, limits = array<i64: -1, -1, 31>, strides = array<i64: -1, -1, -2>} : (tensor<2x8x96xf32>) -> tensor<2x8x32xf32>
+    %5 = tcc.reshape %4 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+    %6 = tcc.transpose %5 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+    %7 = tcc.transpose %dq {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+    %8 = tcc.reshape %7 : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+    %9 = tcc.transpose %dk {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+    %10 = tcc.reshape %9 : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+    %11 = tcc.transpose %dv {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+    %12 = tcc.reshape %11 : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+    %13 = tcc.concat %8, %10, %12 {axis = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x96xf32>
+    %14 = tcc.add %13, %r : (tensor<2x8x96xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32>
+    %15 = tcc.mul %14, %half : (tensor<2x8x96xf32>, tensor<f32>) -> tensor<2x8x96xf32>
+    %16 = tcc.transpose %x {perm = array<i64: 1, 0>} : (tensor<6x4xi64>) -> tensor<4x6xi64>
+    %17 = tcc.reshape %16 : (tensor<4x6xi64>) -> tensor<24xi64>
+    %18 = tcc.reshape %17 : (tensor<24xi64>) -> tensor<2x12xi64>
+    %19 = tcc.slice %18 {starts = array<i64: 0, 1>, limits = array<i64: 2, 12>, strides = array<i64: 1, 2>} : (tensor<2x12xi64>) -> tensor<2x6xi64>
+    %20 = tcc.transpose %y {perm = array<i64: 2, 0, 1>} : (tensor<3x4x5xf64>) -> tensor<5x3x4xf64>
+    %21 = tcc.reshape %20 : (tensor<5x3x4xf64>) -> tensor<5x2x6xf64>
+    %22 = tcc.transpose %21 {perm = array<i64: 1, 0, 2>} : (tensor<5x2x6xf64>) -> tensor<2x5x6xf64>
+    %23 = tcc.sub %r, %b : (tensor<2x8x96xf32>, tensor<96xf32>) -> tensor<2x8x96xf32>
+    %24 = tcc.reshape %23 : (tensor<2x8x96xf32>) -> tensor<2x8x6x16xf32>
+    %25 = tcc.transpose %24 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x6x16xf32>) -> tensor<2x6x8x16xf32>
+    return %3, %6, %15, %19, %22, %25 : tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x8x96xf32>,
+          tensor<2x6xi64>, tensor<2x5x6xf64>, tensor<2x6x8x16xf32>
   }
   func.func @alone(%b: tensor<3xi1>, %x: tensor<2x1xi64>, %d: tensor<2x3xf64>, %f: tensor<2x3xi1>)
       -> (tensor<2x3xi1>, tensor<2x4xi64>, tensor<2x3xi32>, tensor<2x3xf64>) {
@@ -516,6 +557,14 @@ TEST_F(CodegenTest, StructuredKernelsMatchInterpreter) {
           << op.getName().getStringRef().str() << " left outside a kernel";
     }
   });
+  // The layout chains of @layout_chains: one kernel each.
+  int chains = 0;
+  module->walk([&](tcc::exec::FusionOp fusion) {
+    chains += llvm::any_of(fusion.getBody().front(), [](Operation &op) {
+      return llvm::isa<tcc::ReshapeOp>(op);
+    });
+  });
+  EXPECT_EQ(chains, 6);
   for (StringRef kind :
        {"tcc.transpose", "tcc.slice", "tcc.slice_grad", "tcc.concat",
         "tcc.gather", "tcc.gather_grad", "tcc.reduce_sum", "tcc.reduce_mean",
@@ -540,6 +589,9 @@ TEST_F(CodegenTest, StructuredSourceText) {
   EXPECT_NE(source->find("in0[(i / 60) * 60 + (i / 15 % 4) * 5 + (i / 5 % 3) * 20 + i % 5]"),
             std::string::npos)
       << *source;
+  // A layout chain is one kernel whose header lists its ops.
+  EXPECT_NE(source->find("(tcc.slice, tcc.reshape, tcc.transpose)"),
+            std::string::npos);
 }
 
 TEST_F(CodegenTest, CudaFatbinCompiles) {

@@ -12,7 +12,8 @@
 // CUDA), one output element per iteration/thread. Inputs are read through
 // index arithmetic with the static shapes baked in as constants: the
 // numpy-broadcast index for elementwise ops, the permuted / strided / offset
-// index of a transpose, slice, concat or gather, and a loop over the reduced
+// index of a transpose, slice, concat or gather (composed along a layout
+// chain; a reshape keeps the flat index), and a loop over the reduced
 // elements for a reduction or gather_grad.
 //
 //===----------------------------------------------------------------------===//

@@ -168,7 +168,7 @@ def BuildTrainStep : Pass<"tcc-build-train-step", "mlir::ModuleOp"> {
 }
 
 def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
-  let summary = "Outline every generated kernel as an exec.fusion: elementwise chains, layout ops, reductions";
+  let summary = "Outline every generated kernel as an exec.fusion: elementwise chains, layout chains, reductions";
   let description = [{
     The first step of lowering to the `exec` dialect. Afterwards every op of
     a function body is an `exec.fusion` (a generated kernel), a library op
@@ -189,17 +189,26 @@ def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
     iteration space) and it is either
     - elementwise with its consumer's result shape (the same iteration
       space; the element type may differ),
-    - elementwise and read by the group's structured op (the *prologue*,
-      evaluated where the structured op reads it: `reduce_sum(mul(g, g))`
-      is one pass over `g`), or
+    - elementwise and read by the group's structured op or a layout op of
+      its chain (the *prologue*, evaluated where that op reads it:
+      `reduce_sum(mul(g, g))` is one pass over `g`),
     - the group's first structured op, read by an elementwise op of the
-      root's shape (the *epilogue*: `sqrt(reduce_sum(...))` is one kernel).
-    So a group holds at most one structured op (see `exec.fusion`), no value
-    is computed twice and no cycle can form. A kernel with a structured op
-    takes that op's place in the block, so its input (often much larger
-    than its result) dies as early as before; an epilogue that reads a value
-    computed after the structured op is therefore left out of its kernel. A group of one op is still
-    wrapped, so every generated kernel is an `exec.fusion`. Splat
+      root's shape (the *epilogue*: `sqrt(reduce_sum(...))` is one kernel),
+      or
+    - a layout op (`transpose slice concat`) with one use, read by the
+      group's layout op or a layout op below it: the group's *layout chain*.
+      Reshapes between a chain op and the layout or elementwise op below
+      join with that op (a reshape of a kernel input stays a view). So the
+      q/k/v head split `slice -> reshape -> transpose` and its gradient
+      `transpose -> reshape -> concat` are one kernel each, and so is a
+      bias add reshaped to heads and transposed.
+    So a group holds one structured op or one layout chain (see
+    `exec.fusion`), no value is computed twice and no cycle can form. A
+    kernel with a structured op takes that op's place in the block (of a
+    chain: its last op's), so its input (often much larger than its result)
+    dies as early as before; an epilogue that reads a value computed after
+    the structured op is therefore left out of its kernel. A group of one op
+    is still wrapped, so every generated kernel is an `exec.fusion`. Splat
     `tcc.constant`s are cloned into the kernels that use them. Kernels are
     named `fused_0`, `fused_1`, ... in program order over the module.
 

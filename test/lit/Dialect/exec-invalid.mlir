@@ -103,16 +103,15 @@ func.func @two_blocks(%x: tensor<2xf32>) -> tensor<2xf32> {
 
 // -----
 
-func.func @two_structured(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
-  %0 = exec.fusion "k" (%x) : (tensor<2x3xf32>) -> tensor<3x2xf32> {
+func.func @two_structured(%x: tensor<2x3xf32>) -> tensor<3xf32> {
+  %0 = exec.fusion "k" (%x) : (tensor<2x3xf32>) -> tensor<3xf32> {
   ^bb0(%a: tensor<2x3xf32>):
     %1 = tcc.transpose %a {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
-    // expected-error @+1 {{'tcc.transpose' op is a second layout or reduction op in one 'exec.fusion' (a kernel holds at most one; the first is 'tcc.transpose')}}
-    %2 = tcc.transpose %1 {perm = array<i64: 1, 0>} : (tensor<3x2xf32>) -> tensor<2x3xf32>
-    %3 = tcc.transpose %2 {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
-    exec.yield %3 : tensor<3x2xf32>
+    // expected-error @+1 {{'tcc.reduce_sum' op is a second layout or reduction op in one 'exec.fusion' (a kernel holds one, or a chain of transpose, slice and concat ops; the first is 'tcc.transpose')}}
+    %2 = tcc.reduce_sum %1 {axes = array<i64: 1>} : (tensor<3x2xf32>) -> tensor<3xf32>
+    exec.yield %2 : tensor<3xf32>
   }
-  return %0 : tensor<3x2xf32>
+  return %0 : tensor<3xf32>
 }
 
 // -----
@@ -122,7 +121,7 @@ func.func @two_structured(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
 func.func @structured_shape(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = exec.fusion "k" (%x) : (tensor<2x3xf32>) -> tensor<2x3xf32> {
   ^bb0(%a: tensor<2x3xf32>):
-    // expected-error @+1 {{'tcc.reduce_sum' op has result type 'tensor<3xf32>', but the layout or reduction op of an 'exec.fusion' must have the kernel's result shape ('tensor<2x3xf32>')}}
+    // expected-error @+1 {{'tcc.reduce_sum' op has result type 'tensor<3xf32>', but the layout or reduction op of an 'exec.fusion' (of a chain: its last op) must have the kernel's result shape ('tensor<2x3xf32>')}}
     %1 = tcc.reduce_sum %a {axes = array<i64: 0>} : (tensor<2x3xf32>) -> tensor<3xf32>
     %2 = tcc.add %a, %1 : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
     exec.yield %2 : tensor<2x3xf32>
@@ -138,10 +137,57 @@ func.func @epilogue_shape(%x: tensor<2x3xf32>, %y: tensor<4x3xf32>) -> tensor<3x
     %1 = tcc.reduce_max %a {axes = array<i64: 0>} : (tensor<2x3xf32>) -> tensor<3xf32>
     // expected-error @+1 {{'tcc.add' op reads the result of 'tcc.reduce_max' but has type 'tensor<4x3xf32>'; an epilogue op must have the kernel's result shape ('tensor<3xf32>')}}
     %2 = tcc.add %b, %1 : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
-    %3 = tcc.reduce_min %2 {axes = array<i64: 0>} : (tensor<4x3xf32>) -> tensor<3xf32>
+    %3 = tcc.neg %1 : (tensor<3xf32>) -> tensor<3xf32>
     exec.yield %3 : tensor<3xf32>
   }
   return %0 : tensor<3xf32>
+}
+
+// -----
+
+// Inside a layout chain a value has one use, by the next op: a slice also
+// read by an elementwise op would be evaluated at two elements.
+func.func @chain_two_uses(%x: tensor<4x6xf32>) -> tensor<3x4xf32> {
+  %0 = exec.fusion "k" (%x) : (tensor<4x6xf32>) -> tensor<3x4xf32> {
+  ^bb0(%a: tensor<4x6xf32>):
+    // expected-error @+1 {{'tcc.slice' op is read by the next op of its layout chain and by other ops; inside a chain each value has exactly one use}}
+    %1 = tcc.slice %a {starts = array<i64: 0, 0>, limits = array<i64: 4, 3>, strides = array<i64: 1, 1>} : (tensor<4x6xf32>) -> tensor<4x3xf32>
+    %2 = tcc.transpose %1 {perm = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<3x4xf32>
+    %3 = tcc.neg %1 : (tensor<4x3xf32>) -> tensor<4x3xf32>
+    %4 = tcc.transpose %3 {perm = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<3x4xf32>
+    %5 = tcc.add %2, %4 : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+    exec.yield %5 : tensor<3x4xf32>
+  }
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// A chain's layout ops are connected directly (reshapes between them); an
+// elementwise op in between splits it into two chains.
+func.func @chain_broken(%x: tensor<4x6xf32>) -> tensor<3x4xf32> {
+  %0 = exec.fusion "k" (%x) : (tensor<4x6xf32>) -> tensor<3x4xf32> {
+  ^bb0(%a: tensor<4x6xf32>):
+    %1 = tcc.slice %a {starts = array<i64: 0, 0>, limits = array<i64: 4, 3>, strides = array<i64: 1, 1>} : (tensor<4x6xf32>) -> tensor<4x3xf32>
+    %2 = tcc.neg %1 : (tensor<4x3xf32>) -> tensor<4x3xf32>
+    // expected-error @+1 {{'tcc.transpose' op ends a second layout chain in one 'exec.fusion' (the first ends at 'tcc.slice')}}
+    %3 = tcc.transpose %2 {perm = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<3x4xf32>
+    exec.yield %3 : tensor<3x4xf32>
+  }
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @reshape_alone(%x: tensor<4x6xf32>) -> tensor<24xf32> {
+  %0 = exec.fusion "k" (%x) : (tensor<4x6xf32>) -> tensor<24xf32> {
+  ^bb0(%a: tensor<4x6xf32>):
+    // expected-error @+1 {{'tcc.reshape' op in an 'exec.fusion' must be part of a chain of layout ops (transpose, slice, concat)}}
+    %1 = tcc.reshape %a : (tensor<4x6xf32>) -> tensor<24xf32>
+    %2 = tcc.neg %1 : (tensor<24xf32>) -> tensor<24xf32>
+    exec.yield %2 : tensor<24xf32>
+  }
+  return %0 : tensor<24xf32>
 }
 
 // -----

@@ -114,3 +114,39 @@ func.func @structured(%x: tensor<4x8xf32>, %i: tensor<5xi32>, %c: tensor<4x1xf32
   }
   return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<f32>, tensor<8x4xf32>, tensor<4x3xf32>, tensor<4x8xf32>, tensor<4x11xf32>, tensor<4x5xf32>, tensor<4x8xf32>, tensor<4x1xf32>
 }
+
+// Layout chains: the q/k/v head split (slice -> reshape -> transpose) with
+// a prologue, and its gradient (transpose -> reshape per piece -> concat)
+// with an epilogue; reshapes inside a body are part of a chain.
+// CHECK-LABEL: func.func @layout_chains
+// CHECK: exec.fusion "heads"(%{{.*}}) : (tensor<2x8x96xf32>) -> tensor<2x2x8x16xf32> {
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<2x8x96xf32>):
+// CHECK-NEXT: %[[N:.*]] = tcc.neg %[[A]]
+// CHECK-NEXT: %[[S:.*]] = tcc.slice %[[N]]
+// CHECK-NEXT: %[[R:.*]] = tcc.reshape %[[S]] : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+// CHECK-NEXT: %[[T:.*]] = tcc.transpose %[[R]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: exec.yield %[[T]]
+// CHECK: exec.fusion "merge"(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x8x32xf32>) -> tensor<2x8x96xf32> {
+// CHECK: tcc.concat
+// CHECK-NEXT: tcc.mul
+func.func @layout_chains(%qkv: tensor<2x8x96xf32>, %dq: tensor<2x2x8x16xf32>, %dk: tensor<2x2x8x16xf32>, %rest: tensor<2x8x32xf32>) -> (tensor<2x2x8x16xf32>, tensor<2x8x96xf32>) {
+  %0 = exec.fusion "heads" (%qkv) : (tensor<2x8x96xf32>) -> tensor<2x2x8x16xf32> {
+  ^bb0(%a: tensor<2x8x96xf32>):
+    %1 = tcc.neg %a : (tensor<2x8x96xf32>) -> tensor<2x8x96xf32>
+    %2 = tcc.slice %1 {starts = array<i64: 0, 0, 0>, limits = array<i64: 2, 8, 32>, strides = array<i64: 1, 1, 1>} : (tensor<2x8x96xf32>) -> tensor<2x8x32xf32>
+    %3 = tcc.reshape %2 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+    %4 = tcc.transpose %3 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+    exec.yield %4 : tensor<2x2x8x16xf32>
+  }
+  %1 = exec.fusion "merge" (%dq, %dk, %rest) : (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x8x32xf32>) -> tensor<2x8x96xf32> {
+  ^bb0(%a: tensor<2x2x8x16xf32>, %b: tensor<2x2x8x16xf32>, %c: tensor<2x8x32xf32>):
+    %2 = tcc.transpose %a {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+    %3 = tcc.reshape %2 : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+    %4 = tcc.transpose %b {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+    %5 = tcc.reshape %4 : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+    %6 = tcc.concat %3, %5, %c {axis = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x96xf32>
+    %7 = tcc.mul %6, %6 : (tensor<2x8x96xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32>
+    exec.yield %7 : tensor<2x8x96xf32>
+  }
+  return %0, %1 : tensor<2x2x8x16xf32>, tensor<2x8x96xf32>
+}

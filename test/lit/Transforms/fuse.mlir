@@ -157,27 +157,22 @@ func.func @bias_grad(%h: tensor<2x8x128xf32>, %dy: tensor<2x8x128xf32>, %x: tens
 }
 
 // Attention's input layout: the fused qkv bias add, a split into q, k, v
-// (one slice kernel per result), reshapes (views, no kernel) and a
-// transpose kernel per head tensor. The layout ops do not fuse with each
-// other: a kernel holds at most one.
+// (one slice per result), reshapes and a transpose per head tensor. Each
+// slice -> reshape -> transpose is one layout chain, one kernel reading the
+// bias add's result (which has three users, so it stays a kernel).
 // CHECK-LABEL: func.func @split_heads
 // CHECK: %[[QKV:.*]] = exec.fusion "fused_12"
 // CHECK: tcc.add
-// CHECK: %[[Q:.*]] = exec.fusion "fused_13"(%[[QKV]]) : (tensor<2x8x96xf32>) -> tensor<2x8x32xf32> {
+// CHECK: %[[Q:.*]] = exec.fusion "fused_13"(%[[QKV]]) : (tensor<2x8x96xf32>) -> tensor<2x2x8x16xf32> {
 // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<2x8x96xf32>):
 // CHECK-NEXT: %[[S:.*]] = tcc.slice %[[A]] {limits = array<i64: 2, 8, 32>, starts = array<i64: 0, 0, 0>, strides = array<i64: 1, 1, 1>}
-// CHECK-NEXT: exec.yield %[[S]]
-// CHECK: exec.fusion "fused_14"(%[[QKV]])
+// CHECK-NEXT: %[[R:.*]] = tcc.reshape %[[S]] : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+// CHECK-NEXT: %[[T:.*]] = tcc.transpose %[[R]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: exec.yield %[[T]]
+// CHECK: exec.fusion "fused_14"(%[[QKV]]) : (tensor<2x8x96xf32>) -> tensor<2x2x8x16xf32>
 // CHECK: tcc.slice %{{.*}} {limits = array<i64: 2, 8, 64>, starts = array<i64: 0, 0, 32>
-// CHECK: exec.fusion "fused_15"(%[[QKV]])
+// CHECK: exec.fusion "fused_15"(%[[QKV]]) : (tensor<2x8x96xf32>) -> tensor<2x2x8x16xf32>
 // CHECK: tcc.slice %{{.*}} {limits = array<i64: 2, 8, 96>, starts = array<i64: 0, 0, 64>
-// CHECK: %[[QR:.*]] = tcc.reshape %[[Q]] : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
-// CHECK: exec.fusion "fused_16"(%[[QR]]) : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32> {
-// CHECK: tcc.transpose %{{.*}} {perm = array<i64: 0, 2, 1, 3>}
-// CHECK: exec.fusion "fused_17"
-// CHECK: tcc.transpose
-// CHECK: exec.fusion "fused_18"
-// CHECK: tcc.transpose
 // CHECK-NOT: tcc.split
 // CHECK: tcc.attention
 func.func @split_heads(%x: tensor<2x8x96xf32>, %b: tensor<96xf32>) -> tensor<2x2x8x16xf32> {
@@ -201,7 +196,7 @@ func.func @split_heads(%x: tensor<2x8x96xf32>, %b: tensor<96xf32>) -> tensor<2x2
 // CHECK: %[[Q:.*]] = tcc.reshape
 // CHECK: %[[K:.*]] = tcc.reshape
 // CHECK: %[[V:.*]] = tcc.reshape
-// CHECK: exec.fusion "fused_19"(%[[Q]], %[[K]], %[[V]], %{{.*}}) : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
+// CHECK: exec.fusion "fused_16"(%[[Q]], %[[K]], %[[V]], %{{.*}}) : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: %[[C:.*]] = tcc.concat {{.*}} {axis = 2 : i64}
 // CHECK-NEXT: %[[R:.*]] = tcc.add %[[C]], %{{.*}}
@@ -218,9 +213,9 @@ func.func @concat_grads(%dq: tensor<2x8x2x16xf32>, %dk: tensor<2x8x2x16xf32>, %d
 // A gather off axis 0 and its gradient are kernels; gather_grad on axis 0
 // (the embedding gradient) stays a library call.
 // CHECK-LABEL: func.func @gathers
-// CHECK: exec.fusion "fused_20"{{.*}} -> tensor<4x3xf32>
+// CHECK: exec.fusion "fused_17"{{.*}} -> tensor<4x3xf32>
 // CHECK: tcc.gather %{{.*}}, %{{.*}} {axis = 1 : i64}
-// CHECK: exec.fusion "fused_21"{{.*}} -> tensor<4x6xf32>
+// CHECK: exec.fusion "fused_18"{{.*}} -> tensor<4x6xf32>
 // CHECK: tcc.gather_grad %{{.*}}, %{{.*}} {axis = 1 : i64}
 // CHECK-NOT: exec.fusion
 // CHECK: tcc.gather_grad %{{.*}}, %{{.*}} {axis = 0 : i64}
@@ -238,13 +233,13 @@ func.func @gathers(%x: tensor<4x6xf32>, %i: tensor<3xi64>, %g: tensor<3x6xf32>) 
 // the reduction is a kernel of its own, in its place, and the add another.
 // CHECK-LABEL: func.func @late_epilogue
 // CHECK: %[[P:.*]] = tcc.matmul
-// CHECK-NEXT: %[[R:.*]] = exec.fusion "fused_22"(%[[P]]) : (tensor<2x64x32xf32>) -> tensor<64x32xf32> {
+// CHECK-NEXT: %[[R:.*]] = exec.fusion "fused_19"(%[[P]]) : (tensor<2x64x32xf32>) -> tensor<64x32xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.reduce_sum
 // CHECK-NEXT: exec.yield
 // CHECK-NEXT: }
 // CHECK-NEXT: %[[E:.*]] = tcc.gather_grad
-// CHECK-NEXT: exec.fusion "fused_23"(%[[R]], %[[E]])
+// CHECK-NEXT: exec.fusion "fused_20"(%[[R]], %[[E]])
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.add
 func.func @late_epilogue(%g: tensor<2x8x64xf32>, %h: tensor<2x8x32xf32>, %ids: tensor<2x8xi64>, %d: tensor<2x8x32xf32>) -> tensor<64x32xf32> {
@@ -255,14 +250,111 @@ func.func @late_epilogue(%g: tensor<2x8x64xf32>, %h: tensor<2x8x32xf32>, %ids: t
   return %3 : tensor<64x32xf32>
 }
 
+// The backward of the head split: each head gradient's transpose and
+// reshape and the concat of the three are one layout chain, and the add
+// reading the concat's result is its epilogue: four kernels become one.
+// CHECK-LABEL: func.func @merge_heads
+// CHECK: exec.fusion "fused_21"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: tcc.transpose
+// CHECK-NEXT: tcc.reshape
+// CHECK-NEXT: tcc.transpose
+// CHECK-NEXT: tcc.reshape
+// CHECK-NEXT: tcc.transpose
+// CHECK-NEXT: tcc.reshape
+// CHECK-NEXT: tcc.concat {{.*}} {axis = 2 : i64}
+// CHECK-NEXT: tcc.add
+// CHECK-NEXT: exec.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return
+func.func @merge_heads(%dq: tensor<2x2x8x16xf32>, %dk: tensor<2x2x8x16xf32>, %dv: tensor<2x2x8x16xf32>, %r: tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
+  %0 = tcc.transpose %dq {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+  %1 = tcc.reshape %0 : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+  %2 = tcc.transpose %dk {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+  %3 = tcc.reshape %2 : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+  %4 = tcc.transpose %dv {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+  %5 = tcc.reshape %4 : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+  %6 = tcc.concat %1, %3, %5 {axis = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x96xf32>
+  %7 = tcc.add %6, %r : (tensor<2x8x96xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32>
+  return %7 : tensor<2x8x96xf32>
+}
+
+// Where a chain stops: a layout op whose result has another user (%0, also
+// returned) stays a kernel of its own; an elementwise op between two layout
+// ops (%3) is the upper chain's prologue, so the slice below it is a kernel
+// of its own; a reshape of a kernel input (%6) stays a view outside; a
+// reduction never chains (%8).
+// CHECK-LABEL: func.func @chain_stops
+// CHECK: %[[T:.*]] = exec.fusion "fused_22"(%{{.*}}) : (tensor<4x6xf32>) -> tensor<6x4xf32> {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tcc.transpose
+// CHECK-NEXT: exec.yield
+// CHECK: exec.fusion "fused_23"(%[[T]]) : (tensor<6x4xf32>) -> tensor<2x12xf32> {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tcc.slice
+// CHECK-NEXT: tcc.reshape
+// CHECK-NEXT: tcc.transpose
+// CHECK-NEXT: exec.yield
+// CHECK: %[[S:.*]] = exec.fusion "fused_24"(%{{.*}}) : (tensor<4x6xf32>) -> tensor<4x3xf32> {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tcc.slice
+// CHECK-NEXT: exec.yield
+// CHECK: exec.fusion "fused_25"(%[[S]]) : (tensor<4x3xf32>) -> tensor<3x4xf32> {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tcc.neg
+// CHECK-NEXT: tcc.transpose
+// CHECK-NEXT: exec.yield
+// CHECK: %[[R:.*]] = tcc.reshape %{{.*}} : (tensor<4x6xf32>) -> tensor<6x4xf32>
+// CHECK: exec.fusion "fused_26"(%[[R]]) : (tensor<6x4xf32>) -> tensor<4x6xf32> {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tcc.transpose
+// CHECK-NEXT: exec.yield
+// CHECK: exec.fusion "fused_27"(%{{.*}}) : (tensor<4x6xf32>) -> tensor<6xf32> {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tcc.reduce_sum
+// CHECK-NEXT: exec.yield
+func.func @chain_stops(%x: tensor<4x6xf32>) -> (tensor<6x4xf32>, tensor<2x12xf32>, tensor<3x4xf32>, tensor<4x6xf32>, tensor<6xf32>) {
+  %0 = tcc.transpose %x {perm = array<i64: 1, 0>} : (tensor<4x6xf32>) -> tensor<6x4xf32>
+  %1 = tcc.slice %0 {starts = array<i64: 0, 0>, limits = array<i64: 6, 4>, strides = array<i64: 1, 1>} : (tensor<6x4xf32>) -> tensor<6x4xf32>
+  %r = tcc.reshape %1 : (tensor<6x4xf32>) -> tensor<12x2xf32>
+  %t = tcc.transpose %r {perm = array<i64: 1, 0>} : (tensor<12x2xf32>) -> tensor<2x12xf32>
+  %2 = tcc.slice %x {starts = array<i64: 0, 0>, limits = array<i64: 4, 3>, strides = array<i64: 1, 1>} : (tensor<4x6xf32>) -> tensor<4x3xf32>
+  %3 = tcc.neg %2 : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  %4 = tcc.transpose %3 {perm = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<3x4xf32>
+  %6 = tcc.reshape %x : (tensor<4x6xf32>) -> tensor<6x4xf32>
+  %7 = tcc.transpose %6 {perm = array<i64: 1, 0>} : (tensor<6x4xf32>) -> tensor<4x6xf32>
+  %8 = tcc.reduce_sum %x {axes = array<i64: 0>} : (tensor<4x6xf32>) -> tensor<6xf32>
+  return %0, %t, %4, %7, %8 : tensor<6x4xf32>, tensor<2x12xf32>, tensor<3x4xf32>, tensor<4x6xf32>, tensor<6xf32>
+}
+
+// BERT's head split: a projection's bias add, reshaped to heads and
+// transposed. The add is the chain's prologue, read through the reshape at
+// the transpose's source elements: one kernel.
+// CHECK-LABEL: func.func @bias_heads
+// CHECK: exec.fusion "fused_28"(%{{.*}}, %{{.*}}) : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x2x8x16xf32> {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tcc.add
+// CHECK-NEXT: tcc.reshape
+// CHECK-NEXT: tcc.transpose
+// CHECK-NEXT: exec.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return
+func.func @bias_heads(%h: tensor<2x8x32xf32>, %b: tensor<32xf32>) -> tensor<2x2x8x16xf32> {
+  %0 = tcc.add %h, %b : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  %1 = tcc.reshape %0 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+  %2 = tcc.transpose %1 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+  return %2 : tensor<2x2x8x16xf32>
+}
+
 // Unfused launches: matmul, add, gelu | add, layer_norm | exp, neg, tanh |
 // mul, add | broadcast, cmp, mul, where, cast | mul, add | mul, reduce_sum,
 // sqrt | gelu_grad, matmul, reduce_sum, reduce_mean, div | add, split,
 // 3 transposes, attention | concat, add | gather, 2 gather_grads | matmul,
-// reduce_sum, gather_grad, add.
+// reduce_sum, gather_grad, add | 3 transposes, concat, add | 4 transposes,
+// 2 slices, neg, reduce_sum | add, transpose.
 // Fused: matmul + 1 | 1 + layer_norm | 2 | 2 | 1 | 1 | 1 | 1 + matmul + 2 |
-// 1 + 3 slices + 3 transposes + attention | 1 | 2 + gather_grad |
-// matmul + 1 + gather_grad + 1.
+// 1 + 3 slice chains + attention | 1 | 2 + gather_grad |
+// matmul + 1 + gather_grad + 1 | 1 | 6 | 1.
 // STATS-DAG: remark: tcc-fuse: @bias_gelu: 3 kernels before fusion, 2 after
 // STATS-DAG: remark: tcc-fuse: @residual_layer_norm: 2 kernels before fusion, 2 after
 // STATS-DAG: remark: tcc-fuse: @outside_use: 3 kernels before fusion, 2 after
@@ -271,8 +363,11 @@ func.func @late_epilogue(%g: tensor<2x8x64xf32>, %h: tensor<2x8x32xf32>, %ids: t
 // STATS-DAG: remark: tcc-fuse: @shared_constants: 2 kernels before fusion, 1 after
 // STATS-DAG: remark: tcc-fuse: @grad_norm: 3 kernels before fusion, 1 after
 // STATS-DAG: remark: tcc-fuse: @bias_grad: 5 kernels before fusion, 4 after
-// STATS-DAG: remark: tcc-fuse: @split_heads: 6 kernels before fusion, 8 after
+// STATS-DAG: remark: tcc-fuse: @split_heads: 6 kernels before fusion, 5 after
 // STATS-DAG: remark: tcc-fuse: @concat_grads: 2 kernels before fusion, 1 after
 // STATS-DAG: remark: tcc-fuse: @gathers: 3 kernels before fusion, 3 after
 // STATS-DAG: remark: tcc-fuse: @late_epilogue: 4 kernels before fusion, 4 after
+// STATS-DAG: remark: tcc-fuse: @merge_heads: 5 kernels before fusion, 1 after
+// STATS-DAG: remark: tcc-fuse: @chain_stops: 8 kernels before fusion, 6 after
+// STATS-DAG: remark: tcc-fuse: @bias_heads: 2 kernels before fusion, 1 after
 // STATS: Pass statistics report
