@@ -65,6 +65,7 @@ LogicalResult lowerTrainModule(ModuleOp module, std::string &error) {
     return success();
   });
   PassManager pm(context);
+  pm.addNestedPass<func::FuncOp>(createFuseGemmEpilogue());
   pm.addPass(createFuse());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

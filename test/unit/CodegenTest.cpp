@@ -10,8 +10,8 @@
 // compared as NaN, not by payload. With nvcc present, the same sources must
 // also compile into a fatbin. The tiny GPT, MLP and BERT training steps
 // (exported by PyTorch, compiled by the tcc driver) must consist of kernels,
-// library calls and views only after tcc-fuse, and their whole kernel
-// source must build.
+// library calls and views only after tcc-fuse-gemm-epilogue and tcc-fuse,
+// and their whole kernel source must build.
 #include "TestUtil.h"
 
 #include "exec/ExecOps.h"
@@ -641,10 +641,11 @@ class ModelStepTest : public CodegenTest,
 
 // The tiny models of test/models, exported by PyTorch and compiled by the
 // tcc driver into an AdamW step with gradient clipping (so the step also
-// holds the gradient-norm reductions): after tcc-fuse every op of every
-// function is a generated kernel, a library call or a non-launching view,
-// the module's whole kernel source builds for the host and each kernel
-// matches the interpreter on random inputs.
+// holds the gradient-norm reductions): after tcc-fuse-gemm-epilogue and
+// tcc-fuse (the artifact's order) every op of every function is a generated
+// kernel, a library call or a non-launching view, the module's whole kernel
+// source builds for the host and each kernel matches the interpreter on
+// random inputs.
 TEST_P(ModelStepTest, FusedStepIsKernelsAndLibraryCalls) {
   ModelCase param = GetParam();
   std::string tcc = binDir() + "/tcc";
@@ -669,7 +670,9 @@ TEST_P(ModelStepTest, FusedStepIsKernelsAndLibraryCalls) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
       std::string(text.begin(), text.end()), &context);
   ASSERT_TRUE(module);
+  // The artifact's order: bias adds into their GEMMs, then kernels.
   PassManager pm(&context);
+  pm.addNestedPass<func::FuncOp>(tcc::createFuseGemmEpilogue());
   pm.addPass(tcc::createFuse());
   ASSERT_TRUE(succeeded(pm.run(*module)));
   ASSERT_TRUE(succeeded(verify(*module)));

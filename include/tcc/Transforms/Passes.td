@@ -167,10 +167,58 @@ def BuildTrainStep : Pass<"tcc-build-train-step", "mlir::ModuleOp"> {
   let dependentDialects = ["::tcc::TccDialect", "::mlir::func::FuncDialect"];
 }
 
+def FuseGemmEpilogue : Pass<"tcc-fuse-gemm-epilogue", "mlir::func::FuncOp"> {
+  let summary = "Fold a bias add into the GEMM producing its operand: one tcc.gemm with C = bias";
+  let description = [{
+    Runs before `tcc-fuse` in the lowering pipeline. `add(matmul(x, W), b)`,
+    where the product has no other use, `W` is a matrix (`[K, N]`, or
+    `[N, K]` with `transpose_rhs`), `x` is `[..., M, K]` (transposed only
+    when it is a matrix) and `b` is added to every row (all dims but the
+    last 1 or absent, the last `N` or 1), becomes one library call:
+    `tcc.gemm` on the 2-D view of `x` (reshaped to `[rows, K]`; reshapes
+    are views) with `C = b` and `beta = 1`, reshaped back to the product's
+    shape. A `tcc.gemm` without C followed by such an add takes the bias
+    as its C the same way. The GEMM adds C while writing its output, so
+    the add is no kernel launch and no extra pass over the product (in the
+    tiny GPT's step: the q/k/v and MLP-input projections' bias adds; the
+    attention and MLP output projections' bias adds were fused with the
+    residual add and now leave it alone in its kernel).
+
+    The numerics change by rounding, not in kind: the sum is rounded once
+    instead of twice (the interpreter adds C to the dot product it
+    accumulates in double; the CPU runtime's BLAS adds it with `beta = 1`).
+    So unlike `tcc-fuse` this pass is not bit-exact; the training tests'
+    tolerances hold.
+
+    Before:
+    ```mlir
+    %p = tcc.matmul %x, %w {transpose_rhs = true} : (tensor<2x8x32xf32>, tensor<96x32xf32>) -> tensor<2x8x96xf32>
+    %y = tcc.add %b, %p : (tensor<96xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32>
+    ```
+    After:
+    ```mlir
+    %0 = tcc.reshape %x : (tensor<2x8x32xf32>) -> tensor<16x32xf32>
+    %1 = tcc.gemm %0, %w, %b {transpose_b = true} : (tensor<16x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<16x96xf32>
+    %y = tcc.reshape %1 : (tensor<16x96xf32>) -> tensor<2x8x96xf32>
+    ```
+    `report` emits a remark per function: `tcc-fuse-gemm-epilogue: @f: N
+    bias adds folded into GEMMs`.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit each function's number of folded bias adds as a remark">,
+  ];
+  let statistics = [
+    Statistic<"folded", "folded", "bias adds folded into GEMMs">,
+  ];
+  let dependentDialects = ["::tcc::TccDialect"];
+}
+
 def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
   let summary = "Outline every generated kernel as an exec.fusion: elementwise chains, layout chains, reductions";
   let description = [{
-    The first step of lowering to the `exec` dialect. Afterwards every op of
+    Lowers to the `exec` dialect (in the artifact's pipeline right after
+    `tcc-fuse-gemm-epilogue`). Afterwards every op of
     a function body is an `exec.fusion` (a generated kernel), a library op
     (`exec::isLibraryOp`: GEMMs, attention, normalisations, losses,
     embedding, dropout, optimizer updates), or a non-launching

@@ -1,0 +1,89 @@
+// RUN: tcc-opt --tcc-fuse-gemm-epilogue %s | FileCheck %s
+// RUN: tcc-opt --tcc-fuse-gemm-epilogue %s | tcc-opt | FileCheck %s
+// RUN: tcc-opt --pass-pipeline='builtin.module(func.func(tcc-fuse-gemm-epilogue{report}))' %s \
+// RUN:   -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+
+// A transformer projection: [B, T, K] x W^T plus a bias (the add's first
+// operand here, as PyTorch exports it). One gemm on the [B*T, K] view with
+// C = bias, in the matmul's place (the bias is an argument), and a reshape
+// back; the reshapes are views.
+// CHECK-LABEL: func.func @projection
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<2x8x32xf32>, %[[W:[^:]*]]: tensor<96x32xf32>, %[[B:[^:]*]]: tensor<96xf32>)
+// CHECK-NEXT: %[[A:.*]] = tcc.reshape %[[X]] : (tensor<2x8x32xf32>) -> tensor<16x32xf32>
+// CHECK-NEXT: %[[G:.*]] = tcc.gemm %[[A]], %[[W]], %[[B]] {transpose_b = true} : (tensor<16x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<16x96xf32>
+// CHECK-NEXT: %[[Y:.*]] = tcc.reshape %[[G]] : (tensor<16x96xf32>) -> tensor<2x8x96xf32>
+// CHECK-NEXT: %[[N:.*]] = tcc.neg %[[Y]]
+// CHECK-NEXT: return %[[N]]
+func.func @projection(%x: tensor<2x8x32xf32>, %w: tensor<96x32xf32>, %b: tensor<96xf32>) -> tensor<2x8x96xf32> {
+  %0 = tcc.matmul %x, %w {transpose_rhs = true} : (tensor<2x8x32xf32>, tensor<96x32xf32>) -> tensor<2x8x96xf32>
+  %1 = tcc.add %b, %0 : (tensor<96xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32>
+  %2 = tcc.neg %1 : (tensor<2x8x96xf32>) -> tensor<2x8x96xf32>
+  return %2 : tensor<2x8x96xf32>
+}
+
+// Matrices need no reshape; a transposed lhs is transpose_a. A [1, N] bias
+// becomes a [N] view; a scalar bias is C as it is. A bias computed after
+// the matmul puts the gemm in the add's place.
+// CHECK-LABEL: func.func @matrices
+// CHECK: %[[C1:.*]] = tcc.reshape %{{.*}} : (tensor<1x6xf32>) -> tensor<6xf32>
+// CHECK-NEXT: %[[G1:.*]] = tcc.gemm %{{.*}}, %{{.*}}, %[[C1]] {transpose_a = true} : (tensor<5x4xf32>, tensor<5x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+// CHECK-NEXT: %[[E:.*]] = tcc.exp
+// CHECK-NEXT: %[[G2:.*]] = tcc.gemm %{{.*}}, %{{.*}}, %[[E]] : (tensor<4x5xf32>, tensor<5x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+// CHECK-NEXT: return %[[G1]], %[[G2]]
+func.func @matrices(%x: tensor<5x4xf32>, %y: tensor<4x5xf32>, %w: tensor<5x6xf32>, %b: tensor<1x6xf32>, %s: tensor<f32>) -> (tensor<4x6xf32>, tensor<4x6xf32>) {
+  %0 = tcc.matmul %x, %w {transpose_lhs = true} : (tensor<5x4xf32>, tensor<5x6xf32>) -> tensor<4x6xf32>
+  %1 = tcc.add %0, %b : (tensor<4x6xf32>, tensor<1x6xf32>) -> tensor<4x6xf32>
+  %2 = tcc.matmul %y, %w : (tensor<4x5xf32>, tensor<5x6xf32>) -> tensor<4x6xf32>
+  %e = tcc.exp %s : (tensor<f32>) -> tensor<f32>
+  %3 = tcc.add %2, %e : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  return %1, %3 : tensor<4x6xf32>, tensor<4x6xf32>
+}
+
+// A gemm without C (the ONNX importer's form) takes the bias as its C; its
+// alpha and transposes stay.
+// CHECK-LABEL: func.func @gemm_without_c
+// CHECK-NEXT: %[[G:.*]] = tcc.gemm %{{.*}}, %{{.*}}, %{{.*}} {alpha = 5.000000e-01 : f64, transpose_b = true} : (tensor<4x5xf32>, tensor<6x5xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+// CHECK-NEXT: return %[[G]]
+func.func @gemm_without_c(%x: tensor<4x5xf32>, %w: tensor<6x5xf32>, %b: tensor<6xf32>) -> tensor<4x6xf32> {
+  %0 = tcc.gemm %x, %w {alpha = 0.5 : f64, transpose_b = true} : (tensor<4x5xf32>, tensor<6x5xf32>) -> tensor<4x6xf32>
+  %1 = tcc.add %0, %b : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+  return %1 : tensor<4x6xf32>
+}
+
+// Left alone: a product with another use (it would be computed twice), a
+// residual (not one row for all rows), a column bias, a bias of higher rank
+// (the add broadcasts the product), a batched weight (not one GEMM), a
+// transposed batched lhs, and a gemm that has a C already.
+// CHECK-LABEL: func.func @left_alone
+// CHECK-COUNT-6: tcc.matmul
+// CHECK: tcc.gemm %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x5xf32>, tensor<5x6xf32>, tensor<6xf32>)
+// CHECK-NEXT: tcc.add
+// CHECK-NEXT: return
+func.func @left_alone(%x: tensor<4x5xf32>, %w: tensor<5x6xf32>, %b: tensor<6xf32>, %r: tensor<4x6xf32>,
+                      %c: tensor<4x1xf32>, %big: tensor<3x1x6xf32>, %x3: tensor<3x4x5xf32>,
+                      %w3: tensor<3x5x6xf32>, %t3: tensor<3x5x4xf32>)
+    -> (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<3x4x6xf32>,
+        tensor<3x4x6xf32>, tensor<3x4x6xf32>, tensor<4x6xf32>) {
+  %0 = tcc.matmul %x, %w : (tensor<4x5xf32>, tensor<5x6xf32>) -> tensor<4x6xf32>
+  %1 = tcc.add %0, %b : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+  %2 = tcc.sub %0, %b : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+  %3 = tcc.matmul %x, %w : (tensor<4x5xf32>, tensor<5x6xf32>) -> tensor<4x6xf32>
+  %4 = tcc.add %3, %r : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %5 = tcc.matmul %x, %w : (tensor<4x5xf32>, tensor<5x6xf32>) -> tensor<4x6xf32>
+  %6 = tcc.add %5, %c : (tensor<4x6xf32>, tensor<4x1xf32>) -> tensor<4x6xf32>
+  %7 = tcc.matmul %x, %w : (tensor<4x5xf32>, tensor<5x6xf32>) -> tensor<4x6xf32>
+  %8 = tcc.add %7, %big : (tensor<4x6xf32>, tensor<3x1x6xf32>) -> tensor<3x4x6xf32>
+  %9 = tcc.matmul %x3, %w3 : (tensor<3x4x5xf32>, tensor<3x5x6xf32>) -> tensor<3x4x6xf32>
+  %10 = tcc.add %9, %b : (tensor<3x4x6xf32>, tensor<6xf32>) -> tensor<3x4x6xf32>
+  %11 = tcc.matmul %t3, %w {transpose_lhs = true} : (tensor<3x5x4xf32>, tensor<5x6xf32>) -> tensor<3x4x6xf32>
+  %12 = tcc.add %11, %b : (tensor<3x4x6xf32>, tensor<6xf32>) -> tensor<3x4x6xf32>
+  %13 = tcc.gemm %x, %w, %b : (tensor<4x5xf32>, tensor<5x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+  %14 = tcc.add %13, %b : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+  return %1, %2, %4, %6, %8, %10, %12, %14 : tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>,
+      tensor<3x4x6xf32>, tensor<3x4x6xf32>, tensor<3x4x6xf32>, tensor<4x6xf32>
+}
+
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @projection: 1 bias adds folded into GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @matrices: 2 bias adds folded into GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @gemm_without_c: 1 bias adds folded into GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @left_alone: 0 bias adds folded into GEMMs
