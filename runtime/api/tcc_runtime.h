@@ -1,8 +1,10 @@
 /*===- tcc_runtime.h - the tcc runtime's C API ---------------------------===*
  *
  * Loads an artifact written by `tcc compile -o OUT.tcc` (docs/artifact.md)
- * and runs its training and evaluation steps. Plain C, no LLVM/MLIR: this
- * is what deployments and framework backends link (libtcc_runtime).
+ * and runs it: a training artifact's training and evaluation steps, or an
+ * inference artifact's forward function (`tcc compile` without training
+ * flags). Plain C, no LLVM/MLIR: this is what deployments and framework
+ * backends link (libtcc_runtime).
  *
  * Conventions
  * - Every function that can fail returns a tcc_status; on anything but
@@ -78,7 +80,8 @@ const char *tcc_status_string(tcc_status status);
 /** The message of the last failed call on this thread ("" if none). */
 const char *tcc_last_error(void);
 
-/** Loads `artifact_dir` for `backend` ("cpu"; "cuda" once it exists):
+/** Loads `artifact_dir` for `backend` ("cpu"; "cuda" once it exists), a
+ *  training or an inference artifact (manifest "kind"):
  *  parameters start at the artifact's initial weights, optimizer state at
  *  zero, steps done at 0. On failure *out is NULL. Everything is checked
  *  here, not when a step runs: the manifest and plan, the weights, and
@@ -95,7 +98,8 @@ tcc_status tcc_session_open(const char *artifact_dir, const char *backend,
 void tcc_session_close(tcc_session *session);
 
 /** The batch inputs of the training step, as the data feed yields them:
- *  with accum N > 1 the leading dim is N*b (samples for all micro-batches). */
+ *  with accum N > 1 the leading dim is N*b (samples for all micro-batches).
+ *  For an inference artifact: the inputs of forward, in its order. */
 int32_t tcc_num_inputs(const tcc_session *session);
 tcc_status tcc_input_info(const tcc_session *session, int32_t index,
                           tcc_tensor_info *info);
@@ -134,6 +138,30 @@ tcc_status tcc_eval_step(tcc_session *session, double *loss);
 /** Optimizer steps done (what the step function sees as its step input). */
 int64_t tcc_steps_done(const tcc_session *session);
 
+/* Inference artifacts (manifest "kind": "inference") have one function,
+ * forward, and no optimizer state: tcc_train_step, tcc_eval_step,
+ * tcc_save_checkpoint and tcc_restore_checkpoint return TCC_ERROR_ARGUMENT
+ * on them (tcc_learning_rate is NaN, tcc_train_config ""), and the calls
+ * below return TCC_ERROR_ARGUMENT on a training artifact. Parameters are
+ * read and written as in training. */
+
+/** Runs forward on the bound inputs (every input must be bound). The
+ *  outputs keep the values of the last successful tcc_forward until the
+ *  next one or until the session closes; rebinding inputs or writing
+ *  parameters does not change them. */
+tcc_status tcc_forward(tcc_session *session);
+
+/** Forward's outputs, in its result order (0 for a training artifact). */
+int32_t tcc_num_outputs(const tcc_session *session);
+tcc_status tcc_output_info(const tcc_session *session, int32_t index,
+                           tcc_tensor_info *info);
+
+/** Copies output `name` into `dst`; `bytes` must equal its info.bytes.
+ *  TCC_ERROR_ARGUMENT before the first successful tcc_forward (or after a
+ *  failed one). */
+tcc_status tcc_read_output(const tcc_session *session, const char *name,
+                           void *dst, size_t bytes);
+
 /** Copy a parameter / optimizer state slot out of or into the session;
  *  `bytes` must equal its info.bytes. */
 tcc_status tcc_read_param(const tcc_session *session, const char *name,
@@ -167,7 +195,8 @@ tcc_status tcc_restore_checkpoint(tcc_session *session, const char *path,
 
 /** The manifest's training configuration line and learning-rate schedule:
  *  the learning rate of step `it` (0-based: `it` is the steps done before
- *  the step), as the step computes it (nanoGPT's get_lr, in double). */
+ *  the step), as the step computes it (nanoGPT's get_lr, in double).
+ *  "" and NaN for an inference artifact. */
 const char *tcc_train_config(const tcc_session *session);
 double tcc_learning_rate(const tcc_session *session, int64_t it);
 

@@ -217,6 +217,9 @@ std::string joinPath(const std::string &dir, const std::string &rel) {
   return (fs::path(dir) / rel).string();
 }
 
+void readTrainingManifest(const JsonFile &file, const json &doc, Manifest &m);
+void readFiles(const JsonFile &file, const json &doc, Manifest &m);
+
 void readManifest(Artifact &art) {
   JsonFile file(joinPath(art.dir, "manifest.json"));
   json doc = file.read();
@@ -237,6 +240,22 @@ void readManifest(Artifact &art) {
     m.producer = file.toString(*v, "producer");
   if (const json *v = file.optField(doc, "", "source"))
     m.source = file.toString(*v, "source");
+  m.kind = Kind::Training; // version 1 artifacts written before "kind"
+  if (const json *v = file.optField(doc, "", "kind")) {
+    std::string kind = file.toString(*v, "kind");
+    if (kind == "inference")
+      m.kind = Kind::Inference;
+    else if (kind != "training")
+      file.bad("kind",
+               "unknown kind '" + kind + "' (expected training or inference)");
+  }
+  if (m.kind == Kind::Training)
+    readTrainingManifest(file, doc, m);
+  readFiles(file, doc, m);
+}
+
+/// The fields of a training artifact's manifest.
+void readTrainingManifest(const JsonFile &file, const json &doc, Manifest &m) {
   m.fingerprint = file.stringField(doc, "", "fingerprint");
   if (m.fingerprint.empty())
     file.bad("fingerprint", "is empty");
@@ -271,7 +290,10 @@ void readManifest(Artifact &art) {
                                std::to_string(s.warmup) + ", total " +
                                std::to_string(s.total));
   }
+}
 
+/// The "files" object, paths relative to the artifact directory.
+void readFiles(const JsonFile &file, const json &doc, Manifest &m) {
   const json &files = file.field(doc, "", "files");
   if (!files.is_object())
     file.bad("files", "expected an object, got " + brief(files));
@@ -454,7 +476,23 @@ void readFunction(const JsonFile &file, const json &doc, const Artifact &art,
     std::string role = file.stringField(rj, rw, "role");
     r.value = valueId(file.field(rj, rw, "value"), rw + ".value", false);
     const Value &v = fn.values[r.value];
-    if (role == "loss") {
+    if (art.inference() != (role == "output"))
+      file.bad(rw + ".role",
+               art.inference()
+                   ? "role '" + role +
+                         "' in an inference artifact, whose results are "
+                         "all outputs (role 'output')"
+                   : std::string("role 'output' is for inference artifacts "
+                                 "(manifest kind \"inference\")"));
+    if (role == "output") {
+      r.role = Result::Output;
+      r.name = file.stringField(rj, rw, "name");
+      if (r.name.empty())
+        file.bad(rw + ".name", "is empty");
+      for (const Result &other : fn.results)
+        if (other.name == r.name)
+          file.bad(rw + ".name", "a second output named '" + r.name + "'");
+    } else if (role == "loss") {
       r.role = Result::Loss;
       if (fn.lossValue >= 0)
         file.bad(rw, "a second loss result");
@@ -479,12 +517,14 @@ void readFunction(const JsonFile &file, const json &doc, const Artifact &art,
       if (!seen.insert({int(r.role), r.index}).second)
         file.bad(rw, "a second result for " + role + " '" + t.name + "'");
     } else {
-      file.bad(rw + ".role", "unknown role '" + role +
-                                 "' (expected loss, param or opt_state)");
+      file.bad(rw + ".role",
+               "unknown role '" + role +
+                   "' (expected loss, param or opt_state; output in an "
+                   "inference artifact)");
     }
     fn.results.push_back(r);
   }
-  if (fn.lossValue < 0)
+  if (fn.lossValue < 0 && !art.inference())
     file.bad(where + ".results", "no loss result");
 
   analyzeDataflow(fn, [&](const std::string &msg) { file.bad(where, msg); });
@@ -512,6 +552,19 @@ void readPlan(Artifact &art) {
     fn.name = it.key();
     readFunction(file, it.value(), art, fn);
     art.functions.push_back(std::move(fn));
+  }
+  if (art.inference()) {
+    // One function: its inputs are the session's, its results the outputs.
+    if (!art.function("forward"))
+      file.bad("functions", "missing 'forward' (an inference artifact runs "
+                            "@forward)");
+    if (art.functions.size() != 1)
+      file.bad("functions", "an inference artifact has one function, "
+                            "'forward', not " +
+                                std::to_string(art.functions.size()));
+    if (!art.optState.empty())
+      file.bad("opt_state", "an inference artifact has no optimizer state");
+    return;
   }
   const Function *train = art.function("train_step");
   if (!train)
@@ -575,6 +628,14 @@ const Function *Artifact::function(const std::string &name) const {
     if (fn.name == name)
       return &fn;
   return nullptr;
+}
+
+const Function &Artifact::primary() const {
+  const Function *f = function(inference() ? "forward" : "train_step");
+  if (!f) // loadArtifact refuses such an artifact
+    fail(TCC_ERROR_FORMAT, dir + ": the artifact has no " +
+                               (inference() ? "forward" : "train_step"));
+  return *f;
 }
 
 std::string Artifact::file(const std::string &key) const {
@@ -677,8 +738,9 @@ MemoryPlan memoryPlan(const Artifact &art) {
     m.params += t.bytes;
   for (const TensorDesc &t : art.optState)
     m.optState += t.bytes;
-  if (const Function *train = art.function("train_step"))
-    for (const TensorDesc &t : train->inputs)
+  if (const Function *main =
+          art.function(art.inference() ? "forward" : "train_step"))
+    for (const TensorDesc &t : main->inputs)
       m.inputs += t.bytes;
   for (const TensorDesc &t : art.constants)
     m.constants += t.bytes;

@@ -1,12 +1,13 @@
 //===- artifact.h - the artifact as the runtime reads it --------*- C++ -*-===//
 //
-// loadArtifact reads OUT.tcc/manifest.json and plan.json (docs/artifact.md)
-// and checks everything that does not need the tensor data or a backend:
-// format and version, every field's type, dtypes and storages, value ids,
-// arena offsets against arena_bytes, byte counts of values against the slots
-// they live in, each library call's operand count, dtypes, shapes and
-// attributes, the data flow (no value read before it is written), and the
-// tensor names, dtypes and shapes of weights.safetensors and
+// loadArtifact reads OUT.tcc/manifest.json and plan.json (docs/artifact.md),
+// of either kind — a training artifact (train_step, eval_step) or an
+// inference artifact (forward) — and checks everything that does not need the
+// tensor data or a backend: format and version, every field's type, dtypes and
+// storages, value ids, arena offsets against arena_bytes, byte counts of values
+// against the slots they live in, each library call's operand count, dtypes,
+// shapes and attributes, the data flow (no value read before it is written),
+// and the tensor names, dtypes and shapes of weights.safetensors and
 // constants.safetensors (their headers only). Session opening and `tcc
 // inspect` share it.
 //
@@ -122,9 +123,10 @@ struct Step {
 };
 
 struct Result {
-  enum Role { Loss, Param, OptState } role = Loss;
+  enum Role { Loss, Param, OptState, Output } role = Loss;
   int64_t index = -1; ///< Param, OptState
   int64_t value = -1;
+  std::string name; ///< Output
 };
 
 struct Function {
@@ -137,8 +139,13 @@ struct Function {
   int64_t lossValue = -1; ///< the loss result's value
 };
 
+/// What an artifact runs (manifest "kind"; "training" when absent).
+enum class Kind { Training, Inference };
+
 struct Manifest {
   int64_t version = 0;
+  Kind kind = Kind::Training;
+  /// Training only (empty, a constant schedule and 1 for inference).
   std::string producer, source, fingerprint, trainConfig;
   Schedule schedule;
   int64_t accum = 1;
@@ -157,6 +164,10 @@ struct Artifact {
 
   /// The function called `name`, or null.
   const Function *function(const std::string &name) const;
+  bool inference() const { return manifest.kind == Kind::Inference; }
+  /// The function whose inputs are the session's inputs: train_step, or
+  /// forward in an inference artifact (the loader checked it exists).
+  const Function &primary() const;
   /// DIR/<files[key]>, or "" when the manifest does not list `key`.
   std::string file(const std::string &key) const;
   /// Whether any function has a kernel step (then host_kernels is needed).

@@ -61,18 +61,22 @@ void print(const Artifact &art, std::ostream &out) {
   const Manifest &m = art.manifest;
   out << "artifact     " << art.dir << "\n";
   out << "format       tcc-artifact version " << m.version << "\n";
+  out << "kind         " << (art.inference() ? "inference" : "training")
+      << "\n";
   out << "producer     " << (m.producer.empty() ? "?" : m.producer) << "\n";
   out << "source       " << (m.source.empty() ? "?" : m.source) << "\n";
-  out << "fingerprint  " << m.fingerprint << "\n";
-  out << "train_config " << m.trainConfig << "\n";
-  const Schedule &s = m.schedule;
-  out << "schedule     " << scheduleKindName(s.kind) << " lr=" << num(s.lr);
-  if (s.kind != Schedule::Constant)
-    out << " warmup=" << s.warmup << " total=" << s.total;
-  if (s.kind == Schedule::Cosine)
-    out << " min_lr=" << num(s.minLr);
-  out << "\n";
-  out << "accum        " << m.accum << "\n";
+  if (!art.inference()) {
+    out << "fingerprint  " << m.fingerprint << "\n";
+    out << "train_config " << m.trainConfig << "\n";
+    const Schedule &s = m.schedule;
+    out << "schedule     " << scheduleKindName(s.kind) << " lr=" << num(s.lr);
+    if (s.kind != Schedule::Constant)
+      out << " warmup=" << s.warmup << " total=" << s.total;
+    if (s.kind == Schedule::Cosine)
+      out << " min_lr=" << num(s.minLr);
+    out << "\n";
+    out << "accum        " << m.accum << "\n";
+  }
   out << "files\n";
   for (auto &[key, rel] : m.files) {
     std::error_code ec;
@@ -92,12 +96,28 @@ void print(const Artifact &art, std::ostream &out) {
   }
   out << (anyKernelFile ? "" : " none") << "\n";
 
-  const Function *train = art.function("train_step");
-  out << "\ninputs (" << train->inputs.size() << ", as train_step takes them";
+  const Function &main = art.primary();
+  out << "\ninputs (" << main.inputs.size() << ", as " << main.name
+      << " takes them";
   if (m.accum > 1)
     out << "; the data feed yields " << m.accum << " x the leading dim";
   out << ")\n";
-  printTensors(out, train->inputs);
+  printTensors(out, main.inputs);
+  if (art.inference()) {
+    std::vector<TensorDesc> outputs;
+    for (const Result &r : main.results) {
+      const Value &v = main.values[r.value];
+      TensorDesc t;
+      t.name = r.name;
+      t.dtype = v.dtype;
+      t.shape = v.shape;
+      t.elements = v.elements;
+      t.bytes = v.bytes;
+      outputs.push_back(std::move(t));
+    }
+    out << "\noutputs (" << outputs.size() << ")\n";
+    printTensors(out, outputs);
+  }
 
   MemoryPlan mem = memoryPlan(art);
   int64_t elements = 0;
@@ -106,8 +126,9 @@ void print(const Artifact &art, std::ostream &out) {
   out << "\nparameters: " << art.params.size() << ", " << grouped(elements)
       << " elements, " << grouped(mem.params) << " bytes\n";
   printTensors(out, art.params);
-  out << "\noptimizer state: " << art.optState.size() << ", "
-      << grouped(mem.optState) << " bytes\n";
+  if (!art.inference())
+    out << "\noptimizer state: " << art.optState.size() << ", "
+        << grouped(mem.optState) << " bytes\n";
   if (!art.constants.empty())
     out << "constants: " << art.constants.size() << ", "
         << grouped(mem.constants) << " bytes\n";

@@ -2,6 +2,8 @@
 //
 // A session owns the artifact as loaded, the persistent buffers (parameters,
 // optimizer state, the step counter, bound inputs, constants) and one arena.
+// A training artifact runs train_step / eval_step; an inference artifact
+// runs forward, whose outputs are read where the plan left them.
 // Every value of every function resolves to a fixed address when the
 // session opens, so running a step is a walk over its steps. Internally
 // failures are tcc::rt::Error; none escapes a C API function.
@@ -148,6 +150,13 @@ struct tcc_session {
   std::vector<std::vector<int64_t>> feedShapes;
   std::string labelInput;
   std::string written, restoredFrom;
+  /// Inference: forward's outputs (name, dtype, shape) and their results.
+  std::vector<TensorDesc> outputs;
+  std::vector<int64_t> outputValues;
+  /// Copies of outputs that are not arena values (an input, parameter or
+  /// constant passed through), taken by tcc_forward; empty for the others.
+  std::vector<Buffer> outputCopies;
+  bool forwardDone = false;
 
   size_t fnIndex(const char *name) const {
     for (size_t f = 0; f < art.functions.size(); ++f)
@@ -183,7 +192,9 @@ void open(tcc_session &s, const std::string &dir, const std::string &backend) {
   weights.clear();
   for (const TensorDesc &t : art.optState)
     s.optState.emplace_back(t.bytes, "optimizer state '" + t.name + "'");
-  const Function &train = *art.function("train_step");
+  // The session's inputs: train_step's (every function binds by name from
+  // them), or forward's in an inference artifact.
+  const Function &train = art.primary();
   for (const TensorDesc &t : train.inputs) {
     s.inputs.emplace_back(t.bytes, "input '" + t.name + "'");
     std::vector<int64_t> shape = t.shape;
@@ -249,6 +260,20 @@ void open(tcc_session &s, const std::string &dir, const std::string &backend) {
     s.inputOf.push_back(std::move(inputOf));
   }
 
+  if (art.inference())
+    for (const Result &r : train.results) {
+      const Value &v = train.values[r.value];
+      TensorDesc t;
+      t.name = r.name;
+      t.dtype = v.dtype;
+      t.shape = v.shape;
+      t.elements = v.elements;
+      t.bytes = v.bytes;
+      s.outputs.push_back(std::move(t));
+      s.outputValues.push_back(r.value);
+      s.outputCopies.emplace_back();
+    }
+
   for (const Step &step : train.steps)
     if (step.kind == Step::Call && step.op == Op::CrossEntropy) {
       const Value &labels = train.values[step.inputs[1]];
@@ -267,8 +292,9 @@ void open(tcc_session &s, const std::string &dir, const std::string &backend) {
     }
 }
 
-/// Runs function `f` on the bound inputs and returns its loss.
-double run(tcc_session &s, size_t f) {
+/// Runs function `f` on the bound inputs: its steps, then the copies of
+/// param / opt_state results into their slots.
+void execute(tcc_session &s, size_t f) {
   const Function &fn = s.art.functions[f];
   for (size_t i = 0; i < fn.inputs.size(); ++i)
     if (!s.bound[s.inputOf[f][i]])
@@ -286,7 +312,7 @@ double run(tcc_session &s, size_t f) {
     for (const ByteRange &r : s.poison[f].back())
       std::memset(s.arena.data() + r.begin, 0xFF, size_t(r.end - r.begin));
   for (const Result &r : fn.results) {
-    if (r.role == Result::Loss)
+    if (r.role != Result::Param && r.role != Result::OptState)
       continue;
     Buffer &slot = r.role == Result::Param ? s.params[r.index]
                                            : s.optState[r.index];
@@ -294,6 +320,13 @@ double run(tcc_session &s, size_t f) {
     if (src != slot.data() && slot.size())
       std::memmove(slot.data(), src, slot.size());
   }
+}
+
+/// Runs training function `f` on the bound inputs and returns its loss.
+double run(tcc_session &s, size_t f) {
+  execute(s, f);
+  const Function &fn = s.art.functions[f];
+  uint8_t *const *ptrs = s.ptrs[f].data();
   const Value &loss = fn.values[fn.lossValue];
   if (loss.dtype == DType::F64)
     return *reinterpret_cast<const double *>(ptrs[fn.lossValue]);
@@ -303,6 +336,27 @@ double run(tcc_session &s, size_t f) {
 void needSession(const tcc_session *s) {
   if (!s)
     fail(TCC_ERROR_ARGUMENT, "session is NULL");
+}
+
+/// Refuses `call` (a training function) on an inference session.
+void needTraining(const tcc_session *s, const char *call) {
+  needSession(s);
+  if (s->art.inference())
+    fail(TCC_ERROR_ARGUMENT,
+         std::string(call) + ": '" + s->art.dir +
+             "' is an inference artifact (manifest kind \"inference\"): it "
+             "has no training step or optimizer state; run it with "
+             "tcc_forward");
+}
+
+/// Refuses `call` (an inference function) on a training session.
+void needInference(const tcc_session *s, const char *call) {
+  needSession(s);
+  if (!s->art.inference())
+    fail(TCC_ERROR_ARGUMENT,
+         std::string(call) + ": '" + s->art.dir +
+             "' is a training artifact: it has no forward function or "
+             "outputs; run it with tcc_train_step / tcc_eval_step");
 }
 
 void needName(const char *name, const char *what) {
@@ -451,8 +505,7 @@ tcc_status tcc_input_info(const tcc_session *s, int32_t index,
       fail(TCC_ERROR_ARGUMENT, "input index " + std::to_string(index) +
                                    " is out of range (" +
                                    std::to_string(s->inputs.size()) + ")");
-    fillInfo(s->art.function("train_step")->inputs[index],
-             s->feedShapes[index], info);
+    fillInfo(s->art.primary().inputs[index], s->feedShapes[index], info);
   });
 }
 
@@ -496,7 +549,7 @@ tcc_status tcc_bind_input(tcc_session *s, const char *name, const void *data,
                           size_t bytes) {
   return guard([&] {
     needSession(s);
-    const std::vector<TensorDesc> &inputs = s->art.function("train_step")->inputs;
+    const std::vector<TensorDesc> &inputs = s->art.primary().inputs;
     size_t i = findSlot(inputs, name, "input");
     checkBytes(inputs[i], bytes, data, "input");
     if (bytes)
@@ -507,7 +560,7 @@ tcc_status tcc_bind_input(tcc_session *s, const char *name, const void *data,
 
 tcc_status tcc_train_step(tcc_session *s, double *loss) {
   return guard([&] {
-    needSession(s);
+    needTraining(s, "tcc_train_step");
     double l = run(*s, s->fnIndex("train_step"));
     ++s->stepsDone;
     if (loss)
@@ -517,7 +570,7 @@ tcc_status tcc_train_step(tcc_session *s, double *loss) {
 
 tcc_status tcc_eval_step(tcc_session *s, double *loss) {
   return guard([&] {
-    needSession(s);
+    needTraining(s, "tcc_eval_step");
     size_t f = s->fnIndex("eval_step");
     if (f == s->art.functions.size())
       fail(TCC_ERROR_ARGUMENT, s->art.file("plan") + ": the artifact has no "
@@ -529,6 +582,63 @@ tcc_status tcc_eval_step(tcc_session *s, double *loss) {
 }
 
 int64_t tcc_steps_done(const tcc_session *s) { return s ? s->stepsDone : 0; }
+
+tcc_status tcc_forward(tcc_session *s) {
+  return guard([&] {
+    needInference(s, "tcc_forward");
+    s->forwardDone = false;
+    size_t f = s->fnIndex("forward");
+    execute(*s, f);
+    const Function &fn = s->art.functions[f];
+    for (size_t i = 0; i < s->outputs.size(); ++i) {
+      const Value &v = fn.values[s->outputValues[i]];
+      if (v.storage == Storage::Arena)
+        continue;
+      Buffer &copy = s->outputCopies[i];
+      if (copy.size() != size_t(v.bytes))
+        copy.allocate(size_t(v.bytes), "output '" + s->outputs[i].name + "'");
+      if (v.bytes)
+        std::memcpy(copy.data(), s->ptrs[f][s->outputValues[i]],
+                    size_t(v.bytes));
+    }
+    s->forwardDone = true;
+  });
+}
+
+int32_t tcc_num_outputs(const tcc_session *s) {
+  return s ? int32_t(s->outputs.size()) : 0;
+}
+
+tcc_status tcc_output_info(const tcc_session *s, int32_t index,
+                           tcc_tensor_info *info) {
+  return guard([&] {
+    needInference(s, "tcc_output_info");
+    if (index < 0 || size_t(index) >= s->outputs.size())
+      fail(TCC_ERROR_ARGUMENT, "output index " + std::to_string(index) +
+                                   " is out of range (" +
+                                   std::to_string(s->outputs.size()) + ")");
+    fillInfo(s->outputs[index], s->outputs[index].shape, info);
+  });
+}
+
+tcc_status tcc_read_output(const tcc_session *s, const char *name, void *dst,
+                           size_t bytes) {
+  return guard([&] {
+    needInference(s, "tcc_read_output");
+    size_t i = findSlot(s->outputs, name, "output");
+    checkBytes(s->outputs[i], bytes, dst, "output");
+    if (!s->forwardDone)
+      fail(TCC_ERROR_ARGUMENT,
+           std::string("tcc_read_output: output '") + name +
+               "' has no value: tcc_forward has not run (or failed)");
+    size_t f = s->fnIndex("forward");
+    const Buffer &copy = s->outputCopies[i];
+    const uint8_t *src =
+        copy.size() ? copy.data() : s->ptrs[f][s->outputValues[i]];
+    if (bytes)
+      std::memcpy(dst, src, bytes);
+  });
+}
 
 tcc_status tcc_read_param(const tcc_session *s, const char *name, void *dst,
                           size_t bytes) {
@@ -578,7 +688,7 @@ tcc_status tcc_save_checkpoint(tcc_session *s, const char *dir,
                                int64_t data_position, const char *extra_json,
                                const char **written) {
   return guard([&] {
-    needSession(s);
+    needTraining(s, "tcc_save_checkpoint");
     if (!dir || !*dir)
       fail(TCC_ERROR_ARGUMENT, "tcc_save_checkpoint: no directory");
     if (data_position < 0)
@@ -621,7 +731,7 @@ tcc_status tcc_restore_checkpoint(tcc_session *s, const char *path,
                                   int64_t *data_position,
                                   const char **restored_from) {
   return guard([&] {
-    needSession(s);
+    needTraining(s, "tcc_restore_checkpoint");
     if (!path || !*path)
       fail(TCC_ERROR_ARGUMENT, "tcc_restore_checkpoint: no path");
     std::string stepDir;
@@ -665,7 +775,8 @@ const char *tcc_train_config(const tcc_session *s) {
 }
 
 double tcc_learning_rate(const tcc_session *s, int64_t it) {
-  return s ? learningRate(s->art.manifest.schedule, it) : NAN;
+  return s && !s->art.inference() ? learningRate(s->art.manifest.schedule, it)
+                                  : NAN;
 }
 
 tcc_status tcc_memory(const tcc_session *s, tcc_memory_info *info) {
