@@ -19,26 +19,25 @@ using namespace mlir;
 
 namespace tcc::artifact {
 
-/// The step functions the artifact holds, in plan order.
+/// The functions an artifact holds, in plan order: the steps of a training
+/// artifact, the one function of an inference artifact.
 static constexpr llvm::StringLiteral kStepFunctions[] = {"train_step",
                                                          "eval_step"};
+static constexpr llvm::StringLiteral kInferenceFunctions[] = {"forward"};
 
-LogicalResult lowerTrainModule(ModuleOp module, std::string &error) {
+/// Drops every function `roots` do not reach and runs the pipeline.
+static LogicalResult lowerModule(ModuleOp module,
+                                 ArrayRef<llvm::StringLiteral> roots,
+                                 std::string &error) {
   MLIRContext *context = module.getContext();
   context->getOrLoadDialect<exec::ExecDialect>();
   context->getOrLoadDialect<func::FuncDialect>();
 
-  auto train = module.lookupSymbol<func::FuncOp>("train_step");
-  if (!train || train.isExternal()) {
-    error = "the module has no @train_step (build it with tcc compile or "
-            "--tcc-build-train-step)";
-    return failure();
-  }
-  // @forward and anything else the steps do not call is not part of the
-  // artifact: no kernels for it, and no reason to reject its ops.
+  // Anything the roots do not call (in a training module @forward) is not
+  // part of the artifact: no kernels for it, and no reason to reject its ops.
   llvm::StringSet<> reachable;
   SmallVector<Operation *> work;
-  for (StringRef name : kStepFunctions)
+  for (StringRef name : roots)
     if (Operation *f = module.lookupSymbol(name)) {
       reachable.insert(name);
       work.push_back(f);
@@ -86,8 +85,33 @@ LogicalResult lowerTrainModule(ModuleOp module, std::string &error) {
   return success();
 }
 
+LogicalResult lowerTrainModule(ModuleOp module, std::string &error) {
+  auto train = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!train || train.isExternal()) {
+    error = "the module has no @train_step (build it with tcc compile or "
+            "--tcc-build-train-step)";
+    return failure();
+  }
+  return lowerModule(module, kStepFunctions, error);
+}
+
+LogicalResult lowerInferenceModule(ModuleOp module, std::string &error) {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward || forward.isExternal()) {
+    error = "the module has no @forward";
+    return failure();
+  }
+  return lowerModule(module, kInferenceFunctions, error);
+}
+
 LogicalResult checkExecutable(ModuleOp lowered, std::string &error) {
-  for (StringRef name : kStepFunctions) {
+  SmallVector<StringRef, 3> names(std::begin(kStepFunctions),
+                                  std::end(kStepFunctions));
+  // A training module's @forward is dropped by lowering; in an inference
+  // module it is the function that runs.
+  if (!lowered.lookupSymbol("train_step"))
+    names.push_back(kInferenceFunctions[0]);
+  for (StringRef name : names) {
     auto f = lowered.lookupSymbol<func::FuncOp>(name);
     if (!f)
       continue;

@@ -1,5 +1,6 @@
-// manifest.json: what the artifact is, which files it has, and the
-// training configuration the runtime prints, logs and stores in checkpoints.
+// manifest.json: what the artifact is (its kind), which files it has, and
+// for a training artifact the training configuration the runtime prints,
+// logs and stores in checkpoints.
 #include "Plan.h"
 
 #include "tcc/Artifact/Artifact.h"
@@ -36,6 +37,22 @@ static std::string scheduleJson(const TrainConfig &config) {
   return s;
 }
 
+/// The "files" object.
+static void filesJson(llvm::json::OStream &json, const ManifestFiles &files) {
+  json.attributeBegin("files");
+  json.object([&] {
+    json.attribute("plan", "plan.json");
+    json.attribute("weights", "weights.safetensors");
+    if (files.constants)
+      json.attribute("constants", "constants.safetensors");
+    json.attribute("kernel_source", "kernels/kernels.cc");
+    json.attribute("host_kernels", "kernels/host.so");
+    if (files.cudaKernels)
+      json.attribute("cuda_kernels", "kernels/kernels.fatbin");
+  });
+  json.attributeEnd();
+}
+
 std::string manifestJson(const std::string &source,
                          const std::string &fingerprint,
                          const TrainConfig &config,
@@ -46,6 +63,7 @@ std::string manifestJson(const std::string &source,
   json.object([&] {
     json.attribute("format", "tcc-artifact");
     json.attribute("version", kArtifactVersion);
+    json.attribute("kind", "training");
     json.attribute("producer", "tcc " TCC_VERSION);
     json.attribute("source", llvm::sys::path::filename(source));
     json.attribute("fingerprint", fingerprint);
@@ -54,18 +72,24 @@ std::string manifestJson(const std::string &source,
     json.rawValue(scheduleJson(config));
     json.attributeEnd();
     json.attribute("accum", config.accum);
-    json.attributeBegin("files");
-    json.object([&] {
-      json.attribute("plan", "plan.json");
-      json.attribute("weights", "weights.safetensors");
-      if (files.constants)
-        json.attribute("constants", "constants.safetensors");
-      json.attribute("kernel_source", "kernels/kernels.cc");
-      json.attribute("host_kernels", "kernels/host.so");
-      if (files.cudaKernels)
-        json.attribute("cuda_kernels", "kernels/kernels.fatbin");
-    });
-    json.attributeEnd();
+    filesJson(json, files);
+  });
+  os << "\n";
+  return s;
+}
+
+std::string inferenceManifestJson(const std::string &source,
+                                  const ManifestFiles &files) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::json::OStream json(os, /*IndentSize=*/2);
+  json.object([&] {
+    json.attribute("format", "tcc-artifact");
+    json.attribute("version", kArtifactVersion);
+    json.attribute("kind", "inference");
+    json.attribute("producer", "tcc " TCC_VERSION);
+    json.attribute("source", llvm::sys::path::filename(source));
+    filesJson(json, files);
   });
   os << "\n";
   return s;

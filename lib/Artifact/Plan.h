@@ -10,6 +10,7 @@
 #define TCC_LIB_ARTIFACT_PLAN_H
 
 #include "data/npz.h"
+#include "tcc/Artifact/Artifact.h"
 #include "tcc/Transforms/TrainStep.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -53,9 +54,10 @@ struct StepDesc {
 };
 
 struct ResultDesc {
-  std::string role; ///< "loss", "param", "opt_state"
+  std::string role; ///< "loss", "param", "opt_state"; "output" (inference)
   int64_t index = 0;
   int64_t value = 0;
+  std::string name; ///< "output": the result's tcc.name
 };
 
 struct FunctionPlan {
@@ -68,10 +70,12 @@ struct FunctionPlan {
 };
 
 struct Plan {
+  ArtifactKind kind = ArtifactKind::Training;
   std::vector<TensorDesc> params, optState;
-  std::vector<FunctionPlan> functions; ///< train_step, eval_step
-  std::vector<data::Array> weights;    ///< initial parameters, params order
-  std::vector<data::Array> constants;  ///< constants.safetensors
+  /// train_step, eval_step; forward in an inference plan
+  std::vector<FunctionPlan> functions;
+  std::vector<data::Array> weights;   ///< initial parameters, params order
+  std::vector<data::Array> constants; ///< constants.safetensors
 };
 
 /// The artifact dtype of a tensor element type; nullopt for others.
@@ -83,8 +87,10 @@ bool elementsToArray(mlir::Attribute value, mlir::Type type,
                      const std::string &name, data::Array &out,
                      std::string &error);
 
-/// Reads `lowered` (after lowerTrainModule and checkExecutable) into a plan.
-bool buildPlan(mlir::ModuleOp lowered, Plan &plan, std::string &error);
+/// Reads `lowered` (after lowerTrainModule or lowerInferenceModule and
+/// checkExecutable) into a plan of `kind`.
+bool buildPlan(mlir::ModuleOp lowered, ArtifactKind kind, Plan &plan,
+               std::string &error);
 
 /// plan.json text (docs/artifact.md).
 std::string planJson(const Plan &plan);
@@ -95,10 +101,14 @@ struct ManifestFiles {
   bool cudaKernels = false;
 };
 
-/// manifest.json text (docs/artifact.md).
+/// manifest.json text (docs/artifact.md) of a training artifact.
 std::string manifestJson(const std::string &source,
                          const std::string &fingerprint,
                          const TrainConfig &config, const ManifestFiles &files);
+
+/// manifest.json text of an inference artifact: no training configuration.
+std::string inferenceManifestJson(const std::string &source,
+                                  const ManifestFiles &files);
 
 /// "loc" text a user can look up: file:line:col, or node 'name' for ONNX.
 std::string describeLoc(mlir::Location loc);

@@ -107,7 +107,9 @@ public:
       : plan(plan), paramIndex(paramIndex), stateIndex(stateIndex),
         constantNames(constants), error(error) {}
 
-  bool build(func::FuncOp func, bool isTrain, FunctionPlan &fp);
+  /// `isTrain`: @train_step (which introduces the optimizer state);
+  /// `inference`: @forward of an inference plan (results are outputs).
+  bool build(func::FuncOp func, bool isTrain, bool inference, FunctionPlan &fp);
 
 private:
   bool describe(Value v, ValueDesc &desc, const std::string &what);
@@ -131,6 +133,7 @@ private:
   std::string &error;
 
   std::string fn;
+  bool inference = false;
   std::vector<ValueDesc> *values = nullptr;
   DenseMap<Value, int64_t> ids;
 };
@@ -324,6 +327,24 @@ bool FunctionBuilder::results(func::FuncOp func, func::ReturnOp ret,
     ResultDesc r;
     if (!idOf(v, ret, r.value))
       return false;
+    if (inference) {
+      // Every result is an output, by its name.
+      auto name = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
+      if (!name || name.getValue().empty()) {
+        error = "@" + fn + ": result #" + std::to_string(i) +
+                " has no tcc.name to read it by";
+        return false;
+      }
+      for (const ResultDesc &other : fp.results)
+        if (other.name == name.getValue()) {
+          error = "@" + fn + ": two results are named '" + name.str() + "'";
+          return false;
+        }
+      r.role = "output";
+      r.name = name.str();
+      fp.results.push_back(r);
+      continue;
+    }
     if (auto name = func.getResultAttrOfType<StringAttr>(i, kParamAttr)) {
       auto it = paramIndex.find(name.getValue());
       if (it == paramIndex.end()) {
@@ -355,9 +376,10 @@ bool FunctionBuilder::results(func::FuncOp func, func::ReturnOp ret,
   return true;
 }
 
-bool FunctionBuilder::build(func::FuncOp func, bool isTrain,
+bool FunctionBuilder::build(func::FuncOp func, bool isTrain, bool inference,
                             FunctionPlan &fp) {
   fn = func.getSymName().str();
+  this->inference = inference;
   fp.name = fn;
   values = &fp.values;
   ids.clear();
@@ -415,7 +437,9 @@ bool FunctionBuilder::build(func::FuncOp func, bool isTrain,
 
 } // namespace
 
-bool buildPlan(ModuleOp lowered, Plan &plan, std::string &error) {
+bool buildPlan(ModuleOp lowered, ArtifactKind kind, Plan &plan,
+               std::string &error) {
+  plan.kind = kind;
   llvm::StringMap<int64_t> paramIndex, stateIndex;
   for (ParamOp p : lowered.getOps<ParamOp>()) {
     std::string name = p.getSymName().str();
@@ -431,15 +455,33 @@ bool buildPlan(ModuleOp lowered, Plan &plan, std::string &error) {
 
   DenseMap<std::pair<Attribute, Type>, std::string> constants;
   FunctionBuilder builder(plan, paramIndex, stateIndex, constants, error);
+  if (kind == ArtifactKind::Inference) {
+    auto forward = lowered.lookupSymbol<func::FuncOp>("forward");
+    if (!forward || forward.isExternal()) {
+      error = "the module has no @forward";
+      return false;
+    }
+    if (!builder.build(forward, /*isTrain=*/false, /*inference=*/true,
+                       plan.functions.emplace_back()))
+      return false;
+    if (!plan.optState.empty()) {
+      error = "@forward takes optimizer state '" + plan.optState[0].name +
+              "'; an inference artifact has none";
+      return false;
+    }
+    return true;
+  }
   auto train = lowered.lookupSymbol<func::FuncOp>("train_step");
   if (!train || train.isExternal()) {
     error = "the module has no @train_step";
     return false;
   }
-  if (!builder.build(train, /*isTrain=*/true, plan.functions.emplace_back()))
+  if (!builder.build(train, /*isTrain=*/true, /*inference=*/false,
+                     plan.functions.emplace_back()))
     return false;
   if (auto eval = lowered.lookupSymbol<func::FuncOp>("eval_step")) {
-    if (!builder.build(eval, /*isTrain=*/false, plan.functions.emplace_back()))
+    if (!builder.build(eval, /*isTrain=*/false, /*inference=*/false,
+                       plan.functions.emplace_back()))
       return false;
     // The runtime binds inputs by name, once for both functions.
     for (const TensorDesc &in : plan.functions.back().inputs) {

@@ -106,7 +106,9 @@ std::string resultLine(const ResultDesc &r) {
   return compact([&](llvm::json::OStream &json) {
     json.object([&] {
       json.attribute("role", r.role);
-      if (r.role != "loss")
+      if (r.role == "output")
+        json.attribute("name", r.name);
+      else if (r.role != "loss")
         json.attribute("index", r.index);
       json.attribute("value", r.value);
     });

@@ -51,12 +51,12 @@ void fsyncPath(const fs::path &path, bool isDir) {
   ::close(fd);
 }
 
-void writeSynced(const fs::path &path, const std::string &text) {
+void writeSynced(const fs::path &path, const std::string &text, bool sync) {
   std::FILE *f = std::fopen(path.c_str(), "wb");
   if (!f)
     throw WriteError{"cannot write '" + path.string() + "': " + errnoText()};
   bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() &&
-            std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
+            std::fflush(f) == 0 && (!sync || ::fsync(fileno(f)) == 0);
   std::string err = errnoText();
   ok = std::fclose(f) == 0 && ok;
   if (!ok)
@@ -179,10 +179,27 @@ void summarize(ModuleOp lowered, const Plan &plan, ArtifactSummary &s) {
     s.constantBytes += c.bytes.size();
 }
 
-/// Writes every file into `dir` (which exists and is empty).
+/// `from` as `to`: a hard link where the filesystem allows, else a copy.
+void linkOrCopy(const fs::path &from, const fs::path &to) {
+  std::error_code ec;
+  fs::create_hard_link(from, to, ec);
+  if (!ec)
+    return;
+  if (!fs::copy_file(from, to, ec) || ec)
+    throw WriteError{"cannot copy '" + from.string() + "' to '" + to.string() +
+                     "': " + ec.message()};
+}
+
+/// Writes every file into `dir` (which exists and is empty); kernels/host.so
+/// is `prebuiltHost` when given, else compiled from `kernelSource`. With
+/// `sync` every file and directory is fsynced.
 void writeFiles(const fs::path &dir, const Plan &plan,
                 const std::string &kernelSource, const std::string &manifest,
-                bool cuda) {
+                bool cuda, const std::string &prebuiltHost, bool sync) {
+  auto fsyncIf = [&](const fs::path &path, bool isDir) {
+    if (sync)
+      fsyncPath(path, isDir);
+  };
   fs::path kernels = dir / "kernels";
   std::error_code ec;
   if (!fs::create_directory(kernels, ec) || ec)
@@ -206,26 +223,28 @@ void writeFiles(const fs::path &dir, const Plan &plan,
     }
   } join{nvcc};
 
-  writeSynced(dir / "plan.json", planJson(plan));
+  writeSynced(dir / "plan.json", planJson(plan), sync);
   writeTensors(dir / "weights.safetensors", plan.weights);
   if (!plan.constants.empty())
     writeTensors(dir / "constants.safetensors", plan.constants);
-  writeSynced(kernels / "kernels.cc", kernelSource);
+  writeSynced(kernels / "kernels.cc", kernelSource, sync);
   std::string hostError;
-  if (!codegen::compileHostSharedObject(
-          kernelSource, (kernels / "host.so").string(), hostError))
+  if (!prebuiltHost.empty())
+    linkOrCopy(prebuiltHost, kernels / "host.so");
+  else if (!codegen::compileHostSharedObject(
+               kernelSource, (kernels / "host.so").string(), hostError))
     throw WriteError{"compiling the host kernels failed: " + hostError};
-  fsyncPath(kernels / "host.so", /*isDir=*/false);
+  fsyncIf(kernels / "host.so", /*isDir=*/false);
   if (cuda) {
     nvcc.join();
     if (!cudaOk)
       throw WriteError{"compiling the CUDA kernels failed: " + cudaError};
-    fsyncPath(kernels / "kernels.fatbin", /*isDir=*/false);
+    fsyncIf(kernels / "kernels.fatbin", /*isDir=*/false);
   }
   // The manifest last: a directory with a manifest is complete.
-  writeSynced(dir / "manifest.json", manifest);
-  fsyncPath(kernels, /*isDir=*/true);
-  fsyncPath(dir, /*isDir=*/true);
+  writeSynced(dir / "manifest.json", manifest, sync);
+  fsyncIf(kernels, /*isDir=*/true);
+  fsyncIf(dir, /*isDir=*/true);
 }
 
 } // namespace
@@ -260,41 +279,65 @@ bool checkArtifactPath(llvm::StringRef path, std::string &error) {
   return true;
 }
 
-LogicalResult writeArtifact(ModuleOp module, const TrainConfig &config,
-                            const ArtifactOptions &options, StringRef path,
-                            ArtifactSummary *summary, std::string &error) {
-  if (!checkArtifactPath(path, error))
-    return failure();
-  OwningOpRef<ModuleOp> lowered = module.clone();
-  if (failed(lowerTrainModule(*lowered, error)) ||
+/// Lowers a copy of `module` into `lowered` (kernels renamed with
+/// options.kernelPrefix), reads its plan and generates its kernel source.
+static LogicalResult prepare(ModuleOp module, ArtifactKind kind,
+                             const ArtifactOptions &options,
+                             OwningOpRef<ModuleOp> &lowered, Plan &plan,
+                             std::string &kernelSource, std::string &error) {
+  lowered = module.clone();
+  if (failed(kind == ArtifactKind::Training
+                 ? lowerTrainModule(*lowered, error)
+                 : lowerInferenceModule(*lowered, error)) ||
       failed(checkExecutable(*lowered, error)))
     return failure();
-  Plan plan;
-  if (!buildPlan(*lowered, plan, error))
+  if (!options.kernelPrefix.empty())
+    lowered->walk([&](exec::FusionOp fusion) {
+      fusion.setName(options.kernelPrefix + fusion.getName().str());
+    });
+  if (!buildPlan(*lowered, kind, plan, error))
     return failure();
 
-  FailureOr<std::string> kernelSource;
-  {
-    std::string firstError;
-    ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
-      if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
-        firstError = describeLoc(d.getLocation()) + ": " + d.str();
-      return success();
-    });
-    kernelSource = codegen::emitKernelSource(*lowered);
-    if (failed(kernelSource)) {
-      error = "kernel code generation failed: " + firstError;
-      return failure();
-    }
+  std::string firstError;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
+    if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
+      firstError = describeLoc(d.getLocation()) + ": " + d.str();
+    return success();
+  });
+  FailureOr<std::string> source = codegen::emitKernelSource(*lowered);
+  if (failed(source)) {
+    error = "kernel code generation failed: " + firstError;
+    return failure();
   }
+  kernelSource = std::move(*source);
+  return success();
+}
+
+/// Both kinds: `config` is null for an inference artifact.
+static LogicalResult writeOfKind(ModuleOp module, ArtifactKind kind,
+                                 const TrainConfig *config,
+                                 const ArtifactOptions &options, StringRef path,
+                                 ArtifactSummary *summary, std::string &error) {
+  if (!checkArtifactPath(path, error))
+    return failure();
+  OwningOpRef<ModuleOp> lowered;
+  Plan plan;
+  std::string kernelSource;
+  if (failed(
+          prepare(module, kind, options, lowered, plan, kernelSource, error)))
+    return failure();
 
   bool cuda = options.cudaKernels && codegen::cudaCompilerAvailable();
   ManifestFiles files;
   files.constants = !plan.constants.empty();
   files.cudaKernels = cuda;
-  std::string fingerprint = fingerprintOf(plan, config);
-  std::string manifest =
-      manifestJson(options.source, fingerprint, config, files);
+  std::string fingerprint, manifest;
+  if (config) {
+    fingerprint = fingerprintOf(plan, *config);
+    manifest = manifestJson(options.source, fingerprint, *config, files);
+  } else {
+    manifest = inferenceManifestJson(options.source, files);
+  }
 
   fs::path final = normalized(path);
   TempDir tmp;
@@ -304,9 +347,10 @@ LogicalResult writeArtifact(ModuleOp module, const TrainConfig &config,
     std::error_code ec;
     fs::remove_all(tmp.path, ec); // an earlier failed run of this process id
     if (!fs::create_directory(tmp.path, ec) || ec)
-      throw WriteError{"cannot create '" + tmp.path.string() + "': " +
-                       (ec ? ec.message() : std::string("exists"))};
-    writeFiles(tmp.path, plan, *kernelSource, manifest, cuda);
+      throw WriteError{"cannot create '" + tmp.path.string() +
+                       "': " + (ec ? ec.message() : std::string("exists"))};
+    writeFiles(tmp.path, plan, kernelSource, manifest, cuda,
+               options.prebuiltHostKernels, options.sync);
     moveIntoPlace(tmp.path, final);
     tmp.keep = true;
   } catch (const WriteError &e) {
@@ -315,12 +359,14 @@ LogicalResult writeArtifact(ModuleOp module, const TrainConfig &config,
   }
   try {
     // Makes the rename durable; the artifact is complete either way.
-    fsyncPath(parentOf(final), /*isDir=*/true);
+    if (options.sync)
+      fsyncPath(parentOf(final), /*isDir=*/true);
   } catch (const WriteError &) {
   }
 
   if (summary) {
     *summary = ArtifactSummary();
+    summary->kind = kind;
     summary->path = path.str();
     summary->cudaKernels = cuda;
     summary->fingerprint = fingerprint;
@@ -329,16 +375,49 @@ LogicalResult writeArtifact(ModuleOp module, const TrainConfig &config,
   return success();
 }
 
+LogicalResult writeArtifact(ModuleOp module, const TrainConfig &config,
+                            const ArtifactOptions &options, StringRef path,
+                            ArtifactSummary *summary, std::string &error) {
+  return writeOfKind(module, ArtifactKind::Training, &config, options, path,
+                     summary, error);
+}
+
+FailureOr<std::string> kernelSource(ModuleOp module, ArtifactKind kind,
+                                    const ArtifactOptions &options,
+                                    std::string &error) {
+  OwningOpRef<ModuleOp> lowered;
+  Plan plan;
+  std::string source;
+  if (failed(prepare(module, kind, options, lowered, plan, source, error)))
+    return failure();
+  return source;
+}
+
+bool compileHostKernels(const std::string &source, const std::string &soPath,
+                        std::string &error) {
+  return codegen::compileHostSharedObject(source, soPath, error);
+}
+
+LogicalResult writeInferenceArtifact(ModuleOp module,
+                                     const ArtifactOptions &options,
+                                     StringRef path, ArtifactSummary *summary,
+                                     std::string &error) {
+  return writeOfKind(module, ArtifactKind::Inference, nullptr, options, path,
+                     summary, error);
+}
+
 std::string formatSummary(const ArtifactSummary &s) {
-  std::string text = "wrote " + s.path + ": " + std::to_string(s.kernels) +
-                     " kernels (" + (s.cudaKernels ? "host + CUDA" : "host") +
-                     ")";
+  bool inference = s.kind == ArtifactKind::Inference;
+  std::string text = "wrote " + s.path + (inference ? " (inference)" : "") +
+                     ": " + std::to_string(s.kernels) + " kernels (" +
+                     (s.cudaKernels ? "host + CUDA" : "host") + ")";
   for (const FunctionSummary &f : s.functions)
     text += ", " + f.name + " " + std::to_string(f.kernels) + " launches + " +
             std::to_string(f.calls) + " library calls";
   text += ", arena " + std::to_string(s.arenaBytes) + " bytes, params " +
-          std::to_string(s.paramBytes) + " bytes, optimizer state " +
-          std::to_string(s.optStateBytes) + " bytes";
+          std::to_string(s.paramBytes) + " bytes";
+  if (!inference)
+    text += ", optimizer state " + std::to_string(s.optStateBytes) + " bytes";
   if (s.constantBytes)
     text += ", constants " + std::to_string(s.constantBytes) + " bytes";
   return text;

@@ -267,6 +267,7 @@ TEST_F(ArtifactTest, WritesAHandWrittenStep) {
   ASSERT_TRUE(m);
   EXPECT_EQ(m->getString("format"), "tcc-artifact");
   EXPECT_EQ(m->getInteger("version"), 1);
+  EXPECT_EQ(m->getString("kind"), "training");
   EXPECT_EQ(m->getString("source"), "model.mlir");
   EXPECT_EQ(m->getString("fingerprint"), summary.fingerprint);
   EXPECT_EQ(text(m->get("schedule")), "{\"kind\":\"constant\",\"lr\":0.001}");
@@ -402,6 +403,182 @@ TEST_F(ArtifactTest, WritesAHandWrittenStep) {
               std::string::npos);
   if (!getenv("TCC_KEEP_TEST_ARTIFACT"))
     fs::remove_all(dir);
+}
+
+// An inference module: @forward as the importer writes it, a parameter read
+// through tcc.get_param, one library call, one generated kernel and an input
+// passed through as an output.
+const char *kForward = R"mlir(
+  tcc.param @w = dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
+  func.func @forward(%x: tensor<4x3xf32> {tcc.name = "x"}, %z: tensor<4x2xf32> {tcc.name = "z"})
+      -> (tensor<4x2xf32> {tcc.name = "y"}, tensor<4x2xf32> {tcc.name = "p"},
+          tensor<4x2xf32> {tcc.name = "z_out"}) {
+    %w = tcc.get_param @w : tensor<3x2xf32>
+    %p = tcc.matmul %x, %w : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+    %s = tcc.add %p, %z : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+    %y = tcc.exp %s : (tensor<4x2xf32>) -> tensor<4x2xf32>
+    return %y, %p, %z : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>
+  }
+)mlir";
+
+TEST_F(ArtifactTest, WritesAnInferenceArtifact) {
+  OwningOpRef<ModuleOp> module = parse(kForward);
+  ASSERT_TRUE(module);
+  std::string root = testutil::tempPath("artifact", "inference");
+  fs::remove_all(root);
+  fs::create_directories(root);
+  std::string dir = root + "/fwd.tcc";
+  artifact::ArtifactOptions options;
+  options.source = "/some/where/model.onnx";
+  options.cudaKernels = false;
+  artifact::ArtifactSummary summary;
+  std::string error;
+  ASSERT_TRUE(succeeded(
+      artifact::writeInferenceArtifact(*module, options, dir, &summary, error)))
+      << error;
+  EXPECT_EQ(summary.kind, artifact::ArtifactKind::Inference);
+  EXPECT_TRUE(summary.fingerprint.empty());
+  ASSERT_EQ(summary.functions.size(), 1u);
+  EXPECT_EQ(summary.functions[0].name, "forward");
+  EXPECT_EQ(summary.functions[0].kernels, 1);
+  EXPECT_EQ(summary.functions[0].calls, 1);
+  EXPECT_EQ(artifact::formatSummary(summary).rfind(
+                "wrote " + dir +
+                    " (inference): 1 kernels (host), forward 1 "
+                    "launches + 1 library calls, arena ",
+                0),
+            0u)
+      << artifact::formatSummary(summary);
+  EXPECT_EQ(artifact::formatSummary(summary).find("optimizer"),
+            std::string::npos);
+
+  // The manifest: the kind, no training configuration.
+  llvm::json::Value manifest = readJson(dir + "/manifest.json");
+  const llvm::json::Object *m = manifest.getAsObject();
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->getString("kind"), "inference");
+  EXPECT_EQ(m->getInteger("version"), 1);
+  EXPECT_EQ(m->getString("source"), "model.onnx");
+  for (const char *absent :
+       {"fingerprint", "train_config", "schedule", "accum"})
+    EXPECT_FALSE(m->get(absent)) << absent;
+
+  // The plan: one function, forward; inputs by name; outputs by name.
+  llvm::json::Value planValue = readJson(dir + "/plan.json");
+  const llvm::json::Object *plan = planValue.getAsObject();
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(text(plan->get("params")),
+            "[{\"dtype\":\"f32\",\"name\":\"w\",\"shape\":[3,2]}]");
+  EXPECT_EQ(text(plan->get("opt_state")), "[]");
+  const llvm::json::Object *functions = plan->getObject("functions");
+  ASSERT_TRUE(functions);
+  EXPECT_EQ(functions->size(), 1u);
+  const llvm::json::Object *forward = functions->getObject("forward");
+  ASSERT_TRUE(forward);
+  EXPECT_EQ(text(forward->get("inputs")),
+            "[{\"dtype\":\"f32\",\"name\":\"x\",\"shape\":[4,3]},"
+            "{\"dtype\":\"f32\",\"name\":\"z\",\"shape\":[4,2]}]");
+  const llvm::json::Array *values = forward->getArray("values");
+  const llvm::json::Array *results = forward->getArray("results");
+  ASSERT_TRUE(values && results);
+  ASSERT_EQ(results->size(), 3u);
+  const char *names[] = {"y", "p", "z_out"};
+  for (size_t i = 0; i < 3; ++i) {
+    const llvm::json::Object *r = (*results)[i].getAsObject();
+    EXPECT_EQ(r->getString("role"), "output");
+    EXPECT_EQ(r->getString("name"), names[i]);
+    EXPECT_FALSE(r->get("index"));
+  }
+  // z is passed through: the output is input value 1.
+  EXPECT_EQ((*results)[2].getAsObject()->getInteger("value"), 1);
+  const llvm::json::Object *y =
+      value(*values, *(*results)[0].getAsObject()->get("value"));
+  ASSERT_TRUE(y);
+  EXPECT_EQ(y->getString("storage"), "arena");
+  std::vector<uint8_t> planBytes = testutil::readFile(dir + "/plan.json");
+  std::string planText(planBytes.begin(), planBytes.end());
+  EXPECT_NE(planText.find("{\"role\":\"output\",\"name\":\"y\",\"value\":"),
+            std::string::npos)
+      << planText;
+  EXPECT_TRUE(fs::is_regular_file(dir + "/kernels/host.so"));
+
+  // A result without a name cannot be read by one: refused, nothing written.
+  OwningOpRef<ModuleOp> unnamed = parse(R"mlir(
+    func.func @forward(%x: tensor<4xf32> {tcc.name = "x"}) -> tensor<4xf32> {
+      %y = tcc.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+      return %y : tensor<4xf32>
+    }
+  )mlir");
+  ASSERT_TRUE(unnamed);
+  EXPECT_TRUE(failed(artifact::writeInferenceArtifact(
+      *unnamed, options, root + "/unnamed.tcc", nullptr, error)));
+  EXPECT_EQ(error, "@forward: result #0 has no tcc.name to read it by");
+  EXPECT_FALSE(fs::exists(root + "/unnamed.tcc"));
+  // Without @forward there is nothing to compile.
+  OwningOpRef<ModuleOp> empty = parse("module {}");
+  EXPECT_TRUE(failed(artifact::writeInferenceArtifact(
+      *empty, options, root + "/empty.tcc", nullptr, error)));
+  EXPECT_EQ(error, "the module has no @forward");
+  fs::remove_all(root);
+}
+
+TEST_F(ArtifactTest, KernelsOfSeveralArtifactsInOneSharedObject) {
+  // Two artifacts' kernels, renamed apart by a prefix, compiled once and
+  // linked into both; the sources are what each artifact's kernels.cc holds.
+  OwningOpRef<ModuleOp> module = parse(kForward);
+  ASSERT_TRUE(module);
+  std::string root = testutil::tempPath("artifact", "shared-kernels");
+  fs::remove_all(root);
+  fs::create_directories(root);
+  std::string error, combined;
+  std::vector<std::string> sources;
+  for (const char *prefix : {"a_", "b_"}) {
+    artifact::ArtifactOptions options;
+    options.kernelPrefix = prefix;
+    FailureOr<std::string> source = artifact::kernelSource(
+        *module, artifact::ArtifactKind::Inference, options, error);
+    ASSERT_TRUE(succeeded(source)) << error;
+    EXPECT_NE(source->find(std::string("TCC_KERNEL(") + prefix + "fused_0)"),
+              std::string::npos)
+        << *source;
+    sources.push_back(*source);
+    combined += *source;
+  }
+  std::string so = root + "/kernels.so";
+  ASSERT_TRUE(artifact::compileHostKernels(combined, so, error)) << error;
+  for (size_t i = 0; i < 2; ++i) {
+    artifact::ArtifactOptions options;
+    options.cudaKernels = false;
+    options.kernelPrefix = i ? "b_" : "a_";
+    options.prebuiltHostKernels = so;
+    options.sync = false;
+    std::string dir = root + "/" + std::to_string(i) + ".tcc";
+    ASSERT_TRUE(succeeded(artifact::writeInferenceArtifact(
+        *module, options, dir, nullptr, error)))
+        << error;
+    std::vector<uint8_t> cc = testutil::readFile(dir + "/kernels/kernels.cc");
+    EXPECT_EQ(std::string(cc.begin(), cc.end()), sources[i]);
+    EXPECT_EQ(fs::file_size(dir + "/kernels/host.so"), fs::file_size(so));
+    std::vector<uint8_t> planBytes = testutil::readFile(dir + "/plan.json");
+    std::string planText(planBytes.begin(), planBytes.end());
+    EXPECT_NE(planText.find(std::string("\"symbol\":\"tcc_") +
+                            options.kernelPrefix + "fused_0\""),
+              std::string::npos)
+        << planText;
+  }
+  // The caller's module keeps its names.
+  module->walk(
+      [](tcc::exec::FusionOp f) { ADD_FAILURE() << "lowered in place"; });
+
+  // A missing prebuilt object fails the write and leaves nothing behind.
+  artifact::ArtifactOptions options;
+  options.cudaKernels = false;
+  options.prebuiltHostKernels = root + "/missing.so";
+  EXPECT_TRUE(failed(artifact::writeInferenceArtifact(
+      *module, options, root + "/missing.tcc", nullptr, error)));
+  EXPECT_NE(error.find("missing.so"), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(root + "/missing.tcc"));
+  fs::remove_all(root);
 }
 
 TEST_F(ArtifactTest, RejectsOpsWithoutKernels) {

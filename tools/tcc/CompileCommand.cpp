@@ -2,7 +2,8 @@
 // training step out: the OUT.tcc artifact the runtime runs
 // (docs/artifact.md), or for people and tests the training step as tcc IR
 // (--emit=mlir) or the lowered IR the artifact is written from
-// (--emit=lowered).
+// (--emit=lowered). Without any training flag the model itself is compiled:
+// an inference artifact whose one function is @forward.
 #include "Commands.h"
 #include "Model.h"
 #include "Report.h"
@@ -21,7 +22,8 @@ namespace tcc::driver {
 
 static cl::SubCommand
     compileCmd("compile", "Build a model's training step: loss, gradients, "
-                          "gradient clipping, lr schedule and optimizer");
+                          "gradient clipping, lr schedule and optimizer "
+                          "(without training flags: the model for inference)");
 static ModelFlags modelFlags(compileCmd);
 static TrainFlags trainFlags(compileCmd);
 static cl::opt<std::string> emit(
@@ -30,7 +32,8 @@ static cl::opt<std::string> emit(
              "runs; the default for -o *.tcc), mlir (the training step as tcc "
              "IR: @train_step and @eval_step; the default for -o *.mlir), "
              "lowered (the IR the artifact is written from: fused kernels "
-             "and the memory plan)"),
+             "and the memory plan). Without training flags (--loss ...) "
+             "artifact and lowered compile @forward for inference"),
     cl::sub(compileCmd), cl::cat(flagCategory()));
 static cl::opt<std::string>
     output("o",
@@ -67,6 +70,18 @@ static std::string where(Location loc) {
   return s;
 }
 
+/// Whether any training flag was given: without one, `compile` builds an
+/// inference artifact of @forward.
+static bool anyTrainingFlag() {
+  return trainFlags.loss.getNumOccurrences() ||
+         trainFlags.optimizer.getNumOccurrences() ||
+         trainFlags.gradClip.getNumOccurrences() ||
+         trainFlags.lrSchedule.getNumOccurrences() ||
+         trainFlags.accum.getNumOccurrences() ||
+         trainFlags.freeze.getNumOccurrences() ||
+         trainFlags.noDecay.getNumOccurrences();
+}
+
 /// What to write: --emit, else what the -o name says.
 static std::string emitKind() {
   if (!emit.empty())
@@ -95,8 +110,14 @@ int runCompile() {
   // Before the (possibly long) compile: a bad -o fails at once.
   if (kind == "artifact" && !artifact::checkArtifactPath(output, error))
     return fail("compile: " + error);
+  // An artifact (or the IR it is written from) without training flags is an
+  // inference artifact; --emit=mlir prints a training step and needs them.
+  bool inference = kind != "mlir" && !anyTrainingFlag();
+  if (inference && !report.empty())
+    return fail("compile: --report describes a training step; give the "
+                "training flags (--loss ...)");
   TrainConfig config;
-  if (!trainFlags.toConfig(config))
+  if (!inference && !trainFlags.toConfig(config))
     return 1;
   MLIRContext context;
   OwningOpRef<ModuleOp> module = loadModel(context, modelFlags);
@@ -119,18 +140,21 @@ int runCompile() {
                    " tcc.attention"});
   }
 
-  if (!buildTrainStepOrReport(*module, config, where))
-    return 1;
-  if (!report.empty()) {
-    stages.push_back({"build-train-step", "@train_step",
-                      countFunctionOps(*module, "train_step"), ""});
-    if (!writeReport(*module, stages, report))
+  if (!inference) {
+    if (!buildTrainStepOrReport(*module, config, where))
       return 1;
+    if (!report.empty()) {
+      stages.push_back({"build-train-step", "@train_step",
+                        countFunctionOps(*module, "train_step"), ""});
+      if (!writeReport(*module, stages, report))
+        return 1;
+    }
   }
   if (kind == "mlir")
     return writeModule(*module, output);
   if (kind == "lowered") {
-    if (failed(artifact::lowerTrainModule(*module, error)))
+    if (failed(inference ? artifact::lowerInferenceModule(*module, error)
+                         : artifact::lowerTrainModule(*module, error)))
       return fail("compile: " + error);
     return writeModule(*module, output);
   }
@@ -138,8 +162,10 @@ int runCompile() {
   options.source = modelFlags.model;
   options.cudaKernels = !noCuda;
   artifact::ArtifactSummary summary;
-  if (failed(artifact::writeArtifact(*module, config, options, output,
-                                     &summary, error)))
+  if (failed(inference ? artifact::writeInferenceArtifact(
+                             *module, options, output, &summary, error)
+                       : artifact::writeArtifact(*module, config, options,
+                                                 output, &summary, error)))
     return fail("compile: " + error);
   llvm::outs() << artifact::formatSummary(summary) << "\n";
   return 0;

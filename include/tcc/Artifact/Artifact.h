@@ -1,10 +1,11 @@
 //===- Artifact.h - Writing the OUT.tcc artifact ----------------*- C++ -*-===//
 //
 // The last stage of `tcc compile`: the training module (@train_step and
-// @eval_step, as tcc::buildTrainStep builds them) is lowered (tcc-fuse,
-// canonicalize, CSE, tcc-plan-memory) and written as the directory that the
-// runtime loads: manifest.json, plan.json, weights, constants and the
-// compiled kernels. docs/artifact.md is the contract.
+// @eval_step, as tcc::buildTrainStep builds them) — or, for an inference
+// artifact, the model's @forward — is lowered (tcc-fuse, canonicalize, CSE,
+// tcc-plan-memory) and written as the directory that the runtime loads:
+// manifest.json, plan.json, weights, constants and the compiled kernels.
+// docs/artifact.md is the contract.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_ARTIFACT_ARTIFACT_H
@@ -30,12 +31,32 @@ namespace tcc::artifact {
 /// runtime's TCC_ARTIFACT_VERSION (runtime/api/tcc_runtime.h).
 constexpr int64_t kArtifactVersion = 1;
 
+/// What an artifact runs (manifest "kind"): a training step (@train_step and
+/// @eval_step, with optimizer state and a training configuration) or one
+/// inference function (@forward: inputs in, named outputs out).
+enum class ArtifactKind { Training, Inference };
+
 struct ArtifactOptions {
   /// The model file as given on the command line; the manifest keeps its
   /// file name only, so an artifact does not depend on where it was built.
   std::string source;
   /// Build kernels/kernels.fatbin when nvcc was found at configure time.
   bool cudaKernels = true;
+  /// Prepended to every kernel's name ("c7_": exec.fusion "fused_0" becomes
+  /// symbol tcc_c7_fused_0), so that the kernels of several artifacts can
+  /// be compiled together into one shared object without clashing.
+  std::string kernelPrefix;
+  /// A shared object that already holds this artifact's kernels — built
+  /// from kernelSource() with the same kernelPrefix, possibly together with
+  /// other artifacts' kernels — hard-linked (or copied) as kernels/host.so
+  /// instead of compiling kernels/kernels.cc. The runtime checks that it
+  /// exports every kernel of the plan when it loads the artifact.
+  std::string prebuiltHostKernels;
+  /// fsync every file and directory before the artifact is renamed into
+  /// place (and the rename after), so that it survives a crash. Scratch
+  /// artifacts that a test writes and reads at once may skip it (the
+  /// safetensors files are synced by data::writeSafetensors regardless).
+  bool sync = true;
 };
 
 /// What one step function of the artifact does.
@@ -48,17 +69,20 @@ struct FunctionSummary {
 
 /// What was written, for the one-line summary `tcc compile` prints.
 struct ArtifactSummary {
+  ArtifactKind kind = ArtifactKind::Training;
   std::string path;
   int64_t kernels = 0; ///< distinct generated kernels in kernels.cc
   llvm::SmallVector<FunctionSummary, 2> functions;
   int64_t arenaBytes = 0; ///< the largest arena over the functions
   int64_t paramBytes = 0, optStateBytes = 0, constantBytes = 0;
   bool cudaKernels = false; ///< kernels.fatbin was written
-  std::string fingerprint;
+  std::string fingerprint;  ///< empty for an inference artifact
 };
 
-/// "wrote OUT.tcc: 7 kernels; train_step 7 kernel launches + 9 library
-/// calls, eval_step ...; arena N bytes, params N bytes, ...".
+/// "wrote OUT.tcc: 7 kernels (host), train_step 7 launches + 9 library
+/// calls, eval_step ..., arena N bytes, params N bytes, ..."; for an
+/// inference artifact "wrote OUT.tcc (inference): 2 kernels (host), forward
+/// 2 launches + 1 library calls, arena N bytes, params N bytes".
 std::string formatSummary(const ArtifactSummary &summary);
 
 /// Whether an artifact may be written at `path`: its parent directory
@@ -74,11 +98,16 @@ bool checkArtifactPath(llvm::StringRef path, std::string &error);
 mlir::LogicalResult lowerTrainModule(mlir::ModuleOp module,
                                      std::string &error);
 
-/// Checks that every op of the lowered step functions is something the
-/// runtime executes: an exec.fusion (generated kernel), a library op
-/// (exec::isLibraryOp), tcc.reshape (an alias), tcc.constant,
-/// tcc.get_param or func.return. Otherwise `error` names the first other op
-/// and its location.
+/// The same for an inference module: keeps @forward (and what it calls)
+/// only and lowers it with the same pipeline.
+mlir::LogicalResult lowerInferenceModule(mlir::ModuleOp module,
+                                         std::string &error);
+
+/// Checks that every op of the lowered step functions (of @forward in a
+/// module without @train_step) is something the runtime executes: an
+/// exec.fusion (generated kernel), a library op (exec::isLibraryOp),
+/// tcc.reshape (an alias), tcc.constant, tcc.get_param or func.return.
+/// Otherwise `error` names the first other op and its location.
 mlir::LogicalResult checkExecutable(mlir::ModuleOp lowered,
                                     std::string &error);
 
@@ -93,6 +122,34 @@ mlir::LogicalResult writeArtifact(mlir::ModuleOp module,
                                   llvm::StringRef path,
                                   ArtifactSummary *summary,
                                   std::string &error);
+
+/// The same for an inference artifact (manifest "kind": "inference"): the
+/// plan's one function is @forward of `module` — its arguments are the
+/// inputs (by tcc.name), its results the outputs (role "output", by
+/// tcc.name); parameters are its tcc.param initializers. No optimizer state
+/// and no training configuration.
+mlir::LogicalResult writeInferenceArtifact(mlir::ModuleOp module,
+                                           const ArtifactOptions &options,
+                                           llvm::StringRef path,
+                                           ArtifactSummary *summary,
+                                           std::string &error);
+
+/// The kernels/kernels.cc that writeArtifact (`kind` Training) or
+/// writeInferenceArtifact would write for `module` with `options`, after
+/// the same lowering and checks; nothing is written. Every source includes
+/// only kernels/tcc_kernel.h (include-guarded), so the sources of several
+/// artifacts with distinct kernelPrefix concatenate into one translation
+/// unit for compileHostKernels — one compiler run for many artifacts.
+mlir::FailureOr<std::string> kernelSource(mlir::ModuleOp module,
+                                          ArtifactKind kind,
+                                          const ArtifactOptions &options,
+                                          std::string &error);
+
+/// Compiles a kernel source (or several concatenated) with the host C++
+/// compiler into the shared object `soPath`, as the writer builds
+/// kernels/host.so. On failure `error` holds the compiler's diagnostics.
+bool compileHostKernels(const std::string &source, const std::string &soPath,
+                        std::string &error);
 
 /// Writes one op attribute as the JSON of a plan "call" step: integers,
 /// floats (as doubles, shortest round-trip form), bools, strings, dense
