@@ -1,0 +1,748 @@
+// Flash-style attention, forward and backward, in FP32 on the FMA units.
+//
+// Forward: one block per (batch*head, tile of BR queries). The query tile
+// stays in shared memory (transposed, [d][query]); tiles of BC keys and
+// values stream through shared memory. Each thread owns RPT query rows x 4
+// key columns of the score tile and RPT rows x CPT output columns of the
+// accumulator, both in registers, computed as register-tiled outer products
+// over shared memory (16-byte shared loads, 32-64 FMAs per 3 loads). The
+// softmax is online: per query a running max m and sum l; when m grows the
+// accumulator and l are rescaled by exp(m_old - m_new). The probabilities
+// of a tile go through shared memory once (transposed) to multiply V. The
+// scores never leave the block; nothing of size Tq x Tk is stored.
+//
+// Backward (FlashAttention-2's algorithm, made deterministic): with the
+// forward's log-sum-exp L, P = exp(S - L) is recomputed tile by tile, and
+// delta = rowsum(dO * O) replaces sum_j P dP. dQ and dK/dV are separate
+// kernels (one block per query tile looping over key tiles; one per key
+// tile looping over query tiles) so every output element is owned by one
+// block and accumulated in a fixed order; S and dP are computed in both,
+// the price of needing no atomics.
+//
+// Masking follows runtime/kernels/cpu/attention.cpp: a score is
+// float(scale * q.k); causal (j > i) and keep == 0 make it -inf; then the
+// bias is added. A query whose scores are all -inf (or any NaN) gets NaN,
+// because l = 0 (or NaN) divides the accumulator.
+//
+// Head dims d, dv <= 128, padded to HD = 32, 64 or 128 in shared memory
+// (zeros, so the padding adds nothing). Not on tensor cores: TF32 (mma.sync
+// m16n8k8) would lose the 1e-5 agreement an fp32 path promises; a TF32 or
+// 3xTF32 variant is future work.
+#include "kernels/cuda/common.cuh"
+
+namespace tcc::cuda {
+namespace {
+using namespace detail;
+
+/// Tile configuration: BR rows owned by the block (queries, or keys in the
+/// dK/dV kernel), BC columns of the score tile per step, RPT rows per thread.
+template <int HD_, int BR_, int BC_, int RPT_> struct Cfg {
+  static constexpr int HD = HD_, BR = BR_, BC = BC_, RPT = RPT_;
+  static constexpr int TX = BC / 4;   // threads along a row (4 score cols each)
+  static constexpr int TY = BR / RPT; // threads along the rows
+  static constexpr int NT = TX * TY;  // threads per block
+  static constexpr int CPT = HD / TX; // accumulator columns per thread
+  static constexpr int LDR = BR + 4;  // leading dims: 16-byte aligned rows
+  static constexpr int LDC = BC + 4;
+  static constexpr int LDH = HD + 4;
+  static_assert(32 % TX == 0, "a row's threads must be lanes of one warp");
+  static_assert(NT % 32 == 0 && NT <= 1024, "whole warps");
+  static_assert(HD % TX == 0 && (CPT == 2 || CPT % 4 == 0), "accumulator");
+  static_assert(RPT == 2 || RPT % 4 == 0, "row vector");
+};
+
+/// Column of accumulator element cc of thread tx: float2 pairs when CPT is
+/// 2, else groups of 4 strided by TX * 4 so a warp's float4 loads of a
+/// shared row are contiguous (no bank conflicts).
+template <int CPT, int TX>
+__device__ __forceinline__ int accCol(int tx, int cc) {
+  if constexpr (CPT == 2)
+    return tx * 2 + cc;
+  else
+    return (cc / 4) * (TX * 4) + tx * 4 + cc % 4;
+}
+
+template <int CPT, int TX>
+__device__ __forceinline__ void loadAccRow(const float *row, int tx,
+                                           float (&v)[CPT]) {
+  if constexpr (CPT == 2) {
+    loadVec<2>(row + tx * 2, v);
+  } else {
+#pragma unroll
+    for (int g = 0; g < CPT / 4; ++g) {
+      float4 t = *reinterpret_cast<const float4 *>(row + g * TX * 4 + tx * 4);
+      v[4 * g] = t.x;
+      v[4 * g + 1] = t.y;
+      v[4 * g + 2] = t.z;
+      v[4 * g + 3] = t.w;
+    }
+  }
+}
+
+/// acc[r][c] += sum_k A[k * lda + r] * B_k[c] for k < K: A is k-major and
+/// already offset to this thread's first row; B is k-major, its columns
+/// those of loadAccRow<C, TX> (C = 4 with TX threads: tx * 4 + c).
+template <int R, int C, int K, int TX>
+__device__ __forceinline__ void mmaKM(float (&acc)[R][C], const float *A,
+                                      int lda, const float *B, int ldb,
+                                      int tx) {
+#pragma unroll 4
+  for (int k = 0; k < K; ++k) {
+    float a[R], b[C];
+    loadVec<R>(A + k * lda, a);
+    loadAccRow<C, TX>(B + k * ldb, tx, b);
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < C; ++c)
+        acc[r][c] = fmaf(a[r], b[c], acc[r][c]);
+  }
+}
+
+/// Copies rows [row0, row0 + R) of a dense [nrows, ncols] matrix into shared
+/// memory as R x HD (row-major, dst[r * ld + c]) or HD x R (TRANS,
+/// dst[c * ld + r]), zero outside the matrix. Coalesced 16-byte global
+/// loads when `vec4` (ncols % 4 == 0 and a 16-byte aligned base).
+template <int R, int HD, int NT, bool TRANS>
+__device__ __forceinline__ void loadTile(float *dst, int ld, const float *src,
+                                         int64_t nrows, int ncols,
+                                         int64_t row0, bool vec4) {
+  constexpr int C4 = HD / 4;
+  for (int idx = threadIdx.x; idx < R * C4; idx += NT) {
+    const int r = idx / C4, c = (idx % C4) * 4;
+    const int64_t gr = row0 + r;
+    float v[4] = {0.f, 0.f, 0.f, 0.f};
+    if (gr < nrows && c < ncols) {
+      const float *p = src + gr * ncols + c;
+      if (vec4) {
+        loadVec<4>(p, v);
+      } else {
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+          if (c + u < ncols)
+            v[u] = p[u];
+      }
+    }
+    if constexpr (TRANS) {
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        dst[(c + u) * ld + r] = v[u];
+    } else {
+      storeVec<4>(dst + r * ld + c, v);
+    }
+  }
+}
+
+/// Stores this thread's RPT x 4 score-tile values transposed: the value of
+/// row r, column c goes to dst[(tx * 4 + c) * ld + ty * RPT + r].
+template <int RPT>
+__device__ __forceinline__ void storeTransposed(float *dst, int ld, int tx,
+                                                int ty,
+                                                const float (&v)[RPT][4]) {
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    float col[RPT];
+#pragma unroll
+    for (int r = 0; r < RPT; ++r)
+      col[r] = v[r][c];
+    storeVec<RPT>(dst + (tx * 4 + c) * ld + ty * RPT, col);
+  }
+}
+
+/// Reduction over the TX lanes of a row group (butterfly: same bits in
+/// every lane).
+template <int TX> __device__ __forceinline__ float rowMax(float v) {
+#pragma unroll
+  for (int off = TX / 2; off > 0; off >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(kFullMask, v, off));
+  return v;
+}
+template <int TX> __device__ __forceinline__ float rowSum(float v) {
+#pragma unroll
+  for (int off = TX / 2; off > 0; off >>= 1)
+    v += __shfl_xor_sync(kFullMask, v, off);
+  return v;
+}
+
+struct Params {
+  const float *q, *k, *v, *dout, *out, *lse, *delta;
+  float *o, *lseOut, *dq, *dk, *dv;
+  const uint8_t *keep;
+  const float *bias;
+  int64_t heads, tq, tk;
+  int d, dvDim;
+  float scale;
+  bool causal, vecQK, vecV;
+};
+
+/// The masked, scaled score of query i and key j (key j < tk), given the
+/// raw dot product: the CPU kernel's order (scale, hide, add bias).
+__device__ __forceinline__ float maskScore(const Params &p, float dot,
+                                           int64_t b, int64_t i, int64_t j) {
+  float x = dot * p.scale;
+  if (p.causal && j > i)
+    x = -INFINITY;
+  if (p.keep && !p.keep[b * p.tk + j])
+    x = -INFINITY;
+  if (p.bias)
+    x += p.bias[b * p.tk + j];
+  return x;
+}
+
+//===----------------------------------------------------------------------===//
+// Forward
+//===----------------------------------------------------------------------===//
+
+template <class C> constexpr size_t fwdSmemFloats() {
+  return size_t(C::HD) * C::LDR      // QsT [HD][BR]
+         + size_t(C::HD) * C::LDC    // KsT [HD][BC]
+         + size_t(C::BC) * C::LDH    // Vs  [BC][HD]
+         + size_t(C::BC) * C::LDR;   // PsT [BC][BR]
+}
+
+template <class C>
+__global__ void __launch_bounds__(C::NT) attentionFwdKernel(Params p) {
+  constexpr int HD = C::HD, BR = C::BR, BC = C::BC, RPT = C::RPT, TX = C::TX,
+                CPT = C::CPT, NT = C::NT;
+  extern __shared__ float4 smem4[];
+  float *QsT = reinterpret_cast<float *>(smem4);
+  float *KsT = QsT + HD * C::LDR;
+  float *Vs = KsT + HD * C::LDC;
+  float *PsT = Vs + BC * C::LDH;
+
+  const int tid = threadIdx.x, ty = tid / TX, tx = tid % TX;
+  const int64_t tiles = (p.tq + BR - 1) / BR;
+  const int64_t bh = blockIdx.x / tiles, q0 = (blockIdx.x % tiles) * BR;
+  const int64_t b = bh / p.heads;
+  const float *qp = p.q + bh * p.tq * p.d;
+  const float *kp = p.k + bh * p.tk * p.d;
+  const float *vp = p.v + bh * p.tk * p.dvDim;
+
+  loadTile<BR, HD, NT, true>(QsT, C::LDR, qp, p.tq, p.d, q0, p.vecQK);
+
+  float acc[RPT][CPT], m[RPT], l[RPT];
+#pragma unroll
+  for (int r = 0; r < RPT; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.f;
+#pragma unroll
+    for (int c = 0; c < CPT; ++c)
+      acc[r][c] = 0.f;
+  }
+
+  // Under causal masking no query of this tile sees a key >= q0 + BR.
+  const int64_t kEnd = p.causal && q0 + BR < p.tk ? q0 + BR : p.tk;
+  for (int64_t k0 = 0; k0 < kEnd; k0 += BC) {
+    __syncthreads(); // the previous tile's KsT / Vs / PsT reads are done
+    loadTile<BC, HD, NT, true>(KsT, C::LDC, kp, p.tk, p.d, k0, p.vecQK);
+    loadTile<BC, HD, NT, false>(Vs, C::LDH, vp, p.tk, p.dvDim, k0, p.vecV);
+    __syncthreads();
+
+    float s[RPT][4];
+#pragma unroll
+    for (int r = 0; r < RPT; ++r)
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+        s[r][c] = 0.f;
+    mmaKM<RPT, 4, HD, TX>(s, QsT + ty * RPT, C::LDR, KsT, C::LDC, tx);
+
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int64_t j = k0 + tx * 4 + c;
+#pragma unroll
+      for (int r = 0; r < RPT; ++r) {
+        const int64_t i = q0 + ty * RPT + r;
+        s[r][c] = j < p.tk ? maskScore(p, s[r][c], b, i, j) : -INFINITY;
+      }
+    }
+
+#pragma unroll
+    for (int r = 0; r < RPT; ++r) {
+      float mx = fmaxf(fmaxf(s[r][0], s[r][1]), fmaxf(s[r][2], s[r][3]));
+      const float mNew = fmaxf(m[r], rowMax<TX>(mx));
+      // Nothing seen yet (m = -inf): the accumulator is 0, drop it.
+      const float alpha = m[r] == -INFINITY ? 0.f : expf(m[r] - mNew);
+      m[r] = mNew;
+      float ls = 0.f;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        // A NaN score stays NaN and poisons l and the row's output.
+        float e = s[r][c] == -INFINITY ? 0.f : expf(s[r][c] - mNew);
+        s[r][c] = e;
+        ls += e;
+      }
+      l[r] = l[r] * alpha + ls;
+#pragma unroll
+      for (int c = 0; c < CPT; ++c)
+        acc[r][c] *= alpha;
+    }
+    storeTransposed<RPT>(PsT, C::LDR, tx, ty, s);
+    __syncthreads();
+    mmaKM<RPT, CPT, BC, TX>(acc, PsT + ty * RPT, C::LDR, Vs, C::LDH, tx);
+  }
+
+#pragma unroll
+  for (int r = 0; r < RPT; ++r) {
+    const float total = rowSum<TX>(l[r]);
+    const int64_t i = q0 + ty * RPT + r;
+    if (i >= p.tq)
+      continue;
+    float *orow = p.o + (bh * p.tq + i) * p.dvDim;
+#pragma unroll
+    for (int c = 0; c < CPT; ++c) {
+      const int col = accCol<CPT, TX>(tx, c);
+      if (col < p.dvDim)
+        orow[col] = p.tk == 0 ? 0.f : acc[r][c] / total;
+    }
+    if (p.lseOut && tx == 0)
+      p.lseOut[bh * p.tq + i] = m[r] + logf(total);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Backward
+//===----------------------------------------------------------------------===//
+
+/// delta[row] = sum_e dout[row][e] * out[row][e] (double sum), one warp per
+/// row.
+__global__ void __launch_bounds__(256)
+    attentionDeltaKernel(const float *dout, const float *out, float *delta,
+                         int64_t rows, int dv) {
+  const int64_t row = int64_t(blockIdx.x) * 8 + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  double s = 0;
+  if (row < rows)
+    for (int e = lane; e < dv; e += 32)
+      s += static_cast<double>(dout[row * dv + e]) * out[row * dv + e];
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1)
+    s += __shfl_xor_sync(kFullMask, s, off);
+  if (row < rows && lane == 0)
+    delta[row] = static_cast<float>(s);
+}
+
+/// P of a (query, key) pair from its masked score and the query's L: 0 for
+/// hidden keys, NaN for every key of a query whose L is not finite (all
+/// keys hidden, or a NaN score), as the CPU kernel's all-NaN probabilities.
+__device__ __forceinline__ float prob(float x, float L) {
+  if (!(L > -INFINITY && L < INFINITY))
+    return NAN;
+  return x == -INFINITY ? 0.f : expf(x - L);
+}
+
+template <class C> constexpr size_t dqSmemFloats() {
+  constexpr size_t kst = size_t(C::HD) * C::LDC, dsst = size_t(C::BC) * C::LDR;
+  return size_t(C::HD) * C::LDR      // QsT  [HD][BR]
+         + size_t(C::HD) * C::LDR    // dOsT [HD][BR]
+         + (kst > dsst ? kst : dsst) // KsT [HD][BC], then dSsT [BC][BR]
+         + size_t(C::BC) * C::LDH    // Ks   [BC][HD]
+         + size_t(C::HD) * C::LDC;   // VsT  [HD][BC]
+}
+
+/// dq = scale * sum_j dS_ij k_j with dS = P * (dP - delta), dP = dO V^T.
+template <class C>
+__global__ void __launch_bounds__(C::NT) attentionDqKernel(Params p) {
+  constexpr int HD = C::HD, BR = C::BR, BC = C::BC, RPT = C::RPT, TX = C::TX,
+                CPT = C::CPT, NT = C::NT;
+  constexpr size_t kst = size_t(HD) * C::LDC, dsst = size_t(BC) * C::LDR;
+  extern __shared__ float4 smem4[];
+  float *QsT = reinterpret_cast<float *>(smem4);
+  float *dOsT = QsT + HD * C::LDR;
+  float *KsT = dOsT + HD * C::LDR;
+  float *dSsT = KsT; // reuses KsT once the scores are computed
+  float *Ks = KsT + (kst > dsst ? kst : dsst);
+  float *VsT = Ks + BC * C::LDH;
+
+  const int tid = threadIdx.x, ty = tid / TX, tx = tid % TX;
+  const int64_t tiles = (p.tq + BR - 1) / BR;
+  const int64_t bh = blockIdx.x / tiles, q0 = (blockIdx.x % tiles) * BR;
+  const int64_t b = bh / p.heads;
+  const float *kp = p.k + bh * p.tk * p.d;
+  const float *vp = p.v + bh * p.tk * p.dvDim;
+
+  loadTile<BR, HD, NT, true>(QsT, C::LDR, p.q + bh * p.tq * p.d, p.tq, p.d, q0,
+                             p.vecQK);
+  loadTile<BR, HD, NT, true>(dOsT, C::LDR, p.dout + bh * p.tq * p.dvDim, p.tq,
+                             p.dvDim, q0, p.vecV);
+  float L[RPT], D[RPT], acc[RPT][CPT];
+#pragma unroll
+  for (int r = 0; r < RPT; ++r) {
+    const int64_t i = q0 + ty * RPT + r;
+    L[r] = i < p.tq ? p.lse[bh * p.tq + i] : 0.f;
+    D[r] = i < p.tq ? p.delta[bh * p.tq + i] : 0.f;
+#pragma unroll
+    for (int c = 0; c < CPT; ++c)
+      acc[r][c] = 0.f;
+  }
+
+  const int64_t kEnd = p.causal && q0 + BR < p.tk ? q0 + BR : p.tk;
+  for (int64_t k0 = 0; k0 < kEnd; k0 += BC) {
+    __syncthreads(); // the previous tile's dSsT / Ks reads are done
+    loadTile<BC, HD, NT, true>(KsT, C::LDC, kp, p.tk, p.d, k0, p.vecQK);
+    loadTile<BC, HD, NT, false>(Ks, C::LDH, kp, p.tk, p.d, k0, p.vecQK);
+    loadTile<BC, HD, NT, true>(VsT, C::LDC, vp, p.tk, p.dvDim, k0, p.vecV);
+    __syncthreads();
+
+    float s[RPT][4], dp[RPT][4];
+#pragma unroll
+    for (int r = 0; r < RPT; ++r)
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+        s[r][c] = dp[r][c] = 0.f;
+    mmaKM<RPT, 4, HD, TX>(s, QsT + ty * RPT, C::LDR, KsT, C::LDC, tx);
+    mmaKM<RPT, 4, HD, TX>(dp, dOsT + ty * RPT, C::LDR, VsT, C::LDC, tx);
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int64_t j = k0 + tx * 4 + c;
+#pragma unroll
+      for (int r = 0; r < RPT; ++r) {
+        const int64_t i = q0 + ty * RPT + r;
+        float pr = 0.f;
+        if (j < p.tk)
+          pr = prob(maskScore(p, s[r][c], b, i, j), L[r]);
+        s[r][c] = pr * (dp[r][c] - D[r]);
+      }
+    }
+    __syncthreads(); // every thread is done with KsT before dSsT overwrites it
+    storeTransposed<RPT>(dSsT, C::LDR, tx, ty, s);
+    __syncthreads();
+    mmaKM<RPT, CPT, BC, TX>(acc, dSsT + ty * RPT, C::LDR, Ks, C::LDH, tx);
+  }
+
+#pragma unroll
+  for (int r = 0; r < RPT; ++r) {
+    const int64_t i = q0 + ty * RPT + r;
+    if (i >= p.tq)
+      continue;
+    float *row = p.dq + (bh * p.tq + i) * p.d;
+#pragma unroll
+    for (int c = 0; c < CPT; ++c) {
+      const int col = accCol<CPT, TX>(tx, c);
+      if (col < p.d)
+        row[col] = acc[r][c] * p.scale;
+    }
+  }
+}
+
+template <class C> constexpr size_t dkvSmemFloats() {
+  constexpr size_t qst = size_t(C::HD) * C::LDC, ps = size_t(C::BC) * C::LDR;
+  constexpr size_t u = qst > ps ? qst : ps;
+  return size_t(C::HD) * C::LDR    // KsT [HD][BR]
+         + size_t(C::HD) * C::LDR  // VsT [HD][BR]
+         + u                       // QsT [HD][BC], then Ps [BC][BR]
+         + size_t(C::BC) * C::LDH  // Qs  [BC][HD]
+         + u                       // dOsT [HD][BC], then dSs [BC][BR]
+         + size_t(C::BC) * C::LDH  // dOs [BC][HD]
+         + 2 * size_t(C::BC);      // L, delta of the query tile
+}
+
+/// dv = sum_i P_ij dO_i and dk = scale * sum_i dS_ij q_i for the BR keys of
+/// the block; the score tile is held transposed (keys are the rows).
+template <class C>
+__global__ void __launch_bounds__(C::NT) attentionDkvKernel(Params p) {
+  constexpr int HD = C::HD, BR = C::BR, BC = C::BC, RPT = C::RPT, TX = C::TX,
+                CPT = C::CPT, NT = C::NT;
+  constexpr size_t qst = size_t(HD) * C::LDC, ps = size_t(BC) * C::LDR;
+  constexpr size_t u = qst > ps ? qst : ps;
+  extern __shared__ float4 smem4[];
+  float *KsT = reinterpret_cast<float *>(smem4);
+  float *VsT = KsT + HD * C::LDR;
+  float *QsT = VsT + HD * C::LDR;
+  float *Ps = QsT;
+  float *Qs = QsT + u;
+  float *dOsT = Qs + BC * C::LDH;
+  float *dSs = dOsT;
+  float *dOs = dOsT + u;
+  float *Ls = dOs + BC * C::LDH;
+  float *Ds = Ls + BC;
+
+  const int tid = threadIdx.x, ty = tid / TX, tx = tid % TX;
+  const int64_t tiles = (p.tk + BR - 1) / BR;
+  const int64_t bh = blockIdx.x / tiles, k0 = (blockIdx.x % tiles) * BR;
+  const int64_t b = bh / p.heads;
+  const float *qp = p.q + bh * p.tq * p.d;
+  const float *gp = p.dout + bh * p.tq * p.dvDim;
+
+  loadTile<BR, HD, NT, true>(KsT, C::LDR, p.k + bh * p.tk * p.d, p.tk, p.d, k0,
+                             p.vecQK);
+  loadTile<BR, HD, NT, true>(VsT, C::LDR, p.v + bh * p.tk * p.dvDim, p.tk,
+                             p.dvDim, k0, p.vecV);
+  float accK[RPT][CPT], accV[RPT][CPT];
+#pragma unroll
+  for (int r = 0; r < RPT; ++r)
+#pragma unroll
+    for (int c = 0; c < CPT; ++c)
+      accK[r][c] = accV[r][c] = 0.f;
+
+  // Under causal masking queries i < k0 see none of these keys.
+  const int64_t qStart = p.causal ? (k0 / BC) * BC : 0;
+  for (int64_t q0 = qStart; q0 < p.tq; q0 += BC) {
+    __syncthreads(); // the previous tile's Ps / dSs / Qs / dOs reads are done
+    loadTile<BC, HD, NT, true>(QsT, C::LDC, qp, p.tq, p.d, q0, p.vecQK);
+    loadTile<BC, HD, NT, false>(Qs, C::LDH, qp, p.tq, p.d, q0, p.vecQK);
+    loadTile<BC, HD, NT, true>(dOsT, C::LDC, gp, p.tq, p.dvDim, q0, p.vecV);
+    loadTile<BC, HD, NT, false>(dOs, C::LDH, gp, p.tq, p.dvDim, q0, p.vecV);
+    for (int c = tid; c < BC; c += NT) {
+      const int64_t i = q0 + c;
+      Ls[c] = i < p.tq ? p.lse[bh * p.tq + i] : 0.f;
+      Ds[c] = i < p.tq ? p.delta[bh * p.tq + i] : 0.f;
+    }
+    __syncthreads();
+
+    float st[RPT][4], dpt[RPT][4];
+#pragma unroll
+    for (int r = 0; r < RPT; ++r)
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+        st[r][c] = dpt[r][c] = 0.f;
+    mmaKM<RPT, 4, HD, TX>(st, KsT + ty * RPT, C::LDR, QsT, C::LDC, tx);
+    mmaKM<RPT, 4, HD, TX>(dpt, VsT + ty * RPT, C::LDR, dOsT, C::LDC, tx);
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int64_t i = q0 + tx * 4 + c;
+      const float L = Ls[tx * 4 + c], D = Ds[tx * 4 + c];
+#pragma unroll
+      for (int r = 0; r < RPT; ++r) {
+        const int64_t j = k0 + ty * RPT + r;
+        float pr = 0.f;
+        if (i < p.tq && j < p.tk)
+          pr = prob(maskScore(p, st[r][c], b, i, j), L);
+        st[r][c] = pr;
+        dpt[r][c] = pr * (dpt[r][c] - D);
+      }
+    }
+    __syncthreads(); // every thread is done with QsT / dOsT
+    storeTransposed<RPT>(Ps, C::LDR, tx, ty, st);
+    storeTransposed<RPT>(dSs, C::LDR, tx, ty, dpt);
+    __syncthreads();
+    mmaKM<RPT, CPT, BC, TX>(accV, Ps + ty * RPT, C::LDR, dOs, C::LDH, tx);
+    mmaKM<RPT, CPT, BC, TX>(accK, dSs + ty * RPT, C::LDR, Qs, C::LDH, tx);
+  }
+
+#pragma unroll
+  for (int r = 0; r < RPT; ++r) {
+    const int64_t j = k0 + ty * RPT + r;
+    if (j >= p.tk)
+      continue;
+    float *krow = p.dk + (bh * p.tk + j) * p.d;
+    float *vrow = p.dv + (bh * p.tk + j) * p.dvDim;
+#pragma unroll
+    for (int c = 0; c < CPT; ++c) {
+      const int col = accCol<CPT, TX>(tx, c);
+      if (col < p.d)
+        krow[col] = accK[r][c] * p.scale;
+      if (col < p.dvDim)
+        vrow[col] = accV[r][c];
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Launch
+//===----------------------------------------------------------------------===//
+
+// Per head-dim bucket: registers stay under ~170 and shared memory under
+// 128 KB (sm_80 allows 163 KB a block, sm_90 227 KB).
+using Fwd32 = Cfg<32, 64, 64, 8>;
+using Fwd64 = Cfg<64, 64, 64, 8>;
+using Fwd128 = Cfg<128, 64, 64, 8>;
+using Dq32 = Cfg<32, 64, 64, 8>;
+using Dq64 = Cfg<64, 64, 64, 8>;
+using Dq128 = Cfg<128, 64, 32, 4>;
+using Dkv32 = Cfg<32, 64, 64, 8>;
+using Dkv64 = Cfg<64, 64, 64, 8>;
+using Dkv128 = Cfg<128, 32, 32, 2>;
+
+template <class Kernel>
+Status launchKernel(Kernel kernel, int64_t blocks, int threads,
+                    size_t smemBytes, cudaStream_t stream, const Params &p) {
+  if (blocks <= 0)
+    return 0;
+  if (blocks > INT32_MAX)
+    return invalid();
+  if (smemBytes > 48 * 1024) {
+    cudaError_t e = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        static_cast<int>(smemBytes));
+    if (e != cudaSuccess)
+      return static_cast<Status>(e);
+  }
+  kernel<<<static_cast<unsigned>(blocks), threads, smemBytes, stream>>>(p);
+  return launched();
+}
+
+int headBucket(int64_t d, int64_t dv) {
+  int64_t hd = d > dv ? d : dv;
+  return hd <= 32 ? 32 : hd <= 64 ? 64 : hd <= 128 ? 128 : 0;
+}
+
+Status checkShapes(int64_t batch, int64_t heads, int64_t tq, int64_t tk,
+                   int64_t d, int64_t dv) {
+  if (batch < 0 || heads < 0 || tq < 0 || tk < 0 || d < 0 || dv < 0 ||
+      headBucket(d, dv) == 0)
+    return invalid();
+  return 0;
+}
+
+Status launchFwd(const Params &p, int64_t bh, cudaStream_t stream) {
+  auto run = [&](auto cfg) {
+    using C = decltype(cfg);
+    return launchKernel(attentionFwdKernel<C>,
+                        bh * ((p.tq + C::BR - 1) / C::BR), C::NT,
+                        fwdSmemFloats<C>() * sizeof(float), stream, p);
+  };
+  switch (headBucket(p.d, p.dvDim)) {
+  case 32:
+    return run(Fwd32{});
+  case 64:
+    return run(Fwd64{});
+  default:
+    return run(Fwd128{});
+  }
+}
+
+Status launchBwd(const Params &p, int64_t bh, cudaStream_t stream) {
+  auto run = [&](auto dqCfg, auto dkvCfg) {
+    using Q = decltype(dqCfg);
+    using K = decltype(dkvCfg);
+    Status st = launchKernel(attentionDqKernel<Q>,
+                             bh * ((p.tq + Q::BR - 1) / Q::BR), Q::NT,
+                             dqSmemFloats<Q>() * sizeof(float), stream, p);
+    if (st)
+      return st;
+    return launchKernel(attentionDkvKernel<K>,
+                        bh * ((p.tk + K::BR - 1) / K::BR), K::NT,
+                        dkvSmemFloats<K>() * sizeof(float), stream, p);
+  };
+  switch (headBucket(p.d, p.dvDim)) {
+  case 32:
+    return run(Dq32{}, Dkv32{});
+  case 64:
+    return run(Dq64{}, Dkv64{});
+  default:
+    return run(Dq128{}, Dkv128{});
+  }
+}
+
+Params baseParams(const float *q, const float *k, const float *v,
+                  int64_t heads, int64_t tq, int64_t tk, int64_t d,
+                  int64_t dv, double scale, bool causal, KeyMask mask) {
+  Params p{};
+  p.q = q;
+  p.k = k;
+  p.v = v;
+  p.keep = mask.keep;
+  p.bias = mask.bias;
+  p.heads = heads;
+  p.tq = tq;
+  p.tk = tk;
+  p.d = static_cast<int>(d);
+  p.dvDim = static_cast<int>(dv);
+  p.scale = static_cast<float>(scale);
+  p.causal = causal;
+  p.vecQK = d % 4 == 0 && aligned16(q) && aligned16(k);
+  p.vecV = dv % 4 == 0 && aligned16(v);
+  return p;
+}
+
+struct BwdWorkspace {
+  float *delta, *out, *lse;
+  size_t bytes;
+};
+
+BwdWorkspace bwdWorkspace(void *base, int64_t batch, int64_t heads,
+                          int64_t tq, int64_t dv, bool haveForward) {
+  size_t rows = size_t(batch) * size_t(heads) * size_t(tq);
+  size_t rowBytes = roundUp256(rows * sizeof(float));
+  char *p = static_cast<char *>(base);
+  BwdWorkspace w{};
+  w.delta = reinterpret_cast<float *>(p);
+  w.bytes = rowBytes;
+  if (!haveForward) {
+    w.lse = reinterpret_cast<float *>(p + w.bytes);
+    w.bytes += rowBytes;
+    w.out = reinterpret_cast<float *>(p + w.bytes);
+    w.bytes += roundUp256(rows * size_t(dv) * sizeof(float));
+  }
+  return w;
+}
+
+} // namespace
+
+Status attention_fwd(const float *q, const float *k, const float *v,
+                     float *out, int64_t batch, int64_t heads, int64_t tq,
+                     int64_t tk, int64_t d, int64_t dv, double scale,
+                     bool causal, KeyMask mask, float *lse,
+                     cudaStream_t stream) {
+  if (Status st = checkShapes(batch, heads, tq, tk, d, dv))
+    return st;
+  if (mask.keep && mask.bias)
+    return invalid();
+  Params p = baseParams(q, k, v, heads, tq, tk, d, dv, scale, causal, mask);
+  p.o = out;
+  p.lseOut = lse;
+  p.vecV = p.vecV && aligned16(out);
+  return launchFwd(p, batch * heads, stream);
+}
+
+size_t attention_bwd_workspace_bytes(int64_t batch, int64_t heads, int64_t tq,
+                                     int64_t tk, int64_t d, int64_t dv,
+                                     bool haveForward) {
+  (void)tk;
+  (void)d;
+  if (batch <= 0 || heads <= 0 || tq <= 0)
+    return 0;
+  return bwdWorkspace(nullptr, batch, heads, tq, dv, haveForward).bytes;
+}
+
+Status attention_bwd(const float *q, const float *k, const float *v,
+                     const float *dout, float *dq, float *dk, float *dv,
+                     int64_t batch, int64_t heads, int64_t tq, int64_t tk,
+                     int64_t d, int64_t dvDim, double scale, bool causal,
+                     KeyMask mask, const float *out, const float *lse,
+                     void *workspace, cudaStream_t stream) {
+  if (Status st = checkShapes(batch, heads, tq, tk, d, dvDim))
+    return st;
+  if ((mask.keep && mask.bias) || (!out) != (!lse))
+    return invalid();
+  const int64_t bh = batch * heads;
+  if (bh == 0)
+    return 0;
+  if (tq == 0) {
+    // No query reads any key: the key gradients are zero.
+    cudaError_t e = cudaMemsetAsync(dk, 0, sizeof(float) * bh * tk * d, stream);
+    if (e == cudaSuccess)
+      e = cudaMemsetAsync(dv, 0, sizeof(float) * bh * tk * dvDim, stream);
+    return static_cast<Status>(e);
+  }
+  if (!workspace)
+    return invalid();
+  const bool haveForward = out != nullptr;
+  BwdWorkspace w = bwdWorkspace(workspace, batch, heads, tq, dvDim, haveForward);
+  Params p = baseParams(q, k, v, heads, tq, tk, d, dvDim, scale, causal, mask);
+  if (!haveForward) {
+    Params f = p;
+    f.o = w.out;
+    f.lseOut = w.lse;
+    if (Status st = launchFwd(f, bh, stream))
+      return st;
+    out = w.out;
+    lse = w.lse;
+  }
+  attentionDeltaKernel<<<static_cast<unsigned>(ceilDiv(bh * tq, 8)), 256, 0,
+                         stream>>>(dout, out, w.delta, bh * tq,
+                                   static_cast<int>(dvDim));
+  if (Status st = launched())
+    return st;
+  p.dout = dout;
+  p.out = out;
+  p.lse = lse;
+  p.delta = w.delta;
+  p.dq = dq;
+  p.dk = dk;
+  p.dv = dv;
+  p.vecV = p.vecV && aligned16(dout);
+  return launchBwd(p, bh, stream);
+}
+
+} // namespace tcc::cuda

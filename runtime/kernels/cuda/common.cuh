@@ -1,0 +1,244 @@
+//===- common.cuh - helpers shared by the CUDA library kernels --*- CUDA -*-===//
+//
+// Vector loads, deterministic row-group reductions and the error word. A
+// "row group" is TPR consecutive threads of a block working on one row:
+// TPR = 32 is one warp (butterfly shuffles only), TPR > 32 a multiple of 32
+// threads that also exchange per-warp partials through shared memory. Every
+// reduction has a fixed order and gives all threads of the group the same
+// bits (a butterfly adds a + b on one lane and b + a on its partner, which
+// IEEE addition makes equal), so results never depend on scheduling.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TCC_RUNTIME_KERNELS_CUDA_COMMON_CUH
+#define TCC_RUNTIME_KERNELS_CUDA_COMMON_CUH
+
+#include "kernels/cuda/cuda_kernels.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace tcc::cuda::detail {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+inline Status invalid() { return static_cast<Status>(cudaErrorInvalidValue); }
+
+/// The launch's status: configuration errors of the kernels just enqueued
+/// (and any earlier sticky error).
+inline Status launched() { return static_cast<Status>(cudaGetLastError()); }
+
+inline bool aligned16(const void *p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Rounds a workspace section up to 256 bytes, so every section is aligned
+/// for any vector access.
+inline size_t roundUp256(size_t bytes) { return (bytes + 255) & ~size_t(255); }
+
+/// Records `row` in the error word (smallest wins). -1 (no error) is the
+/// largest unsigned value, so an unsigned atomic min keeps the first bad row.
+__device__ __forceinline__ void recordError(int64_t *error, int64_t row) {
+  if (error)
+    atomicMin(reinterpret_cast<unsigned long long *>(error),
+              static_cast<unsigned long long>(row));
+}
+
+/// N consecutive floats at p (N = 1, 2 or a multiple of 4, p aligned to
+/// min(16, 4N) bytes).
+template <int N>
+__device__ __forceinline__ void loadVec(const float *p, float (&v)[N]) {
+  if constexpr (N == 1) {
+    v[0] = p[0];
+  } else if constexpr (N == 2) {
+    float2 t = *reinterpret_cast<const float2 *>(p);
+    v[0] = t.x;
+    v[1] = t.y;
+  } else {
+    static_assert(N % 4 == 0, "vector width");
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i) {
+      float4 t = reinterpret_cast<const float4 *>(p)[i];
+      v[4 * i] = t.x;
+      v[4 * i + 1] = t.y;
+      v[4 * i + 2] = t.z;
+      v[4 * i + 3] = t.w;
+    }
+  }
+}
+
+template <int N>
+__device__ __forceinline__ void storeVec(float *p, const float (&v)[N]) {
+  if constexpr (N == 1) {
+    p[0] = v[0];
+  } else if constexpr (N == 2) {
+    *reinterpret_cast<float2 *>(p) = make_float2(v[0], v[1]);
+  } else {
+    static_assert(N % 4 == 0, "vector width");
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i)
+      reinterpret_cast<float4 *>(p)[i] =
+          make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+  }
+}
+
+/// Threads per block of a row kernel with TPR threads per row.
+template <int TPR> constexpr int rowBlockThreads() {
+  return TPR < 256 ? 256 : TPR;
+}
+
+/// Shared scratch a row-group reduction needs (one slot per warp).
+template <int TPR> struct RowScratch {
+  static constexpr int kWarps = rowBlockThreads<TPR>() / 32;
+  double sum[kWarps];
+  float max[kWarps];
+  int flag[kWarps];
+};
+
+/// Sum over the row group, the same bits in every thread of the group.
+/// Every thread of the block must call it (it synchronises when TPR > 32).
+template <int TPR>
+__device__ __forceinline__ double groupSum(double v, RowScratch<TPR> &s) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1)
+    v += __shfl_xor_sync(kFullMask, v, off);
+  if constexpr (TPR > 32) {
+    constexpr int W = TPR / 32;
+    const int warp = threadIdx.x / 32, first = warp - warp % W;
+    if ((threadIdx.x & 31) == 0)
+      s.sum[warp] = v;
+    __syncthreads();
+    v = s.sum[first];
+#pragma unroll
+    for (int i = 1; i < W; ++i)
+      v += s.sum[first + i];
+    __syncthreads();
+  }
+  return v;
+}
+
+//===----------------------------------------------------------------------===//
+// Online (max, sum of exp) over a row, with the CPU kernels' special cases
+//===----------------------------------------------------------------------===//
+
+/// Running maximum m of the non-NaN elements, sum s = sum(exp(x - m)) over
+/// the elements above -inf (in double), and whether a NaN was seen.
+struct MaxSum {
+  float m = -INFINITY;
+  double s = 0.0;
+  bool nan = false;
+
+  __device__ __forceinline__ void add(float x) {
+    if (x != x) {
+      nan = true;
+    } else if (x > m) {
+      // m == -inf gives exp(-inf) = 0 and s == 0 before the first element.
+      s = s * static_cast<double>(expf(m - x)) + 1.0;
+      m = x;
+    } else if (x > -INFINITY) {
+      s += static_cast<double>(expf(x - m));
+    }
+  }
+
+  __device__ __forceinline__ void merge(float m2, double s2, bool nan2) {
+    float mm = fmaxf(m, m2);
+    double a = m == -INFINITY ? 0.0 : s * static_cast<double>(expf(m - mm));
+    double b = m2 == -INFINITY ? 0.0 : s2 * static_cast<double>(expf(m2 - mm));
+    m = mm;
+    s = a + b;
+    nan = nan || nan2;
+  }
+
+  /// The row is all NaN in softmax / log_softmax: a NaN, or an infinite
+  /// maximum (all -inf, an empty row, or a +inf) as the CPU kernels give.
+  __device__ __forceinline__ bool bad() const {
+    return nan || m == INFINITY || m == -INFINITY;
+  }
+};
+
+/// Combines the MaxSum of every thread of the row group (same bits in every
+/// thread). Every thread of the block must call it.
+template <int TPR>
+__device__ __forceinline__ void groupMaxSum(MaxSum &v, RowScratch<TPR> &s) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    float m2 = __shfl_xor_sync(kFullMask, v.m, off);
+    double s2 = __shfl_xor_sync(kFullMask, v.s, off);
+    int n2 = __shfl_xor_sync(kFullMask, int(v.nan), off);
+    v.merge(m2, s2, n2 != 0);
+  }
+  if constexpr (TPR > 32) {
+    constexpr int W = TPR / 32;
+    const int warp = threadIdx.x / 32, first = warp - warp % W;
+    if ((threadIdx.x & 31) == 0) {
+      s.max[warp] = v.m;
+      s.sum[warp] = v.s;
+      s.flag[warp] = v.nan;
+    }
+    __syncthreads();
+    MaxSum t;
+    t.m = s.max[first];
+    t.s = s.sum[first];
+    t.nan = s.flag[first] != 0;
+#pragma unroll
+    for (int i = 1; i < W; ++i)
+      t.merge(s.max[first + i], s.sum[first + i], s.flag[first + i] != 0);
+    v = t;
+    __syncthreads();
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Row kernels: dispatch on the row length and alignment
+//===----------------------------------------------------------------------===//
+
+/// Threads per row for rows of `len` floats: one warp for short rows, 128
+/// threads up to 2048, else 512 (one row per block).
+inline int threadsPerRow(int64_t len) {
+  return len <= 128 ? 32 : len <= 2048 ? 128 : 512;
+}
+
+template <int N> using Int = std::integral_constant<int, N>;
+
+/// Calls f(Int<TPR>, Int<VEC>) for the row configuration of `len`; VEC = 4
+/// (16-byte accesses) when `vec4` holds.
+template <class F> Status dispatchRows(int64_t len, bool vec4, F &&f) {
+  int tpr = threadsPerRow(len);
+  if (vec4) {
+    if (tpr == 32)
+      return f(Int<32>{}, Int<4>{});
+    if (tpr == 128)
+      return f(Int<128>{}, Int<4>{});
+    return f(Int<512>{}, Int<4>{});
+  }
+  if (tpr == 32)
+    return f(Int<32>{}, Int<1>{});
+  if (tpr == 128)
+    return f(Int<128>{}, Int<1>{});
+  return f(Int<512>{}, Int<1>{});
+}
+
+/// Blocks of a row kernel over `rows` rows.
+template <int TPR> inline unsigned rowGrid(int64_t rows) {
+  constexpr int perBlock = rowBlockThreads<TPR>() / TPR;
+  return static_cast<unsigned>(ceilDiv(rows, perBlock));
+}
+
+/// This thread's row and its index within the row group.
+template <int TPR> struct RowPos {
+  int64_t row;
+  int t;
+  __device__ __forceinline__ RowPos() {
+    constexpr int perBlock = rowBlockThreads<TPR>() / TPR;
+    row = int64_t(blockIdx.x) * perBlock + threadIdx.x / TPR;
+    t = threadIdx.x % TPR;
+  }
+};
+
+} // namespace tcc::cuda::detail
+
+#endif // TCC_RUNTIME_KERNELS_CUDA_COMMON_CUH

@@ -1,0 +1,306 @@
+//===- cuda_kernels.h - library kernels of the CUDA backend -----*- C++ -*-===//
+//
+// The hand-written kernels the CUDA backend calls for library ops, one host
+// launcher per kernel of runtime/kernels/cpu/cpu_kernels.h with the same
+// argument meaning, plus a stream. Every pointer is a device pointer unless
+// its comment says otherwise; buffers are dense, row-major, float32 (dropout
+// also float64), and each launcher writes every element of its outputs.
+// Launchers only enqueue work on `stream` (never synchronise, never
+// allocate); where a kernel needs scratch memory the caller passes a
+// `workspace` of at least the size its *_workspace_bytes function returns
+// (computed from shapes alone, so a runtime can plan it at load time).
+//
+// Differences from the CPU kernels, all because the data lives on the device
+// and a launcher must not wait for it:
+//  * Scalars the graph computes (the loss gradient of cross_entropy_grad, the
+//    learning rate and step of the optimizers, dropout's offset) are device
+//    pointers, read by the kernel.
+//  * A bad label / id / step cannot be returned. Launchers taking an
+//    `int64_t *error` (device, may be null) record the smallest bad row there
+//    with an atomic min; the caller sets it to -1 first (set_error_word) and
+//    reads it after the stream has reached the kernel (read_error_word
+//    synchronises the stream). -1 means no error. What a bad row does to the
+//    outputs is stated per kernel.
+//  * Results are deterministic (the same bits on every run for the same
+//    inputs and shapes on the same GPU): no floating-point atomics anywhere,
+//    every reduction has a fixed order. They agree with the CPU kernels to
+//    the tolerances test/unit/gpu states, not bit for bit, except where a
+//    comment says bit-identical (gather, scatter-add, dropout, optimizers).
+//
+// Every launcher returns a Status: 0 (cudaSuccess) or a cudaError_t value
+// (invalid arguments give cudaErrorInvalidValue, before anything is
+// enqueued). It is a plain int so this header needs no CUDA headers.
+//
+// No LLVM or MLIR here: the runtime links this library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TCC_RUNTIME_KERNELS_CUDA_CUDA_KERNELS_H
+#define TCC_RUNTIME_KERNELS_CUDA_CUDA_KERNELS_H
+
+#include <cstddef>
+#include <cstdint>
+
+// The one CUDA type used here, declared exactly as driver_types.h does.
+struct CUstream_st;
+typedef struct CUstream_st *cudaStream_t;
+
+namespace tcc::cuda {
+
+/// 0 (cudaSuccess) or a cudaError_t value.
+using Status = int;
+
+/// cudaGetErrorString of a Status.
+const char *status_string(Status status);
+
+/// Sets the device error word to -1 (no error), on `stream`.
+Status set_error_word(int64_t *error, cudaStream_t stream);
+
+/// Synchronises `stream` and returns the error word (-1: no error), or
+/// INT64_MIN when the synchronisation or the copy fails.
+int64_t read_error_word(const int64_t *error, cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// Softmax family, over the last dim of [rows, len]
+//===----------------------------------------------------------------------===//
+//
+// One row per warp (len <= 128), per 128 threads (len <= 2048) or per 512
+// threads; 16-byte loads when len % 4 == 0 and the buffers are 16-byte
+// aligned. Row sums accumulate in double (fixed reduction tree), elementwise
+// math is float, as the CPU kernels do; the max and the exp-sum are found in
+// one pass (online softmax), so the exponentials are evaluated against the
+// running maximum and then rescaled (agreement ~1e-6 relative).
+
+/// y = softmax(x) per row. A row containing NaN, or whose maximum is +-inf
+/// (all -inf, or some +inf), becomes all NaN, as the CPU kernel gives.
+/// y may alias x.
+Status softmax_rows(const float *x, float *y, int64_t rows, int64_t len,
+                    cudaStream_t stream);
+
+/// dx = y * (dy - sum(dy * y)) per row.
+Status softmax_grad_rows(const float *y, const float *dy, float *dx,
+                         int64_t rows, int64_t len, cudaStream_t stream);
+
+/// y = x - max - log(sum(exp(x - max))) per row (NaN rows as softmax_rows).
+Status log_softmax_rows(const float *x, float *y, int64_t rows, int64_t len,
+                        cudaStream_t stream);
+
+/// dx = dy - exp(y) * sum(dy) per row.
+Status log_softmax_grad_rows(const float *y, const float *dy, float *dx,
+                             int64_t rows, int64_t len, cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// Layer norm over the trailing `len` elements of each of `rows` rows
+//===----------------------------------------------------------------------===//
+
+/// y = (x - mean) * rstd * scale + bias with the biased variance; scale and
+/// bias ([len]) may be null. Statistics are two-pass (mean, then the centred
+/// sum of squares) in double, as the CPU kernel; mean and rstd ([rows],
+/// float) are stored unless null.
+Status layer_norm_fwd(const float *x, const float *scale, const float *bias,
+                      float *y, float *mean, float *rstd, int64_t rows,
+                      int64_t len, double eps, cudaStream_t stream);
+
+size_t layer_norm_bwd_workspace_bytes(int64_t rows, int64_t len);
+
+/// dx [rows, len] and dscale, dbias [len] (either may be null); a null scale
+/// is 1. With mean and rstd null the statistics are recomputed from x in
+/// double. dx is one pass per row (sums in double). dscale and dbias are
+/// deterministic without atomics: a first kernel sums fixed chunks of rows
+/// per column into the workspace, a second adds the chunks per column in
+/// order.
+Status layer_norm_bwd(const float *x, const float *scale, const float *dy,
+                      const float *mean, const float *rstd, float *dx,
+                      float *dscale, float *dbias, int64_t rows, int64_t len,
+                      double eps, void *workspace, cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// Attention over [B, H, T, D], flash-style: never materialises Tq x Tk
+//===----------------------------------------------------------------------===//
+//
+// Tiles of queries stay in shared memory while tiles of keys and values
+// stream through it; scores live in registers and the softmax is online
+// (running max and sum per query, the output rescaled as the max grows).
+// FP32 FMA register tiles, not tensor cores (TF32 would miss the 1e-5
+// agreement of an fp32 path). Head dims up to 128 (d and dv padded to 32,
+// 64 or 128 inside the kernel); larger ones return cudaErrorInvalidValue.
+
+/// The optional key mask of tcc.attention, [B, Tk], device pointers; at
+/// most one is set.
+struct KeyMask {
+  const uint8_t *keep = nullptr; ///< i1 mask, 0 hides the key
+  const float *bias = nullptr;   ///< added to every query's scores
+};
+
+/// out = softmax(scale * q @ k^T + mask) @ v: q [B,H,Tq,D], k [B,H,Tk,D],
+/// v [B,H,Tk,Dv], out [B,H,Tq,Dv]. `causal` hides keys j > i. A query with
+/// every key hidden (or a NaN score) is NaN. When lse is not null it
+/// receives each query's log-sum-exp of its (scaled, masked) scores,
+/// [B,H,Tq], which attention_bwd can reuse.
+Status attention_fwd(const float *q, const float *k, const float *v,
+                     float *out, int64_t batch, int64_t heads, int64_t tq,
+                     int64_t tk, int64_t d, int64_t dv, double scale,
+                     bool causal, KeyMask mask, float *lse,
+                     cudaStream_t stream);
+
+/// Workspace of attention_bwd; `haveForward` when the caller passes the
+/// forward's out and lse (otherwise they are recomputed into the workspace).
+size_t attention_bwd_workspace_bytes(int64_t batch, int64_t heads, int64_t tq,
+                                     int64_t tk, int64_t d, int64_t dv,
+                                     bool haveForward);
+
+/// dq, dk, dv of attention_fwd given dout. `out` and `lse` are the
+/// forward's (both or neither; null: recomputed). Three kernels after that:
+/// delta = rowsum(dout * out) per query; dq with one block per query tile
+/// looping over key tiles; dk and dv with one block per key tile looping
+/// over query tiles. Each recomputes its probabilities from lse, so no
+/// output is reduced across blocks and nothing needs atomics. A query whose
+/// keys are all hidden has NaN gradients, which reach dk/dv of every key its
+/// block pairs with (all keys unless causal skips the tile).
+Status attention_bwd(const float *q, const float *k, const float *v,
+                     const float *dout, float *dq, float *dk, float *dv,
+                     int64_t batch, int64_t heads, int64_t tq, int64_t tk,
+                     int64_t d, int64_t dvDim, double scale, bool causal,
+                     KeyMask mask, const float *out, const float *lse,
+                     void *workspace, cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy over logits [rows, classes] and labels [rows]
+//===----------------------------------------------------------------------===//
+//
+// Labels may be int64 or int32. A label that is neither ignoreIndex nor in
+// [0, classes) is recorded in `error` (smallest such row) and its row is
+// treated as ignored.
+
+size_t cross_entropy_fwd_workspace_bytes(int64_t rows);
+
+/// *lossSum (device float) = sum over non-ignored rows of
+/// logsumexp(row) - row[label]; *count = their number. Per-row losses in
+/// double go to the workspace, then one block adds them in a fixed order.
+Status cross_entropy_fwd(const float *logits, const int64_t *labels,
+                         int64_t rows, int64_t classes, int64_t ignoreIndex,
+                         float *lossSum, float *count, void *workspace,
+                         int64_t *error, cudaStream_t stream);
+Status cross_entropy_fwd(const float *logits, const int32_t *labels,
+                         int64_t rows, int64_t classes, int64_t ignoreIndex,
+                         float *lossSum, float *count, void *workspace,
+                         int64_t *error, cudaStream_t stream);
+
+/// dlogits = (softmax(row) - onehot(label)) * *lossSumGrad (a device
+/// float), zero on ignored rows. The row's log-sum-exp is recomputed; the
+/// probabilities are never stored.
+Status cross_entropy_grad(const float *logits, const int64_t *labels,
+                          const float *lossSumGrad, float *dlogits,
+                          int64_t rows, int64_t classes, int64_t ignoreIndex,
+                          int64_t *error, cudaStream_t stream);
+Status cross_entropy_grad(const float *logits, const int32_t *labels,
+                          const float *lossSumGrad, float *dlogits,
+                          int64_t rows, int64_t classes, int64_t ignoreIndex,
+                          int64_t *error, cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// Embedding (ids int64 or int32)
+//===----------------------------------------------------------------------===//
+
+/// out[j] = table[ids[j]] (bit-identical copy). An id outside [0, vocab)
+/// is recorded in `error` and its output row is zero.
+Status gather_rows(const float *table, const int64_t *ids, int64_t n,
+                   int64_t vocab, int64_t dim, float *out, int64_t *error,
+                   cudaStream_t stream);
+Status gather_rows(const float *table, const int32_t *ids, int64_t n,
+                   int64_t vocab, int64_t dim, float *out, int64_t *error,
+                   cudaStream_t stream);
+
+size_t scatter_add_rows_workspace_bytes(int64_t n, int64_t vocab);
+
+/// dtable = 0, then dtable[ids[j]] += dy[j] in order of j (negative ids
+/// count from the end), bit-identical to the CPU kernel. Deterministic
+/// without atomics: the (id, j) pairs are radix-sorted by id (stable, so j
+/// stays in order within an id), then one block per distinct id adds its
+/// rows of dy in float in order of j. An id outside [-vocab, vocab) is
+/// recorded in `error` and skipped (the CPU kernel writes nothing then).
+Status scatter_add_rows(const int64_t *ids, const float *dy, int64_t n,
+                        int64_t vocab, int64_t dim, float *dtable,
+                        void *workspace, int64_t *error, cudaStream_t stream);
+Status scatter_add_rows(const int32_t *ids, const float *dy, int64_t n,
+                        int64_t vocab, int64_t dim, float *dtable,
+                        void *workspace, int64_t *error, cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// Dropout (the mask of include/tcc/Interp/DropoutHash.h)
+//===----------------------------------------------------------------------===//
+
+/// y = keep ? x * (1 / (1 - ratio)) : 0 with keep = dropoutKeep(seed', i),
+/// seed' = dropoutSeed(seed, *offset) when offset (device int64) is not
+/// null, else seed; mask (uint8, may be null) receives keep. Bit-identical
+/// to the CPU backend's dropout. ratio in [0, 1).
+Status dropout(const float *x, float *y, uint8_t *mask, int64_t n,
+               double ratio, uint64_t seed, const int64_t *offset,
+               cudaStream_t stream);
+Status dropout(const double *x, double *y, uint8_t *mask, int64_t n,
+               double ratio, uint64_t seed, const int64_t *offset,
+               cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates: torch 1.13's formulas op by op, as the CPU kernels
+//===----------------------------------------------------------------------===//
+//
+// Every rounding of the CPU kernels is reproduced with explicit
+// __fmaf_rn / __fmul_rn / __fadd_rn / __fdiv_rn / __fsqrt_rn, so the
+// updates are bit-identical to the CPU kernels given the same float scalars.
+// The learning rate (double) and AdamW's step (int64) are device values; the
+// bias corrections pow(beta, step) are computed in double on the device and
+// can differ from glibc's in the last bit of a double, which shows in the
+// float results only in rare ties.
+
+/// One SGD step on n elements; buf / newBuf used iff momentum != 0. Outputs
+/// may alias the matching inputs.
+Status sgd_update(const float *param, const float *grad, const float *buf,
+                  float *newParam, float *newBuf, int64_t n, const double *lr,
+                  double momentum, double weightDecay, bool nesterov,
+                  cudaStream_t stream);
+
+/// One AdamW step on n elements. With *step < 1 nothing is written and
+/// `error` (if not null) receives 0.
+Status adamw_update(const float *param, const float *grad,
+                    const float *expAvg, const float *expAvgSq,
+                    float *newParam, float *newExpAvg, float *newExpAvgSq,
+                    int64_t n, const double *lr, const int64_t *step,
+                    double beta1, double beta2, double eps,
+                    double weightDecay, int64_t *error, cudaStream_t stream);
+
+/// One tensor of a multi-tensor AdamW update (device pointers; the outputs
+/// may equal the inputs for an in-place update).
+struct AdamwTensor {
+  const float *param;
+  const float *grad;
+  const float *expAvg;
+  const float *expAvgSq;
+  float *newParam;
+  float *newExpAvg;
+  float *newExpAvgSq;
+  int64_t n;
+};
+
+/// Bytes of the device table describing `count` tensors.
+size_t adamw_table_bytes(int count);
+
+/// Writes the table for `tensors` (host array) into `hostTable` (host
+/// memory of adamw_table_bytes(count)) and returns its number of chunks;
+/// the caller copies the table to the device once (the runtime at load
+/// time: arena addresses do not move).
+int64_t adamw_build_table(const AdamwTensor *tensors, int count,
+                          void *hostTable);
+
+/// The AdamW step of every tensor of the table in one launch: the tensors
+/// are cut into chunks of 16384 elements and a grid-stride loop of blocks
+/// walks the chunks (16-byte accesses where a tensor's pointers allow).
+/// Same arithmetic and `error` rule as adamw_update.
+Status adamw_update_multi(const void *deviceTable, int count, int64_t chunks,
+                          const double *lr, const int64_t *step, double beta1,
+                          double beta2, double eps, double weightDecay,
+                          int64_t *error, cudaStream_t stream);
+
+} // namespace tcc::cuda
+
+#endif // TCC_RUNTIME_KERNELS_CUDA_CUDA_KERNELS_H

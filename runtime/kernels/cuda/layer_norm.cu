@@ -1,0 +1,317 @@
+// Layer norm forward and backward over contiguous rows, with the CPU
+// kernel's arithmetic (runtime/kernels/cpu/layer_norm.cpp): two-pass
+// statistics in double, the forward's normalisation in float from float
+// mean and rstd (explicitly rounded, no contraction), the backward's dx in
+// double. dscale / dbias are column sums over all rows, done without
+// atomics in two kernels: per (column tile, chunk of rows) partial sums into
+// the workspace, then a per-column sum of the chunks in order. The chunking
+// depends on `rows` only, so the result is the same on every run.
+#include "kernels/cuda/common.cuh"
+
+#include <algorithm>
+
+namespace tcc::cuda {
+namespace {
+using namespace detail;
+
+/// Mean and rstd of a row (two passes: sum, then centred squares).
+template <int TPR, int VEC>
+__device__ __forceinline__ void rowStats(const float *xr, int64_t len,
+                                         double eps, int t, bool valid,
+                                         RowScratch<TPR> &scratch,
+                                         double &mean, double &rstd) {
+  double sum = 0;
+  if (valid)
+    for (int64_t c = int64_t(t) * VEC; c < len; c += TPR * VEC) {
+      float v[VEC];
+      loadVec<VEC>(xr + c, v);
+#pragma unroll
+      for (int u = 0; u < VEC; ++u)
+        sum += v[u];
+    }
+  mean = groupSum<TPR>(sum, scratch) / double(len);
+  double sq = 0;
+  if (valid)
+    for (int64_t c = int64_t(t) * VEC; c < len; c += TPR * VEC) {
+      float v[VEC];
+      loadVec<VEC>(xr + c, v);
+#pragma unroll
+      for (int u = 0; u < VEC; ++u) {
+        double dlt = v[u] - mean;
+        sq += dlt * dlt;
+      }
+    }
+  sq = groupSum<TPR>(sq, scratch);
+  rstd = 1.0 / sqrt(sq / double(len) + eps);
+}
+
+template <int TPR, int VEC>
+__global__ void __launch_bounds__(rowBlockThreads<TPR>())
+    layerNormFwdKernel(const float *x, const float *scale, const float *bias,
+                       float *y, float *mean, float *rstd, int64_t rows,
+                       int64_t len, double eps) {
+  __shared__ RowScratch<TPR> scratch;
+  RowPos<TPR> pos;
+  const bool valid = pos.row < rows;
+  const float *xr = x + (valid ? pos.row : 0) * len;
+  double m, s;
+  rowStats<TPR, VEC>(xr, len, eps, pos.t, valid, scratch, m, s);
+  if (!valid)
+    return;
+  const float mu = static_cast<float>(m), rs = static_cast<float>(s);
+  if (pos.t == 0) {
+    if (mean)
+      mean[pos.row] = mu;
+    if (rstd)
+      rstd[pos.row] = rs;
+  }
+  float *yr = y + pos.row * len;
+  for (int64_t c = int64_t(pos.t) * VEC; c < len; c += TPR * VEC) {
+    float v[VEC], sc[VEC], bi[VEC];
+    loadVec<VEC>(xr + c, v);
+    if (scale)
+      loadVec<VEC>(scale + c, sc);
+    if (bias)
+      loadVec<VEC>(bias + c, bi);
+#pragma unroll
+    for (int u = 0; u < VEC; ++u) {
+      float r = __fmul_rn(__fsub_rn(v[u], mu), rs);
+      if (scale)
+        r = __fmul_rn(r, sc[u]);
+      if (bias)
+        r = __fadd_rn(r, bi[u]);
+      v[u] = r;
+    }
+    storeVec<VEC>(yr + c, v);
+  }
+}
+
+/// dx per row; also stores the row's statistics (double) for the column
+/// kernel.
+template <int TPR, int VEC>
+__global__ void __launch_bounds__(rowBlockThreads<TPR>())
+    layerNormBwdRowKernel(const float *x, const float *scale, const float *dy,
+                          const float *mean, const float *rstd, float *dx,
+                          double *statMean, double *statRstd, int64_t rows,
+                          int64_t len, double eps) {
+  __shared__ RowScratch<TPR> scratch;
+  RowPos<TPR> pos;
+  const bool valid = pos.row < rows;
+  const int64_t base = (valid ? pos.row : 0) * len;
+  const float *xr = x + base, *gr = dy + base;
+  double mu, rs;
+  if (mean && rstd) {
+    mu = valid ? mean[pos.row] : 0.0;
+    rs = valid ? rstd[pos.row] : 0.0;
+  } else {
+    rowStats<TPR, VEC>(xr, len, eps, pos.t, valid, scratch, mu, rs);
+  }
+  double sumDxhat = 0, sumDxhatXhat = 0;
+  if (valid)
+    for (int64_t c = int64_t(pos.t) * VEC; c < len; c += TPR * VEC) {
+      float v[VEC], g[VEC], sc[VEC];
+      loadVec<VEC>(xr + c, v);
+      loadVec<VEC>(gr + c, g);
+      if (scale)
+        loadVec<VEC>(scale + c, sc);
+#pragma unroll
+      for (int u = 0; u < VEC; ++u) {
+        double xhat = (v[u] - mu) * rs;
+        double dxhat = static_cast<double>(g[u]) * (scale ? sc[u] : 1.0);
+        sumDxhat += dxhat;
+        sumDxhatXhat += dxhat * xhat;
+      }
+    }
+  const double a = groupSum<TPR>(sumDxhat, scratch) / double(len);
+  const double b = groupSum<TPR>(sumDxhatXhat, scratch) / double(len);
+  if (!valid)
+    return;
+  if (pos.t == 0) {
+    statMean[pos.row] = mu;
+    statRstd[pos.row] = rs;
+  }
+  float *dxr = dx + base;
+  for (int64_t c = int64_t(pos.t) * VEC; c < len; c += TPR * VEC) {
+    float v[VEC], g[VEC], sc[VEC], r[VEC];
+    loadVec<VEC>(xr + c, v);
+    loadVec<VEC>(gr + c, g);
+    if (scale)
+      loadVec<VEC>(scale + c, sc);
+#pragma unroll
+    for (int u = 0; u < VEC; ++u) {
+      double xhat = (v[u] - mu) * rs;
+      double dxhat = static_cast<double>(g[u]) * (scale ? sc[u] : 1.0);
+      r[u] = static_cast<float>(rs * (dxhat - a - xhat * b));
+    }
+    storeVec<VEC>(dxr + c, r);
+  }
+}
+
+constexpr int kColTile = 32;  // columns per block (one per lane)
+constexpr int kColLanes = 8;  // rows walked in parallel per column
+constexpr int kMaxChunks = 1024;
+constexpr int kMinRowsPerChunk = 64;
+
+struct Chunking {
+  int64_t chunks, rowsPerChunk;
+};
+
+Chunking chunking(int64_t rows) {
+  int64_t chunks =
+      std::min<int64_t>(kMaxChunks, std::max<int64_t>(1, ceilDiv(rows, kMinRowsPerChunk)));
+  return {chunks, std::max<int64_t>(1, ceilDiv(rows, chunks))};
+}
+
+/// Partial dscale / dbias of one column tile over one chunk of rows:
+/// partScale[chunk * len + col], partBias likewise.
+__global__ void __launch_bounds__(kColTile *kColLanes)
+    layerNormColumnPartialKernel(const float *x, const float *dy,
+                                 const double *statMean,
+                                 const double *statRstd, double *partScale,
+                                 double *partBias, int64_t rows, int64_t len,
+                                 int64_t rowsPerChunk, bool wantScale,
+                                 bool wantBias) {
+  __shared__ double sScale[kColLanes][kColTile], sBias[kColLanes][kColTile];
+  const int tx = threadIdx.x % kColTile, ty = threadIdx.x / kColTile;
+  const int64_t col = int64_t(blockIdx.x) * kColTile + tx;
+  const int64_t chunk = blockIdx.y;
+  const int64_t r0 = chunk * rowsPerChunk;
+  const int64_t r1 = r0 + rowsPerChunk < rows ? r0 + rowsPerChunk : rows;
+  double ds = 0, db = 0;
+  if (col < len)
+    for (int64_t r = r0 + ty; r < r1; r += kColLanes) {
+      float g = dy[r * len + col];
+      if (wantScale)
+        ds += g * ((x[r * len + col] - statMean[r]) * statRstd[r]);
+      db += g;
+    }
+  sScale[ty][tx] = ds;
+  sBias[ty][tx] = db;
+  __syncthreads();
+  if (ty == 0 && col < len) {
+    for (int i = 1; i < kColLanes; ++i) {
+      ds += sScale[i][tx];
+      db += sBias[i][tx];
+    }
+    if (wantScale)
+      partScale[chunk * len + col] = ds;
+    if (wantBias)
+      partBias[chunk * len + col] = db;
+  }
+}
+
+__global__ void layerNormColumnFinalKernel(const double *partScale,
+                                           const double *partBias,
+                                           float *dscale, float *dbias,
+                                           int64_t len, int64_t chunks) {
+  int64_t col = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (col >= len)
+    return;
+  if (dscale) {
+    double s = 0;
+    for (int64_t c = 0; c < chunks; ++c)
+      s += partScale[c * len + col];
+    dscale[col] = static_cast<float>(s);
+  }
+  if (dbias) {
+    double s = 0;
+    for (int64_t c = 0; c < chunks; ++c)
+      s += partBias[c * len + col];
+    dbias[col] = static_cast<float>(s);
+  }
+}
+
+struct BwdWorkspace {
+  double *statMean, *statRstd, *partScale, *partBias;
+  size_t bytes;
+};
+
+BwdWorkspace bwdWorkspace(void *base, int64_t rows, int64_t len) {
+  Chunking ch = chunking(rows);
+  size_t stats = roundUp256(sizeof(double) * size_t(rows));
+  size_t part = roundUp256(sizeof(double) * size_t(ch.chunks) * size_t(len));
+  char *p = static_cast<char *>(base);
+  BwdWorkspace w;
+  w.statMean = reinterpret_cast<double *>(p);
+  w.statRstd = reinterpret_cast<double *>(p + stats);
+  w.partScale = reinterpret_cast<double *>(p + 2 * stats);
+  w.partBias = reinterpret_cast<double *>(p + 2 * stats + part);
+  w.bytes = 2 * stats + 2 * part;
+  return w;
+}
+
+} // namespace
+
+Status layer_norm_fwd(const float *x, const float *scale, const float *bias,
+                      float *y, float *mean, float *rstd, int64_t rows,
+                      int64_t len, double eps, cudaStream_t stream) {
+  if (rows < 0 || len < 0)
+    return invalid();
+  if (rows == 0)
+    return 0;
+  if (len == 0) // statistics of an empty row are NaN, as in the CPU kernel
+    return invalid();
+  bool vec4 = len % 4 == 0 && aligned16(x) && aligned16(y) &&
+              (!scale || aligned16(scale)) && (!bias || aligned16(bias));
+  return dispatchRows(len, vec4, [&](auto tpr, auto vec) {
+    constexpr int TPR = decltype(tpr)::value, VEC = decltype(vec)::value;
+    layerNormFwdKernel<TPR, VEC>
+        <<<rowGrid<TPR>(rows), rowBlockThreads<TPR>(), 0, stream>>>(
+            x, scale, bias, y, mean, rstd, rows, len, eps);
+    return launched();
+  });
+}
+
+size_t layer_norm_bwd_workspace_bytes(int64_t rows, int64_t len) {
+  if (rows <= 0 || len <= 0)
+    return 0;
+  return bwdWorkspace(nullptr, rows, len).bytes;
+}
+
+Status layer_norm_bwd(const float *x, const float *scale, const float *dy,
+                      const float *mean, const float *rstd, float *dx,
+                      float *dscale, float *dbias, int64_t rows, int64_t len,
+                      double eps, void *workspace, cudaStream_t stream) {
+  if (rows < 0 || len < 0 || (len > 0 && rows > 0 && !workspace))
+    return invalid();
+  if (len == 0)
+    return 0;
+  if (rows == 0) {
+    // Column sums over no rows.
+    cudaError_t e = cudaSuccess;
+    if (dscale)
+      e = cudaMemsetAsync(dscale, 0, sizeof(float) * len, stream);
+    if (dbias && e == cudaSuccess)
+      e = cudaMemsetAsync(dbias, 0, sizeof(float) * len, stream);
+    return static_cast<Status>(e);
+  }
+  BwdWorkspace w = bwdWorkspace(workspace, rows, len);
+  bool haveStats = mean && rstd;
+  bool vec4 = len % 4 == 0 && aligned16(x) && aligned16(dy) &&
+              aligned16(dx) && (!scale || aligned16(scale));
+  Status st = dispatchRows(len, vec4, [&](auto tpr, auto vec) {
+    constexpr int TPR = decltype(tpr)::value, VEC = decltype(vec)::value;
+    layerNormBwdRowKernel<TPR, VEC>
+        <<<rowGrid<TPR>(rows), rowBlockThreads<TPR>(), 0, stream>>>(
+            x, scale, dy, haveStats ? mean : nullptr,
+            haveStats ? rstd : nullptr, dx, w.statMean, w.statRstd, rows, len,
+            eps);
+    return launched();
+  });
+  if (st || (!dscale && !dbias))
+    return st;
+  Chunking ch = chunking(rows);
+  dim3 grid(static_cast<unsigned>(ceilDiv(len, kColTile)),
+            static_cast<unsigned>(ch.chunks));
+  layerNormColumnPartialKernel<<<grid, kColTile * kColLanes, 0, stream>>>(
+      x, dy, w.statMean, w.statRstd, w.partScale, w.partBias, rows, len,
+      ch.rowsPerChunk, dscale != nullptr, dbias != nullptr);
+  if ((st = launched()))
+    return st;
+  layerNormColumnFinalKernel<<<static_cast<unsigned>(ceilDiv(len, 256)), 256,
+                               0, stream>>>(w.partScale, w.partBias, dscale,
+                                            dbias, len, ch.chunks);
+  return launched();
+}
+
+} // namespace tcc::cuda

@@ -1,0 +1,261 @@
+// SGD and AdamW with the CPU kernels' roundings (runtime/kernels/cpu/
+// optimizer.cpp, torch 1.13's _single_tensor_sgd / _single_tensor_adamw):
+// every float operation is an explicitly rounded intrinsic, so nvcc cannot
+// contract or reorder anything, and the double scalars are computed with
+// explicitly rounded double operations as the CPU does with
+// -ffp-contract=off. The multi-tensor AdamW walks a table of tensors cut
+// into fixed chunks: one launch for all parameters.
+#include "kernels/cuda/common.cuh"
+
+#include <cstring>
+
+namespace tcc::cuda {
+namespace {
+using namespace detail;
+
+constexpr int kThreads = 256;
+constexpr int64_t kChunk = 16384; // elements per chunk of the multi-tensor walk
+
+struct AdamwScalars {
+  float decay, b1, b2, oneMinusB1, oneMinusB2, bc2Sqrt, eps, negStep;
+};
+
+/// The CPU kernel's host-side scalars, from the device lr and step.
+__device__ __forceinline__ AdamwScalars adamwScalars(double lr, int64_t step,
+                                                     double beta1,
+                                                     double beta2, double eps,
+                                                     double weightDecay) {
+  const double t = double(step);
+  const double biasCorrection1 = __dsub_rn(1.0, pow(beta1, t));
+  const double biasCorrection2 = __dsub_rn(1.0, pow(beta2, t));
+  const double stepSize = __ddiv_rn(lr, biasCorrection1);
+  AdamwScalars s;
+  s.decay = static_cast<float>(__dsub_rn(1.0, __dmul_rn(lr, weightDecay)));
+  s.b1 = static_cast<float>(beta1);
+  s.b2 = static_cast<float>(beta2);
+  s.oneMinusB1 = static_cast<float>(__dsub_rn(1.0, beta1));
+  s.oneMinusB2 = static_cast<float>(__dsub_rn(1.0, beta2));
+  s.bc2Sqrt = static_cast<float>(__dsqrt_rn(biasCorrection2));
+  s.eps = static_cast<float>(eps);
+  s.negStep = static_cast<float>(-stepSize);
+  return s;
+}
+
+struct AdamwOut {
+  float p, m, v;
+};
+
+__device__ __forceinline__ AdamwOut adamwElement(const AdamwScalars &s,
+                                                 float param, float g,
+                                                 float expAvg,
+                                                 float expAvgSq) {
+  AdamwOut o;
+  const float p = __fmul_rn(param, s.decay);
+  o.m = __fmaf_rn(g, s.oneMinusB1, __fmul_rn(expAvg, s.b1));
+  o.v = __fmaf_rn(__fmul_rn(s.oneMinusB2, g), g, __fmul_rn(expAvgSq, s.b2));
+  const float denom =
+      __fadd_rn(__fdiv_rn(__fsqrt_rn(o.v), s.bc2Sqrt), s.eps);
+  o.p = __fadd_rn(p, __fdiv_rn(__fmul_rn(s.negStep, o.m), denom));
+  return o;
+}
+
+/// Elements [begin, end) of one tensor; 16-byte accesses when `vec`
+/// (begin a multiple of 4 and every pointer 16-byte aligned).
+__device__ __forceinline__ void adamwRange(const AdamwScalars &s,
+                                           const AdamwTensor &t, int64_t begin,
+                                           int64_t end, int64_t tid,
+                                           int64_t stride, bool vec) {
+  int64_t i = begin;
+  if (vec) {
+    const int64_t quads = (end - begin) / 4;
+    for (int64_t qd = tid; qd < quads; qd += stride) {
+      const int64_t e = begin + qd * 4;
+      float p[4], g[4], m[4], v[4];
+      loadVec<4>(t.param + e, p);
+      loadVec<4>(t.grad + e, g);
+      loadVec<4>(t.expAvg + e, m);
+      loadVec<4>(t.expAvgSq + e, v);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        AdamwOut o = adamwElement(s, p[u], g[u], m[u], v[u]);
+        p[u] = o.p;
+        m[u] = o.m;
+        v[u] = o.v;
+      }
+      storeVec<4>(t.newParam + e, p);
+      storeVec<4>(t.newExpAvg + e, m);
+      storeVec<4>(t.newExpAvgSq + e, v);
+    }
+    i = begin + quads * 4;
+  }
+  for (int64_t e = i + tid; e < end; e += stride) {
+    AdamwOut o = adamwElement(s, t.param[e], t.grad[e], t.expAvg[e],
+                              t.expAvgSq[e]);
+    t.newParam[e] = o.p;
+    t.newExpAvg[e] = o.m;
+    t.newExpAvgSq[e] = o.v;
+  }
+}
+
+__device__ __forceinline__ bool tensorAligned(const AdamwTensor &t) {
+  uintptr_t bits = reinterpret_cast<uintptr_t>(t.param) |
+                   reinterpret_cast<uintptr_t>(t.grad) |
+                   reinterpret_cast<uintptr_t>(t.expAvg) |
+                   reinterpret_cast<uintptr_t>(t.expAvgSq) |
+                   reinterpret_cast<uintptr_t>(t.newParam) |
+                   reinterpret_cast<uintptr_t>(t.newExpAvg) |
+                   reinterpret_cast<uintptr_t>(t.newExpAvgSq);
+  return (bits & 15u) == 0;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    adamwKernel(AdamwTensor t, const double *lr, const int64_t *step,
+                double beta1, double beta2, double eps, double weightDecay,
+                int64_t *error) {
+  const int64_t st = *step;
+  if (st < 1) {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+      recordError(error, 0);
+    return;
+  }
+  const AdamwScalars s = adamwScalars(*lr, st, beta1, beta2, eps, weightDecay);
+  adamwRange(s, t, 0, t.n, int64_t(blockIdx.x) * blockDim.x + threadIdx.x,
+             int64_t(gridDim.x) * blockDim.x, tensorAligned(t));
+}
+
+/// Table: `count` AdamwTensor, then count + 1 chunk offsets (int64): tensor
+/// i owns chunks [start[i], start[i + 1]).
+__global__ void __launch_bounds__(kThreads)
+    adamwMultiKernel(const AdamwTensor *tensors, const int64_t *chunkStart,
+                     int count, int64_t chunks, const double *lr,
+                     const int64_t *step, double beta1, double beta2,
+                     double eps, double weightDecay, int64_t *error) {
+  const int64_t st = *step;
+  if (st < 1) {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+      recordError(error, 0);
+    return;
+  }
+  const AdamwScalars s = adamwScalars(*lr, st, beta1, beta2, eps, weightDecay);
+  for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+    // The tensor owning chunk c: the last i with chunkStart[i] <= c.
+    int lo = 0, hi = count - 1;
+    while (lo < hi) {
+      int mid = (lo + hi + 1) / 2;
+      if (chunkStart[mid] <= c)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    const AdamwTensor t = tensors[lo];
+    const int64_t begin = (c - chunkStart[lo]) * kChunk;
+    const int64_t end = begin + kChunk < t.n ? begin + kChunk : t.n;
+    adamwRange(s, t, begin, end, threadIdx.x, blockDim.x, tensorAligned(t));
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    sgdKernel(const float *param, const float *grad, const float *buf,
+              float *newParam, float *newBuf, int64_t n, const double *lr,
+              double momentum, double weightDecay, bool nesterov) {
+  const bool useBuf = momentum != 0;
+  const float wd = float(weightDecay), mom = float(momentum),
+              negLr = float(-*lr);
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float p = param[i], d = grad[i];
+    if (weightDecay != 0)
+      d = __fmaf_rn(p, wd, d);
+    if (useBuf) {
+      float b = __fmaf_rn(d, 1.0f, __fmul_rn(buf[i], mom));
+      newBuf[i] = b;
+      d = nesterov ? __fmaf_rn(b, mom, d) : b;
+    }
+    newParam[i] = __fmaf_rn(d, negLr, p);
+  }
+}
+
+unsigned elementwiseBlocks(int64_t n, int perThread) {
+  int64_t blocks = ceilDiv(n, int64_t(kThreads) * perThread);
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 8192 ? 8192 : blocks);
+}
+
+size_t tableOffsets(int count) {
+  return roundUp256(sizeof(AdamwTensor) * size_t(count));
+}
+
+} // namespace
+
+Status sgd_update(const float *param, const float *grad, const float *buf,
+                  float *newParam, float *newBuf, int64_t n, const double *lr,
+                  double momentum, double weightDecay, bool nesterov,
+                  cudaStream_t stream) {
+  if (n < 0 || (momentum != 0 && (!buf || !newBuf)))
+    return invalid();
+  if (n == 0)
+    return 0;
+  sgdKernel<<<elementwiseBlocks(n, 1), kThreads, 0, stream>>>(
+      param, grad, buf, newParam, newBuf, n, lr, momentum, weightDecay,
+      nesterov);
+  return launched();
+}
+
+Status adamw_update(const float *param, const float *grad,
+                    const float *expAvg, const float *expAvgSq,
+                    float *newParam, float *newExpAvg, float *newExpAvgSq,
+                    int64_t n, const double *lr, const int64_t *step,
+                    double beta1, double beta2, double eps,
+                    double weightDecay, int64_t *error, cudaStream_t stream) {
+  if (n < 0)
+    return invalid();
+  if (n == 0)
+    return 0;
+  AdamwTensor t{param, grad, expAvg, expAvgSq, newParam, newExpAvg,
+                newExpAvgSq, n};
+  adamwKernel<<<elementwiseBlocks(n, 4), kThreads, 0, stream>>>(
+      t, lr, step, beta1, beta2, eps, weightDecay, error);
+  return launched();
+}
+
+size_t adamw_table_bytes(int count) {
+  return count <= 0 ? 0
+                    : tableOffsets(count) + sizeof(int64_t) * size_t(count + 1);
+}
+
+int64_t adamw_build_table(const AdamwTensor *tensors, int count,
+                          void *hostTable) {
+  if (count <= 0)
+    return 0;
+  char *p = static_cast<char *>(hostTable);
+  std::memcpy(p, tensors, sizeof(AdamwTensor) * size_t(count));
+  int64_t *start = reinterpret_cast<int64_t *>(p + tableOffsets(count));
+  int64_t chunks = 0;
+  for (int i = 0; i < count; ++i) {
+    start[i] = chunks;
+    chunks += ceilDiv(tensors[i].n < 0 ? 0 : tensors[i].n, kChunk);
+  }
+  start[count] = chunks;
+  return chunks;
+}
+
+Status adamw_update_multi(const void *deviceTable, int count, int64_t chunks,
+                          const double *lr, const int64_t *step, double beta1,
+                          double beta2, double eps, double weightDecay,
+                          int64_t *error, cudaStream_t stream) {
+  if (count < 0 || chunks < 0 || (count > 0 && !deviceTable))
+    return invalid();
+  if (count == 0 || chunks == 0)
+    return 0;
+  const char *p = static_cast<const char *>(deviceTable);
+  const auto *tensors = reinterpret_cast<const AdamwTensor *>(p);
+  const auto *start =
+      reinterpret_cast<const int64_t *>(p + tableOffsets(count));
+  const unsigned blocks =
+      static_cast<unsigned>(chunks < 65535 ? chunks : 65535);
+  adamwMultiKernel<<<blocks, kThreads, 0, stream>>>(
+      tensors, start, count, chunks, lr, step, beta1, beta2, eps, weightDecay,
+      error);
+  return launched();
+}
+
+} // namespace tcc::cuda
