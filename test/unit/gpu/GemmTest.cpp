@@ -1,0 +1,153 @@
+// GemmPlan (runtime/kernels/cuda/gemm.h) against a float64 reference: every
+// transpose combination, batches with strides (and a broadcast operand),
+// beta 0 with a NaN-poisoned C (must not propagate) and beta != 0, each
+// epilogue, full fp32 and TF32.
+//
+// Tolerances (|got - ref| <= tol * (|ref| + max|ref|)): fp32 1e-5, TF32
+// 2e-3 (a 10-bit mantissa per product), the GELU epilogue 2e-3 as well
+// (cuBLASLt may evaluate tanh approximately). Without a GPU every test
+// prints "no CUDA device: skipped" and skips.
+#include "GpuTestUtil.h"
+
+#include "kernels/cuda/gemm.h"
+
+namespace tcc::gputest {
+namespace {
+
+namespace cu = tcc::cuda;
+using Gemm = GpuTest;
+
+struct GemmCase {
+  bool transA, transB;
+  int64_t m, n, k, batch;
+  bool broadcastB;
+};
+
+const GemmCase kCases[] = {
+    {false, false, 1, 1, 1, 1, false},     {false, false, 37, 53, 71, 1, false},
+    {true, false, 64, 48, 100, 1, false},  {false, true, 33, 65, 17, 1, false},
+    {true, true, 128, 96, 64, 1, false},   {false, true, 17, 19, 32, 4, false},
+    {false, false, 20, 24, 28, 3, true},   {true, false, 9, 300, 257, 2, false},
+};
+
+double geluTanh(double x) {
+  const double k = 0.7978845608028654; // sqrt(2 / pi)
+  return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+void runCase(const cu::GemmContext &ctx, const GemmCase &g,
+             cu::Epilogue epi, bool tf32, float beta) {
+  const std::string name =
+      std::string(g.transA ? "T" : "N") + (g.transB ? "T" : "N") + " m" +
+      std::to_string(g.m) + " n" + std::to_string(g.n) + " k" +
+      std::to_string(g.k) + " batch" + std::to_string(g.batch) +
+      (g.broadcastB ? " broadcastB" : "") + " " + cu::epilogueName(epi) +
+      (tf32 ? " tf32" : " fp32") + " beta " + std::to_string(beta);
+  SCOPED_TRACE(name);
+  cu::GemmDesc d;
+  d.transA = g.transA;
+  d.transB = g.transB;
+  d.m = g.m;
+  d.n = g.n;
+  d.k = g.k;
+  d.batch = g.batch;
+  d.strideA = g.m * g.k;
+  d.strideB = g.broadcastB ? 0 : g.k * g.n;
+  d.strideC = g.m * g.n;
+  d.epilogue = epi;
+  d.allowTF32 = tf32;
+  std::string error;
+  std::unique_ptr<cu::GemmPlan> plan = cu::GemmPlan::create(ctx, d, &error);
+  if (!plan && epi == cu::Epilogue::BGradB) {
+    std::printf("%s: not supported by this cuBLASLt (%s)\n", name.c_str(),
+                error.c_str());
+    return;
+  }
+  ASSERT_TRUE(plan) << error;
+
+  const int64_t bB = g.broadcastB ? 1 : g.batch;
+  std::vector<float> a = randomNormal(g.batch * g.m * g.k, 1 + g.m);
+  std::vector<float> b = randomNormal(bB * g.k * g.n, 2 + g.n);
+  std::vector<float> c0 = randomNormal(g.batch * g.m * g.n, 3);
+  const bool rowBias = epi == cu::Epilogue::BGradB;
+  std::vector<float> bias = randomNormal(rowBias ? g.m : g.n, 4);
+  const float alpha = 0.75f;
+
+  std::vector<double> ref(c0.size()), refBias(g.m, 0.0);
+  for (int64_t t = 0; t < g.batch; ++t)
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        double s = 0;
+        for (int64_t l = 0; l < g.k; ++l) {
+          double av = g.transA ? a[t * g.m * g.k + l * g.m + i]
+                               : a[t * g.m * g.k + i * g.k + l];
+          int64_t bt = g.broadcastB ? 0 : t;
+          double bv = g.transB ? b[bt * g.k * g.n + j * g.k + l]
+                               : b[bt * g.k * g.n + l * g.n + j];
+          s += av * bv;
+        }
+        double x = alpha * s;
+        if (beta != 0)
+          x += double(beta) * c0[t * g.m * g.n + i * g.n + j];
+        if (epi == cu::Epilogue::Bias)
+          x += bias[j];
+        if (epi == cu::Epilogue::GeluBias)
+          x = geluTanh(x + bias[j]);
+        ref[t * g.m * g.n + i * g.n + j] = x;
+      }
+  if (rowBias)
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t l = 0; l < g.k; ++l)
+        refBias[i] += g.transA ? a[l * g.m + i] : a[i * g.k + l];
+
+  DevBuf<float> da(a), db(b), dc(c0.size()), dbias(bias);
+  if (beta != 0)
+    dc.upload(c0); // else C stays poisoned: NaN must not reach the result
+  if (rowBias)
+    dbias.poison();
+  DevBytes ws(plan->workspaceBytes());
+  checkStatus(plan->run(da.get(), db.get(), dc.get(), alpha, beta,
+                        epi == cu::Epilogue::None ? nullptr : dbias.get(),
+                        ws.get(), nullptr),
+              "GemmPlan::run");
+  const double tol =
+      tf32 || epi == cu::Epilogue::GeluBias ? 2e-3 : 1e-5;
+  expectClose(dc.download(), ref, tol, "C");
+  if (rowBias)
+    expectClose(dbias.download(), refBias, tol, "bias gradient");
+}
+
+TEST_F(Gemm, EveryLayoutEpilogueAndPrecision) {
+  std::string error;
+  std::unique_ptr<cu::GemmContext> ctx = cu::GemmContext::create(&error);
+  ASSERT_TRUE(ctx) << error;
+  for (const GemmCase &g : kCases)
+    for (bool tf32 : {false, true}) {
+      runCase(*ctx, g, cu::Epilogue::None, tf32, 0.0f);
+      runCase(*ctx, g, cu::Epilogue::None, tf32, 0.5f);
+      if (g.batch == 1) {
+        runCase(*ctx, g, cu::Epilogue::Bias, tf32, 0.0f);
+        runCase(*ctx, g, cu::Epilogue::GeluBias, tf32, 0.0f);
+        runCase(*ctx, g, cu::Epilogue::BGradB, tf32, 0.0f);
+      }
+    }
+}
+
+TEST_F(Gemm, BadShapesAreRefused) {
+  std::string error;
+  std::unique_ptr<cu::GemmContext> ctx = cu::GemmContext::create(&error);
+  ASSERT_TRUE(ctx) << error;
+  cu::GemmDesc d;
+  d.m = 4;
+  d.n = 4;
+  d.k = 0;
+  EXPECT_FALSE(cu::GemmPlan::create(*ctx, d, &error));
+  EXPECT_NE(error.find("k"), std::string::npos) << error;
+  d.k = 4;
+  d.batch = 2;
+  d.strideC = 3; // batches of C would overlap
+  EXPECT_FALSE(cu::GemmPlan::create(*ctx, d, &error));
+}
+
+} // namespace
+} // namespace tcc::gputest

@@ -1,0 +1,915 @@
+// The CUDA library kernels (runtime/kernels/cuda) against float64 references
+// computed here on the host, on random inputs of several shapes (row
+// lengths across the one-warp / 128-thread / 512-thread row kernels, odd
+// lengths that take the scalar path, sequence lengths that are not multiples
+// of the attention tiles), with every output poisoned with NaN before the
+// launch. Kernels the header calls bit-identical (embedding, dropout,
+// optimizers) are compared bit for bit with the CPU kernels; every
+// reduction is also run twice and must give the same bits.
+//
+// Tolerances (|got - ref| <= tol * (|ref| + max|ref|), see expectClose):
+//   softmax family, layer norm, cross-entropy  1e-5
+//   attention forward                          2e-5 (fp32 FMA dot products)
+//   attention backward                         5e-5 (recomputed P, dP - delta;
+//                                              scale at least 1: dq, dk
+//                                              cancel to ~0 from O(1) terms)
+// Without a GPU every test prints "no CUDA device: skipped" and skips.
+#include "GpuTestUtil.h"
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cuda/cuda_kernels.h"
+
+#include "DropoutHash.h"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+
+namespace tcc::gputest {
+namespace {
+
+namespace cu = tcc::cuda;
+using Gpu = GpuTest;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+//===----------------------------------------------------------------------===//
+// Softmax family
+//===----------------------------------------------------------------------===//
+
+/// Double softmax / log_softmax of one row with the CPU kernels' NaN rules.
+std::vector<double> refSoftmaxRow(const float *x, int64_t len, bool log) {
+  std::vector<double> y(len);
+  double m = -kInf;
+  bool nan = false;
+  for (int64_t j = 0; j < len; ++j) {
+    nan |= std::isnan(x[j]);
+    if (!std::isnan(x[j]))
+      m = std::max(m, double(x[j]));
+  }
+  if (nan || std::isinf(m)) {
+    std::fill(y.begin(), y.end(), kNaN);
+    return y;
+  }
+  double s = 0;
+  for (int64_t j = 0; j < len; ++j)
+    s += std::exp(double(x[j]) - m);
+  for (int64_t j = 0; j < len; ++j)
+    y[j] = log ? double(x[j]) - m - std::log(s) : std::exp(double(x[j]) - m) / s;
+  return y;
+}
+
+struct RowShape {
+  int64_t rows, len;
+  size_t offset; // elements of misalignment of every buffer
+};
+
+const RowShape kRowShapes[] = {
+    {1, 1, 0},     {3, 7, 0},    {17, 128, 0},  {5, 129, 0}, {9, 64, 1},
+    {4, 1000, 0},  {3, 2049, 0}, {2, 5000, 0},  {2, 5001, 0}, {33, 2048, 0},
+};
+
+TEST_F(Gpu, SoftmaxAndLogSoftmaxRows) {
+  for (const RowShape &s : kRowShapes)
+    for (bool log : {false, true}) {
+      SCOPED_TRACE("rows " + std::to_string(s.rows) + " len " +
+                   std::to_string(s.len) + (log ? " log" : ""));
+      std::vector<float> x = randomNormal(s.rows * s.len, 7 + s.len, 3.0f);
+      if (s.rows >= 3 && s.len >= 2) {
+        x[0 * s.len + s.len / 2] = NAN; // row 0: a NaN
+        for (int64_t j = 0; j < s.len; ++j)
+          x[1 * s.len + j] = -INFINITY; // row 1: all -inf
+        x[2 * s.len] = INFINITY;        // row 2: a +inf
+      }
+      std::vector<double> ref;
+      for (int64_t r = 0; r < s.rows; ++r) {
+        std::vector<double> y = refSoftmaxRow(&x[r * s.len], s.len, log);
+        ref.insert(ref.end(), y.begin(), y.end());
+      }
+      DevBuf<float> dx(x, s.offset), dy(x.size(), s.offset);
+      auto run = [&] {
+        dy.poison();
+        checkStatus(log ? cu::log_softmax_rows(dx.get(), dy.get(), s.rows,
+                                               s.len, nullptr)
+                        : cu::softmax_rows(dx.get(), dy.get(), s.rows, s.len,
+                                           nullptr),
+                    "softmax");
+        return dy.download();
+      };
+      std::vector<float> got = run();
+      expectClose(got, ref, 1e-5, log ? "log_softmax" : "softmax");
+      expectBitEqual(got, run(), "second run");
+      // In place.
+      checkStatus(log ? cu::log_softmax_rows(dx.get(), dx.get(), s.rows,
+                                             s.len, nullptr)
+                      : cu::softmax_rows(dx.get(), dx.get(), s.rows, s.len,
+                                         nullptr),
+                  "softmax in place");
+      expectBitEqual(dx.download(), got, "in place");
+    }
+}
+
+TEST_F(Gpu, SoftmaxGradRows) {
+  for (const RowShape &s : kRowShapes)
+    for (bool log : {false, true}) {
+      SCOPED_TRACE("rows " + std::to_string(s.rows) + " len " +
+                   std::to_string(s.len) + (log ? " log" : ""));
+      std::vector<float> x = randomNormal(s.rows * s.len, 11 + s.len, 2.0f);
+      std::vector<float> g = randomNormal(s.rows * s.len, 13 + s.len);
+      // y: the forward's output, as the op receives it.
+      std::vector<float> y(x.size());
+      if (log)
+        cpu::log_softmax_rows(x.data(), y.data(), s.rows, s.len);
+      else
+        cpu::softmax_rows(x.data(), y.data(), s.rows, s.len);
+      std::vector<double> ref(x.size());
+      for (int64_t r = 0; r < s.rows; ++r) {
+        double sum = 0;
+        for (int64_t j = 0; j < s.len; ++j)
+          sum += log ? double(g[r * s.len + j])
+                     : double(g[r * s.len + j]) * y[r * s.len + j];
+        for (int64_t j = 0; j < s.len; ++j) {
+          size_t i = r * s.len + j;
+          ref[i] = log ? g[i] - std::exp(double(y[i])) * sum
+                       : double(y[i]) * (g[i] - sum);
+        }
+      }
+      DevBuf<float> dy_(y, s.offset), dg(g, s.offset), dx(x.size(), s.offset);
+      auto run = [&] {
+        dx.poison();
+        checkStatus(log ? cu::log_softmax_grad_rows(dy_.get(), dg.get(),
+                                                    dx.get(), s.rows, s.len,
+                                                    nullptr)
+                        : cu::softmax_grad_rows(dy_.get(), dg.get(), dx.get(),
+                                                s.rows, s.len, nullptr),
+                    "softmax grad");
+        return dx.download();
+      };
+      std::vector<float> got = run();
+      expectClose(got, ref, 1e-5, "softmax grad");
+      expectBitEqual(got, run(), "second run");
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Layer norm
+//===----------------------------------------------------------------------===//
+
+const RowShape kNormShapes[] = {
+    {1, 1, 0},   {7, 33, 0},    {64, 768, 0}, {130, 64, 0},
+    {3, 3000, 0}, {1000, 16, 0}, {40, 128, 1}, {300, 2500, 0},
+};
+
+TEST_F(Gpu, LayerNormForward) {
+  const double eps = 1e-5;
+  for (const RowShape &s : kNormShapes)
+    for (int affine = 0; affine < 3; ++affine) { // none, scale, scale + bias
+      SCOPED_TRACE("rows " + std::to_string(s.rows) + " len " +
+                   std::to_string(s.len) + " affine " + std::to_string(affine));
+      std::vector<float> x = randomNormal(s.rows * s.len, 17 + s.len, 2.0f);
+      for (float &v : x)
+        v += 5.0f; // an offset the centred variance must not cancel
+      std::vector<float> sc = randomNormal(s.len, 19), bi = randomNormal(s.len, 23);
+      std::vector<double> ref(x.size()), refMean(s.rows), refRstd(s.rows);
+      for (int64_t r = 0; r < s.rows; ++r) {
+        double sum = 0, sq = 0;
+        for (int64_t j = 0; j < s.len; ++j)
+          sum += x[r * s.len + j];
+        double mean = sum / s.len;
+        for (int64_t j = 0; j < s.len; ++j)
+          sq += (x[r * s.len + j] - mean) * (x[r * s.len + j] - mean);
+        double rstd = 1 / std::sqrt(sq / s.len + eps);
+        refMean[r] = mean;
+        refRstd[r] = rstd;
+        for (int64_t j = 0; j < s.len; ++j) {
+          double v = (x[r * s.len + j] - mean) * rstd;
+          if (affine >= 1)
+            v *= sc[j];
+          if (affine >= 2)
+            v += bi[j];
+          ref[r * s.len + j] = v;
+        }
+      }
+      DevBuf<float> dx(x, s.offset), dsc(sc, s.offset), dbi(bi, s.offset),
+          dy(x.size(), s.offset), dmean(s.rows), drstd(s.rows);
+      auto run = [&] {
+        dy.poison();
+        dmean.poison();
+        drstd.poison();
+        checkStatus(cu::layer_norm_fwd(dx.get(), affine >= 1 ? dsc.get() : nullptr,
+                                       affine >= 2 ? dbi.get() : nullptr,
+                                       dy.get(), dmean.get(), drstd.get(),
+                                       s.rows, s.len, eps, nullptr),
+                    "layer_norm_fwd");
+        return dy.download();
+      };
+      std::vector<float> got = run();
+      expectClose(got, ref, 1e-5, "y");
+      expectClose(dmean.download(), refMean, 1e-6, "mean");
+      expectClose(drstd.download(), refRstd, 1e-6, "rstd");
+      expectBitEqual(got, run(), "second run");
+    }
+}
+
+TEST_F(Gpu, LayerNormBackward) {
+  const double eps = 1e-5;
+  for (const RowShape &s : kNormShapes)
+    for (int variant = 0; variant < 4; ++variant) {
+      // bit 0: scale given; bit 1: the forward's mean / rstd given.
+      const bool withScale = variant & 1, withStats = variant & 2;
+      SCOPED_TRACE("rows " + std::to_string(s.rows) + " len " +
+                   std::to_string(s.len) + " variant " + std::to_string(variant));
+      std::vector<float> x = randomNormal(s.rows * s.len, 29 + s.len, 2.0f);
+      std::vector<float> g = randomNormal(s.rows * s.len, 31 + s.len);
+      std::vector<float> sc = randomNormal(s.len, 37);
+      std::vector<float> mean(s.rows), rstd(s.rows), yScratch(x.size());
+      cpu::layer_norm_fwd(x.data(), nullptr, nullptr, yScratch.data(),
+                          mean.data(), rstd.data(), s.rows, s.len, eps);
+      std::vector<double> refDx(x.size()), refDs(s.len, 0.0), refDb(s.len, 0.0);
+      for (int64_t r = 0; r < s.rows; ++r) {
+        double mu, rs;
+        if (withStats) {
+          mu = mean[r];
+          rs = rstd[r];
+        } else {
+          double sum = 0, sq = 0;
+          for (int64_t j = 0; j < s.len; ++j)
+            sum += x[r * s.len + j];
+          mu = sum / s.len;
+          for (int64_t j = 0; j < s.len; ++j)
+            sq += (x[r * s.len + j] - mu) * (x[r * s.len + j] - mu);
+          rs = 1 / std::sqrt(sq / s.len + eps);
+        }
+        double a = 0, b = 0;
+        for (int64_t j = 0; j < s.len; ++j) {
+          size_t i = r * s.len + j;
+          double xhat = (x[i] - mu) * rs;
+          double dxhat = double(g[i]) * (withScale ? sc[j] : 1.0);
+          a += dxhat;
+          b += dxhat * xhat;
+          refDs[j] += g[i] * xhat;
+          refDb[j] += g[i];
+        }
+        a /= s.len;
+        b /= s.len;
+        for (int64_t j = 0; j < s.len; ++j) {
+          size_t i = r * s.len + j;
+          double xhat = (x[i] - mu) * rs;
+          double dxhat = double(g[i]) * (withScale ? sc[j] : 1.0);
+          refDx[i] = rs * (dxhat - a - xhat * b);
+        }
+      }
+      DevBuf<float> dx_(x, s.offset), dg(g, s.offset), dsc(sc, s.offset),
+          dmean(mean), drstd(rstd), ddx(x.size(), s.offset), dds(s.len),
+          ddb(s.len);
+      DevBytes ws(cu::layer_norm_bwd_workspace_bytes(s.rows, s.len));
+      auto run = [&] {
+        ddx.poison();
+        dds.poison();
+        ddb.poison();
+        checkStatus(cu::layer_norm_bwd(
+                        dx_.get(), withScale ? dsc.get() : nullptr, dg.get(),
+                        withStats ? dmean.get() : nullptr,
+                        withStats ? drstd.get() : nullptr, ddx.get(),
+                        dds.get(), ddb.get(), s.rows, s.len, eps, ws.get(),
+                        nullptr),
+                    "layer_norm_bwd");
+        return ddx.download();
+      };
+      std::vector<float> gotDx = run();
+      std::vector<float> gotDs = dds.download(), gotDb = ddb.download();
+      expectClose(gotDx, refDx, 1e-5, "dx");
+      expectClose(gotDs, refDs, 1e-5, "dscale");
+      expectClose(gotDb, refDb, 1e-5, "dbias");
+      expectBitEqual(gotDx, run(), "dx second run");
+      expectBitEqual(gotDs, dds.download(), "dscale second run");
+      expectBitEqual(gotDb, ddb.download(), "dbias second run");
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+struct AttnShape {
+  int64_t b, h, tq, tk, d, dv;
+  bool causal;
+  int mask; // 0 none, 1 keep (i1), 2 additive bias
+};
+
+struct AttnData {
+  AttnShape s;
+  std::vector<float> q, k, v, g, bias;
+  std::vector<uint8_t> keep;
+  double scale;
+};
+
+AttnData makeAttn(const AttnShape &s, uint32_t seed) {
+  AttnData a;
+  a.s = s;
+  a.q = randomNormal(s.b * s.h * s.tq * s.d, seed);
+  a.k = randomNormal(s.b * s.h * s.tk * s.d, seed + 1);
+  a.v = randomNormal(s.b * s.h * s.tk * s.dv, seed + 2);
+  a.g = randomNormal(s.b * s.h * s.tq * s.dv, seed + 3);
+  a.scale = 1.0 / std::sqrt(double(s.d));
+  std::mt19937 rng(seed + 4);
+  if (s.mask == 1) {
+    a.keep.resize(s.b * s.tk);
+    for (auto &m : a.keep)
+      m = rng() % 4 != 0;
+    // Causal: key 0 stays visible, so no query has every key hidden.
+    for (int64_t b = 0; s.causal && b < s.b; ++b)
+      a.keep[b * s.tk] = 1;
+    // Batch 0: all keys but one hidden (key 0 under causal, so every query
+    // still sees it; else the last).
+    for (int64_t j = 0; j < s.tk; ++j)
+      a.keep[j] = j == (s.causal ? 0 : s.tk - 1);
+  } else if (s.mask == 2) {
+    a.bias = randomNormal(s.b * s.tk, seed + 5, 2.0f);
+    // Some hidden keys; key 0 stays visible (causal query 0 sees only it).
+    for (int64_t j = 1; j < s.tk; j += 5)
+      a.bias[j] = -INFINITY;
+  }
+  return a;
+}
+
+/// Double forward and backward (dq, dk, dv) of attention with the CPU
+/// kernel's masking; a query with every key hidden is NaN (its p all NaN).
+struct AttnRef {
+  std::vector<double> out, lse, dq, dk, dv;
+};
+
+AttnRef refAttention(const AttnData &a) {
+  const AttnShape &s = a.s;
+  AttnRef r;
+  r.out.assign(s.b * s.h * s.tq * s.dv, 0);
+  r.lse.assign(s.b * s.h * s.tq, 0);
+  r.dq.assign(s.b * s.h * s.tq * s.d, 0);
+  r.dk.assign(s.b * s.h * s.tk * s.d, 0);
+  r.dv.assign(s.b * s.h * s.tk * s.dv, 0);
+  std::vector<double> p(s.tk), dp(s.tk);
+  for (int64_t b = 0; b < s.b; ++b)
+    for (int64_t h = 0; h < s.h; ++h) {
+      int64_t bh = b * s.h + h;
+      for (int64_t i = 0; i < s.tq; ++i) {
+        const float *qi = &a.q[(bh * s.tq + i) * s.d];
+        double m = -kInf;
+        bool nan = false;
+        for (int64_t j = 0; j < s.tk; ++j) {
+          const float *kj = &a.k[(bh * s.tk + j) * s.d];
+          double dot = 0;
+          for (int64_t e = 0; e < s.d; ++e)
+            dot += double(qi[e]) * kj[e];
+          double x = a.scale * dot;
+          if (s.causal && j > i)
+            x = -kInf;
+          if (!a.keep.empty() && !a.keep[b * s.tk + j])
+            x = -kInf;
+          if (!a.bias.empty())
+            x += a.bias[b * s.tk + j];
+          p[j] = x;
+          nan |= std::isnan(x);
+          if (!std::isnan(x))
+            m = std::max(m, x);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < s.tk; ++j)
+          sum += std::isinf(m) || nan ? kNaN : std::exp(p[j] - m);
+        for (int64_t j = 0; j < s.tk; ++j)
+          p[j] = std::isinf(m) || nan ? kNaN : std::exp(p[j] - m) / sum;
+        r.lse[bh * s.tq + i] = nan ? kNaN : m + std::log(sum);
+        if (std::isinf(m))
+          r.lse[bh * s.tq + i] = -kInf; // all hidden: m = -inf, sum = 0
+        const float *gi = &a.g[(bh * s.tq + i) * s.dv];
+        double pdp = 0;
+        for (int64_t j = 0; j < s.tk; ++j) {
+          const float *vj = &a.v[(bh * s.tk + j) * s.dv];
+          double dot = 0;
+          for (int64_t e = 0; e < s.dv; ++e) {
+            r.out[(bh * s.tq + i) * s.dv + e] += p[j] * vj[e];
+            r.dv[(bh * s.tk + j) * s.dv + e] += p[j] * gi[e];
+            dot += double(gi[e]) * vj[e];
+          }
+          dp[j] = dot;
+          pdp += p[j] * dot;
+        }
+        for (int64_t j = 0; j < s.tk; ++j) {
+          double ds = a.scale * p[j] * (dp[j] - pdp);
+          const float *kj = &a.k[(bh * s.tk + j) * s.d];
+          for (int64_t e = 0; e < s.d; ++e) {
+            r.dq[(bh * s.tq + i) * s.d + e] += ds * kj[e];
+            r.dk[(bh * s.tk + j) * s.d + e] += ds * qi[e];
+          }
+        }
+      }
+    }
+  return r;
+}
+
+const AttnShape kAttnShapes[] = {
+    {1, 1, 1, 1, 8, 8, false, 0},       {2, 3, 17, 17, 16, 16, true, 0},
+    {1, 2, 64, 64, 64, 64, false, 0},   {2, 2, 100, 77, 64, 64, false, 1},
+    {1, 2, 130, 130, 32, 32, true, 2},  {1, 1, 70, 90, 128, 128, false, 0},
+    {2, 1, 65, 65, 40, 24, true, 1},    {1, 2, 33, 200, 96, 96, false, 2},
+    {1, 1, 129, 129, 128, 100, true, 0}, {3, 1, 5, 300, 64, 64, false, 1},
+};
+
+std::string attnName(const AttnShape &s) {
+  return "B" + std::to_string(s.b) + " H" + std::to_string(s.h) + " Tq" +
+         std::to_string(s.tq) + " Tk" + std::to_string(s.tk) + " D" +
+         std::to_string(s.d) + " Dv" + std::to_string(s.dv) +
+         (s.causal ? " causal" : "") +
+         (s.mask == 1 ? " keep" : s.mask == 2 ? " bias" : "");
+}
+
+TEST_F(Gpu, AttentionForward) {
+  uint32_t seed = 100;
+  for (const AttnShape &s : kAttnShapes) {
+    SCOPED_TRACE(attnName(s));
+    AttnData a = makeAttn(s, seed += 10);
+    AttnRef ref = refAttention(a);
+    DevBuf<float> q(a.q), k(a.k), v(a.v), out(ref.out.size()),
+        lse(ref.lse.size()), bias(a.bias);
+    DevBuf<uint8_t> keep(a.keep);
+    cu::KeyMask mask;
+    if (s.mask == 1)
+      mask.keep = keep.get();
+    if (s.mask == 2)
+      mask.bias = bias.get();
+    auto run = [&] {
+      out.poison();
+      lse.poison();
+      checkStatus(cu::attention_fwd(q.get(), k.get(), v.get(), out.get(), s.b,
+                                    s.h, s.tq, s.tk, s.d, s.dv, a.scale,
+                                    s.causal, mask, lse.get(), nullptr),
+                  "attention_fwd");
+      return out.download();
+    };
+    std::vector<float> got = run();
+    expectClose(got, ref.out, 2e-5, "out");
+    expectClose(lse.download(), ref.lse, 2e-5, "lse");
+    expectBitEqual(got, run(), "second run");
+  }
+}
+
+TEST_F(Gpu, AttentionBackward) {
+  uint32_t seed = 300;
+  for (const AttnShape &s : kAttnShapes) {
+    SCOPED_TRACE(attnName(s));
+    AttnData a = makeAttn(s, seed += 10);
+    AttnRef ref = refAttention(a);
+    DevBuf<float> q(a.q), k(a.k), v(a.v), g(a.g), out(ref.out.size()),
+        lse(ref.lse.size()), bias(a.bias), dq(a.q.size()), dk(a.k.size()),
+        dv(a.v.size());
+    DevBuf<uint8_t> keep(a.keep);
+    cu::KeyMask mask;
+    if (s.mask == 1)
+      mask.keep = keep.get();
+    if (s.mask == 2)
+      mask.bias = bias.get();
+    checkStatus(cu::attention_fwd(q.get(), k.get(), v.get(), out.get(), s.b,
+                                  s.h, s.tq, s.tk, s.d, s.dv, a.scale,
+                                  s.causal, mask, lse.get(), nullptr),
+                "attention_fwd");
+    std::vector<float> grads[2][3];
+    for (int haveForward = 0; haveForward < 2; ++haveForward) {
+      DevBytes ws(cu::attention_bwd_workspace_bytes(s.b, s.h, s.tq, s.tk, s.d,
+                                                    s.dv, haveForward));
+      for (int rep = 0; rep < 2; ++rep) {
+        dq.poison();
+        dk.poison();
+        dv.poison();
+        checkStatus(cu::attention_bwd(
+                        q.get(), k.get(), v.get(), g.get(), dq.get(), dk.get(),
+                        dv.get(), s.b, s.h, s.tq, s.tk, s.d, s.dv, a.scale,
+                        s.causal, mask, haveForward ? out.get() : nullptr,
+                        haveForward ? lse.get() : nullptr, ws.get(), nullptr),
+                    "attention_bwd");
+        std::vector<float> gq = dq.download(), gk = dk.download(),
+                           gv = dv.download();
+        if (rep == 0) {
+          grads[haveForward][0] = gq;
+          grads[haveForward][1] = gk;
+          grads[haveForward][2] = gv;
+        } else {
+          expectBitEqual(gq, grads[haveForward][0], "dq second run");
+          expectBitEqual(gk, grads[haveForward][1], "dk second run");
+          expectBitEqual(gv, grads[haveForward][2], "dv second run");
+        }
+      }
+    }
+    // Recomputing the forward inside gives the forward's exact bits.
+    for (int t = 0; t < 3; ++t)
+      expectBitEqual(grads[0][t], grads[1][t], "recomputed forward");
+    expectClose(grads[1][0], ref.dq, 5e-5, "dq", 1.0);
+    expectClose(grads[1][1], ref.dk, 5e-5, "dk", 1.0);
+    expectClose(grads[1][2], ref.dv, 5e-5, "dv", 1.0);
+  }
+}
+
+TEST_F(Gpu, AttentionAllKeysHiddenIsNaN) {
+  AttnShape s{2, 2, 9, 11, 16, 16, false, 1};
+  AttnData a = makeAttn(s, 7);
+  std::fill(a.keep.begin(), a.keep.begin() + s.tk, uint8_t(0)); // batch 0
+  AttnRef ref = refAttention(a);
+  DevBuf<float> q(a.q), k(a.k), v(a.v), out(ref.out.size());
+  DevBuf<uint8_t> keep(a.keep);
+  cu::KeyMask mask;
+  mask.keep = keep.get();
+  checkStatus(cu::attention_fwd(q.get(), k.get(), v.get(), out.get(), s.b, s.h,
+                                s.tq, s.tk, s.d, s.dv, a.scale, false, mask,
+                                nullptr, nullptr),
+              "attention_fwd");
+  std::vector<float> got = out.download();
+  for (int64_t i = 0; i < s.h * s.tq * s.dv; ++i)
+    ASSERT_TRUE(std::isnan(got[i])) << i;
+  expectClose(got, ref.out, 2e-5, "out");
+  // The gradients: NaN for batch 0 (as the CPU kernel's all-NaN
+  // probabilities give), finite and right for batch 1.
+  DevBuf<float> g(a.g), dq(a.q.size()), dk(a.k.size()), dv(a.v.size());
+  DevBytes ws(cu::attention_bwd_workspace_bytes(s.b, s.h, s.tq, s.tk, s.d,
+                                                s.dv, false));
+  checkStatus(cu::attention_bwd(q.get(), k.get(), v.get(), g.get(), dq.get(),
+                                dk.get(), dv.get(), s.b, s.h, s.tq, s.tk, s.d,
+                                s.dv, a.scale, false, mask, nullptr, nullptr,
+                                ws.get(), nullptr),
+              "attention_bwd");
+  expectClose(dq.download(), ref.dq, 5e-5, "dq", 1.0);
+  expectClose(dk.download(), ref.dk, 5e-5, "dk", 1.0);
+  expectClose(dv.download(), ref.dv, 5e-5, "dv", 1.0);
+}
+
+TEST_F(Gpu, AttentionRejectsLargeHeads) {
+  EXPECT_NE(cu::attention_fwd(nullptr, nullptr, nullptr, nullptr, 1, 1, 4, 4,
+                              129, 64, 1.0, false, {}, nullptr, nullptr),
+            0);
+}
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy
+//===----------------------------------------------------------------------===//
+
+template <class L> void crossEntropyCase(int64_t rows, int64_t classes,
+                                         uint32_t seed) {
+  SCOPED_TRACE("rows " + std::to_string(rows) + " classes " +
+               std::to_string(classes) + (sizeof(L) == 4 ? " i32" : " i64"));
+  const int64_t ignore = -100;
+  std::vector<float> x = randomNormal(rows * classes, seed, 3.0f);
+  std::mt19937 rng(seed + 1);
+  std::vector<L> labels(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    labels[r] = r % 5 == 3 ? L(ignore) : L(rng() % classes);
+  const double lossGrad = 0.37;
+  double refSum = 0;
+  int64_t refCount = 0;
+  std::vector<double> refGrad(x.size(), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (labels[r] == ignore)
+      continue;
+    const float *row = &x[r * classes];
+    double m = -kInf, s = 0;
+    for (int64_t j = 0; j < classes; ++j)
+      m = std::max(m, double(row[j]));
+    for (int64_t j = 0; j < classes; ++j)
+      s += std::exp(row[j] - m);
+    double lse = m + std::log(s);
+    refSum += lse - row[labels[r]];
+    ++refCount;
+    for (int64_t j = 0; j < classes; ++j)
+      refGrad[r * classes + j] =
+          (std::exp(row[j] - lse) - (j == labels[r] ? 1.0 : 0.0)) * lossGrad;
+  }
+  DevBuf<float> dx(x), dloss(1), dcount(1), dgrad(x.size());
+  DevBuf<float> dlossGrad(std::vector<float>{float(lossGrad)});
+  DevBuf<L> dlabels(labels);
+  DevBuf<int64_t> err(1);
+  DevBytes ws(cu::cross_entropy_fwd_workspace_bytes(rows));
+  std::vector<float> first;
+  for (int rep = 0; rep < 2; ++rep) {
+    dloss.poison();
+    dcount.poison();
+    checkStatus(cu::set_error_word(err.get(), nullptr), "set_error_word");
+    checkStatus(cu::cross_entropy_fwd(dx.get(), dlabels.get(), rows, classes,
+                                      ignore, dloss.get(), dcount.get(),
+                                      ws.get(), err.get(), nullptr),
+                "cross_entropy_fwd");
+    EXPECT_EQ(cu::read_error_word(err.get(), nullptr), -1);
+    std::vector<float> got = dloss.download();
+    if (rep == 0) {
+      first = got;
+      expectClose(got, {refSum}, 1e-5, "loss sum");
+      EXPECT_EQ(dcount.download()[0], float(refCount));
+    } else {
+      expectBitEqual(got, first, "loss second run");
+    }
+  }
+  checkStatus(cu::cross_entropy_grad(dx.get(), dlabels.get(), dlossGrad.get(),
+                                     dgrad.get(), rows, classes, ignore,
+                                     err.get(), nullptr),
+              "cross_entropy_grad");
+  expectClose(dgrad.download(), refGrad, 1e-5, "dlogits");
+  EXPECT_EQ(cu::read_error_word(err.get(), nullptr), -1);
+
+  // Out-of-range labels: the first bad row is reported, the row is skipped.
+  if (rows >= 4) {
+    labels[rows - 1] = L(classes);
+    labels[2] = L(-1);
+    dlabels.upload(labels);
+    checkStatus(cu::set_error_word(err.get(), nullptr), "set_error_word");
+    checkStatus(cu::cross_entropy_fwd(dx.get(), dlabels.get(), rows, classes,
+                                      ignore, dloss.get(), dcount.get(),
+                                      ws.get(), err.get(), nullptr),
+                "cross_entropy_fwd");
+    EXPECT_EQ(cu::read_error_word(err.get(), nullptr), 2);
+    checkStatus(cu::set_error_word(err.get(), nullptr), "set_error_word");
+    dgrad.poison();
+    checkStatus(cu::cross_entropy_grad(dx.get(), dlabels.get(),
+                                       dlossGrad.get(), dgrad.get(), rows,
+                                       classes, ignore, err.get(), nullptr),
+                "cross_entropy_grad");
+    EXPECT_EQ(cu::read_error_word(err.get(), nullptr), 2);
+    std::vector<float> got = dgrad.download();
+    for (int64_t j = 0; j < classes; ++j)
+      ASSERT_EQ(got[2 * classes + j], 0.0f); // the bad row is zero
+  }
+}
+
+TEST_F(Gpu, CrossEntropy) {
+  crossEntropyCase<int64_t>(1, 1, 1);
+  crossEntropyCase<int64_t>(7, 10, 2);
+  crossEntropyCase<int32_t>(33, 129, 3);
+  crossEntropyCase<int64_t>(20, 3001, 4);
+  crossEntropyCase<int32_t>(64, 50257, 5);
+  crossEntropyCase<int64_t>(3000, 64, 6);
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+template <class I> void embeddingCase(int64_t n, int64_t vocab, int64_t dim,
+                                      size_t offset, uint32_t seed) {
+  SCOPED_TRACE("n " + std::to_string(n) + " vocab " + std::to_string(vocab) +
+               " dim " + std::to_string(dim) + " offset " +
+               std::to_string(offset));
+  std::mt19937 rng(seed);
+  std::vector<float> table = randomNormal(vocab * dim, seed + 1);
+  std::vector<float> dy = randomNormal(n * dim, seed + 2);
+  std::vector<I> ids(n);
+  std::vector<int64_t> ids64(n);
+  for (int64_t j = 0; j < n; ++j) {
+    // Few distinct ids so most repeat; some negative for the scatter.
+    ids64[j] = int64_t(rng() % std::min<int64_t>(vocab, 7));
+    ids[j] = I(ids64[j]);
+  }
+  DevBuf<float> dtable(table, offset), ddy(dy, offset), out(n * dim, offset),
+      dgrad(vocab * dim, offset);
+  DevBuf<I> dids(ids);
+  DevBuf<int64_t> err(1);
+
+  std::vector<float> refOut(n * dim);
+  ASSERT_EQ(cpu::gather_rows(table.data(), ids64.data(), n, vocab, dim,
+                             refOut.data()),
+            -1);
+  checkStatus(cu::set_error_word(err.get(), nullptr), "set_error_word");
+  checkStatus(cu::gather_rows(dtable.get(), dids.get(), n, vocab, dim,
+                              out.get(), err.get(), nullptr),
+              "gather_rows");
+  EXPECT_EQ(cu::read_error_word(err.get(), nullptr), -1);
+  expectBitEqual(out.download(), refOut, "gather");
+
+  // Scatter-add with negative ids counting from the end.
+  for (int64_t j = 0; j < n; j += 3) {
+    ids64[j] -= vocab;
+    ids[j] = I(ids64[j]);
+  }
+  dids.upload(ids);
+  std::vector<float> refGrad(vocab * dim);
+  ASSERT_EQ(cpu::scatter_add_rows(ids64.data(), dy.data(), n, vocab, dim,
+                                  refGrad.data()),
+            -1);
+  DevBytes ws(cu::scatter_add_rows_workspace_bytes(n, vocab));
+  for (int rep = 0; rep < 2; ++rep) {
+    dgrad.poison();
+    checkStatus(cu::scatter_add_rows(dids.get(), ddy.get(), n, vocab, dim,
+                                     dgrad.get(), ws.get(), err.get(),
+                                     nullptr),
+                "scatter_add_rows");
+    expectBitEqual(dgrad.download(), refGrad, "scatter-add");
+  }
+  EXPECT_EQ(cu::read_error_word(err.get(), nullptr), -1);
+
+  // Bad ids: reported (the first), the gather row is zero.
+  if (n >= 5) {
+    for (int64_t j = 0; j < n; ++j)
+      ids[j] = I(ids64[j] < 0 ? ids64[j] + vocab : ids64[j]);
+    ids[4] = I(vocab);
+    ids[n - 1] = I(-vocab - 1);
+    dids.upload(ids);
+    checkStatus(cu::gather_rows(dtable.get(), dids.get(), n, vocab, dim,
+                                out.get(), err.get(), nullptr),
+                "gather_rows");
+    EXPECT_EQ(cu::read_error_word(err.get(), nullptr), 4);
+    std::vector<float> got = out.download();
+    for (int64_t c = 0; c < dim; ++c)
+      ASSERT_EQ(got[4 * dim + c], 0.0f);
+    checkStatus(cu::set_error_word(err.get(), nullptr), "set_error_word");
+    checkStatus(cu::scatter_add_rows(dids.get(), ddy.get(), n, vocab, dim,
+                                     dgrad.get(), ws.get(), err.get(),
+                                     nullptr),
+                "scatter_add_rows");
+    // Both are outside [-vocab, vocab); the first is reported.
+    EXPECT_EQ(cu::read_error_word(err.get(), nullptr), 4);
+  }
+}
+
+TEST_F(Gpu, Embedding) {
+  embeddingCase<int64_t>(1, 1, 1, 0, 1);
+  embeddingCase<int64_t>(37, 50, 33, 0, 2);
+  embeddingCase<int32_t>(1000, 50, 64, 0, 3);
+  embeddingCase<int64_t>(4099, 50257, 768, 0, 4);
+  embeddingCase<int32_t>(300, 20, 1100, 1, 5);
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+template <class T> void dropoutCase(int64_t n, double ratio, size_t offset,
+                                    bool withOffset) {
+  SCOPED_TRACE("n " + std::to_string(n) + " ratio " + std::to_string(ratio) +
+               " misaligned " + std::to_string(offset));
+  const uint64_t seed = 0x1234abcdull;
+  const int64_t step = 17;
+  std::vector<T> x(n);
+  std::mt19937 rng(9);
+  for (T &v : x)
+    v = T(std::normal_distribution<double>()(rng));
+  uint64_t s = withOffset ? dropoutSeed(seed, step) : seed;
+  uint32_t threshold = dropoutKeepThreshold(ratio);
+  const T scale = static_cast<T>(1.0 / (1.0 - ratio));
+  std::vector<T> ref(n);
+  std::vector<uint8_t> refMask(n);
+  for (int64_t i = 0; i < n; ++i) {
+    refMask[i] = dropoutKeep(s, uint64_t(i), threshold);
+    ref[i] = refMask[i] ? x[i] * scale : T(0);
+  }
+  DevBuf<T> dx(x, offset), dy(n, offset);
+  DevBuf<uint8_t> mask(n, offset);
+  DevBuf<int64_t> doff(std::vector<int64_t>{step});
+  checkStatus(cu::dropout(dx.get(), dy.get(), mask.get(), n, ratio, seed,
+                          withOffset ? doff.get() : nullptr, nullptr),
+              "dropout");
+  expectBitEqual(dy.download(), ref, "y");
+  expectBitEqual(mask.download(), refMask, "mask");
+}
+
+TEST_F(Gpu, Dropout) {
+  dropoutCase<float>(1, 0.5, 0, false);
+  dropoutCase<float>(1001, 0.1, 0, true);
+  dropoutCase<float>(100003, 0.5, 1, false);
+  dropoutCase<double>(4097, 0.25, 0, true);
+  dropoutCase<double>(999, 0.9, 1, false);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+TEST_F(Gpu, SgdMatchesCpuBitForBit) {
+  const int64_t n = 10007;
+  std::vector<float> p = randomNormal(n, 1), g = randomNormal(n, 2),
+                     buf = randomNormal(n, 3, 0.1f);
+  const double lr = 0.0371;
+  DevBuf<double> dlr(std::vector<double>{lr});
+  for (double momentum : {0.0, 0.9})
+    for (double wd : {0.0, 0.01})
+      for (bool nesterov : {false, true}) {
+        if (nesterov && momentum == 0)
+          continue;
+        SCOPED_TRACE("momentum " + std::to_string(momentum) + " wd " +
+                     std::to_string(wd) + (nesterov ? " nesterov" : ""));
+        std::vector<float> refP(n), refB(n);
+        cpu::sgd_update(p.data(), g.data(), buf.data(), refP.data(),
+                        refB.data(), n, lr, momentum, wd, nesterov);
+        DevBuf<float> dp(p), dg(g), db(buf), np(n), nb(n);
+        checkStatus(cu::sgd_update(dp.get(), dg.get(), db.get(), np.get(),
+                                   nb.get(), n, dlr.get(), momentum, wd,
+                                   nesterov, nullptr),
+                    "sgd_update");
+        expectBitEqual(np.download(), refP, "param");
+        if (momentum != 0)
+          expectBitEqual(nb.download(), refB, "buf");
+      }
+}
+
+/// AdamW against the CPU kernel: bit-identical except where the device's
+/// pow differs from glibc's in the last bit of a double (at most 2 ulp).
+void expectAdamwClose(const std::vector<float> &got,
+                      const std::vector<float> &ref, const std::string &what) {
+  ASSERT_EQ(got.size(), ref.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    int32_t a, b;
+    std::memcpy(&a, &got[i], 4);
+    std::memcpy(&b, &ref[i], 4);
+    if (a != b) {
+      ++differ;
+      ASSERT_LE(std::abs(int64_t(a) - int64_t(b)), 2)
+          << what << " element " << i << ": " << got[i] << " vs " << ref[i];
+    }
+  }
+  EXPECT_LE(differ, got.size() / 100) << what << ": too many differ";
+}
+
+TEST_F(Gpu, AdamwSingleAndMultiTensor) {
+  const double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 0.01;
+  const int64_t step = 7;
+  // Sizes: empty, one, a chunk and a bit, unaligned, a few chunks.
+  const int64_t sizes[] = {0, 1, 16384 + 3, 1001, 3 * 16384 + 17};
+  const size_t offsets[] = {0, 0, 0, 1, 0};
+  const int count = 5;
+  std::vector<std::vector<float>> p, g, m, v, refP(count), refM(count),
+      refV(count);
+  for (int t = 0; t < count; ++t) {
+    int64_t n = sizes[t];
+    p.push_back(randomNormal(n, 10 + t));
+    g.push_back(randomNormal(n, 20 + t));
+    m.push_back(randomNormal(n, 30 + t, 0.1f));
+    std::vector<float> vv = randomNormal(n, 40 + t, 0.01f);
+    for (float &x : vv)
+      x = x * x;
+    v.push_back(vv);
+    refP[t].resize(n);
+    refM[t].resize(n);
+    refV[t].resize(n);
+    ASSERT_TRUE(cpu::adamw_update(p[t].data(), g[t].data(), m[t].data(),
+                                  v[t].data(), refP[t].data(), refM[t].data(),
+                                  refV[t].data(), n, lr, step, beta1, beta2,
+                                  eps, wd));
+  }
+  DevBuf<double> dlr(std::vector<double>{lr});
+  DevBuf<int64_t> dstep(std::vector<int64_t>{step}), err(1);
+
+  // Single tensor, out of place.
+  {
+    DevBuf<float> dp(p[4]), dg(g[4]), dm(m[4]), dv(v[4]), np(sizes[4]),
+        nm(sizes[4]), nv(sizes[4]);
+    checkStatus(cu::adamw_update(dp.get(), dg.get(), dm.get(), dv.get(),
+                                 np.get(), nm.get(), nv.get(), sizes[4],
+                                 dlr.get(), dstep.get(), beta1, beta2, eps, wd,
+                                 err.get(), nullptr),
+                "adamw_update");
+    expectAdamwClose(np.download(), refP[4], "param");
+    expectAdamwClose(nm.download(), refM[4], "exp_avg");
+    expectAdamwClose(nv.download(), refV[4], "exp_avg_sq");
+  }
+
+  // All tensors in one launch, in place.
+  std::vector<std::unique_ptr<DevBuf<float>>> bufs;
+  std::vector<cu::AdamwTensor> tensors;
+  for (int t = 0; t < count; ++t) {
+    bufs.push_back(std::make_unique<DevBuf<float>>(p[t], offsets[t]));
+    bufs.push_back(std::make_unique<DevBuf<float>>(g[t], offsets[t]));
+    bufs.push_back(std::make_unique<DevBuf<float>>(m[t], offsets[t]));
+    bufs.push_back(std::make_unique<DevBuf<float>>(v[t], offsets[t]));
+    float *bp = bufs[4 * t]->get(), *bm = bufs[4 * t + 2]->get(),
+          *bv = bufs[4 * t + 3]->get();
+    tensors.push_back({bp, bufs[4 * t + 1]->get(), bm, bv, bp, bm, bv,
+                       sizes[t]});
+  }
+  std::vector<char> table(cu::adamw_table_bytes(count));
+  int64_t chunks = cu::adamw_build_table(tensors.data(), count, table.data());
+  EXPECT_EQ(chunks, 0 + 1 + 2 + 1 + 4);
+  DevBytes dtable(table.size());
+  check(cudaMemcpy(dtable.get(), table.data(), table.size(),
+                   cudaMemcpyHostToDevice),
+        "cudaMemcpy");
+  checkStatus(cu::set_error_word(err.get(), nullptr), "set_error_word");
+  checkStatus(cu::adamw_update_multi(dtable.get(), count, chunks, dlr.get(),
+                                     dstep.get(), beta1, beta2, eps, wd,
+                                     err.get(), nullptr),
+              "adamw_update_multi");
+  EXPECT_EQ(cu::read_error_word(err.get(), nullptr), -1);
+  for (int t = 0; t < count; ++t) {
+    SCOPED_TRACE("tensor " + std::to_string(t));
+    expectAdamwClose(bufs[4 * t]->download(), refP[t], "param");
+    expectAdamwClose(bufs[4 * t + 2]->download(), refM[t], "exp_avg");
+    expectAdamwClose(bufs[4 * t + 3]->download(), refV[t], "exp_avg_sq");
+  }
+
+  // Step 0 is refused: nothing written, the error word says so.
+  DevBuf<int64_t> zero(std::vector<int64_t>{0});
+  std::vector<float> before = bufs[4]->download();
+  checkStatus(cu::set_error_word(err.get(), nullptr), "set_error_word");
+  checkStatus(cu::adamw_update_multi(dtable.get(), count, chunks, dlr.get(),
+                                     zero.get(), beta1, beta2, eps, wd,
+                                     err.get(), nullptr),
+              "adamw_update_multi");
+  EXPECT_EQ(cu::read_error_word(err.get(), nullptr), 0);
+  expectBitEqual(bufs[4]->download(), before, "untouched");
+}
+
+} // namespace
+} // namespace tcc::gputest
