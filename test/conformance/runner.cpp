@@ -1,16 +1,35 @@
 // tcc-conformance: runs ONNX's node conformance tests (Debian's
 // libonnx-testdata: one directory per test with model.onnx and
 // test_data_set_*/{input,output}_*.pb) through the importer and the
-// reference interpreter.
+// reference interpreter, and every test that passes there also through the
+// compiled CPU path: an inference artifact (TccArtifact, in-process) run by
+// the runtime's C API.
 //
-//   tcc-conformance [--verbose] [--filter REGEX] [--list-ops] DATA_DIR
+//   tcc-conformance [--verbose] [--filter REGEX] [--list-ops]
+//                   [--no-compiled] [--keep-artifacts DIR] DATA_DIR
 //
 // --list-ops only imports, and prints the ONNX op types of the models that
 // imported: the ops tcc supports, as far as these tests exercise them.
+// --no-compiled runs the interpreter only. --keep-artifacts writes the
+// artifacts (and the shared kernels.so) into DIR and keeps them.
 //
 // A test whose import fails as Unsupported is counted, not failed; every
 // other failure (an Invalid import of these valid models, an interpreter
-// error, a wrong value) fails the run.
+// error, a wrong value) fails the run. In the compiled path an honest
+// refusal — the writer naming an op or type the runtime has no kernel or
+// library call for, or the CPU backend refusing a call when the artifact
+// loads (TCC_ERROR_BACKEND) — is counted as "not compiled" with its reason;
+// anything else (a lowering or codegen error, a load or run error, a wrong
+// value) is a compiled failure and fails the run.
+//
+// The kernels of all artifacts are compiled together: each artifact's
+// kernels get a prefix (ArtifactOptions::kernelPrefix), their sources are
+// concatenated into one translation unit and built once into kernels.so,
+// which every artifact then links as its kernels/host.so
+// (ArtifactOptions::prebuiltHostKernels). One compiler run instead of one
+// per test keeps the run to seconds.
+#include "api/tcc_runtime.h"
+#include "tcc/Artifact/Artifact.h"
 #include "tcc/Import/OnnxImporter.h"
 #include "tcc/Import/OnnxTensor.h"
 #include "tcc/Interp/Interpreter.h"
@@ -20,13 +39,17 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -169,18 +192,22 @@ bool bindInputs(mlir::func::FuncOp func, const std::vector<Array> &arrays,
   return true;
 }
 
-Result runDataSet(mlir::func::FuncOp func, const fs::path &dir, bool boundShapes) {
-  std::string error;
-  std::vector<Array> inputs, expected, bound, results;
+/// The inputs and expected outputs of one data set directory; with
+/// `boundShapes` without the integer inputs (constants of the module).
+bool readDataSet(const fs::path &dir, bool boundShapes,
+                 std::vector<Array> &inputs, std::vector<Array> &expected,
+                 std::string &error) {
+  inputs.clear();
+  expected.clear();
   for (const fs::path &p : numbered(dir, "input_")) {
     inputs.emplace_back();
     if (!readTensor(p, inputs.back(), error))
-      return fail(error);
+      return false;
   }
   for (const fs::path &p : numbered(dir, "output_")) {
     expected.emplace_back();
     if (!readTensor(p, expected.back(), error))
-      return fail(error);
+      return false;
   }
   if (boundShapes) // these became constants of the imported module
     inputs.erase(std::remove_if(inputs.begin(), inputs.end(),
@@ -188,22 +215,40 @@ Result runDataSet(mlir::func::FuncOp func, const fs::path &dir, bool boundShapes
                                   return a.dtype == DType::I64 || a.dtype == DType::I32;
                                 }),
                  inputs.end());
-  std::string set = dir.filename().string();
-  if (!bindInputs(func, inputs, bound, error) ||
-      !tcc::interp::run(func, bound, results, error))
-    return fail(set + ": " + error);
+  return true;
+}
+
+/// Empty when `results` match `expected` (by name where the expected tensor
+/// has one the results know, else by position); else why not.
+std::string compareAll(const std::vector<Array> &results,
+                       const std::vector<Array> &expected) {
   if (results.size() != expected.size())
-    return fail(set + ": " + std::to_string(results.size()) +
-                " outputs, expected " + std::to_string(expected.size()));
+    return std::to_string(results.size()) + " outputs, expected " +
+           std::to_string(expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
-    // Match by name where the expected tensor has one the results know.
     const Array *got = &results[i];
     if (const Array *named = tcc::data::findArray(results, expected[i].name))
       got = named;
     std::string why = compare(*got, expected[i]);
     if (!why.empty())
-      return fail(set + ": output '" + got->name + "' " + why);
+      return "output '" + got->name + "' " + why;
   }
+  return "";
+}
+
+Result runDataSet(mlir::func::FuncOp func, const fs::path &dir,
+                  bool boundShapes) {
+  std::string error;
+  std::vector<Array> inputs, expected, bound, results;
+  if (!readDataSet(dir, boundShapes, inputs, expected, error))
+    return fail(error);
+  std::string set = dir.filename().string();
+  if (!bindInputs(func, inputs, bound, error) ||
+      !tcc::interp::run(func, bound, results, error))
+    return fail(set + ": " + error);
+  std::string why = compareAll(results, expected);
+  if (!why.empty())
+    return fail(set + ": " + why);
   return {};
 }
 
@@ -219,10 +264,225 @@ std::set<std::string> modelOpTypes(const fs::path &path) {
   return ops;
 }
 
+// --- The compiled path -------------------------------------------------
+
+/// One artifact to compile and run: a test's module and the data sets it
+/// runs (every set of the test; one set when the test's shape inputs were
+/// bound as constants, which gives a module per set).
+struct CompiledJob {
+  std::string test;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::vector<fs::path> sets;
+  bool boundShapes = false;
+  std::string prefix; ///< kernelPrefix: unique over the run
+  bool haveSource = false;
+};
+
+enum class CompiledOutcome { Pass, Fail, NotCompiled };
+
+struct CompiledResult {
+  CompiledOutcome outcome = CompiledOutcome::Pass;
+  std::string reason;      ///< Fail: what went wrong; NotCompiled: the message
+  std::string reasonClass; ///< NotCompiled: the reason, without names
+};
+
+CompiledResult compiledFail(std::string reason) {
+  return {CompiledOutcome::Fail, std::move(reason), ""};
+}
+
+/// Digits in `s` replaced by N ("not axis 0" and "not axis 1" are one class).
+std::string withoutNumbers(const std::string &s) {
+  return std::regex_replace(s, std::regex("[0-9]+"), "N");
+}
+
+/// Whether a writer error is an honest refusal (an op or a type the runtime
+/// has no kernel or library call for) and, if so, its reason class.
+bool writerRefusal(const std::string &error, std::string &reasonClass) {
+  static const std::regex noKernel(
+      "op '([^']+)' at .* has no kernel or library call in the runtime");
+  static const std::regex badType(
+      "has type (tensor<(?:[0-9]+x)*([a-z0-9]+)>|[^,]*), which the runtime "
+      "does not support");
+  std::smatch m;
+  if (std::regex_search(error, m, noKernel)) {
+    reasonClass = "no kernel or library call in the runtime for " + m.str(1);
+    return true;
+  }
+  if (std::regex_search(error, m, badType)) {
+    reasonClass = "a type the runtime does not support: " +
+                  (m[2].matched ? m.str(2) : m.str(1));
+    return true;
+  }
+  return false;
+}
+
+/// The reason class of a backend refusal at load: the message after the
+/// plan path, step and op ("...: forward step 2 (softmax): the cpu backend
+/// runs softmax over the last axis only, not axis 0").
+std::string backendReasonClass(const std::string &error) {
+  static const std::regex step(": [a-z_]+ step [0-9]+ \\(([a-z_]+)\\): (.*)$");
+  std::smatch m;
+  if (std::regex_search(error, m, step))
+    return withoutNumbers(m.str(2));
+  return withoutNumbers(error);
+}
+
+tcc_dtype apiDType(DType t) {
+  switch (t) {
+  case DType::F64:
+    return TCC_F64;
+  case DType::I32:
+    return TCC_I32;
+  case DType::I64:
+    return TCC_I64;
+  case DType::Bool:
+    return TCC_BOOL;
+  case DType::BF16:
+    return TCC_BF16;
+  case DType::F16:
+    return TCC_F16;
+  default:
+    return TCC_F32;
+  }
+}
+
+bool fromApiDType(tcc_dtype t, DType &out) {
+  switch (t) {
+  case TCC_F32:
+    out = DType::F32;
+    return true;
+  case TCC_F64:
+    out = DType::F64;
+    return true;
+  case TCC_I32:
+    out = DType::I32;
+    return true;
+  case TCC_I64:
+    out = DType::I64;
+    return true;
+  case TCC_BOOL:
+    out = DType::Bool;
+    return true;
+  case TCC_BF16:
+    out = DType::BF16;
+    return true;
+  case TCC_F16:
+    out = DType::F16;
+    return true;
+  }
+  return false;
+}
+
+/// Closes the session when it goes out of scope.
+struct SessionCloser {
+  tcc_session *s = nullptr;
+  ~SessionCloser() { tcc_session_close(s); }
+};
+
+std::string apiError(const char *call, tcc_status status) {
+  return std::string(call) + ": " + tcc_status_string(status) + ": " +
+         tcc_last_error();
+}
+
+/// Runs one data set through an open session: binds the inputs (by name
+/// when every input's name is among the arrays, else in order), runs
+/// forward and compares the outputs.
+std::string runCompiledSet(tcc_session *s, const fs::path &set,
+                           bool boundShapes) {
+  std::string error;
+  std::vector<Array> inputs, expected;
+  if (!readDataSet(set, boundShapes, inputs, expected, error))
+    return error;
+  int32_t n = tcc_num_inputs(s);
+  std::vector<tcc_tensor_info> infos(n);
+  bool byName = true;
+  for (int32_t i = 0; i < n; ++i) {
+    if (tcc_status st = tcc_input_info(s, i, &infos[i]))
+      return apiError("tcc_input_info", st);
+    byName &= tcc::data::findArray(inputs, infos[i].name) != nullptr;
+  }
+  if (!byName && inputs.size() != size_t(n))
+    return "the artifact takes " + std::to_string(n) +
+           " inputs, the data set has " + std::to_string(inputs.size());
+  for (int32_t i = 0; i < n; ++i) {
+    const Array &a =
+        byName ? *tcc::data::findArray(inputs, infos[i].name) : inputs[i];
+    std::vector<int64_t> shape(infos[i].shape, infos[i].shape + infos[i].rank);
+    if (apiDType(a.dtype) != infos[i].dtype || a.shape != shape)
+      return std::string("input '") + infos[i].name + "' is " +
+             tcc::data::dtypeName(a.dtype) + " " + shapeStr(a.shape) +
+             " in the data set, the artifact takes dtype " +
+             std::to_string(int(infos[i].dtype)) + " " + shapeStr(shape);
+    if (tcc_status st =
+            tcc_bind_input(s, infos[i].name, a.bytes.data(), a.bytes.size()))
+      return apiError("tcc_bind_input", st);
+  }
+  if (tcc_status st = tcc_forward(s))
+    return apiError("tcc_forward", st);
+  std::vector<Array> results;
+  for (int32_t i = 0; i < tcc_num_outputs(s); ++i) {
+    tcc_tensor_info info;
+    if (tcc_status st = tcc_output_info(s, i, &info))
+      return apiError("tcc_output_info", st);
+    Array &a = results.emplace_back();
+    a.name = info.name;
+    if (!fromApiDType(info.dtype, a.dtype))
+      return std::string("output '") + info.name + "' has an unknown dtype";
+    a.shape.assign(info.shape, info.shape + info.rank);
+    a.bytes.resize(info.bytes);
+    if (tcc_status st =
+            tcc_read_output(s, info.name, a.bytes.data(), a.bytes.size()))
+      return apiError("tcc_read_output", st);
+  }
+  return compareAll(results, expected);
+}
+
+/// Writes job's artifact (kernels from `kernelsSo`) into `dir`, opens it
+/// and runs every data set.
+CompiledResult runCompiledJob(const CompiledJob &job, const fs::path &dir,
+                              const std::string &kernelsSo) {
+  tcc::artifact::ArtifactOptions options;
+  options.source = "model.onnx";
+  options.cudaKernels = false;
+  options.kernelPrefix = job.prefix;
+  options.prebuiltHostKernels = kernelsSo;
+  options.sync = false; // scratch artifacts: read back at once
+  std::string error;
+  fs::path path =
+      dir / (job.test +
+             (job.boundShapes ? "." + job.sets[0].filename().string()
+                              : std::string()) +
+             ".tcc");
+  if (mlir::failed(tcc::artifact::writeInferenceArtifact(
+          *job.module, options, path.string(), nullptr, error))) {
+    std::string reasonClass;
+    if (writerRefusal(error, reasonClass))
+      return {CompiledOutcome::NotCompiled, error, reasonClass};
+    return compiledFail("compile: " + error);
+  }
+  SessionCloser session;
+  tcc_status st = tcc_session_open(path.c_str(), "cpu", &session.s);
+  if (st == TCC_ERROR_BACKEND)
+    return {CompiledOutcome::NotCompiled, tcc_last_error(),
+            "the cpu backend refuses at load: " +
+                backendReasonClass(tcc_last_error())};
+  if (st != TCC_OK)
+    return compiledFail(apiError("tcc_session_open", st));
+  for (const fs::path &set : job.sets) {
+    std::string why = runCompiledSet(session.s, set, job.boundShapes);
+    if (!why.empty())
+      return compiledFail(set.filename().string() + ": " + why);
+  }
+  return {};
+}
+
 struct Runner {
   mlir::MLIRContext context;
   std::set<std::string> supportedOps;
   int boundShapeTests = 0;
+  /// The tests (or data sets) that passed in the interpreter, to compile.
+  bool collectCompiled = false;
+  std::vector<CompiledJob> jobs;
 
   Runner() { tcc::registerImportDialects(context); }
 
@@ -253,6 +513,7 @@ struct Runner {
     std::sort(sets.begin(), sets.end());
     if (sets.empty())
       return fail("no test_data_set_* directory");
+    std::vector<CompiledJob> passed;
     for (const fs::path &set : sets) {
       if (bindShapes) {
         tcc::ImportOptions options;
@@ -280,31 +541,169 @@ struct Runner {
       Result r = runDataSet(func, set, bindShapes);
       if (r.outcome != Outcome::Pass)
         return r;
+      if (collectCompiled && (bindShapes || passed.empty())) {
+        // One module per set when the shapes were bound, else one for all.
+        passed.emplace_back();
+        passed.back().test = dir.filename().string();
+        passed.back().boundShapes = bindShapes;
+        passed.back().module = module->clone();
+      }
+      if (collectCompiled)
+        passed.back().sets.push_back(set);
     }
     if (bindShapes)
       ++boundShapeTests;
+    for (CompiledJob &job : passed)
+      jobs.push_back(std::move(job));
     return {};
   }
 };
 
+/// Counts of the compiled path, and the reasons tests were not compiled.
+struct CompiledSummary {
+  int passed = 0, failed = 0, notCompiled = 0;
+  std::map<std::string, std::vector<std::string>> reasons; ///< class -> tests
+  double kernelSeconds = 0, totalSeconds = 0;
+  int kernelJobs = 0;
+};
+
+/// A fresh directory for the artifacts (removed at the end unless kept).
+struct WorkDir {
+  fs::path path;
+  bool keep = false;
+  ~WorkDir() {
+    std::error_code ec;
+    if (!keep && !path.empty())
+      fs::remove_all(path, ec);
+  }
+};
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// Compiles and runs every job; prints failures (and with `verbose` every
+/// outcome) and returns the counts.
+CompiledSummary runCompiled(std::vector<CompiledJob> &jobs, const fs::path &dir,
+                            bool verbose) {
+  auto start = std::chrono::steady_clock::now();
+  CompiledSummary sum;
+  std::vector<CompiledResult> results(jobs.size());
+  std::vector<bool> done(jobs.size(), false);
+  auto finish = [&](size_t i, CompiledResult r) {
+    results[i] = std::move(r);
+    done[i] = true;
+  };
+
+  // 1. Every job's kernel source, with its own prefix, into one unit.
+  std::string combined;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    CompiledJob &job = jobs[i];
+    job.prefix = "c" + std::to_string(i) + "_";
+    tcc::artifact::ArtifactOptions options;
+    options.cudaKernels = false;
+    options.kernelPrefix = job.prefix;
+    std::string error;
+    mlir::FailureOr<std::string> source = tcc::artifact::kernelSource(
+        *job.module, tcc::artifact::ArtifactKind::Inference, options, error);
+    if (mlir::failed(source)) {
+      std::string reasonClass;
+      if (writerRefusal(error, reasonClass))
+        finish(i, {CompiledOutcome::NotCompiled, error, reasonClass});
+      else
+        finish(i, compiledFail("compile: " + error));
+      continue;
+    }
+    combined += *source;
+    job.haveSource = true;
+    ++sum.kernelJobs;
+  }
+
+  // 2. One compiler run for all of them.
+  auto kernelStart = std::chrono::steady_clock::now();
+  std::string kernelsSo = (dir / "kernels.so").string(), error;
+  bool built = tcc::artifact::compileHostKernels(combined, kernelsSo, error);
+  sum.kernelSeconds = secondsSince(kernelStart);
+  if (!built) {
+    // Find the jobs whose kernels do not compile; the others still run,
+    // each with a shared object of its own.
+    std::cout << "COMPILED-FAIL (kernels of all tests together do not compile; "
+                 "compiling them test by test)\n";
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (done[i])
+        continue;
+      tcc::artifact::ArtifactOptions options;
+      options.kernelPrefix = jobs[i].prefix;
+      std::string e;
+      mlir::FailureOr<std::string> source = tcc::artifact::kernelSource(
+          *jobs[i].module, tcc::artifact::ArtifactKind::Inference, options, e);
+      std::string so = (dir / (jobs[i].prefix + "kernels.so")).string();
+      if (mlir::failed(source) ||
+          !tcc::artifact::compileHostKernels(*source, so, e)) {
+        finish(i, compiledFail("compiling the kernels failed: " +
+                               e.substr(0, e.find('\n', 200))));
+        continue;
+      }
+      finish(i, runCompiledJob(jobs[i], dir, so));
+    }
+  }
+
+  // 3. Each artifact, written with the shared kernels, run on its sets.
+  for (size_t i = 0; i < jobs.size(); ++i)
+    if (!done[i])
+      finish(i, runCompiledJob(jobs[i], dir, kernelsSo));
+
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const CompiledJob &job = jobs[i];
+    std::string name =
+        job.test + (job.boundShapes ? "/" + job.sets[0].filename().string()
+                                    : std::string());
+    const CompiledResult &r = results[i];
+    switch (r.outcome) {
+    case CompiledOutcome::Pass:
+      ++sum.passed;
+      if (verbose)
+        std::cout << "COMPILED-PASS " << name << "\n";
+      break;
+    case CompiledOutcome::Fail:
+      ++sum.failed;
+      std::cout << "COMPILED-FAIL " << name << " (" << r.reason << ")\n";
+      break;
+    case CompiledOutcome::NotCompiled:
+      ++sum.notCompiled;
+      sum.reasons[r.reasonClass].push_back(name);
+      if (verbose)
+        std::cout << "NOT-COMPILED " << name << " (" << r.reason << ")\n";
+      break;
+    }
+  }
+  sum.totalSeconds = secondsSince(start);
+  return sum;
+}
+
 int usage() {
   std::cerr
       << "usage: tcc-conformance [--verbose] [--filter REGEX] [--list-ops] "
-         "DATA_DIR\n";
+         "[--no-compiled] [--keep-artifacts DIR] DATA_DIR\n";
   return 2;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  bool verbose = false, listOps = false;
-  std::string filter, dataDir;
+  bool verbose = false, listOps = false, compiled = true;
+  std::string filter, dataDir, keepDir;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--verbose" || arg == "-v")
       verbose = true;
     else if (arg == "--list-ops")
       listOps = true;
+    else if (arg == "--no-compiled")
+      compiled = false;
+    else if (arg == "--keep-artifacts" && i + 1 < argc)
+      keepDir = argv[++i];
     else if (arg == "--filter" && i + 1 < argc)
       filter = argv[++i];
     else if (arg.rfind("--filter=", 0) == 0)
@@ -339,7 +738,9 @@ int main(int argc, char **argv) {
       tests.push_back(entry.path());
   std::sort(tests.begin(), tests.end());
 
+  auto start = std::chrono::steady_clock::now();
   Runner runner;
+  runner.collectCompiled = compiled && !listOps;
   int passed = 0, failed = 0, unsupported = 0, badReference = 0;
   for (const fs::path &dir : tests) {
     std::string name = dir.filename().string();
@@ -400,5 +801,52 @@ int main(int argc, char **argv) {
   std::cout << "conformance: " << runner.boundShapeTests
             << " of the passed tests take shapes, axes or sizes as inputs and "
                "ran with them bound as import-time constants\n";
-  return failed ? 1 : 0;
+  double interpSeconds = secondsSince(start);
+  if (!compiled)
+    return failed ? 1 : 0;
+
+  WorkDir work;
+  std::error_code ec;
+  if (!keepDir.empty()) {
+    work.path = keepDir;
+    work.keep = true;
+    fs::create_directories(work.path, ec);
+  } else {
+    work.path = fs::temp_directory_path(ec) /
+                ("tcc-conformance-" + std::to_string(::getpid()));
+    fs::remove_all(work.path, ec);
+    fs::create_directories(work.path, ec);
+  }
+  if (ec || !fs::is_directory(work.path)) {
+    std::cerr << "tcc-conformance: cannot create '" << work.path.string()
+              << "': " << ec.message() << "\n";
+    return 2;
+  }
+  size_t jobCount = runner.jobs.size();
+  CompiledSummary sum = runCompiled(runner.jobs, work.path, verbose);
+  std::cout.setf(std::ios::fixed);
+  std::cout.precision(1);
+  std::cout << "conformance (compiled): " << sum.passed << " passed, "
+            << sum.failed << " failed, " << sum.notCompiled
+            << " not compiled (of " << jobCount
+            << " artifacts: one per test that passes in the interpreter, one "
+               "per data set where shapes were bound)\n";
+  std::cout << "conformance (compiled): the same tolerances; kernels of "
+            << sum.kernelJobs << " artifacts compiled in one unit in "
+            << sum.kernelSeconds << " s; compiled path " << sum.totalSeconds
+            << " s, interpreter path " << interpSeconds << " s\n";
+  std::vector<std::pair<std::string, std::vector<std::string>>> reasons(
+      sum.reasons.begin(), sum.reasons.end());
+  std::stable_sort(reasons.begin(), reasons.end(),
+                   [](const auto &a, const auto &b) {
+                     return a.second.size() > b.second.size();
+                   });
+  for (const auto &[reason, tests] : reasons) {
+    std::cout << "conformance (compiled): not compiled: " << tests.size()
+              << " x " << reason << " (e.g. " << tests.front();
+    if (tests.size() > 1)
+      std::cout << ", " << tests[1];
+    std::cout << ")\n";
+  }
+  return failed || sum.failed ? 1 : 0;
 }
