@@ -25,6 +25,24 @@ static constexpr llvm::StringLiteral kStepFunctions[] = {"train_step",
                                                          "eval_step"};
 static constexpr llvm::StringLiteral kInferenceFunctions[] = {"forward"};
 
+ArrayRef<LoweringStage> loweringStages() {
+  static const LoweringStage stages[] = {
+      {"fuse-gemm-epilogue", "tcc-fuse-gemm-epilogue",
+       [](OpPassManager &pm) {
+         pm.addNestedPass<func::FuncOp>(createFuseGemmEpilogue());
+       }},
+      {"fuse", "tcc-fuse", [](OpPassManager &pm) { pm.addPass(createFuse()); }},
+      {"canonicalize", "canonicalize",
+       [](OpPassManager &pm) { pm.addPass(createCanonicalizerPass()); }},
+      {"cse", "cse", [](OpPassManager &pm) { pm.addPass(createCSEPass()); }},
+      {"plan-memory", "tcc-plan-memory",
+       [](OpPassManager &pm) {
+         pm.addNestedPass<func::FuncOp>(createPlanMemory());
+       }},
+  };
+  return stages;
+}
+
 /// Drops every function `roots` do not reach and runs the pipeline.
 static LogicalResult lowerModule(ModuleOp module,
                                  ArrayRef<llvm::StringLiteral> roots,
@@ -64,11 +82,8 @@ static LogicalResult lowerModule(ModuleOp module,
     return success();
   });
   PassManager pm(context);
-  pm.addNestedPass<func::FuncOp>(createFuseGemmEpilogue());
-  pm.addPass(createFuse());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  pm.addNestedPass<func::FuncOp>(createPlanMemory());
+  for (const LoweringStage &stage : loweringStages())
+    stage.add(pm);
   if (failed(pm.run(module))) {
     error = "lowering failed: " +
             (firstError.empty() ? std::string("a pass failed") : firstError);

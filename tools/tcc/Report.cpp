@@ -1,6 +1,8 @@
 // The HTML report of `tcc compile --report`; see Report.h.
 #include "Report.h"
 
+#include "tcc/Artifact/Artifact.h"
+
 #include "tcc/Transforms/Fuse.h"
 #include "Model.h"
 
@@ -212,23 +214,19 @@ bool writeReport(ModuleOp module, llvm::SmallVector<ReportStage> stages,
       firstError = diag.str();
     return success();
   });
-  PassManager fuse(context);
-  fuse.addPass(createFuse());
-  if (failed(fuse.run(*clone))) {
-    fail("--report: tcc-fuse failed: " + firstError);
-    return false;
+  // The artifact's own pipeline, one stage at a time.
+  for (const artifact::LoweringStage &stage : artifact::loweringStages()) {
+    PassManager pm(context);
+    stage.add(pm);
+    if (failed(pm.run(*clone))) {
+      fail("--report: " + stage.pass + " failed: " + firstError);
+      return false;
+    }
+    stages.push_back({stage.name.str(), "@train_step",
+                      countFunctionOps(*clone, "train_step"),
+                      stage.pass.str()});
   }
   int64_t kernelsAfter = countKernels(step());
-  stages.push_back({"fuse", "@train_step", countFunctionOps(*clone, "train_step"),
-                    "tcc-fuse"});
-  PassManager plan(context);
-  plan.addNestedPass<func::FuncOp>(createPlanMemory());
-  if (failed(plan.run(*clone))) {
-    fail("--report: tcc-plan-memory failed: " + firstError);
-    return false;
-  }
-  stages.push_back({"plan-memory", "@train_step",
-                    countFunctionOps(*clone, "train_step"), "tcc-plan-memory"});
   func::FuncOp func = step();
   int64_t arenaBytes = 0;
   if (auto attr = func->getAttrOfType<IntegerAttr>(kArenaBytesAttr))

@@ -14,6 +14,7 @@
 #include "tcc/Transforms/TrainStep.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -90,6 +91,19 @@ std::string formatSummary(const ArtifactSummary &summary);
 /// manifest.json says "tcc-artifact"), which is replaced only once the new
 /// one is complete. Anything else (a file, another directory) is refused.
 bool checkArtifactPath(llvm::StringRef path, std::string &error);
+
+/// One stage of the lowering pipeline: a name for reports, the pass's
+/// command-line name, and how to add it to a module-level pass manager.
+struct LoweringStage {
+  llvm::StringRef name;
+  llvm::StringRef pass;
+  void (*add)(mlir::OpPassManager &pm);
+};
+
+/// The pipeline every artifact goes through, in order (fuse-gemm-epilogue,
+/// fuse, canonicalize, cse, plan-memory). `tcc compile --report` runs the
+/// same list stage by stage, so the report shows what the artifact holds.
+llvm::ArrayRef<LoweringStage> loweringStages();
 
 /// Lowers a training module in place for execution: drops every function
 /// but @train_step and @eval_step, then runs tcc-fuse, canonicalize, CSE
