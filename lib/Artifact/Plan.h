@@ -10,6 +10,7 @@
 #define TCC_LIB_ARTIFACT_PLAN_H
 
 #include "data/npz.h"
+#include "exec/format.h"
 #include "tcc/Artifact/Artifact.h"
 #include "tcc/Transforms/TrainStep.h"
 
@@ -31,8 +32,8 @@ struct TensorDesc {
   int64_t bytes() const;
 };
 
-enum class Storage { Arena, Param, OptState, Step, Input, Constant };
-const char *storageName(Storage storage);
+using rt::Storage;
+using rt::storageName;
 
 /// One entry of a function's "values" (its id is its position).
 struct ValueDesc {

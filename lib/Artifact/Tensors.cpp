@@ -22,24 +22,6 @@ int64_t TensorDesc::bytes() const {
   return n;
 }
 
-const char *storageName(Storage storage) {
-  switch (storage) {
-  case Storage::Arena:
-    return "arena";
-  case Storage::Param:
-    return "param";
-  case Storage::OptState:
-    return "opt_state";
-  case Storage::Step:
-    return "step";
-  case Storage::Input:
-    return "input";
-  case Storage::Constant:
-    return "constant";
-  }
-  return "?";
-}
-
 std::optional<DType> toDType(Type element) {
   if (element.isF32())
     return DType::F32;

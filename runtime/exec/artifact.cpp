@@ -33,24 +33,6 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-const char *storageName(Storage storage) {
-  switch (storage) {
-  case Storage::Arena:
-    return "arena";
-  case Storage::Param:
-    return "param";
-  case Storage::OptState:
-    return "opt_state";
-  case Storage::Step:
-    return "step";
-  case Storage::Input:
-    return "input";
-  case Storage::Constant:
-    return "constant";
-  }
-  return "?";
-}
-
 namespace {
 
 /// A JSON text for messages, cut short.

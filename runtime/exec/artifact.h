@@ -23,6 +23,7 @@
 
 #include "api/tcc_runtime.h"
 #include "data/npz.h"
+#include "exec/format.h"
 #include "exec/schedule.h"
 
 #include <cstdint>
@@ -55,8 +56,6 @@ struct TensorDesc {
   int64_t bytes = 0;
 };
 
-enum class Storage { Arena, Param, OptState, Step, Input, Constant };
-const char *storageName(Storage storage);
 
 /// One entry of a function's "values".
 struct Value {

@@ -13,6 +13,8 @@
 
 #include "tcc/Transforms/TrainStep.h"
 
+#include "exec/format.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LLVM.h"
@@ -30,7 +32,7 @@ namespace tcc::artifact {
 
 /// The format version written into manifest.json and plan.json; the
 /// runtime's TCC_ARTIFACT_VERSION (runtime/api/tcc_runtime.h).
-constexpr int64_t kArtifactVersion = 1;
+using rt::kArtifactVersion;
 
 /// What an artifact runs (manifest "kind"): a training step (@train_step and
 /// @eval_step, with optimizer state and a training configuration) or one
