@@ -52,6 +52,8 @@ int main(int argc, char **argv) {
       "  tcc compile MODEL --loss L --optimizer O -o OUT.tcc\n"
       "                                        compile the training step to an "
       "artifact\n"
+      "  tcc compile MODEL -o OUT.tcc          an inference artifact of the "
+      "forward pass\n"
       "  tcc run OUT.tcc --data D.npz --steps N\n"
       "                                        train an artifact (as tcc-run)\n"
       "  tcc inspect OUT.tcc                   inputs, parameters, kernels, "
