@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -135,6 +136,25 @@ completeSteps(const std::string &dir) {
   return steps;
 }
 
+/// The testing hook of checkpoint.h: TCC_CHECKPOINT_FAULT=POINT[:N] ends
+/// the process at `point` of the save of step N (of any step without :N).
+static void faultPoint(const char *point, int64_t step) {
+  const char *spec = std::getenv("TCC_CHECKPOINT_FAULT");
+  if (!spec || !*spec)
+    return;
+  std::string s = spec;
+  size_t colon = s.find(':');
+  if (s.compare(0, colon, point) != 0)
+    return;
+  if (colon != std::string::npos) {
+    size_t end;
+    std::optional<int64_t> n = parseNumber(s, colon + 1, &end);
+    if (!n || end != s.size() || *n != step)
+      return;
+  }
+  ::_exit(86);
+}
+
 namespace {
 /// Removes the temp directory unless the save completed.
 struct TempDirGuard {
@@ -218,9 +238,11 @@ std::string saveCheckpoint(const std::string &dir,
                        (ec ? ec.message() : std::string("exists")));
 
   data::writeSafetensors(join(tmp.path, ParamsFile), params);
+  faultPoint("after-params", state.step);
   data::writeSafetensors(join(tmp.path, OptimizerFile), optState);
   writeSynced(join(tmp.path, StateFile), text);
   fsyncPath(tmp.path, /*isDir=*/true);
+  faultPoint("before-rename", state.step);
 
   if (fs::exists(final, ec)) {
     replaceDir(tmp.path, final, join(dir, "." + step + ".old-" + pid));

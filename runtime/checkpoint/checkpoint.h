@@ -19,6 +19,14 @@
 //
 // Errors are tcc::data::Error, one line naming the path.
 //
+// Testing hook: with TCC_CHECKPOINT_FAULT=POINT or POINT:N in the
+// environment, saveCheckpoint ends the process with _exit(86) at POINT of
+// the save (of step N only, with :N), as a kill would, to test that the
+// previous checkpoint stays loadable. POINT is `after-params` (the temp
+// directory holds params.safetensors only) or `before-rename` (every file
+// is written and synced, the temp directory is not yet renamed). Other
+// values are ignored. Not for production use.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TCC_RUNTIME_CHECKPOINT_CHECKPOINT_H
