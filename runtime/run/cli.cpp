@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 namespace tcc::run {
@@ -66,6 +67,28 @@ bool toInt(const std::string &name, const std::string &text, int64_t &out,
     return false;
   }
   out = v;
+  return true;
+}
+
+/// The runtime's loader says "no such artifact directory" or names the
+/// missing manifest; the two common mistakes get a clearer word first: a
+/// file (the model, the data) where the artifact belongs, and a directory
+/// that is not an artifact.
+bool checkArtifactPath(const std::string &path, std::string &error) {
+  std::error_code ec;
+  std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st))
+    return true;
+  if (!std::filesystem::is_directory(st)) {
+    error = path + ": not an artifact directory (`tcc compile MODEL --loss "
+                   "... -o OUT.tcc` writes one)";
+    return false;
+  }
+  if (!std::filesystem::exists(std::filesystem::path(path) / "manifest.json",
+                               ec)) {
+    error = path + ": not a tcc artifact (no manifest.json)";
+    return false;
+  }
   return true;
 }
 
@@ -159,6 +182,8 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
                           "`tcc compile -o OUT.tcc` wrote)");
   if (!checkRunOptions(options, program, error))
     return fail(error);
+  if (!checkArtifactPath(artifact, error))
+    return fail(error);
   std::unique_ptr<SessionEngine> engine =
       SessionEngine::open(artifact, backend, error);
   if (!engine)
@@ -179,6 +204,10 @@ int inspectCommand(const std::string &program, std::vector<std::string> args) {
     return 1;
   }
   std::string error;
+  if (!checkArtifactPath(args[0], error)) {
+    std::cerr << "tcc: " << error << "\n";
+    return 1;
+  }
   if (tcc::rt::inspectArtifact(args[0], std::cout, error) != 0) {
     std::cerr << "tcc: " << error << "\n";
     return 1;

@@ -4,8 +4,12 @@
 #include "checkpoint/checkpoint.h"
 #include "data/prefetch.h"
 
+#include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -143,9 +147,11 @@ bool Loop::openLog(int64_t resumedStep) {
         kept += line + "\n";
     }
   }
+  errno = 0;
   log.open(options.log, std::ios::trunc);
   if (!log) {
-    fail("cannot write the log '" + options.log + "'");
+    fail("--log " + options.log + ": cannot open for writing" +
+         (errno ? std::string(": ") + std::strerror(errno) : ""));
     return false;
   }
   log << kept;
@@ -191,14 +197,16 @@ bool Loop::checkpoint(double loss) {
   }
   endLiveLine();
   out << "checkpoint " << written << "\n";
-  if (options.keepCheckpoints > 0) {
-    try {
-      checkpoint::pruneCheckpoints(options.checkpointDir,
-                                   int(options.keepCheckpoints));
-    } catch (const data::Error &e) {
-      fail(e.what());
-      return false;
-    }
+  // Also removes the temp directories of saves that a crash interrupted.
+  int keep = options.keepCheckpoints > 0 &&
+                     options.keepCheckpoints < int64_t(INT_MAX)
+                 ? int(options.keepCheckpoints)
+                 : INT_MAX;
+  try {
+    checkpoint::pruneCheckpoints(options.checkpointDir, keep);
+  } catch (const data::Error &e) {
+    fail(e.what());
+    return false;
   }
   return true;
 }
@@ -209,7 +217,8 @@ void Loop::progress(int64_t done, double loss, double seconds) {
   int64_t thisRun = done - firstStep;
   double rate = elapsed > 0 ? thisRun / elapsed : 0;
   double eta = rate > 0 ? (options.steps - done) / rate : 0;
-  double throughput = tokens ? tokens / seconds : samples / seconds;
+  double throughput =
+      seconds > 0 ? double(tokens ? tokens : samples) / seconds : 0;
   double lr = engine.learningRate(done - 1);
   std::ostringstream line;
   line << "step " << done << "/" << options.steps << "  loss "
@@ -276,9 +285,23 @@ int Loop::run() {
   }
   if (!options.log.empty() && !openLog(engine.stepsDone()))
     return 1;
-  if (options.checkpointDir.empty())
+  if (options.checkpointDir.empty()) {
     err << "tcc: warning: no --checkpoint-dir: the trained parameters are "
            "not saved\n";
+  } else {
+    // Found now, not at the first save after hours of training.
+    std::error_code ec;
+    std::string why;
+    if (!std::filesystem::create_directories(options.checkpointDir, ec) && ec)
+      why = ec.message();
+    else if (!std::filesystem::is_directory(options.checkpointDir, ec))
+      why = "not a directory";
+    else if (::access(options.checkpointDir.c_str(), W_OK) != 0)
+      why = std::strerror(errno);
+    if (!why.empty())
+      return fail("--checkpoint-dir " + options.checkpointDir +
+                  ": cannot create or write: " + why);
+  }
 
   live = options.progress == "auto" && isatty(STDOUT_FILENO);
   const std::vector<data::InputSpec> &specs = engine.batchSpecs();
