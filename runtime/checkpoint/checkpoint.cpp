@@ -348,8 +348,15 @@ void pruneCheckpoints(const std::string &dir, int keepLast) {
   if (keepLast < 1)
     fail(dir, "must keep at least one checkpoint");
   auto steps = completeSteps(dir);
-  for (size_t i = size_t(keepLast); i < steps.size(); ++i)
-    removeAll(steps[i].second);
+  // Renamed first, so a kill mid-delete leaves a ".old-<pid>" directory
+  // the cleanup below removes later, never a half-deleted step-<N>.
+  for (size_t i = size_t(keepLast); i < steps.size(); ++i) {
+    std::string doomed = join(dir, ".step-" + std::to_string(steps[i].first) +
+                                       ".old-" + std::to_string(::getpid()));
+    std::error_code renameError;
+    fs::rename(steps[i].second, doomed, renameError);
+    removeAll(renameError ? steps[i].second : doomed);
+  }
   std::error_code ec;
   std::vector<std::string> stale;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end;

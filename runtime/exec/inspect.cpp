@@ -164,6 +164,11 @@ void print(const Artifact &art, std::ostream &out) {
     }
     out << "; arena " << grouped(fn.arenaBytes) << " bytes\n";
   }
+  std::error_code hostError;
+  std::string host = art.file("host_kernels");
+  if (unsupported.empty() && art.hasKernelSteps() &&
+      (host.empty() || !fs::exists(host, hostError)))
+    unsupported = "its kernel steps: kernels/host.so is missing";
   out << "cpu backend: "
       << (unsupported.empty() ? "runs every step"
                               : "cannot run " + unsupported)
