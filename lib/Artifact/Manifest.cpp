@@ -46,6 +46,7 @@ static void filesJson(llvm::json::OStream &json, const ManifestFiles &files) {
     if (files.constants)
       json.attribute("constants", "constants.safetensors");
     json.attribute("kernel_source", "kernels/kernels.cc");
+    json.attribute("kernel_prelude", "kernels/tcc_kernel.h");
     json.attribute("host_kernels", "kernels/host.so");
     if (files.cudaKernels)
       json.attribute("cuda_kernels", "kernels/kernels.fatbin");

@@ -228,6 +228,15 @@ void writeFiles(const fs::path &dir, const Plan &plan,
   if (!plan.constants.empty())
     writeTensors(dir / "constants.safetensors", plan.constants);
   writeSynced(kernels / "kernels.cc", kernelSource, sync);
+  // The prelude kernels.cc includes, so the source rebuilds from the
+  // artifact alone: `nvcc -I OUT.tcc -x cu OUT.tcc/kernels/kernels.cc`.
+  std::error_code copyError;
+  fs::copy_file(codegen::kernelPreludePath(), kernels / "tcc_kernel.h",
+                fs::copy_options::overwrite_existing, copyError);
+  if (copyError)
+    throw WriteError{"cannot copy the kernel prelude '" +
+                     codegen::kernelPreludePath() +
+                     "': " + copyError.message()};
   std::string hostError;
   if (!prebuiltHost.empty())
     linkOrCopy(prebuiltHost, kernels / "host.so");

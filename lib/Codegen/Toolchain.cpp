@@ -85,6 +85,10 @@ bool compileHostSharedObject(const std::string &source,
                      "cpp", source, error);
 }
 
+std::string kernelPreludePath() {
+  return TCC_RUNTIME_INCLUDE_DIR "/kernels/tcc_kernel.h";
+}
+
 bool cudaCompilerAvailable() { return !llvm::StringRef(TCC_NVCC).empty(); }
 
 bool compileCudaFatbin(const std::string &source, const std::string &outPath,

@@ -19,6 +19,10 @@ namespace tcc::codegen {
 bool compileHostSharedObject(const std::string &source,
                              const std::string &outPath, std::string &error);
 
+/// The prelude every generated source includes as "kernels/tcc_kernel.h"
+/// (runtime/kernels/tcc_kernel.h of this build).
+std::string kernelPreludePath();
+
 /// Whether CMake found nvcc (compileCudaFatbin can work).
 bool cudaCompilerAvailable();
 
