@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -234,6 +236,52 @@ CpuBackend::CpuBackend(const Artifact &art) : artifact(art) {
 CpuBackend::~CpuBackend() {
   if (handle)
     ::dlclose(handle);
+  for (void *b : blocks)
+    std::free(b);
+}
+
+uint8_t *CpuBackend::allocate(size_t size, const std::string &what) {
+  if (size == 0)
+    return nullptr;
+  void *raw = nullptr;
+  // calloc leaves large blocks to fresh (zero) pages, so an arena or state
+  // the steps never touch costs no physical memory and no time to clear.
+  if (size > SIZE_MAX - 64 || !(raw = std::calloc(size + 63, 1)))
+    fail(TCC_ERROR_MEMORY,
+         "cannot allocate " + std::to_string(size) + " bytes for " + what);
+  blocks.push_back(raw);
+  return reinterpret_cast<uint8_t *>(
+      (reinterpret_cast<uintptr_t>(raw) + 63) & ~uintptr_t(63));
+}
+
+void CpuBackend::upload(uint8_t *dst, const void *src, size_t bytes) {
+  if (bytes)
+    std::memcpy(dst, src, bytes);
+}
+
+void CpuBackend::download(void *dst, const uint8_t *src, size_t bytes) {
+  if (bytes)
+    std::memcpy(dst, src, bytes);
+}
+
+void CpuBackend::prepare(const Bindings &b) { bindings = &b; }
+
+void CpuBackend::run(size_t f, int64_t step) {
+  const FunctionBinding &fb = bindings->functions[f];
+  const Function &fn = artifact.functions[f];
+  std::memcpy(bindings->step, &step, sizeof(int64_t));
+  auto poison = [&](size_t i) {
+    if (!fb.poison.empty())
+      for (const ByteRange &r : fb.poison[i])
+        std::memset(bindings->arena + r.begin, 0xFF, size_t(r.end - r.begin));
+  };
+  for (size_t i = 0; i < fn.steps.size(); ++i) {
+    poison(i);
+    runStep(f, i, fb.ptrs.data());
+  }
+  poison(fn.steps.size());
+  for (const FunctionBinding::Copy &c : fb.resultCopies)
+    std::memmove(c.dst, c.src, c.bytes);
 }
 
 namespace {
@@ -257,7 +305,8 @@ public:
 
 } // namespace
 
-void CpuBackend::run(size_t fnIndex, size_t s, uint8_t *const *ptrs) const {
+void CpuBackend::runStep(size_t fnIndex, size_t s,
+                         uint8_t *const *ptrs) const {
   FlushSubnormals flush;
   const Function &fn = artifact.functions[fnIndex];
   const Step &step = fn.steps[s];

@@ -3,15 +3,15 @@
 // Kernel steps call the generated kernels of kernels/host.so (ABI in
 // runtime/kernels/tcc_kernel.h), splitting large ones over a few threads;
 // call steps run runtime/kernels/cpu (f32) and the dropout hash of
-// include/tcc/Interp/DropoutHash.h. What the backend cannot run is refused
-// when the session opens, never when a step runs.
+// include/tcc/Interp/DropoutHash.h. Memory is host memory. What the backend
+// cannot run is refused when the session opens, never when a step runs.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TCC_RUNTIME_EXEC_CPU_BACKEND_H
 #define TCC_RUNTIME_EXEC_CPU_BACKEND_H
 
-#include "exec/artifact.h"
+#include "exec/backend.h"
 
 #include <cstdint>
 #include <string>
@@ -25,25 +25,33 @@ std::string cpuUnsupported(const Function &fn, const Step &step);
 using KernelFn = void (*)(const void *const *inputs, void *output,
                           int64_t begin, int64_t end);
 
-class CpuBackend {
+/// Host memory (calloc'd, 64-byte aligned: large blocks stay untouched
+/// zero pages until used) and the steps run on the calling thread.
+class CpuBackend final : public Backend {
 public:
   /// Refuses (TCC_ERROR_BACKEND) a call the backend cannot run, naming the
   /// function, step and op; dlopens host.so when there are kernel steps and
   /// resolves every symbol (TCC_ERROR_FORMAT naming a missing one).
   explicit CpuBackend(const Artifact &artifact);
-  ~CpuBackend();
-  CpuBackend(const CpuBackend &) = delete;
-  CpuBackend &operator=(const CpuBackend &) = delete;
+  ~CpuBackend() override;
 
-  /// Runs step `s` of `artifact.functions[fnIndex]`; `ptrs[v]` is the
-  /// address of value v. Throws TCC_ERROR_DATA for a label or id out of
-  /// range, naming the input and the row.
-  void run(size_t fnIndex, size_t s, uint8_t *const *ptrs) const;
+  const char *name() const override { return "cpu"; }
+  uint8_t *allocate(size_t bytes, const std::string &what) override;
+  void upload(uint8_t *dst, const void *src, size_t bytes) override;
+  void download(void *dst, const uint8_t *src, size_t bytes) override;
+  void prepare(const Bindings &bindings) override;
+  void run(size_t f, int64_t step) override;
 
 private:
+  /// Runs step `s` of `artifact.functions[fnIndex]`; `ptrs[v]` is the
+  /// address of value v.
+  void runStep(size_t fnIndex, size_t s, uint8_t *const *ptrs) const;
+
   const Artifact &artifact;
+  const Bindings *bindings = nullptr;
   void *handle = nullptr;
   std::vector<std::vector<KernelFn>> kernels; // [function][step]
+  std::vector<void *> blocks;                 // allocate()'s, to free
 };
 
 } // namespace tcc::rt

@@ -1,11 +1,14 @@
 //===- session.cpp - the C API (runtime/api/tcc_runtime.h) ----------------===//
 //
-// A session owns the artifact as loaded, the persistent buffers (parameters,
-// optimizer state, the step counter, bound inputs, constants) and one arena.
+// A session owns the artifact as loaded and a backend (backend.h), which
+// holds the persistent buffers (parameters, optimizer state, the step
+// counter, bound inputs, constants) and one arena in its memory (host or
+// device) and runs the steps.
 // A training artifact runs train_step / eval_step; an inference artifact
 // runs forward, whose outputs are read where the plan left them.
 // Every value of every function resolves to a fixed address when the
-// session opens, so running a step is a walk over its steps. Internally
+// session opens, so running a step is a walk over its steps. Bytes move
+// between the caller and the session only through Backend::upload/download. Internally
 // failures are tcc::rt::Error; none escapes a C API function.
 //
 //===----------------------------------------------------------------------===//
@@ -16,7 +19,7 @@
 #include "checkpoint/compat.h"
 #include "data/safetensors.h"
 #include "exec/artifact.h"
-#include "exec/cpu_backend.h"
+#include "exec/backend.h"
 #include "exec/liveness.h"
 #include "exec/schedule.h"
 
@@ -40,44 +43,12 @@ using namespace tcc::rt;
 
 namespace {
 
-/// 64-byte aligned, owned, zero-filled bytes. calloc leaves large blocks
-/// to fresh (zero) pages, so an arena or state the steps never touch costs
-/// no physical memory and no time to clear.
-class Buffer {
-public:
-  Buffer() = default;
-  explicit Buffer(size_t n, const std::string &what) { allocate(n, what); }
-  Buffer(Buffer &&o) noexcept : raw(o.raw), p(o.p), n(o.n) {
-    o.raw = nullptr, o.p = nullptr, o.n = 0;
-  }
-  Buffer &operator=(Buffer &&o) noexcept {
-    std::swap(raw, o.raw);
-    std::swap(p, o.p);
-    std::swap(n, o.n);
-    return *this;
-  }
-  ~Buffer() { std::free(raw); }
-
-  void allocate(size_t size, const std::string &what) {
-    std::free(raw);
-    raw = p = nullptr;
-    n = 0;
-    if (size == 0)
-      return;
-    if (size > SIZE_MAX - 64 ||
-        !(raw = static_cast<uint8_t *>(std::calloc(size + 63, 1))))
-      fail(TCC_ERROR_MEMORY, "cannot allocate " + std::to_string(size) +
-                                 " bytes for " + what);
-    p = reinterpret_cast<uint8_t *>(
-        (reinterpret_cast<uintptr_t>(raw) + 63) & ~uintptr_t(63));
-    n = size;
-  }
+/// A buffer in the backend's memory (the backend owns it).
+struct Mem {
+  uint8_t *p = nullptr;
+  size_t n = 0;
   uint8_t *data() const { return p; }
   size_t size() const { return n; }
-
-private:
-  uint8_t *raw = nullptr, *p = nullptr;
-  size_t n = 0;
 };
 
 thread_local std::string lastErrorText;
@@ -135,17 +106,15 @@ std::string describe(const TensorDesc &t) {
 
 struct tcc_session {
   Artifact art;
-  std::unique_ptr<CpuBackend> backend;
-  std::vector<Buffer> params, optState, inputs, constants;
+  std::unique_ptr<Backend> backend;
+  std::vector<Mem> params, optState, inputs, constants;
   std::vector<bool> bound;
-  Buffer arena, step;
+  Mem arena, step;
   int64_t stepsDone = 0;
-  /// [function][value] -> address.
-  std::vector<std::vector<uint8_t *>> ptrs;
+  /// [function] -> every value's address, poison ranges, result copies.
+  Bindings bindings;
   /// [function][function input] -> session input.
   std::vector<std::vector<size_t>> inputOf;
-  /// Non-empty when TCC_POISON_ARENA=1: [function][step] -> ranges.
-  std::vector<std::vector<std::vector<ByteRange>>> poison;
   /// Input shapes as the data feed yields them (accum merged).
   std::vector<std::vector<int64_t>> feedShapes;
   std::string labelInput;
@@ -153,10 +122,18 @@ struct tcc_session {
   /// Inference: forward's outputs (name, dtype, shape) and their results.
   std::vector<TensorDesc> outputs;
   std::vector<int64_t> outputValues;
-  /// Copies of outputs that are not arena values (an input, parameter or
-  /// constant passed through), taken by tcc_forward; empty for the others.
-  std::vector<Buffer> outputCopies;
+  /// Host copies of outputs that are not arena values (an input, parameter
+  /// or constant passed through), taken by tcc_forward; empty for the
+  /// others, which are read from the arena.
+  std::vector<std::vector<uint8_t>> outputCopies;
   bool forwardDone = false;
+
+  Mem alloc(size_t bytes, const std::string &what) {
+    return {backend->allocate(bytes, what), bytes};
+  }
+  const std::vector<uint8_t *> &ptrs(size_t f) const {
+    return bindings.functions[f].ptrs;
+  }
 
   size_t fnIndex(const char *name) const {
     for (size_t f = 0; f < art.functions.size(); ++f)
@@ -169,13 +146,10 @@ struct tcc_session {
 namespace {
 
 void open(tcc_session &s, const std::string &dir, const std::string &backend) {
-  if (backend != "cpu")
-    fail(TCC_ERROR_BACKEND,
-         "backend '" + backend +
-             "' is not available: this runtime has the 'cpu' backend");
+  checkBackendName(backend);
   s.art = loadArtifact(dir);
   const Artifact &art = s.art;
-  s.backend = std::make_unique<CpuBackend>(art);
+  s.backend = makeBackend(backend, art);
 
   // Parameters from the initial weights (the loader checked the header).
   std::string weightsPath = art.file("weights");
@@ -185,18 +159,17 @@ void open(tcc_session &s, const std::string &dir, const std::string &backend) {
     if (!w || w->bytes.size() != size_t(p.bytes))
       fail(TCC_ERROR_FORMAT,
            weightsPath + ": parameter '" + p.name + "' is missing or mis-sized");
-    s.params.emplace_back(p.bytes, "parameter '" + p.name + "'");
-    if (p.bytes)
-      std::memcpy(s.params.back().data(), w->bytes.data(), p.bytes);
+    s.params.push_back(s.alloc(p.bytes, "parameter '" + p.name + "'"));
+    s.backend->upload(s.params.back().data(), w->bytes.data(), p.bytes);
   }
   weights.clear();
   for (const TensorDesc &t : art.optState)
-    s.optState.emplace_back(t.bytes, "optimizer state '" + t.name + "'");
+    s.optState.push_back(s.alloc(t.bytes, "optimizer state '" + t.name + "'"));
   // The session's inputs: train_step's (every function binds by name from
   // them), or forward's in an inference artifact.
   const Function &train = art.primary();
   for (const TensorDesc &t : train.inputs) {
-    s.inputs.emplace_back(t.bytes, "input '" + t.name + "'");
+    s.inputs.push_back(s.alloc(t.bytes, "input '" + t.name + "'"));
     std::vector<int64_t> shape = t.shape;
     if (art.manifest.accum > 1 && shape.size() >= 2) {
       shape[1] *= shape[0];
@@ -214,14 +187,17 @@ void open(tcc_session &s, const std::string &dir, const std::string &backend) {
       if (!a || a->bytes.size() != size_t(c.bytes))
         fail(TCC_ERROR_FORMAT,
              path + ": constant '" + c.name + "' is missing or mis-sized");
-      s.constants.emplace_back(c.bytes, "constant '" + c.name + "'");
-      if (c.bytes)
-        std::memcpy(s.constants.back().data(), a->bytes.data(), c.bytes);
+      s.constants.push_back(s.alloc(c.bytes, "constant '" + c.name + "'"));
+      s.backend->upload(s.constants.back().data(), a->bytes.data(), c.bytes);
     }
   }
   MemoryPlan mem = memoryPlan(art);
-  s.arena.allocate(size_t(mem.arena), "the arena");
-  s.step.allocate(sizeof(int64_t), "the step counter");
+  s.arena = s.alloc(size_t(mem.arena), "the arena");
+  s.step = s.alloc(sizeof(int64_t), "the step counter");
+  s.bindings.arena = s.arena.data();
+  s.bindings.step = s.step.data();
+  const char *poison = std::getenv("TCC_POISON_ARENA");
+  bool poisoning = poison && std::string(poison) == "1";
 
   for (const Function &fn : art.functions) {
     std::vector<size_t> inputOf;
@@ -256,9 +232,26 @@ void open(tcc_session &s, const std::string &dir, const std::string &backend) {
       }
       ptrs.push_back(p);
     }
-    s.ptrs.push_back(std::move(ptrs));
+    FunctionBinding fb;
+    for (const Result &r : fn.results) {
+      if (r.role != Result::Param && r.role != Result::OptState)
+        continue;
+      const Mem &slot = r.role == Result::Param ? s.params[r.index]
+                                                : s.optState[r.index];
+      if (ptrs[r.value] != slot.data() && slot.size())
+        fb.resultCopies.push_back({slot.data(), ptrs[r.value], slot.size()});
+    }
+    fb.ptrs = std::move(ptrs);
+    if (poisoning) {
+      Dataflow flow = analyzeDataflow(fn, [](const std::string &msg) {
+        fail(TCC_ERROR_FORMAT, msg); // the loader has already checked this
+      });
+      fb.poison = poisonSchedule(fn, flow, mem.arena);
+    }
+    s.bindings.functions.push_back(std::move(fb));
     s.inputOf.push_back(std::move(inputOf));
   }
+  s.backend->prepare(s.bindings);
 
   if (art.inference())
     for (const Result &r : train.results) {
@@ -281,15 +274,6 @@ void open(tcc_session &s, const std::string &dir, const std::string &backend) {
         s.labelInput = train.inputs[labels.index].name;
       break;
     }
-
-  const char *poison = std::getenv("TCC_POISON_ARENA");
-  if (poison && std::string(poison) == "1")
-    for (const Function &fn : art.functions) {
-      Dataflow flow = analyzeDataflow(fn, [](const std::string &msg) {
-        fail(TCC_ERROR_FORMAT, msg); // the loader has already checked this
-      });
-      s.poison.push_back(poisonSchedule(fn, flow, mem.arena));
-    }
 }
 
 /// Runs function `f` on the bound inputs: its steps, then the copies of
@@ -300,37 +284,22 @@ void execute(tcc_session &s, size_t f) {
     if (!s.bound[s.inputOf[f][i]])
       fail(TCC_ERROR_ARGUMENT, fn.name + ": input '" + fn.inputs[i].name +
                                    "' is not bound (tcc_bind_input)");
-  std::memcpy(s.step.data(), &s.stepsDone, sizeof(int64_t));
-  uint8_t *const *ptrs = s.ptrs[f].data();
-  for (size_t i = 0; i < fn.steps.size(); ++i) {
-    if (!s.poison.empty())
-      for (const ByteRange &r : s.poison[f][i])
-        std::memset(s.arena.data() + r.begin, 0xFF, size_t(r.end - r.begin));
-    s.backend->run(f, i, ptrs);
-  }
-  if (!s.poison.empty())
-    for (const ByteRange &r : s.poison[f].back())
-      std::memset(s.arena.data() + r.begin, 0xFF, size_t(r.end - r.begin));
-  for (const Result &r : fn.results) {
-    if (r.role != Result::Param && r.role != Result::OptState)
-      continue;
-    Buffer &slot = r.role == Result::Param ? s.params[r.index]
-                                           : s.optState[r.index];
-    uint8_t *src = ptrs[r.value];
-    if (src != slot.data() && slot.size())
-      std::memmove(slot.data(), src, slot.size());
-  }
+  s.backend->run(f, s.stepsDone);
 }
 
 /// Runs training function `f` on the bound inputs and returns its loss.
 double run(tcc_session &s, size_t f) {
   execute(s, f);
   const Function &fn = s.art.functions[f];
-  uint8_t *const *ptrs = s.ptrs[f].data();
-  const Value &loss = fn.values[fn.lossValue];
-  if (loss.dtype == DType::F64)
-    return *reinterpret_cast<const double *>(ptrs[fn.lossValue]);
-  return *reinterpret_cast<const float *>(ptrs[fn.lossValue]);
+  const uint8_t *p = s.ptrs(f)[fn.lossValue];
+  if (fn.values[fn.lossValue].dtype == DType::F64) {
+    double loss;
+    s.backend->download(&loss, p, sizeof loss);
+    return loss;
+  }
+  float loss;
+  s.backend->download(&loss, p, sizeof loss);
+  return loss;
 }
 
 void needSession(const tcc_session *s) {
@@ -404,15 +373,17 @@ void checkBytes(const TensorDesc &t, size_t bytes, const void *p,
                                  "': the buffer is NULL");
 }
 
-std::vector<Array> snapshot(const std::vector<TensorDesc> &descs,
-                            const std::vector<Buffer> &buffers) {
+std::vector<Array> snapshot(Backend &backend,
+                            const std::vector<TensorDesc> &descs,
+                            const std::vector<Mem> &buffers) {
   std::vector<Array> out;
   for (size_t i = 0; i < descs.size(); ++i) {
     Array a;
     a.name = descs[i].name;
     a.dtype = descs[i].dtype;
     a.shape = descs[i].shape;
-    a.bytes.assign(buffers[i].data(), buffers[i].data() + buffers[i].size());
+    a.bytes.resize(buffers[i].size());
+    backend.download(a.bytes.data(), buffers[i].data(), buffers[i].size());
     out.push_back(std::move(a));
   }
   return out;
@@ -552,8 +523,7 @@ tcc_status tcc_bind_input(tcc_session *s, const char *name, const void *data,
     const std::vector<TensorDesc> &inputs = s->art.primary().inputs;
     size_t i = findSlot(inputs, name, "input");
     checkBytes(inputs[i], bytes, data, "input");
-    if (bytes)
-      std::memcpy(s->inputs[i].data(), data, bytes);
+    s->backend->upload(s->inputs[i].data(), data, bytes);
     s->bound[i] = true;
   });
 }
@@ -594,12 +564,10 @@ tcc_status tcc_forward(tcc_session *s) {
       const Value &v = fn.values[s->outputValues[i]];
       if (v.storage == Storage::Arena)
         continue;
-      Buffer &copy = s->outputCopies[i];
-      if (copy.size() != size_t(v.bytes))
-        copy.allocate(size_t(v.bytes), "output '" + s->outputs[i].name + "'");
-      if (v.bytes)
-        std::memcpy(copy.data(), s->ptrs[f][s->outputValues[i]],
-                    size_t(v.bytes));
+      std::vector<uint8_t> &copy = s->outputCopies[i];
+      copy.resize(size_t(v.bytes));
+      s->backend->download(copy.data(), s->ptrs(f)[s->outputValues[i]],
+                           size_t(v.bytes));
     }
     s->forwardDone = true;
   });
@@ -632,11 +600,11 @@ tcc_status tcc_read_output(const tcc_session *s, const char *name, void *dst,
            std::string("tcc_read_output: output '") + name +
                "' has no value: tcc_forward has not run (or failed)");
     size_t f = s->fnIndex("forward");
-    const Buffer &copy = s->outputCopies[i];
-    const uint8_t *src =
-        copy.size() ? copy.data() : s->ptrs[f][s->outputValues[i]];
-    if (bytes)
-      std::memcpy(dst, src, bytes);
+    const Value &v = s->art.functions[f].values[s->outputValues[i]];
+    if (v.storage == Storage::Arena)
+      s->backend->download(dst, s->ptrs(f)[s->outputValues[i]], bytes);
+    else if (bytes)
+      std::memcpy(dst, s->outputCopies[i].data(), bytes);
   });
 }
 
@@ -646,8 +614,7 @@ tcc_status tcc_read_param(const tcc_session *s, const char *name, void *dst,
     needSession(s);
     size_t i = findSlot(s->art.params, name, "parameter");
     checkBytes(s->art.params[i], bytes, dst, "parameter");
-    if (bytes)
-      std::memcpy(dst, s->params[i].data(), bytes);
+    s->backend->download(dst, s->params[i].data(), bytes);
   });
 }
 
@@ -657,8 +624,7 @@ tcc_status tcc_write_param(tcc_session *s, const char *name, const void *src,
     needSession(s);
     size_t i = findSlot(s->art.params, name, "parameter");
     checkBytes(s->art.params[i], bytes, src, "parameter");
-    if (bytes)
-      std::memcpy(s->params[i].data(), src, bytes);
+    s->backend->upload(s->params[i].data(), src, bytes);
   });
 }
 
@@ -668,8 +634,7 @@ tcc_status tcc_read_opt_state(const tcc_session *s, const char *name,
     needSession(s);
     size_t i = findSlot(s->art.optState, name, "optimizer state");
     checkBytes(s->art.optState[i], bytes, dst, "optimizer state");
-    if (bytes)
-      std::memcpy(dst, s->optState[i].data(), bytes);
+    s->backend->download(dst, s->optState[i].data(), bytes);
   });
 }
 
@@ -679,8 +644,7 @@ tcc_status tcc_write_opt_state(tcc_session *s, const char *name,
     needSession(s);
     size_t i = findSlot(s->art.optState, name, "optimizer state");
     checkBytes(s->art.optState[i], bytes, src, "optimizer state");
-    if (bytes)
-      std::memcpy(s->optState[i].data(), src, bytes);
+    s->backend->upload(s->optState[i].data(), src, bytes);
   });
 }
 
@@ -717,8 +681,8 @@ tcc_status tcc_save_checkpoint(tcc_session *s, const char *dir,
     }
     try {
       s->written = tcc::checkpoint::saveCheckpoint(
-          dir, snapshot(s->art.params, s->params),
-          snapshot(s->art.optState, s->optState), state);
+          dir, snapshot(*s->backend, s->art.params, s->params),
+          snapshot(*s->backend, s->art.optState, s->optState), state);
     } catch (const tcc::data::Error &e) {
       fail(TCC_ERROR_IO, e.what());
     }
@@ -754,13 +718,11 @@ tcc_status tcc_restore_checkpoint(tcc_session *s, const char *path,
         (fs::path(stepDir) / tcc::checkpoint::OptimizerFile).string());
     // Everything checked: nothing below can fail.
     for (size_t i = 0; i < params.size(); ++i)
-      if (!params[i]->bytes.empty())
-        std::memcpy(s->params[i].data(), params[i]->bytes.data(),
-                    params[i]->bytes.size());
+      s->backend->upload(s->params[i].data(), params[i]->bytes.data(),
+                         params[i]->bytes.size());
     for (size_t i = 0; i < opt.size(); ++i)
-      if (!opt[i]->bytes.empty())
-        std::memcpy(s->optState[i].data(), opt[i]->bytes.data(),
-                    opt[i]->bytes.size());
+      s->backend->upload(s->optState[i].data(), opt[i]->bytes.data(),
+                         opt[i]->bytes.size());
     s->stepsDone = ck.state.step;
     s->restoredFrom = ck.dir;
     if (data_position)
@@ -785,9 +747,9 @@ tcc_status tcc_memory(const tcc_session *s, tcc_memory_info *info) {
     if (!info)
       fail(TCC_ERROR_ARGUMENT, "info is NULL");
     // What the session allocated, which is what memoryPlan() predicts.
-    auto sum = [](const std::vector<Buffer> &bufs) {
+    auto sum = [](const std::vector<Mem> &bufs) {
       int64_t n = 0;
-      for (const Buffer &b : bufs)
+      for (const Mem &b : bufs)
         n += int64_t(b.size());
       return n;
     };

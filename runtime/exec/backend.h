@@ -1,0 +1,105 @@
+//===- backend.h - where a session's memory lives and steps run -*- C++ -*-===//
+//
+// A session (session.cpp) owns the artifact and a Backend; the backend owns
+// every byte the plan addresses (parameters, optimizer state, the step
+// counter, bound inputs, constants, the arena) and runs functions on them.
+// Addresses are the backend's own: host pointers for the cpu backend,
+// device pointers for cuda. The session never dereferences one; it moves
+// bytes in and out with upload / download.
+//
+// The session allocates everything first, resolves every value of every
+// function to an address (Bindings), then calls prepare() once; after that
+// run() executes a whole function. What a backend cannot run is refused by
+// makeBackend / prepare (TCC_ERROR_BACKEND naming the op and step), never by
+// run().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TCC_RUNTIME_EXEC_BACKEND_H
+#define TCC_RUNTIME_EXEC_BACKEND_H
+
+#include "exec/artifact.h"
+#include "exec/liveness.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tcc::rt {
+
+/// Every address a function's steps use, resolved when the session opens.
+struct FunctionBinding {
+  /// Per value: its address.
+  std::vector<uint8_t *> ptrs;
+  /// Empty, or (TCC_POISON_ARENA=1) per step and once more before the
+  /// results are read: arena ranges to fill with 0xFF.
+  std::vector<std::vector<ByteRange>> poison;
+  /// After the last step: param / opt_state results copied into their slots
+  /// (those whose value does not already live there).
+  struct Copy {
+    uint8_t *dst;
+    const uint8_t *src;
+    size_t bytes;
+  };
+  std::vector<Copy> resultCopies;
+};
+
+struct Bindings {
+  std::vector<FunctionBinding> functions; ///< as artifact.functions
+  uint8_t *arena = nullptr;
+  uint8_t *step = nullptr; ///< the int64 step counter
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  Backend(const Backend &) = delete;
+  Backend &operator=(const Backend &) = delete;
+
+  /// "cpu", "cuda".
+  virtual const char *name() const = 0;
+
+  /// `bytes` zero-filled bytes for `what`, at least 64-byte aligned, owned
+  /// by the backend until it is destroyed; null for 0 bytes.
+  /// TCC_ERROR_MEMORY naming `what` when the allocation fails.
+  virtual uint8_t *allocate(size_t bytes, const std::string &what) = 0;
+
+  /// Copies host bytes into backend memory / backend memory to the host.
+  /// Both complete before returning (download waits for running work).
+  virtual void upload(uint8_t *dst, const void *src, size_t bytes) = 0;
+  virtual void download(void *dst, const uint8_t *src, size_t bytes) = 0;
+
+  /// Called once, after every buffer is allocated and every value bound.
+  /// The bindings must outlive the backend's use of them (the session owns
+  /// both).
+  virtual void prepare(const Bindings &bindings) = 0;
+
+  /// Runs function `f`: sets the step counter to `step`, poisons and runs
+  /// the steps, then copies the results into their slots. When it returns
+  /// every result is visible to download. Throws TCC_ERROR_DATA for a label
+  /// or id out of range (naming the input and the row) before any
+  /// parameter or optimizer state has changed.
+  virtual void run(size_t f, int64_t step) = 0;
+
+protected:
+  Backend() = default;
+};
+
+/// The backend called `name` for `artifact` (which must outlive it).
+/// TCC_ERROR_BACKEND for an unknown name, a backend this runtime was built
+/// without, no device, or a call the backend cannot run.
+std::unique_ptr<Backend> makeBackend(const std::string &name,
+                                     const Artifact &artifact);
+
+/// TCC_ERROR_BACKEND unless this runtime has a backend called `name`
+/// (checked before the artifact is read).
+void checkBackendName(const std::string &name);
+
+/// Whether this runtime was built with the CUDA backend.
+bool haveCudaBackend();
+
+} // namespace tcc::rt
+
+#endif // TCC_RUNTIME_EXEC_BACKEND_H
