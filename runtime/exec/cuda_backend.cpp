@@ -1,0 +1,492 @@
+//===- cuda_backend.cpp - running plan steps on a CUDA device --------------===//
+//
+// See cuda_backend.h. Memory, streams and graphs go through the CUDA
+// runtime API; the fatbin of the generated kernels is loaded and launched
+// with the driver API (the runtime's primary context is current, so both
+// APIs share it). The driver functions come from
+// cudaGetDriverEntryPointByVersion rather than from linking libcuda: a
+// runtime linked against libcuda.so.1 would not even load on a machine
+// without the NVIDIA driver, where the cpu backend must keep working.
+//
+//===----------------------------------------------------------------------===//
+
+#include "exec/cuda_backend.h"
+
+#include "exec/cuda_calls.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/gemm.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <type_traits>
+
+namespace tcc::rt {
+
+std::string cudaUnsupported(const Function &fn, const Step &step) {
+  return cudaCallUnsupported(fn, step);
+}
+
+namespace {
+
+void check(cudaError_t e, const std::string &what,
+           tcc_status status = TCC_ERROR_BACKEND) {
+  if (e != cudaSuccess) {
+    cudaGetLastError(); // clear a sticky launch error where there is one
+    fail(status, "backend 'cuda': " + what + ": " + cudaGetErrorName(e) +
+                     " (" + cudaGetErrorString(e) + ")");
+  }
+}
+
+/// The driver API functions used here, resolved through the runtime.
+struct Driver {
+  decltype(&::cuGetErrorName) getErrorName = nullptr;
+  decltype(&::cuGetErrorString) getErrorString = nullptr;
+  decltype(&::cuModuleLoadData) moduleLoadData = nullptr;
+  decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
+  decltype(&::cuModuleUnload) moduleUnload = nullptr;
+  decltype(&::cuLaunchKernel) launchKernel = nullptr;
+};
+
+Driver &driver() {
+  static Driver d;
+  return d;
+}
+
+/// Resolves driver(); "" or why it failed. Needs a working CUDA runtime.
+std::string loadDriver() {
+  Driver &d = driver();
+  if (d.launchKernel)
+    return "";
+  auto get = [](const char *symbol, auto &fn) -> std::string {
+    void *p = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t e = cudaGetDriverEntryPointByVersion(symbol, &p, 12000,
+                                                     cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !p) {
+      cudaGetLastError();
+      return std::string("no driver entry point ") + symbol +
+             (e != cudaSuccess ? std::string(": ") + cudaGetErrorString(e)
+                               : std::string());
+    }
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+    return "";
+  };
+  std::string why;
+  for (std::string w :
+       {get("cuGetErrorName", d.getErrorName),
+        get("cuGetErrorString", d.getErrorString),
+        get("cuModuleLoadData", d.moduleLoadData),
+        get("cuModuleGetFunction", d.moduleGetFunction),
+        get("cuModuleUnload", d.moduleUnload),
+        get("cuLaunchKernel", d.launchKernel)})
+    if (why.empty())
+      why = w;
+  if (!why.empty())
+    d.launchKernel = nullptr;
+  return why;
+}
+
+std::string driverError(CUresult r) {
+  const char *name = nullptr, *text = nullptr;
+  if (driver().getErrorName)
+    driver().getErrorName(r, &name);
+  if (driver().getErrorString)
+    driver().getErrorString(r, &text);
+  return std::string(name ? name : "CUDA_ERROR_?") + " (" +
+         (text ? text : "unknown") + ")";
+}
+
+constexpr int BlockSize = 256;
+
+class CudaBackend final : public Backend {
+public:
+  explicit CudaBackend(const Artifact &artifact);
+  ~CudaBackend() override;
+
+  const char *name() const override { return "cuda"; }
+  uint8_t *allocate(size_t bytes, const std::string &what) override;
+  void upload(uint8_t *dst, const void *src, size_t bytes) override;
+  void download(void *dst, const uint8_t *src, size_t bytes) override;
+  void prepare(const Bindings &bindings) override;
+  void run(size_t f, int64_t step) override;
+
+private:
+  void init();
+  void release();
+  /// Steps [begin, end) of function f (with poisoning; the result copies
+  /// when end is the last step), enqueued on the stream.
+  void enqueue(size_t f, size_t begin, size_t end);
+  /// Synchronises and turns the first set error word into an Error.
+  void checkErrorWords(size_t f);
+  std::string where(size_t f, size_t s) const {
+    const Function &fn = art.functions[f];
+    return art.file("plan") + ": " + fn.name + " step " + std::to_string(s) +
+           " (" + (fn.steps[s].kind == Step::Kernel ? fn.steps[s].symbol
+                                                    : opName(fn.steps[s].op)) +
+           "): ";
+  }
+
+  const Artifact &art;
+  const Bindings *bindings = nullptr;
+  cudaStream_t stream = nullptr;
+  int smCount = 1;
+  CUmodule module = nullptr;
+  std::unique_ptr<cuda::GemmContext> gemmContext;
+  std::vector<void *> blocks; // device allocations, to free
+  bool useGraphs = true;
+
+  struct StepPlan {
+    CUfunction kernel = nullptr; ///< kernel steps
+    const void *inputs = nullptr; ///< device array of device pointers
+    CallPlan call;               ///< call steps
+  };
+  struct FunctionPlan {
+    std::vector<StepPlan> steps;
+    /// Segment ends: the error words are read after each segment; the
+    /// first ends before the first step writing a param / opt_state slot
+    /// when a step before it reads ids. One CUDA graph per segment.
+    std::vector<size_t> segmentEnds;
+    std::vector<cudaGraphExec_t> graphs;
+    std::vector<int64_t> errorSteps; ///< step of each error slot
+    int firstErrorSlot = 0;
+  };
+  std::vector<FunctionPlan> plans;
+  int errorSlots = 0;
+  int64_t *errorWords = nullptr; // device
+  void *workspace = nullptr;     // device
+  size_t workspaceBytes = 0;
+  int64_t hostStep = 0;
+};
+
+CudaBackend::CudaBackend(const Artifact &artifact) : art(artifact) {
+  try {
+    init();
+  } catch (...) {
+    release(); // no destructor runs for a constructor that throws
+    throw;
+  }
+}
+
+void CudaBackend::init() {
+  // The device: the first one (cudaGetDeviceCount initialises the driver).
+  int devices = 0;
+  cudaError_t e = cudaGetDeviceCount(&devices);
+  if (e != cudaSuccess || devices == 0) {
+    cudaGetLastError();
+    fail(TCC_ERROR_BACKEND,
+         std::string("backend 'cuda': no CUDA device (cudaGetDeviceCount: ") +
+             (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") + ")");
+  }
+  check(cudaSetDevice(0), "cudaSetDevice(0)");
+  std::string noDriver = loadDriver();
+  if (!noDriver.empty())
+    fail(TCC_ERROR_BACKEND, "backend 'cuda': " + noDriver);
+  check(cudaFree(nullptr), "creating the context on device 0");
+  check(cudaDeviceGetAttribute(&smCount, cudaDevAttrMultiProcessorCount, 0),
+        "cudaDeviceGetAttribute");
+  const char *graphs = std::getenv("TCC_CUDA_GRAPHS");
+  useGraphs = !(graphs && std::string(graphs) == "0");
+
+  // What the backend cannot run, refused before anything else is loaded.
+  for (const Function &fn : art.functions)
+    for (size_t s = 0; s < fn.steps.size(); ++s) {
+      const Step &step = fn.steps[s];
+      if (step.kind != Step::Call)
+        continue;
+      std::string why = cudaUnsupported(fn, step);
+      if (!why.empty())
+        fail(TCC_ERROR_BACKEND, art.file("plan") + ": " + fn.name + " step " +
+                                    std::to_string(s) + " (" +
+                                    opName(step.op) + "): " + why);
+    }
+
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+        "cudaStreamCreate");
+  std::string gemmError;
+  gemmContext = cuda::GemmContext::create(&gemmError);
+  if (!gemmContext)
+    fail(TCC_ERROR_BACKEND, "backend 'cuda': cuBLASLt: " + gemmError);
+
+  // The generated kernels.
+  if (art.hasKernelSteps()) {
+    std::string path = art.file("cuda_kernels");
+    if (path.empty())
+      path = art.dir + "/kernels/kernels.fatbin";
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      fail(TCC_ERROR_FORMAT,
+           path + ": no CUDA kernels (kernels/kernels.fatbin is missing or "
+                  "unreadable: the artifact was compiled without nvcc?)");
+    std::string image((std::istreambuf_iterator<char>(in)),
+                      std::istreambuf_iterator<char>());
+    CUresult r = driver().moduleLoadData(&module, image.data());
+    if (r != CUDA_SUCCESS)
+      fail(TCC_ERROR_FORMAT, path + ": cannot load the CUDA kernels: " +
+                                 driverError(r));
+  }
+
+  plans.resize(art.functions.size());
+  for (size_t f = 0; f < art.functions.size(); ++f) {
+    const Function &fn = art.functions[f];
+    FunctionPlan &fp = plans[f];
+    fp.steps.resize(fn.steps.size());
+    fp.firstErrorSlot = errorSlots;
+    size_t firstWrite = fn.steps.size();
+    bool readsIdsBefore = false;
+    for (size_t s = 0; s < fn.steps.size(); ++s) {
+      const Step &step = fn.steps[s];
+      StepPlan &sp = fp.steps[s];
+      for (int64_t o : step.outputs)
+        if (o >= 0 && firstWrite == fn.steps.size() &&
+            (fn.values[o].storage == Storage::Param ||
+             fn.values[o].storage == Storage::OptState))
+          firstWrite = s;
+      if (step.kind == Step::Kernel) {
+        CUresult r =
+            driver().moduleGetFunction(&sp.kernel, module, step.symbol.c_str());
+        if (r != CUDA_SUCCESS)
+          fail(TCC_ERROR_FORMAT, art.file("cuda_kernels") + ": no kernel '" +
+                                     step.symbol + "' (" + fn.name +
+                                     " step " + std::to_string(s) + "): " +
+                                     driverError(r));
+        continue;
+      }
+      sp.call = planCall(fn, s, *gemmContext, where(f, s));
+      workspaceBytes = std::max(workspaceBytes, sp.call.workspace);
+      if (writesErrorWord(step.op)) {
+        sp.call.errorSlot = errorSlots++;
+        fp.errorSteps.push_back(int64_t(s));
+        if (firstWrite == fn.steps.size() && step.op != Op::AdamwUpdate)
+          readsIdsBefore = true;
+      }
+    }
+    if (readsIdsBefore && firstWrite > 0 && firstWrite < fn.steps.size())
+      fp.segmentEnds.push_back(firstWrite);
+    fp.segmentEnds.push_back(fn.steps.size());
+    fp.graphs.assign(fp.segmentEnds.size(), nullptr);
+  }
+  if (errorSlots)
+    errorWords = reinterpret_cast<int64_t *>(
+        allocate(sizeof(int64_t) * size_t(errorSlots), "the error words"));
+  if (workspaceBytes)
+    workspace = allocate(workspaceBytes, "the library calls' workspace");
+}
+
+CudaBackend::~CudaBackend() { release(); }
+
+void CudaBackend::release() {
+  if (stream)
+    cudaStreamSynchronize(stream);
+  for (FunctionPlan &fp : plans)
+    for (cudaGraphExec_t g : fp.graphs)
+      if (g)
+        cudaGraphExecDestroy(g);
+  plans.clear(); // the GemmPlans before their context
+  gemmContext.reset();
+  if (module)
+    driver().moduleUnload(module);
+  module = nullptr;
+  for (void *b : blocks)
+    cudaFree(b);
+  blocks.clear();
+  if (stream)
+    cudaStreamDestroy(stream);
+  stream = nullptr;
+}
+
+uint8_t *CudaBackend::allocate(size_t bytes, const std::string &what) {
+  if (bytes == 0)
+    return nullptr;
+  void *p = nullptr;
+  cudaError_t e = cudaMalloc(&p, bytes); // 256-byte aligned
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    fail(TCC_ERROR_MEMORY, "cannot allocate " + std::to_string(bytes) +
+                               " bytes of device memory for " + what + ": " +
+                               cudaGetErrorString(e));
+  }
+  blocks.push_back(p);
+  check(cudaMemsetAsync(p, 0, bytes, stream), "clearing " + what);
+  check(cudaStreamSynchronize(stream), "clearing " + what);
+  return static_cast<uint8_t *>(p);
+}
+
+void CudaBackend::upload(uint8_t *dst, const void *src, size_t bytes) {
+  if (!bytes)
+    return;
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream),
+        "copying to the device");
+  check(cudaStreamSynchronize(stream), "copying to the device");
+}
+
+void CudaBackend::download(void *dst, const uint8_t *src, size_t bytes) {
+  if (!bytes)
+    return;
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream),
+        "copying from the device");
+  check(cudaStreamSynchronize(stream), "copying from the device");
+}
+
+void CudaBackend::prepare(const Bindings &b) {
+  bindings = &b;
+  // Every kernel step's inputs as one device array of device pointers.
+  std::vector<const void *> table;
+  std::vector<std::pair<size_t, size_t>> at; // (function, step) per array
+  std::vector<size_t> offsets;
+  for (size_t f = 0; f < art.functions.size(); ++f) {
+    const Function &fn = art.functions[f];
+    for (size_t s = 0; s < fn.steps.size(); ++s) {
+      const Step &step = fn.steps[s];
+      if (step.kind != Step::Kernel || step.inputs.empty())
+        continue;
+      at.push_back({f, s});
+      offsets.push_back(table.size());
+      for (int64_t v : step.inputs)
+        table.push_back(b.functions[f].ptrs[v]);
+    }
+  }
+  if (table.empty())
+    return;
+  size_t bytes = table.size() * sizeof(void *);
+  auto *dev = reinterpret_cast<const void **>(
+      allocate(bytes, "the kernel argument arrays"));
+  upload(reinterpret_cast<uint8_t *>(dev), table.data(), bytes);
+  for (size_t i = 0; i < at.size(); ++i)
+    plans[at[i].first].steps[at[i].second].inputs = dev + offsets[i];
+}
+
+void CudaBackend::enqueue(size_t f, size_t begin, size_t end) {
+  const Function &fn = art.functions[f];
+  const FunctionBinding &fb = bindings->functions[f];
+  FunctionPlan &fp = plans[f];
+  auto poison = [&](size_t i) {
+    if (!fb.poison.empty())
+      for (const ByteRange &r : fb.poison[i])
+        check(cudaMemsetAsync(bindings->arena + r.begin, 0xFF,
+                              size_t(r.end - r.begin), stream),
+              "poisoning the arena");
+  };
+  if (begin == 0 && errorSlots)
+    check(cudaMemsetAsync(errorWords, 0xFF, sizeof(int64_t) * errorSlots,
+                          stream),
+          "clearing the error words"); // -1: no error
+  CallContext ctx{stream, workspace, errorWords};
+  for (size_t s = begin; s < end; ++s) {
+    poison(s);
+    const Step &step = fn.steps[s];
+    const StepPlan &sp = fp.steps[s];
+    if (step.kind == Step::Call) {
+      int st = enqueueCall(fn, s, sp.call, fb.ptrs.data(), ctx);
+      if (st)
+        fail(TCC_ERROR_BACKEND, where(f, s) + "the cuda launcher failed: " +
+                                    cuda::status_string(st));
+      continue;
+    }
+    if (step.elements <= 0)
+      continue;
+    const void *inputs = sp.inputs;
+    void *output = fb.ptrs[step.outputs[0]];
+    int64_t first = 0, last = step.elements;
+    void *args[] = {&inputs, &output, &first, &last};
+    int64_t blocksNeeded = (step.elements + BlockSize - 1) / BlockSize;
+    unsigned grid = unsigned(std::min<int64_t>(blocksNeeded, int64_t(smCount) * 32));
+    CUresult r = driver().launchKernel(sp.kernel, grid, 1, 1, BlockSize, 1, 1, 0,
+                                reinterpret_cast<CUstream>(stream), args,
+                                nullptr);
+    if (r != CUDA_SUCCESS)
+      fail(TCC_ERROR_BACKEND, where(f, s) + "cuLaunchKernel: " + driverError(r));
+  }
+  if (end == fn.steps.size()) {
+    poison(end);
+    for (const FunctionBinding::Copy &c : fb.resultCopies)
+      check(cudaMemcpyAsync(c.dst, c.src, c.bytes, cudaMemcpyDeviceToDevice,
+                            stream),
+            "copying a result into its slot");
+  }
+}
+
+void CudaBackend::checkErrorWords(size_t f) {
+  check(cudaStreamSynchronize(stream), art.functions[f].name);
+  const FunctionPlan &fp = plans[f];
+  if (fp.errorSteps.empty())
+    return;
+  std::vector<int64_t> words(fp.errorSteps.size());
+  check(cudaMemcpy(words.data(), errorWords + fp.firstErrorSlot,
+                   words.size() * sizeof(int64_t), cudaMemcpyDeviceToHost),
+        "reading the error words");
+  const Function &fn = art.functions[f];
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] < 0)
+      continue;
+    auto readInt = [&](int64_t value, int64_t index) -> int64_t {
+      const Value &v = fn.values[value];
+      const uint8_t *p = bindings->functions[f].ptrs[value];
+      if (v.dtype == data::DType::I64) {
+        int64_t x = 0;
+        download(&x, p + index * 8, 8);
+        return x;
+      }
+      int32_t x = 0;
+      download(&x, p + index * 4, 4);
+      return x;
+    };
+    tcc_status status;
+    std::string msg = callErrorMessage(fn, size_t(fp.errorSteps[i]), words[i],
+                                       art.params, readInt, status);
+    fail(status, msg);
+  }
+}
+
+void CudaBackend::run(size_t f, int64_t step) {
+  FunctionPlan &fp = plans[f];
+  hostStep = step;
+  if (bindings->step)
+    check(cudaMemcpyAsync(bindings->step, &hostStep, sizeof(int64_t),
+                          cudaMemcpyHostToDevice, stream),
+          "setting the step counter");
+  size_t begin = 0;
+  for (size_t g = 0; g < fp.segmentEnds.size(); ++g) {
+    size_t end = fp.segmentEnds[g];
+    if (!useGraphs) {
+      enqueue(f, begin, end);
+    } else {
+      if (!fp.graphs[g]) {
+        check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+              "cudaStreamBeginCapture");
+        try {
+          enqueue(f, begin, end);
+        } catch (...) {
+          cudaGraph_t partial = nullptr;
+          cudaStreamEndCapture(stream, &partial);
+          if (partial)
+            cudaGraphDestroy(partial);
+          throw;
+        }
+        cudaGraph_t graph = nullptr;
+        check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+        cudaGraphExec_t exec = nullptr;
+        cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+        cudaGraphDestroy(graph);
+        check(e, "cudaGraphInstantiate");
+        fp.graphs[g] = exec;
+      }
+      check(cudaGraphLaunch(fp.graphs[g], stream), "cudaGraphLaunch");
+    }
+    checkErrorWords(f); // synchronises
+    begin = end;
+  }
+}
+
+} // namespace
+
+std::unique_ptr<Backend> makeCudaBackend(const Artifact &artifact) {
+  return std::make_unique<CudaBackend>(artifact);
+}
+
+} // namespace tcc::rt

@@ -1,0 +1,48 @@
+//===- cuda_backend.h - running plan steps on a CUDA device -----*- C++ -*-===//
+//
+// Built only when the CUDA toolkit is found (TCC_CUDA, target
+// tcc_cuda_kernels); backend.cpp reaches it under TCC_HAVE_CUDA_BACKEND.
+//
+// The first CUDA device; device memory of exactly the plan's sizes (one
+// arena, one buffer per parameter, optimizer slot, input and constant) plus
+// a scratch workspace, the kernel argument arrays and the error words
+// (outside tcc_memory). Kernel steps launch the `tcc_<name>` symbols of
+// kernels/kernels.fatbin (driver API, resolved at open) over `elements`,
+// their inputs a device array of device pointers written once at open. Call
+// steps run tcc_cuda_kernels and cuBLASLt GemmPlans made at open. Everything
+// is enqueued on one stream; the first run of each function captures it as
+// CUDA graphs, later runs replay them (TCC_CUDA_GRAPHS=0: always eager).
+// The step counter is a device value uploaded before each run, so replays
+// see it without re-capture. Label / id errors come back through device
+// error words, read when the stream is synchronised after the steps that
+// read ids and before the first step that writes a parameter or optimizer
+// slot, so a TCC_ERROR_DATA leaves the session unchanged.
+//
+// NOT YET RUN ON A GPU: it compiles and links against the driver stub; the
+// GPU tests (test/unit/gpu/CudaBackendTest.cpp) are its first check.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TCC_RUNTIME_EXEC_CUDA_BACKEND_H
+#define TCC_RUNTIME_EXEC_CUDA_BACKEND_H
+
+#include "exec/backend.h"
+
+#include <memory>
+#include <string>
+
+namespace tcc::rt {
+
+/// Why the CUDA backend cannot run call `step` of `fn`, or "" when it can
+/// (shape-only checks; cuBLASLt may still refuse a GEMM when the session
+/// opens).
+std::string cudaUnsupported(const Function &fn, const Step &step);
+
+/// TCC_ERROR_BACKEND when there is no CUDA device or a call the backend
+/// cannot run (naming the step and op), TCC_ERROR_FORMAT / TCC_ERROR_IO
+/// when kernels/kernels.fatbin is missing, unreadable or lacks a symbol.
+std::unique_ptr<Backend> makeCudaBackend(const Artifact &artifact);
+
+} // namespace tcc::rt
+
+#endif // TCC_RUNTIME_EXEC_CUDA_BACKEND_H

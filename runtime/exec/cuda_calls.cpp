@@ -1,0 +1,478 @@
+//===- cuda_calls.cpp - the CUDA backend's library calls -------------------===//
+
+#include "exec/cuda_calls.h"
+
+#include "kernels/cuda/cuda_kernels.h"
+
+#include <cuda_runtime_api.h>
+
+#include <climits>
+
+namespace tcc::rt {
+
+using data::DType;
+
+namespace {
+
+int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i)
+    p *= shape[i];
+  return p;
+}
+
+/// Per output batch index, the operand matrix it reads (numpy broadcasting
+/// of the leading dims); as cpu_backend.cpp.
+std::vector<int64_t> batchMap(const std::vector<int64_t> &operand,
+                              const std::vector<int64_t> &out) {
+  size_t rank = out.size(), orank = operand.size();
+  int64_t count = product(out, 0, rank);
+  std::vector<int64_t> map(count);
+  std::vector<int64_t> coord(rank, 0);
+  for (int64_t b = 0; b < count; ++b) {
+    int64_t idx = 0;
+    for (size_t d = 0; d < orank; ++d) {
+      int64_t c = coord[rank - orank + d];
+      idx = idx * operand[d] + (operand[d] == 1 ? 0 : c);
+    }
+    map[b] = idx;
+    for (size_t d = rank; d-- > 0;) {
+      if (++coord[d] < out[d])
+        break;
+      coord[d] = 0;
+    }
+  }
+  return map;
+}
+
+int64_t uniformStride(const std::vector<int64_t> &map) {
+  bool zero = true, identity = true;
+  for (size_t b = 0; b < map.size(); ++b) {
+    zero &= map[b] == 0;
+    identity &= map[b] == int64_t(b);
+  }
+  return zero ? 0 : identity ? 1 : -1;
+}
+
+/// The largest power of two <= 16 dividing every one of `bytes`.
+int alignmentOf(std::initializer_list<int64_t> bytes) {
+  int a = 16;
+  for (int64_t b : bytes)
+    while (a > 4 && b % a != 0)
+      a /= 2;
+  return a;
+}
+
+const float *fptr(uint8_t *const *ptrs, int64_t id) {
+  return id < 0 ? nullptr : reinterpret_cast<const float *>(ptrs[id]);
+}
+
+} // namespace
+
+bool writesErrorWord(Op op) {
+  return op == Op::CrossEntropy || op == Op::CrossEntropyGrad ||
+         op == Op::Embedding || op == Op::GatherGrad || op == Op::AdamwUpdate;
+}
+
+std::string cudaCallUnsupported(const Function &fn, const Step &step) {
+  auto value = [&](size_t i) -> const Value & {
+    return fn.values[step.inputs[i]];
+  };
+  std::string op = opName(step.op);
+  DType main = value(step.op == Op::GatherGrad ? 1 : 0).dtype;
+  bool f64Ok = step.op == Op::Dropout;
+  if (main != DType::F32 && !(f64Ok && main == DType::F64))
+    return "the cuda backend runs " + op + " on f32" +
+           (f64Ok ? std::string(" and f64") : std::string()) + " only, not " +
+           data::dtypeName(main);
+  switch (step.op) {
+  case Op::Softmax:
+  case Op::SoftmaxGrad:
+  case Op::LogSoftmax:
+  case Op::LogSoftmaxGrad:
+    if (step.attrs.axis != int64_t(value(0).shape.size()) - 1)
+      return "the cuda backend runs " + op + " over the last axis only, not " +
+             "axis " + std::to_string(step.attrs.axis);
+    break;
+  case Op::GatherGrad:
+    if (step.attrs.axis != 0)
+      return "the cuda backend runs gather_grad on axis 0 only (the embedding "
+             "gradient), not axis " +
+             std::to_string(step.attrs.axis);
+    break;
+  case Op::Attention:
+  case Op::AttentionGrad:
+    if (value(0).shape[3] > 128 || value(2).shape[3] > 128)
+      return "the cuda backend runs attention with head dims up to 128, not " +
+             std::to_string(value(0).shape[3]) + " / " +
+             std::to_string(value(2).shape[3]);
+    break;
+  case Op::Gemm: {
+    const Value &o = fn.values[step.outputs[0]];
+    int64_t m = o.shape[0], n = o.shape[1];
+    if (step.inputs.size() > 2 && step.inputs[2] >= 0 && step.attrs.beta != 0) {
+      const Value &c = value(2);
+      size_t cr = c.shape.size();
+      int64_t dm = cr == 2 ? c.shape[0] : 1, dn = cr >= 1 ? c.shape[cr - 1] : 1;
+      bool full = dm == m && dn == n;
+      bool row = dm == 1 && dn == n && step.attrs.beta == 1.0;
+      if (!full && !row)
+        return "the cuda backend adds a gemm's c of shape [m, n], or of [n] / "
+               "[1, n] with beta 1, not " +
+               shapeString(c.shape) + " with beta " +
+               std::to_string(step.attrs.beta);
+    }
+    int64_t k = value(0).shape[step.attrs.transposeA ? 0 : 1];
+    if (k == 0 && o.elements > 0)
+      return "the cuda backend runs no gemm with k = 0";
+    break;
+  }
+  default:
+    break;
+  }
+  return "";
+}
+
+CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
+                  const std::string &where) {
+  const Step &step = fn.steps[s];
+  const Attrs &a = step.attrs;
+  auto in = [&](size_t i) -> const Value & {
+    return fn.values[step.inputs[i]];
+  };
+  const Value &o = fn.values[step.outputs[0]];
+  CallPlan plan;
+  cuda::GemmDesc desc;
+  switch (step.op) {
+  case Op::Matmul: {
+    GemmStep &g = plan.gemm;
+    const Value &l = in(0), &r = in(1);
+    size_t lr = l.shape.size(), orank = o.shape.size();
+    g.m = o.shape[orank - 2], g.n = o.shape[orank - 1];
+    g.k = l.shape[a.transposeA ? lr - 2 : lr - 1];
+    if (o.elements == 0) {
+      g.empty = true;
+      return plan;
+    }
+    if (g.k == 0) {
+      g.zero = true;
+      return plan;
+    }
+    std::vector<int64_t> ob(o.shape.begin(), o.shape.end() - 2);
+    g.lmap = batchMap({l.shape.begin(), l.shape.end() - 2}, ob);
+    g.rmap = batchMap({r.shape.begin(), r.shape.end() - 2}, ob);
+    int64_t batches = int64_t(g.lmap.size());
+    int64_t ls = uniformStride(g.lmap), rs = uniformStride(g.rmap);
+    desc.transA = a.transposeA;
+    desc.transB = a.transposeB;
+    desc.n = g.n;
+    desc.k = g.k;
+    if (ls == 1 && rs == 0 && !a.transposeA) {
+      desc.m = batches * g.m; // [..., m, k] @ [k, n]: one GEMM over all rows
+    } else if (ls >= 0 && rs >= 0) {
+      desc.m = g.m;
+      desc.batch = batches;
+      desc.strideA = ls * g.m * g.k;
+      desc.strideB = rs * g.k * g.n;
+      desc.strideC = g.m * g.n;
+    } else {
+      desc.m = g.m;
+      g.loop = true;
+      desc.alignment = alignmentOf({g.m * g.k * 4, g.k * g.n * 4, g.m * g.n * 4});
+    }
+    if (!g.loop)
+      g.lmap.clear(), g.rmap.clear();
+    break;
+  }
+  case Op::Gemm: {
+    GemmStep &g = plan.gemm;
+    g.m = o.shape[0], g.n = o.shape[1];
+    g.k = in(0).shape[a.transposeA ? 0 : 1];
+    if (o.elements == 0) {
+      g.empty = true;
+      return plan;
+    }
+    g.alpha = static_cast<float>(a.alpha);
+    if (step.inputs.size() > 2 && step.inputs[2] >= 0 && a.beta != 0) {
+      const Value &c = in(2);
+      size_t cr = c.shape.size();
+      int64_t dm = cr == 2 ? c.shape[0] : 1;
+      if (dm == g.m && c.elements == g.m * g.n) {
+        g.copyC = true;
+        g.beta = static_cast<float>(a.beta);
+      } else {
+        g.biasC = true; // [n] / [1, n] with beta 1 (cudaCallUnsupported)
+        desc.epilogue = cuda::Epilogue::Bias;
+      }
+    }
+    desc.transA = a.transposeA;
+    desc.transB = a.transposeB;
+    desc.m = g.m, desc.n = g.n, desc.k = g.k;
+    break;
+  }
+  case Op::LayerNormGrad: {
+    const Value &x = in(0);
+    plan.workspace = cuda::layer_norm_bwd_workspace_bytes(
+        product(x.shape, 0, a.axis), product(x.shape, a.axis, x.shape.size()));
+    return plan;
+  }
+  case Op::AttentionGrad: {
+    const Value &q = in(0), &k = in(1), &v = in(2);
+    plan.workspace = cuda::attention_bwd_workspace_bytes(
+        q.shape[0], q.shape[1], q.shape[2], k.shape[2], q.shape[3],
+        v.shape[3], /*haveForward=*/false);
+    return plan;
+  }
+  case Op::CrossEntropy:
+    plan.workspace = cuda::cross_entropy_fwd_workspace_bytes(in(1).elements);
+    return plan;
+  case Op::GatherGrad:
+    plan.workspace =
+        cuda::scatter_add_rows_workspace_bytes(in(0).elements, o.shape[0]);
+    return plan;
+  default:
+    return plan;
+  }
+  std::string error;
+  plan.gemm.plan = cuda::GemmPlan::create(gemm, desc, &error);
+  if (!plan.gemm.plan)
+    fail(TCC_ERROR_BACKEND, where + "cuBLASLt cannot run this GEMM: " + error);
+  plan.workspace = plan.gemm.plan->workspaceBytes();
+  return plan;
+}
+
+namespace {
+
+int runGemm(const Function &fn, const Step &step, const GemmStep &g,
+            uint8_t *const *ptrs, const CallContext &ctx) {
+  float *c = reinterpret_cast<float *>(ptrs[step.outputs[0]]);
+  if (g.empty)
+    return 0;
+  if (g.zero)
+    return cudaMemsetAsync(c, 0, size_t(fn.values[step.outputs[0]].bytes),
+                           ctx.stream);
+  const float *pa = fptr(ptrs, step.inputs[0]), *pb = fptr(ptrs, step.inputs[1]);
+  float *bias = nullptr;
+  if (g.copyC) {
+    const float *cin = fptr(ptrs, step.inputs[2]);
+    if (cin != c) {
+      int st = cudaMemcpyAsync(c, cin, size_t(g.m * g.n) * sizeof(float),
+                               cudaMemcpyDeviceToDevice, ctx.stream);
+      if (st)
+        return st;
+    }
+  } else if (g.biasC) {
+    bias = const_cast<float *>(fptr(ptrs, step.inputs[2]));
+  }
+  if (!g.loop)
+    return g.plan->run(pa, pb, c, g.alpha, g.beta, bias, ctx.workspace,
+                       ctx.stream);
+  for (size_t b = 0; b < g.lmap.size(); ++b) {
+    int st = g.plan->run(pa + g.lmap[b] * g.m * g.k, pb + g.rmap[b] * g.k * g.n,
+                         c + int64_t(b) * g.m * g.n, 1.0f, 0.0f, nullptr,
+                         ctx.workspace, ctx.stream);
+    if (st)
+      return st;
+  }
+  return 0;
+}
+
+} // namespace
+
+int enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
+                uint8_t *const *ptrs, const CallContext &ctx) {
+  const Step &step = fn.steps[s];
+  const Attrs &a = step.attrs;
+  cudaStream_t st = ctx.stream;
+  auto in = [&](size_t i) -> const Value & {
+    return fn.values[step.inputs[i]];
+  };
+  auto fin = [&](size_t i) {
+    return i < step.inputs.size() ? fptr(ptrs, step.inputs[i]) : nullptr;
+  };
+  auto fout = [&](size_t i) -> float * {
+    return i >= step.outputs.size() || step.outputs[i] < 0
+               ? nullptr
+               : reinterpret_cast<float *>(ptrs[step.outputs[i]]);
+  };
+  int64_t *error =
+      plan.errorSlot < 0 ? nullptr : ctx.errorWords + plan.errorSlot;
+  switch (step.op) {
+  case Op::Matmul:
+  case Op::Gemm:
+    return runGemm(fn, step, plan.gemm, ptrs, ctx);
+  case Op::LayerNorm:
+  case Op::LayerNormGrad: {
+    const Value &x = in(0);
+    int64_t rows = product(x.shape, 0, a.axis);
+    int64_t len = product(x.shape, a.axis, x.shape.size());
+    if (step.op == Op::LayerNorm)
+      return cuda::layer_norm_fwd(fin(0), fin(1), fin(2), fout(0), nullptr,
+                                  nullptr, rows, len, a.epsilon, st);
+    return cuda::layer_norm_bwd(fin(0), fin(1), fin(2), nullptr, nullptr,
+                                fout(0), fout(1), fout(2), rows, len,
+                                a.epsilon, ctx.workspace, st);
+  }
+  case Op::Softmax:
+  case Op::SoftmaxGrad:
+  case Op::LogSoftmax:
+  case Op::LogSoftmaxGrad: {
+    const Value &x = in(0);
+    int64_t len = x.shape.back();
+    int64_t rows = len == 0 ? 0 : x.elements / len;
+    if (rows == 0)
+      return 0;
+    if (step.op == Op::Softmax)
+      return cuda::softmax_rows(fin(0), fout(0), rows, len, st);
+    if (step.op == Op::LogSoftmax)
+      return cuda::log_softmax_rows(fin(0), fout(0), rows, len, st);
+    if (step.op == Op::SoftmaxGrad)
+      return cuda::softmax_grad_rows(fin(0), fin(1), fout(0), rows, len, st);
+    return cuda::log_softmax_grad_rows(fin(0), fin(1), fout(0), rows, len, st);
+  }
+  case Op::Attention:
+  case Op::AttentionGrad: {
+    bool grad = step.op == Op::AttentionGrad;
+    const Value &q = in(0), &k = in(1), &v = in(2);
+    cuda::KeyMask mask;
+    size_t mi = grad ? 4 : 3;
+    if (mi < step.inputs.size() && step.inputs[mi] >= 0) {
+      if (in(mi).dtype == DType::Bool)
+        mask.keep = ptrs[step.inputs[mi]];
+      else
+        mask.bias = fin(mi);
+    }
+    int64_t b = q.shape[0], h = q.shape[1], tq = q.shape[2], d = q.shape[3];
+    int64_t tk = k.shape[2], dv = v.shape[3];
+    if (!grad)
+      return cuda::attention_fwd(fin(0), fin(1), fin(2), fout(0), b, h, tq, tk,
+                                 d, dv, a.scale, a.causal, mask, nullptr, st);
+    return cuda::attention_bwd(fin(0), fin(1), fin(2), fin(3), fout(0),
+                               fout(1), fout(2), b, h, tq, tk, d, dv, a.scale,
+                               a.causal, mask, nullptr, nullptr, ctx.workspace,
+                               st);
+  }
+  case Op::CrossEntropy:
+  case Op::CrossEntropyGrad: {
+    const Value &logits = in(0), &labels = in(1);
+    int64_t classes = logits.shape.back(), rows = labels.elements;
+    const uint8_t *ids = ptrs[step.inputs[1]];
+    bool i64 = labels.dtype == DType::I64;
+    auto l64 = reinterpret_cast<const int64_t *>(ids);
+    auto l32 = reinterpret_cast<const int32_t *>(ids);
+    if (step.op == Op::CrossEntropy)
+      return i64 ? cuda::cross_entropy_fwd(fin(0), l64, rows, classes,
+                                           a.ignoreIndex, fout(0), fout(1),
+                                           ctx.workspace, error, st)
+                 : cuda::cross_entropy_fwd(fin(0), l32, rows, classes,
+                                           a.ignoreIndex, fout(0), fout(1),
+                                           ctx.workspace, error, st);
+    return i64 ? cuda::cross_entropy_grad(fin(0), l64, fin(2), fout(0), rows,
+                                          classes, a.ignoreIndex, error, st)
+               : cuda::cross_entropy_grad(fin(0), l32, fin(2), fout(0), rows,
+                                          classes, a.ignoreIndex, error, st);
+  }
+  case Op::Embedding: {
+    const Value &table = in(0), &idv = in(1);
+    const uint8_t *ids = ptrs[step.inputs[1]];
+    if (idv.dtype == DType::I64)
+      return cuda::gather_rows(fin(0), reinterpret_cast<const int64_t *>(ids),
+                               idv.elements, table.shape[0], table.shape[1],
+                               fout(0), error, st);
+    return cuda::gather_rows(fin(0), reinterpret_cast<const int32_t *>(ids),
+                             idv.elements, table.shape[0], table.shape[1],
+                             fout(0), error, st);
+  }
+  case Op::GatherGrad: {
+    const Value &idv = in(0), &o = fn.values[step.outputs[0]];
+    const uint8_t *ids = ptrs[step.inputs[0]];
+    int64_t vocab = o.shape[0], dim = product(o.shape, 1, o.shape.size());
+    if (idv.dtype == DType::I64)
+      return cuda::scatter_add_rows(reinterpret_cast<const int64_t *>(ids),
+                                    fin(1), idv.elements, vocab, dim, fout(0),
+                                    ctx.workspace, error, st);
+    return cuda::scatter_add_rows(reinterpret_cast<const int32_t *>(ids),
+                                  fin(1), idv.elements, vocab, dim, fout(0),
+                                  ctx.workspace, error, st);
+  }
+  case Op::Dropout: {
+    const Value &x = in(0);
+    const int64_t *offset =
+        step.inputs.size() > 1 && step.inputs[1] >= 0
+            ? reinterpret_cast<const int64_t *>(ptrs[step.inputs[1]])
+            : nullptr;
+    uint8_t *mask = step.outputs.size() > 1 && step.outputs[1] >= 0
+                        ? ptrs[step.outputs[1]]
+                        : nullptr;
+    uint64_t seed = static_cast<uint64_t>(a.seed);
+    if (x.dtype == DType::F64)
+      return cuda::dropout(
+          reinterpret_cast<const double *>(ptrs[step.inputs[0]]),
+          reinterpret_cast<double *>(ptrs[step.outputs[0]]), mask, x.elements,
+          a.ratio, seed, offset, st);
+    return cuda::dropout(fin(0), fout(0), mask, x.elements, a.ratio, seed,
+                         offset, st);
+  }
+  case Op::SgdUpdate:
+    return cuda::sgd_update(
+        fin(0), fin(1), fin(3), fout(0), fout(1), in(0).elements,
+        reinterpret_cast<const double *>(ptrs[step.inputs[2]]), a.momentum,
+        a.weightDecay, a.nesterov, st);
+  case Op::AdamwUpdate:
+    return cuda::adamw_update(
+        fin(0), fin(1), fin(2), fin(3), fout(0), fout(1), fout(2),
+        in(0).elements, reinterpret_cast<const double *>(ptrs[step.inputs[4]]),
+        reinterpret_cast<const int64_t *>(ptrs[step.inputs[5]]), a.beta1,
+        a.beta2, a.eps, a.weightDecay, error, st);
+  }
+  return 0;
+}
+
+std::string callErrorMessage(
+    const Function &fn, size_t s, int64_t word,
+    const std::vector<TensorDesc> &params,
+    const std::function<int64_t(int64_t, int64_t)> &readInt,
+    tcc_status &status) {
+  const Step &step = fn.steps[s];
+  const Attrs &a = step.attrs;
+  std::string where = fn.name + " step " + std::to_string(s) + " (" +
+                      opName(step.op) + "): ";
+  auto name = [&](size_t i) {
+    const Value &v = fn.values[step.inputs[i]];
+    if (v.storage == Storage::Input)
+      return "input '" + fn.inputs[v.index].name + "'";
+    if (v.storage == Storage::Param)
+      return "param '" + params[v.index].name + "'";
+    return "value " + std::to_string(step.inputs[i]);
+  };
+  status = TCC_ERROR_DATA;
+  std::string row = std::to_string(word);
+  switch (step.op) {
+  case Op::CrossEntropy:
+  case Op::CrossEntropyGrad:
+    return where + "label " + std::to_string(readInt(step.inputs[1], word)) +
+           " in row " + row + " of " + name(1) + " is out of range for " +
+           std::to_string(fn.values[step.inputs[0]].shape.back()) +
+           " classes (and is not ignore_index " +
+           std::to_string(a.ignoreIndex) + ")";
+  case Op::Embedding:
+    return where + "id " + std::to_string(readInt(step.inputs[1], word)) +
+           " in row " + row + " of " + name(1) +
+           " is out of range for a vocabulary of " +
+           std::to_string(fn.values[step.inputs[0]].shape[0]);
+  case Op::GatherGrad:
+    return where + "index " + std::to_string(readInt(step.inputs[0], word)) +
+           " in row " + row + " of " + name(0) +
+           " is out of range for dim 0 of size " +
+           std::to_string(fn.values[step.outputs[0]].shape[0]);
+  case Op::AdamwUpdate:
+    status = TCC_ERROR_FORMAT;
+    return where + "step " + std::to_string(readInt(step.inputs[5], 0)) +
+           " is not a valid AdamW step (the first update is step 1): the "
+           "plan computes the step operand wrongly";
+  default:
+    return where + "error word " + row;
+  }
+}
+
+} // namespace tcc::rt
