@@ -80,13 +80,26 @@ const char *tcc_status_string(tcc_status status);
 /** The message of the last failed call on this thread ("" if none). */
 const char *tcc_last_error(void);
 
-/** Loads `artifact_dir` for `backend` ("cpu"; "cuda" once it exists), a
- *  training or an inference artifact (manifest "kind"):
+/** Loads `artifact_dir` for `backend` (NULL is "cpu"), a training or an
+ *  inference artifact (manifest "kind"). Backends:
+ *  - "cpu": host memory; kernels/host.so and the CPU library kernels.
+ *  - "cuda": the first CUDA device; parameters, optimizer state, inputs,
+ *    constants and the arena in device memory (tcc_memory counts the same
+ *    bytes as "cpu"; a scratch workspace comes on top), kernels from
+ *    kernels/kernels.fatbin, steps replayed as CUDA graphs. TCC_ERROR_BACKEND
+ *    when the runtime was built without CUDA ("this runtime was built
+ *    without CUDA") or there is no device; TCC_ERROR_FORMAT naming
+ *    kernels.fatbin when it is missing. Every read/write/bind/checkpoint
+ *    call copies between host and device and waits for it. Not yet run on
+ *    a GPU (docs/artifact.md).
+ *  On open:
  *  parameters start at the artifact's initial weights, optimizer state at
  *  zero, steps done at 0. On failure *out is NULL. Everything is checked
  *  here, not when a step runs: the manifest and plan, the weights, and
  *  whether the backend can run every step (TCC_ERROR_BACKEND naming the op
  *  and step otherwise).
+ *  With TCC_CUDA_GRAPHS=0 set when a "cuda" session opens its steps are
+ *  launched one by one rather than replayed as CUDA graphs.
  *  Debugging: with the environment variable TCC_POISON_ARENA=1 set when the
  *  session opens, every arena byte not held by a live value is filled with
  *  0xFF (a NaN for floats) before each step, so a step that reads memory

@@ -147,7 +147,8 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
               << "[flags]\n\nTrains a compiled artifact (tcc compile -o "
                  "ARTIFACT.tcc).\n\n"
               << runFlagsHelp()
-              << "  --backend NAME          cpu (default)\n";
+              << "  --backend NAME          cpu (default), or cuda (the first GPU;\n"
+              << "                          the artifact needs kernels.fatbin)\n";
     return 0;
   };
   for (const std::string &a : args)
