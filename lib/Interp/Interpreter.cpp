@@ -173,17 +173,46 @@ bool runBlock(Block &block, llvm::DenseMap<Value, Array> &values,
       return false;
     }
     std::vector<Array> outs(op.getNumResults());
-    for (unsigned r = 0; r < op.getNumResults(); ++r)
+    llvm::SmallVector<data::DType> storage(op.getNumResults());
+    for (unsigned r = 0; r < op.getNumResults(); ++r) {
       if (!allocate(op.getResult(r).getType(), promote, outs[r])) {
         error = describe(&op) + ": unsupported result type " +
                 typeStr(op.getResult(r).getType());
         return false;
       }
+      // Half results are computed in float, rounded below.
+      storage[r] = outs[r].dtype;
+      if (isHalf(storage[r]))
+        outs[r].bytes.assign(
+            outs[r].numElements() *
+                data::dtypeSize(outs[r].dtype = computeDType(storage[r], promote)),
+            0);
+    }
+    // Half operands are widened (exactly) for the kernel, put back after.
+    llvm::SmallVector<std::pair<Value, Array>> halves;
+    for (Value v : op.getOperands()) {
+      auto it = values.find(v);
+      if (it == values.end() || !isHalf(it->second.dtype))
+        continue;
+      Array wide;
+      convertArray(it->second, computeDType(it->second.dtype, promote), wide);
+      halves.push_back({v, std::move(it->second)});
+      it->second = std::move(wide);
+    }
     KernelContext ctx(&op, values, outs, options);
-    if (!kernel->second(ctx)) {
+    bool ok = kernel->second(ctx);
+    for (auto &[v, a] : halves)
+      values[v] = std::move(a);
+    if (!ok) {
       error = describe(&op) + ": " + ctx.error;
       return false;
     }
+    for (unsigned r = 0; r < op.getNumResults(); ++r)
+      if (isHalf(storage[r]) && outs[r].dtype != storage[r]) {
+        Array narrow;
+        convertArray(outs[r], storage[r], narrow);
+        outs[r] = std::move(narrow);
+      }
     for (Value v : op.getOperands())
       if (lastUse.lookup(v) == &op)
         values.erase(v);

@@ -1,6 +1,8 @@
 #include "Tensor.h"
 #include "Kernel.h"
 
+#include "data/half.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/Support/raw_ostream.h"
@@ -16,6 +18,10 @@ std::optional<data::DType> toDType(Type elementType, bool promote) {
     return promote ? data::DType::F64 : data::DType::F32;
   if (elementType.isF64())
     return data::DType::F64;
+  if (elementType.isBF16())
+    return data::DType::BF16;
+  if (elementType.isF16())
+    return data::DType::F16;
   if (elementType.isSignlessInteger(1))
     return data::DType::Bool;
   if (elementType.isSignlessInteger(32))
@@ -110,7 +116,57 @@ int64_t readInt(const data::Array &a, int64_t i) {
   return a.data<int64_t>()[i];
 }
 
+/// Half <-> float32 conversions of whole arrays.
+static void widenHalf(const data::Array &a, data::Array &out) {
+  out.name = a.name;
+  out.dtype = data::DType::F32;
+  out.shape = a.shape;
+  int64_t n = a.numElements();
+  out.bytes.assign(n * sizeof(float), 0);
+  const uint16_t *src = a.data<uint16_t>();
+  float *dst = out.data<float>();
+  bool bf16 = a.dtype == data::DType::BF16;
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = bf16 ? data::bf16ToFloat(src[i]) : data::f16ToFloat(src[i]);
+}
+static void narrowToHalf(const data::Array &a, data::DType dtype,
+                         data::Array &out) {
+  out.name = a.name;
+  out.dtype = dtype;
+  out.shape = a.shape;
+  int64_t n = a.numElements();
+  out.bytes.assign(n * sizeof(uint16_t), 0);
+  const float *src = a.data<float>();
+  uint16_t *dst = out.data<uint16_t>();
+  bool bf16 = dtype == data::DType::BF16;
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = bf16 ? data::floatToBf16(src[i]) : data::floatToF16(src[i]);
+}
+
 bool convertArray(const data::Array &a, data::DType dtype, data::Array &out) {
+  if (isHalf(a.dtype) || isHalf(dtype)) {
+    if (a.dtype == dtype) {
+      out = a;
+      return true;
+    }
+    data::Array wide;
+    const data::Array *src = &a;
+    if (isHalf(a.dtype)) {
+      widenHalf(a, wide);
+      src = &wide;
+    }
+    if (!isHalf(dtype))
+      return convertArray(*src, dtype, out);
+    if (src->dtype == data::DType::F32) {
+      narrowToHalf(*src, dtype, out);
+      return true;
+    }
+    data::Array f32;
+    if (!convertArray(*src, data::DType::F32, f32))
+      return false;
+    narrowToHalf(f32, dtype, out);
+    return true;
+  }
   out.name = a.name;
   out.dtype = dtype;
   out.shape = a.shape;
@@ -133,6 +189,15 @@ bool convertArray(const data::Array &a, data::DType dtype, data::Array &out) {
 template <class V>
 static void fill(data::Array &out, const std::vector<V> &values) {
   int64_t n = out.numElements();
+  if (isHalf(out.dtype)) {
+    bool bf16 = out.dtype == data::DType::BF16;
+    uint16_t *dst = out.data<uint16_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      float v = static_cast<float>(values.size() == 1 ? values[0] : values[i]);
+      dst[i] = bf16 ? data::floatToBf16(v) : data::floatToF16(v);
+    }
+    return;
+  }
   visitAny(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     T *dst = out.data<T>();

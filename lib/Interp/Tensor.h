@@ -19,9 +19,25 @@
 
 namespace tcc::interp {
 
-/// The dtype holding values of `elementType`: f32, f64, i32, i64 and i1
-/// (one byte, 0 or 1). With `promote`, f32 maps to f64. Nullopt for others.
+/// The dtype holding values of `elementType`: f32, f64, i32, i64, i1 (one
+/// byte, 0 or 1), and the 16-bit storage types bf16 and f16 (raw bits). With
+/// `promote`, f32 maps to f64 (bf16 and f16 stay). Nullopt for others.
 std::optional<data::DType> toDType(mlir::Type elementType, bool promote);
+
+/// bf16 or f16: stored as 16-bit patterns, never seen by a kernel. The driver
+/// widens such operands to computeDType (exactly) before an op and rounds its
+/// results back to the storage type once, to nearest even, after it: every op
+/// computes in float and stores in low precision, as the GPU does.
+inline bool isHalf(data::DType dtype) {
+  return dtype == data::DType::BF16 || dtype == data::DType::F16;
+}
+/// The dtype kernels compute a half `storage` type in: f32 (f64 with
+/// `promote`); other dtypes are their own.
+inline data::DType computeDType(data::DType storage, bool promote) {
+  if (!isHalf(storage))
+    return storage;
+  return promote ? data::DType::F64 : data::DType::F32;
+}
 
 /// A zero-filled array of the ranked tensor `type`; false if its element
 /// type is unsupported.
@@ -104,7 +120,9 @@ template <class To, class From> To convertElement(From x) {
 }
 
 /// A copy of `a` with elements converted to `dtype` (as tcc.cast does).
-/// False when either dtype is unsupported.
+/// bf16 and f16 go through float: widening is exact, narrowing rounds to
+/// nearest even (f64 rounds to float first). False when either dtype is
+/// unsupported.
 bool convertArray(const data::Array &a, data::DType dtype, data::Array &out);
 
 /// The values of a constant or parameter attribute: dense (including splat)

@@ -463,13 +463,13 @@ TEST_F(InterpTest, ErrorsNameTheOpOrArgument) {
   EXPECT_NE(error.find("unsupported op 'foo.bar' at loc("), std::string::npos)
       << error;
 
-  error = runError(R"(func.func @f() -> tensor<2xf16> {
-    %0 = tcc.constant dense<1.0> : tensor<2xf16>
-    return %0 : tensor<2xf16>
+  error = runError(R"(func.func @f() -> tensor<2xi16> {
+    %0 = tcc.constant dense<1> : tensor<2xi16>
+    return %0 : tensor<2xi16>
   })",
                    {});
   EXPECT_NE(error.find("'tcc.constant' at loc("), std::string::npos) << error;
-  EXPECT_NE(error.find("f16"), std::string::npos) << error;
+  EXPECT_NE(error.find("i16"), std::string::npos) << error;
 
   const char *source =
       R"(func.func @f(%x: tensor<2xf32> {tcc.name = "x"}) -> tensor<2xf32> {
