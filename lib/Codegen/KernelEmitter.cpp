@@ -23,9 +23,9 @@ using namespace mlir;
 namespace tcc::codegen {
 namespace {
 
-/// The C++ type a kernel stores and computes an element type in.
+/// The C++ type a kernel computes an element type in (bf16 and f16: float).
 std::optional<StringRef> cppType(Type elem) {
-  if (elem.isF32())
+  if (elem.isF32() || elem.isBF16() || elem.isF16())
     return StringRef("float");
   if (elem.isF64())
     return StringRef("double");
@@ -38,6 +38,19 @@ std::optional<StringRef> cppType(Type elem) {
   return std::nullopt;
 }
 
+/// "bf16" / "f16" for the 16-bit storage types, else "".
+StringRef halfName(Type elem) {
+  return elem.isBF16() ? "bf16" : elem.isF16() ? "f16" : "";
+}
+
+/// The C++ type a kernel's buffers hold `elem` in: uint16_t bit patterns for
+/// bf16 and f16, else cppType.
+std::optional<StringRef> storageType(Type elem) {
+  if (!halfName(elem).empty())
+    return StringRef("uint16_t");
+  return cppType(elem);
+}
+
 Type elementType(Value v) {
   return llvm::cast<ShapedType>(v.getType()).getElementType();
 }
@@ -46,9 +59,14 @@ Type elementType(Value v) {
 std::optional<std::string> splatLiteral(DenseElementsAttr dense) {
   Type elem = dense.getElementType();
   char buf[64];
-  if (elem.isF32() || elem.isF64()) {
+  if (elem.isF32() || elem.isF64() || !halfName(elem).empty()) {
     APFloat value = dense.getSplatValue<APFloat>();
-    bool f32 = elem.isF32();
+    bool f32 = !elem.isF64();
+    if (f32 && !elem.isF32()) { // bf16 / f16: exact in float
+      bool losesInfo = false;
+      value.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven,
+                    &losesInfo);
+    }
     if (!value.isFinite()) {
       // No literal spells NaN or infinity portably; go through the bits.
       uint64_t bits = value.bitcastToAPInt().getZExtValue();
@@ -369,8 +387,12 @@ std::string KernelWriter::valueAt(Value v, StringRef idx) {
   std::string name;
   if (auto arg = llvm::dyn_cast<BlockArgument>(v)) {
     name = fresh("a");
-    line("const " + ctype(v) + " " + name + " = in" +
-         std::to_string(arg.getArgNumber()) + "[" + idx.str() + "];");
+    std::string half = halfName(elementType(v)).str();
+    std::string read = "in" + std::to_string(arg.getArgNumber()) + "[" +
+                       idx.str() + "]";
+    if (!half.empty())
+      read = "tcc_k::" + half + "_to_f32(" + read + ")";
+    line("const " + ctype(v) + " " + name + " = " + read + ";");
   } else {
     std::string at = materialize(idx);
     name = llvm::TypeSwitch<Operation *, std::string>(def)
@@ -388,6 +410,15 @@ std::string KernelWriter::valueAt(Value v, StringRef idx) {
                .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(
                    [&](auto op) { return reduceAt(op, op.getAxes(), at); })
                .Default([&](Operation *op) { return elementwiseAt(op, at); });
+    // A bf16 / f16 result is rounded to its storage type once (copies
+    // through layout ops are already rounded; rounding is idempotent).
+    std::string half = halfName(elementType(v)).str();
+    if (!half.empty() && !failed &&
+        !llvm::isa<ReshapeOp, TransposeOp, SliceOp>(def)) {
+      std::string r = fresh("v");
+      line("const float " + r + " = tcc_k::round_" + half + "(" + name + ");");
+      name = r;
+    }
   }
   if (!failed)
     scopes.back()[key] = name;
@@ -633,7 +664,7 @@ std::string KernelWriter::reduceAt(Operation *op, ArrayRef<int64_t> axes,
   std::string init;
   if (sum)
     init = accType + "(0)";
-  else if (elem.isF32())
+  else if (elem.isF32() || !halfName(elem).empty())
     init = isMax ? "tcc_k::f32_bits(0xff800000u)" : "tcc_k::f32_bits(0x7f800000u)";
   else if (elem.isF64())
     init = isMax ? "tcc_k::f64_bits(0xfff0000000000000ull)"
@@ -708,12 +739,12 @@ LogicalResult KernelWriter::write() {
   os << "TCC_KERNEL(" << StringRef(kernelSymbol(fusion)).drop_front(4)
      << ") {\n";
   for (BlockArgument a : body.getArguments()) {
-    std::string type = cppType(elementType(a))->str();
+    std::string type = storageType(elementType(a))->str();
     os << "  const " << type << " *in" << a.getArgNumber()
        << " = static_cast<const " << type << " *>(inputs["
        << a.getArgNumber() << "]);\n";
   }
-  std::string outCType = cppType(outType.getElementType())->str();
+  std::string outCType = storageType(outType.getElementType())->str();
   os << "  " << outCType << " *out = static_cast<" << outCType
      << " *>(output);\n";
   if (outType.getNumElements() == 0) {
@@ -727,6 +758,9 @@ LogicalResult KernelWriter::write() {
   std::string result = valueAt(yield.getValue(), "i");
   if (failed)
     return failure();
+  std::string half = halfName(outType.getElementType()).str();
+  if (!half.empty())
+    result = "tcc_k::f32_to_" + half + "(" + result + ")";
   line("out[i] = " + result + ";");
   close();
   os << "}\n";

@@ -26,7 +26,10 @@
 //           memory holding the device pointers.
 //
 // Element types: f32 float, f64 double, i32 int32_t, i64 int64_t, i1 uint8_t
-// (0 or 1). The math below matches lib/Interp (the reference interpreter)
+// (0 or 1); bf16 and f16 are stored as uint16_t bit patterns and computed in
+// float: read with bf16_to_f32 / f16_to_f32, every op's result rounded once
+// to the storage type (round_bf16 / round_f16, nearest even), as the
+// interpreter does. The math below matches lib/Interp (the reference interpreter)
 // formula for formula and in the same order, so the host kernels are
 // bit-identical to it; nvcc must be run with --fmad=false for the same
 // reason (the host build uses -ffp-contract=off).
@@ -89,6 +92,74 @@ TCC_KERNEL_FN double f64_bits(uint64_t b) {
   memcpy(&f, &b, sizeof f);
   return f;
 }
+
+// bf16 / f16 <-> float, round to nearest even, overflow to inf, NaN kept
+// quiet, exact f16 subnormals: a copy of runtime/data/half.h (this header
+// stands alone); test/unit/CodegenTest.cpp pins the two together.
+TCC_KERNEL_FN uint32_t f32_to_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+TCC_KERNEL_FN uint16_t f32_to_bf16(float f) {
+  uint32_t x = f32_to_bits(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x0040u);
+  x += 0x7FFFu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+TCC_KERNEL_FN float bf16_to_f32(uint16_t h) {
+  return f32_bits(static_cast<uint32_t>(h) << 16);
+}
+TCC_KERNEL_FN uint16_t f32_to_f16(float f) {
+  uint32_t x = f32_to_bits(f);
+  uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  x &= 0x7FFFFFFFu;
+  if (x > 0x7F800000u)
+    return static_cast<uint16_t>(sign | 0x7E00u | ((x >> 13) & 0x3FFu));
+  if (x >= 0x477FF000u)
+    return static_cast<uint16_t>(sign | 0x7C00u);
+  if (x >= 0x38800000u) {
+    uint32_t h = ((((x >> 23) - 127u + 15u) << 10) | ((x >> 13) & 0x3FFu));
+    uint32_t rem = x & 0x1FFFu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+      ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  if (x <= 0x33000000u)
+    return sign;
+  uint32_t e = x >> 23;
+  uint32_t m = (x & 0x7FFFFFu) | 0x800000u;
+  uint32_t shift = 126u - e;
+  uint32_t h = m >> shift;
+  uint32_t rem = m & ((1u << shift) - 1u);
+  uint32_t half = 1u << (shift - 1u);
+  if (rem > half || (rem == half && (h & 1u)))
+    ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+TCC_KERNEL_FN float f16_to_f32(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t e = (h >> 10) & 0x1Fu;
+  uint32_t m = h & 0x3FFu;
+  if (e == 0x1Fu)
+    return f32_bits(sign | 0x7F800000u | (m << 13));
+  if (e == 0) {
+    if (m == 0)
+      return f32_bits(sign);
+    int32_t exp = 1;
+    while (!(m & 0x400u)) {
+      m <<= 1;
+      --exp;
+    }
+    m &= 0x3FFu;
+    return f32_bits(sign | (static_cast<uint32_t>(exp + 112) << 23) |
+                    (m << 13));
+  }
+  return f32_bits(sign | ((e + 112u) << 23) | (m << 13));
+}
+TCC_KERNEL_FN float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+TCC_KERNEL_FN float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
 
 template <class T> struct IsFloat { static const bool value = false; };
 template <> struct IsFloat<float> { static const bool value = true; };

@@ -11,8 +11,14 @@
 // also compile into a fatbin. The tiny GPT, MLP and BERT training steps
 // (exported by PyTorch, compiled by the tcc driver) must consist of kernels,
 // library calls and views only after tcc-fuse-gemm-epilogue and tcc-fuse,
-// and their whole kernel source must build.
+// and their whole kernel source must build. bf16 / f16 kernels (16-bit
+// storage, float math, each result rounded once) match the interpreter's
+// emulation bit for bit, and the prelude's conversions match
+// runtime/data/half.h.
 #include "TestUtil.h"
+
+#include "data/half.h"
+#include "kernels/tcc_kernel.h"
 
 #include "exec/ExecOps.h"
 #include "tcc/Codegen/KernelEmitter.h"
@@ -287,6 +293,65 @@ const char *kStructured = R"mlir(
   }
 )mlir";
 
+// bf16 / f16 storage: elementwise chains with broadcasting, splat constants
+// (rounded to the type; an infinity), f16 overflow, casts between f32, bf16,
+// f16 and integers, compare/where; every reduction kind with a prologue and
+// an epilogue; transpose, slice, concat, gather, gather_grad and slice_grad.
+const char *kHalf = R"mlir(
+  func.func @half_chains(%x: tensor<4x8xbf16>, %y: tensor<4x8xbf16>, %b: tensor<8xbf16>,
+                         %h: tensor<4x8xf16>, %k: tensor<4x1xf16>, %f: tensor<4x8xf32>)
+      -> (tensor<4x8xbf16>, tensor<4x8xf16>, tensor<4x8xf32>, tensor<4x8xbf16>, tensor<4x8xi32>) {
+    %c = tcc.constant dense<0.3> : tensor<bf16>
+    %inf = tcc.constant dense<0x7F80> : tensor<bf16>
+    %big = tcc.constant dense<300.0> : tensor<f16>
+    %0 = tcc.add %x, %b : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
+    %1 = tcc.gelu %0 : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
+    %2 = tcc.mul %1, %c : (tensor<4x8xbf16>, tensor<bf16>) -> tensor<4x8xbf16>
+    %3 = tcc.exp %y : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
+    %4 = tcc.div %2, %3 : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+    %5 = tcc.mul %h, %big : (tensor<4x8xf16>, tensor<f16>) -> tensor<4x8xf16>
+    %6 = tcc.mul %5, %big : (tensor<4x8xf16>, tensor<f16>) -> tensor<4x8xf16>
+    %7 = tcc.sigmoid %k : (tensor<4x1xf16>) -> tensor<4x1xf16>
+    %8 = tcc.sub %6, %7 : (tensor<4x8xf16>, tensor<4x1xf16>) -> tensor<4x8xf16>
+    %9 = tcc.max %8, %h : (tensor<4x8xf16>, tensor<4x8xf16>) -> tensor<4x8xf16>
+    %10 = tcc.cast %f : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+    %11 = tcc.cast %10 : (tensor<4x8xbf16>) -> tensor<4x8xf16>
+    %12 = tcc.cast %11 : (tensor<4x8xf16>) -> tensor<4x8xf32>
+    %13 = tcc.add %12, %f : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %m = tcc.cmp gt, %x, %y : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xi1>
+    %14 = tcc.where %m, %inf, %x : (tensor<4x8xi1>, tensor<bf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+    %15 = tcc.mul %y, %y : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+    %16 = tcc.cast %15 : (tensor<4x8xbf16>) -> tensor<4x8xi32>
+    return %4, %9, %13, %14, %16 : tensor<4x8xbf16>, tensor<4x8xf16>, tensor<4x8xf32>, tensor<4x8xbf16>, tensor<4x8xi32>
+  }
+  func.func @half_reduce(%x: tensor<3x5x7xbf16>, %h: tensor<3x5x7xf16>, %b: tensor<7xbf16>)
+      -> (tensor<5x7xbf16>, tensor<3x7xf16>, tensor<3x5xbf16>, tensor<f16>, tensor<7xbf16>, tensor<5xf16>) {
+    %0 = tcc.reduce_sum %x {axes = array<i64: 0>} : (tensor<3x5x7xbf16>) -> tensor<5x7xbf16>
+    %1 = tcc.reduce_mean %h {axes = array<i64: 1>} : (tensor<3x5x7xf16>) -> tensor<3x7xf16>
+    %2 = tcc.reduce_max %x {axes = array<i64: 2>} : (tensor<3x5x7xbf16>) -> tensor<3x5xbf16>
+    %3 = tcc.reduce_min %h {axes = array<i64: 0, 1, 2>} : (tensor<3x5x7xf16>) -> tensor<f16>
+    %4 = tcc.mul %x, %x : (tensor<3x5x7xbf16>, tensor<3x5x7xbf16>) -> tensor<3x5x7xbf16>
+    %5 = tcc.reduce_sum %4 {axes = array<i64: 0, 1>} : (tensor<3x5x7xbf16>) -> tensor<7xbf16>
+    %6 = tcc.sqrt %5 : (tensor<7xbf16>) -> tensor<7xbf16>
+    %7 = tcc.add %6, %b : (tensor<7xbf16>, tensor<7xbf16>) -> tensor<7xbf16>
+    %8 = tcc.reduce_sum %h {axes = array<i64: 0, 2>} : (tensor<3x5x7xf16>) -> tensor<5xf16>
+    return %0, %1, %2, %3, %7, %8 : tensor<5x7xbf16>, tensor<3x7xf16>, tensor<3x5xbf16>, tensor<f16>, tensor<7xbf16>, tensor<5xf16>
+  }
+  func.func @half_layout(%x: tensor<2x3x4xbf16>, %h: tensor<2x3x4xf16>, %i: tensor<5xi32>,
+                         %g: tensor<2x5x4xbf16>, %a: tensor<2x3x2xf16>)
+      -> (tensor<4x3x2xbf16>, tensor<2x2x2xf16>, tensor<2x3x6xf16>, tensor<2x5x4xbf16>,
+          tensor<2x3x4xbf16>, tensor<2x3x4xf16>) {
+    %0 = tcc.transpose %x {perm = array<i64: 2, 1, 0>} : (tensor<2x3x4xbf16>) -> tensor<4x3x2xbf16>
+    %1 = tcc.slice %h {starts = array<i64: 0, 2, 3>, limits = array<i64: 2, -1, -1>, strides = array<i64: 1, -2, -2>} : (tensor<2x3x4xf16>) -> tensor<2x2x2xf16>
+    %2 = tcc.concat %h, %a {axis = 2 : i64} : (tensor<2x3x4xf16>, tensor<2x3x2xf16>) -> tensor<2x3x6xf16>
+    %3 = tcc.gather %x, %i {axis = 1 : i64} : (tensor<2x3x4xbf16>, tensor<5xi32>) -> tensor<2x5x4xbf16>
+    %4 = tcc.gather_grad %i, %g {axis = 1 : i64} : (tensor<5xi32>, tensor<2x5x4xbf16>) -> tensor<2x3x4xbf16>
+    %5 = tcc.slice_grad %1 {starts = array<i64: 0, 2, 3>, limits = array<i64: 2, -1, -1>, strides = array<i64: 1, -2, -2>} : (tensor<2x2x2xf16>) -> tensor<2x3x4xf16>
+    return %0, %1, %2, %3, %4, %5 : tensor<4x3x2xbf16>, tensor<2x2x2xf16>, tensor<2x3x6xf16>, tensor<2x5x4xbf16>,
+          tensor<2x3x4xbf16>, tensor<2x3x4xf16>
+  }
+)mlir";
+
 using KernelFn = void (*)(const void *const *, void *, int64_t, int64_t);
 
 /// Deterministic inputs: floats in [-3, 3) (some exactly 0), ints, bools.
@@ -326,6 +391,15 @@ Array randomInput(RankedTensorType type, uint32_t seed, bool specials = false,
     return int64_t(next()) - (1 << 23);
   };
   Type elem = type.getElementType();
+  if (elem.isBF16() || elem.isF16()) {
+    // Scaled up so f16 products overflow and sums lose low bits.
+    std::vector<uint16_t> v(n);
+    for (uint16_t &x : v) {
+      float r = float(real()) * (elem.isF16() ? 100.0f : 1.0f);
+      x = elem.isBF16() ? tcc::data::floatToBf16(r) : tcc::data::floatToF16(r);
+    }
+    return makeArray("", elem.isBF16() ? DType::BF16 : DType::F16, shape, v);
+  }
   if (elem.isF32()) {
     std::vector<float> v(n);
     for (float &x : v)
@@ -375,6 +449,17 @@ OwningOpRef<ModuleOp> wrapFusion(tcc::exec::FusionOp fusion) {
 }
 
 bool sameValue(DType dtype, const uint8_t *a, const uint8_t *b) {
+  if (dtype == DType::BF16 || dtype == DType::F16) {
+    uint16_t x, y;
+    std::memcpy(&x, a, 2);
+    std::memcpy(&y, b, 2);
+    auto isNaN = [&](uint16_t h) {
+      return dtype == DType::BF16 ? std::isnan(tcc::data::bf16ToFloat(h))
+                                  : std::isnan(tcc::data::f16ToFloat(h));
+    };
+    if (isNaN(x) && isNaN(y))
+      return true;
+  }
   if (dtype == DType::F32) {
     float x, y;
     std::memcpy(&x, a, 4);
@@ -594,10 +679,44 @@ TEST_F(CodegenTest, StructuredSourceText) {
             std::string::npos);
 }
 
+TEST_F(CodegenTest, HalfKernelsMatchInterpreter) {
+  OwningOpRef<ModuleOp> module = fused(kHalf);
+  ASSERT_TRUE(module);
+  FailureOr<std::string> source = codegen::emitKernelSource(*module);
+  ASSERT_TRUE(succeeded(source));
+  // 16-bit buffers, float math, each half result rounded once.
+  EXPECT_NE(source->find("const uint16_t *in0"), std::string::npos) << *source;
+  EXPECT_NE(source->find("uint16_t *out"), std::string::npos);
+  EXPECT_NE(source->find("tcc_k::bf16_to_f32(in"), std::string::npos);
+  EXPECT_NE(source->find("tcc_k::round_bf16("), std::string::npos);
+  EXPECT_NE(source->find("tcc_k::round_f16("), std::string::npos);
+  EXPECT_NE(source->find("out[i] = tcc_k::f32_to_f16("), std::string::npos);
+  EXPECT_NE(source->find("double acc"), std::string::npos);
+  EXPECT_GE(checkAgainstInterpreter(*module, /*specials=*/false), 14);
+  EXPECT_GE(checkAgainstInterpreter(*module, /*specials=*/true), 14);
+}
+
+// The prelude's own copy of the conversions (it must stand alone) agrees
+// with runtime/data/half.h on every 16-bit pattern and on a sweep of floats.
+TEST_F(CodegenTest, PreludeHalfConversionsMatchRuntime) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    uint16_t b = static_cast<uint16_t>(h);
+    uint32_t x = tcc::data::floatBits(tcc::data::bf16ToFloat(b));
+    ASSERT_EQ(tcc::data::floatBits(tcc_k::bf16_to_f32(b)), x);
+    uint32_t y = tcc::data::floatBits(tcc::data::f16ToFloat(b));
+    ASSERT_EQ(tcc::data::floatBits(tcc_k::f16_to_f32(b)), y);
+  }
+  for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 997) {
+    float f = tcc::data::bitsFloat(static_cast<uint32_t>(u));
+    ASSERT_EQ(tcc_k::f32_to_bf16(f), tcc::data::floatToBf16(f)) << u;
+    ASSERT_EQ(tcc_k::f32_to_f16(f), tcc::data::floatToF16(f)) << u;
+  }
+}
+
 TEST_F(CodegenTest, CudaFatbinCompiles) {
   if (!codegen::cudaCompilerAvailable())
     GTEST_SKIP() << "nvcc not found at configure time; fatbin not tested";
-  for (const char *text : {kChains, kStructured}) {
+  for (const char *text : {kChains, kStructured, kHalf}) {
     OwningOpRef<ModuleOp> module = fused(text);
     ASSERT_TRUE(module);
     FailureOr<std::string> source = codegen::emitKernelSource(*module);
