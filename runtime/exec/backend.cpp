@@ -24,8 +24,8 @@ void checkBackendName(const std::string &name) {
     fail(TCC_ERROR_BACKEND, "backend 'cuda' is not available: this runtime "
                             "was built without CUDA");
   fail(TCC_ERROR_BACKEND,
-       "backend '" + name + "' is not available: this runtime has the 'cpu' " +
-           (haveCudaBackend() ? "backend and the 'cuda' backend" : "backend"));
+       "backend '" + name + "' is not available; this runtime has: cpu" +
+           (haveCudaBackend() ? ", cuda" : ""));
 }
 
 std::unique_ptr<Backend> makeBackend(const std::string &name,

@@ -273,7 +273,8 @@ TEST_F(ArtifactTest, WritesAHandWrittenStep) {
   EXPECT_EQ(text(m->get("schedule")), "{\"kind\":\"constant\",\"lr\":0.001}");
   EXPECT_EQ(text(m->get("files")),
             "{\"constants\":\"constants.safetensors\",\"host_kernels\":"
-            "\"kernels/host.so\",\"kernel_source\":\"kernels/kernels.cc\","
+            "\"kernels/host.so\",\"kernel_prelude\":\"kernels/tcc_kernel.h\","
+            "\"kernel_source\":\"kernels/kernels.cc\","
             "\"plan\":\"plan.json\",\"weights\":\"weights.safetensors\"}");
 
   llvm::json::Value planValue = readJson(dir + "/plan.json");
