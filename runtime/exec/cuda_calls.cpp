@@ -1,6 +1,7 @@
 //===- cuda_calls.cpp - the CUDA backend's library calls -------------------===//
 
 #include "exec/cuda_calls.h"
+#include "exec/ops.h"
 
 #include "kernels/cuda/cuda_kernels.h"
 
@@ -14,45 +15,8 @@ using data::DType;
 
 namespace {
 
-int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end; ++i)
-    p *= shape[i];
-  return p;
-}
 
-/// Per output batch index, the operand matrix it reads (numpy broadcasting
-/// of the leading dims); as cpu_backend.cpp.
-std::vector<int64_t> batchMap(const std::vector<int64_t> &operand,
-                              const std::vector<int64_t> &out) {
-  size_t rank = out.size(), orank = operand.size();
-  int64_t count = product(out, 0, rank);
-  std::vector<int64_t> map(count);
-  std::vector<int64_t> coord(rank, 0);
-  for (int64_t b = 0; b < count; ++b) {
-    int64_t idx = 0;
-    for (size_t d = 0; d < orank; ++d) {
-      int64_t c = coord[rank - orank + d];
-      idx = idx * operand[d] + (operand[d] == 1 ? 0 : c);
-    }
-    map[b] = idx;
-    for (size_t d = rank; d-- > 0;) {
-      if (++coord[d] < out[d])
-        break;
-      coord[d] = 0;
-    }
-  }
-  return map;
-}
 
-int64_t uniformStride(const std::vector<int64_t> &map) {
-  bool zero = true, identity = true;
-  for (size_t b = 0; b < map.size(); ++b) {
-    zero &= map[b] == 0;
-    identity &= map[b] == int64_t(b);
-  }
-  return zero ? 0 : identity ? 1 : -1;
-}
 
 /// The largest power of two <= 16 dividing every one of `bytes`.
 int alignmentOf(std::initializer_list<int64_t> bytes) {

@@ -35,6 +35,18 @@ const std::vector<std::string> &opOutputs(Op op);
 void checkCall(Step &step, const nlohmann::json &attrs, const Function &fn,
                const std::function<void(const std::string &)> &bad);
 
+/// The product of shape[begin, end).
+int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end);
+
+/// Matmul batch broadcasting, for every backend: per output batch index,
+/// the index of the operand matrix it reads (numpy broadcasting of the
+/// leading dims `operand` against `out`).
+std::vector<int64_t> batchMap(const std::vector<int64_t> &operand,
+                              const std::vector<int64_t> &out);
+
+/// The stride (in matrices) that reproduces `map` (0 or 1), or -1.
+int64_t uniformStride(const std::vector<int64_t> &map);
+
 } // namespace tcc::rt
 
 #endif // TCC_RUNTIME_EXEC_OPS_H
