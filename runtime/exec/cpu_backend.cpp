@@ -116,14 +116,6 @@ std::string cpuUnsupported(const Function &fn, const Step &step) {
            data::dtypeName(main);
   auto fitsInt = [](int64_t v) { return v <= INT_MAX; };
   switch (step.op) {
-  case Op::Softmax:
-  case Op::SoftmaxGrad:
-  case Op::LogSoftmax:
-  case Op::LogSoftmaxGrad:
-    if (step.attrs.axis != int64_t(fn.values[step.inputs[0]].shape.size()) - 1)
-      return "the cpu backend runs " + op + " over the last axis only, not " +
-             "axis " + std::to_string(step.attrs.axis);
-    break;
   case Op::GatherGrad:
     if (step.attrs.axis != 0)
       return "the cpu backend runs gather_grad on axis 0 only (the embedding "
@@ -388,16 +380,42 @@ void CpuBackend::runStep(size_t fnIndex, size_t s,
   case Op::LogSoftmax:
   case Op::LogSoftmaxGrad: {
     const Value &x = in(0);
-    int64_t len = x.shape.back();
+    size_t rank = x.shape.size();
+    size_t axis = rank == 0 ? 0 : size_t(a.axis);
+    int64_t len = rank == 0 ? 1 : x.shape[axis];
     int64_t rows = len == 0 ? 0 : x.elements / len;
+    int64_t inner = rank == 0 ? 1 : product(x.shape, axis + 1, rank);
+    bool binary = step.op == Op::SoftmaxGrad || step.op == Op::LogSoftmaxGrad;
+    // Over another axis than the last: the rows are strided by `inner`;
+    // gather them contiguous, run the row kernel, scatter the result back.
+    std::vector<float> x0, x1, y;
+    auto gather = [&](const float *src, std::vector<float> &dst) {
+      dst.resize(size_t(x.elements));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t l = 0; l < len; ++l)
+          dst[size_t(r * len + l)] =
+              src[(r / inner * len + l) * inner + r % inner];
+      return dst.data();
+    };
+    bool strided = inner != 1;
+    const float *p0 = strided ? gather(fin(0), x0) : fin(0);
+    const float *p1 = binary ? (strided ? gather(fin(1), x1) : fin(1)) : nullptr;
+    if (strided)
+      y.resize(size_t(x.elements));
+    float *q = strided ? y.data() : fout(0);
     if (step.op == Op::Softmax)
-      cpu::softmax_rows(fin(0), fout(0), rows, len);
+      cpu::softmax_rows(p0, q, rows, len);
     else if (step.op == Op::LogSoftmax)
-      cpu::log_softmax_rows(fin(0), fout(0), rows, len);
+      cpu::log_softmax_rows(p0, q, rows, len);
     else if (step.op == Op::SoftmaxGrad)
-      cpu::softmax_grad_rows(fin(0), fin(1), fout(0), rows, len);
+      cpu::softmax_grad_rows(p0, p1, q, rows, len);
     else
-      cpu::log_softmax_grad_rows(fin(0), fin(1), fout(0), rows, len);
+      cpu::log_softmax_grad_rows(p0, p1, q, rows, len);
+    if (strided)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t l = 0; l < len; ++l)
+          fout(0)[(r / inner * len + l) * inner + r % inner] =
+              y[size_t(r * len + l)];
     return;
   }
   case Op::Attention:
