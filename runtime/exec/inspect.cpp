@@ -8,6 +8,7 @@
 
 #include "data/npz.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -78,10 +79,13 @@ void print(const Artifact &art, std::ostream &out) {
     out << "accum        " << m.accum << "\n";
   }
   out << "files\n";
+  size_t keyWidth = 0;
+  for (auto &[key, rel] : m.files)
+    keyWidth = std::max(keyWidth, key.size());
   for (auto &[key, rel] : m.files) {
     std::error_code ec;
     bool present = fs::exists(fs::path(art.dir) / rel, ec);
-    out << "  " << key << std::string(key.size() < 14 ? 14 - key.size() : 1, ' ')
+    out << "  " << key << std::string(keyWidth + 2 - key.size(), ' ')
         << rel << (present ? "" : "  (missing)") << "\n";
   }
   out << "kernels     ";
