@@ -9,6 +9,9 @@
 #define TCC_RUNTIME_EXEC_FORMAT_H
 
 #include "api/tcc_runtime.h"
+#include "data/npz.h"
+
+#include <optional>
 
 namespace tcc::rt {
 
@@ -34,6 +37,46 @@ inline const char *storageName(Storage storage) {
     return "constant";
   }
   return "?";
+}
+
+/// The C API's name of a plan dtype (the plan admits only these).
+inline tcc_dtype apiDType(data::DType t) {
+  switch (t) {
+  case data::DType::F64:
+    return TCC_F64;
+  case data::DType::I32:
+    return TCC_I32;
+  case data::DType::I64:
+    return TCC_I64;
+  case data::DType::Bool:
+    return TCC_BOOL;
+  case data::DType::BF16:
+    return TCC_BF16;
+  case data::DType::F16:
+    return TCC_F16;
+  default:
+    return TCC_F32;
+  }
+}
+
+/// The data dtype of a C API dtype.
+inline data::DType fromApiDType(tcc_dtype t) {
+  switch (t) {
+  case TCC_F64:
+    return data::DType::F64;
+  case TCC_I32:
+    return data::DType::I32;
+  case TCC_I64:
+    return data::DType::I64;
+  case TCC_BOOL:
+    return data::DType::Bool;
+  case TCC_BF16:
+    return data::DType::BF16;
+  case TCC_F16:
+    return data::DType::F16;
+  default:
+    return data::DType::F32;
+  }
 }
 
 } // namespace tcc::rt

@@ -76,26 +76,6 @@ template <class F> tcc_status guard(F &&f) {
   }
 }
 
-tcc_dtype apiDType(DType t) {
-  switch (t) {
-  case DType::F32:
-    return TCC_F32;
-  case DType::F64:
-    return TCC_F64;
-  case DType::I32:
-    return TCC_I32;
-  case DType::I64:
-    return TCC_I64;
-  case DType::Bool:
-    return TCC_BOOL;
-  case DType::BF16:
-    return TCC_BF16;
-  case DType::F16:
-    return TCC_F16;
-  default:
-    return TCC_F32; // the plan admits no other dtype
-  }
-}
 
 std::string describe(const TensorDesc &t) {
   return std::string(tcc::data::dtypeName(t.dtype)) + " " +

@@ -1,31 +1,12 @@
 #include "run/session_engine.h"
 
+#include "exec/format.h"
+
 #include <cmath>
 #include <cstdio>
 
 namespace tcc::run {
 
-static bool toDType(tcc_dtype d, data::DType &out) {
-  switch (d) {
-  case TCC_F32:
-    out = data::DType::F32;
-    return true;
-  case TCC_F64:
-    out = data::DType::F64;
-    return true;
-  case TCC_I32:
-    out = data::DType::I32;
-    return true;
-  case TCC_I64:
-    out = data::DType::I64;
-    return true;
-  case TCC_BOOL:
-    out = data::DType::Bool;
-    return true;
-  default:
-    return false;
-  }
-}
 
 static std::string lastError() { return tcc_last_error(); }
 
@@ -46,11 +27,7 @@ std::unique_ptr<SessionEngine> SessionEngine::open(const std::string &artifact,
     }
     data::InputSpec spec;
     spec.name = info.name;
-    if (!toDType(info.dtype, spec.dtype)) {
-      error = artifact + ": input '" + spec.name +
-              "' has a dtype the data feed cannot provide";
-      return nullptr;
-    }
+    spec.dtype = rt::fromApiDType(info.dtype);
     spec.shape.assign(info.shape, info.shape + info.rank);
     engine->specs.push_back(std::move(spec));
   }

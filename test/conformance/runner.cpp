@@ -29,6 +29,7 @@
 // (ArtifactOptions::prebuiltHostKernels). One compiler run instead of one
 // per test keeps the run to seconds.
 #include "api/tcc_runtime.h"
+#include "exec/format.h"
 #include "tcc/Artifact/Artifact.h"
 #include "tcc/Import/OnnxImporter.h"
 #include "tcc/Import/OnnxTensor.h"
@@ -327,24 +328,6 @@ std::string backendReasonClass(const std::string &error) {
   return withoutNumbers(error);
 }
 
-tcc_dtype apiDType(DType t) {
-  switch (t) {
-  case DType::F64:
-    return TCC_F64;
-  case DType::I32:
-    return TCC_I32;
-  case DType::I64:
-    return TCC_I64;
-  case DType::Bool:
-    return TCC_BOOL;
-  case DType::BF16:
-    return TCC_BF16;
-  case DType::F16:
-    return TCC_F16;
-  default:
-    return TCC_F32;
-  }
-}
 
 bool fromApiDType(tcc_dtype t, DType &out) {
   switch (t) {
@@ -408,7 +391,7 @@ std::string runCompiledSet(tcc_session *s, const fs::path &set,
     const Array &a =
         byName ? *tcc::data::findArray(inputs, infos[i].name) : inputs[i];
     std::vector<int64_t> shape(infos[i].shape, infos[i].shape + infos[i].rank);
-    if (apiDType(a.dtype) != infos[i].dtype || a.shape != shape)
+    if (tcc::rt::apiDType(a.dtype) != infos[i].dtype || a.shape != shape)
       return std::string("input '") + infos[i].name + "' is " +
              tcc::data::dtypeName(a.dtype) + " " + shapeStr(a.shape) +
              " in the data set, the artifact takes dtype " +

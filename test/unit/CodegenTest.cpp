@@ -735,21 +735,7 @@ TEST_F(CodegenTest, CudaFatbinCompiles) {
   }
 }
 
-/// The directory holding this test binary (the build's bin/, where the tcc
-/// driver is built too).
-std::string binDir() {
-  char path[4096];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n <= 0)
-    return ".";
-  std::string exe(path, n);
-  return exe.substr(0, exe.rfind('/'));
-}
 
-/// Runs `command` through the shell; its output goes to `log`.
-bool runCommand(const std::string &command, const std::string &log) {
-  return std::system((command + " > '" + log + "' 2>&1").c_str()) == 0;
-}
 
 struct ModelCase {
   const char *model, *loss;
@@ -767,24 +753,14 @@ class ModelStepTest : public CodegenTest,
 // random inputs.
 TEST_P(ModelStepTest, FusedStepIsKernelsAndLibraryCalls) {
   ModelCase param = GetParam();
-  std::string tcc = binDir() + "/tcc";
-  if (!exists(tcc))
-    GTEST_SKIP() << tcc << " is not built";
-  std::string root = std::string(TCC_FIXTURE_DIR) + "/../../..";
-  std::string dir = tempPath("codegen", param.model);
-  std::string log = dir + ".log";
-  ASSERT_TRUE(runCommand("/usr/bin/python3 '" + root +
-                             "/test/models/export.py' --model " +
-                             param.model + " --out '" + dir + "'",
-                         log))
-      << std::string(readFile(log).begin(), readFile(log).end());
-  std::string step = dir + "/step.mlir";
-  ASSERT_TRUE(runCommand("'" + tcc + "' compile '" + dir +
-                             "/model.onnx' --loss '" + param.loss +
-                             "' --optimizer adamw:lr=1e-3 --grad-clip 1.0 "
-                             "--emit=mlir -o '" + step + "'",
-                         log))
-      << std::string(readFile(log).begin(), readFile(log).end());
+  if (!haveDriver())
+    GTEST_SKIP() << binDir() << "/tcc is not built";
+  std::string step, error;
+  ASSERT_TRUE(buildModelStep("codegen", param.model,
+                             "--loss '" + std::string(param.loss) +
+                                 "' --optimizer adamw:lr=1e-3 --grad-clip 1.0",
+                             step, error))
+      << error;
   std::vector<uint8_t> text = readFile(step);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
       std::string(text.begin(), text.end()), &context);

@@ -309,16 +309,6 @@ TEST_F(FuseTest, TrainStepIsBitIdenticalAfterFusion) {
   expectSameTraining(*unfused, *fused, 3, /*realParams=*/false);
 }
 
-/// The directory holding this test binary (the build's bin/, where the tcc
-/// driver is built too).
-std::string binDir() {
-  char path[4096];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n <= 0)
-    return ".";
-  std::string exe(path, n);
-  return exe.substr(0, exe.rfind('/'));
-}
 
 struct ModelCase {
   const char *name, *model, *flags;
@@ -332,24 +322,14 @@ class FuseModelTest : public FuseTest,
 // unfused, train bit-identically for two steps from their real weights.
 TEST_P(FuseModelTest, TrainStepIsBitIdenticalAfterFusion) {
   ModelCase param = GetParam();
-  std::string tcc = binDir() + "/tcc";
-  if (!exists(tcc))
-    GTEST_SKIP() << tcc << " is not built";
-  std::string root = std::string(TCC_FIXTURE_DIR) + "/../../..";
-  std::string dir = tempPath("fuse", param.name);
-  std::string log = dir + ".log";
-  auto run = [&](const std::string &command) {
-    bool ok = std::system((command + " > '" + log + "' 2>&1").c_str()) == 0;
-    std::vector<uint8_t> out = readFile(log);
-    EXPECT_TRUE(ok) << command << "\n" << std::string(out.begin(), out.end());
-    return ok;
-  };
-  std::string step = dir + "/step.mlir";
-  ASSERT_TRUE(run("/usr/bin/python3 '" + root + "/test/models/export.py' --model " +
-                  param.model + " --out '" + dir + "'"));
-  ASSERT_TRUE(run("'" + tcc + "' compile '" + dir + "/model.onnx' " +
-                  param.flags + " --optimizer adamw:lr=1e-3 --grad-clip 1.0 " +
-                  "--emit=mlir -o '" + step + "'"));
+  if (!haveDriver())
+    GTEST_SKIP() << binDir() << "/tcc is not built";
+  std::string step, error;
+  ASSERT_TRUE(buildModelStep("fuse_" + std::string(param.name), param.model,
+                             std::string(param.flags) +
+                                 " --optimizer adamw:lr=1e-3 --grad-clip 1.0",
+                             step, error))
+      << error;
   std::vector<uint8_t> text = readFile(step);
   std::string source(text.begin(), text.end());
   OwningOpRef<ModuleOp> unfused = parseSourceString<ModuleOp>(source, &context);

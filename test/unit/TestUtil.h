@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -118,6 +119,47 @@ template <class F> std::string errorOf(F &&f) {
   ADD_FAILURE() << "expected tcc::data::Error";
   return "";
 }
+
+/// The directory holding this test binary (the build's bin/, where the tcc
+/// driver is built too).
+inline std::string binDir() {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0)
+    return ".";
+  std::string exe(path, n);
+  return exe.substr(0, exe.rfind('/'));
+}
+
+/// Exports test/models' `model` with PyTorch (/usr/bin/python3) and builds
+/// its training step with the tcc driver of this build:
+/// `tcc compile model.onnx FLAGS --emit=mlir -o <dir>/step.mlir`. On
+/// success sets `step` to the .mlir path; on failure returns false with the
+/// failing command and its output in `error`. Tests skip when bin/tcc is
+/// not built (haveDriver()).
+inline bool buildModelStep(const std::string &tag, const std::string &model,
+                           const std::string &flags, std::string &step,
+                           std::string &error) {
+  std::string root = std::string(TCC_FIXTURE_DIR) + "/../../..";
+  std::string dir = tempPath(tag, model);
+  std::string log = dir + ".log";
+  step = dir + "/step.mlir";
+  for (const std::string &command :
+       {"/usr/bin/python3 '" + root + "/test/models/export.py' --model " +
+            model + " --out '" + dir + "'",
+        "'" + binDir() + "/tcc' compile '" + dir + "/model.onnx' " + flags +
+            " --emit=mlir -o '" + step + "'"}) {
+    if (std::system((command + " > '" + log + "' 2>&1").c_str()) != 0) {
+      std::vector<uint8_t> out = readFile(log);
+      error = command + "\n" + std::string(out.begin(), out.end());
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Whether the tcc driver is built next to this test binary.
+inline bool haveDriver() { return exists(binDir() + "/tcc"); }
 
 } // namespace testutil
 
