@@ -1,152 +1,405 @@
 #!/usr/bin/python3
-"""Train-step benchmark: tcc against PyTorch on one GPT-2-style model.
+"""Train-step benchmark: tcc against PyTorch eager and torch.compile on a GPT.
 
-    gpt_bench.py [--layers L --embd D --heads H --seq T --vocab V --batch B]
-                 [--steps N] [--warmup W] [--tcc BUILD/bin] [--write-docs FILE]
+    gpt_bench.py [--config tiny|gpt2-124m] [--device cpu|cuda]
+                 [--precision fp32|bf16] [--tf32] [--batch B] [--seq T]
+                 [--steps N] [--warmup W] [--baselines eager,compile]
+                 [--stage all|compile|run] [--work DIR] [--tcc BUILD/bin]
+                 [--write-docs [FILE]]
 
-Defines the GPT in PyTorch (test/models/models.py, tied embeddings, causal
-attention, tanh GELU, pre-LN), exports it to ONNX, compiles it with
-`tcc compile -o` (cross-entropy, AdamW) and trains it with `tcc-run` for N
-steps on random tokens; in the same run PyTorch eager trains the same model
-with the same batch and optimizer (and `torch.compile` where the installed
-torch has it). Prints one table: median step time, tokens/s, ratios
-tcc / baseline. With --write-docs it appends the table, the machine and the
-command to FILE (docs/benchmarks.md).
+Defines the GPT in PyTorch (test/models/models.py: pre-LN, tied embeddings,
+causal attention, tanh GELU) with a seed, exports it to ONNX, compiles its
+training step with `tcc compile` (cross-entropy, AdamW) and trains it with
+`tcc-run --backend DEVICE` for warmup+steps steps on a random uint16 token
+shard; in the same run PyTorch eager and torch.compile train the same model
+(same seed, same batches, same precision, same AdamW). Prints one table:
+median step time, tokens/s, peak memory, MFU against the GEMM rate measured
+in the same run, and tcc's speed-up over each baseline.
+
+Two machines (a GPU machine has no LLVM/MLIR, so it cannot run `tcc
+compile`; only 64 MiB travel to it):
+
+    # here: export + compile into build-bench/gpt2-124m-fp32-b8-t1024/,
+    # the ~500 MB weights file removed from the artifact
+    gpt_bench.py --config gpt2-124m --stage compile --tcc build/bin
+    # on the GPU machine (test/bench/gpu_bench.sh does this): the same model
+    # from the same seed, written as the artifact's weights, then tcc-run
+    # --backend cuda and the PyTorch baselines
+    gpt_bench.py --config gpt2-124m --stage run --tcc build-cuda/bin
+
+`--stage all` (the default) does both in one process: the CPU benchmark
+`OPENBLAS_NUM_THREADS=1 test/bench/gpt_bench.py` (tiny config) runs so.
 
 A program, not a test: it asserts nothing about speed.
 """
 
 import argparse
-import csv
 import datetime
+import gc
+import json
 import os
-import platform
-import statistics
-import subprocess
+import re
+import shlex
 import sys
-import tempfile
-import time
-
-import numpy as np
-import torch
-import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "models"))
-import models  # noqa: E402
-from export import export_onnx  # noqa: E402
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+import gpt_model  # noqa: E402
+import tcc_side  # noqa: E402
+import torch_side  # noqa: E402
 
-ADAMW = dict(lr=1e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
-
-
-def build(a):
-    cfg = models.GPTConfig()
-    cfg.vocab_size, cfg.block_size = a.vocab, a.seq
-    cfg.n_layer, cfg.n_head, cfg.n_embd = a.layers, a.heads, a.embd
-    torch.manual_seed(0)
-    return models.TinyGPT(cfg)
+GIB = 2.0 ** 30
 
 
-def batches(a, n):
-    g = np.random.default_rng(0)
-    tok = g.integers(0, a.vocab, size=(n * a.batch, a.seq + 1), dtype=np.int64)
-    return tok[:, :-1], tok[:, 1:]
+def flops(x):
+    return "%.1f TFLOP/s" % (x / 1e12) if x >= 1e12 else "%.1f GFLOP/s" % (x / 1e9)
 
 
-def torch_steps(model, x, y, a, step_fn_wrap=None):
-    opt = torch.optim.AdamW(model.parameters(), **ADAMW)
+def parse(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n\n".join(__doc__.split("\n\n")[2:]))
+    p.add_argument("--config", choices=sorted(gpt_model.CONFIGS), default="tiny")
+    p.add_argument("--device", choices=["cpu", "cuda"], default=None,
+                   help="tcc-run --backend and PyTorch's device (default: cpu for tiny, "
+                        "cuda for gpt2-124m)")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                   help="bf16: `tcc compile --precision bf16`, PyTorch under "
+                        "torch.autocast(bfloat16); MFU against the bf16 GEMM rate")
+    p.add_argument("--tf32", action="store_true",
+                   help="fp32 GEMMs may use TF32 (PyTorch: allow_tf32 / "
+                        "set_float32_matmul_precision('high'); tcc has no such switch yet)")
+    for k in ("batch", "seq", "steps", "warmup"):
+        p.add_argument("--" + k, type=int, default=None, help="default: the config's")
+    p.add_argument("--seed", type=int, default=1234, help="model and token seed")
+    p.add_argument("--baselines", default=None,
+                   help="comma list of eager, eager-ftz (CPU: flush subnormals), compile "
+                        "(default: eager,eager-ftz,compile on cpu, eager,compile on cuda)")
+    p.add_argument("--torch-attention", choices=["explicit", "sdpa"], default=None,
+                   help="the baselines' attention: the exported op-by-op form, or "
+                        "F.scaled_dot_product_attention (default: sdpa where torch has it)")
+    p.add_argument("--compile-mode", default=None,
+                   help="torch.compile mode (default, reduce-overhead, max-autotune)")
+    p.add_argument("--stage", choices=["all", "compile", "run"], default="all")
+    p.add_argument("--work", default=None,
+                   help="the stage directory (default: build-bench/CONFIG-PRECISION-bB-tT; "
+                        "a temporary one for --stage all)")
+    p.add_argument("--keep-weights", action="store_true",
+                   help="--stage compile: keep weights.safetensors in the artifact")
+    p.add_argument("--tcc", default=os.environ.get("TCC_BIN", os.path.join(ROOT, "build", "bin")),
+                   help="directory with tcc (compile) and tcc-run (run); default $TCC_BIN or build/bin")
+    p.add_argument("--no-profile", action="store_true", help="skip the tcc-run --profile step")
+    p.add_argument("--write-docs", nargs="?", const=os.path.join(ROOT, "docs", "benchmarks.md"),
+                   default="", metavar="FILE",
+                   help="add this run's section to FILE (default docs/benchmarks.md), "
+                        "replacing one of the same date, config, device and precision")
+    p.add_argument("--merge-section", metavar="SECTION.md", default="",
+                   help="only add SECTION.md (what a run wrote as section.md, e.g. on the "
+                        "GPU machine) to --write-docs's FILE, and exit")
+    a = p.parse_args(argv)
+    a.argv = argv
+    return a
 
-    def step(xb, yb):
-        opt.zero_grad(set_to_none=True)
-        logits = model(xb)
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), yb.reshape(-1))
-        loss.backward()
-        opt.step()
-        return loss
 
-    fn = step_fn_wrap(step) if step_fn_wrap else step
-    times = []
-    n = a.warmup + a.steps
-    for i in range(n):
-        xb = torch.from_numpy(x[(i % (len(x) // a.batch)) * a.batch:][:a.batch])
-        yb = torch.from_numpy(y[(i % (len(y) // a.batch)) * a.batch:][:a.batch])
-        t0 = time.perf_counter()
-        fn(xb, yb).item()
-        times.append(time.perf_counter() - t0)
-    return times[a.warmup:]
+def resolve(a):
+    c = dict(gpt_model.CONFIGS[a.config])
+    for k in ("batch", "seq", "steps", "warmup"):
+        if getattr(a, k) is not None:
+            c[k] = getattr(a, k)
+    a.steps, a.warmup = c["steps"], c["warmup"]
+    if a.device is None:
+        a.device = "cuda" if a.config == "gpt2-124m" else "cpu"
+    if a.baselines is None:
+        a.baselines = "eager,eager-ftz,compile" if a.device == "cpu" else "eager,compile"
+    a.baselines = [b for b in a.baselines.split(",") if b]
+    for b in a.baselines:
+        if b not in ("eager", "eager-ftz", "compile"):
+            raise SystemExit("--baselines: unknown '%s' (eager, eager-ftz, compile)" % b)
+    if a.torch_attention is None:
+        import torch.nn.functional as F
+        a.torch_attention = "sdpa" if hasattr(F, "scaled_dot_product_attention") else "explicit"
+    if a.work is None and a.stage != "all":
+        a.work = os.path.join(ROOT, "build-bench", "%s-%s-b%d-t%d" % (
+            a.config, a.precision, c["batch"], c["seq"]))
+    a.strip_weights = a.stage == "compile" and not a.keep_weights
+    return c
 
 
-def tcc_steps(a, model, x, y, work):
-    onnx_path = os.path.join(work, "model.onnx")
-    idx = torch.zeros(a.batch, a.seq, dtype=torch.long)
-    export_onnx(model, {"idx": idx}, ["logits"], onnx_path)
-    data = os.path.join(work, "data.npz")
-    np.savez(data, idx=x, labels=y)
+def mib(n):
+    return "%.1f MiB" % (n / 2.0 ** 20)
+
+
+# ---------------------------------------------------------------- run stage
+
+
+def run_stage(a, c, work, meta):
+    import torch
+    torch_side.setup_precision(a)
     art = os.path.join(work, "model.tcc")
-    opt = "adamw:lr=%g,beta1=%g,beta2=%g,eps=%g,weight_decay=%g" % (
-        ADAMW["lr"], ADAMW["betas"][0], ADAMW["betas"][1], ADAMW["eps"], ADAMW["weight_decay"])
-    t0 = time.perf_counter()
-    subprocess.run([os.path.join(a.tcc, "tcc"), "compile", onnx_path,
-                    "--loss", "cross_entropy(logits,labels)", "--optimizer", opt,
-                    "--no-cuda", "-o", art], check=True, stdout=subprocess.DEVNULL)
-    compile_s = time.perf_counter() - t0
-    log = os.path.join(work, "log.csv")
-    subprocess.run([os.path.join(a.tcc, "tcc-run"), art, "--data", data,
-                    "--steps", str(a.warmup + a.steps), "--log", log,
-                    "--progress", "none"], check=True, stderr=subprocess.DEVNULL)
-    with open(log) as f:
-        rows = list(csv.DictReader(f))
-    return [float(r["seconds"]) for r in rows][a.warmup:], compile_s
+    res = dict(rows=[], notes=[], meta=meta)
+
+    # The same model as the compile stage's, from the seed, as the artifact's
+    # weights: tcc and PyTorch start from the same numbers.
+    model = gpt_model.build(c, a.seed)
+    tcc_side.write_weights(art, model)
+    del model
+    data = os.path.join(work, "tokens.bin")
+    tok = gpt_model.write_tokens(data, c, a.warmup + a.steps, a.seed)
+
+    # tcc first, before this process touches the GPU. A failing tcc-run is
+    # reported (and on CUDA tried once more without CUDA graphs); the
+    # baselines still run.
+    inspect_text, mem = tcc_side.inspect(a, art)
+    res["inspect"] = inspect_text
+    t = None
+    try:
+        t = tcc_side.run_tcc(a, c, art, data, work)
+    except RuntimeError as e:
+        res["notes"].append("tcc-run failed: %s" % e)
+        if a.device == "cuda":
+            try:
+                t = tcc_side.run_tcc(a, c, art, data, work, env={"TCC_CUDA_GRAPHS": "0"})
+                res["notes"].append("tcc ran with TCC_CUDA_GRAPHS=0 (kernels launched one by one)")
+            except RuntimeError as e2:
+                res["notes"].append("tcc-run with TCC_CUDA_GRAPHS=0 failed too: %s" % e2)
+    res["profile"] = None if (a.no_profile or t is None) else tcc_side.profile(a, art, data, work)
+
+    tokens = c["batch"] * c["seq"]
+    fpt = gpt_model.flops_per_token(c)
+    rate, rate_label = torch_side.gemm_rate(a)
+    res["gemm"] = (rate, rate_label)
+
+    def row(name, seconds, losses, peak, peak_note):
+        m = tcc_side.median(seconds[a.warmup:])
+        res["rows"].append(dict(name=name, median_s=m, tokens_s=tokens / m,
+                                mfu=fpt * tokens / m / rate, peak=peak, peak_note=peak_note,
+                                first_loss=losses[0] if losses else None,
+                                last_loss=losses[-1] if losses else None,
+                                seconds=seconds))
+
+    if t is not None:
+        note = ""
+        if a.device == "cuda":
+            note = ("without the cuBLASLt workspace and the CUDA context; with them the device "
+                    "memory in use rose by %s while tcc-run ran (%s)" % (
+                        "%.2f GiB" % (t["process_peak"] / GIB) if t["process_peak"] else "?",
+                        t["process_peak_how"] or "no NVML or nvidia-smi reading"))
+        row("tcc (%s runtime)" % ("CPU" if a.device == "cpu" else "CUDA"),
+            t["seconds"], t["loss"], mem.get("total"), note)
+        res["rows"][-1]["tcc"] = True
+
+    dev = "CPU" if a.device == "cpu" else "GPU"
+    names = {"eager": "PyTorch eager (%s)" % dev,
+             "eager-ftz": "PyTorch eager, flush denormals",
+             "compile": "torch.compile (%s)" % dev}
+    for b in a.baselines:
+        if b == "eager-ftz" and a.device != "cpu":
+            continue
+        try:
+            r = torch_side.train(a, c, tok, b)
+        except Exception as e:  # a baseline that fails is reported, not fatal
+            res["notes"].append("%s failed: %s: %s" % (names[b], type(e).__name__,
+                                                       str(e).splitlines()[0][:300] if str(e) else ""))
+            e = None
+            gc.collect()
+            if a.device == "cuda":
+                torch.cuda.empty_cache()
+            continue
+        if r is None:
+            res["notes"].append("%s: not available in torch %s" % (names[b], torch.__version__))
+            continue
+        pn = ""
+        if r["reserved_bytes"]:
+            pn = "max_memory_allocated; reserved %.2f GiB" % (r["reserved_bytes"] / GIB)
+        row(names[b], r["seconds"], r["loss"], r["peak_bytes"], pn)
+        res["rows"][-1]["note"] = r["note"]
+    # Same weights, same batches: the first losses must agree.
+    rows = res["rows"]
+    if len(rows) > 1 and rows[0].get("tcc"):
+        l0, l1 = rows[0]["first_loss"], rows[1]["first_loss"]
+        rel = abs(l0 - l1) / max(abs(l1), 1e-30)
+        if rel > (1e-4 if a.precision == "fp32" and not a.tf32 else 2e-2):
+            res["notes"].append("WARNING: tcc's step-1 loss %.6f differs from %s's %.6f (rel %.1e): "
+                                "the weights or the data did not line up, or a numerics bug"
+                                % (l0, rows[1]["name"], l1, rel))
+    res["machine"] = torch_side.machine(a)
+    return res
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--embd", type=int, default=128)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--seq", type=int, default=64)
-    p.add_argument("--vocab", type=int, default=512)
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--tcc", default=os.path.join(HERE, "..", "..", "build", "bin"))
-    p.add_argument("--write-docs", default="")
-    a = p.parse_args()
+def fmt_table(a, c, res):
+    rows = res["rows"]
+    tcc_m = rows[0]["median_s"] if rows and rows[0].get("tcc") else None
+    lines = ["| | median step (ms) | tokens/s | peak memory (GiB) | MFU | tcc speed-up over it |",
+             "|---|---|---|---|---|---|"]
+    if tcc_m is None:
+        lines.append("| tcc | failed (see below) | | | | |")
+    for r in rows:
+        lines.append("| %s | %.2f | %.0f | %s | %.1f%% | %s |" % (
+            r["name"], r["median_s"] * 1e3, r["tokens_s"],
+            "%.2f" % (r["peak"] / GIB) if r["peak"] else "-",
+            100 * r["mfu"], "%.2f" % (r["median_s"] / tcc_m) if tcc_m else "-"))
+    return lines
 
-    x, y = batches(a, 4)
-    results = []
-    with tempfile.TemporaryDirectory() as work:
-        t, compile_s = tcc_steps(a, build(a), x, y, work)
-        results.append(("tcc (CPU runtime)", t))
-    results.append(("PyTorch eager (CPU)", torch_steps(build(a), x, y, a)))
-    # tcc's CPU backend flushes subnormals; PyTorch can too, on request.
-    torch.set_flush_denormal(True)
-    results.append(("PyTorch eager, flush denormals",
-                    torch_steps(build(a), x, y, a)))
-    torch.set_flush_denormal(False)
-    if hasattr(torch, "compile"):
-        results.append(("torch.compile (CPU)",
-                        torch_steps(build(a), x, y, a, step_fn_wrap=torch.compile)))
 
-    tokens = a.batch * a.seq
-    tcc_median = statistics.median(results[0][1])
-    lines = ["| | median step (ms) | tokens/s | tcc speed-up over it |", "|---|---|---|---|"]
-    for name, times in results:
-        m = statistics.median(times)
-        lines.append("| %s | %.2f | %.0f | %.2f |" % (name, m * 1e3, tokens / m, m / tcc_median))
-    cfg = ("GPT: %d layers, d=%d, %d heads, seq %d, vocab %d, batch %d; AdamW; "
-           "%d timed steps after %d warm-up" % (a.layers, a.embd, a.heads, a.seq,
-                                                a.vocab, a.batch, a.steps, a.warmup))
-    machine = "%s, %d CPUs, torch %s (%d threads), OPENBLAS_NUM_THREADS=%s" % (
-        platform.processor() or platform.machine(), os.cpu_count(), torch.__version__,
-        torch.get_num_threads(), os.environ.get("OPENBLAS_NUM_THREADS", "unset"))
-    text = "\n".join([cfg, "tcc compile: %.1f s" % compile_s, machine, ""] + lines)
-    print(text)
-    if a.write_docs:
-        with open(a.write_docs, "a") as f:
-            f.write("\n### %s\n\nCommand: `%s`\n\n%s\n" % (
-                datetime.date.today().isoformat(),
-                " ".join(["test/bench/gpt_bench.py"] + sys.argv[1:]), text))
+def report(a, c, res):
+    """-> (head, table, tail): lists of lines; head and tail are items
+    (printed as lines, a bullet list in the docs)."""
+    rows = res["rows"]
+    meta = res["meta"]
+    rate, rate_label = res["gemm"]
+    fpt = gpt_model.flops_per_token(c)
+    prec = a.precision + (" (TF32 allowed in PyTorch)" if a.tf32 else "")
+    compiled = meta["command"]
+    if "compile_machine" in meta:
+        compiled += "` on %s" % meta["compile_machine"]
+    else:
+        compiled += "`"
+    head = [
+        "Model: GPT %s, %d layers, d=%d, %d heads, seq %d, vocab %d (tokens < %d), batch %d "
+        "(%d tokens/step); %s; AdamW lr=%g betas=%s eps=%g wd=%g; %d timed steps after %d "
+        "warm-up; seed %d"
+        % (a.config, c["layers"], c["embd"], c["heads"], c["seq"], c["vocab"], c["vocab_real"],
+           c["batch"], c["batch"] * c["seq"], prec, gpt_model.ADAMW["lr"],
+           gpt_model.ADAMW["betas"], gpt_model.ADAMW["eps"], gpt_model.ADAMW["weight_decay"],
+           a.steps, a.warmup, a.seed),
+        "Machine: %s" % res["machine"],
+        "tcc compile: %.1f s (ONNX export %.1f s), `%s; artifact %s without weights "
+        "(weights %s)" % (
+            meta["compile_s"], meta["export_s"], compiled,
+            mib(meta["artifact_bytes_without_weights"]),
+            mib(meta["artifact_files"].get("weights.safetensors", 0))),
+        "MFU = (6*N + 12*L*T*d) * tokens/s / GEMM rate = %.4g FLOP/token * tokens/s / %s "
+        "(N = %d parameters without wpe; GEMM rate measured in this run: %s)"
+        % (fpt, flops(rate), gpt_model.n_params(c) - c["seq"] * c["embd"], rate_label),
+    ]
+    table = fmt_table(a, c, res)
+    tail = ["tcc speed-up = the baseline's median step / tcc's = tcc's tokens/s / the "
+            "baseline's (> 1: tcc is faster)"]
+    if rows:
+        tail.append("Loss at step 1 and step %d (same initial weights, same batches): " % (a.warmup + a.steps)
+                    + "; ".join("%s %.6f, %.6f" % (r["name"], r["first_loss"], r["last_loss"])
+                                for r in rows if r["first_loss"] is not None))
+    if a.device == "cuda":
+        tail.append("Peak memory: tcc = the session's bytes as `tcc-run inspect` (tcc_memory) "
+                    "counts them: parameters, optimizer state, arena, inputs, constants%s; "
+                    "PyTorch = torch.cuda.max_memory_allocated" % (
+                        ("; " + rows[0]["peak_note"]) if rows and rows[0].get("tcc") else ""))
+    else:
+        tail.append("Peak memory: tcc = the session's bytes as `tcc-run inspect` (tcc_memory) "
+                    "counts them; PyTorch's is not measured on the CPU")
+    for r in rows[1:]:
+        if r.get("note") or r.get("peak_note"):
+            tail.append("%s: %s" % (r["name"], "; ".join(x for x in (r.get("note"), r.get("peak_note")) if x)))
+    tail += res["notes"]
+    if not a.tf32 and a.device == "cuda" and a.precision == "fp32":
+        tail.append("TF32 off on both sides (tcc's CUDA GEMMs are plain fp32: the runtime has no "
+                    "TF32 switch yet)")
+    elif a.tf32:
+        tail.append("--tf32: PyTorch's fp32 GEMMs on TF32; tcc's runtime has no TF32 switch "
+                    "(gemm.h allowTF32 is never set), so tcc runs plain fp32")
+    if res.get("profile") is None and not a.no_profile and rows and rows[0].get("tcc"):
+        tail.append("tcc-run has no --profile (yet): no profile")
+    return head, table, [t for t in tail if t]
+
+
+def profile_block(res, n=40):
+    prof = res.get("profile")
+    if not prof:
+        return []
+    lines = prof.strip().splitlines()
+    top = lines[:n] + (["... (%d more lines)" % (len(lines) - n)] if len(lines) > n else [])
+    return ["", "tcc-run --profile (top):", "", "```"] + top + ["```"]
+
+
+def text_report(head, table, tail, res):
+    return "\n".join(head + [""] + table + [""] + tail + profile_block(res))
+
+
+def section(a, c, res, head, table, tail):
+    cmd = "test/bench/gpt_bench.py " + " ".join(shlex.quote(x) for x in a.argv)
+    title = "### %s: %s, %s, %s%s" % (datetime.date.today().isoformat(), a.config, a.device,
+                                      a.precision, " tf32" if a.tf32 else "")
+    out = [title, "", "- Command: `%s`" % cmd] + ["- " + h for h in head]
+    out += [""] + table + [""] + ["- " + t for t in tail] + profile_block(res)
+    return "\n".join(out) + "\n"
+
+
+def merge_section(path, text):
+    """Adds `text` (starting with a '### ' title) to the file, replacing a
+    section with the same title."""
+    title = text.splitlines()[0]
+    old = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
+    lines = old.splitlines(keepends=True)
+    start = next((i for i, l in enumerate(lines) if l.rstrip("\n") == title), None)
+    if start is None:
+        new = old.rstrip("\n") + "\n\n" + text
+    else:
+        end = next((j for j in range(start + 1, len(lines))
+                    if re.match(r"#{1,3} ", lines[j])), len(lines))
+        new = "".join(lines[:start]) + text + ("\n" if end < len(lines) else "") + "".join(lines[end:])
+    with open(path, "w") as f:
+        f.write(new)
+
+
+def main(argv=None):
+    a = parse(sys.argv[1:] if argv is None else argv)
+    if a.merge_section:
+        target = a.write_docs or os.path.join(ROOT, "docs", "benchmarks.md")
+        merge_section(target, open(a.merge_section).read())
+        print("added %s to %s" % (a.merge_section, target))
+        return
+    c = resolve(a)
+    import tempfile
+    tmp = None
+    work = a.work
+    if work is None:
+        tmp = tempfile.TemporaryDirectory()
+        work = tmp.name
+    try:
+        if a.stage in ("all", "compile"):
+            import platform
+            meta = tcc_side.compile_stage(a, c, work)
+            meta["compile_machine"] = "%s, %d CPUs" % (platform.processor() or platform.machine(),
+                                                       os.cpu_count())
+            with open(os.path.join(work, tcc_side.META), "w") as f:
+                json.dump(meta, f, indent=1)
+            print("compiled %s in %.1f s (export %.1f s); artifact %s, %s without weights%s"
+                  % (os.path.join(work, "model.tcc"), meta["compile_s"], meta["export_s"],
+                     mib(meta["artifact_bytes"]), mib(meta["artifact_bytes_without_weights"]),
+                     "; weights.safetensors removed" if meta["weights_stripped"] else ""))
+            for f, n in sorted(meta["artifact_files"].items()):
+                print("  %-28s %s" % (f, mib(n)))
+            if a.stage == "compile":
+                return
+        else:
+            with open(os.path.join(work, tcc_side.META)) as f:
+                meta = json.load(f)
+            want = dict(config=a.config, precision=a.precision)
+            got = dict(config=meta["config"], precision=meta["precision"])
+            if want != got or any(meta["model"][k] != c[k] for k in ("batch", "seq", "layers", "embd", "vocab")):
+                raise SystemExit("%s was compiled for %s %s (batch %d, seq %d), not %s %s (batch %d, seq %d)"
+                                 % (work, meta["config"], meta["precision"], meta["model"]["batch"],
+                                    meta["model"]["seq"], a.config, a.precision, c["batch"], c["seq"]))
+            if meta["seed"] != a.seed:
+                print("note: compiled with seed %d, running with --seed %d (only names and shapes "
+                      "come from the compile)" % (meta["seed"], a.seed))
+        res = run_stage(a, c, work, meta)
+        head, table, tail = report(a, c, res)
+        print(text_report(head, table, tail, res))
+        text = section(a, c, res, head, table, tail)
+        with open(os.path.join(work, "section.md"), "w") as f:
+            f.write(text)
+        with open(os.path.join(work, "result.json"), "w") as f:
+            json.dump(dict(rows=res["rows"], notes=res["notes"], machine=res["machine"],
+                           gemm=res["gemm"], meta=meta, profile=res["profile"],
+                           inspect=res["inspect"], args=a.argv), f, indent=1)
+        if a.write_docs:
+            merge_section(a.write_docs, text)
+            print("wrote the section to %s" % a.write_docs)
+    finally:
+        if tmp:
+            tmp.cleanup()
 
 
 if __name__ == "__main__":
