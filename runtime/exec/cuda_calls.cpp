@@ -15,20 +15,37 @@ using data::DType;
 
 namespace {
 
+bool isHalf(DType t) { return t == DType::BF16 || t == DType::F16; }
 
+/// The kernels' storage type of a float dtype (f32, bf16, f16).
+cuda::FloatType floatType(DType t) {
+  return t == DType::BF16  ? cuda::FloatType::BF16
+         : t == DType::F16 ? cuda::FloatType::F16
+                           : cuda::FloatType::F32;
+}
 
+cuda::GemmDType gemmType(DType t) {
+  return t == DType::BF16  ? cuda::GemmDType::BF16
+         : t == DType::F16 ? cuda::GemmDType::F16
+                           : cuda::GemmDType::F32;
+}
 
-/// The largest power of two <= 16 dividing every one of `bytes`.
-int alignmentOf(std::initializer_list<int64_t> bytes) {
+/// The largest power of two <= 16 dividing every one of `bytes`, at least
+/// `least` (the element size).
+int alignmentOf(std::initializer_list<int64_t> bytes, int least) {
   int a = 16;
   for (int64_t b : bytes)
-    while (a > 4 && b % a != 0)
+    while (a > least && b % a != 0)
       a /= 2;
   return a;
 }
 
 const float *fptr(uint8_t *const *ptrs, int64_t id) {
   return id < 0 ? nullptr : reinterpret_cast<const float *>(ptrs[id]);
+}
+
+const void *vptr(uint8_t *const *ptrs, int64_t id) {
+  return id < 0 ? nullptr : ptrs[id];
 }
 
 } // namespace
@@ -43,12 +60,21 @@ std::string cudaCallUnsupported(const Function &fn, const Step &step) {
     return fn.values[step.inputs[i]];
   };
   std::string op = opName(step.op);
+  // The float type the op stores (gather_grad's first operand is the
+  // indices). bf16/f16 run natively: the kernels load 16 bits, compute in
+  // f32 and round each result once. The optimizers keep f32 master weights.
   DType main = value(step.op == Op::GatherGrad ? 1 : 0).dtype;
+  bool optimizer = step.op == Op::SgdUpdate || step.op == Op::AdamwUpdate;
   bool f64Ok = step.op == Op::Dropout;
-  if (main != DType::F32 && !(f64Ok && main == DType::F64))
-    return "the cuda backend runs " + op + " on f32" +
-           (f64Ok ? std::string(" and f64") : std::string()) + " only, not " +
+  if (optimizer && main != DType::F32)
+    return "the cuda backend runs " + op +
+           " on f32 only (mixed precision keeps f32 master weights and "
+           "optimizer state), not " +
            data::dtypeName(main);
+  if (main != DType::F32 && !isHalf(main) && !(f64Ok && main == DType::F64))
+    return "the cuda backend runs " + op + " on f32, bf16" +
+           (f64Ok ? std::string(", f16 and f64") : std::string(" and f16")) +
+           " only, not " + data::dtypeName(main);
   switch (step.op) {
   case Op::Softmax:
   case Op::SoftmaxGrad:
@@ -65,12 +91,36 @@ std::string cudaCallUnsupported(const Function &fn, const Step &step) {
              std::to_string(step.attrs.axis);
     break;
   case Op::Attention:
-  case Op::AttentionGrad:
+  case Op::AttentionGrad: {
     if (value(0).shape[3] > 128 || value(2).shape[3] > 128)
       return "the cuda backend runs attention with head dims up to 128, not " +
              std::to_string(value(0).shape[3]) + " / " +
              std::to_string(value(2).shape[3]);
+    size_t mi = step.op == Op::AttentionGrad ? 4 : 3;
+    if (mi < step.inputs.size() && step.inputs[mi] >= 0) {
+      DType mt = value(mi).dtype;
+      if (mt != DType::Bool && mt != DType::F32 && !isHalf(mt))
+        return "the cuda backend takes an attention key mask of bool, f32, "
+               "bf16 or f16, not " +
+               std::string(data::dtypeName(mt));
+    }
     break;
+  }
+  case Op::CrossEntropy:
+    for (int64_t o : step.outputs)
+      if (o >= 0 && fn.values[o].dtype != DType::F32)
+        return "the cuda backend writes cross_entropy's loss_sum and count "
+               "in f32 only, not " +
+               std::string(data::dtypeName(fn.values[o].dtype));
+    break;
+  case Op::CrossEntropyGrad: {
+    DType seed = value(2).dtype;
+    if (seed != DType::F32 && !isHalf(seed))
+      return "the cuda backend takes cross_entropy_grad's loss_sum_grad in "
+             "f32, bf16 or f16, not " +
+             std::string(data::dtypeName(seed));
+    break;
+  }
   case Op::Gemm: {
     const Value &o = fn.values[step.outputs[0]];
     int64_t m = o.shape[0], n = o.shape[1];
@@ -122,6 +172,8 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
       g.zero = true;
       return plan;
     }
+    desc.dtype = gemmType(o.dtype);
+    g.elementBytes = int64_t(data::dtypeSize(o.dtype));
     std::vector<int64_t> ob(o.shape.begin(), o.shape.end() - 2);
     g.lmap = batchMap({l.shape.begin(), l.shape.end() - 2}, ob);
     g.rmap = batchMap({r.shape.begin(), r.shape.end() - 2}, ob);
@@ -142,7 +194,9 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
     } else {
       desc.m = g.m;
       g.loop = true;
-      desc.alignment = alignmentOf({g.m * g.k * 4, g.k * g.n * 4, g.m * g.n * 4});
+      const int64_t e = int64_t(data::dtypeSize(o.dtype));
+      desc.alignment =
+          alignmentOf({g.m * g.k * e, g.k * g.n * e, g.m * g.n * e}, int(e));
     }
     if (!g.loop)
       g.lmap.clear(), g.rmap.clear();
@@ -157,6 +211,8 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
       return plan;
     }
     g.alpha = static_cast<float>(a.alpha);
+    desc.dtype = gemmType(o.dtype);
+    g.elementBytes = int64_t(data::dtypeSize(o.dtype));
     if (step.inputs.size() > 2 && step.inputs[2] >= 0 && a.beta != 0) {
       const Value &c = in(2);
       size_t cr = c.shape.size();
@@ -209,31 +265,33 @@ namespace {
 
 int runGemm(const Function &fn, const Step &step, const GemmStep &g,
             uint8_t *const *ptrs, const CallContext &ctx) {
-  float *c = reinterpret_cast<float *>(ptrs[step.outputs[0]]);
+  uint8_t *c = ptrs[step.outputs[0]];
   if (g.empty)
     return 0;
   if (g.zero)
     return cudaMemsetAsync(c, 0, size_t(fn.values[step.outputs[0]].bytes),
                            ctx.stream);
-  const float *pa = fptr(ptrs, step.inputs[0]), *pb = fptr(ptrs, step.inputs[1]);
-  float *bias = nullptr;
+  const uint8_t *pa = ptrs[step.inputs[0]], *pb = ptrs[step.inputs[1]];
+  void *bias = nullptr;
   if (g.copyC) {
-    const float *cin = fptr(ptrs, step.inputs[2]);
+    const uint8_t *cin = ptrs[step.inputs[2]];
     if (cin != c) {
-      int st = cudaMemcpyAsync(c, cin, size_t(g.m * g.n) * sizeof(float),
+      int st = cudaMemcpyAsync(c, cin, size_t(g.m * g.n * g.elementBytes),
                                cudaMemcpyDeviceToDevice, ctx.stream);
       if (st)
         return st;
     }
   } else if (g.biasC) {
-    bias = const_cast<float *>(fptr(ptrs, step.inputs[2]));
+    bias = ptrs[step.inputs[2]];
   }
   if (!g.loop)
     return g.plan->run(pa, pb, c, g.alpha, g.beta, bias, ctx.workspace,
                        ctx.stream);
+  const int64_t e = g.elementBytes;
   for (size_t b = 0; b < g.lmap.size(); ++b) {
-    int st = g.plan->run(pa + g.lmap[b] * g.m * g.k, pb + g.rmap[b] * g.k * g.n,
-                         c + int64_t(b) * g.m * g.n, 1.0f, 0.0f, nullptr,
+    int st = g.plan->run(pa + g.lmap[b] * g.m * g.k * e,
+                         pb + g.rmap[b] * g.k * g.n * e,
+                         c + int64_t(b) * g.m * g.n * e, 1.0f, 0.0f, nullptr,
                          ctx.workspace, ctx.stream);
     if (st)
       return st;
@@ -259,6 +317,16 @@ int enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
                ? nullptr
                : reinterpret_cast<float *>(ptrs[step.outputs[i]]);
   };
+  // Untyped operands and results of the float tensors of `type` (absent
+  // optional ones null).
+  auto vin = [&](size_t i) {
+    return i < step.inputs.size() ? vptr(ptrs, step.inputs[i]) : nullptr;
+  };
+  auto vout = [&](size_t i) -> void * {
+    return i >= step.outputs.size() || step.outputs[i] < 0
+               ? nullptr
+               : ptrs[step.outputs[i]];
+  };
   int64_t *error =
       plan.errorSlot < 0 ? nullptr : ctx.errorWords + plan.errorSlot;
   switch (step.op) {
@@ -268,13 +336,14 @@ int enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
   case Op::LayerNorm:
   case Op::LayerNormGrad: {
     const Value &x = in(0);
+    const cuda::FloatType type = floatType(x.dtype);
     int64_t rows = product(x.shape, 0, a.axis);
     int64_t len = product(x.shape, a.axis, x.shape.size());
     if (step.op == Op::LayerNorm)
-      return cuda::layer_norm_fwd(fin(0), fin(1), fin(2), fout(0), nullptr,
-                                  nullptr, rows, len, a.epsilon, st);
-    return cuda::layer_norm_bwd(fin(0), fin(1), fin(2), nullptr, nullptr,
-                                fout(0), fout(1), fout(2), rows, len,
+      return cuda::layer_norm_fwd(type, vin(0), vin(1), vin(2), vout(0),
+                                  nullptr, nullptr, rows, len, a.epsilon, st);
+    return cuda::layer_norm_bwd(type, vin(0), vin(1), vin(2), nullptr, nullptr,
+                                vout(0), vout(1), vout(2), rows, len,
                                 a.epsilon, ctx.workspace, st);
   }
   case Op::Softmax:
@@ -282,81 +351,97 @@ int enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
   case Op::LogSoftmax:
   case Op::LogSoftmaxGrad: {
     const Value &x = in(0);
+    const cuda::FloatType type = floatType(x.dtype);
     int64_t len = x.shape.back();
     int64_t rows = len == 0 ? 0 : x.elements / len;
     if (rows == 0)
       return 0;
     if (step.op == Op::Softmax)
-      return cuda::softmax_rows(fin(0), fout(0), rows, len, st);
+      return cuda::softmax_rows(type, vin(0), vout(0), rows, len, st);
     if (step.op == Op::LogSoftmax)
-      return cuda::log_softmax_rows(fin(0), fout(0), rows, len, st);
+      return cuda::log_softmax_rows(type, vin(0), vout(0), rows, len, st);
     if (step.op == Op::SoftmaxGrad)
-      return cuda::softmax_grad_rows(fin(0), fin(1), fout(0), rows, len, st);
-    return cuda::log_softmax_grad_rows(fin(0), fin(1), fout(0), rows, len, st);
+      return cuda::softmax_grad_rows(type, vin(0), vin(1), vout(0), rows, len,
+                                     st);
+    return cuda::log_softmax_grad_rows(type, vin(0), vin(1), vout(0), rows,
+                                       len, st);
   }
   case Op::Attention:
   case Op::AttentionGrad: {
     bool grad = step.op == Op::AttentionGrad;
     const Value &q = in(0), &k = in(1), &v = in(2);
+    const cuda::FloatType type = floatType(q.dtype);
     cuda::KeyMask mask;
     size_t mi = grad ? 4 : 3;
     if (mi < step.inputs.size() && step.inputs[mi] >= 0) {
-      if (in(mi).dtype == DType::Bool)
+      if (in(mi).dtype == DType::Bool) {
         mask.keep = ptrs[step.inputs[mi]];
-      else
-        mask.bias = fin(mi);
+      } else {
+        mask.bias = vin(mi);
+        mask.biasType = floatType(in(mi).dtype);
+      }
     }
     int64_t b = q.shape[0], h = q.shape[1], tq = q.shape[2], d = q.shape[3];
     int64_t tk = k.shape[2], dv = v.shape[3];
     if (!grad)
-      return cuda::attention_fwd(fin(0), fin(1), fin(2), fout(0), b, h, tq, tk,
-                                 d, dv, a.scale, a.causal, mask, nullptr, st);
-    return cuda::attention_bwd(fin(0), fin(1), fin(2), fin(3), fout(0),
-                               fout(1), fout(2), b, h, tq, tk, d, dv, a.scale,
+      return cuda::attention_fwd(type, vin(0), vin(1), vin(2), vout(0), b, h,
+                                 tq, tk, d, dv, a.scale, a.causal, mask,
+                                 nullptr, st);
+    return cuda::attention_bwd(type, vin(0), vin(1), vin(2), vin(3), vout(0),
+                               vout(1), vout(2), b, h, tq, tk, d, dv, a.scale,
                                a.causal, mask, nullptr, nullptr, ctx.workspace,
                                st);
   }
   case Op::CrossEntropy:
   case Op::CrossEntropyGrad: {
     const Value &logits = in(0), &labels = in(1);
+    const cuda::FloatType type = floatType(logits.dtype);
     int64_t classes = logits.shape.back(), rows = labels.elements;
     const uint8_t *ids = ptrs[step.inputs[1]];
     bool i64 = labels.dtype == DType::I64;
     auto l64 = reinterpret_cast<const int64_t *>(ids);
     auto l32 = reinterpret_cast<const int32_t *>(ids);
     if (step.op == Op::CrossEntropy)
-      return i64 ? cuda::cross_entropy_fwd(fin(0), l64, rows, classes,
+      return i64 ? cuda::cross_entropy_fwd(type, vin(0), l64, rows, classes,
                                            a.ignoreIndex, fout(0), fout(1),
                                            ctx.workspace, error, st)
-                 : cuda::cross_entropy_fwd(fin(0), l32, rows, classes,
+                 : cuda::cross_entropy_fwd(type, vin(0), l32, rows, classes,
                                            a.ignoreIndex, fout(0), fout(1),
                                            ctx.workspace, error, st);
-    return i64 ? cuda::cross_entropy_grad(fin(0), l64, fin(2), fout(0), rows,
-                                          classes, a.ignoreIndex, error, st)
-               : cuda::cross_entropy_grad(fin(0), l32, fin(2), fout(0), rows,
-                                          classes, a.ignoreIndex, error, st);
+    const cuda::FloatType seed = floatType(in(2).dtype);
+    return i64 ? cuda::cross_entropy_grad(type, vin(0), l64, seed, vin(2),
+                                          vout(0), rows, classes,
+                                          a.ignoreIndex, error, st)
+               : cuda::cross_entropy_grad(type, vin(0), l32, seed, vin(2),
+                                          vout(0), rows, classes,
+                                          a.ignoreIndex, error, st);
   }
   case Op::Embedding: {
     const Value &table = in(0), &idv = in(1);
+    const cuda::FloatType type = floatType(table.dtype);
     const uint8_t *ids = ptrs[step.inputs[1]];
     if (idv.dtype == DType::I64)
-      return cuda::gather_rows(fin(0), reinterpret_cast<const int64_t *>(ids),
+      return cuda::gather_rows(type, vin(0),
+                               reinterpret_cast<const int64_t *>(ids),
                                idv.elements, table.shape[0], table.shape[1],
-                               fout(0), error, st);
-    return cuda::gather_rows(fin(0), reinterpret_cast<const int32_t *>(ids),
+                               vout(0), error, st);
+    return cuda::gather_rows(type, vin(0),
+                             reinterpret_cast<const int32_t *>(ids),
                              idv.elements, table.shape[0], table.shape[1],
-                             fout(0), error, st);
+                             vout(0), error, st);
   }
   case Op::GatherGrad: {
     const Value &idv = in(0), &o = fn.values[step.outputs[0]];
+    const cuda::FloatType type = floatType(o.dtype);
     const uint8_t *ids = ptrs[step.inputs[0]];
     int64_t vocab = o.shape[0], dim = product(o.shape, 1, o.shape.size());
     if (idv.dtype == DType::I64)
-      return cuda::scatter_add_rows(reinterpret_cast<const int64_t *>(ids),
-                                    fin(1), idv.elements, vocab, dim, fout(0),
+      return cuda::scatter_add_rows(type,
+                                    reinterpret_cast<const int64_t *>(ids),
+                                    vin(1), idv.elements, vocab, dim, vout(0),
                                     ctx.workspace, error, st);
-    return cuda::scatter_add_rows(reinterpret_cast<const int32_t *>(ids),
-                                  fin(1), idv.elements, vocab, dim, fout(0),
+    return cuda::scatter_add_rows(type, reinterpret_cast<const int32_t *>(ids),
+                                  vin(1), idv.elements, vocab, dim, vout(0),
                                   ctx.workspace, error, st);
   }
   case Op::Dropout: {
@@ -374,8 +459,8 @@ int enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
           reinterpret_cast<const double *>(ptrs[step.inputs[0]]),
           reinterpret_cast<double *>(ptrs[step.outputs[0]]), mask, x.elements,
           a.ratio, seed, offset, st);
-    return cuda::dropout(fin(0), fout(0), mask, x.elements, a.ratio, seed,
-                         offset, st);
+    return cuda::dropout(floatType(x.dtype), vin(0), vout(0), mask,
+                         x.elements, a.ratio, seed, offset, st);
   }
   case Op::SgdUpdate:
     return cuda::sgd_update(

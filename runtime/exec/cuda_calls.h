@@ -1,7 +1,9 @@
 //===- cuda_calls.h - the CUDA backend's library calls ----------*- C++ -*-===//
 //
 // Internal to the CUDA backend (cuda_backend.cpp): how each call step of a
-// plan maps onto tcc_cuda_kernels and cuBLASLt GemmPlans. planCall runs
+// plan maps onto tcc_cuda_kernels and cuBLASLt GemmPlans, dispatched by the
+// plan's dtypes (f32, and bf16 / f16 natively in every call but the
+// optimizer updates). planCall runs
 // when the session opens (shapes only: GEMM plans, workspace sizes, which
 // steps report bad ids); enqueueCall when the step runs (enqueue only, no
 // synchronisation, no allocation, so it can be captured in a CUDA graph).
@@ -34,6 +36,7 @@ struct GemmStep {
   std::vector<int64_t> lmap, rmap;
   int64_t m = 0, n = 0, k = 0;
   float alpha = 1, beta = 0;
+  int64_t elementBytes = 4; ///< of A, B, C (f32 4, bf16 / f16 2)
   bool copyC = false; ///< gemm: c [m, n] is copied into the output first
   bool biasC = false; ///< gemm: c [n] / [1, n] added by the bias epilogue
 };

@@ -1,4 +1,7 @@
-// Flash-style attention, forward and backward, in FP32 on the FMA units.
+// Flash-style attention, forward and backward, in FP32 on the FMA units,
+// for float, bf16 and f16 storage (the tiles are widened to float as they
+// are copied into shared memory; outputs are rounded once to the storage
+// type); and a bf16/f16 forward on tensor cores (after the backward).
 //
 // Forward: one block per (batch*head, tile of BR queries). The query tile
 // stays in shared memory (transposed, [d][query]); tiles of BC keys and
@@ -25,9 +28,9 @@
 // because l = 0 (or NaN) divides the accumulator.
 //
 // Head dims d, dv <= 128, padded to HD = 32, 64 or 128 in shared memory
-// (zeros, so the padding adds nothing). Not on tensor cores: TF32 (mma.sync
-// m16n8k8) would lose the 1e-5 agreement an fp32 path promises; a TF32 or
-// 3xTF32 variant is future work.
+// (zeros, so the padding adds nothing). float32 stays off the tensor
+// cores: TF32 (mma.sync m16n8k8) would lose the 1e-5 agreement an fp32
+// path promises; a TF32 or 3xTF32 variant is future work.
 #include "kernels/cuda/common.cuh"
 
 namespace tcc::cuda {
@@ -99,12 +102,13 @@ __device__ __forceinline__ void mmaKM(float (&acc)[R][C], const float *A,
   }
 }
 
-/// Copies rows [row0, row0 + R) of a dense [nrows, ncols] matrix into shared
-/// memory as R x HD (row-major, dst[r * ld + c]) or HD x R (TRANS,
-/// dst[c * ld + r]), zero outside the matrix. Coalesced 16-byte global
+/// Copies rows [row0, row0 + R) of a dense [nrows, ncols] matrix of S
+/// (float, bf16, f16; widened) into shared memory as float R x HD
+/// (row-major, dst[r * ld + c]) or HD x R (TRANS, dst[c * ld + r]), zero
+/// outside the matrix. Coalesced 16-byte (float) / 8-byte (16-bit) global
 /// loads when `vec4` (ncols % 4 == 0 and a 16-byte aligned base).
-template <int R, int HD, int NT, bool TRANS>
-__device__ __forceinline__ void loadTile(float *dst, int ld, const float *src,
+template <int R, int HD, int NT, bool TRANS, class S>
+__device__ __forceinline__ void loadTile(float *dst, int ld, const S *src,
                                          int64_t nrows, int ncols,
                                          int64_t row0, bool vec4) {
   constexpr int C4 = HD / 4;
@@ -113,14 +117,14 @@ __device__ __forceinline__ void loadTile(float *dst, int ld, const float *src,
     const int64_t gr = row0 + r;
     float v[4] = {0.f, 0.f, 0.f, 0.f};
     if (gr < nrows && c < ncols) {
-      const float *p = src + gr * ncols + c;
+      const S *p = src + gr * ncols + c;
       if (vec4) {
-        loadVec<4>(p, v);
+        loadVec<4>(p, v); // widened to float
       } else {
 #pragma unroll
         for (int u = 0; u < 4; ++u)
           if (c + u < ncols)
-            v[u] = p[u];
+            v[u] = toFloat(p[u]);
       }
     }
     if constexpr (TRANS) {
@@ -164,11 +168,17 @@ template <int TX> __device__ __forceinline__ float rowSum(float v) {
   return v;
 }
 
+/// The kernels' arguments. Tensors are untyped: each kernel reads q, k, v,
+/// dout and out as its storage type T and writes o, dq, dk, dv as its
+/// output type; lse and delta are float.
 struct Params {
-  const float *q, *k, *v, *dout, *out, *lse, *delta;
-  float *o, *lseOut, *dq, *dk, *dv;
+  const void *q, *k, *v, *dout, *out;
+  const float *lse, *delta;
+  void *o, *dq, *dk, *dv;
+  float *lseOut;
   const uint8_t *keep;
-  const float *bias;
+  const void *bias;
+  FloatType biasType;
   int64_t heads, tq, tk;
   int d, dvDim;
   float scale;
@@ -185,7 +195,7 @@ __device__ __forceinline__ float maskScore(const Params &p, float dot,
   if (p.keep && !p.keep[b * p.tk + j])
     x = -INFINITY;
   if (p.bias)
-    x += p.bias[b * p.tk + j];
+    x += loadAs(p.biasType, p.bias, b * p.tk + j);
   return x;
 }
 
@@ -200,7 +210,9 @@ template <class C> constexpr size_t fwdSmemFloats() {
          + size_t(C::BC) * C::LDR;   // PsT [BC][BR]
 }
 
-template <class C>
+/// T: how q, k, v are stored; TO: how out is (T, or float for the
+/// backward's recomputation into its workspace).
+template <class C, class T, class TO>
 __global__ void __launch_bounds__(C::NT) attentionFwdKernel(Params p) {
   constexpr int HD = C::HD, BR = C::BR, BC = C::BC, RPT = C::RPT, TX = C::TX,
                 CPT = C::CPT, NT = C::NT;
@@ -214,9 +226,9 @@ __global__ void __launch_bounds__(C::NT) attentionFwdKernel(Params p) {
   const int64_t tiles = (p.tq + BR - 1) / BR;
   const int64_t bh = blockIdx.x / tiles, q0 = (blockIdx.x % tiles) * BR;
   const int64_t b = bh / p.heads;
-  const float *qp = p.q + bh * p.tq * p.d;
-  const float *kp = p.k + bh * p.tk * p.d;
-  const float *vp = p.v + bh * p.tk * p.dvDim;
+  const T *qp = static_cast<const T *>(p.q) + bh * p.tq * p.d;
+  const T *kp = static_cast<const T *>(p.k) + bh * p.tk * p.d;
+  const T *vp = static_cast<const T *>(p.v) + bh * p.tk * p.dvDim;
 
   loadTile<BR, HD, NT, true>(QsT, C::LDR, qp, p.tq, p.d, q0, p.vecQK);
 
@@ -287,12 +299,12 @@ __global__ void __launch_bounds__(C::NT) attentionFwdKernel(Params p) {
     const int64_t i = q0 + ty * RPT + r;
     if (i >= p.tq)
       continue;
-    float *orow = p.o + (bh * p.tq + i) * p.dvDim;
+    TO *orow = static_cast<TO *>(p.o) + (bh * p.tq + i) * p.dvDim;
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
       const int col = accCol<CPT, TX>(tx, c);
       if (col < p.dvDim)
-        orow[col] = p.tk == 0 ? 0.f : acc[r][c] / total;
+        orow[col] = fromFloat<TO>(p.tk == 0 ? 0.f : acc[r][c] / total);
     }
     if (p.lseOut && tx == 0)
       p.lseOut[bh * p.tq + i] = m[r] + logf(total);
@@ -304,16 +316,18 @@ __global__ void __launch_bounds__(C::NT) attentionFwdKernel(Params p) {
 //===----------------------------------------------------------------------===//
 
 /// delta[row] = sum_e dout[row][e] * out[row][e] (double sum), one warp per
-/// row.
+/// row; dout of T, out of TO (T, or float when recomputed).
+template <class T, class TO>
 __global__ void __launch_bounds__(256)
-    attentionDeltaKernel(const float *dout, const float *out, float *delta,
+    attentionDeltaKernel(const T *dout, const TO *out, float *delta,
                          int64_t rows, int dv) {
   const int64_t row = int64_t(blockIdx.x) * 8 + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   double s = 0;
   if (row < rows)
     for (int e = lane; e < dv; e += 32)
-      s += static_cast<double>(dout[row * dv + e]) * out[row * dv + e];
+      s += static_cast<double>(toFloat(dout[row * dv + e])) *
+           toFloat(out[row * dv + e]);
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1)
     s += __shfl_xor_sync(kFullMask, s, off);
@@ -340,7 +354,7 @@ template <class C> constexpr size_t dqSmemFloats() {
 }
 
 /// dq = scale * sum_j dS_ij k_j with dS = P * (dP - delta), dP = dO V^T.
-template <class C>
+template <class C, class T>
 __global__ void __launch_bounds__(C::NT) attentionDqKernel(Params p) {
   constexpr int HD = C::HD, BR = C::BR, BC = C::BC, RPT = C::RPT, TX = C::TX,
                 CPT = C::CPT, NT = C::NT;
@@ -357,13 +371,16 @@ __global__ void __launch_bounds__(C::NT) attentionDqKernel(Params p) {
   const int64_t tiles = (p.tq + BR - 1) / BR;
   const int64_t bh = blockIdx.x / tiles, q0 = (blockIdx.x % tiles) * BR;
   const int64_t b = bh / p.heads;
-  const float *kp = p.k + bh * p.tk * p.d;
-  const float *vp = p.v + bh * p.tk * p.dvDim;
+  const T *kp = static_cast<const T *>(p.k) + bh * p.tk * p.d;
+  const T *vp = static_cast<const T *>(p.v) + bh * p.tk * p.dvDim;
 
-  loadTile<BR, HD, NT, true>(QsT, C::LDR, p.q + bh * p.tq * p.d, p.tq, p.d, q0,
-                             p.vecQK);
-  loadTile<BR, HD, NT, true>(dOsT, C::LDR, p.dout + bh * p.tq * p.dvDim, p.tq,
-                             p.dvDim, q0, p.vecV);
+  loadTile<BR, HD, NT, true>(QsT, C::LDR,
+                             static_cast<const T *>(p.q) + bh * p.tq * p.d,
+                             p.tq, p.d, q0, p.vecQK);
+  loadTile<BR, HD, NT, true>(dOsT, C::LDR,
+                             static_cast<const T *>(p.dout) +
+                                 bh * p.tq * p.dvDim,
+                             p.tq, p.dvDim, q0, p.vecV);
   float L[RPT], D[RPT], acc[RPT][CPT];
 #pragma unroll
   for (int r = 0; r < RPT; ++r) {
@@ -414,12 +431,12 @@ __global__ void __launch_bounds__(C::NT) attentionDqKernel(Params p) {
     const int64_t i = q0 + ty * RPT + r;
     if (i >= p.tq)
       continue;
-    float *row = p.dq + (bh * p.tq + i) * p.d;
+    T *row = static_cast<T *>(p.dq) + (bh * p.tq + i) * p.d;
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
       const int col = accCol<CPT, TX>(tx, c);
       if (col < p.d)
-        row[col] = acc[r][c] * p.scale;
+        row[col] = fromFloat<T>(acc[r][c] * p.scale);
     }
   }
 }
@@ -438,7 +455,7 @@ template <class C> constexpr size_t dkvSmemFloats() {
 
 /// dv = sum_i P_ij dO_i and dk = scale * sum_i dS_ij q_i for the BR keys of
 /// the block; the score tile is held transposed (keys are the rows).
-template <class C>
+template <class C, class T>
 __global__ void __launch_bounds__(C::NT) attentionDkvKernel(Params p) {
   constexpr int HD = C::HD, BR = C::BR, BC = C::BC, RPT = C::RPT, TX = C::TX,
                 CPT = C::CPT, NT = C::NT;
@@ -460,13 +477,15 @@ __global__ void __launch_bounds__(C::NT) attentionDkvKernel(Params p) {
   const int64_t tiles = (p.tk + BR - 1) / BR;
   const int64_t bh = blockIdx.x / tiles, k0 = (blockIdx.x % tiles) * BR;
   const int64_t b = bh / p.heads;
-  const float *qp = p.q + bh * p.tq * p.d;
-  const float *gp = p.dout + bh * p.tq * p.dvDim;
+  const T *qp = static_cast<const T *>(p.q) + bh * p.tq * p.d;
+  const T *gp = static_cast<const T *>(p.dout) + bh * p.tq * p.dvDim;
 
-  loadTile<BR, HD, NT, true>(KsT, C::LDR, p.k + bh * p.tk * p.d, p.tk, p.d, k0,
-                             p.vecQK);
-  loadTile<BR, HD, NT, true>(VsT, C::LDR, p.v + bh * p.tk * p.dvDim, p.tk,
-                             p.dvDim, k0, p.vecV);
+  loadTile<BR, HD, NT, true>(KsT, C::LDR,
+                             static_cast<const T *>(p.k) + bh * p.tk * p.d,
+                             p.tk, p.d, k0, p.vecQK);
+  loadTile<BR, HD, NT, true>(VsT, C::LDR,
+                             static_cast<const T *>(p.v) + bh * p.tk * p.dvDim,
+                             p.tk, p.dvDim, k0, p.vecV);
   float accK[RPT][CPT], accV[RPT][CPT];
 #pragma unroll
   for (int r = 0; r < RPT; ++r)
@@ -524,16 +543,274 @@ __global__ void __launch_bounds__(C::NT) attentionDkvKernel(Params p) {
     const int64_t j = k0 + ty * RPT + r;
     if (j >= p.tk)
       continue;
-    float *krow = p.dk + (bh * p.tk + j) * p.d;
-    float *vrow = p.dv + (bh * p.tk + j) * p.dvDim;
+    T *krow = static_cast<T *>(p.dk) + (bh * p.tk + j) * p.d;
+    T *vrow = static_cast<T *>(p.dv) + (bh * p.tk + j) * p.dvDim;
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
       const int col = accCol<CPT, TX>(tx, c);
       if (col < p.d)
-        krow[col] = accK[r][c] * p.scale;
+        krow[col] = fromFloat<T>(accK[r][c] * p.scale);
       if (col < p.dvDim)
-        vrow[col] = accV[r][c];
+        vrow[col] = fromFloat<T>(accV[r][c]);
     }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Forward on tensor cores (bf16 / f16 storage, head dim 64 or 128)
+//===----------------------------------------------------------------------===//
+//
+// FlashAttention-2's forward with mma.sync.m16n8k16 (16-bit operands, f32
+// accumulators): one block of 4 warps per (batch*head, 64 queries), each
+// warp owning 16 query rows. Q, K and V tiles are copied into shared memory
+// as stored (16-bit, rows padded by 16 bytes so ldmatrix is free of bank
+// conflicts) with cp.async, V's copy overlapping the scores; each warp
+// keeps its Q fragments in registers. Per tile of 64 keys: S = Q K^T (ldmatrix of K rows is the col-major B operand), the
+// CPU kernel's masking per score, the online softmax in f32 over the 4
+// lanes of a quad that share a row (running max m and sum l, the output
+// rescaled by exp(m_old - m_new)), then O += P V with P rounded to the
+// storage type straight from the S accumulators (their layout is the A
+// operand's) and V through ldmatrix.trans; l sums the rounded P, so a row's
+// weights still sum to 1. The output is divided by l and rounded once;
+// lse = m + log(l) stays f32.
+
+template <int HD_> struct TcCfg {
+  static constexpr int HD = HD_;
+  static constexpr int WARPS = 4;
+  static constexpr int BR = 16 * WARPS; ///< queries per block
+  static constexpr int BC = 64;         ///< keys per step
+  static constexpr int NT = 32 * WARPS;
+  static constexpr int LD = HD + 8; ///< shared row stride (elements)
+  static constexpr size_t smemBytes() {
+    return size_t(BR + 2 * BC) * LD * 2;
+  }
+};
+
+__device__ __forceinline__ uint32_t smemAddress(const void *p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/// Four 8x8 16-bit matrices; lane l gives the address of row l % 8 of
+/// matrix l / 8 and receives, in r[i], its two elements of matrix i:
+/// row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 (TRANS: row and column
+/// swapped).
+template <bool TRANS>
+__device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void *p) {
+  if constexpr (TRANS)
+    asm volatile(
+        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+        : "r"(smemAddress(p)));
+  else
+    asm volatile(
+        "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+        : "r"(smemAddress(p)));
+}
+
+/// d += a b: a 16x16 (row-major A fragment), b 16x8 (col-major B fragment,
+/// b0 b1), d 16x8 f32.
+template <class T>
+__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4],
+                                         uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
+                   "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
+                   "r"(b1));
+}
+
+/// Starts copying rows [row0, row0 + R) of a dense [nrows, HD] matrix of
+/// 16-bit values into shared memory as stored (row stride LD), zero past
+/// nrows: 16-byte cp.async copies (the base is 16-byte aligned and HD a
+/// multiple of 8), committed as one group. The caller waits for the group
+/// (cpAsyncWait) and then synchronises the block.
+template <int R, int HD, int LD, int NT, class T>
+__device__ __forceinline__ void copyTileAsync(T *dst, const T *src,
+                                              int64_t nrows, int64_t row0) {
+  constexpr int C8 = HD / 8;
+  for (int idx = threadIdx.x; idx < R * C8; idx += NT) {
+    const int r = idx / C8, c = (idx % C8) * 8;
+    const int64_t gr = row0 + r;
+    const bool valid = gr < nrows;
+    // An invalid row reads nothing (source size 0: 16 zero bytes written);
+    // its address stays inside the tensor anyway.
+    const T *from = src + (valid ? gr * HD + c : 0);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
+                     smemAddress(dst + r * LD + c)),
+                 "l"(from), "r"(valid ? 16 : 0));
+  }
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+
+/// Waits until at most N of this thread's cp.async groups are pending.
+template <int N> __device__ __forceinline__ void cpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+template <class C, class T>
+__global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
+  constexpr int HD = C::HD, BR = C::BR, BC = C::BC, LD = C::LD, NT = C::NT;
+  constexpr int KS = HD / 16; // k-steps of S = Q K^T
+  constexpr int SN = BC / 8;  // n-tiles of S (8 keys each)
+  constexpr int ON = HD / 8;  // n-tiles of O (8 columns each)
+  extern __shared__ uint4 smemTc[];
+  T *Qs = reinterpret_cast<T *>(smemTc);
+  T *Ks = Qs + BR * LD;
+  T *Vs = Ks + BC * LD;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t4 = lane % 4; // fragment row group / column pair
+  const int lm = lane / 8, lr = lane % 8; // ldmatrix: matrix and row of lane
+  const int64_t tiles = (p.tq + BR - 1) / BR;
+  const int64_t bh = blockIdx.x / tiles, q0 = (blockIdx.x % tiles) * BR;
+  const int64_t b = bh / p.heads;
+  const T *kp = static_cast<const T *>(p.k) + bh * p.tk * HD;
+  const T *vp = static_cast<const T *>(p.v) + bh * p.tk * HD;
+
+  copyTileAsync<BR, HD, LD, NT>(
+      Qs, static_cast<const T *>(p.q) + bh * p.tq * HD, p.tq, q0);
+  cpAsyncWait<0>();
+  __syncthreads();
+  // This warp's 16 query rows as A fragments, one per k-step: matrices
+  // (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15).
+  uint32_t qf[KS][4];
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks)
+    ldmatrixX4<false>(qf[ks], Qs + (warp * 16 + lr + (lm % 2) * 8) * LD +
+                                  ks * 16 + (lm / 2) * 8);
+
+  float o[ON][4], m[2], l[2];
+#pragma unroll
+  for (int n = 0; n < ON; ++n)
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      o[n][c] = 0.f;
+  // Accumulator element c of a tile is in row g (c < 2) or g + 8.
+  int64_t row[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    m[h] = -INFINITY;
+    l[h] = 0.f;
+    row[h] = q0 + warp * 16 + g + h * 8;
+  }
+
+  const int64_t kEnd = p.causal && q0 + BR < p.tk ? q0 + BR : p.tk;
+  for (int64_t k0 = 0; k0 < kEnd; k0 += BC) {
+    __syncthreads(); // the previous tile's K / V reads are done
+    // V's copy overlaps S = Q K^T and the softmax.
+    copyTileAsync<BC, HD, LD, NT>(Ks, kp, p.tk, k0);
+    copyTileAsync<BC, HD, LD, NT>(Vs, vp, p.tk, k0);
+    cpAsyncWait<1>(); // this thread's K copies
+    __syncthreads();  // everyone's
+
+    // S = Q K^T: the B operand of keys n0..n0+7 is K rows n0.. (k = head
+    // dim, contiguous): matrices (keys 0-7, cols 0-7), (0-7, 8-15),
+    // (8-15, 0-7), (8-15, 8-15) give two n-tiles.
+    float s[SN][4];
+#pragma unroll
+    for (int n = 0; n < SN; ++n)
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+        s[n][c] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+      for (int np = 0; np < SN / 2; ++np) {
+        uint32_t kb[4];
+        ldmatrixX4<false>(kb, Ks + (np * 16 + lr + (lm / 2) * 8) * LD +
+                                  ks * 16 + (lm % 2) * 8);
+        mma16816<T>(s[2 * np], qf[ks], kb[0], kb[1]);
+        mma16816<T>(s[2 * np + 1], qf[ks], kb[2], kb[3]);
+      }
+
+#pragma unroll
+    for (int n = 0; n < SN; ++n)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int64_t j = k0 + n * 8 + 2 * t4 + (c % 2);
+        s[n][c] = j < p.tk ? maskScore(p, s[n][c], b, row[c / 2], j)
+                           : -INFINITY;
+      }
+
+    // Online softmax per row; the quad's 4 lanes hold a row's 64 scores.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int n = 0; n < SN; ++n)
+        mx = fmaxf(mx, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
+      const float mNew = fmaxf(m[h], mx);
+      // Nothing seen yet (m = -inf): the accumulator is 0, drop it.
+      const float alpha = m[h] == -INFINITY ? 0.f : expf(m[h] - mNew);
+      m[h] = mNew;
+      float ls = 0.f;
+#pragma unroll
+      for (int n = 0; n < SN; ++n)
+#pragma unroll
+        for (int c = 2 * h; c < 2 * h + 2; ++c) {
+          // A NaN score stays NaN and poisons l and the row's output. P is
+          // rounded to T here, so l sums the weights V is multiplied by.
+          const float e = s[n][c] == -INFINITY ? 0.f : expf(s[n][c] - mNew);
+          s[n][c] = toFloat(fromFloat<T>(e));
+          ls += s[n][c];
+        }
+      l[h] = l[h] * alpha + ls;
+#pragma unroll
+      for (int n = 0; n < ON; ++n) {
+        o[n][2 * h] *= alpha;
+        o[n][2 * h + 1] *= alpha;
+      }
+    }
+
+    cpAsyncWait<0>(); // this thread's V copies
+    __syncthreads();  // everyone's
+    // O += P V: P's A fragment for keys 16 kk.. is the accumulators of
+    // n-tiles 2 kk and 2 kk + 1, rounded to T; V's B fragments come from
+    // ldmatrix.trans of V rows (keys) - matrices (keys 0-7, cols 0-7),
+    // (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) give two n-tiles of O.
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk) {
+      const uint32_t pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]),
+                              pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+                              pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                              pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int np = 0; np < ON / 2; ++np) {
+        uint32_t vb[4];
+        ldmatrixX4<true>(vb, Vs + (kk * 16 + lr + (lm % 2) * 8) * LD +
+                                 np * 16 + (lm / 2) * 8);
+        mma16816<T>(o[2 * np], pa, vb[0], vb[1]);
+        mma16816<T>(o[2 * np + 1], pa, vb[2], vb[3]);
+      }
+    }
+  }
+
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float total = l[h];
+    total += __shfl_xor_sync(kFullMask, total, 1);
+    total += __shfl_xor_sync(kFullMask, total, 2);
+    if (row[h] >= p.tq)
+      continue;
+    T *orow = static_cast<T *>(p.o) + (bh * p.tq + row[h]) * HD;
+#pragma unroll
+    for (int n = 0; n < ON; ++n) {
+      const float a = p.tk == 0 ? 0.f : o[n][2 * h] / total;
+      const float c = p.tk == 0 ? 0.f : o[n][2 * h + 1] / total;
+      *reinterpret_cast<uint32_t *>(orow + n * 8 + 2 * t4) = pack2<T>(a, c);
+    }
+    if (p.lseOut && t4 == 0)
+      p.lseOut[bh * p.tq + row[h]] = m[h] + logf(total);
   }
 }
 
@@ -584,10 +861,18 @@ Status checkShapes(int64_t batch, int64_t heads, int64_t tq, int64_t tk,
   return 0;
 }
 
+bool tensorCoresFit(FloatType type, int64_t d, int64_t dv, const void *q,
+                    const void *k, const void *v, const void *out) {
+  return type != FloatType::F32 && d == dv && (d == 64 || d == 128) &&
+         aligned16(q) && aligned16(k) && aligned16(v) && aligned16(out);
+}
+
+/// The FMA forward: q, k, v of T, out of TO.
+template <class T, class TO>
 Status launchFwd(const Params &p, int64_t bh, cudaStream_t stream) {
   auto run = [&](auto cfg) {
     using C = decltype(cfg);
-    return launchKernel(attentionFwdKernel<C>,
+    return launchKernel(attentionFwdKernel<C, T, TO>,
                         bh * ((p.tq + C::BR - 1) / C::BR), C::NT,
                         fwdSmemFloats<C>() * sizeof(float), stream, p);
   };
@@ -601,16 +886,29 @@ Status launchFwd(const Params &p, int64_t bh, cudaStream_t stream) {
   }
 }
 
+/// The tensor-core forward (tensorCoresFit holds).
+template <class T>
+Status launchFwdTc(const Params &p, int64_t bh, cudaStream_t stream) {
+  auto run = [&](auto cfg) {
+    using C = decltype(cfg);
+    return launchKernel(attentionFwdTcKernel<C, T>,
+                        bh * ((p.tq + C::BR - 1) / C::BR), C::NT,
+                        C::smemBytes(), stream, p);
+  };
+  return p.d == 64 ? run(TcCfg<64>{}) : run(TcCfg<128>{});
+}
+
+template <class T>
 Status launchBwd(const Params &p, int64_t bh, cudaStream_t stream) {
   auto run = [&](auto dqCfg, auto dkvCfg) {
     using Q = decltype(dqCfg);
     using K = decltype(dkvCfg);
-    Status st = launchKernel(attentionDqKernel<Q>,
+    Status st = launchKernel(attentionDqKernel<Q, T>,
                              bh * ((p.tq + Q::BR - 1) / Q::BR), Q::NT,
                              dqSmemFloats<Q>() * sizeof(float), stream, p);
     if (st)
       return st;
-    return launchKernel(attentionDkvKernel<K>,
+    return launchKernel(attentionDkvKernel<K, T>,
                         bh * ((p.tk + K::BR - 1) / K::BR), K::NT,
                         dkvSmemFloats<K>() * sizeof(float), stream, p);
   };
@@ -624,15 +922,16 @@ Status launchBwd(const Params &p, int64_t bh, cudaStream_t stream) {
   }
 }
 
-Params baseParams(const float *q, const float *k, const float *v,
-                  int64_t heads, int64_t tq, int64_t tk, int64_t d,
-                  int64_t dv, double scale, bool causal, KeyMask mask) {
+Params baseParams(const void *q, const void *k, const void *v, int64_t heads,
+                  int64_t tq, int64_t tk, int64_t d, int64_t dv, double scale,
+                  bool causal, KeyMask mask) {
   Params p{};
   p.q = q;
   p.k = k;
   p.v = v;
   p.keep = mask.keep;
   p.bias = mask.bias;
+  p.biasType = mask.biasType;
   p.heads = heads;
   p.tq = tq;
   p.tk = tk;
@@ -667,22 +966,116 @@ BwdWorkspace bwdWorkspace(void *base, int64_t batch, int64_t heads,
   return w;
 }
 
+template <class T>
+Status attentionFwd(const void *q, const void *k, const void *v, void *out,
+                    int64_t batch, int64_t heads, int64_t tq, int64_t tk,
+                    int64_t d, int64_t dv, double scale, bool causal,
+                    KeyMask mask, float *lse, cudaStream_t stream,
+                    AttentionPath path) {
+  if (Status st = checkShapes(batch, heads, tq, tk, d, dv))
+    return st;
+  if (mask.keep && mask.bias)
+    return invalid();
+  constexpr FloatType type = std::is_same_v<T, float>           ? FloatType::F32
+                             : std::is_same_v<T, __nv_bfloat16> ? FloatType::BF16
+                                                                : FloatType::F16;
+  const bool tc = tensorCoresFit(type, d, dv, q, k, v, out);
+  if (path == AttentionPath::TensorCore && !tc)
+    return invalid();
+  Params p = baseParams(q, k, v, heads, tq, tk, d, dv, scale, causal, mask);
+  p.o = out;
+  p.lseOut = lse;
+  p.vecV = p.vecV && aligned16(out);
+  if constexpr (kIsHalf<T>)
+    if (tc && path != AttentionPath::Fma)
+      return launchFwdTc<T>(p, batch * heads, stream);
+  return launchFwd<T, T>(p, batch * heads, stream);
+}
+
+template <class T>
+Status attentionBwd(const void *q, const void *k, const void *v,
+                    const void *dout, void *dq, void *dk, void *dv,
+                    int64_t batch, int64_t heads, int64_t tq, int64_t tk,
+                    int64_t d, int64_t dvDim, double scale, bool causal,
+                    KeyMask mask, const void *out, const float *lse,
+                    void *workspace, cudaStream_t stream) {
+  if (Status st = checkShapes(batch, heads, tq, tk, d, dvDim))
+    return st;
+  if ((mask.keep && mask.bias) || (!out) != (!lse))
+    return invalid();
+  const int64_t bh = batch * heads;
+  if (bh == 0)
+    return 0;
+  if (tq == 0) {
+    // No query reads any key: the key gradients are zero.
+    cudaError_t e = cudaMemsetAsync(dk, 0, sizeof(T) * bh * tk * d, stream);
+    if (e == cudaSuccess)
+      e = cudaMemsetAsync(dv, 0, sizeof(T) * bh * tk * dvDim, stream);
+    return static_cast<Status>(e);
+  }
+  if (!workspace)
+    return invalid();
+  const bool haveForward = out != nullptr;
+  BwdWorkspace w = bwdWorkspace(workspace, batch, heads, tq, dvDim, haveForward);
+  Params p = baseParams(q, k, v, heads, tq, tk, d, dvDim, scale, causal, mask);
+  const unsigned deltaBlocks = static_cast<unsigned>(ceilDiv(bh * tq, 8));
+  if (!haveForward) {
+    // The forward in float, unrounded, into the workspace.
+    Params f = p;
+    f.o = w.out;
+    f.lseOut = w.lse;
+    if (Status st = launchFwd<T, float>(f, bh, stream))
+      return st;
+    attentionDeltaKernel<T, float><<<deltaBlocks, 256, 0, stream>>>(
+        static_cast<const T *>(dout), w.out, w.delta, bh * tq,
+        static_cast<int>(dvDim));
+    out = w.out;
+    lse = w.lse;
+  } else {
+    attentionDeltaKernel<T, T><<<deltaBlocks, 256, 0, stream>>>(
+        static_cast<const T *>(dout), static_cast<const T *>(out), w.delta,
+        bh * tq, static_cast<int>(dvDim));
+  }
+  if (Status st = launched())
+    return st;
+  p.dout = dout;
+  p.out = out;
+  p.lse = lse;
+  p.delta = w.delta;
+  p.dq = dq;
+  p.dk = dk;
+  p.dv = dv;
+  p.vecV = p.vecV && aligned16(dout);
+  return launchBwd<T>(p, bh, stream);
+}
+
 } // namespace
+
+bool attention_fwd_uses_tensor_cores(FloatType type, int64_t d, int64_t dv,
+                                     const void *q, const void *k,
+                                     const void *v, const void *out) {
+  return tensorCoresFit(type, d, dv, q, k, v, out);
+}
 
 Status attention_fwd(const float *q, const float *k, const float *v,
                      float *out, int64_t batch, int64_t heads, int64_t tq,
                      int64_t tk, int64_t d, int64_t dv, double scale,
                      bool causal, KeyMask mask, float *lse,
                      cudaStream_t stream) {
-  if (Status st = checkShapes(batch, heads, tq, tk, d, dv))
-    return st;
-  if (mask.keep && mask.bias)
-    return invalid();
-  Params p = baseParams(q, k, v, heads, tq, tk, d, dv, scale, causal, mask);
-  p.o = out;
-  p.lseOut = lse;
-  p.vecV = p.vecV && aligned16(out);
-  return launchFwd(p, batch * heads, stream);
+  return attentionFwd<float>(q, k, v, out, batch, heads, tq, tk, d, dv, scale,
+                             causal, mask, lse, stream, AttentionPath::Fma);
+}
+
+Status attention_fwd(FloatType type, const void *q, const void *k,
+                     const void *v, void *out, int64_t batch, int64_t heads,
+                     int64_t tq, int64_t tk, int64_t d, int64_t dv,
+                     double scale, bool causal, KeyMask mask, float *lse,
+                     cudaStream_t stream, AttentionPath path) {
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    return attentionFwd<T>(q, k, v, out, batch, heads, tq, tk, d, dv, scale,
+                           causal, mask, lse, stream, path);
+  });
 }
 
 size_t attention_bwd_workspace_bytes(int64_t batch, int64_t heads, int64_t tq,
@@ -701,48 +1094,23 @@ Status attention_bwd(const float *q, const float *k, const float *v,
                      int64_t d, int64_t dvDim, double scale, bool causal,
                      KeyMask mask, const float *out, const float *lse,
                      void *workspace, cudaStream_t stream) {
-  if (Status st = checkShapes(batch, heads, tq, tk, d, dvDim))
-    return st;
-  if ((mask.keep && mask.bias) || (!out) != (!lse))
-    return invalid();
-  const int64_t bh = batch * heads;
-  if (bh == 0)
-    return 0;
-  if (tq == 0) {
-    // No query reads any key: the key gradients are zero.
-    cudaError_t e = cudaMemsetAsync(dk, 0, sizeof(float) * bh * tk * d, stream);
-    if (e == cudaSuccess)
-      e = cudaMemsetAsync(dv, 0, sizeof(float) * bh * tk * dvDim, stream);
-    return static_cast<Status>(e);
-  }
-  if (!workspace)
-    return invalid();
-  const bool haveForward = out != nullptr;
-  BwdWorkspace w = bwdWorkspace(workspace, batch, heads, tq, dvDim, haveForward);
-  Params p = baseParams(q, k, v, heads, tq, tk, d, dvDim, scale, causal, mask);
-  if (!haveForward) {
-    Params f = p;
-    f.o = w.out;
-    f.lseOut = w.lse;
-    if (Status st = launchFwd(f, bh, stream))
-      return st;
-    out = w.out;
-    lse = w.lse;
-  }
-  attentionDeltaKernel<<<static_cast<unsigned>(ceilDiv(bh * tq, 8)), 256, 0,
-                         stream>>>(dout, out, w.delta, bh * tq,
-                                   static_cast<int>(dvDim));
-  if (Status st = launched())
-    return st;
-  p.dout = dout;
-  p.out = out;
-  p.lse = lse;
-  p.delta = w.delta;
-  p.dq = dq;
-  p.dk = dk;
-  p.dv = dv;
-  p.vecV = p.vecV && aligned16(dout);
-  return launchBwd(p, bh, stream);
+  return attentionBwd<float>(q, k, v, dout, dq, dk, dv, batch, heads, tq, tk,
+                             d, dvDim, scale, causal, mask, out, lse,
+                             workspace, stream);
+}
+
+Status attention_bwd(FloatType type, const void *q, const void *k,
+                     const void *v, const void *dout, void *dq, void *dk,
+                     void *dv, int64_t batch, int64_t heads, int64_t tq,
+                     int64_t tk, int64_t d, int64_t dvDim, double scale,
+                     bool causal, KeyMask mask, const void *out,
+                     const float *lse, void *workspace, cudaStream_t stream) {
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    return attentionBwd<T>(q, k, v, dout, dq, dk, dv, batch, heads, tq, tk, d,
+                           dvDim, scale, causal, mask, out, lse, workspace,
+                           stream);
+  });
 }
 
 } // namespace tcc::cuda

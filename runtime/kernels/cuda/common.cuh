@@ -1,6 +1,7 @@
 //===- common.cuh - helpers shared by the CUDA library kernels --*- CUDA -*-===//
 //
-// Vector loads, deterministic row-group reductions and the error word. A
+// Storage types (float, bf16, f16) and their vector loads, deterministic
+// row-group reductions and the error word. A
 // "row group" is TPR consecutive threads of a block working on one row:
 // TPR = 32 is one warp (butterfly shuffles only), TPR > 32 a multiple of 32
 // threads that also exchange per-warp partials through shared memory. Every
@@ -15,9 +16,12 @@
 
 #include "kernels/cuda/cuda_kernels.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace tcc::cuda::detail {
@@ -48,41 +52,167 @@ __device__ __forceinline__ void recordError(int64_t *error, int64_t row) {
               static_cast<unsigned long long>(row));
 }
 
-/// N consecutive floats at p (N = 1, 2 or a multiple of 4, p aligned to
-/// min(16, 4N) bytes).
-template <int N>
-__device__ __forceinline__ void loadVec(const float *p, float (&v)[N]) {
-  if constexpr (N == 1) {
-    v[0] = p[0];
-  } else if constexpr (N == 2) {
-    float2 t = *reinterpret_cast<const float2 *>(p);
-    v[0] = t.x;
-    v[1] = t.y;
+//===----------------------------------------------------------------------===//
+// Storage types: float, __nv_bfloat16, __half. Values are widened exactly to
+// float when loaded and rounded once, to nearest even, when stored.
+//===----------------------------------------------------------------------===//
+
+template <class T> constexpr bool kIsHalf = !std::is_same_v<T, float>;
+
+/// Elements of T in 16 bytes: 4 floats or 8 16-bit values.
+template <class T> constexpr int kVecWidth = 16 / int(sizeof(T));
+
+__device__ __forceinline__ float toFloat(float v) { return v; }
+__device__ __forceinline__ float toFloat(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+__device__ __forceinline__ float toFloat(__half v) { return __half2float(v); }
+
+template <class T> __device__ __forceinline__ T fromFloat(float v) {
+  if constexpr (std::is_same_v<T, float>)
+    return v;
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __float2bfloat16_rn(v);
+  else
+    return __float2half_rn(v);
+}
+
+/// Two 16-bit values packed in a 32-bit word (the lower address in the low
+/// half), widened.
+template <class T> __device__ __forceinline__ float2 unpack2(uint32_t w) {
+  static_assert(kIsHalf<T>, "16-bit types only");
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    __nv_bfloat162 h;
+    memcpy(&h, &w, 4);
+    return __bfloat1622float2(h);
   } else {
-    static_assert(N % 4 == 0, "vector width");
+    __half2 h;
+    memcpy(&h, &w, 4);
+    return __half22float2(h);
+  }
+}
+
+/// a (low half) and b (high half) rounded to T and packed.
+template <class T> __device__ __forceinline__ uint32_t pack2(float a, float b) {
+  static_assert(kIsHalf<T>, "16-bit types only");
+  uint32_t w;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    memcpy(&w, &h, 4);
+  } else {
+    __half2 h = __floats2half2_rn(a, b);
+    memcpy(&w, &h, 4);
+  }
+  return w;
+}
+
+/// Calls f(T{}) with T the storage type of `type`.
+template <class F> Status dispatchType(FloatType type, F &&f) {
+  switch (type) {
+  case FloatType::F32:
+    return f(float{});
+  case FloatType::BF16:
+    return f(__nv_bfloat16{});
+  case FloatType::F16:
+    return f(__half{});
+  }
+  return invalid();
+}
+
+/// Element i of a float tensor stored as `type` (a uniform branch: for
+/// operands whose type may differ from the kernel's, read rarely).
+__device__ __forceinline__ float loadAs(FloatType type, const void *p,
+                                        int64_t i) {
+  if (type == FloatType::BF16)
+    return toFloat(static_cast<const __nv_bfloat16 *>(p)[i]);
+  if (type == FloatType::F16)
+    return toFloat(static_cast<const __half *>(p)[i]);
+  return static_cast<const float *>(p)[i];
+}
+
+/// N consecutive elements at p, widened to float. float: N = 1, 2 or a
+/// multiple of 4, p aligned to min(16, 4N) bytes; 16-bit: N = 1, 2, 4 or a
+/// multiple of 8, p aligned to min(16, 2N) bytes.
+template <int N, class T>
+__device__ __forceinline__ void loadVec(const T *p, float (&v)[N]) {
+  if constexpr (N == 1) {
+    v[0] = toFloat(p[0]);
+  } else if constexpr (!kIsHalf<T>) {
+    if constexpr (N == 2) {
+      float2 t = *reinterpret_cast<const float2 *>(p);
+      v[0] = t.x;
+      v[1] = t.y;
+    } else {
+      static_assert(N % 4 == 0, "vector width");
 #pragma unroll
-    for (int i = 0; i < N / 4; ++i) {
-      float4 t = reinterpret_cast<const float4 *>(p)[i];
-      v[4 * i] = t.x;
-      v[4 * i + 1] = t.y;
-      v[4 * i + 2] = t.z;
-      v[4 * i + 3] = t.w;
+      for (int i = 0; i < N / 4; ++i) {
+        float4 t = reinterpret_cast<const float4 *>(p)[i];
+        v[4 * i] = t.x;
+        v[4 * i + 1] = t.y;
+        v[4 * i + 2] = t.z;
+        v[4 * i + 3] = t.w;
+      }
+    }
+  } else {
+    static_assert(N == 2 || N == 4 || N % 8 == 0, "vector width");
+    constexpr int W = N == 2 ? 1 : N == 4 ? 2 : 4; // 32-bit words per load
+    uint32_t w[N / 2];
+#pragma unroll
+    for (int i = 0; i < N / (2 * W); ++i) {
+      if constexpr (W == 1) {
+        w[i] = *reinterpret_cast<const uint32_t *>(p);
+      } else if constexpr (W == 2) {
+        uint2 t = *reinterpret_cast<const uint2 *>(p);
+        w[0] = t.x;
+        w[1] = t.y;
+      } else {
+        uint4 t = reinterpret_cast<const uint4 *>(p)[i];
+        w[4 * i] = t.x;
+        w[4 * i + 1] = t.y;
+        w[4 * i + 2] = t.z;
+        w[4 * i + 3] = t.w;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      float2 f = unpack2<T>(w[i]);
+      v[2 * i] = f.x;
+      v[2 * i + 1] = f.y;
     }
   }
 }
 
-template <int N>
-__device__ __forceinline__ void storeVec(float *p, const float (&v)[N]) {
+/// Stores N floats at p rounded to T (the alignment rules of loadVec).
+template <int N, class T>
+__device__ __forceinline__ void storeVec(T *p, const float (&v)[N]) {
   if constexpr (N == 1) {
-    p[0] = v[0];
-  } else if constexpr (N == 2) {
-    *reinterpret_cast<float2 *>(p) = make_float2(v[0], v[1]);
-  } else {
-    static_assert(N % 4 == 0, "vector width");
+    p[0] = fromFloat<T>(v[0]);
+  } else if constexpr (!kIsHalf<T>) {
+    if constexpr (N == 2) {
+      *reinterpret_cast<float2 *>(p) = make_float2(v[0], v[1]);
+    } else {
+      static_assert(N % 4 == 0, "vector width");
 #pragma unroll
-    for (int i = 0; i < N / 4; ++i)
-      reinterpret_cast<float4 *>(p)[i] =
-          make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+      for (int i = 0; i < N / 4; ++i)
+        reinterpret_cast<float4 *>(p)[i] =
+            make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+    }
+  } else {
+    static_assert(N == 2 || N == 4 || N % 8 == 0, "vector width");
+    uint32_t w[N / 2];
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i)
+      w[i] = pack2<T>(v[2 * i], v[2 * i + 1]);
+    if constexpr (N == 2) {
+      *reinterpret_cast<uint32_t *>(p) = w[0];
+    } else if constexpr (N == 4) {
+      *reinterpret_cast<uint2 *>(p) = make_uint2(w[0], w[1]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < N / 8; ++i)
+        reinterpret_cast<uint4 *>(p)[i] =
+            make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+    }
   }
 }
 
@@ -204,16 +334,17 @@ inline int threadsPerRow(int64_t len) {
 
 template <int N> using Int = std::integral_constant<int, N>;
 
-/// Calls f(Int<TPR>, Int<VEC>) for the row configuration of `len`; VEC = 4
-/// (16-byte accesses) when `vec4` holds.
-template <class F> Status dispatchRows(int64_t len, bool vec4, F &&f) {
+/// Calls f(Int<TPR>, Int<VEC>) for the row configuration of `len`; VEC = VW
+/// (16-byte accesses: kVecWidth of the storage type) when `vec` holds, else
+/// 1.
+template <int VW = 4, class F> Status dispatchRows(int64_t len, bool vec, F &&f) {
   int tpr = threadsPerRow(len);
-  if (vec4) {
+  if (vec) {
     if (tpr == 32)
-      return f(Int<32>{}, Int<4>{});
+      return f(Int<32>{}, Int<VW>{});
     if (tpr == 128)
-      return f(Int<128>{}, Int<4>{});
-    return f(Int<512>{}, Int<4>{});
+      return f(Int<128>{}, Int<VW>{});
+    return f(Int<512>{}, Int<VW>{});
   }
   if (tpr == 32)
     return f(Int<32>{}, Int<1>{});

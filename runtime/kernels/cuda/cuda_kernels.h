@@ -4,7 +4,19 @@
 // launcher per kernel of runtime/kernels/cpu/cpu_kernels.h with the same
 // argument meaning, plus a stream. Every pointer is a device pointer unless
 // its comment says otherwise; buffers are dense, row-major, float32 (dropout
-// also float64), and each launcher writes every element of its outputs.
+// also float64; bf16 / f16 below), and each launcher writes every element of
+// its outputs.
+// Float tensors may also be stored as bfloat16 or IEEE half (FloatType):
+// every launcher but the optimizers has an overload taking the storage type
+// and untyped pointers. Such a kernel loads the 16-bit values, widens them
+// exactly to float, computes exactly as its float32 version does (the same
+// float math, the same double sums; statistics are never kept in 16 bits)
+// and rounds each result once to nearest even when it stores it
+// (__float2bfloat16_rn / __float2half_rn) - the reference interpreter's rule
+// for bf16/f16 ops, which the CPU backend emulates. Results that stay f32
+// (layer norm's mean / rstd, attention's lse, cross-entropy's loss sum and
+// count) are not rounded. NaN results are NaN, their payload bits may differ
+// from the CPU backend's.
 // Launchers only enqueue work on `stream` (never synchronise, never
 // allocate); where a kernel needs scratch memory the caller passes a
 // `workspace` of at least the size its *_workspace_bytes function returns
@@ -53,6 +65,21 @@ using Status = int;
 /// cudaGetErrorString of a Status.
 const char *status_string(Status status);
 
+/// How a float tensor is stored in device memory.
+enum class FloatType : int {
+  F32,  ///< float
+  BF16, ///< bfloat16 (__nv_bfloat16): 8 exponent, 7 mantissa bits
+  F16,  ///< IEEE binary16 (__half): 5 exponent, 10 mantissa bits
+};
+
+/// "f32", "bf16", "f16".
+const char *float_type_name(FloatType type);
+
+/// Bytes per element: 4 or 2.
+inline size_t float_type_size(FloatType type) {
+  return type == FloatType::F32 ? 4 : 2;
+}
+
 /// Sets the device error word to -1 (no error), on `stream`.
 Status set_error_word(int64_t *error, cudaStream_t stream);
 
@@ -89,6 +116,19 @@ Status log_softmax_rows(const float *x, float *y, int64_t rows, int64_t len,
 Status log_softmax_grad_rows(const float *y, const float *dy, float *dx,
                              int64_t rows, int64_t len, cudaStream_t stream);
 
+/// The four above on `type` storage (x, y, dy, dx all of `type`); 16-byte
+/// accesses (8 elements) for 16-bit rows when len % 8 == 0 and aligned.
+Status softmax_rows(FloatType type, const void *x, void *y, int64_t rows,
+                    int64_t len, cudaStream_t stream);
+Status softmax_grad_rows(FloatType type, const void *y, const void *dy,
+                         void *dx, int64_t rows, int64_t len,
+                         cudaStream_t stream);
+Status log_softmax_rows(FloatType type, const void *x, void *y, int64_t rows,
+                        int64_t len, cudaStream_t stream);
+Status log_softmax_grad_rows(FloatType type, const void *y, const void *dy,
+                             void *dx, int64_t rows, int64_t len,
+                             cudaStream_t stream);
+
 //===----------------------------------------------------------------------===//
 // Layer norm over the trailing `len` elements of each of `rows` rows
 //===----------------------------------------------------------------------===//
@@ -114,6 +154,19 @@ Status layer_norm_bwd(const float *x, const float *scale, const float *dy,
                       float *dscale, float *dbias, int64_t rows, int64_t len,
                       double eps, void *workspace, cudaStream_t stream);
 
+/// The two above on `type` storage: x, scale, bias, y, dy, dx, dscale and
+/// dbias of `type`; mean and rstd stay float. The statistics, dx's row sums
+/// and the column sums of dscale / dbias are double as for float32.
+Status layer_norm_fwd(FloatType type, const void *x, const void *scale,
+                      const void *bias, void *y, float *mean, float *rstd,
+                      int64_t rows, int64_t len, double eps,
+                      cudaStream_t stream);
+Status layer_norm_bwd(FloatType type, const void *x, const void *scale,
+                      const void *dy, const float *mean, const float *rstd,
+                      void *dx, void *dscale, void *dbias, int64_t rows,
+                      int64_t len, double eps, void *workspace,
+                      cudaStream_t stream);
+
 //===----------------------------------------------------------------------===//
 // Attention over [B, H, T, D], flash-style: never materialises Tq x Tk
 //===----------------------------------------------------------------------===//
@@ -121,16 +174,43 @@ Status layer_norm_bwd(const float *x, const float *scale, const float *dy,
 // Tiles of queries stay in shared memory while tiles of keys and values
 // stream through it; scores live in registers and the softmax is online
 // (running max and sum per query, the output rescaled as the max grows).
-// FP32 FMA register tiles, not tensor cores (TF32 would miss the 1e-5
-// agreement of an fp32 path). Head dims up to 128 (d and dv padded to 32,
-// 64 or 128 inside the kernel); larger ones return cudaErrorInvalidValue.
+// FP32 FMA register tiles for float32 (TF32 would miss the 1e-5 agreement
+// of an fp32 path) and for the backward of every type. Head dims up to 128
+// (d and dv padded to 32, 64 or 128 inside the kernel); larger ones return
+// cudaErrorInvalidValue.
+//
+// bf16 / f16 storage: the FMA kernels widen the tiles to float as they
+// load them into shared memory, so they compute exactly what the float32
+// kernels compute on the widened values. The forward has a tensor-core
+// path (mma.sync m16n8k16, bf16/f16 operands, f32 accumulators; see
+// AttentionPath): scores are exact products summed in f32, the online
+// softmax is f32, and the probabilities are rounded to the storage type to
+// multiply V (FlashAttention-2's choice; the row sum adds the rounded P) -
+// one extra rounding of P, so it agrees with the FMA path to the 16-bit
+// tolerances, not bit for bit.
 
 /// The optional key mask of tcc.attention, [B, Tk], device pointers; at
 /// most one is set.
 struct KeyMask {
   const uint8_t *keep = nullptr; ///< i1 mask, 0 hides the key
-  const float *bias = nullptr;   ///< added to every query's scores
+  const void *bias = nullptr;    ///< added to every query's scores
+  FloatType biasType = FloatType::F32; ///< how `bias` is stored
 };
+
+/// Which forward kernel runs a bf16/f16 attention.
+enum class AttentionPath {
+  /// Tensor cores when d == dv is 64 or 128 and q, k, v, out are 16-byte
+  /// aligned; the FMA kernel otherwise (and always for float32).
+  Auto,
+  Fma,        ///< the FMA kernel (tiles widened to float)
+  TensorCore, ///< tensor cores; cudaErrorInvalidValue when they cannot run
+};
+
+/// Whether attention_fwd(type, ..., AttentionPath::Auto) takes the tensor
+/// cores for these operands.
+bool attention_fwd_uses_tensor_cores(FloatType type, int64_t d, int64_t dv,
+                                     const void *q, const void *k,
+                                     const void *v, const void *out);
 
 /// out = softmax(scale * q @ k^T + mask) @ v: q [B,H,Tq,D], k [B,H,Tk,D],
 /// v [B,H,Tk,Dv], out [B,H,Tq,Dv]. `causal` hides keys j > i. A query with
@@ -163,6 +243,25 @@ Status attention_bwd(const float *q, const float *k, const float *v,
                      int64_t d, int64_t dvDim, double scale, bool causal,
                      KeyMask mask, const float *out, const float *lse,
                      void *workspace, cudaStream_t stream);
+
+/// The forward on `type` storage: q, k, v and out of `type`, lse float.
+Status attention_fwd(FloatType type, const void *q, const void *k,
+                     const void *v, void *out, int64_t batch, int64_t heads,
+                     int64_t tq, int64_t tk, int64_t d, int64_t dv,
+                     double scale, bool causal, KeyMask mask, float *lse,
+                     cudaStream_t stream,
+                     AttentionPath path = AttentionPath::Auto);
+
+/// The backward on `type` storage: q, k, v, dout, dq, dk, dv and the
+/// forward's `out` of `type`, lse float. Without out / lse the forward is
+/// recomputed by the FMA kernel into the workspace in float (unrounded, as
+/// the op's own f32 computation would have it).
+Status attention_bwd(FloatType type, const void *q, const void *k,
+                     const void *v, const void *dout, void *dq, void *dk,
+                     void *dv, int64_t batch, int64_t heads, int64_t tq,
+                     int64_t tk, int64_t d, int64_t dvDim, double scale,
+                     bool causal, KeyMask mask, const void *out,
+                     const float *lse, void *workspace, cudaStream_t stream);
 
 //===----------------------------------------------------------------------===//
 // Cross-entropy over logits [rows, classes] and labels [rows]
@@ -198,6 +297,28 @@ Status cross_entropy_grad(const float *logits, const int32_t *labels,
                           int64_t rows, int64_t classes, int64_t ignoreIndex,
                           int64_t *error, cudaStream_t stream);
 
+/// The two above with logits (and dlogits) on `type` storage; lossSum and
+/// count stay float. The gradient's seed *lossSumGrad is stored as
+/// `seedType` (float, or a 16-bit scalar, widened).
+Status cross_entropy_fwd(FloatType type, const void *logits,
+                         const int64_t *labels, int64_t rows, int64_t classes,
+                         int64_t ignoreIndex, float *lossSum, float *count,
+                         void *workspace, int64_t *error, cudaStream_t stream);
+Status cross_entropy_fwd(FloatType type, const void *logits,
+                         const int32_t *labels, int64_t rows, int64_t classes,
+                         int64_t ignoreIndex, float *lossSum, float *count,
+                         void *workspace, int64_t *error, cudaStream_t stream);
+Status cross_entropy_grad(FloatType type, const void *logits,
+                          const int64_t *labels, FloatType seedType,
+                          const void *lossSumGrad, void *dlogits, int64_t rows,
+                          int64_t classes, int64_t ignoreIndex, int64_t *error,
+                          cudaStream_t stream);
+Status cross_entropy_grad(FloatType type, const void *logits,
+                          const int32_t *labels, FloatType seedType,
+                          const void *lossSumGrad, void *dlogits, int64_t rows,
+                          int64_t classes, int64_t ignoreIndex, int64_t *error,
+                          cudaStream_t stream);
+
 //===----------------------------------------------------------------------===//
 // Embedding (ids int64 or int32)
 //===----------------------------------------------------------------------===//
@@ -226,6 +347,26 @@ Status scatter_add_rows(const int32_t *ids, const float *dy, int64_t n,
                         int64_t vocab, int64_t dim, float *dtable,
                         void *workspace, int64_t *error, cudaStream_t stream);
 
+/// gather_rows on `type` storage: a copy of the rows' bits (16-byte
+/// accesses when the row bytes and pointers allow).
+Status gather_rows(FloatType type, const void *table, const int64_t *ids,
+                   int64_t n, int64_t vocab, int64_t dim, void *out,
+                   int64_t *error, cudaStream_t stream);
+Status gather_rows(FloatType type, const void *table, const int32_t *ids,
+                   int64_t n, int64_t vocab, int64_t dim, void *out,
+                   int64_t *error, cudaStream_t stream);
+
+/// scatter_add_rows on `type` storage: each id's rows of dy are widened and
+/// added in float in order of j, and the sum is rounded once to `type` -
+/// bit-identical to the CPU backend's emulation (the float kernel on the
+/// widened dy, then rounded).
+Status scatter_add_rows(FloatType type, const int64_t *ids, const void *dy,
+                        int64_t n, int64_t vocab, int64_t dim, void *dtable,
+                        void *workspace, int64_t *error, cudaStream_t stream);
+Status scatter_add_rows(FloatType type, const int32_t *ids, const void *dy,
+                        int64_t n, int64_t vocab, int64_t dim, void *dtable,
+                        void *workspace, int64_t *error, cudaStream_t stream);
+
 //===----------------------------------------------------------------------===//
 // Dropout (the mask of include/tcc/Interp/DropoutHash.h)
 //===----------------------------------------------------------------------===//
@@ -241,9 +382,18 @@ Status dropout(const double *x, double *y, uint8_t *mask, int64_t n,
                double ratio, uint64_t seed, const int64_t *offset,
                cudaStream_t stream);
 
+/// dropout on `type` storage: y = keep ? round(float(x) * float scale) : 0,
+/// bit-identical to the CPU backend's emulation (NaN payloads aside).
+Status dropout(FloatType type, const void *x, void *y, uint8_t *mask,
+               int64_t n, double ratio, uint64_t seed, const int64_t *offset,
+               cudaStream_t stream);
+
 //===----------------------------------------------------------------------===//
 // Optimizer updates: torch 1.13's formulas op by op, as the CPU kernels
 //===----------------------------------------------------------------------===//
+//
+// float32 only: mixed precision keeps the master weights and the optimizer
+// state in f32.
 //
 // Every rounding of the CPU kernels is reproduced with explicit
 // __fmaf_rn / __fmul_rn / __fadd_rn / __fdiv_rn / __fsqrt_rn, so the

@@ -1,8 +1,10 @@
 // Dropout with the counter-based mask of include/tcc/Interp/DropoutHash.h:
 // element i is kept iff dropoutKeep(seed, i, threshold), scaled by
 // 1 / (1 - ratio) in the element type - bit-identical to the CPU backend.
-// Each thread handles 4 consecutive elements (16-byte float / 2 x 16-byte
-// double accesses and one 4-byte mask store when aligned), grid-stride.
+// bf16 / f16 elements are widened, multiplied in float and rounded once (the
+// CPU backend's emulation). Each thread handles 4 consecutive elements
+// (16-byte float / 2 x 16-byte double / 8-byte 16-bit accesses and one
+// 4-byte mask store when aligned), grid-stride.
 #include "kernels/cuda/common.cuh"
 
 #include "DropoutHash.h"
@@ -11,11 +13,31 @@ namespace tcc::cuda {
 namespace {
 using namespace detail;
 
+/// The type dropout computes in: the element type, float for 16-bit ones.
+template <class T>
+using Compute = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <class T>
+__device__ __forceinline__ Compute<T> widen(T v) {
+  if constexpr (std::is_same_v<T, double>)
+    return v;
+  else
+    return toFloat(v);
+}
+
+template <class T> __device__ __forceinline__ T narrow(Compute<T> v) {
+  if constexpr (std::is_same_v<T, double>)
+    return v;
+  else
+    return fromFloat<T>(v);
+}
+
 template <class T, bool VEC>
 __global__ void __launch_bounds__(256)
     dropoutKernel(const T *x, T *y, uint8_t *mask, int64_t n,
                   uint64_t seed, const int64_t *offset, uint32_t threshold,
-                  T scale) {
+                  Compute<T> scale) {
+  using C = Compute<T>;
   if (offset)
     seed = dropoutSeed(seed, static_cast<uint64_t>(*offset));
   const int64_t groups = (n + 3) / 4;
@@ -27,30 +49,32 @@ __global__ void __launch_bounds__(256)
     for (int u = 0; u < 4; ++u)
       keep[u] = dropoutKeep(seed, static_cast<uint64_t>(i0 + u), threshold);
     if (VEC && i0 + 4 <= n) {
-      T v[4];
-      if constexpr (sizeof(T) == 4) {
-        float4 t = *reinterpret_cast<const float4 *>(x + i0);
-        v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
-      } else {
+      if constexpr (std::is_same_v<T, double>) {
+        double v[4];
         double2 a = reinterpret_cast<const double2 *>(x + i0)[0];
         double2 b = reinterpret_cast<const double2 *>(x + i0)[1];
         v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
-      }
 #pragma unroll
-      for (int u = 0; u < 4; ++u)
-        v[u] = keep[u] ? v[u] * scale : T(0);
-      if constexpr (sizeof(T) == 4) {
-        *reinterpret_cast<float4 *>(y + i0) = make_float4(v[0], v[1], v[2], v[3]);
-      } else {
+        for (int u = 0; u < 4; ++u)
+          v[u] = keep[u] ? v[u] * scale : 0.0;
         reinterpret_cast<double2 *>(y + i0)[0] = make_double2(v[0], v[1]);
         reinterpret_cast<double2 *>(y + i0)[1] = make_double2(v[2], v[3]);
+      } else {
+        // float: one 16-byte access; 16-bit: one 8-byte access.
+        float v[4];
+        loadVec<4>(x + i0, v);
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+          v[u] = keep[u] ? __fmul_rn(v[u], scale) : 0.f;
+        storeVec<4>(y + i0, v);
       }
       if (mask)
         *reinterpret_cast<uchar4 *>(mask + i0) =
             make_uchar4(keep[0], keep[1], keep[2], keep[3]);
     } else {
       for (int u = 0; u < 4 && i0 + u < n; ++u) {
-        y[i0 + u] = keep[u] ? x[i0 + u] * scale : T(0);
+        C v = keep[u] ? widen(x[i0 + u]) * scale : C(0);
+        y[i0 + u] = narrow<T>(v);
         if (mask)
           mask[i0 + u] = keep[u];
       }
@@ -67,7 +91,8 @@ Status launchDropout(const T *x, T *y, uint8_t *mask, int64_t n, double ratio,
   if (n == 0)
     return 0;
   const uint32_t threshold = dropoutKeepThreshold(ratio);
-  const T scale = static_cast<T>(1.0 / (1.0 - ratio));
+  // The CPU kernel's scale: 1 / (1 - ratio) rounded to the compute type.
+  const Compute<T> scale = static_cast<Compute<T>>(1.0 / (1.0 - ratio));
   const bool vec = aligned16(x) && aligned16(y) &&
                    (!mask || (reinterpret_cast<uintptr_t>(mask) & 3u) == 0);
   // Enough blocks to fill any sm_80/sm_90 part; the loop strides the rest.
@@ -95,6 +120,16 @@ Status dropout(const double *x, double *y, uint8_t *mask, int64_t n,
                double ratio, uint64_t seed, const int64_t *offset,
                cudaStream_t stream) {
   return launchDropout(x, y, mask, n, ratio, seed, offset, stream);
+}
+
+Status dropout(FloatType type, const void *x, void *y, uint8_t *mask,
+               int64_t n, double ratio, uint64_t seed, const int64_t *offset,
+               cudaStream_t stream) {
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    return launchDropout<T>(static_cast<const T *>(x), static_cast<T *>(y),
+                            mask, n, ratio, seed, offset, stream);
+  });
 }
 
 } // namespace tcc::cuda

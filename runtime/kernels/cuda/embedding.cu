@@ -5,7 +5,9 @@
 // stable radix sort (so equal ids keep j in increasing order), and one block
 // per distinct id (per 512-column slice) adds that id's rows of dy in order
 // of j, in float, starting from 0 - the CPU kernel's exact sequence of
-// additions, hence bit-identical results.
+// additions, hence bit-identical results. For 16-bit storage the gather
+// copies bits, and the scatter-add widens dy, adds in float and rounds each
+// sum once - what the CPU backend's emulation computes, bit for bit.
 #include "kernels/cuda/common.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -16,11 +18,12 @@ using namespace detail;
 
 constexpr int kGatherThreads = 256;
 
-/// One warp per output row.
-template <int VEC, class I>
+/// One warp per output row, copying it in units of U (uint4: 16 bytes,
+/// unsigned: 4, unsigned short: 2); `units` per row.
+template <class U, class I>
 __global__ void __launch_bounds__(kGatherThreads)
-    gatherRowsKernel(const float *table, const I *ids, int64_t n,
-                     int64_t vocab, int64_t dim, float *out, int64_t *error) {
+    gatherRowsKernel(const U *table, const I *ids, int64_t n, int64_t vocab,
+                     int64_t units, U *out, int64_t *error) {
   const int64_t j = int64_t(blockIdx.x) * (kGatherThreads / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (j >= n)
@@ -30,18 +33,15 @@ __global__ void __launch_bounds__(kGatherThreads)
   const bool ok = id >= 0 && id < vocab;
   if (!ok && lane == 0)
     recordError(error, j);
-  const float *src = table + (ok ? id : 0) * dim;
-  float *dst = out + j * dim;
-  for (int64_t c = int64_t(lane) * VEC; c < dim; c += 32 * VEC) {
-    float v[VEC];
-    if (ok) {
-      loadVec<VEC>(src + c, v);
-    } else {
-#pragma unroll
-      for (int u = 0; u < VEC; ++u)
-        v[u] = 0.f;
-    }
-    storeVec<VEC>(dst + c, v);
+  const U *src = table + (ok ? id : 0) * units;
+  U *dst = out + j * units;
+  for (int64_t c = lane; c < units; c += 32) {
+    U v;
+    if (ok)
+      v = src[c];
+    else
+      memset(&v, 0, sizeof v); // +0.0 in every float type
+    dst[c] = v;
   }
 }
 
@@ -66,11 +66,11 @@ constexpr int kScatterThreads = 128;
 
 /// Block (p, slice): when sorted position p starts a run of equal ids, sums
 /// dy rows of the run in order into dtable[id] (columns of the slice).
-template <int VEC>
+template <class T, int VEC>
 __global__ void __launch_bounds__(kScatterThreads)
     scatterSumKernel(const uint32_t *keys, const uint32_t *positions,
-                     const float *dy, int64_t n, int64_t vocab, int64_t dim,
-                     float *dtable) {
+                     const T *dy, int64_t n, int64_t vocab, int64_t dim,
+                     T *dtable) {
   const int64_t p = blockIdx.x;
   const uint32_t key = keys[p];
   if (key >= vocab || (p > 0 && keys[p - 1] == key))
@@ -132,34 +132,39 @@ bool scatterShapesOk(int64_t n, int64_t vocab, int64_t dim) {
 }
 
 template <class I>
-Status gatherRows(const float *table, const I *ids, int64_t n, int64_t vocab,
-                  int64_t dim, float *out, int64_t *error,
+Status gatherRows(FloatType type, const void *table, const I *ids, int64_t n,
+                  int64_t vocab, int64_t dim, void *out, int64_t *error,
                   cudaStream_t stream) {
   if (n < 0 || vocab < 0 || dim < 0)
     return invalid();
   if (n == 0 || dim == 0)
     return 0;
-  bool vec4 = dim % 4 == 0 && aligned16(table) && aligned16(out);
+  const int64_t rowBytes = dim * int64_t(float_type_size(type));
   unsigned blocks = static_cast<unsigned>(ceilDiv(n, kGatherThreads / 32));
-  if (vec4)
-    gatherRowsKernel<4, I><<<blocks, kGatherThreads, 0, stream>>>(
-        table, ids, n, vocab, dim, out, error);
+  if (rowBytes % 16 == 0 && aligned16(table) && aligned16(out))
+    gatherRowsKernel<uint4, I><<<blocks, kGatherThreads, 0, stream>>>(
+        static_cast<const uint4 *>(table), ids, n, vocab, rowBytes / 16,
+        static_cast<uint4 *>(out), error);
+  else if (type == FloatType::F32)
+    gatherRowsKernel<unsigned, I><<<blocks, kGatherThreads, 0, stream>>>(
+        static_cast<const unsigned *>(table), ids, n, vocab, dim,
+        static_cast<unsigned *>(out), error);
   else
-    gatherRowsKernel<1, I><<<blocks, kGatherThreads, 0, stream>>>(
-        table, ids, n, vocab, dim, out, error);
+    gatherRowsKernel<unsigned short, I><<<blocks, kGatherThreads, 0, stream>>>(
+        static_cast<const unsigned short *>(table), ids, n, vocab, dim,
+        static_cast<unsigned short *>(out), error);
   return launched();
 }
 
-template <class I>
-Status scatterAddRows(const I *ids, const float *dy, int64_t n, int64_t vocab,
-                      int64_t dim, float *dtable, void *workspace,
-                      int64_t *error, cudaStream_t stream) {
+template <class T, class I>
+Status scatterAddRows(const I *ids, const T *dy, int64_t n, int64_t vocab,
+                      int64_t dim, T *dtable, void *workspace, int64_t *error,
+                      cudaStream_t stream) {
   if (!scatterShapesOk(n, vocab, dim) || (n > 0 && !workspace))
     return invalid();
   if (vocab == 0 || dim == 0)
     return 0;
-  cudaError_t e =
-      cudaMemsetAsync(dtable, 0, sizeof(float) * vocab * dim, stream);
+  cudaError_t e = cudaMemsetAsync(dtable, 0, sizeof(T) * vocab * dim, stream);
   if (e != cudaSuccess || n == 0)
     return static_cast<Status>(e);
   ScatterWorkspace w = scatterWorkspace(workspace, n, vocab);
@@ -177,17 +182,31 @@ Status scatterAddRows(const I *ids, const float *dy, int64_t n, int64_t vocab,
                                       0, keyBits(vocab), stream);
   if (e != cudaSuccess)
     return static_cast<Status>(e);
+  // 4 elements per thread: 16-byte float / 8-byte 16-bit accesses.
   bool vec4 = dim % 4 == 0 && aligned16(dy) && aligned16(dtable);
   const int vec = vec4 ? 4 : 1;
   dim3 grid(static_cast<unsigned>(n),
             static_cast<unsigned>(ceilDiv(dim, kScatterThreads * vec)));
   if (vec4)
-    scatterSumKernel<4><<<grid, kScatterThreads, 0, stream>>>(
+    scatterSumKernel<T, 4><<<grid, kScatterThreads, 0, stream>>>(
         w.keysOut, w.posOut, dy, n, vocab, dim, dtable);
   else
-    scatterSumKernel<1><<<grid, kScatterThreads, 0, stream>>>(
+    scatterSumKernel<T, 1><<<grid, kScatterThreads, 0, stream>>>(
         w.keysOut, w.posOut, dy, n, vocab, dim, dtable);
   return launched();
+}
+
+template <class I>
+Status scatterAddRowsAny(FloatType type, const I *ids, const void *dy,
+                         int64_t n, int64_t vocab, int64_t dim, void *dtable,
+                         void *workspace, int64_t *error,
+                         cudaStream_t stream) {
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    return scatterAddRows<T, I>(ids, static_cast<const T *>(dy), n, vocab, dim,
+                                static_cast<T *>(dtable), workspace, error,
+                                stream);
+  });
 }
 
 } // namespace
@@ -195,13 +214,27 @@ Status scatterAddRows(const I *ids, const float *dy, int64_t n, int64_t vocab,
 Status gather_rows(const float *table, const int64_t *ids, int64_t n,
                    int64_t vocab, int64_t dim, float *out, int64_t *error,
                    cudaStream_t stream) {
-  return gatherRows(table, ids, n, vocab, dim, out, error, stream);
+  return gatherRows(FloatType::F32, table, ids, n, vocab, dim, out, error,
+                    stream);
 }
 
 Status gather_rows(const float *table, const int32_t *ids, int64_t n,
                    int64_t vocab, int64_t dim, float *out, int64_t *error,
                    cudaStream_t stream) {
-  return gatherRows(table, ids, n, vocab, dim, out, error, stream);
+  return gatherRows(FloatType::F32, table, ids, n, vocab, dim, out, error,
+                    stream);
+}
+
+Status gather_rows(FloatType type, const void *table, const int64_t *ids,
+                   int64_t n, int64_t vocab, int64_t dim, void *out,
+                   int64_t *error, cudaStream_t stream) {
+  return gatherRows(type, table, ids, n, vocab, dim, out, error, stream);
+}
+
+Status gather_rows(FloatType type, const void *table, const int32_t *ids,
+                   int64_t n, int64_t vocab, int64_t dim, void *out,
+                   int64_t *error, cudaStream_t stream) {
+  return gatherRows(type, table, ids, n, vocab, dim, out, error, stream);
 }
 
 size_t scatter_add_rows_workspace_bytes(int64_t n, int64_t vocab) {
@@ -213,15 +246,29 @@ size_t scatter_add_rows_workspace_bytes(int64_t n, int64_t vocab) {
 Status scatter_add_rows(const int64_t *ids, const float *dy, int64_t n,
                         int64_t vocab, int64_t dim, float *dtable,
                         void *workspace, int64_t *error, cudaStream_t stream) {
-  return scatterAddRows(ids, dy, n, vocab, dim, dtable, workspace, error,
-                        stream);
+  return scatterAddRows<float>(ids, dy, n, vocab, dim, dtable, workspace,
+                               error, stream);
 }
 
 Status scatter_add_rows(const int32_t *ids, const float *dy, int64_t n,
                         int64_t vocab, int64_t dim, float *dtable,
                         void *workspace, int64_t *error, cudaStream_t stream) {
-  return scatterAddRows(ids, dy, n, vocab, dim, dtable, workspace, error,
-                        stream);
+  return scatterAddRows<float>(ids, dy, n, vocab, dim, dtable, workspace,
+                               error, stream);
+}
+
+Status scatter_add_rows(FloatType type, const int64_t *ids, const void *dy,
+                        int64_t n, int64_t vocab, int64_t dim, void *dtable,
+                        void *workspace, int64_t *error, cudaStream_t stream) {
+  return scatterAddRowsAny(type, ids, dy, n, vocab, dim, dtable, workspace,
+                           error, stream);
+}
+
+Status scatter_add_rows(FloatType type, const int32_t *ids, const void *dy,
+                        int64_t n, int64_t vocab, int64_t dim, void *dtable,
+                        void *workspace, int64_t *error, cudaStream_t stream) {
+  return scatterAddRowsAny(type, ids, dy, n, vocab, dim, dtable, workspace,
+                           error, stream);
 }
 
 } // namespace tcc::cuda

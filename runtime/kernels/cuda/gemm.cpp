@@ -17,12 +17,25 @@ std::string ltError(const char *what, cublasStatus_t st) {
          cublasLtGetStatusString(st) + ")";
 }
 
-/// The largest power of two <= cap dividing `bytes` (cap when bytes is 0).
-uint32_t alignmentOf(uint64_t bytes, uint32_t cap) {
+/// The largest power of two <= cap dividing `bytes` (cap when bytes is 0),
+/// at least `least` (the element size, which every offset is a multiple of).
+uint32_t alignmentOf(uint64_t bytes, uint32_t cap, uint32_t least) {
   uint32_t a = cap;
-  while (a > 4 && bytes % a != 0)
+  while (a > least && bytes % a != 0)
     a /= 2;
   return a;
+}
+
+cudaDataType_t ltType(GemmDType t) {
+  switch (t) {
+  case GemmDType::F32:
+    return CUDA_R_32F;
+  case GemmDType::BF16:
+    return CUDA_R_16BF;
+  case GemmDType::F16:
+    return CUDA_R_16F;
+  }
+  return CUDA_R_32F;
 }
 
 cublasLtEpilogue_t ltEpilogue(Epilogue e) {
@@ -40,6 +53,18 @@ cublasLtEpilogue_t ltEpilogue(Epilogue e) {
 }
 
 } // namespace
+
+const char *gemmDTypeName(GemmDType t) {
+  switch (t) {
+  case GemmDType::F32:
+    return "f32";
+  case GemmDType::BF16:
+    return "bf16";
+  case GemmDType::F16:
+    return "f16";
+  }
+  return "?";
+}
 
 const char *epilogueName(Epilogue e) {
   switch (e) {
@@ -124,8 +149,9 @@ std::unique_ptr<GemmPlan> GemmPlan::create(const GemmContext &context,
     return fail("GEMM output batches overlap (strideC < m * n)");
   if (d.epilogue == Epilogue::BGradB && d.batch != 1)
     return fail("the bgradb epilogue needs batch == 1");
-  if (d.alignment < 4 || (d.alignment & (d.alignment - 1)) != 0)
-    return fail("GEMM alignment must be a power of two >= 4");
+  if (d.alignment < int(gemmDTypeSize(d.dtype)) ||
+      (d.alignment & (d.alignment - 1)) != 0)
+    return fail("GEMM alignment must be a power of two >= the element size");
 
   std::unique_ptr<GemmPlan> plan(new GemmPlan());
   plan->desc_ = d;
@@ -133,8 +159,12 @@ std::unique_ptr<GemmPlan> GemmPlan::create(const GemmContext &context,
   Impl &im = *plan->impl_;
   im.handle = static_cast<cublasLtHandle_t>(context.handle());
 
+  // 16-bit operands: exact products, f32 accumulation, f32 alpha / beta.
+  const bool tf32 = d.allowTF32 && d.dtype == GemmDType::F32;
   cublasComputeType_t compute =
-      d.allowTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+      tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cudaDataType_t type = ltType(d.dtype);
+  const uint64_t elementBytes = gemmDTypeSize(d.dtype);
   cublasStatus_t st = cublasLtMatmulDescCreate(&im.op, compute, CUDA_R_32F);
   if (st != CUBLAS_STATUS_SUCCESS)
     return fail(ltError("cublasLtMatmulDescCreate", st));
@@ -153,10 +183,16 @@ std::unique_ptr<GemmPlan> GemmPlan::create(const GemmContext &context,
   const uint32_t cap = static_cast<uint32_t>(d.alignment);
   auto strideAlign = [&](int64_t stride) {
     return d.batch > 1 && stride != 0
-               ? alignmentOf(uint64_t(stride) * sizeof(float), cap)
+               ? alignmentOf(uint64_t(stride) * elementBytes, cap,
+                             uint32_t(elementBytes))
                : cap;
   };
   if (d.epilogue != Epilogue::None) {
+    // The bias (or bias gradient) in the operands' type.
+    int32_t biasType = type;
+    if ((st = setOp(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+                    sizeof biasType)))
+      return fail(ltError("cublasLtMatmulDescSetAttribute(bias type)", st));
     // The heuristic reads the bias pointer's alignment only; a stand-in
     // whose address is the guaranteed alignment says exactly that. run()
     // sets the real pointer.
@@ -170,7 +206,7 @@ std::unique_ptr<GemmPlan> GemmPlan::create(const GemmContext &context,
   auto layout = [&](cublasLtMatrixLayout_t *out, int64_t rows, int64_t cols,
                     int64_t stride) {
     cublasStatus_t s =
-        cublasLtMatrixLayoutCreate(out, CUDA_R_32F, uint64_t(rows),
+        cublasLtMatrixLayoutCreate(out, type, uint64_t(rows),
                                    uint64_t(cols), rows);
     if (s != CUBLAS_STATUS_SUCCESS || d.batch == 1)
       return s;
@@ -223,8 +259,8 @@ std::unique_ptr<GemmPlan> GemmPlan::create(const GemmContext &context,
   cublasLtMatmulPreferenceDestroy(pref);
   if (st != CUBLAS_STATUS_SUCCESS || found == 0)
     return fail(std::string("no cuBLASLt algorithm for this GEMM (epilogue ") +
-                epilogueName(d.epilogue) + (d.allowTF32 ? ", tf32" : ", fp32") +
-                ")" +
+                epilogueName(d.epilogue) + ", " +
+                (tf32 ? "tf32" : gemmDTypeName(d.dtype)) + ")" +
                 (st != CUBLAS_STATUS_SUCCESS
                      ? ": " + ltError("cublasLtMatmulAlgoGetHeuristic", st)
                      : std::string()));
@@ -233,8 +269,8 @@ std::unique_ptr<GemmPlan> GemmPlan::create(const GemmContext &context,
   return plan;
 }
 
-Status GemmPlan::run(const float *a, const float *b, float *c, float alpha,
-                     float beta, float *bias, void *workspace,
+Status GemmPlan::run(const void *a, const void *b, void *c, float alpha,
+                     float beta, void *bias, void *workspace,
                      cudaStream_t stream) const {
   Impl &im = *impl_;
   if (desc_.epilogue != Epilogue::None) {

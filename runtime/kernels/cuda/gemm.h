@@ -31,7 +31,15 @@
 
 namespace tcc::cuda {
 
-enum class GemmDType { F32 }; // bf16 / f16 come with precision lowering
+/// The type of A, B, C and the bias (one type for all four). bf16 / f16
+/// multiply exactly and accumulate in f32 (CUBLAS_COMPUTE_32F; alpha, beta
+/// f32), and C is rounded once to nearest even.
+enum class GemmDType { F32, BF16, F16 };
+
+const char *gemmDTypeName(GemmDType t);
+
+/// Bytes of one element.
+inline size_t gemmDTypeSize(GemmDType t) { return t == GemmDType::F32 ? 4 : 2; }
 
 enum class Epilogue {
   None,     ///< C = alpha * op(A) op(B) + beta * C
@@ -40,7 +48,8 @@ enum class Epilogue {
   /// C as None, and bias[i] = sum_k op(A)[i][k] for i < m: with
   /// op(A) = dY^T (transA, A = dY [rows, m]) the Linear bias gradient beside
   /// dW = dY^T X. cuBLASLt's BGRADB on the swapped operands. Not every
-  /// cuBLASLt supports it for fp32: GemmPlan::create then fails.
+  /// cuBLASLt supports it for every type (fp32 in particular):
+  /// GemmPlan::create then fails.
   BGradB,
 };
 
@@ -54,7 +63,8 @@ struct GemmDesc {
   GemmDType dtype = GemmDType::F32;
   Epilogue epilogue = Epilogue::None;
   /// TF32 tensor cores for fp32 (CUBLAS_COMPUTE_32F_FAST_TF32, ~1e-3
-  /// relative); false keeps full fp32 (CUBLAS_COMPUTE_32F).
+  /// relative); false keeps full fp32 (CUBLAS_COMPUTE_32F). Ignored for
+  /// bf16 / f16 (always CUBLAS_COMPUTE_32F, on tensor cores).
   bool allowTF32 = false;
   /// The alignment (bytes) the runtime guarantees for A, B, C and bias; the
   /// heuristic only picks algorithms that accept it (the batch strides are
@@ -97,14 +107,14 @@ public:
   /// The workspace the chosen algorithm needs (<= maxWorkspaceBytes).
   size_t workspaceBytes() const { return workspaceBytes_; }
 
-  /// Enqueues the GEMM. `bias` is read for Bias/GeluBias and written for
-  /// BGradB (ignored for None); every pointer must have the desc's
-  /// alignment; `workspace` holds workspaceBytes() (may be null when that is
-  /// 0). Not for concurrent use from several threads (it sets the bias
-  /// pointer on the plan's descriptor).
-  Status run(const float *a, const float *b, float *c, float alpha,
-             float beta, float *bias, void *workspace,
-             cudaStream_t stream) const;
+  /// Enqueues the GEMM. a, b, c and bias hold elements of the desc's
+  /// dtype. `bias` is read for Bias/GeluBias and written for BGradB
+  /// (ignored for None); every pointer must have the desc's alignment;
+  /// `workspace` holds workspaceBytes() (may be null when that is 0). Not
+  /// for concurrent use from several threads (it sets the bias pointer on
+  /// the plan's descriptor).
+  Status run(const void *a, const void *b, void *c, float alpha, float beta,
+             void *bias, void *workspace, cudaStream_t stream) const;
 
 private:
   struct Impl;

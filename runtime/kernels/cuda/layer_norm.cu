@@ -6,6 +6,9 @@
 // atomics in two kernels: per (column tile, chunk of rows) partial sums into
 // the workspace, then a per-column sum of the chunks in order. The chunking
 // depends on `rows` only, so the result is the same on every run.
+// Templated on the storage type T of x, scale, bias, y, dy, dx, dscale and
+// dbias (float, bf16, f16): loads widen to float, every output is rounded
+// once when stored; mean and rstd stay float.
 #include "kernels/cuda/common.cuh"
 
 #include <algorithm>
@@ -15,8 +18,8 @@ namespace {
 using namespace detail;
 
 /// Mean and rstd of a row (two passes: sum, then centred squares).
-template <int TPR, int VEC>
-__device__ __forceinline__ void rowStats(const float *xr, int64_t len,
+template <int TPR, int VEC, class T>
+__device__ __forceinline__ void rowStats(const T *xr, int64_t len,
                                          double eps, int t, bool valid,
                                          RowScratch<TPR> &scratch,
                                          double &mean, double &rstd) {
@@ -45,15 +48,15 @@ __device__ __forceinline__ void rowStats(const float *xr, int64_t len,
   rstd = 1.0 / sqrt(sq / double(len) + eps);
 }
 
-template <int TPR, int VEC>
+template <class T, int TPR, int VEC>
 __global__ void __launch_bounds__(rowBlockThreads<TPR>())
-    layerNormFwdKernel(const float *x, const float *scale, const float *bias,
-                       float *y, float *mean, float *rstd, int64_t rows,
-                       int64_t len, double eps) {
+    layerNormFwdKernel(const T *x, const T *scale, const T *bias, T *y,
+                       float *mean, float *rstd, int64_t rows, int64_t len,
+                       double eps) {
   __shared__ RowScratch<TPR> scratch;
   RowPos<TPR> pos;
   const bool valid = pos.row < rows;
-  const float *xr = x + (valid ? pos.row : 0) * len;
+  const T *xr = x + (valid ? pos.row : 0) * len;
   double m, s;
   rowStats<TPR, VEC>(xr, len, eps, pos.t, valid, scratch, m, s);
   if (!valid)
@@ -65,7 +68,7 @@ __global__ void __launch_bounds__(rowBlockThreads<TPR>())
     if (rstd)
       rstd[pos.row] = rs;
   }
-  float *yr = y + pos.row * len;
+  T *yr = y + pos.row * len;
   for (int64_t c = int64_t(pos.t) * VEC; c < len; c += TPR * VEC) {
     float v[VEC], sc[VEC], bi[VEC];
     loadVec<VEC>(xr + c, v);
@@ -88,17 +91,17 @@ __global__ void __launch_bounds__(rowBlockThreads<TPR>())
 
 /// dx per row; also stores the row's statistics (double) for the column
 /// kernel.
-template <int TPR, int VEC>
+template <class T, int TPR, int VEC>
 __global__ void __launch_bounds__(rowBlockThreads<TPR>())
-    layerNormBwdRowKernel(const float *x, const float *scale, const float *dy,
-                          const float *mean, const float *rstd, float *dx,
+    layerNormBwdRowKernel(const T *x, const T *scale, const T *dy,
+                          const float *mean, const float *rstd, T *dx,
                           double *statMean, double *statRstd, int64_t rows,
                           int64_t len, double eps) {
   __shared__ RowScratch<TPR> scratch;
   RowPos<TPR> pos;
   const bool valid = pos.row < rows;
   const int64_t base = (valid ? pos.row : 0) * len;
-  const float *xr = x + base, *gr = dy + base;
+  const T *xr = x + base, *gr = dy + base;
   double mu, rs;
   if (mean && rstd) {
     mu = valid ? mean[pos.row] : 0.0;
@@ -130,7 +133,7 @@ __global__ void __launch_bounds__(rowBlockThreads<TPR>())
     statMean[pos.row] = mu;
     statRstd[pos.row] = rs;
   }
-  float *dxr = dx + base;
+  T *dxr = dx + base;
   for (int64_t c = int64_t(pos.t) * VEC; c < len; c += TPR * VEC) {
     float v[VEC], g[VEC], sc[VEC], r[VEC];
     loadVec<VEC>(xr + c, v);
@@ -164,8 +167,9 @@ Chunking chunking(int64_t rows) {
 
 /// Partial dscale / dbias of one column tile over one chunk of rows:
 /// partScale[chunk * len + col], partBias likewise.
+template <class T>
 __global__ void __launch_bounds__(kColTile *kColLanes)
-    layerNormColumnPartialKernel(const float *x, const float *dy,
+    layerNormColumnPartialKernel(const T *x, const T *dy,
                                  const double *statMean,
                                  const double *statRstd, double *partScale,
                                  double *partBias, int64_t rows, int64_t len,
@@ -180,9 +184,9 @@ __global__ void __launch_bounds__(kColTile *kColLanes)
   double ds = 0, db = 0;
   if (col < len)
     for (int64_t r = r0 + ty; r < r1; r += kColLanes) {
-      float g = dy[r * len + col];
+      float g = toFloat(dy[r * len + col]);
       if (wantScale)
-        ds += g * ((x[r * len + col] - statMean[r]) * statRstd[r]);
+        ds += g * ((toFloat(x[r * len + col]) - statMean[r]) * statRstd[r]);
       db += g;
     }
   sScale[ty][tx] = ds;
@@ -200,10 +204,11 @@ __global__ void __launch_bounds__(kColTile *kColLanes)
   }
 }
 
+template <class T>
 __global__ void layerNormColumnFinalKernel(const double *partScale,
-                                           const double *partBias,
-                                           float *dscale, float *dbias,
-                                           int64_t len, int64_t chunks) {
+                                           const double *partBias, T *dscale,
+                                           T *dbias, int64_t len,
+                                           int64_t chunks) {
   int64_t col = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (col >= len)
     return;
@@ -211,13 +216,13 @@ __global__ void layerNormColumnFinalKernel(const double *partScale,
     double s = 0;
     for (int64_t c = 0; c < chunks; ++c)
       s += partScale[c * len + col];
-    dscale[col] = static_cast<float>(s);
+    dscale[col] = fromFloat<T>(static_cast<float>(s));
   }
   if (dbias) {
     double s = 0;
     for (int64_t c = 0; c < chunks; ++c)
       s += partBias[c * len + col];
-    dbias[col] = static_cast<float>(s);
+    dbias[col] = fromFloat<T>(static_cast<float>(s));
   }
 }
 
@@ -240,25 +245,97 @@ BwdWorkspace bwdWorkspace(void *base, int64_t rows, int64_t len) {
   return w;
 }
 
-} // namespace
 
-Status layer_norm_fwd(const float *x, const float *scale, const float *bias,
-                      float *y, float *mean, float *rstd, int64_t rows,
-                      int64_t len, double eps, cudaStream_t stream) {
+template <class T>
+Status layerNormFwd(const T *x, const T *scale, const T *bias, T *y,
+                    float *mean, float *rstd, int64_t rows, int64_t len,
+                    double eps, cudaStream_t stream) {
   if (rows < 0 || len < 0)
     return invalid();
   if (rows == 0)
     return 0;
   if (len == 0) // statistics of an empty row are NaN, as in the CPU kernel
     return invalid();
-  bool vec4 = len % 4 == 0 && aligned16(x) && aligned16(y) &&
-              (!scale || aligned16(scale)) && (!bias || aligned16(bias));
-  return dispatchRows(len, vec4, [&](auto tpr, auto vec) {
-    constexpr int TPR = decltype(tpr)::value, VEC = decltype(vec)::value;
-    layerNormFwdKernel<TPR, VEC>
+  constexpr int VW = kVecWidth<T>;
+  bool vec = len % VW == 0 && aligned16(x) && aligned16(y) &&
+             (!scale || aligned16(scale)) && (!bias || aligned16(bias));
+  return dispatchRows<VW>(len, vec, [&](auto tpr, auto vw) {
+    constexpr int TPR = decltype(tpr)::value, VEC = decltype(vw)::value;
+    layerNormFwdKernel<T, TPR, VEC>
         <<<rowGrid<TPR>(rows), rowBlockThreads<TPR>(), 0, stream>>>(
             x, scale, bias, y, mean, rstd, rows, len, eps);
     return launched();
+  });
+}
+
+template <class T>
+Status layerNormBwd(const T *x, const T *scale, const T *dy, const float *mean,
+                    const float *rstd, T *dx, T *dscale, T *dbias,
+                    int64_t rows, int64_t len, double eps, void *workspace,
+                    cudaStream_t stream) {
+  if (rows < 0 || len < 0 || (len > 0 && rows > 0 && !workspace))
+    return invalid();
+  if (len == 0)
+    return 0;
+  if (rows == 0) {
+    // Column sums over no rows (+0 has all bits zero in every type).
+    cudaError_t e = cudaSuccess;
+    if (dscale)
+      e = cudaMemsetAsync(dscale, 0, sizeof(T) * len, stream);
+    if (dbias && e == cudaSuccess)
+      e = cudaMemsetAsync(dbias, 0, sizeof(T) * len, stream);
+    return static_cast<Status>(e);
+  }
+  BwdWorkspace w = bwdWorkspace(workspace, rows, len);
+  bool haveStats = mean && rstd;
+  constexpr int VW = kVecWidth<T>;
+  bool vec = len % VW == 0 && aligned16(x) && aligned16(dy) && aligned16(dx) &&
+             (!scale || aligned16(scale));
+  Status st = dispatchRows<VW>(len, vec, [&](auto tpr, auto vw) {
+    constexpr int TPR = decltype(tpr)::value, VEC = decltype(vw)::value;
+    layerNormBwdRowKernel<T, TPR, VEC>
+        <<<rowGrid<TPR>(rows), rowBlockThreads<TPR>(), 0, stream>>>(
+            x, scale, dy, haveStats ? mean : nullptr,
+            haveStats ? rstd : nullptr, dx, w.statMean, w.statRstd, rows, len,
+            eps);
+    return launched();
+  });
+  if (st || (!dscale && !dbias))
+    return st;
+  Chunking ch = chunking(rows);
+  dim3 grid(static_cast<unsigned>(ceilDiv(len, kColTile)),
+            static_cast<unsigned>(ch.chunks));
+  layerNormColumnPartialKernel<T><<<grid, kColTile * kColLanes, 0, stream>>>(
+      x, dy, w.statMean, w.statRstd, w.partScale, w.partBias, rows, len,
+      ch.rowsPerChunk, dscale != nullptr, dbias != nullptr);
+  if ((st = launched()))
+    return st;
+  layerNormColumnFinalKernel<T><<<static_cast<unsigned>(ceilDiv(len, 256)),
+                                  256, 0, stream>>>(w.partScale, w.partBias,
+                                                    dscale, dbias, len,
+                                                    ch.chunks);
+  return launched();
+}
+
+} // namespace
+
+Status layer_norm_fwd(const float *x, const float *scale, const float *bias,
+                      float *y, float *mean, float *rstd, int64_t rows,
+                      int64_t len, double eps, cudaStream_t stream) {
+  return layerNormFwd<float>(x, scale, bias, y, mean, rstd, rows, len, eps,
+                             stream);
+}
+
+Status layer_norm_fwd(FloatType type, const void *x, const void *scale,
+                      const void *bias, void *y, float *mean, float *rstd,
+                      int64_t rows, int64_t len, double eps,
+                      cudaStream_t stream) {
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    return layerNormFwd<T>(static_cast<const T *>(x),
+                           static_cast<const T *>(scale),
+                           static_cast<const T *>(bias), static_cast<T *>(y),
+                           mean, rstd, rows, len, eps, stream);
   });
 }
 
@@ -272,46 +349,23 @@ Status layer_norm_bwd(const float *x, const float *scale, const float *dy,
                       const float *mean, const float *rstd, float *dx,
                       float *dscale, float *dbias, int64_t rows, int64_t len,
                       double eps, void *workspace, cudaStream_t stream) {
-  if (rows < 0 || len < 0 || (len > 0 && rows > 0 && !workspace))
-    return invalid();
-  if (len == 0)
-    return 0;
-  if (rows == 0) {
-    // Column sums over no rows.
-    cudaError_t e = cudaSuccess;
-    if (dscale)
-      e = cudaMemsetAsync(dscale, 0, sizeof(float) * len, stream);
-    if (dbias && e == cudaSuccess)
-      e = cudaMemsetAsync(dbias, 0, sizeof(float) * len, stream);
-    return static_cast<Status>(e);
-  }
-  BwdWorkspace w = bwdWorkspace(workspace, rows, len);
-  bool haveStats = mean && rstd;
-  bool vec4 = len % 4 == 0 && aligned16(x) && aligned16(dy) &&
-              aligned16(dx) && (!scale || aligned16(scale));
-  Status st = dispatchRows(len, vec4, [&](auto tpr, auto vec) {
-    constexpr int TPR = decltype(tpr)::value, VEC = decltype(vec)::value;
-    layerNormBwdRowKernel<TPR, VEC>
-        <<<rowGrid<TPR>(rows), rowBlockThreads<TPR>(), 0, stream>>>(
-            x, scale, dy, haveStats ? mean : nullptr,
-            haveStats ? rstd : nullptr, dx, w.statMean, w.statRstd, rows, len,
-            eps);
-    return launched();
+  return layerNormBwd<float>(x, scale, dy, mean, rstd, dx, dscale, dbias, rows,
+                             len, eps, workspace, stream);
+}
+
+Status layer_norm_bwd(FloatType type, const void *x, const void *scale,
+                      const void *dy, const float *mean, const float *rstd,
+                      void *dx, void *dscale, void *dbias, int64_t rows,
+                      int64_t len, double eps, void *workspace,
+                      cudaStream_t stream) {
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    return layerNormBwd<T>(
+        static_cast<const T *>(x), static_cast<const T *>(scale),
+        static_cast<const T *>(dy), mean, rstd, static_cast<T *>(dx),
+        static_cast<T *>(dscale), static_cast<T *>(dbias), rows, len, eps,
+        workspace, stream);
   });
-  if (st || (!dscale && !dbias))
-    return st;
-  Chunking ch = chunking(rows);
-  dim3 grid(static_cast<unsigned>(ceilDiv(len, kColTile)),
-            static_cast<unsigned>(ch.chunks));
-  layerNormColumnPartialKernel<<<grid, kColTile * kColLanes, 0, stream>>>(
-      x, dy, w.statMean, w.statRstd, w.partScale, w.partBias, rows, len,
-      ch.rowsPerChunk, dscale != nullptr, dbias != nullptr);
-  if ((st = launched()))
-    return st;
-  layerNormColumnFinalKernel<<<static_cast<unsigned>(ceilDiv(len, 256)), 256,
-                               0, stream>>>(w.partScale, w.partBias, dscale,
-                                            dbias, len, ch.chunks);
-  return launched();
 }
 
 } // namespace tcc::cuda

@@ -4,7 +4,9 @@
 // costs one read of the row; the gradient recomputes it and writes
 // softmax - onehot directly, never storing probabilities. The forward's
 // loss sum is deterministic: per-row losses (double) go to the workspace
-// and one block adds them in a fixed order.
+// and one block adds them in a fixed order. Logits and their gradient are
+// stored as T (float, bf16, f16; widened on load, the gradient rounded once
+// on store); the loss sum and count are always float.
 #include "kernels/cuda/common.cuh"
 
 namespace tcc::cuda {
@@ -21,8 +23,8 @@ __device__ __forceinline__ double logSumExp(const MaxSum &ms) {
   return double(ms.m) + log(ms.s);
 }
 
-template <int TPR, int VEC>
-__device__ __forceinline__ MaxSum rowMaxSum(const float *row, int64_t len,
+template <int TPR, int VEC, class T>
+__device__ __forceinline__ MaxSum rowMaxSum(const T *row, int64_t len,
                                             int t, bool valid,
                                             RowScratch<TPR> &scratch) {
   MaxSum ms;
@@ -38,9 +40,9 @@ __device__ __forceinline__ MaxSum rowMaxSum(const float *row, int64_t len,
   return ms;
 }
 
-template <int TPR, int VEC, class L>
+template <class T, int TPR, int VEC, class L>
 __global__ void __launch_bounds__(rowBlockThreads<TPR>())
-    crossEntropyRowKernel(const float *logits, const L *labels, int64_t rows,
+    crossEntropyRowKernel(const T *logits, const L *labels, int64_t rows,
                           int64_t classes, int64_t ignoreIndex,
                           double *rowLoss, int *rowCounted, int64_t *error) {
   __shared__ RowScratch<TPR> scratch;
@@ -51,13 +53,14 @@ __global__ void __launch_bounds__(rowBlockThreads<TPR>())
   const bool bad = !ignored && (label < 0 || label >= classes);
   // The whole group takes the same branch: the reductions stay collective.
   const bool valid = inRange && !ignored && !bad;
-  const float *row = logits + (inRange ? pos.row : 0) * classes;
+  const T *row = logits + (inRange ? pos.row : 0) * classes;
   MaxSum ms = rowMaxSum<TPR, VEC>(row, classes, pos.t, valid, scratch);
   if (!inRange || pos.t != 0)
     return;
   if (bad)
     recordError(error, pos.row);
-  rowLoss[pos.row] = valid ? logSumExp(ms) - double(row[label]) : 0.0;
+  rowLoss[pos.row] =
+      valid ? logSumExp(ms) - double(toFloat(row[label])) : 0.0;
   rowCounted[pos.row] = valid ? 1 : 0;
 }
 
@@ -92,12 +95,12 @@ __global__ void __launch_bounds__(kSumThreads)
   }
 }
 
-template <int TPR, int VEC, class L>
+template <class T, int TPR, int VEC, class L>
 __global__ void __launch_bounds__(rowBlockThreads<TPR>())
-    crossEntropyGradKernel(const float *logits, const L *labels,
-                           const float *lossSumGrad, float *dlogits,
-                           int64_t rows, int64_t classes, int64_t ignoreIndex,
-                           int64_t *error) {
+    crossEntropyGradKernel(const T *logits, const L *labels,
+                           FloatType seedType, const void *lossSumGrad,
+                           T *dlogits, int64_t rows, int64_t classes,
+                           int64_t ignoreIndex, int64_t *error) {
   __shared__ RowScratch<TPR> scratch;
   RowPos<TPR> pos;
   const bool inRange = pos.row < rows;
@@ -112,7 +115,7 @@ __global__ void __launch_bounds__(rowBlockThreads<TPR>())
   if (bad && pos.t == 0)
     recordError(error, pos.row);
   const double lse = logSumExp(ms);
-  const double g = *lossSumGrad;
+  const double g = loadAs(seedType, lossSumGrad, 0);
   for (int64_t c = int64_t(pos.t) * VEC; c < classes; c += TPR * VEC) {
     float v[VEC];
     if (valid) {
@@ -146,8 +149,8 @@ FwdWorkspace fwdWorkspace(void *base, int64_t rows) {
           lossBytes + roundUp256(sizeof(int) * size_t(rows))};
 }
 
-template <class L>
-Status crossEntropyFwd(const float *logits, const L *labels, int64_t rows,
+template <class T, class L>
+Status crossEntropyFwd(const T *logits, const L *labels, int64_t rows,
                        int64_t classes, int64_t ignoreIndex, float *lossSum,
                        float *count, void *workspace, int64_t *error,
                        cudaStream_t stream) {
@@ -155,10 +158,11 @@ Status crossEntropyFwd(const float *logits, const L *labels, int64_t rows,
     return invalid();
   FwdWorkspace w = fwdWorkspace(workspace, rows);
   if (rows > 0) {
-    bool vec4 = classes % 4 == 0 && aligned16(logits);
-    Status st = dispatchRows(classes, vec4, [&](auto tpr, auto vec) {
-    constexpr int TPR = decltype(tpr)::value, VEC = decltype(vec)::value;
-      crossEntropyRowKernel<TPR, VEC, L>
+    constexpr int VW = kVecWidth<T>;
+    bool vec = classes % VW == 0 && aligned16(logits);
+    Status st = dispatchRows<VW>(classes, vec, [&](auto tpr, auto vw) {
+      constexpr int TPR = decltype(tpr)::value, VEC = decltype(vw)::value;
+      crossEntropyRowKernel<T, TPR, VEC, L>
           <<<rowGrid<TPR>(rows), rowBlockThreads<TPR>(), 0, stream>>>(
               logits, labels, rows, classes, ignoreIndex, w.rowLoss,
               w.rowCounted, error);
@@ -172,23 +176,52 @@ Status crossEntropyFwd(const float *logits, const L *labels, int64_t rows,
   return launched();
 }
 
-template <class L>
-Status crossEntropyGrad(const float *logits, const L *labels,
-                        const float *lossSumGrad, float *dlogits, int64_t rows,
+template <class T, class L>
+Status crossEntropyGrad(const T *logits, const L *labels, FloatType seedType,
+                        const void *lossSumGrad, T *dlogits, int64_t rows,
                         int64_t classes, int64_t ignoreIndex, int64_t *error,
                         cudaStream_t stream) {
   if (rows < 0 || classes < 0)
     return invalid();
   if (rows == 0 || classes == 0)
     return 0;
-  bool vec4 = classes % 4 == 0 && aligned16(logits) && aligned16(dlogits);
-  return dispatchRows(classes, vec4, [&](auto tpr, auto vec) {
-    constexpr int TPR = decltype(tpr)::value, VEC = decltype(vec)::value;
-    crossEntropyGradKernel<TPR, VEC, L>
+  constexpr int VW = kVecWidth<T>;
+  bool vec = classes % VW == 0 && aligned16(logits) && aligned16(dlogits);
+  return dispatchRows<VW>(classes, vec, [&](auto tpr, auto vw) {
+    constexpr int TPR = decltype(tpr)::value, VEC = decltype(vw)::value;
+    crossEntropyGradKernel<T, TPR, VEC, L>
         <<<rowGrid<TPR>(rows), rowBlockThreads<TPR>(), 0, stream>>>(
-            logits, labels, lossSumGrad, dlogits, rows, classes, ignoreIndex,
-            error);
+            logits, labels, seedType, lossSumGrad, dlogits, rows, classes,
+            ignoreIndex, error);
     return launched();
+  });
+}
+
+template <class L>
+Status crossEntropyFwdAny(FloatType type, const void *logits, const L *labels,
+                          int64_t rows, int64_t classes, int64_t ignoreIndex,
+                          float *lossSum, float *count, void *workspace,
+                          int64_t *error, cudaStream_t stream) {
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    return crossEntropyFwd<T, L>(static_cast<const T *>(logits), labels, rows,
+                                 classes, ignoreIndex, lossSum, count,
+                                 workspace, error, stream);
+  });
+}
+
+template <class L>
+Status crossEntropyGradAny(FloatType type, const void *logits, const L *labels,
+                           FloatType seedType, const void *lossSumGrad,
+                           void *dlogits, int64_t rows, int64_t classes,
+                           int64_t ignoreIndex, int64_t *error,
+                           cudaStream_t stream) {
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    return crossEntropyGrad<T, L>(static_cast<const T *>(logits), labels,
+                                  seedType, lossSumGrad,
+                                  static_cast<T *>(dlogits), rows, classes,
+                                  ignoreIndex, error, stream);
   });
 }
 
@@ -218,16 +251,52 @@ Status cross_entropy_grad(const float *logits, const int64_t *labels,
                           const float *lossSumGrad, float *dlogits,
                           int64_t rows, int64_t classes, int64_t ignoreIndex,
                           int64_t *error, cudaStream_t stream) {
-  return crossEntropyGrad(logits, labels, lossSumGrad, dlogits, rows, classes,
-                          ignoreIndex, error, stream);
+  return crossEntropyGrad(logits, labels, FloatType::F32, lossSumGrad, dlogits,
+                          rows, classes, ignoreIndex, error, stream);
 }
 
 Status cross_entropy_grad(const float *logits, const int32_t *labels,
                           const float *lossSumGrad, float *dlogits,
                           int64_t rows, int64_t classes, int64_t ignoreIndex,
                           int64_t *error, cudaStream_t stream) {
-  return crossEntropyGrad(logits, labels, lossSumGrad, dlogits, rows, classes,
-                          ignoreIndex, error, stream);
+  return crossEntropyGrad(logits, labels, FloatType::F32, lossSumGrad, dlogits,
+                          rows, classes, ignoreIndex, error, stream);
+}
+
+Status cross_entropy_fwd(FloatType type, const void *logits,
+                         const int64_t *labels, int64_t rows, int64_t classes,
+                         int64_t ignoreIndex, float *lossSum, float *count,
+                         void *workspace, int64_t *error, cudaStream_t stream) {
+  return crossEntropyFwdAny(type, logits, labels, rows, classes, ignoreIndex,
+                            lossSum, count, workspace, error, stream);
+}
+
+Status cross_entropy_fwd(FloatType type, const void *logits,
+                         const int32_t *labels, int64_t rows, int64_t classes,
+                         int64_t ignoreIndex, float *lossSum, float *count,
+                         void *workspace, int64_t *error, cudaStream_t stream) {
+  return crossEntropyFwdAny(type, logits, labels, rows, classes, ignoreIndex,
+                            lossSum, count, workspace, error, stream);
+}
+
+Status cross_entropy_grad(FloatType type, const void *logits,
+                          const int64_t *labels, FloatType seedType,
+                          const void *lossSumGrad, void *dlogits, int64_t rows,
+                          int64_t classes, int64_t ignoreIndex, int64_t *error,
+                          cudaStream_t stream) {
+  return crossEntropyGradAny(type, logits, labels, seedType, lossSumGrad,
+                             dlogits, rows, classes, ignoreIndex, error,
+                             stream);
+}
+
+Status cross_entropy_grad(FloatType type, const void *logits,
+                          const int32_t *labels, FloatType seedType,
+                          const void *lossSumGrad, void *dlogits, int64_t rows,
+                          int64_t classes, int64_t ignoreIndex, int64_t *error,
+                          cudaStream_t stream) {
+  return crossEntropyGradAny(type, logits, labels, seedType, lossSumGrad,
+                             dlogits, rows, classes, ignoreIndex, error,
+                             stream);
 }
 
 } // namespace tcc::cuda

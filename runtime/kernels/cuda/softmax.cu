@@ -1,19 +1,21 @@
 // Softmax, log-softmax and their gradients over contiguous rows: one row
 // group (common.cuh) per row, the max and exp-sum in one online pass, sums
 // in double, elementwise math in float as runtime/kernels/cpu/softmax.cpp.
+// Templated on the storage type T (float, bf16, f16): loads widen to float,
+// stores round once.
 #include "kernels/cuda/common.cuh"
 
 namespace tcc::cuda {
 namespace {
 using namespace detail;
 
-template <int TPR, int VEC, bool LOG>
+template <class T, int TPR, int VEC, bool LOG>
 __global__ void __launch_bounds__(rowBlockThreads<TPR>())
-    softmaxKernel(const float *x, float *y, int64_t rows, int64_t len) {
+    softmaxKernel(const T *x, T *y, int64_t rows, int64_t len) {
   __shared__ RowScratch<TPR> scratch;
   RowPos<TPR> pos;
   const bool valid = pos.row < rows;
-  const float *xr = x + (valid ? pos.row : 0) * len;
+  const T *xr = x + (valid ? pos.row : 0) * len;
   MaxSum ms;
   if (valid)
     for (int64_t c = int64_t(pos.t) * VEC; c < len; c += TPR * VEC) {
@@ -26,7 +28,7 @@ __global__ void __launch_bounds__(rowBlockThreads<TPR>())
   groupMaxSum<TPR>(ms, scratch);
   if (!valid)
     return;
-  float *yr = y + pos.row * len;
+  T *yr = y + pos.row * len;
   const bool bad = ms.bad();
   const float m = ms.m;
   // softmax: e / total with total the float sum (CPU: float(sum));
@@ -51,9 +53,9 @@ __global__ void __launch_bounds__(rowBlockThreads<TPR>())
 
 /// softmax_grad: dx = y * (dy - sum(dy * y)); log_softmax_grad:
 /// dx = dy - exp(y) * sum(dy).
-template <int TPR, int VEC, bool LOG>
+template <class T, int TPR, int VEC, bool LOG>
 __global__ void __launch_bounds__(rowBlockThreads<TPR>())
-    softmaxGradKernel(const float *y, const float *dy, float *dx, int64_t rows,
+    softmaxGradKernel(const T *y, const T *dy, T *dx, int64_t rows,
                       int64_t len) {
   __shared__ RowScratch<TPR> scratch;
   RowPos<TPR> pos;
@@ -92,37 +94,60 @@ __global__ void __launch_bounds__(rowBlockThreads<TPR>())
   }
 }
 
-template <bool LOG>
-Status launchSoftmax(const float *x, float *y, int64_t rows, int64_t len,
+template <class T, bool LOG>
+Status launchSoftmax(const T *x, T *y, int64_t rows, int64_t len,
                      cudaStream_t stream) {
   if (rows < 0 || len < 0)
     return invalid();
   if (rows == 0 || len == 0)
     return 0;
-  bool vec4 = len % 4 == 0 && aligned16(x) && aligned16(y);
-  return dispatchRows(len, vec4, [&](auto tpr, auto vec) {
-    constexpr int TPR = decltype(tpr)::value, VEC = decltype(vec)::value;
-    softmaxKernel<TPR, VEC, LOG>
+  constexpr int VW = kVecWidth<T>;
+  bool vec = len % VW == 0 && aligned16(x) && aligned16(y);
+  return dispatchRows<VW>(len, vec, [&](auto tpr, auto vw) {
+    constexpr int TPR = decltype(tpr)::value, VEC = decltype(vw)::value;
+    softmaxKernel<T, TPR, VEC, LOG>
         <<<rowGrid<TPR>(rows), rowBlockThreads<TPR>(), 0, stream>>>(x, y, rows,
                                                                     len);
     return launched();
   });
 }
 
-template <bool LOG>
-Status launchSoftmaxGrad(const float *y, const float *dy, float *dx,
-                         int64_t rows, int64_t len, cudaStream_t stream) {
+template <class T, bool LOG>
+Status launchSoftmaxGrad(const T *y, const T *dy, T *dx, int64_t rows,
+                         int64_t len, cudaStream_t stream) {
   if (rows < 0 || len < 0)
     return invalid();
   if (rows == 0 || len == 0)
     return 0;
-  bool vec4 = len % 4 == 0 && aligned16(y) && aligned16(dy) && aligned16(dx);
-  return dispatchRows(len, vec4, [&](auto tpr, auto vec) {
-    constexpr int TPR = decltype(tpr)::value, VEC = decltype(vec)::value;
-    softmaxGradKernel<TPR, VEC, LOG>
+  constexpr int VW = kVecWidth<T>;
+  bool vec = len % VW == 0 && aligned16(y) && aligned16(dy) && aligned16(dx);
+  return dispatchRows<VW>(len, vec, [&](auto tpr, auto vw) {
+    constexpr int TPR = decltype(tpr)::value, VEC = decltype(vw)::value;
+    softmaxGradKernel<T, TPR, VEC, LOG>
         <<<rowGrid<TPR>(rows), rowBlockThreads<TPR>(), 0, stream>>>(
             y, dy, dx, rows, len);
     return launched();
+  });
+}
+
+template <bool LOG>
+Status softmaxAny(FloatType type, const void *x, void *y, int64_t rows,
+                  int64_t len, cudaStream_t stream) {
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    return launchSoftmax<T, LOG>(static_cast<const T *>(x), static_cast<T *>(y),
+                                 rows, len, stream);
+  });
+}
+
+template <bool LOG>
+Status softmaxGradAny(FloatType type, const void *y, const void *dy, void *dx,
+                      int64_t rows, int64_t len, cudaStream_t stream) {
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    return launchSoftmaxGrad<T, LOG>(static_cast<const T *>(y),
+                                     static_cast<const T *>(dy),
+                                     static_cast<T *>(dx), rows, len, stream);
   });
 }
 
@@ -130,22 +155,44 @@ Status launchSoftmaxGrad(const float *y, const float *dy, float *dx,
 
 Status softmax_rows(const float *x, float *y, int64_t rows, int64_t len,
                     cudaStream_t stream) {
-  return launchSoftmax<false>(x, y, rows, len, stream);
+  return launchSoftmax<float, false>(x, y, rows, len, stream);
 }
 
 Status log_softmax_rows(const float *x, float *y, int64_t rows, int64_t len,
                         cudaStream_t stream) {
-  return launchSoftmax<true>(x, y, rows, len, stream);
+  return launchSoftmax<float, true>(x, y, rows, len, stream);
 }
 
 Status softmax_grad_rows(const float *y, const float *dy, float *dx,
                          int64_t rows, int64_t len, cudaStream_t stream) {
-  return launchSoftmaxGrad<false>(y, dy, dx, rows, len, stream);
+  return launchSoftmaxGrad<float, false>(y, dy, dx, rows, len, stream);
 }
 
 Status log_softmax_grad_rows(const float *y, const float *dy, float *dx,
                              int64_t rows, int64_t len, cudaStream_t stream) {
-  return launchSoftmaxGrad<true>(y, dy, dx, rows, len, stream);
+  return launchSoftmaxGrad<float, true>(y, dy, dx, rows, len, stream);
+}
+
+Status softmax_rows(FloatType type, const void *x, void *y, int64_t rows,
+                    int64_t len, cudaStream_t stream) {
+  return softmaxAny<false>(type, x, y, rows, len, stream);
+}
+
+Status log_softmax_rows(FloatType type, const void *x, void *y, int64_t rows,
+                        int64_t len, cudaStream_t stream) {
+  return softmaxAny<true>(type, x, y, rows, len, stream);
+}
+
+Status softmax_grad_rows(FloatType type, const void *y, const void *dy,
+                         void *dx, int64_t rows, int64_t len,
+                         cudaStream_t stream) {
+  return softmaxGradAny<false>(type, y, dy, dx, rows, len, stream);
+}
+
+Status log_softmax_grad_rows(FloatType type, const void *y, const void *dy,
+                             void *dx, int64_t rows, int64_t len,
+                             cudaStream_t stream) {
+  return softmaxGradAny<true>(type, y, dy, dx, rows, len, stream);
 }
 
 } // namespace tcc::cuda

@@ -9,6 +9,18 @@ const char *status_string(Status status) {
   return cudaGetErrorString(static_cast<cudaError_t>(status));
 }
 
+const char *float_type_name(FloatType type) {
+  switch (type) {
+  case FloatType::F32:
+    return "f32";
+  case FloatType::BF16:
+    return "bf16";
+  case FloatType::F16:
+    return "f16";
+  }
+  return "?";
+}
+
 Status set_error_word(int64_t *error, cudaStream_t stream) {
   // All ones is -1 as int64 and the largest value for the atomic min.
   return static_cast<Status>(

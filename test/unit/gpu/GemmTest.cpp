@@ -3,12 +3,17 @@
 // beta 0 with a NaN-poisoned C (must not propagate) and beta != 0, each
 // epilogue, full fp32 and TF32.
 //
+// bf16 / f16 plans (A, B, C and the bias all 16-bit, f32 accumulation)
+// against a float64 reference on the inputs widened from 16 bits.
+//
 // Tolerances (|got - ref| <= tol * (|ref| + max|ref|)): fp32 1e-5, TF32
 // 2e-3 (a 10-bit mantissa per product), the GELU epilogue 2e-3 as well
-// (cuBLASLt may evaluate tanh approximately). Without a GPU every test
-// prints "no CUDA device: skipped" and skips.
+// (cuBLASLt may evaluate tanh approximately); bf16 1e-2, f16 5e-3 (C is
+// rounded once to 16 bits, 2^-9 resp. 2^-12 relative). Without a GPU every
+// test prints "no CUDA device: skipped" and skips.
 #include "GpuTestUtil.h"
 
+#include "data/half.h"
 #include "kernels/cuda/gemm.h"
 
 namespace tcc::gputest {
@@ -129,6 +134,126 @@ TEST_F(Gemm, EveryLayoutEpilogueAndPrecision) {
         runCase(*ctx, g, cu::Epilogue::Bias, tf32, 0.0f);
         runCase(*ctx, g, cu::Epilogue::GeluBias, tf32, 0.0f);
         runCase(*ctx, g, cu::Epilogue::BGradB, tf32, 0.0f);
+      }
+    }
+}
+
+/// 16-bit values of `t` (bf16 or f16) for `v`, which is replaced by their
+/// widened values.
+std::vector<uint16_t> roundTo(cu::GemmDType t, std::vector<float> &v) {
+  std::vector<uint16_t> b(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    b[i] = t == cu::GemmDType::BF16 ? data::floatToBf16(v[i])
+                                    : data::floatToF16(v[i]);
+    v[i] = t == cu::GemmDType::BF16 ? data::bf16ToFloat(b[i])
+                                    : data::f16ToFloat(b[i]);
+  }
+  return b;
+}
+
+std::vector<float> widen(cu::GemmDType t, const std::vector<uint16_t> &b) {
+  std::vector<float> v(b.size());
+  for (size_t i = 0; i < b.size(); ++i)
+    v[i] = t == cu::GemmDType::BF16 ? data::bf16ToFloat(b[i])
+                                    : data::f16ToFloat(b[i]);
+  return v;
+}
+
+void runHalfCase(const cu::GemmContext &ctx, const GemmCase &g,
+                 cu::Epilogue epi, cu::GemmDType t, float beta) {
+  const std::string name =
+      std::string(g.transA ? "T" : "N") + (g.transB ? "T" : "N") + " m" +
+      std::to_string(g.m) + " n" + std::to_string(g.n) + " k" +
+      std::to_string(g.k) + " batch" + std::to_string(g.batch) +
+      (g.broadcastB ? " broadcastB" : "") + " " + cu::epilogueName(epi) + " " +
+      cu::gemmDTypeName(t) + " beta " + std::to_string(beta);
+  SCOPED_TRACE(name);
+  cu::GemmDesc d;
+  d.transA = g.transA;
+  d.transB = g.transB;
+  d.m = g.m;
+  d.n = g.n;
+  d.k = g.k;
+  d.batch = g.batch;
+  d.strideA = g.m * g.k;
+  d.strideB = g.broadcastB ? 0 : g.k * g.n;
+  d.strideC = g.m * g.n;
+  d.dtype = t;
+  d.epilogue = epi;
+  std::string error;
+  std::unique_ptr<cu::GemmPlan> plan = cu::GemmPlan::create(ctx, d, &error);
+  if (!plan && epi == cu::Epilogue::BGradB) {
+    std::printf("%s: not supported by this cuBLASLt (%s)\n", name.c_str(),
+                error.c_str());
+    return;
+  }
+  ASSERT_TRUE(plan) << error;
+
+  const int64_t bB = g.broadcastB ? 1 : g.batch;
+  std::vector<float> a = randomNormal(g.batch * g.m * g.k, 1 + g.m);
+  std::vector<float> b = randomNormal(bB * g.k * g.n, 2 + g.n);
+  std::vector<float> c0 = randomNormal(g.batch * g.m * g.n, 3);
+  const bool rowBias = epi == cu::Epilogue::BGradB;
+  std::vector<float> bias = randomNormal(rowBias ? g.m : g.n, 4);
+  std::vector<uint16_t> ab = roundTo(t, a), bb = roundTo(t, b),
+                        cb = roundTo(t, c0), biasb = roundTo(t, bias);
+  const float alpha = 0.75f;
+
+  std::vector<double> ref(c0.size()), refBias(g.m, 0.0);
+  for (int64_t s = 0; s < g.batch; ++s)
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        double acc = 0;
+        for (int64_t l = 0; l < g.k; ++l) {
+          double av = g.transA ? a[s * g.m * g.k + l * g.m + i]
+                               : a[s * g.m * g.k + i * g.k + l];
+          int64_t bt = g.broadcastB ? 0 : s;
+          double bv = g.transB ? b[bt * g.k * g.n + j * g.k + l]
+                               : b[bt * g.k * g.n + l * g.n + j];
+          acc += av * bv;
+        }
+        double x = alpha * acc;
+        if (beta != 0)
+          x += double(beta) * c0[s * g.m * g.n + i * g.n + j];
+        if (epi == cu::Epilogue::Bias)
+          x += bias[j];
+        if (epi == cu::Epilogue::GeluBias)
+          x = geluTanh(x + bias[j]);
+        ref[s * g.m * g.n + i * g.n + j] = x;
+      }
+  if (rowBias)
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t l = 0; l < g.k; ++l)
+        refBias[i] += g.transA ? a[l * g.m + i] : a[i * g.k + l];
+
+  DevBuf<uint16_t> da(ab), db(bb), dc(c0.size()), dbias(biasb);
+  if (beta != 0)
+    dc.upload(cb); // else C stays poisoned: NaN must not reach the result
+  if (rowBias)
+    dbias.poison();
+  DevBytes ws(plan->workspaceBytes());
+  checkStatus(plan->run(da.get(), db.get(), dc.get(), alpha, beta,
+                        epi == cu::Epilogue::None ? nullptr : dbias.get(),
+                        ws.get(), nullptr),
+              "GemmPlan::run");
+  const double tol = t == cu::GemmDType::BF16 ? 1e-2 : 5e-3;
+  expectClose(widen(t, dc.download()), ref, tol, "C");
+  if (rowBias)
+    expectClose(widen(t, dbias.download()), refBias, tol, "bias gradient");
+}
+
+TEST_F(Gemm, Bf16AndF16) {
+  std::string error;
+  std::unique_ptr<cu::GemmContext> ctx = cu::GemmContext::create(&error);
+  ASSERT_TRUE(ctx) << error;
+  for (cu::GemmDType t : {cu::GemmDType::BF16, cu::GemmDType::F16})
+    for (const GemmCase &g : kCases) {
+      runHalfCase(*ctx, g, cu::Epilogue::None, t, 0.0f);
+      runHalfCase(*ctx, g, cu::Epilogue::None, t, 0.5f);
+      if (g.batch == 1) {
+        runHalfCase(*ctx, g, cu::Epilogue::Bias, t, 0.0f);
+        runHalfCase(*ctx, g, cu::Epilogue::GeluBias, t, 0.0f);
+        runHalfCase(*ctx, g, cu::Epilogue::BGradB, t, 0.0f);
       }
     }
 }

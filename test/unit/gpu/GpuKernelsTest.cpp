@@ -14,6 +14,7 @@
 //                                              scale at least 1: dq, dk
 //                                              cancel to ~0 from O(1) terms)
 // Without a GPU every test prints "no CUDA device: skipped" and skips.
+#include "GpuReference.h"
 #include "GpuTestUtil.h"
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -31,34 +32,10 @@ namespace {
 namespace cu = tcc::cuda;
 using Gpu = GpuTest;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 //===----------------------------------------------------------------------===//
 // Softmax family
 //===----------------------------------------------------------------------===//
-
-/// Double softmax / log_softmax of one row with the CPU kernels' NaN rules.
-std::vector<double> refSoftmaxRow(const float *x, int64_t len, bool log) {
-  std::vector<double> y(len);
-  double m = -kInf;
-  bool nan = false;
-  for (int64_t j = 0; j < len; ++j) {
-    nan |= std::isnan(x[j]);
-    if (!std::isnan(x[j]))
-      m = std::max(m, double(x[j]));
-  }
-  if (nan || std::isinf(m)) {
-    std::fill(y.begin(), y.end(), kNaN);
-    return y;
-  }
-  double s = 0;
-  for (int64_t j = 0; j < len; ++j)
-    s += std::exp(double(x[j]) - m);
-  for (int64_t j = 0; j < len; ++j)
-    y[j] = log ? double(x[j]) - m - std::log(s) : std::exp(double(x[j]) - m) / s;
-  return y;
-}
 
 struct RowShape {
   int64_t rows, len;
@@ -292,121 +269,6 @@ TEST_F(Gpu, LayerNormBackward) {
 // Attention
 //===----------------------------------------------------------------------===//
 
-struct AttnShape {
-  int64_t b, h, tq, tk, d, dv;
-  bool causal;
-  int mask; // 0 none, 1 keep (i1), 2 additive bias
-};
-
-struct AttnData {
-  AttnShape s;
-  std::vector<float> q, k, v, g, bias;
-  std::vector<uint8_t> keep;
-  double scale;
-};
-
-AttnData makeAttn(const AttnShape &s, uint32_t seed) {
-  AttnData a;
-  a.s = s;
-  a.q = randomNormal(s.b * s.h * s.tq * s.d, seed);
-  a.k = randomNormal(s.b * s.h * s.tk * s.d, seed + 1);
-  a.v = randomNormal(s.b * s.h * s.tk * s.dv, seed + 2);
-  a.g = randomNormal(s.b * s.h * s.tq * s.dv, seed + 3);
-  a.scale = 1.0 / std::sqrt(double(s.d));
-  std::mt19937 rng(seed + 4);
-  if (s.mask == 1) {
-    a.keep.resize(s.b * s.tk);
-    for (auto &m : a.keep)
-      m = rng() % 4 != 0;
-    // Causal: key 0 stays visible, so no query has every key hidden.
-    for (int64_t b = 0; s.causal && b < s.b; ++b)
-      a.keep[b * s.tk] = 1;
-    // Batch 0: all keys but one hidden (key 0 under causal, so every query
-    // still sees it; else the last).
-    for (int64_t j = 0; j < s.tk; ++j)
-      a.keep[j] = j == (s.causal ? 0 : s.tk - 1);
-  } else if (s.mask == 2) {
-    a.bias = randomNormal(s.b * s.tk, seed + 5, 2.0f);
-    // Some hidden keys; key 0 stays visible (causal query 0 sees only it).
-    for (int64_t j = 1; j < s.tk; j += 5)
-      a.bias[j] = -INFINITY;
-  }
-  return a;
-}
-
-/// Double forward and backward (dq, dk, dv) of attention with the CPU
-/// kernel's masking; a query with every key hidden is NaN (its p all NaN).
-struct AttnRef {
-  std::vector<double> out, lse, dq, dk, dv;
-};
-
-AttnRef refAttention(const AttnData &a) {
-  const AttnShape &s = a.s;
-  AttnRef r;
-  r.out.assign(s.b * s.h * s.tq * s.dv, 0);
-  r.lse.assign(s.b * s.h * s.tq, 0);
-  r.dq.assign(s.b * s.h * s.tq * s.d, 0);
-  r.dk.assign(s.b * s.h * s.tk * s.d, 0);
-  r.dv.assign(s.b * s.h * s.tk * s.dv, 0);
-  std::vector<double> p(s.tk), dp(s.tk);
-  for (int64_t b = 0; b < s.b; ++b)
-    for (int64_t h = 0; h < s.h; ++h) {
-      int64_t bh = b * s.h + h;
-      for (int64_t i = 0; i < s.tq; ++i) {
-        const float *qi = &a.q[(bh * s.tq + i) * s.d];
-        double m = -kInf;
-        bool nan = false;
-        for (int64_t j = 0; j < s.tk; ++j) {
-          const float *kj = &a.k[(bh * s.tk + j) * s.d];
-          double dot = 0;
-          for (int64_t e = 0; e < s.d; ++e)
-            dot += double(qi[e]) * kj[e];
-          double x = a.scale * dot;
-          if (s.causal && j > i)
-            x = -kInf;
-          if (!a.keep.empty() && !a.keep[b * s.tk + j])
-            x = -kInf;
-          if (!a.bias.empty())
-            x += a.bias[b * s.tk + j];
-          p[j] = x;
-          nan |= std::isnan(x);
-          if (!std::isnan(x))
-            m = std::max(m, x);
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < s.tk; ++j)
-          sum += std::isinf(m) || nan ? kNaN : std::exp(p[j] - m);
-        for (int64_t j = 0; j < s.tk; ++j)
-          p[j] = std::isinf(m) || nan ? kNaN : std::exp(p[j] - m) / sum;
-        r.lse[bh * s.tq + i] = nan ? kNaN : m + std::log(sum);
-        if (std::isinf(m))
-          r.lse[bh * s.tq + i] = -kInf; // all hidden: m = -inf, sum = 0
-        const float *gi = &a.g[(bh * s.tq + i) * s.dv];
-        double pdp = 0;
-        for (int64_t j = 0; j < s.tk; ++j) {
-          const float *vj = &a.v[(bh * s.tk + j) * s.dv];
-          double dot = 0;
-          for (int64_t e = 0; e < s.dv; ++e) {
-            r.out[(bh * s.tq + i) * s.dv + e] += p[j] * vj[e];
-            r.dv[(bh * s.tk + j) * s.dv + e] += p[j] * gi[e];
-            dot += double(gi[e]) * vj[e];
-          }
-          dp[j] = dot;
-          pdp += p[j] * dot;
-        }
-        for (int64_t j = 0; j < s.tk; ++j) {
-          double ds = a.scale * p[j] * (dp[j] - pdp);
-          const float *kj = &a.k[(bh * s.tk + j) * s.d];
-          for (int64_t e = 0; e < s.d; ++e) {
-            r.dq[(bh * s.tq + i) * s.d + e] += ds * kj[e];
-            r.dk[(bh * s.tk + j) * s.d + e] += ds * qi[e];
-          }
-        }
-      }
-    }
-  return r;
-}
-
 const AttnShape kAttnShapes[] = {
     {1, 1, 1, 1, 8, 8, false, 0},       {2, 3, 17, 17, 16, 16, true, 0},
     {1, 2, 64, 64, 64, 64, false, 0},   {2, 2, 100, 77, 64, 64, false, 1},
@@ -414,14 +276,6 @@ const AttnShape kAttnShapes[] = {
     {2, 1, 65, 65, 40, 24, true, 1},    {1, 2, 33, 200, 96, 96, false, 2},
     {1, 1, 129, 129, 128, 100, true, 0}, {3, 1, 5, 300, 64, 64, false, 1},
 };
-
-std::string attnName(const AttnShape &s) {
-  return "B" + std::to_string(s.b) + " H" + std::to_string(s.h) + " Tq" +
-         std::to_string(s.tq) + " Tk" + std::to_string(s.tk) + " D" +
-         std::to_string(s.d) + " Dv" + std::to_string(s.dv) +
-         (s.causal ? " causal" : "") +
-         (s.mask == 1 ? " keep" : s.mask == 2 ? " bias" : "");
-}
 
 TEST_F(Gpu, AttentionForward) {
   uint32_t seed = 100;
