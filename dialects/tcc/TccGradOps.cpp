@@ -109,7 +109,11 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Loca
   if (l.getRank() < 1 || tensorOf(adaptor.getLabels()).getShape() != l.getShape().drop_back())
     return emitOptionalError(loc, "labels ", adaptor.getLabels().getType(),
                              " must have the leading dims of logits ", l);
-  auto scalar = RankedTensorType::get({}, l.getElementType());
+  // A loss sums many rows: from 16-bit logits it comes out in f32.
+  Type element = l.getElementType();
+  if (element.getIntOrFloatBitWidth() < 32)
+    element = Float32Type::get(element.getContext());
+  auto scalar = RankedTensorType::get({}, element);
   inferred.append({scalar, scalar});
   return success();
 }
@@ -117,9 +121,13 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Loca
 LogicalResult CrossEntropyGradOp::verify() {
   if (failed(checkLabels(*this, getLogits(), getLabels())))
     return failure();
+  Type lossType = getType().getElementType();
+  if (lossType.getIntOrFloatBitWidth() < 32)
+    lossType = Float32Type::get(getContext());
   if (!isScalar(getLossSumGrad()) ||
-      tensorOf(getLossSumGrad()).getElementType() != getType().getElementType())
-    return emitOpError("loss_sum_grad must be a scalar of the logits' element type");
+      tensorOf(getLossSumGrad()).getElementType() != lossType)
+    return emitOpError("loss_sum_grad must be a scalar of the loss's element "
+                       "type (the logits', f32 for 16-bit logits)");
   if (getType() != getLogits().getType())
     return emitOpError("result must have the logits' type");
   return success();

@@ -12,7 +12,8 @@ def Tcc_CrossEntropyOp : Tcc_Op<"cross_entropy", [Pure, InferTypeOpAdaptor, Tcc_
     the sum over rows whose label is not `ignore_index` of
     `logsumexp(logits) - logits[label]`, and the number of such rows (as a
     float scalar). The mean loss is `loss_sum / count`; keeping the two apart
-    lets gradient accumulation weight micro-batches by token count.
+    lets gradient accumulation weight micro-batches by token count. From
+    bf16/f16 logits both come out in f32 (the sum is computed in f32).
   }];
   let arguments = (ins Tcc_FloatTensor:$logits, Tcc_IntTensor:$labels,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);

@@ -233,6 +233,25 @@ bool parseSchedule(StringRef text, ScheduleSpec &spec, std::string &error) {
   return true;
 }
 
+bool parseLossScale(StringRef text, LossScaleSpec &spec, std::string &error) {
+  StringRef t = text.trim();
+  if (t == "none") {
+    spec.kind = LossScaleSpec::None;
+    return true;
+  }
+  if (t == "dynamic") {
+    spec.kind = LossScaleSpec::Dynamic;
+    return true;
+  }
+  double v;
+  if (t.getAsDouble(v) || !(v > 0 && std::isfinite(v)))
+    return fail(error, "loss-scale", text,
+                "expected none, dynamic or a positive number (a static scale)");
+  spec.kind = LossScaleSpec::Static;
+  spec.scale = v;
+  return true;
+}
+
 bool checkConfig(const TrainConfig &config, std::string &error) {
   if (config.accum < 1) {
     error =
@@ -245,6 +264,19 @@ bool checkConfig(const TrainConfig &config, std::string &error) {
     std::snprintf(text, sizeof(text), "%g", *config.gradClip);
     error =
         "--grad-clip '" + std::string(text) + "': must be a positive number";
+    return false;
+  }
+  const LossScaleSpec &ls = config.lossScale;
+  if (!(ls.scale > 0 && std::isfinite(ls.scale) && ls.scale <= 3.4e38)) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", ls.scale);
+    error = "--loss-scale-init '" + std::string(text) +
+            "': must be a positive float32 number";
+    return false;
+  }
+  if (ls.growthInterval < 1) {
+    error = "--loss-scale-growth-interval '" +
+            std::to_string(ls.growthInterval) + "': must be at least 1";
     return false;
   }
   for (auto [flag, regex] :
@@ -302,7 +334,15 @@ std::string tcc::describeTrainConfig(const TrainConfig &c) {
          ":warmup=" + std::to_string(sc.warmup) +
          ",total=" + std::to_string(sc.total) +
          (sc.kind == ScheduleSpec::Cosine ? ",min=" + roundTrip(sc.minLr) : "");
-  return s + " accum=" + std::to_string(c.accum) + " freeze='" + c.freeze +
-         "' no_decay='" + c.noDecay + "'";
+  s += " accum=" + std::to_string(c.accum) + " freeze='" + c.freeze +
+       "' no_decay='" + c.noDecay + "'";
+  s += " precision=" + describePrecision(c.precision);
+  const LossScaleSpec &ls = c.lossScale;
+  if (ls.kind == LossScaleSpec::None)
+    return s + " loss_scale=none";
+  if (ls.kind == LossScaleSpec::Static)
+    return s + " loss_scale=" + roundTrip(ls.scale);
+  return s + " loss_scale=dynamic:init=" + roundTrip(ls.scale) +
+         ",growth_interval=" + std::to_string(ls.growthInterval);
 }
 

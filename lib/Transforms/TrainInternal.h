@@ -52,9 +52,40 @@ mlir::Value buildLearningRate(mlir::OpBuilder &b, mlir::Location loc,
                               const OptimizerSpec &opt,
                               const ScheduleSpec &schedule, mlir::Value step);
 
-/// Scales `grads` in place as torch.nn.utils.clip_grad_norm_(max_norm).
+/// The global L2 norm of `grads` as clip_grad_norm_ computes it (an f32
+/// scalar): the norm of the per-tensor norms. Inf or NaN when any gradient
+/// element is.
+mlir::Value globalGradNorm(mlir::OpBuilder &b, mlir::Location loc,
+                           llvm::ArrayRef<mlir::Value> grads);
+
+/// Multiplies every gradient by the scalar `factor` (cast to its type).
+void scaleGradients(mlir::OpBuilder &b, mlir::Location loc, mlir::Value factor,
+                    llvm::MutableArrayRef<mlir::Value> grads);
+
+/// Scales `grads` in place as torch.nn.utils.clip_grad_norm_(max_norm)
+/// given their global norm `total`.
 void clipGradients(mlir::OpBuilder &b, mlir::Location loc, double maxNorm,
-                   llvm::MutableArrayRef<mlir::Value> grads);
+                   mlir::Value total, llvm::MutableArrayRef<mlir::Value> grads);
+
+/// Dynamic loss scaling's state update, given whether this step's
+/// gradients are all finite (`ok`, an i1 scalar): the new scale (halved on
+/// overflow, doubled after `growthInterval` clean steps), clean-step count
+/// and skipped-update count.
+struct ScaleState {
+  mlir::Value scale, goodSteps, skipped;
+};
+ScaleState updateLossScale(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value ok, const ScaleState &state,
+                           int64_t growthInterval);
+
+/// An i1 scalar: whether the f32 scalar `norm` is finite (not inf or NaN).
+mlir::Value isFinite(mlir::OpBuilder &b, mlir::Location loc, mlir::Value norm);
+
+/// `updated` where `ok`, else `old`: a skipped step leaves every parameter
+/// and optimizer state as it was.
+void keepUnlessOk(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ok,
+                  llvm::MutableArrayRef<mlir::Value> updated,
+                  mlir::ValueRange old);
 
 /// The optimizer state slots of one parameter, in argument order.
 llvm::SmallVector<llvm::StringRef> stateSlots(const OptimizerSpec &opt);

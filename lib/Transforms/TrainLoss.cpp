@@ -100,8 +100,21 @@ static Value toScalar(OpBuilder &b, Location loc, Value v) {
                            RankedTensorType::get({}, type.getElementType()), v);
 }
 
+/// A 16-bit output as f32: the loss is computed in fp32 (cross-entropy reads
+/// 16-bit logits itself and returns f32).
+static Value atLeastF32(OpBuilder &b, Location loc, Value v) {
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  if (type.getElementType().getIntOrFloatBitWidth() >= 32)
+    return v;
+  return CastOp::create(b, loc,
+                        RankedTensorType::get(type.getShape(), b.getF32Type()),
+                        v);
+}
+
 MicroLoss buildMicroLoss(OpBuilder &b, Location loc, const LossPlan &plan,
                          Value output, Value label) {
+  if (plan.spec.kind != LossSpec::CrossEntropy)
+    output = atLeastF32(b, loc, output);
   switch (plan.spec.kind) {
   case LossSpec::Output:
     return {toScalar(b, loc, output), nullptr};

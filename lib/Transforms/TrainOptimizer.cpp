@@ -24,10 +24,7 @@ static Value l2Norm(OpBuilder &b, Location loc, Value g) {
   return SqrtOp::create(b, loc, sq);
 }
 
-void clipGradients(OpBuilder &b, Location loc, double maxNorm,
-                   MutableArrayRef<Value> grads) {
-  if (grads.empty())
-    return;
+Value globalGradNorm(OpBuilder &b, Location loc, ArrayRef<Value> grads) {
   // As clip_grad_norm_ computes it: the norm of the per-tensor norms, in f32.
   Type f32 = b.getF32Type();
   auto vec1 = RankedTensorType::get({1}, f32);
@@ -42,21 +39,31 @@ void clipGradients(OpBuilder &b, Location loc, double maxNorm,
       norms.size() == 1
           ? norms.front()
           : Value(ConcatOp::create(b, loc, norms, b.getI64IntegerAttr(0)));
-  Value total = l2Norm(b, loc, stacked);
+  return l2Norm(b, loc, stacked);
+}
+
+void scaleGradients(OpBuilder &b, Location loc, Value factor,
+                    MutableArrayRef<Value> grads) {
+  for (Value &g : grads) {
+    Value c = factor;
+    if (elementTypeOf(g) != elementTypeOf(c))
+      c = CastOp::create(b, loc, RankedTensorType::get({}, elementTypeOf(g)),
+                         factor);
+    g = MulOp::create(b, loc, g, c);
+  }
+}
+
+void clipGradients(OpBuilder &b, Location loc, double maxNorm, Value total,
+                   MutableArrayRef<Value> grads) {
   // clip_coef = max_norm / (total_norm + 1e-6), where Tensor.__rdiv__ is
   // reciprocal() * max_norm; then clamp(max=1.0).
+  Type f32 = b.getF32Type();
   Value denom = AddOp::create(b, loc, total, scalarConstant(b, loc, f32, 1e-6));
   Value recip = DivOp::create(b, loc, scalarConstant(b, loc, f32, 1.0), denom);
   Value coef =
       MulOp::create(b, loc, recip, scalarConstant(b, loc, f32, maxNorm));
   coef = MinOp::create(b, loc, coef, scalarConstant(b, loc, f32, 1.0));
-  for (Value &g : grads) {
-    Value c = coef;
-    if (elementTypeOf(g) != f32)
-      c = CastOp::create(b, loc, RankedTensorType::get({}, elementTypeOf(g)),
-                         coef);
-    g = MulOp::create(b, loc, g, c);
-  }
+  scaleGradients(b, loc, coef, grads);
 }
 
 SmallVector<StringRef> stateSlots(const OptimizerSpec &opt) {

@@ -7,6 +7,7 @@
 
 #include "tcc/TccOps.h"
 #include "tcc/Transforms/Autodiff.h"
+#include "tcc/Transforms/Precision.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -313,6 +314,25 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
       resultAttrs.push_back(argAttrs.back());
     }
   }
+  const LossScaleSpec &scaling = config.lossScale;
+  bool dynamic = scaling.kind == LossScaleSpec::Dynamic;
+  unsigned scaleIndex = args.size();
+  if (dynamic) {
+    auto f32 = RankedTensorType::get({}, b.getF32Type());
+    auto i64 = RankedTensorType::get({}, b.getI64Type());
+    args.push_back(f32);
+    argAttrs.push_back(DictionaryAttr::get(
+        ctx, {NamedAttribute(kOptStateAttr, b.getStringAttr(kLossScaleState)),
+              NamedAttribute(kInitAttr, b.getF64FloatAttr(scaling.scale))}));
+    results.push_back(f32);
+    resultAttrs.push_back(strAttr(kOptStateAttr, kLossScaleState));
+    for (StringRef name : {kGoodStepsState, kSkippedState}) {
+      args.push_back(i64);
+      argAttrs.push_back(strAttr(kOptStateAttr, name));
+      results.push_back(i64);
+      resultAttrs.push_back(argAttrs.back());
+    }
+  }
   unsigned stepIndex = args.size();
   args.push_back(RankedTensorType::get({}, b.getI64Type()));
   argAttrs.push_back(attr(kStepAttr, UnitAttr::get(ctx)));
@@ -337,16 +357,31 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
       wrt.push_back(paramArgs[i]);
       trained.push_back(i);
     }
+  // Loss scaling seeds the backward pass with the scale (the loss value
+  // stays unscaled) and divides it out of the fp32 gradients.
   auto seedType = llvm::cast<RankedTensorType>(loss->getType());
-  Value seed = ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(seedType,
-                             b.getFloatAttr(seedType.getElementType(), 1.0)));
+  Type f32 = b.getF32Type();
+  Value scale;
+  if (scaling.kind == LossScaleSpec::Static)
+    scale = train::scalarConstant(b, loc, f32, scaling.scale);
+  else if (dynamic)
+    scale = all[scaleIndex];
+  Value seed =
+      scale ? lossResult(b, loc, scale, seedType)
+            : train::scalarConstant(b, loc, seedType.getElementType(), 1.0);
   FailureOr<SmallVector<Value>> grads = buildGradients(b, *loss, seed, wrt);
   if (failed(grads))
     return failure();
+  if (scale)
+    train::scaleGradients(
+        b, loc,
+        DivOp::create(b, loc, train::scalarConstant(b, loc, f32, 1.0), scale),
+        *grads);
+  Value norm;
+  if (config.gradClip || dynamic)
+    norm = train::globalGradNorm(b, loc, *grads);
   if (config.gradClip)
-    train::clipGradients(b, loc, *config.gradClip, *grads);
+    train::clipGradients(b, loc, *config.gradClip, norm, *grads);
 
   Value lr = train::buildLearningRate(b, loc, opt, config.schedule, step);
   // AdamW's t counts this update too; the schedule's `it` does not.
@@ -369,6 +404,22 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
     llvm::append_range(newState, llvm::drop_begin(updated));
   }
   SmallVector<Value> outs{lossResult(b, loc, *loss, lossType)};
+  if (dynamic) {
+    // A step with an inf/NaN gradient changes nothing but the scale.
+    Value ok = train::isFinite(b, loc, norm);
+    SmallVector<Value> oldParams, oldState;
+    for (unsigned i : trained)
+      oldParams.push_back(paramArgs[i]);
+    llvm::append_range(oldState, all.slice(params.size(), newState.size()));
+    train::keepUnlessOk(b, loc, ok, newParams, oldParams);
+    train::keepUnlessOk(b, loc, ok, newState, oldState);
+    train::ScaleState next = train::updateLossScale(
+        b, loc, ok,
+        {all[scaleIndex], all[scaleIndex + 1], all[scaleIndex + 2]},
+        scaling.growthInterval);
+    llvm::append_range(newState,
+                       ValueRange{next.scale, next.goodSteps, next.skipped});
+  }
   llvm::append_range(outs, newParams);
   llvm::append_range(outs, newState);
   func::ReturnOp::create(b, loc, outs);
@@ -395,6 +446,9 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainConfig &config) {
 
   StepBuilder builder(module, forward, config);
   if (failed(builder.plan()))
+    return failure();
+  // After plan(): labels and targets keep the model's declared types.
+  if (failed(lowerPrecision(forward, config.precision)))
     return failure();
   OpBuilder b(module.getContext());
   b.setInsertionPointAfter(forward);

@@ -33,6 +33,21 @@ struct BuildTrainStepPass : impl::BuildTrainStepBase<BuildTrainStepPass> {
     config.accum = accum;
     config.freeze = freeze;
     config.noDecay = noDecay;
+    config.lossScale.scale = lossScaleInit;
+    config.lossScale.growthInterval = lossScaleGrowthInterval;
+    if (!parsePrecision(precision, config.precision.precision, error) ||
+        !parsePrecisionOverrides(precisionPolicy, config.precision, error,
+                                 &getContext())) {
+      module.emitError(error);
+      return signalPassFailure();
+    }
+    if (config.precision.precision == Precision::FP16)
+      config.lossScale.kind = LossScaleSpec::Dynamic;
+    if (!lossScale.empty() &&
+        !parseLossScale(lossScale, config.lossScale, error)) {
+      module.emitError(error);
+      return signalPassFailure();
+    }
     if (failed(tcc::buildTrainStep(module, config)))
       signalPassFailure();
   }

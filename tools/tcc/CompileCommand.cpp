@@ -8,6 +8,7 @@
 #include "Model.h"
 #include "Report.h"
 #include "TrainFlags.h"
+#include "tcc/Transforms/Precision.h"
 
 #include "tcc/Artifact/Artifact.h"
 #include "tcc/TccOps.h"
@@ -72,16 +73,6 @@ static std::string where(Location loc) {
 
 /// Whether any training flag was given: without one, `compile` builds an
 /// inference artifact of @forward.
-static bool anyTrainingFlag() {
-  return trainFlags.loss.getNumOccurrences() ||
-         trainFlags.optimizer.getNumOccurrences() ||
-         trainFlags.gradClip.getNumOccurrences() ||
-         trainFlags.lrSchedule.getNumOccurrences() ||
-         trainFlags.accum.getNumOccurrences() ||
-         trainFlags.freeze.getNumOccurrences() ||
-         trainFlags.noDecay.getNumOccurrences();
-}
-
 /// What to write: --emit, else what the -o name says.
 static std::string emitKind() {
   if (!emit.empty())
@@ -112,12 +103,13 @@ int runCompile() {
     return fail("compile: " + error);
   // An artifact (or the IR it is written from) without training flags is an
   // inference artifact; --emit=mlir prints a training step and needs them.
-  bool inference = kind != "mlir" && !anyTrainingFlag();
+  bool inference = kind != "mlir" && !trainFlags.anyTrainingOnly();
   if (inference && !report.empty())
     return fail("compile: --report describes a training step; give the "
                 "training flags (--loss ...)");
   TrainConfig config;
-  if (!inference && !trainFlags.toConfig(config))
+  if (inference ? !trainFlags.toPrecision(config.precision)
+                : !trainFlags.toConfig(config))
     return 1;
   MLIRContext context;
   OwningOpRef<ModuleOp> module = loadModel(context, modelFlags);
@@ -140,13 +132,18 @@ int runCompile() {
                    " tcc.attention"});
   }
 
-  if (!inference) {
+  if (inference) {
+    auto forward = module->lookupSymbol<func::FuncOp>("forward");
+    if (forward && failed(lowerPrecision(forward, config.precision)))
+      return fail("compile: cannot lower @forward to " +
+                  describePrecision(config.precision));
+  } else {
     if (!buildTrainStepOrReport(*module, config, where))
       return 1;
     if (!report.empty()) {
       stages.push_back({"build-train-step", "@train_step",
                         countFunctionOps(*module, "train_step"), ""});
-      if (!writeReport(*module, stages, report))
+      if (!writeReport(*module, stages, config.precision, report))
         return 1;
     }
   }

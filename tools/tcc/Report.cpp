@@ -189,8 +189,40 @@ static void writeTimeline(llvm::raw_ostream &os, const BufferLiveness &live,
   os << "</svg>\n";
 }
 
+/// The precision policy in force: every op kind of the table, the
+/// overridden ones marked.
+static void writePrecision(llvm::raw_ostream &os, ModuleOp module,
+                           const PrecisionPolicy &policy) {
+  os << "<h2>Precision</h2>\n<p>" << escape(describePrecision(policy));
+  if (policy.precision == Precision::FP32) {
+    os << ": every op computes and stores in fp32.</p>\n";
+    return;
+  }
+  unsigned casts = 0;
+  if (auto forward = module.lookupSymbol<func::FuncOp>("forward"))
+    forward.walk([&](tcc::CastOp) { ++casts; });
+  os << ": " << casts << " casts in @forward. Op kinds not listed are low "
+     << "(they compute in fp32 registers and round each result once).</p>\n"
+     << "<table><tr><th>op</th><th>stores</th><th>why</th></tr>\n";
+  auto row = [&](llvm::StringRef op, OpPrecision p, llvm::StringRef note) {
+    os << "<tr><td>" << escape(op) << "</td><td>"
+       << (p == OpPrecision::Low ? precisionName(policy.precision) : "fp32")
+       << "</td><td>" << escape(note) << "</td></tr>\n";
+  };
+  for (const PolicyRow &r : defaultPolicyTable())
+    row(r.op, opPrecision(policy, r.op),
+        policy.overrides.count(r.op) ? "overridden (--precision-policy)"
+                                     : r.note);
+  for (const auto &entry : policy.overrides)
+    if (llvm::none_of(defaultPolicyTable(), [&](const PolicyRow &r) {
+          return r.op == entry.getKey();
+        }))
+      row(entry.getKey(), entry.getValue(), "overridden (--precision-policy)");
+  os << "</table>\n";
+}
+
 bool writeReport(ModuleOp module, llvm::SmallVector<ReportStage> stages,
-                 const std::string &path) {
+                 const PrecisionPolicy &policy, const std::string &path) {
   std::error_code ec;
   llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_Text);
   if (ec) {
@@ -261,6 +293,8 @@ bool writeReport(ModuleOp module, llvm::SmallVector<ReportStage> stages,
        << escape(stage.function) << "</td><td class=\"n\">" << stage.ops
        << "</td><td>" << escape(stage.note) << "</td></tr>\n";
   os << "</table>\n";
+
+  writePrecision(os, module, policy);
 
   os << "<h2>Kernels per step</h2>\n<table><tr><th>before fusion</th>"
      << "<th>after fusion</th></tr>\n<tr><td class=\"n\">" << kernelsBefore

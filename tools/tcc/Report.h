@@ -4,6 +4,8 @@
 #ifndef TCC_TOOLS_TCC_REPORT_H
 #define TCC_TOOLS_TCC_REPORT_H
 
+#include "tcc/Transforms/Precision.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/ArrayRef.h"
 
@@ -27,8 +29,10 @@ int64_t countFunctionOps(mlir::ModuleOp module, llvm::StringRef name);
 /// Runs tcc-fuse and tcc-plan-memory on a clone of `module` (which must hold
 /// @train_step) and writes the report to `path`. `module` is not changed. On
 /// failure prints one line to stderr and returns false.
+/// The precision policy `policy` (the compile's --precision and
+/// --precision-policy) is printed as a table.
 bool writeReport(mlir::ModuleOp module, llvm::SmallVector<ReportStage> stages,
-                 const std::string &path);
+                 const PrecisionPolicy &policy, const std::string &path);
 
 } // namespace tcc::driver
 

@@ -27,12 +27,14 @@ using namespace mlir;
 
 namespace tcc::driver {
 
-static cl::SubCommand trainCmd(
-    "train",
+// cl::SubCommand keeps a StringRef to its description: the text must
+// outlive it.
+static const std::string trainDescription =
     "Compile a model's training step and train it (tcc compile -o + tcc "
     "run); --reference trains in the interpreter. The loop's flags are "
     "those of `tcc run`:\n" +
-        std::string(run::runFlagsHelp()));
+    std::string(run::runFlagsHelp());
+static cl::SubCommand trainCmd("train", trainDescription);
 static ModelFlags modelFlags(trainCmd);
 static TrainFlags trainFlags(trainCmd);
 static cl::opt<bool> reference(
@@ -52,7 +54,7 @@ static cl::opt<std::string> artifactPath(
     cl::sub(trainCmd), cl::cat(flagCategory()));
 static cl::opt<std::string>
     backend("backend", cl::value_desc("name"), cl::init("cpu"),
-            cl::desc("Runtime backend: cpu"), cl::sub(trainCmd),
+            cl::desc("Runtime backend: cpu or cuda"), cl::sub(trainCmd),
             cl::cat(flagCategory()));
 
 bool trainChosen() { return static_cast<bool>(trainCmd); }

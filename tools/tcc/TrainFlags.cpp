@@ -1,6 +1,8 @@
 #include "TrainFlags.h"
 #include "Model.h"
 
+#include "tcc/TccOps.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 
@@ -48,7 +50,62 @@ TrainFlags::TrainFlags(cl::SubCommand &sub)
           "no-decay", cl::value_desc("regex"),
           cl::desc(
               "Parameters whose name matches this regex get no weight decay"),
+          cl::sub(sub), cl::cat(flagCategory())),
+      precision(
+          "precision", cl::value_desc("fp32|bf16|fp16"), cl::init("fp32"),
+          cl::desc("Compute precision: bf16/fp16 store activations and "
+                   "gradients in 16 bits and run GEMMs and attention on "
+                   "them, with fp32 master weights, optimizer and losses "
+                   "(default: fp32)"),
+          cl::sub(sub), cl::cat(flagCategory())),
+      precisionPolicy(
+          "precision-policy", cl::value_desc("OP=low|fp32,..."),
+          cl::desc("Override the precision policy per op kind, e.g. "
+                   "layer_norm=fp32,softmax=fp32 (the table: tcc compile "
+                   "--report, docs/precision.md)"),
+          cl::sub(sub), cl::cat(flagCategory())),
+      lossScale(
+          "loss-scale", cl::value_desc("none|dynamic|S"),
+          cl::desc("Loss scaling: dynamic (skip steps whose gradients "
+                   "overflow, halve the scale; default with fp16), a static "
+                   "scale S, or none (default otherwise)"),
+          cl::sub(sub), cl::cat(flagCategory())),
+      lossScaleInit(
+          "loss-scale-init", cl::value_desc("S"), cl::init(65536.0),
+          cl::desc("Initial dynamic loss scale (default 65536)"),
+          cl::sub(sub), cl::cat(flagCategory())),
+      lossScaleGrowthInterval(
+          "loss-scale-growth-interval", cl::value_desc("N"), cl::init(2000),
+          cl::desc("Double the dynamic loss scale after N steps without "
+                   "overflow (default 2000)"),
           cl::sub(sub), cl::cat(flagCategory())) {}
+
+bool TrainFlags::anyTrainingOnly() const {
+  return loss.getNumOccurrences() || optimizer.getNumOccurrences() ||
+         gradClip.getNumOccurrences() || lrSchedule.getNumOccurrences() ||
+         accum.getNumOccurrences() || freeze.getNumOccurrences() ||
+         noDecay.getNumOccurrences() || lossScale.getNumOccurrences() ||
+         lossScaleInit.getNumOccurrences() ||
+         lossScaleGrowthInterval.getNumOccurrences();
+}
+
+bool TrainFlags::toPrecision(PrecisionPolicy &policy) const {
+  policy = PrecisionPolicy();
+  std::string error;
+  // Op kinds are checked against the dialect's registered ops.
+  mlir::MLIRContext context;
+  context.getOrLoadDialect<TccDialect>();
+  if (!parsePrecision(precision, policy.precision, error) ||
+      !parsePrecisionOverrides(precisionPolicy, policy, error, &context)) {
+    fail(error);
+    return false;
+  }
+  if (!precisionPolicy.empty() && policy.precision == Precision::FP32) {
+    fail("--precision-policy needs --precision bf16 or fp16");
+    return false;
+  }
+  return true;
+}
 
 bool TrainFlags::toConfig(TrainConfig &config) const {
   config = TrainConfig();
@@ -68,6 +125,28 @@ bool TrainFlags::toConfig(TrainConfig &config) const {
   config.accum = accum;
   config.freeze = freeze;
   config.noDecay = noDecay;
+  if (!toPrecision(config.precision))
+    return false;
+  LossScaleSpec &scaling = config.lossScale;
+  scaling.scale = lossScaleInit;
+  scaling.growthInterval = lossScaleGrowthInterval;
+  if (config.precision.precision == Precision::FP16)
+    scaling.kind = LossScaleSpec::Dynamic;
+  if (lossScale.getNumOccurrences() &&
+      !parseLossScale(lossScale, scaling, error)) {
+    fail(error);
+    return false;
+  }
+  if (scaling.kind != LossScaleSpec::Dynamic &&
+      (lossScaleInit.getNumOccurrences() ||
+       lossScaleGrowthInterval.getNumOccurrences())) {
+    fail(std::string(lossScaleInit.getNumOccurrences()
+                         ? "--loss-scale-init"
+                         : "--loss-scale-growth-interval") +
+         " needs dynamic loss scaling (--loss-scale dynamic, the default "
+         "with --precision fp16)");
+    return false;
+  }
   if (!checkConfig(config, error)) {
     fail(error);
     return false;

@@ -1,6 +1,6 @@
 // The training flags (--loss, --optimizer, --grad-clip, --lr-schedule,
-// --accum, --freeze, --no-decay), shared by every command that builds a
-// training step (`tcc compile`, `tcc train`).
+// --accum, --freeze, --no-decay, --precision, --loss-scale...), shared by
+// every command that builds a training step (`tcc compile`, `tcc train`).
 #ifndef TCC_TOOLS_TCC_TRAINFLAGS_H
 #define TCC_TOOLS_TCC_TRAINFLAGS_H
 
@@ -23,6 +23,17 @@ struct TrainFlags {
   llvm::cl::opt<int> accum;
   llvm::cl::opt<std::string> freeze;
   llvm::cl::opt<std::string> noDecay;
+  llvm::cl::opt<std::string> precision;
+  llvm::cl::opt<std::string> precisionPolicy;
+  llvm::cl::opt<std::string> lossScale;
+  llvm::cl::opt<double> lossScaleInit;
+  llvm::cl::opt<int64_t> lossScaleGrowthInterval;
+
+  /// Whether a flag that only a training step uses was given (--precision
+  /// and --precision-policy also apply to an inference artifact).
+  bool anyTrainingOnly() const;
+  /// --precision and --precision-policy; false after printing one line.
+  bool toPrecision(PrecisionPolicy &policy) const;
 
   /// Parses and checks the flags into `config`. On a bad or missing value
   /// prints one line naming the flag (`tcc: --loss '...': ...`) and returns

@@ -163,8 +163,69 @@ def BuildTrainStep : Pass<"tcc-build-train-step", "mlir::ModuleOp"> {
            "regex of parameters that are not trained">,
     Option<"noDecay", "no-decay", "std::string", /*default=*/"\"\"",
            "regex of parameters trained without weight decay">,
+    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
+           "fp32, bf16 or fp16: runs tcc-lower-precision on @forward first">,
+    Option<"precisionPolicy", "precision-policy", "std::string", /*default=*/"\"\"",
+           "per op kind overrides of the precision policy: OP=low|fp32,...">,
+    Option<"lossScale", "loss-scale", "std::string", /*default=*/"\"\"",
+           "none, dynamic or a static scale (default: dynamic for fp16, else none)">,
+    Option<"lossScaleInit", "loss-scale-init", "double", /*default=*/"65536.0",
+           "the dynamic loss scale's initial value">,
+    Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t",
+           /*default=*/"2000", "clean steps before the dynamic scale doubles">,
   ];
   let dependentDialects = ["::tcc::TccDialect", "::mlir::func::FuncDialect"];
+}
+
+def LowerPrecision : Pass<"tcc-lower-precision", "mlir::func::FuncOp"> {
+  let summary = "Cast a function to bf16/f16 compute, keeping fp32 where the policy says";
+  let description = [{
+    Mixed precision as a rewrite of the graph. Every float operand of an op
+    whose policy class is `low` is cast to the low type (bf16 or f16) and
+    its float results become low; ops of class `fp32` take and return f32.
+    The policy is one table (lib/Transforms/PrecisionPolicy.cpp, printed by
+    `tcc compile --report`): GEMMs, attention, layer norm, softmax and
+    elementwise ops are low (each computes in fp32 registers and rounds its
+    result once; layer-norm and softmax statistics stay fp32 inside their
+    kernels); `reduce_sum` and `reduce_mean` (losses, statistics) are fp32;
+    `cross_entropy` reads low logits and returns an fp32 loss. The `policy`
+    option overrides classes per op kind (`layer_norm=fp32,softmax=fp32`).
+
+    Parameters (`tcc.get_param`) stay fp32 — the master weights — and are
+    cast at each use, so a parameter used twice gets two casts whose
+    gradients (casts back to fp32) are summed in fp32. Float constants are
+    rounded to the low type in place. Function results take the types of
+    the values they return.
+
+    The training-step builder runs this on @forward before differentiating
+    (`tcc compile --precision`), so the backward pass inherits the types and
+    each cast its gradient rule: gradients of parameters, their sum over
+    micro-batches, clipping and the optimizer are fp32. Run it on @forward
+    only: on a built @train_step it would also cast the gradients.
+
+    Before:
+    ```mlir
+    %w = tcc.get_param @fc.weight : tensor<4x8xf32>
+    %y = tcc.matmul %x, %w : (tensor<2x4xf32>, tensor<4x8xf32>) -> tensor<2x8xf32>
+    %s = tcc.reduce_sum %y {axes = array<i64: 0, 1>} : ...
+    ```
+    After (`precision=bf16`):
+    ```mlir
+    %w = tcc.get_param @fc.weight : tensor<4x8xf32>
+    %x16 = tcc.cast %x : (tensor<2x4xf32>) -> tensor<2x4xbf16>
+    %w16 = tcc.cast %w : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+    %y = tcc.matmul %x16, %w16 : (...) -> tensor<2x8xbf16>
+    %y32 = tcc.cast %y : (tensor<2x8xbf16>) -> tensor<2x8xf32>
+    %s = tcc.reduce_sum %y32 {axes = array<i64: 0, 1>} : ...
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "fp32 (no change), bf16 or fp16">,
+    Option<"policyText", "policy", "std::string", /*default=*/"\"\"",
+           "per op kind overrides: OP=low|fp32[,OP=...]">,
+  ];
+  let dependentDialects = ["::tcc::TccDialect"];
 }
 
 def FuseGemmEpilogue : Pass<"tcc-fuse-gemm-epilogue", "mlir::func::FuncOp"> {

@@ -3,6 +3,8 @@
 #ifndef TCC_TRANSFORMS_TRAINSTEP_H
 #define TCC_TRANSFORMS_TRAINSTEP_H
 
+#include "tcc/Transforms/Precision.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -41,6 +43,17 @@ struct ScheduleSpec {
   double minLr = 0;
 };
 
+/// Loss scaling (mostly for fp16): the backward pass is seeded with the
+/// scale instead of 1 and the gradients are divided by it again in fp32.
+/// Dynamic scaling keeps the scale as optimizer state: a step whose
+/// gradients are not finite is skipped and halves the scale; every
+/// `growthInterval` clean steps double it (torch.cuda.amp.GradScaler).
+struct LossScaleSpec {
+  enum Kind { None, Static, Dynamic } kind = None;
+  double scale = 65536; ///< the static scale, or the dynamic one's start
+  int64_t growthInterval = 2000;
+};
+
 struct TrainConfig {
   LossSpec loss;
   OptimizerSpec optimizer;
@@ -49,6 +62,8 @@ struct TrainConfig {
   int64_t accum = 1;   ///< micro-batches per optimizer step
   std::string freeze;  ///< regex of parameters that are not trained
   std::string noDecay; ///< regex of parameters without weight decay
+  PrecisionPolicy precision; ///< applied to @forward before differentiating
+  LossScaleSpec lossScale;
 };
 
 /// Flag parsers: false with a one-line `error` naming the flag and the
@@ -58,6 +73,10 @@ bool parseOptimizer(llvm::StringRef text, OptimizerSpec &spec,
                     std::string &error);
 bool parseSchedule(llvm::StringRef text, ScheduleSpec &spec,
                    std::string &error);
+/// "none" | "dynamic" | a positive number (a static scale), keeping the
+/// spec's scale and growth interval for "dynamic".
+bool parseLossScale(llvm::StringRef text, LossScaleSpec &spec,
+                    std::string &error);
 /// Checks the values the parsers do not see: accum >= 1, grad clip > 0 and
 /// valid `--freeze` / `--no-decay` regexes. Same error contract as the
 /// parsers.
@@ -84,6 +103,15 @@ inline constexpr llvm::StringLiteral kNameAttr =
     "tcc.name"; // batch input / "loss"
 inline constexpr llvm::StringLiteral kAccumAttr =
     "tcc.accum"; // i64, on the functions
+/// On an optimizer-state argument that does not start at zero (the loss
+/// scale): its initial value, an f64 attribute.
+inline constexpr llvm::StringLiteral kInitAttr = "tcc.init";
+/// Optimizer-state names of dynamic loss scaling (scalars).
+inline constexpr llvm::StringLiteral kLossScaleState = "loss_scale"; // f32
+inline constexpr llvm::StringLiteral kGoodStepsState =
+    "loss_scale.good_steps"; // i64: clean steps since the scale last changed
+inline constexpr llvm::StringLiteral kSkippedState =
+    "loss_scale.skipped"; // i64: updates skipped so far
 
 /// Adds `@train_step` and `@eval_step` to a module holding `@forward` and its
 /// `tcc.param`s (see docs/training.md for the signatures and attributes).

@@ -121,7 +121,7 @@ func.func @cross_entropy_grad_labels(%l: tensor<4x5xf32>, %t: tensor<4x1xi64>, %
 // -----
 
 func.func @cross_entropy_grad_seed(%l: tensor<4x5xf32>, %t: tensor<4xi64>, %g: tensor<1xf32>) -> tensor<4x5xf32> {
-  // expected-error @+1 {{'tcc.cross_entropy_grad' op loss_sum_grad must be a scalar of the logits' element type}}
+  // expected-error @+1 {{'tcc.cross_entropy_grad' op loss_sum_grad must be a scalar of the loss's element type (the logits', f32 for 16-bit logits)}}
   %0 = tcc.cross_entropy_grad %l, %t, %g : (tensor<4x5xf32>, tensor<4xi64>, tensor<1xf32>) -> tensor<4x5xf32>
   return %0 : tensor<4x5xf32>
 }
