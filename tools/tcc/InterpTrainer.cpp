@@ -7,6 +7,7 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/compat.h"
 #include "checkpoint/fingerprint.h"
+#include "data/half.h"
 #include "exec/schedule.h"
 #include "tcc/TccOps.h"
 #include "tcc/Transforms/TrainStep.h"
@@ -15,6 +16,7 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -62,6 +64,28 @@ static bool zeros(Type type, const std::string &name, Array &out,
   out.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
   out.bytes.assign(out.numElements() * data::dtypeSize(out.dtype), 0);
   return true;
+}
+
+/// Every element of `out` set to `value` (an optimizer state's tcc.init).
+static void fill(Array &out, double value) {
+  int64_t n = out.numElements();
+  auto each = [&](auto *p, auto v) { std::fill(p, p + n, v); };
+  switch (out.dtype) {
+  case data::DType::F32:
+    return each(out.data<float>(), float(value));
+  case data::DType::F64:
+    return each(out.data<double>(), value);
+  case data::DType::I32:
+    return each(out.data<int32_t>(), int32_t(value));
+  case data::DType::I64:
+    return each(out.data<int64_t>(), int64_t(value));
+  case data::DType::BF16:
+    return each(out.data<uint16_t>(), data::floatToBf16(float(value)));
+  case data::DType::F16:
+    return each(out.data<uint16_t>(), data::floatToF16(float(value)));
+  default:
+    return;
+  }
 }
 
 template <class T> static void copyValues(DenseElementsAttr dense, Array &out) {
@@ -153,6 +177,8 @@ bool InterpTrainer::bindFunction(func::FuncOp f, std::vector<Slot> &args,
       args.push_back({Kind::OptState, unsigned(stateValues.size())});
       if (!zeros(type, name.str(), stateValues.emplace_back(), error))
         return false;
+      if (auto init = f.getArgAttrOfType<FloatAttr>(i, kInitAttr))
+        fill(stateValues.back(), init.getValueAsDouble());
       if (options.promoteToF64)
         widen(stateValues.back());
     } else if (f.getArgAttr(i, kStepAttr)) {
