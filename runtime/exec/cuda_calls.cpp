@@ -8,6 +8,8 @@
 #include <cuda_runtime_api.h>
 
 #include <climits>
+#include <cstdlib>
+#include <string>
 
 namespace tcc::rt {
 
@@ -147,6 +149,16 @@ std::string cudaCallUnsupported(const Function &fn, const Step &step) {
   return "";
 }
 
+namespace {
+/// TCC_CUDA_TF32=1 lets fp32 GEMMs run on TF32 tensor cores (10-bit
+/// mantissa products, fp32 accumulation), as PyTorch's
+/// torch.backends.cuda.matmul.allow_tf32; off by default, like PyTorch's.
+bool allowTF32() {
+  const char *v = std::getenv("TCC_CUDA_TF32");
+  return v && std::string(v) == "1";
+}
+} // namespace
+
 CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
                   const std::string &where) {
   const Step &step = fn.steps[s];
@@ -157,6 +169,7 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
   const Value &o = fn.values[step.outputs[0]];
   CallPlan plan;
   cuda::GemmDesc desc;
+  desc.allowTF32 = allowTF32();
   switch (step.op) {
   case Op::Matmul: {
     GemmStep &g = plan.gemm;
