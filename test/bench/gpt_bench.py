@@ -293,11 +293,10 @@ def report(a, c, res):
             tail.append("%s: %s" % (r["name"], "; ".join(x for x in (r.get("note"), r.get("peak_note")) if x)))
     tail += res["notes"]
     if not a.tf32 and a.device == "cuda" and a.precision == "fp32":
-        tail.append("TF32 off on both sides (tcc's CUDA GEMMs are plain fp32: the runtime has no "
-                    "TF32 switch yet)")
+        tail.append("TF32 off on both sides (plain fp32 GEMMs)")
     elif a.tf32:
-        tail.append("--tf32: PyTorch's fp32 GEMMs on TF32; tcc's runtime has no TF32 switch "
-                    "(gemm.h allowTF32 is never set), so tcc runs plain fp32")
+        tail.append("--tf32: fp32 GEMMs on TF32 on both sides (PyTorch allow_tf32, "
+                    "tcc TCC_CUDA_TF32=1)")
     if res.get("profile") is None and not a.no_profile and rows and rows[0].get("tcc"):
         tail.append("tcc-run has no --profile (yet): no profile")
     return head, table, [t for t in tail if t]

@@ -235,7 +235,9 @@ def run_tcc(a, c, art, data, work, env=None):
     cmd = [os.path.join(a.tcc, "tcc-run"), art, "--data", data,
            "--steps", str(a.warmup + a.steps), "--log", log, "--progress", "none",
            "--backend", a.device]
-    extra = env or {}
+    extra = dict(env or {})
+    if a.tf32:
+        extra["TCC_CUDA_TF32"] = "1"
     env = dict(os.environ, **extra)
     print("+ " + "".join("%s=%s " % kv for kv in extra.items()) + " ".join(cmd), flush=True)
     poller = GpuMemoryPoller() if a.device == "cuda" else None  # reads the level before
