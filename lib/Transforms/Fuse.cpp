@@ -228,6 +228,82 @@ void splitToSlices(Block &block) {
   }
 }
 
+bool isHalfTensor(Type t) {
+  auto tensor = llvm::dyn_cast<RankedTensorType>(t);
+  return tensor && (tensor.getElementType().isBF16() ||
+                    tensor.getElementType().isF16());
+}
+
+RankedTensorType asF32(Type t) {
+  auto tensor = llvm::cast<RankedTensorType>(t);
+  return RankedTensorType::get(tensor.getShape(),
+                               Float32Type::get(t.getContext()));
+}
+
+/// Inside a kernel, bf16/f16 intermediates stay in fp32 registers: the
+/// body's 16-bit inputs are widened where they enter, every op computes and
+/// keeps f32, and only the result is rounded, once, where it leaves. This
+/// changes the numbers on purpose (less rounding than op-by-op 16-bit
+/// storage, which is what the unfused graph says); explicit casts to 16 bits
+/// (a parameter's working copy, a model's own Cast) still round. Returns
+/// the value to yield.
+Value widenHalfInterior(Block *body, Value result, Type resultType) {
+  // Ops that only move elements (and casts, which round by definition)
+  // lose nothing to 16-bit storage.
+  bool roundsInside = false;
+  for (Operation &op : *body)
+    if (!llvm::isa<CastOp, ReshapeOp, ConstantOp>(op) &&
+        !exec::isLayoutOp(&op) &&
+        llvm::any_of(op.getResultTypes(), isHalfTensor))
+      roundsInside = true;
+  if (!roundsInside)
+    return result;
+  OpBuilder b(body->getParentOp()->getContext());
+  auto widen = [&](Value v) {
+    auto cast = CastOp::create(b, v.getLoc(), asF32(v.getType()), v);
+    v.replaceAllUsesExcept(cast.getResult(), cast);
+    return cast.getResult();
+  };
+  b.setInsertionPointToStart(body);
+  for (BlockArgument arg : body->getArguments())
+    if (isHalfTensor(arg.getType()) && !arg.use_empty())
+      widen(arg);
+  for (Operation &op : llvm::make_early_inc_range(*body)) {
+    if (!llvm::any_of(op.getResultTypes(), isHalfTensor))
+      continue;
+    b.setInsertionPointAfter(&op);
+    if (llvm::isa<CastOp>(op)) {
+      widen(op.getResult(0));
+    } else if (auto constant = llvm::dyn_cast<ConstantOp>(op)) {
+      // A 16-bit splat widens exactly.
+      auto dense = llvm::cast<DenseFPElementsAttr>(constant.getValue());
+      llvm::APFloat v = *dense.value_begin<llvm::APFloat>();
+      bool lost;
+      v.convert(llvm::APFloat::IEEEsingle(),
+                llvm::APFloat::rmNearestTiesToEven, &lost);
+      auto wide = ConstantOp::create(
+          b, op.getLoc(),
+          DenseElementsAttr::get(asF32(constant.getType()), v));
+      if (result == constant.getResult())
+        result = wide;
+      constant.getResult().replaceAllUsesWith(wide.getResult());
+      op.erase();
+    } else {
+      for (Value r : op.getResults())
+        if (isHalfTensor(r.getType()))
+          r.setType(asF32(r.getType()));
+    }
+  }
+  if (result.getType() == resultType)
+    return result;
+  // A widened explicit cast leaves through the cast itself.
+  if (auto up = result.getDefiningOp<CastOp>())
+    if (up.getInput().getType() == resultType)
+      return up.getInput();
+  b.setInsertionPointToEnd(body);
+  return CastOp::create(b, result.getLoc(), resultType, result);
+}
+
 /// Replaces the ops of `group` (root = `root`) by one exec.fusion, placed
 /// where its structured op was (see epilogueWaits), else at the root.
 void outlineGroup(Operation *root, Group &group, StringRef name) {
@@ -268,8 +344,10 @@ void outlineGroup(Operation *root, Group &group, StringRef name) {
     builder.clone(*c, mapping);
   for (Operation *op : ops)
     builder.clone(*op, mapping);
-  exec::YieldOp::create(builder, root->getLoc(),
-                        mapping.lookup(root->getResult(0)));
+  Value result = widenHalfInterior(body, mapping.lookup(root->getResult(0)),
+                                   root->getResult(0).getType());
+  builder.setInsertionPointToEnd(body);
+  exec::YieldOp::create(builder, root->getLoc(), result);
 
   root->getResult(0).replaceAllUsesWith(fusion.getResult());
   for (Operation *op : llvm::reverse(ops))

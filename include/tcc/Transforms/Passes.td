@@ -321,6 +321,14 @@ def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
     `tcc.constant`s are cloned into the kernels that use them. Kernels are
     named `fused_0`, `fused_1`, ... in program order over the module.
 
+    Under bf16/f16 (after `tcc-lower-precision`) a kernel computes in f32
+    registers: its 16-bit inputs are cast to f32 where they enter, every op
+    of the body computes and keeps f32, and the result is rounded to 16 bits
+    once, where it leaves. That is fewer roundings than the unfused graph's
+    op-by-op 16-bit storage, on purpose (the fused graph is the one that
+    runs); explicit casts to 16 bits in the body still round, and kernels
+    that only move elements stay 16-bit.
+
     Statistics (`-mlir-pass-statistics`): `kernels-before`, the launching ops
     (all but constants, `get_param`s and reshapes), and `kernels-after`,
     the `exec.fusion`s plus the launching ops left. LLVM release builds

@@ -346,6 +346,42 @@ func.func @bias_heads(%h: tensor<2x8x32xf32>, %b: tensor<32xf32>) -> tensor<2x2x
   return %2 : tensor<2x2x8x16xf32>
 }
 
+// bf16 (after tcc-lower-precision): the chain computes in f32 registers.
+// The 16-bit inputs are widened where they enter and the result is rounded
+// once where it leaves (no rounding after the add and the gelu). The cast of
+// the f32 parameter to bf16 (its working copy; a broadcast operand, so its
+// own kernel) still rounds. A layout-only kernel stays 16-bit: moving
+// elements loses nothing.
+// CHECK-LABEL: func.func @bf16_chain
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<4x8xbf16>, %[[P:[^:]*]]: tensor<8xf32>)
+// CHECK: %[[P16:.*]] = exec.fusion "fused_{{[0-9]+}}"(%[[P]]) : (tensor<8xf32>) -> tensor<8xbf16> {
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<8xf32>):
+// CHECK-NEXT: %[[C16:.*]] = tcc.cast %[[A]] : (tensor<8xf32>) -> tensor<8xbf16>
+// CHECK-NEXT: exec.yield %[[C16]] : tensor<8xbf16>
+// CHECK: exec.fusion "fused_{{[0-9]+}}"(%[[X]], %[[P16]]) : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16> {
+// CHECK-NEXT: ^bb0(%[[A0:.*]]: tensor<4x8xbf16>, %[[A1:.*]]: tensor<8xbf16>):
+// CHECK-NEXT: %[[W0:.*]] = tcc.cast %[[A0]] : (tensor<4x8xbf16>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[W1:.*]] = tcc.cast %[[A1]] : (tensor<8xbf16>) -> tensor<8xf32>
+// CHECK-NEXT: %[[C:.*]] = tcc.constant dense<5.000000e-01> : tensor<f32>
+// CHECK-NEXT: %[[S:.*]] = tcc.add %[[W0]], %[[W1]] : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[G:.*]] = tcc.gelu %[[S]] {{.*}} -> tensor<4x8xf32>
+// CHECK-NEXT: %[[M:.*]] = tcc.mul %[[G]], %[[C]] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[R:.*]] = tcc.cast %[[M]] : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+// CHECK-NEXT: exec.yield %[[R]] : tensor<4x8xbf16>
+// CHECK: exec.fusion {{.*}} -> tensor<8x4xbf16> {
+// CHECK-NEXT: ^bb0(%[[T0:.*]]: tensor<4x8xbf16>):
+// CHECK-NEXT: %[[T:.*]] = tcc.transpose %[[T0]] {{.*}} -> tensor<8x4xbf16>
+// CHECK-NEXT: exec.yield %[[T]] : tensor<8x4xbf16>
+func.func @bf16_chain(%x: tensor<4x8xbf16>, %p: tensor<8xf32>) -> (tensor<4x8xbf16>, tensor<8x4xbf16>) {
+  %p16 = tcc.cast %p : (tensor<8xf32>) -> tensor<8xbf16>
+  %0 = tcc.add %x, %p16 : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
+  %1 = tcc.gelu %0 {approximate = #tcc<gelu_approx tanh>} : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  %c = tcc.constant dense<0.5> : tensor<bf16>
+  %2 = tcc.mul %1, %c : (tensor<4x8xbf16>, tensor<bf16>) -> tensor<4x8xbf16>
+  %3 = tcc.transpose %x {perm = array<i64: 1, 0>} : (tensor<4x8xbf16>) -> tensor<8x4xbf16>
+  return %2, %3 : tensor<4x8xbf16>, tensor<8x4xbf16>
+}
+
 // Unfused launches: matmul, add, gelu | add, layer_norm | exp, neg, tanh |
 // mul, add | broadcast, cmp, mul, where, cast | mul, add | mul, reduce_sum,
 // sqrt | gelu_grad, matmul, reduce_sum, reduce_mean, div | add, split,
@@ -370,4 +406,5 @@ func.func @bias_heads(%h: tensor<2x8x32xf32>, %b: tensor<32xf32>) -> tensor<2x2x
 // STATS-DAG: remark: tcc-fuse: @merge_heads: 5 kernels before fusion, 1 after
 // STATS-DAG: remark: tcc-fuse: @chain_stops: 8 kernels before fusion, 6 after
 // STATS-DAG: remark: tcc-fuse: @bias_heads: 2 kernels before fusion, 1 after
+// STATS-DAG: remark: tcc-fuse: @bf16_chain: 5 kernels before fusion, 3 after
 // STATS: Pass statistics report
