@@ -29,6 +29,9 @@ struct TensorDesc {
   std::string name;
   data::DType dtype = data::DType::F32;
   std::vector<int64_t> shape;
+  /// Optimizer state: every element's initial value (plan "init"), from the
+  /// argument's tcc.init; absent = zero.
+  std::optional<double> init;
   int64_t bytes() const;
 };
 

@@ -17,12 +17,21 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/JSON.h"
 
+#include "data/half.h"
+
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 using namespace mlir;
 
 namespace tcc::artifact {
 namespace {
+
+/// On an optimizer state argument of @train_step: the value every element
+/// starts at (plan "init"), e.g. `{tcc.opt_state = "loss_scale",
+/// tcc.init = 6.553600e+04 : f64}`; zero without it.
+constexpr llvm::StringLiteral kInitAttr = "tcc.init";
 
 std::string opText(Operation *op) {
   return "'" + op->getName().getStringRef().str() + "' at " +
@@ -121,6 +130,7 @@ private:
   bool idOf(Value v, Operation *user, int64_t &id);
   bool bindArgument(func::FuncOp func, BlockArgument arg, bool isTrain,
                     FunctionPlan &fp);
+  bool readInit(func::FuncOp func, unsigned i, TensorDesc &state);
   bool bindResults(Operation *op, FunctionPlan &fp);
   bool constant(ConstantOp op);
   bool step(Operation *op, FunctionPlan &fp);
@@ -172,6 +182,71 @@ bool FunctionBuilder::idOf(Value v, Operation *user, int64_t &id) {
   return true;
 }
 
+/// Why `v` cannot be every element of a `dtype` tensor, or "" (the
+/// runtime's loader checks the same: runtime/exec/artifact.cpp).
+static std::string initUnfit(double v, data::DType dtype) {
+  using data::DType;
+  if (!std::isfinite(v))
+    return "is not finite";
+  switch (dtype) {
+  case DType::F64:
+    return "";
+  case DType::F32:
+  case DType::BF16:
+  case DType::F16: {
+    if (std::fabs(v) > double(std::numeric_limits<float>::max()))
+      return std::string("is beyond the range of ") + data::dtypeName(dtype);
+    float f = static_cast<float>(v);
+    if ((dtype == DType::BF16 && !std::isfinite(data::roundToBf16(f))) ||
+        (dtype == DType::F16 && !std::isfinite(data::roundToF16(f))))
+      return std::string("is beyond the range of ") + data::dtypeName(dtype);
+    return "";
+  }
+  case DType::I32:
+  case DType::I64: {
+    if (v != std::trunc(v))
+      return "is not an integer";
+    bool i32 = dtype == DType::I32;
+    if (i32 ? (v < -2147483648.0 || v > 2147483647.0)
+            : (v < -9223372036854775808.0 || v >= 9223372036854775808.0))
+      return std::string("is beyond the range of ") + data::dtypeName(dtype);
+    return "";
+  }
+  case DType::Bool:
+    return v == 0 || v == 1 ? "" : "is not 0 or 1";
+  default:
+    return std::string("cannot initialise a ") + data::dtypeName(dtype);
+  }
+}
+
+/// The optional initial value of optimizer state argument `i`
+/// (`tcc.init = <float>`, e.g. a loss scale of 65536) into `state.init`.
+bool FunctionBuilder::readInit(func::FuncOp func, unsigned i,
+                               TensorDesc &state) {
+  Attribute attr = func.getArgAttr(i, kInitAttr);
+  if (!attr)
+    return true;
+  double v;
+  if (auto f = dyn_cast<FloatAttr>(attr))
+    v = f.getValueAsDouble();
+  else if (auto n = dyn_cast<IntegerAttr>(attr))
+    v = double(n.getValue().getSExtValue());
+  else {
+    error = "@" + fn + ": " + kInitAttr.str() + " of optimizer state '" +
+            state.name + "' is not a number";
+    return false;
+  }
+  std::string why = initUnfit(v, state.dtype);
+  if (!why.empty()) {
+    error = "@" + fn + ": optimizer state '" + state.name + "' (" +
+            data::dtypeName(state.dtype) + "): " + kInitAttr.str() + " = " +
+            formatDouble(v) + " " + why;
+    return false;
+  }
+  state.init = v;
+  return true;
+}
+
 bool FunctionBuilder::bindArgument(func::FuncOp func, BlockArgument arg,
                                    bool isTrain, FunctionPlan &fp) {
   unsigned i = arg.getArgNumber();
@@ -197,6 +272,8 @@ bool FunctionBuilder::bindArgument(func::FuncOp func, BlockArgument arg,
       }
       it = stateIndex.insert({name.getValue(), plan.optState.size()}).first;
       plan.optState.push_back({name.str(), desc.dtype, desc.shape});
+      if (!readInit(func, i, plan.optState.back()))
+        return false;
     }
     desc.storage = Storage::OptState;
     desc.index = it->second;

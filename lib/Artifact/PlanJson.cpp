@@ -46,6 +46,11 @@ std::string tensorLine(const TensorDesc &t) {
       json.attributeBegin("shape");
       shapeArray(json, t.shape);
       json.attributeEnd();
+      if (t.init) {
+        json.attributeBegin("init");
+        json.rawValue(formatDouble(*t.init));
+        json.attributeEnd();
+      }
     });
   });
 }

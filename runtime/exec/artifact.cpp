@@ -5,15 +5,20 @@
 #include "exec/liveness.h"
 #include "exec/ops.h"
 
+#include "data/half.h"
 #include "data/safetensors.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <set>
 
 namespace tcc::rt {
@@ -512,6 +517,75 @@ void readFunction(const JsonFile &file, const json &doc, const Artifact &art,
   analyzeDataflow(fn, [&](const std::string &msg) { file.bad(where, msg); });
 }
 
+/// The shortest "%.{15,16,17}g" text that reads back as `v`.
+std::string numberText(double v) {
+  char buf[40];
+  for (int precision = 15; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v)
+      break;
+  }
+  return buf;
+}
+
+/// Why `v` cannot be every element of a `dtype` tensor, or "".
+std::string initUnfit(double v, DType dtype) {
+  if (!std::isfinite(v))
+    return "is not finite";
+  switch (dtype) {
+  case DType::F64:
+    return "";
+  case DType::F32:
+  case DType::BF16:
+  case DType::F16: {
+    if (std::fabs(v) > double(std::numeric_limits<float>::max()))
+      return "is beyond the range of " + std::string(data::dtypeName(dtype));
+    float f = static_cast<float>(v);
+    if (dtype == DType::BF16 && !std::isfinite(data::roundToBf16(f)))
+      return "is beyond the range of bf16";
+    if (dtype == DType::F16 && !std::isfinite(data::roundToF16(f)))
+      return "is beyond the range of f16 (largest finite 65504)";
+    return "";
+  }
+  case DType::I32:
+  case DType::I64: {
+    if (v != std::trunc(v))
+      return "is not an integer";
+    bool i32 = dtype == DType::I32;
+    double lo = i32 ? -2147483648.0 : -9223372036854775808.0;
+    double hi = i32 ? 2147483647.0 : 9223372036854775808.0; // i64: exclusive
+    if (v < lo || (i32 ? v > hi : v >= hi))
+      return "is beyond the range of " + std::string(data::dtypeName(dtype));
+    return "";
+  }
+  case DType::Bool:
+    return v == 0 || v == 1 ? "" : "is not 0 or 1";
+  default:
+    return std::string("cannot initialise a ") + data::dtypeName(dtype) +
+           " tensor";
+  }
+}
+
+/// The optional "init" of each opt_state entry (docs/artifact.md).
+void readOptStateInit(const JsonFile &file, const json &list,
+                      std::vector<TensorDesc> &slots) {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    std::string where = JsonFile::at("opt_state", i);
+    const json *init = file.optField(list[i], where, "init");
+    if (!init)
+      continue;
+    where += ".init";
+    if (!init->is_number())
+      file.bad(where, "expected a number, got " + brief(*init));
+    double v = init->get<double>();
+    std::string why = initUnfit(v, slots[i].dtype);
+    if (!why.empty())
+      file.bad(where, numberText(v) + " " + why + ", but optimizer state '" +
+                          slots[i].name + "' is " + describe(slots[i]));
+    slots[i].init = v;
+  }
+}
+
 void readPlan(Artifact &art) {
   JsonFile file(art.file("plan"));
   json doc = file.read();
@@ -526,6 +600,7 @@ void readPlan(Artifact &art) {
              TCC_ERROR_VERSION);
   art.params = file.tensors(doc, "", "params");
   art.optState = file.tensors(doc, "", "opt_state");
+  readOptStateInit(file, file.arrayField(doc, "", "opt_state"), art.optState);
   const json &fns = file.field(doc, "", "functions");
   if (!fns.is_object())
     file.bad("functions", "expected an object, got " + brief(fns));

@@ -54,6 +54,10 @@ struct TensorDesc {
   std::vector<int64_t> shape;
   int64_t elements = 1;
   int64_t bytes = 0;
+  /// Optimizer state only: every element's value when the session opens
+  /// (plan "init"; 0 when absent). The loader checked that it is finite and
+  /// fits `dtype` (an integer for i32/i64, 0 or 1 for bool).
+  double init = 0;
 };
 
 

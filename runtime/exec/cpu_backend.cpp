@@ -3,6 +3,7 @@
 #include "exec/cpu_backend.h"
 #include "exec/ops.h"
 
+#include "data/half.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 // The one definition of dropout's mask (MLIR-free; its directory is on this
@@ -101,19 +102,66 @@ void dropout(const T *x, T *y, uint8_t *mask, int64_t n, double ratio,
 
 
 
+bool isHalf(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+/// f32 bytes a widened value takes in the scratch (64-byte aligned).
+int64_t wideBytes(const Value &v) {
+  return (std::max<int64_t>(v.elements, 1) * 4 + 63) / 64 * 64;
+}
+
+/// The f32 scratch bytes call `step` needs: one widened copy per distinct
+/// bf16/f16 operand and one f32 result per bf16/f16 output; 0 when it has
+/// none.
+int64_t wideScratchBytes(const Function &fn, const Step &step) {
+  int64_t bytes = 0;
+  std::vector<int64_t> seen;
+  for (const std::vector<int64_t> *ids : {&step.inputs, &step.outputs})
+    for (int64_t id : *ids)
+      if (id >= 0 && isHalf(fn.values[id].dtype) &&
+          std::find(seen.begin(), seen.end(), id) == seen.end()) {
+        seen.push_back(id);
+        bytes += wideBytes(fn.values[id]);
+      }
+  return bytes;
+}
+
+/// 16-bit values -> f32, exactly.
+void widen(DType t, const uint8_t *src, float *dst, int64_t n) {
+  const uint16_t *h = reinterpret_cast<const uint16_t *>(src);
+  if (t == DType::BF16)
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = data::bf16ToFloat(h[i]);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = data::f16ToFloat(h[i]);
+}
+
+/// f32 -> 16-bit values, rounded once to nearest even.
+void narrow(DType t, const float *src, uint8_t *dst, int64_t n) {
+  uint16_t *h = reinterpret_cast<uint16_t *>(dst);
+  if (t == DType::BF16)
+    for (int64_t i = 0; i < n; ++i)
+      h[i] = data::floatToBf16(src[i]);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      h[i] = data::floatToF16(src[i]);
+}
+
 } // namespace
 
 std::string cpuUnsupported(const Function &fn, const Step &step) {
   auto dtypeOf = [&](size_t i) { return fn.values[step.inputs[i]].dtype; };
   std::string op = opName(step.op);
-  // The float type the op computes in: gather_grad's first operand is the
-  // indices; everything else leads with a float tensor.
+  // The float type the op stores: gather_grad's first operand is the
+  // indices; everything else leads with a float tensor. bf16/f16 operands
+  // and results are widened to f32 for the call and its results rounded
+  // once (runStep), as the interpreter does.
   DType main = dtypeOf(step.op == Op::GatherGrad ? 1 : 0);
   bool f64Ok = step.op == Op::Dropout;
-  if (main != DType::F32 && !(f64Ok && main == DType::F64))
-    return "the cpu backend runs " + op + " on f32" +
-           (f64Ok ? std::string(" and f64") : std::string()) + " only, not " +
-           data::dtypeName(main);
+  if (main != DType::F32 && !isHalf(main) && !(f64Ok && main == DType::F64))
+    return "the cpu backend runs " + op + " on f32, bf16" +
+           (f64Ok ? std::string(", f16 and f64") : std::string(" and f16")) +
+           " only, not " + data::dtypeName(main);
   auto fitsInt = [](int64_t v) { return v <= INT_MAX; };
   switch (step.op) {
   case Op::GatherGrad:
@@ -156,6 +204,21 @@ CpuBackend::CpuBackend(const Artifact &art) : artifact(art) {
   kernels.resize(art.functions.size());
   for (size_t f = 0; f < art.functions.size(); ++f)
     kernels[f].assign(art.functions[f].steps.size(), nullptr);
+  // The f32 scratch of the calls with bf16/f16 operands: the most one needs.
+  wideCalls.resize(art.functions.size());
+  int64_t scratch = 0;
+  for (size_t f = 0; f < art.functions.size(); ++f) {
+    const Function &fn = art.functions[f];
+    wideCalls[f].assign(fn.steps.size(), false);
+    for (size_t s = 0; s < fn.steps.size(); ++s) {
+      if (fn.steps[s].kind != Step::Call)
+        continue;
+      int64_t bytes = wideScratchBytes(fn, fn.steps[s]);
+      wideCalls[f][s] = bytes > 0;
+      scratch = std::max(scratch, bytes);
+    }
+  }
+  wide.resize(size_t(scratch) / sizeof(float));
   if (!art.hasKernelSteps())
     return;
   std::string path = art.file("host_kernels");
@@ -258,6 +321,9 @@ public:
 #endif
 };
 
+void runCall(const Artifact &artifact, const Function &fn, size_t s,
+             uint8_t *const *ptrs);
+
 } // namespace
 
 void CpuBackend::runStep(size_t fnIndex, size_t s,
@@ -279,7 +345,43 @@ void CpuBackend::runStep(size_t fnIndex, size_t s,
               step.elements);
     return;
   }
+  if (!wideCalls[fnIndex][s]) {
+    runCall(artifact, fn, s, ptrs);
+    return;
+  }
 
+  // bf16/f16 operands and results (the interpreter's rule): the call runs
+  // its f32 code on inputs widened exactly into the scratch, and each f32
+  // result is rounded once, to nearest even, into its 16-bit value.
+  widePtrs.assign(ptrs, ptrs + fn.values.size());
+  uint8_t *next = reinterpret_cast<uint8_t *>(wide.data());
+  auto redirect = [&](int64_t id) {
+    if (id < 0 || !isHalf(fn.values[id].dtype) || widePtrs[id] != ptrs[id])
+      return false; // not 16-bit, or already redirected
+    widePtrs[id] = next;
+    next += wideBytes(fn.values[id]);
+    return true;
+  };
+  for (int64_t id : step.inputs)
+    if (redirect(id))
+      widen(fn.values[id].dtype, ptrs[id],
+            reinterpret_cast<float *>(widePtrs[id]), fn.values[id].elements);
+  for (int64_t id : step.outputs)
+    redirect(id);
+  runCall(artifact, fn, s, widePtrs.data());
+  for (int64_t id : step.outputs)
+    if (id >= 0 && isHalf(fn.values[id].dtype))
+      narrow(fn.values[id].dtype, reinterpret_cast<const float *>(widePtrs[id]),
+             ptrs[id], fn.values[id].elements);
+}
+
+namespace {
+
+/// Runs call step `s` of `fn` on f32 (dropout also f64) operands; `ptrs[v]`
+/// is the address of value v.
+void runCall(const Artifact &artifact, const Function &fn, size_t s,
+             uint8_t *const *ptrs) {
+  const Step &step = fn.steps[s];
   const Attrs &a = step.attrs;
   auto in = [&](size_t i) -> const Value & {
     return fn.values[step.inputs[i]];
@@ -525,5 +627,7 @@ void CpuBackend::runStep(size_t fnIndex, size_t s,
   }
   }
 }
+
+} // namespace
 
 } // namespace tcc::rt

@@ -2,7 +2,8 @@
 //
 // Kernel steps call the generated kernels of kernels/host.so (ABI in
 // runtime/kernels/tcc_kernel.h), splitting large ones over a few threads;
-// call steps run runtime/kernels/cpu (f32) and the dropout hash of
+// call steps run runtime/kernels/cpu (f32; bf16/f16 operands widened to f32
+// and results rounded once) and the dropout hash of
 // include/tcc/Interp/DropoutHash.h. Memory is host memory. What the backend
 // cannot run is refused when the session opens, never when a step runs.
 //
@@ -52,6 +53,12 @@ private:
   void *handle = nullptr;
   std::vector<std::vector<KernelFn>> kernels; // [function][step]
   std::vector<void *> blocks;                 // allocate()'s, to free
+  /// Calls with bf16/f16 operands or results [function][step]: they run on
+  /// f32 copies in `wide` (the most any one needs), addressed through
+  /// `widePtrs` (the function's value addresses with those redirected).
+  std::vector<std::vector<bool>> wideCalls;
+  mutable std::vector<float> wide;
+  mutable std::vector<uint8_t *> widePtrs;
 };
 
 } // namespace tcc::rt

@@ -389,12 +389,19 @@ void CallChecker::crossEntropy(bool grad) {
   if (labels.shape != rows)
     bad("labels is " + describe(labels) + " but logits is " +
         describe(logits) + " (labels must be " + shapeString(rows) + ")");
+  // From bf16/f16 logits the loss (and its gradient seed) is f32, as the
+  // dialect infers; a seed of the logits' type is taken too.
+  bool half = logits.dtype == DType::BF16 || logits.dtype == DType::F16;
+  DType loss = half ? DType::F32 : logits.dtype;
   if (!grad) {
-    wantScalar(*out(0), "loss_sum", logits.dtype);
-    wantScalar(*out(1), "count", logits.dtype);
+    wantScalar(*out(0), "loss_sum", loss);
+    wantScalar(*out(1), "count", loss);
     return;
   }
-  wantScalar(*in(2), "loss_sum_grad", logits.dtype);
+  if (!(half && in(2)->dtype == logits.dtype))
+    wantScalar(*in(2), "loss_sum_grad", loss);
+  else
+    wantScalar(*in(2), "loss_sum_grad", logits.dtype);
   wantLike(*out(0), "logits_grad", logits, "logits");
 }
 

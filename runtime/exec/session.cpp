@@ -17,6 +17,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/compat.h"
+#include "data/half.h"
 #include "data/safetensors.h"
 #include "exec/artifact.h"
 #include "exec/backend.h"
@@ -82,6 +83,44 @@ std::string describe(const TensorDesc &t) {
          shapeString(t.shape);
 }
 
+template <class T> void fillAs(std::vector<uint8_t> &bytes, T value) {
+  for (size_t i = 0; i + sizeof(T) <= bytes.size(); i += sizeof(T))
+    std::memcpy(bytes.data() + i, &value, sizeof(T));
+}
+
+/// `t`'s bytes with every element `value` (which the loader checked fits
+/// t.dtype: finite, in range, an integer for integer types).
+std::vector<uint8_t> filled(const TensorDesc &t, double value) {
+  std::vector<uint8_t> bytes(size_t(t.bytes));
+  switch (t.dtype) {
+  case DType::F64:
+    fillAs(bytes, value);
+    break;
+  case DType::F32:
+    fillAs(bytes, static_cast<float>(value));
+    break;
+  case DType::BF16:
+    fillAs(bytes, tcc::data::floatToBf16(static_cast<float>(value)));
+    break;
+  case DType::F16:
+    fillAs(bytes, tcc::data::floatToF16(static_cast<float>(value)));
+    break;
+  case DType::I32:
+    fillAs(bytes, static_cast<int32_t>(value));
+    break;
+  case DType::I64:
+    fillAs(bytes, static_cast<int64_t>(value));
+    break;
+  case DType::Bool:
+    fillAs(bytes, static_cast<uint8_t>(value != 0));
+    break;
+  default:
+    fail(TCC_ERROR_FORMAT, "optimizer state '" + t.name + "' is " +
+                               describe(t) + ", which has no initial value");
+  }
+  return bytes;
+}
+
 } // namespace
 
 struct tcc_session {
@@ -143,8 +182,14 @@ void open(tcc_session &s, const std::string &dir, const std::string &backend) {
     s.backend->upload(s.params.back().data(), w->bytes.data(), p.bytes);
   }
   weights.clear();
-  for (const TensorDesc &t : art.optState)
+  // Optimizer state starts at zero (the backends clear what they allocate)
+  // or at its plan "init", e.g. a loss scale of 65536.
+  for (const TensorDesc &t : art.optState) {
     s.optState.push_back(s.alloc(t.bytes, "optimizer state '" + t.name + "'"));
+    if ((t.init != 0 || std::signbit(t.init)) && t.bytes > 0)
+      s.backend->upload(s.optState.back().data(), filled(t, t.init).data(),
+                        size_t(t.bytes));
+  }
   // The session's inputs: train_step's (every function binds by name from
   // them), or forward's in an inference artifact.
   const Function &train = art.primary();

@@ -41,6 +41,14 @@ public:
   virtual int64_t stepsDone() const = 0;
   /// The learning rate the step with index `it` (0-based) uses.
   virtual double learningRate(int64_t it) const = 0;
+  /// The scalar optimizer state `name` as it is now (after the last step),
+  /// e.g. the mixed-precision "loss_scale"; false when the engine has no
+  /// such scalar (the default).
+  virtual bool optStateScalar(const std::string &name, double &value) const {
+    (void)name;
+    (void)value;
+    return false;
+  }
 
   /// Writes DIR/step-<stepsDone()> with the data position and the last
   /// loss; `written` receives the step directory.

@@ -94,6 +94,38 @@ std::string format(const char *fmt, double v) {
   return buf;
 }
 
+/// Dynamic loss scaling (mixed precision) as the optimizer state shows it:
+/// the scalars "loss_scale" and "loss_scale.skipped" (steps skipped on an
+/// overflow), read after each step. Absent in full-precision runs.
+struct LossScale {
+  bool present = false, hasSkipped = false;
+  double scale = 0, skipped = 0;
+
+  /// Reads both; `present` says whether the engine has a loss scale.
+  void read(const Engine &engine) {
+    present = engine.optStateScalar("loss_scale", scale);
+    hasSkipped = present && engine.optStateScalar("loss_scale.skipped", skipped);
+  }
+  /// "  scale 65536  skipped 2" for the progress line; "" without one.
+  std::string progressText() const {
+    if (!present)
+      return "";
+    std::string text = "  scale " + format("%g", scale);
+    if (hasSkipped)
+      text += "  skipped " + format("%.0f", skipped);
+    return text;
+  }
+  /// The log's extra columns: header ",loss_scale,skipped" and per step
+  /// ",65536,2" (skipped empty when the state has none); "" without one.
+  std::string csvHeader() const { return present ? ",loss_scale,skipped" : ""; }
+  std::string csvFields() const {
+    if (!present)
+      return "";
+    return "," + format("%.9g", scale) + "," +
+           (hasSkipped ? format("%.0f", skipped) : std::string());
+  }
+};
+
 class Loop {
 public:
   Loop(Engine &engine, const RunOptions &options, std::ostream &out,
@@ -128,10 +160,12 @@ private:
   Clock::time_point runStart;
   int64_t firstStep = 0;
   int64_t tokens = 0, samples = 0;
+  LossScale lossScale;
 };
 
 bool Loop::openLog(int64_t resumedStep) {
-  std::string kept = "step,loss,lr,seconds,throughput,elapsed\n";
+  std::string kept =
+      "step,loss,lr,seconds,throughput,elapsed" + lossScale.csvHeader() + "\n";
   if (options.resume) {
     std::ifstream old(options.log);
     std::string line;
@@ -226,6 +260,8 @@ void Loop::progress(int64_t done, double loss, double seconds) {
        << format(throughput >= 100 ? "%.0f" : "%.3g", throughput)
        << (tokens ? " tok/s" : " samples/s") << "  elapsed " << clock(elapsed)
        << "  ETA " << clock(eta);
+  lossScale.read(engine);
+  line << lossScale.progressText();
   if (options.progress == "none") {
     // only the log
   } else if (live) {
@@ -239,7 +275,7 @@ void Loop::progress(int64_t done, double loss, double seconds) {
     log << done << "," << format(options.logDoubles ? "%.17g" : "%.9g", loss)
         << "," << format("%.17g", lr) << "," << format("%.6f", seconds) << ","
         << format("%.6g", throughput) << "," << format("%.3f", elapsed)
-        << "\n";
+        << lossScale.csvFields() << "\n";
     log.flush();
   }
 }
@@ -283,6 +319,7 @@ int Loop::run() {
         << " of " << options.steps << "\n";
     return 0;
   }
+  lossScale.read(engine); // the log's columns depend on it
   if (!options.log.empty() && !openLog(engine.stepsDone()))
     return 1;
   if (options.checkpointDir.empty()) {

@@ -1,9 +1,11 @@
 #include "run/session_engine.h"
 
+#include "data/half.h"
 #include "exec/format.h"
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace tcc::run {
 
@@ -78,6 +80,48 @@ int64_t SessionEngine::stepsDone() const { return tcc_steps_done(handle); }
 
 double SessionEngine::learningRate(int64_t it) const {
   return tcc_learning_rate(handle, it);
+}
+
+bool SessionEngine::optStateScalar(const std::string &name,
+                                   double &value) const {
+  for (int32_t i = 0, n = tcc_num_opt_state(handle); i < n; ++i) {
+    tcc_tensor_info info;
+    if (tcc_opt_state_info(handle, i, &info) != TCC_OK || name != info.name)
+      continue;
+    if (info.rank != 0 && !(info.rank == 1 && info.shape[0] == 1))
+      return false;
+    unsigned char bytes[8] = {};
+    if (info.bytes > sizeof bytes ||
+        tcc_read_opt_state(handle, info.name, bytes, info.bytes) != TCC_OK)
+      return false;
+    auto as = [&](auto v) {
+      std::memcpy(&v, bytes, sizeof v);
+      return v;
+    };
+    switch (info.dtype) {
+    case TCC_F32:
+      value = as(float());
+      return true;
+    case TCC_F64:
+      value = as(double());
+      return true;
+    case TCC_I32:
+      value = double(as(int32_t()));
+      return true;
+    case TCC_I64:
+      value = double(as(int64_t()));
+      return true;
+    case TCC_BF16:
+      value = data::bf16ToFloat(as(uint16_t()));
+      return true;
+    case TCC_F16:
+      value = data::f16ToFloat(as(uint16_t()));
+      return true;
+    default:
+      return false;
+    }
+  }
+  return false;
 }
 
 bool SessionEngine::saveCheckpoint(const std::string &dir,

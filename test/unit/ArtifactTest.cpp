@@ -619,4 +619,74 @@ TEST_F(ArtifactTest, RejectsOpsWithoutKernels) {
   fs::remove_all(dir);
 }
 
+
+// Optimizer state with tcc.init (the loss scale of mixed precision): the
+// opt_state entry of plan.json gets "init", the others none.
+TEST_F(ArtifactTest, WritesOptStateInit) {
+  auto module = [&](const char *scaleType, const char *init) {
+    std::string text = R"mlir(
+    tcc.param @w = dense<1.0> : tensor<3x2xf32>
+    func.func @train_step(%w: tensor<3x2xf32> {tcc.param = "w"},
+        %s: tensor<SCALE> {tcc.opt_state = "loss_scale", tcc.init = INIT},
+        %g: tensor<i64> {tcc.opt_state = "loss_scale.good_steps"},
+        %k: tensor<i64> {tcc.opt_state = "loss_scale.skipped", tcc.init = 0.000000e+00 : f64},
+        %x: tensor<4x3xf32> {tcc.name = "x"}, %labels: tensor<4xi64> {tcc.name = "labels"})
+        -> (tensor<f32> {tcc.name = "loss"}, tensor<SCALE> {tcc.opt_state = "loss_scale"}) {
+      %y = tcc.matmul %x, %w : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+      %l:2 = tcc.cross_entropy %y, %labels : (tensor<4x2xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<f32>)
+      %loss = tcc.div %l#0, %l#1 : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      %s2 = tcc.add %s, %s : (tensor<SCALE>, tensor<SCALE>) -> tensor<SCALE>
+      return %loss, %s2 : tensor<f32>, tensor<SCALE>
+    }
+  )mlir";
+    for (auto [key, value] : {std::pair<std::string, std::string>{"SCALE", scaleType},
+                              {"INIT", init}})
+      for (size_t at; (at = text.find(key)) != std::string::npos;)
+        text.replace(at, key.size(), value);
+    return parse(text.c_str());
+  };
+  tcc::TrainConfig config;
+  std::string error;
+  ASSERT_TRUE(tcc::parseLoss("cross_entropy(y,labels)", config.loss, error));
+  artifact::ArtifactOptions options;
+  options.cudaKernels = false;
+  std::string dir = testutil::tempPath("artifact", "init.tcc");
+  fs::remove_all(dir);
+
+  OwningOpRef<ModuleOp> m = module("f32", "6.553600e+04 : f64");
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(succeeded(
+      artifact::writeArtifact(*m, config, options, dir, nullptr, error)))
+      << error;
+  std::vector<uint8_t> bytes = testutil::readFile(dir + "/plan.json");
+  std::string plan(bytes.begin(), bytes.end());
+  EXPECT_NE(plan.find("    {\"name\":\"loss_scale\",\"dtype\":\"f32\","
+                      "\"shape\":[],\"init\":65536.0},\n"
+                      "    {\"name\":\"loss_scale.good_steps\",\"dtype\":"
+                      "\"i64\",\"shape\":[]},\n"
+                      "    {\"name\":\"loss_scale.skipped\",\"dtype\":\"i64\","
+                      "\"shape\":[],\"init\":0.0}\n"),
+            std::string::npos)
+      << plan;
+  // Parameters and inputs never carry one.
+  EXPECT_EQ(plan.find("\"init\"", plan.find("\"functions\"")),
+            std::string::npos);
+  fs::remove_all(dir);
+
+  // Refused: a value the state's dtype cannot hold, a non-number.
+  m = module("f16", "6.553600e+04 : f64");
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(failed(
+      artifact::writeArtifact(*m, config, options, dir, nullptr, error)));
+  EXPECT_EQ(error, "@train_step: optimizer state 'loss_scale' (f16): "
+                   "tcc.init = 65536.0 is beyond the range of f16");
+  m = module("f32", "\"big\"");
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(failed(
+      artifact::writeArtifact(*m, config, options, dir, nullptr, error)));
+  EXPECT_EQ(error, "@train_step: tcc.init of optimizer state 'loss_scale' is "
+                   "not a number");
+  EXPECT_FALSE(fs::exists(dir));
+}
+
 } // namespace

@@ -388,8 +388,8 @@ TEST_F(LoadError, BackendRefusesWhatItCannotRun) {
   };
   art = softmax("f64", 1);
   expect(TCC_ERROR_BACKEND, {file("plan.json"), "train_step step 1 (softmax)",
-                             "the cpu backend runs softmax on f32 only, not "
-                             "f64"});
+                             "the cpu backend runs softmax on f32, bf16 "
+                             "and f16 only, not f64"});
   art = softmax("f32", 0); // any axis: strided rows are gathered
   expect(TCC_OK, {});
   art = softmax("f32", -1); // the last axis, counted from the end
