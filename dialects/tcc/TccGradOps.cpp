@@ -145,6 +145,8 @@ LogicalResult SgdUpdateOp::verify() {
     return emitOpError("a momentum buffer operand and result are needed exactly when momentum != 0");
   if (hasBuffer && (getMomentumBuffer().getType() != t || getNewMomentumBuffer().getType() != t))
     return emitOpError("momentum buffer type differs from the param's");
+  if (getSkip() && !isScalar(getSkip()))
+    return emitOpError("skip must be a scalar");
   return success();
 }
 
@@ -156,5 +158,7 @@ LogicalResult AdamwUpdateOp::verify() {
       return emitOpError("param, grad, moments and results must share one type");
   if (!isScalar(getLr()) || !isScalar(getStep()))
     return emitOpError("lr and step must be scalars");
+  if (getSkip() && !isScalar(getSkip()))
+    return emitOpError("skip must be a scalar");
   return success();
 }

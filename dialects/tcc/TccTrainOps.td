@@ -21,7 +21,7 @@ def Tcc_CrossEntropyOp : Tcc_Op<"cross_entropy", [Pure, InferTypeOpAdaptor, Tcc_
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_SgdUpdateOp : Tcc_Op<"sgd_update", [Pure]> {
+def Tcc_SgdUpdateOp : Tcc_Op<"sgd_update", [Pure, AttrSizedOperandSegments]> {
   let summary = "one torch.optim.SGD step on one parameter";
   let description = [{
     `d = grad + weight_decay * param`; with momentum,
@@ -29,16 +29,22 @@ def Tcc_SgdUpdateOp : Tcc_Op<"sgd_update", [Pure]> {
     `buf' = d`, as PyTorch's lazily created buffer does) and `d = buf'`, or
     `d + momentum * buf'` when `nesterov`; `param' = param - lr * d`.
     `lr` is an f64 scalar. The momentum buffer is present iff momentum != 0.
+    With `skip` (an i1 scalar, dynamic loss scaling's overflow flag) true,
+    the results are the operands unchanged.
   }];
   let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
                        StaticShapeTensorOf<[F64]>:$lr,
                        Optional<Tcc_FloatTensor>:$momentum_buffer,
+                       Optional<StaticShapeTensorOf<[I1]>>:$skip,
                        DefaultValuedAttr<F64Attr, "0.0">:$momentum,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
                        DefaultValuedAttr<BoolAttr, "false">:$nesterov);
   let results = (outs Tcc_FloatTensor:$new_param,
                       Optional<Tcc_FloatTensor>:$new_momentum_buffer);
-  let assemblyFormat = Tcc_GenericFormat;
+  let assemblyFormat = [{
+    $param `,` $grad `,` $lr (`,` $momentum_buffer^)? (`skip` $skip^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 
@@ -50,18 +56,24 @@ def Tcc_AdamwUpdateOp : Tcc_Op<"adamw_update", [Pure]> {
     `v' = beta2 * v + (1 - beta2) * grad^2`;
     `param' = param - lr / (1 - beta1^t) * m' / (sqrt(v') / sqrt(1 - beta2^t) + eps)`.
     `lr` is an f64 scalar, `step` an i64 scalar; the bias corrections are
-    computed in f64 as PyTorch does on the host.
+    computed in f64 as PyTorch does on the host. With `skip` (an i1 scalar,
+    dynamic loss scaling's overflow flag) true, the results are the operands
+    unchanged.
   }];
   let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
                        Tcc_FloatTensor:$exp_avg, Tcc_FloatTensor:$exp_avg_sq,
                        StaticShapeTensorOf<[F64]>:$lr, StaticShapeTensorOf<[I64]>:$step,
+                       Optional<StaticShapeTensorOf<[I1]>>:$skip,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1e-8">:$eps,
                        DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
   let results = (outs Tcc_FloatTensor:$new_param, Tcc_FloatTensor:$new_exp_avg,
                       Tcc_FloatTensor:$new_exp_avg_sq);
-  let assemblyFormat = Tcc_GenericFormat;
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step
+    (`skip` $skip^)? attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 

@@ -28,11 +28,6 @@ using namespace mlir;
 namespace tcc::artifact {
 namespace {
 
-/// On an optimizer state argument of @train_step: the value every element
-/// starts at (plan "init"), e.g. `{tcc.opt_state = "loss_scale",
-/// tcc.init = 6.553600e+04 : f64}`; zero without it.
-constexpr llvm::StringLiteral kInitAttr = "tcc.init";
-
 std::string opText(Operation *op) {
   return "'" + op->getName().getStringRef().str() + "' at " +
          describeLoc(op->getLoc());
@@ -66,7 +61,12 @@ SmallVector<Value> callOperands(Operation *op) {
       })
       .Case([](SgdUpdateOp o) {
         return SmallVector<Value>{o.getParam(), o.getGrad(), o.getLr(),
-                                  o.getMomentumBuffer()};
+                                  o.getMomentumBuffer(), o.getSkip()};
+      })
+      .Case([](AdamwUpdateOp o) {
+        return SmallVector<Value>{o.getParam(),  o.getGrad(), o.getExpAvg(),
+                                  o.getExpAvgSq(), o.getLr(), o.getStep(),
+                                  o.getSkip()};
       })
       .Default([](Operation *o) {
         return SmallVector<Value>(o->getOperands().begin(),

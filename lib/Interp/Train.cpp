@@ -112,8 +112,15 @@ bool crossEntropyGradKernel(KernelContext &ctx) {
 /// The lr operand: tensor<f64> in the IR, so f64 with or without promotion.
 double scalarF64(const Array &a) { return a.data<double>()[0]; }
 
+/// The `skip` operand of an optimizer update (dynamic loss scaling's
+/// overflow flag): true leaves parameter and state unchanged.
+bool skipped(KernelContext &ctx, Value skip) {
+  return skip && ctx.in(skip).data<uint8_t>()[0] != 0;
+}
+
 bool sgdUpdateKernel(KernelContext &ctx) {
   auto op = llvm::cast<SgdUpdateOp>(ctx.op);
+  bool skip = skipped(ctx, op.getSkip());
   const Array &param = ctx.in(op.getParam()), &grad = ctx.in(op.getGrad());
   const Array *buffer = ctx.opt(op.getMomentumBuffer());
   double lr = scalarF64(ctx.in(op.getLr()));
@@ -128,6 +135,12 @@ bool sgdUpdateKernel(KernelContext &ctx) {
     T *newBuf = buffer ? ctx.out(1).template data<T>() : nullptr;
     const T wd = T(weightDecay), mom = T(momentum), negLr = T(-lr);
     for (int64_t i = 0, n = param.numElements(); i < n; ++i) {
+      if (skip) {
+        newP[i] = p[i];
+        if (buf)
+          newBuf[i] = buf[i];
+        continue;
+      }
       T d = g[i];
       if (weightDecay != 0)
         d = std::fma(p[i], wd, d); // d_p = d_p.add(param, alpha=weight_decay)
@@ -147,6 +160,7 @@ bool sgdUpdateKernel(KernelContext &ctx) {
 
 bool adamwUpdateKernel(KernelContext &ctx) {
   auto op = llvm::cast<AdamwUpdateOp>(ctx.op);
+  bool skip = skipped(ctx, op.getSkip());
   const Array &param = ctx.in(op.getParam()), &grad = ctx.in(op.getGrad());
   const Array &expAvg = ctx.in(op.getExpAvg()),
               &expAvgSq = ctx.in(op.getExpAvgSq());
@@ -176,6 +190,12 @@ bool adamwUpdateKernel(KernelContext &ctx) {
     const T bc2Sqrt = T(biasCorrection2Sqrt), epsT = T(eps),
             negStep = T(-stepSize);
     for (int64_t i = 0, n = param.numElements(); i < n; ++i) {
+      if (skip) {
+        newP[i] = p[i];
+        newM[i] = m[i];
+        newV[i] = v[i];
+        continue;
+      }
       // param.mul_(1 - lr * weight_decay)
       T pi = p[i] * decay;
       // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)

@@ -81,21 +81,17 @@ ScaleState updateLossScale(mlir::OpBuilder &b, mlir::Location loc,
 /// An i1 scalar: whether the f32 scalar `norm` is finite (not inf or NaN).
 mlir::Value isFinite(mlir::OpBuilder &b, mlir::Location loc, mlir::Value norm);
 
-/// `updated` where `ok`, else `old`: a skipped step leaves every parameter
-/// and optimizer state as it was.
-void keepUnlessOk(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ok,
-                  llvm::MutableArrayRef<mlir::Value> updated,
-                  mlir::ValueRange old);
-
 /// The optimizer state slots of one parameter, in argument order.
 llvm::SmallVector<llvm::StringRef> stateSlots(const OptimizerSpec &opt);
 
 /// One optimizer step on one parameter; `state` holds stateSlots(opt)
-/// values. Returns the new parameter followed by the new state.
+/// values; `skip` (an i1 scalar, or null) leaves everything unchanged when
+/// true. Returns the new parameter followed by the new state.
 llvm::SmallVector<mlir::Value>
 buildUpdate(mlir::OpBuilder &b, mlir::Location loc, const OptimizerSpec &opt,
             double weightDecay, mlir::Value param, mlir::Value grad,
-            mlir::ValueRange state, mlir::Value lr, mlir::Value step);
+            mlir::ValueRange state, mlir::Value lr, mlir::Value step,
+            mlir::Value skip);
 
 /// A scalar (rank-0) constant.
 mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,

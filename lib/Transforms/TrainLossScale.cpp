@@ -1,5 +1,6 @@
-// Dynamic loss scaling of the training step, as IR: the overflow check,
-// the skipped update and the scale's backoff and growth. The scale seeds
+// Dynamic loss scaling of the training step, as IR: the overflow check
+// and the scale's backoff and growth (the optimizer updates take the
+// overflow flag as their `skip` operand). The scale seeds
 // the backward pass (TrainStep.cpp), so the loss value itself is never
 // scaled and the step reports the true loss even on a skipped step.
 #include "TrainInternal.h"
@@ -24,12 +25,6 @@ Value isFinite(OpBuilder &b, Location loc, Value norm) {
   return cmp(b, loc, CmpPredicate::lt, norm,
              scalarConstant(b, loc, f32,
                             std::numeric_limits<double>::infinity()));
-}
-
-void keepUnlessOk(OpBuilder &b, Location loc, Value ok,
-                  MutableArrayRef<Value> updated, ValueRange old) {
-  for (auto [u, o] : llvm::zip(updated, old))
-    u = WhereOp::create(b, loc, ok, u, o);
 }
 
 ScaleState updateLossScale(OpBuilder &b, Location loc, Value ok,

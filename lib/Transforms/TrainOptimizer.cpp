@@ -77,12 +77,12 @@ SmallVector<StringRef> stateSlots(const OptimizerSpec &opt) {
 SmallVector<Value> buildUpdate(OpBuilder &b, Location loc,
                                const OptimizerSpec &opt, double weightDecay,
                                Value param, Value grad, ValueRange state,
-                               Value lr, Value step) {
+                               Value lr, Value step, Value skip) {
   Type t = param.getType();
   if (opt.kind == OptimizerSpec::Sgd) {
     Value buffer = state.empty() ? Value() : state.front();
     auto op = SgdUpdateOp::create(b, loc, t, buffer ? t : Type(), param, grad,
-                                  lr, buffer, llvm::APFloat(opt.momentum),
+                                  lr, buffer, skip, llvm::APFloat(opt.momentum),
                                   llvm::APFloat(weightDecay), opt.nesterov);
     SmallVector<Value> out{op.getNewParam()};
     if (buffer)
@@ -90,7 +90,7 @@ SmallVector<Value> buildUpdate(OpBuilder &b, Location loc,
     return out;
   }
   auto op = AdamwUpdateOp::create(
-      b, loc, t, t, t, param, grad, state[0], state[1], lr, step,
+      b, loc, t, t, t, param, grad, state[0], state[1], lr, step, skip,
       llvm::APFloat(opt.beta1), llvm::APFloat(opt.beta2),
       llvm::APFloat(opt.eps), llvm::APFloat(weightDecay));
   return {op.getNewParam(), op.getNewExpAvg(), op.getNewExpAvgSq()};

@@ -390,6 +390,13 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
     t = AddOp::create(b, loc, step,
                       train::scalarConstant(b, loc, b.getI64Type(), 1));
 
+  // A step with an inf/NaN gradient changes nothing but the scale: the
+  // updates take the overflow flag and leave their operands as they are.
+  Value ok, skip;
+  if (dynamic) {
+    ok = train::isFinite(b, loc, norm);
+    skip = NotOp::create(b, loc, ok);
+  }
   SmallVector<Value> newParams, newState;
   unsigned stateArg = params.size();
   for (auto [g, i] : llvm::zip(*grads, trained)) {
@@ -399,20 +406,12 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
     ValueRange state = all.slice(stateArg, slots.size());
     stateArg += slots.size();
     SmallVector<Value> updated =
-        train::buildUpdate(b, loc, opt, wd, paramArgs[i], g, state, lr, t);
+        train::buildUpdate(b, loc, opt, wd, paramArgs[i], g, state, lr, t, skip);
     newParams.push_back(updated.front());
     llvm::append_range(newState, llvm::drop_begin(updated));
   }
   SmallVector<Value> outs{lossResult(b, loc, *loss, lossType)};
   if (dynamic) {
-    // A step with an inf/NaN gradient changes nothing but the scale.
-    Value ok = train::isFinite(b, loc, norm);
-    SmallVector<Value> oldParams, oldState;
-    for (unsigned i : trained)
-      oldParams.push_back(paramArgs[i]);
-    llvm::append_range(oldState, all.slice(params.size(), newState.size()));
-    train::keepUnlessOk(b, loc, ok, newParams, oldParams);
-    train::keepUnlessOk(b, loc, ok, newState, oldState);
     train::ScaleState next = train::updateLossScale(
         b, loc, ok,
         {all[scaleIndex], all[scaleIndex + 1], all[scaleIndex + 2]},

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
@@ -284,7 +285,15 @@ void CpuBackend::download(void *dst, const uint8_t *src, size_t bytes) {
 
 void CpuBackend::prepare(const Bindings &b) { bindings = &b; }
 
-void CpuBackend::run(size_t f, int64_t step) {
+void CpuBackend::run(size_t f, int64_t step) { runSteps(f, step, nullptr); }
+
+void CpuBackend::runProfiled(size_t f, int64_t step, std::vector<double> &ms) {
+  ms.assign(artifact.functions[f].steps.size(), 0.0);
+  runSteps(f, step, ms.data());
+}
+
+void CpuBackend::runSteps(size_t f, int64_t step, double *ms) {
+  using Clock = std::chrono::steady_clock;
   const FunctionBinding &fb = bindings->functions[f];
   const Function &fn = artifact.functions[f];
   std::memcpy(bindings->step, &step, sizeof(int64_t));
@@ -295,7 +304,16 @@ void CpuBackend::run(size_t f, int64_t step) {
   };
   for (size_t i = 0; i < fn.steps.size(); ++i) {
     poison(i);
+    if (!ms) {
+      runStep(f, i, fb.ptrs.data());
+      continue;
+    }
+    // Steps run on this thread and join the threads they start (kernel
+    // chunks, OpenBLAS), so the wall time around one is its whole cost.
+    Clock::time_point start = Clock::now();
     runStep(f, i, fb.ptrs.data());
+    ms[i] = std::chrono::duration<double, std::milli>(Clock::now() - start)
+                .count();
   }
   poison(fn.steps.size());
   for (const FunctionBinding::Copy &c : fb.resultCopies)
@@ -402,6 +420,18 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
   auto where = [&] {
     return fn.name + " step " + std::to_string(s) + " (" + opName(step.op) +
            "): ";
+  };
+  // An optimizer update's `skip` flag (dynamic loss scaling's overflow):
+  // set, the results are the operands, copied unless updated in place.
+  auto skipped = [&](size_t i) {
+    return step.inputs[i] >= 0 && *ptrs[step.inputs[i]] != 0;
+  };
+  auto keep = [&](std::initializer_list<std::pair<size_t, size_t>> pairs) {
+    for (auto [i, o] : pairs)
+      if (step.inputs[i] >= 0 && step.outputs[o] >= 0 &&
+          ptrs[step.inputs[i]] != ptrs[step.outputs[o]])
+        std::memcpy(ptrs[step.outputs[o]], ptrs[step.inputs[i]],
+                    size_t(in(i).bytes));
   };
   // "input 'labels'" for a batch input (or a reshape of one), else the value.
   auto name = [&](size_t i) {
@@ -608,12 +638,20 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
     return;
   }
   case Op::SgdUpdate: {
+    if (skipped(4)) {
+      keep({{0, 0}, {3, 1}});
+      return;
+    }
     double lr = *reinterpret_cast<const double *>(ptrs[step.inputs[2]]);
     cpu::sgd_update(fin(0), fin(1), fin(3), fout(0), fout(1), in(0).elements,
                     lr, a.momentum, a.weightDecay, a.nesterov);
     return;
   }
   case Op::AdamwUpdate: {
+    if (skipped(6)) {
+      keep({{0, 0}, {2, 1}, {3, 2}});
+      return;
+    }
     double lr = *reinterpret_cast<const double *>(ptrs[step.inputs[4]]);
     int64_t t = *reinterpret_cast<const int64_t *>(ptrs[step.inputs[5]]);
     if (!cpu::adamw_update(fin(0), fin(1), fin(2), fin(3), fout(0), fout(1),

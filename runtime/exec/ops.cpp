@@ -54,11 +54,11 @@ const std::vector<OpInfo> &opTable() {
       {Op::Dropout, "dropout", {"input", "offset?"}, {"result", "mask?"}},
       {Op::SgdUpdate,
        "sgd_update",
-       {"param", "grad", "lr", "momentum_buffer?"},
+       {"param", "grad", "lr", "momentum_buffer?", "skip?"},
        {"new_param", "new_momentum_buffer?"}},
       {Op::AdamwUpdate,
        "adamw_update",
-       {"param", "grad", "exp_avg", "exp_avg_sq", "lr", "step"},
+       {"param", "grad", "exp_avg", "exp_avg_sq", "lr", "step", "skip?"},
        {"new_param", "new_exp_avg", "new_exp_avg_sq"}},
   };
   return table;
@@ -210,10 +210,15 @@ private:
 };
 
 void CallChecker::arity() {
-  if (step.inputs.size() != op.inputs.size())
+  // Trailing optional inputs and results may be left out (a plan written
+  // before an op gained an optional operand stays valid).
+  size_t requiredIn = op.inputs.size();
+  while (requiredIn > 0 && op.inputs[requiredIn - 1].back() == '?')
+    --requiredIn;
+  if (step.inputs.size() < requiredIn || step.inputs.size() > op.inputs.size())
     bad(std::to_string(step.inputs.size()) + " inputs, expected " +
         std::to_string(op.inputs.size()) + " (absent optional ones as -1)");
-  // Trailing optional results may be left out.
+  step.inputs.resize(op.inputs.size(), -1);
   size_t required = op.outputs.size();
   while (required > 0 && op.outputs[required - 1].back() == '?')
     --required;
@@ -470,6 +475,8 @@ void CallChecker::sgd() {
     bad("new_momentum_buffer must be present exactly when momentum_buffer is");
   if (out(1))
     wantLike(*out(1), "new_momentum_buffer", p, "param");
+  if (const Value *skip = in(4))
+    wantScalar(*skip, "skip", DType::Bool);
 }
 
 void CallChecker::adamw() {
@@ -489,6 +496,8 @@ void CallChecker::adamw() {
   wantLike(*out(0), "new_param", p, "param");
   wantLike(*out(1), "new_exp_avg", p, "param");
   wantLike(*out(2), "new_exp_avg_sq", p, "param");
+  if (const Value *skip = in(6))
+    wantScalar(*skip, "skip", DType::Bool);
 }
 
 void CallChecker::run() {
