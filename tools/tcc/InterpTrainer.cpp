@@ -389,6 +389,28 @@ std::string InterpTrainer::fingerprint() const {
   return checkpoint::modelFingerprint(params, batch, configText);
 }
 
+bool InterpTrainer::optStateScalar(const std::string &name,
+                                   double &value) const {
+  for (const Array &s : stateValues) {
+    if (s.name != name || s.numElements() != 1)
+      continue;
+    switch (s.dtype) {
+    case data::DType::F32:
+      value = s.data<float>()[0];
+      return true;
+    case data::DType::F64:
+      value = s.data<double>()[0];
+      return true;
+    case data::DType::I64:
+      value = double(s.data<int64_t>()[0]);
+      return true;
+    default:
+      return false;
+    }
+  }
+  return false;
+}
+
 double InterpTrainer::learningRate(int64_t it) const {
   const ScheduleSpec &s = config.schedule;
   rt::Schedule schedule;

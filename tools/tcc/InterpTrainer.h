@@ -56,6 +56,7 @@ public:
   /// Optimizer steps done.
   int64_t stepsDone() const override { return steps; }
   double learningRate(int64_t it) const override;
+  bool optStateScalar(const std::string &name, double &value) const override;
   bool saveCheckpoint(const std::string &dir, int64_t dataPosition,
                       double loss, std::string &written,
                       std::string &error) override;
