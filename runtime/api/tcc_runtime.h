@@ -72,6 +72,21 @@ typedef struct tcc_memory_info {
   int64_t total_bytes;     /**< the sum of the above */
 } tcc_memory_info;
 
+/** What a profiled plan step is (plan.json "steps" kinds). */
+typedef enum tcc_profile_kind {
+  TCC_PROFILE_KERNEL = 0, /**< a generated kernel (one exec.fusion) */
+  TCC_PROFILE_CALL = 1,   /**< a library call (matmul, attention, ...) */
+} tcc_profile_kind;
+
+/** The time of one plan step of a profiled step (tcc_profile_step). */
+typedef struct tcc_profile_record {
+  int32_t step;          /**< its index in train_step's plan steps */
+  tcc_profile_kind kind;
+  const char *name;      /**< the kernel symbol ("tcc_fused_3") or the
+                              library op ("matmul", "adamw_update") */
+  double ms;             /**< milliseconds, >= 0 */
+} tcc_profile_record;
+
 typedef struct tcc_session tcc_session;
 
 /** "ok", "i/o error", ...: a fixed string for `status`. */
@@ -143,6 +158,25 @@ tcc_status tcc_bind_input(tcc_session *session, const char *name,
  *  step reads the bad value, before any parameter is updated in compiled
  *  plans (ids and labels are read in the forward pass). */
 tcc_status tcc_train_step(tcc_session *session, double *loss);
+
+/** tcc_train_step with each step of train_step's plan timed: one real
+ *  optimizer step (the same results as tcc_train_step, steps done
+ *  incremented, *loss as there) whose records[i] (i < *count) receive the
+ *  time of plan step i, in plan order. `count` must not be NULL: *count
+ *  receives the number of plan steps. With `records` NULL nothing runs (a
+ *  query of *count); otherwise `capacity` must be at least that number
+ *  (TCC_ERROR_ARGUMENT, nothing run). Record names stay valid until the
+ *  session is closed. Times: "cpu" the wall time of each step on the
+ *  calling thread (threads it starts included); "cuda" the device time
+ *  between two events recorded around each step on the session's stream,
+ *  the steps launched one by one rather than replayed as a CUDA graph,
+ *  with a synchronisation at the end, so the profiled step is slower as a
+ *  whole than a tcc_train_step. The records leave out what runs between
+ *  steps (poisoning, result copies, reading the loss). Errors and their
+ *  effects as tcc_train_step's. For measuring, not for every step. */
+tcc_status tcc_profile_step(tcc_session *session, double *loss,
+                            tcc_profile_record *records, size_t capacity,
+                            size_t *count);
 
 /** The evaluation loss on the bound inputs (no dropout, no update).
  *  TCC_ERROR_ARGUMENT when the artifact has no eval_step. */

@@ -83,6 +83,13 @@ public:
   /// parameter or optimizer state has changed.
   virtual void run(size_t f, int64_t step) = 0;
 
+  /// run(f, step) with every plan step timed, for profiling (`tcc run
+  /// --profile`): `ms` receives one time per step of `f`, in milliseconds.
+  /// The same results and errors as run(), but not its speed: cpu times
+  /// each step with a steady clock; cuda launches the steps one by one (not
+  /// as a CUDA graph) between a pair of events each and synchronises.
+  virtual void runProfiled(size_t f, int64_t step, std::vector<double> &ms) = 0;
+
 protected:
   Backend() = default;
 };

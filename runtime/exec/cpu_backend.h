@@ -42,8 +42,11 @@ public:
   void download(void *dst, const uint8_t *src, size_t bytes) override;
   void prepare(const Bindings &bindings) override;
   void run(size_t f, int64_t step) override;
+  void runProfiled(size_t f, int64_t step, std::vector<double> &ms) override;
 
 private:
+  /// run(f, step); with `ms` non-null, ms[s] receives step s's wall time.
+  void runSteps(size_t f, int64_t step, double *ms);
   /// Runs step `s` of `artifact.functions[fnIndex]`; `ptrs[v]` is the
   /// address of value v.
   void runStep(size_t fnIndex, size_t s, uint8_t *const *ptrs) const;

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <type_traits>
 
 namespace tcc::rt {
@@ -104,6 +105,36 @@ std::string driverError(CUresult r) {
 
 constexpr int BlockSize = 256;
 
+struct EventDeleter {
+  void operator()(cudaEvent_t e) const { cudaEventDestroy(e); }
+};
+using Event = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, EventDeleter>;
+
+/// The events of one profiled run: one recorded before and one after each
+/// step, so the time between them is the step's time on the device.
+struct StepEvents {
+  std::vector<Event> before, after;
+
+  explicit StepEvents(size_t steps) {
+    for (size_t s = 0; s < steps; ++s) {
+      before.push_back(create());
+      after.push_back(create());
+    }
+  }
+  static Event create() {
+    cudaEvent_t e = nullptr;
+    check(cudaEventCreate(&e), "cudaEventCreate");
+    return Event(e);
+  }
+  /// Step s's milliseconds, once the stream has passed its events.
+  double ms(size_t s) const {
+    float t = 0;
+    check(cudaEventElapsedTime(&t, before[s].get(), after[s].get()),
+          "cudaEventElapsedTime");
+    return t;
+  }
+};
+
 class CudaBackend final : public Backend {
 public:
   explicit CudaBackend(const Artifact &artifact);
@@ -115,13 +146,20 @@ public:
   void download(void *dst, const uint8_t *src, size_t bytes) override;
   void prepare(const Bindings &bindings) override;
   void run(size_t f, int64_t step) override;
+  void runProfiled(size_t f, int64_t step, std::vector<double> &ms) override;
 
 private:
   void init();
   void release();
+  /// Copies `step` to the device's step counter (before a run).
+  void setStepCounter(int64_t step);
   /// Steps [begin, end) of function f (with poisoning; the result copies
-  /// when end is the last step), enqueued on the stream.
-  void enqueue(size_t f, size_t begin, size_t end);
+  /// when end is the last step), enqueued on the stream; with `timing`,
+  /// each step between its two events.
+  void enqueue(size_t f, size_t begin, size_t end,
+               const StepEvents *timing = nullptr);
+  /// Enqueues step s of function f (its launch or library call).
+  void enqueueStep(size_t f, size_t s, const CallContext &ctx);
   /// Synchronises and turns the first set error word into an Error.
   void checkErrorWords(size_t f);
   std::string where(size_t f, size_t s) const {
@@ -361,10 +399,10 @@ void CudaBackend::prepare(const Bindings &b) {
     plans[at[i].first].steps[at[i].second].inputs = dev + offsets[i];
 }
 
-void CudaBackend::enqueue(size_t f, size_t begin, size_t end) {
+void CudaBackend::enqueue(size_t f, size_t begin, size_t end,
+                          const StepEvents *timing) {
   const Function &fn = art.functions[f];
   const FunctionBinding &fb = bindings->functions[f];
-  FunctionPlan &fp = plans[f];
   auto poison = [&](size_t i) {
     if (!fb.poison.empty())
       for (const ByteRange &r : fb.poison[i])
@@ -379,28 +417,13 @@ void CudaBackend::enqueue(size_t f, size_t begin, size_t end) {
   CallContext ctx{stream, workspace, errorWords};
   for (size_t s = begin; s < end; ++s) {
     poison(s);
-    const Step &step = fn.steps[s];
-    const StepPlan &sp = fp.steps[s];
-    if (step.kind == Step::Call) {
-      int st = enqueueCall(fn, s, sp.call, fb.ptrs.data(), ctx);
-      if (st)
-        fail(TCC_ERROR_BACKEND, where(f, s) + "the cuda launcher failed: " +
-                                    cuda::status_string(st));
+    if (!timing) {
+      enqueueStep(f, s, ctx);
       continue;
     }
-    if (step.elements <= 0)
-      continue;
-    const void *inputs = sp.inputs;
-    void *output = fb.ptrs[step.outputs[0]];
-    int64_t first = 0, last = step.elements;
-    void *args[] = {&inputs, &output, &first, &last};
-    int64_t blocksNeeded = (step.elements + BlockSize - 1) / BlockSize;
-    unsigned grid = unsigned(std::min<int64_t>(blocksNeeded, int64_t(smCount) * 32));
-    CUresult r = driver().launchKernel(sp.kernel, grid, 1, 1, BlockSize, 1, 1, 0,
-                                reinterpret_cast<CUstream>(stream), args,
-                                nullptr);
-    if (r != CUDA_SUCCESS)
-      fail(TCC_ERROR_BACKEND, where(f, s) + "cuLaunchKernel: " + driverError(r));
+    check(cudaEventRecord(timing->before[s].get(), stream), "cudaEventRecord");
+    enqueueStep(f, s, ctx);
+    check(cudaEventRecord(timing->after[s].get(), stream), "cudaEventRecord");
   }
   if (end == fn.steps.size()) {
     poison(end);
@@ -409,6 +432,33 @@ void CudaBackend::enqueue(size_t f, size_t begin, size_t end) {
                             stream),
             "copying a result into its slot");
   }
+}
+
+void CudaBackend::enqueueStep(size_t f, size_t s, const CallContext &ctx) {
+  const Function &fn = art.functions[f];
+  const FunctionBinding &fb = bindings->functions[f];
+  const Step &step = fn.steps[s];
+  const StepPlan &sp = plans[f].steps[s];
+  if (step.kind == Step::Call) {
+    int st = enqueueCall(fn, s, sp.call, fb.ptrs.data(), ctx);
+    if (st)
+      fail(TCC_ERROR_BACKEND, where(f, s) + "the cuda launcher failed: " +
+                                  cuda::status_string(st));
+    return;
+  }
+  if (step.elements <= 0)
+    return;
+  const void *inputs = sp.inputs;
+  void *output = fb.ptrs[step.outputs[0]];
+  int64_t first = 0, last = step.elements;
+  void *args[] = {&inputs, &output, &first, &last};
+  int64_t blocksNeeded = (step.elements + BlockSize - 1) / BlockSize;
+  unsigned grid = unsigned(std::min<int64_t>(blocksNeeded, int64_t(smCount) * 32));
+  CUresult r = driver().launchKernel(sp.kernel, grid, 1, 1, BlockSize, 1, 1, 0,
+                                     reinterpret_cast<CUstream>(stream), args,
+                                     nullptr);
+  if (r != CUDA_SUCCESS)
+    fail(TCC_ERROR_BACKEND, where(f, s) + "cuLaunchKernel: " + driverError(r));
 }
 
 void CudaBackend::checkErrorWords(size_t f) {
@@ -443,13 +493,17 @@ void CudaBackend::checkErrorWords(size_t f) {
   }
 }
 
-void CudaBackend::run(size_t f, int64_t step) {
-  FunctionPlan &fp = plans[f];
+void CudaBackend::setStepCounter(int64_t step) {
   hostStep = step;
   if (bindings->step)
     check(cudaMemcpyAsync(bindings->step, &hostStep, sizeof(int64_t),
                           cudaMemcpyHostToDevice, stream),
           "setting the step counter");
+}
+
+void CudaBackend::run(size_t f, int64_t step) {
+  FunctionPlan &fp = plans[f];
+  setStepCounter(step);
   size_t begin = 0;
   for (size_t g = 0; g < fp.segmentEnds.size(); ++g) {
     size_t end = fp.segmentEnds[g];
@@ -481,6 +535,23 @@ void CudaBackend::run(size_t f, int64_t step) {
     checkErrorWords(f); // synchronises
     begin = end;
   }
+}
+
+// Eager, not a graph replay: a graph's kernels cannot be timed one by one
+// from the host. The segments and error checks are run()'s.
+void CudaBackend::runProfiled(size_t f, int64_t step, std::vector<double> &ms) {
+  size_t steps = art.functions[f].steps.size();
+  StepEvents timing(steps);
+  setStepCounter(step);
+  size_t begin = 0;
+  for (size_t end : plans[f].segmentEnds) {
+    enqueue(f, begin, end, &timing);
+    checkErrorWords(f); // synchronises
+    begin = end;
+  }
+  ms.resize(steps);
+  for (size_t s = 0; s < steps; ++s)
+    ms[s] = timing.ms(s);
 }
 
 } // namespace

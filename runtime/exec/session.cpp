@@ -302,19 +302,23 @@ void open(tcc_session &s, const std::string &dir, const std::string &backend) {
 }
 
 /// Runs function `f` on the bound inputs: its steps, then the copies of
-/// param / opt_state results into their slots.
-void execute(tcc_session &s, size_t f) {
+/// param / opt_state results into their slots. With `ms`, profiled: ms[i]
+/// receives step i's time (Backend::runProfiled).
+void execute(tcc_session &s, size_t f, std::vector<double> *ms = nullptr) {
   const Function &fn = s.art.functions[f];
   for (size_t i = 0; i < fn.inputs.size(); ++i)
     if (!s.bound[s.inputOf[f][i]])
       fail(TCC_ERROR_ARGUMENT, fn.name + ": input '" + fn.inputs[i].name +
                                    "' is not bound (tcc_bind_input)");
-  s.backend->run(f, s.stepsDone);
+  if (ms)
+    s.backend->runProfiled(f, s.stepsDone, *ms);
+  else
+    s.backend->run(f, s.stepsDone);
 }
 
 /// Runs training function `f` on the bound inputs and returns its loss.
-double run(tcc_session &s, size_t f) {
-  execute(s, f);
+double run(tcc_session &s, size_t f, std::vector<double> *ms = nullptr) {
+  execute(s, f, ms);
   const Function &fn = s.art.functions[f];
   const uint8_t *p = s.ptrs(f)[fn.lossValue];
   if (fn.values[fn.lossValue].dtype == DType::F64) {
@@ -560,6 +564,37 @@ tcc_status tcc_train_step(tcc_session *s, double *loss) {
     ++s->stepsDone;
     if (loss)
       *loss = l;
+  });
+}
+
+tcc_status tcc_profile_step(tcc_session *s, double *loss,
+                            tcc_profile_record *records, size_t capacity,
+                            size_t *count) {
+  return guard([&] {
+    needTraining(s, "tcc_profile_step");
+    if (!count)
+      fail(TCC_ERROR_ARGUMENT, "tcc_profile_step: count is NULL");
+    size_t f = s->fnIndex("train_step");
+    const Function &fn = s->art.functions[f];
+    *count = fn.steps.size();
+    if (!records)
+      return;
+    if (capacity < fn.steps.size())
+      fail(TCC_ERROR_ARGUMENT,
+           "tcc_profile_step: capacity " + std::to_string(capacity) +
+               " is less than train_step's " +
+               std::to_string(fn.steps.size()) + " steps");
+    std::vector<double> ms;
+    double l = run(*s, f, &ms);
+    ++s->stepsDone;
+    if (loss)
+      *loss = l;
+    for (size_t i = 0; i < fn.steps.size(); ++i) {
+      const Step &step = fn.steps[i];
+      bool kernel = step.kind == Step::Kernel;
+      records[i] = {int32_t(i), kernel ? TCC_PROFILE_KERNEL : TCC_PROFILE_CALL,
+                    kernel ? step.symbol.c_str() : opName(step.op), ms[i]};
+    }
   });
 }
 

@@ -1,4 +1,5 @@
 #include "run/cli.h"
+#include "run/profile.h"
 #include "run/session_engine.h"
 
 #include "exec/inspect.h"
@@ -92,6 +93,36 @@ bool checkArtifactPath(const std::string &path, std::string &error) {
   return true;
 }
 
+/// `--profile` and `--profile-json FILE` (which implies --profile).
+struct ProfileFlags {
+  bool on = false;
+  std::string json;
+};
+
+bool parseProfileFlags(std::vector<std::string> &args, ProfileFlags &p,
+                       std::string &error) {
+  for (size_t i = 0; i < args.size();) {
+    if (args[i] == "--profile") {
+      p.on = true;
+      args.erase(args.begin() + i);
+      continue;
+    }
+    bool matched = false;
+    if (!takeValue(args, i, "--profile-json", p.json, matched, error))
+      return false;
+    if (!matched) {
+      ++i;
+      continue;
+    }
+    if (p.json.empty()) {
+      error = "--profile-json needs a file name";
+      return false;
+    }
+    p.on = true;
+  }
+  return true;
+}
+
 } // namespace
 
 bool parseRunFlags(std::vector<std::string> &args, RunOptions &o,
@@ -148,19 +179,27 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
                  "ARTIFACT.tcc).\n\n"
               << runFlagsHelp()
               << "  --backend NAME          cpu (default), or cuda (the first GPU;\n"
-              << "                          the artifact needs kernels.fatbin)\n";
+              << "                          the artifact needs kernels.fatbin)\n"
+              << "  --profile               time each plan step of the last step; "
+                 "print the time\n"
+              << "                          per op family and the slowest steps\n"
+              << "  --profile-json FILE     also write that profile as JSON "
+                 "(implies --profile)\n";
     return 0;
   };
   for (const std::string &a : args)
     if (a == "--help" || a == "-h")
       return usage();
   auto fail = [&](const std::string &message) {
+    std::cout.flush(); // the message follows what the run printed
     std::cerr << "tcc: " << message << "\n";
     return 1;
   };
   RunOptions options;
+  ProfileFlags profileFlags;
   std::string error, backend = "cpu";
-  if (!parseRunFlags(args, options, error))
+  if (!parseRunFlags(args, options, error) ||
+      !parseProfileFlags(args, profileFlags, error))
     return fail(program + ": " + error);
   for (size_t i = 0; i < args.size(); ++i) {
     bool matched;
@@ -189,7 +228,18 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
       SessionEngine::open(artifact, backend, error);
   if (!engine)
     return fail(error);
-  return runTraining(*engine, options, std::cout, std::cerr);
+  Profiler profiler;
+  if (profileFlags.on) {
+    if (!profiler.open(profileFlags.json, error))
+      return fail(program + ": " + error);
+    options.lastStep = profiler.lastStep(engine->session(), backend);
+  }
+  int status = runTraining(*engine, options, std::cout, std::cerr);
+  if (status != 0 || !profileFlags.on)
+    return status;
+  if (!profiler.report(std::cout, error))
+    return fail(program + ": " + error);
+  return 0;
 }
 
 int inspectCommand(const std::string &program, std::vector<std::string> args) {

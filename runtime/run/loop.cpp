@@ -356,7 +356,11 @@ int Loop::run() {
     }
     std::string error;
     auto start = Clock::now();
-    if (!engine.step(std::move(batch), loss, error))
+    bool last = engine.stepsDone() + 1 == options.steps;
+    bool stepped = last && options.lastStep
+                       ? options.lastStep(std::move(batch), loss, error)
+                       : engine.step(std::move(batch), loss, error);
+    if (!stepped)
       return fail(error);
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     int64_t done = engine.stepsDone();

@@ -5,8 +5,10 @@
 #include "run/engine.h"
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace tcc::run {
 
@@ -31,6 +33,11 @@ struct RunOptions {
   /// step otherwise; "lines" always prints a line per step; "none" prints
   /// only evaluation, checkpoint and final lines.
   std::string progress = "auto";
+  /// When set, takes the run's last step in place of Engine::step, with the
+  /// same contract (`tcc run --profile` times that step's plan steps).
+  std::function<bool(std::vector<data::Array> batch, double &loss,
+                     std::string &error)>
+      lastStep;
 };
 
 /// Checks the option combinations that need no engine (--steps given and
