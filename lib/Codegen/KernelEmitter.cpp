@@ -200,9 +200,13 @@ ArrayRef<int64_t> shapeOf(Value v) {
 class KernelWriter {
 public:
   KernelWriter(exec::FusionOp fusion, raw_ostream &os)
-      : fusion(fusion), os(os) {}
+      : fusion(fusion), os(os), sink(&os) {}
 
   LogicalResult write();
+
+  /// After write(): the elements per thread of the CUDA variant's vector
+  /// path (TCC_VECTOR_LOOP), or 1 for a kernel without one.
+  int64_t vectorWidth() const { return width; }
 
 private:
   /// The C++ expression computing elementwise `op` from its operands'
@@ -210,6 +214,9 @@ private:
   std::string expression(Operation *op, ArrayRef<std::string> args);
 
   std::string valueAt(Value v, StringRef idx);
+  /// Writes the statements computing the output element at `i` (from the
+  /// yielded value; converted to the storage type) and returns it.
+  std::string outputElement();
   std::string elementwiseAt(Operation *op, StringRef idx);
   std::string transposeAt(TransposeOp op, StringRef idx);
   std::string sliceAt(SliceOp op, StringRef idx);
@@ -243,7 +250,7 @@ private:
     return cppType(elementType(v)).value_or("").str();
   }
   void line(const Twine &text) {
-    os.indent(2 * depth) << text << "\n";
+    sink->indent(2 * depth) << text << "\n";
   }
   /// Opens a C++ block (`text {`, or a bare `{`) and its cache scope.
   void open(const std::string &text) {
@@ -267,8 +274,16 @@ private:
 
   exec::FusionOp fusion;
   raw_ostream &os;
+  raw_ostream *sink; ///< where line() writes: os, or a kernel part
   unsigned depth = 0, next = 0;
   bool failed = false;
+  /// Lane mode (the element function of a vectorised kernel): a block
+  /// argument with at least the output's elements read at the output index
+  /// `i` is the element function's parameter x<arg> instead of in<arg>[i].
+  bool laneMode = false;
+  int64_t outElements = 0;
+  SmallVector<unsigned> laneArgs; ///< in order of first read
+  int64_t width = 1;
   /// (value, index expression) -> C++ name, one map per open C++ block.
   SmallVector<std::map<std::pair<void *, std::string>, std::string>> scopes;
 };
@@ -386,13 +401,25 @@ std::string KernelWriter::valueAt(Value v, StringRef idx) {
 
   std::string name;
   if (auto arg = llvm::dyn_cast<BlockArgument>(v)) {
-    name = fresh("a");
     std::string half = halfName(elementType(v)).str();
-    std::string read = "in" + std::to_string(arg.getArgNumber()) + "[" +
-                       idx.str() + "]";
-    if (!half.empty())
-      read = "tcc_k::" + half + "_to_f32(" + read + ")";
-    line("const " + ctype(v) + " " + name + " = " + read + ";");
+    std::string n = std::to_string(arg.getArgNumber());
+    std::string read = "in" + n + "[" + idx.str() + "]";
+    bool lane = laneMode && idx == "i" && product(shapeOf(v)) >= outElements;
+    if (lane) {
+      // Element i of a buffer read at the output index: a lane of its
+      // vector load on the device (the same bits as in<arg>[i]).
+      if (!llvm::is_contained(laneArgs, arg.getArgNumber()))
+        laneArgs.push_back(arg.getArgNumber());
+      read = "x" + n;
+    }
+    if (lane && half.empty()) {
+      name = read; // the parameter itself
+    } else {
+      name = fresh("a");
+      if (!half.empty())
+        read = "tcc_k::" + half + "_to_f32(" + read + ")";
+      line("const " + ctype(v) + " " + name + " = " + read + ";");
+    }
   } else {
     std::string at = materialize(idx);
     name = llvm::TypeSwitch<Operation *, std::string>(def)
@@ -752,19 +779,89 @@ LogicalResult KernelWriter::write() {
     os << "  (void)inputs;\n  (void)out;\n  (void)begin;\n  (void)end;\n}\n";
     return success();
   }
+  // The CUDA variant reads and writes 16 bytes per access (TCC_VECTOR_LOOP)
+  // when the kernel loops over nothing per element (no reduction or
+  // gather_grad: those keep one output element per thread) and reads at
+  // least one input at the output index or is purely elementwise (its
+  // stores alone are worth it); layout kernels that read no input
+  // contiguously stay scalar.
+  bool loops = llvm::any_of(body, [](Operation &op) {
+    return llvm::isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
+                     GatherGradOp>(op);
+  });
+  outElements = outType.getNumElements();
+  if (!loops) {
+    std::string text;
+    llvm::raw_string_ostream part(text);
+    sink = &part;
+    laneMode = true;
+    depth = 2;
+    scopes.emplace_back();
+    std::string result = outputElement();
+    line("return " + result + ";");
+    scopes.pop_back();
+    sink = &os;
+    laneMode = false;
+    if (failed)
+      return failure();
+    // W: 16 bytes of the widest vectorised buffer. A kernel with fewer
+    // elements than W (a scalar) has no whole chunk: it stays scalar.
+    int64_t widest = llvm::divideCeil(outType.getElementTypeBitWidth(), 8);
+    for (unsigned a : laneArgs)
+      widest = std::max<int64_t>(
+          widest,
+          llvm::divideCeil(
+              elementType(body.getArgument(a)).getIntOrFloatBitWidth(), 8));
+    if ((!laneArgs.empty() || !fusion.getStructuredOp()) &&
+        outElements >= 16 / widest) {
+      width = 16 / widest;
+      std::string params = "int64_t i", lanes = "out", scalar;
+      for (unsigned a : laneArgs) {
+        std::string type = storageType(elementType(body.getArgument(a)))->str();
+        std::string n = std::to_string(a);
+        params += ", " + type + " x" + n;
+        lanes += ", in" + n;
+        scalar += ", in" + n + "[i]";
+      }
+      if (laneArgs.empty())
+        os << "  // Output element i (vector stores on the device).\n";
+      else
+        os << "  // Output element i from the elements x<k> = in<k>[i] of the "
+              "inputs read\n  // contiguously (vector loads and stores on the "
+              "device).\n";
+      os << "  auto element = [&](" << params << ") -> " << outCType << " {\n"
+         << text << "  };\n";
+      os << "  TCC_VECTOR_LOOP(" << width << ", element, " << lanes << ");\n";
+      os << "  TCC_FOR_EACH(i) out[i] = element(i" << scalar << ");\n";
+      os << "}\n";
+      return success();
+    }
+    // Scalar after all: start again.
+    laneArgs.clear();
+    next = 0;
+  }
   depth = 1;
   open("TCC_FOR_EACH(i)");
-  auto yield = llvm::cast<exec::YieldOp>(body.getTerminator());
-  std::string result = valueAt(yield.getValue(), "i");
+  std::string result = outputElement();
   if (failed)
     return failure();
-  std::string half = halfName(outType.getElementType()).str();
-  if (!half.empty())
-    result = "tcc_k::f32_to_" + half + "(" + result + ")";
   line("out[i] = " + result + ";");
   close();
   os << "}\n";
   return success();
+}
+
+std::string KernelWriter::outputElement() {
+  Block &body = fusion.getBody().front();
+  auto outType = llvm::cast<RankedTensorType>(fusion.getResult().getType());
+  auto yield = llvm::cast<exec::YieldOp>(body.getTerminator());
+  std::string result = valueAt(yield.getValue(), "i");
+  if (failed)
+    return "";
+  std::string half = halfName(outType.getElementType()).str();
+  if (!half.empty())
+    result = "tcc_k::f32_to_" + half + "(" + result + ")";
+  return result;
 }
 
 } // namespace
@@ -779,6 +876,15 @@ std::string kernelSymbol(exec::FusionOp fusion) {
 
 LogicalResult emitKernel(exec::FusionOp fusion, raw_ostream &os) {
   return KernelWriter(fusion, os).write();
+}
+
+int64_t vectorWidth(exec::FusionOp fusion) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  KernelWriter writer(fusion, os);
+  if (failed(writer.write()))
+    return 1;
+  return writer.vectorWidth();
 }
 
 FailureOr<std::string> emitKernelSource(ModuleOp module) {

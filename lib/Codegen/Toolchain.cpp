@@ -107,4 +107,17 @@ bool compileCudaFatbin(const std::string &source, const std::string &outPath,
                      "cu", source, error);
 }
 
+bool compileCudaPtx(const std::string &source, const std::string &arch,
+                    const std::string &outPath, std::string &error) {
+  if (!cudaCompilerAvailable()) {
+    error = "CUDA is not available: nvcc was not found when tcc was "
+            "configured";
+    return false;
+  }
+  return runCompiler(TCC_NVCC,
+                     {"-ptx", "-std=c++17", "--fmad=false", "-arch=" + arch,
+                      "-I" TCC_RUNTIME_INCLUDE_DIR, "-o", outPath, "-x", "cu"},
+                     "cu", source, error);
+}
+
 } // namespace tcc::codegen

@@ -33,6 +33,12 @@ bool cudaCompilerAvailable();
 bool compileCudaFatbin(const std::string &source, const std::string &outPath,
                        std::string &error);
 
+/// Compiles `source` with nvcc (the fatbin's flags) into the PTX of one
+/// virtual architecture (`arch`, e.g. "compute_90") in `outPath`: what the
+/// device code looks like, for tests and inspection.
+bool compileCudaPtx(const std::string &source, const std::string &arch,
+                    const std::string &outPath, std::string &error);
+
 } // namespace tcc::codegen
 
 #endif // TCC_LIB_CODEGEN_TOOLCHAIN_H

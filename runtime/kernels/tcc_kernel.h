@@ -22,8 +22,18 @@
 //           the same bits. Inputs and output must not overlap.
 //     Host: a plain loop, so a runtime may split [0, n) across threads.
 //     CUDA: `extern "C" __global__`; a grid-stride loop over [begin, end),
-//           normally launched with 0 / n. `inputs` must then point to device
-//           memory holding the device pointers.
+//           normally launched with 0 / n (any grid and block size is
+//           correct). `inputs` must then point to device memory holding the
+//           device pointers, and the inputs must not change while the
+//           kernel runs (vector loads go through the read-only path).
+//           A kernel whose inputs are read at the output index
+//           (TCC_VECTOR_LOOP below) computes W consecutive elements per
+//           work item with 16-byte loads and stores when every such buffer
+//           and the output are aligned for those accesses (16 bytes, or
+//           W x element size when less; checked at run time, and the
+//           artifact's buffers are 64-byte aligned), else the scalar loop.
+//     Host with TCC_KERNEL_EMULATE_CUDA defined: the CUDA variant as host
+//           code, one emulated thread per call (tests without a GPU).
 //
 // Element types: f32 float, f64 double, i32 int32_t, i64 int64_t, i1 uint8_t
 // (0 or 1); bf16 and f16 are stored as uint16_t bit patterns and computed in
@@ -51,15 +61,74 @@
   extern "C" __global__ void tcc_##name(const void *const *inputs,            \
                                         void *output, int64_t begin,           \
                                         int64_t end)
-#define TCC_FOR_EACH(i)                                                        \
-  for (int64_t i = begin + int64_t(blockIdx.x) * blockDim.x + threadIdx.x;     \
-       i < end; i += int64_t(gridDim.x) * blockDim.x)
+#define TCC_KERNEL_GRID 1
+#define TCC_UNROLL _Pragma("unroll")
 #else
 #define TCC_KERNEL_FN inline
 #define TCC_KERNEL(name)                                                       \
   extern "C" void tcc_##name(const void *const *inputs, void *output,         \
                              int64_t begin, int64_t end)
+#define TCC_UNROLL
+#if defined(TCC_KERNEL_EMULATE_CUDA)
+// The CUDA variant as host code, for tests on machines without a GPU: the
+// kernels take their thread from blockIdx / threadIdx / blockDim / gridDim
+// below, which tcc_emulate_cuda_thread sets before each call; a test calls
+// every kernel once per (block, thread) of the launch it emulates (the
+// threads of a kernel are independent, so running them one after another
+// is exact). The vector accesses are counted and their alignment checked
+// (tcc_emulate_cuda_counters).
+#define TCC_KERNEL_GRID 1
+namespace tcc_k {
+namespace emu {
+struct Dim3 {
+  unsigned x, y, z;
+};
+struct Counters {
+  int64_t vector_loads, vector_stores, misaligned;
+};
+static Counters counters;
+} // namespace emu
+} // namespace tcc_k
+static tcc_k::emu::Dim3 blockIdx, threadIdx, blockDim, gridDim;
+extern "C" void tcc_emulate_cuda_thread(unsigned grid, unsigned block,
+                                        unsigned block_index,
+                                        unsigned thread_index) {
+  gridDim = {grid, 1, 1};
+  blockDim = {block, 1, 1};
+  blockIdx = {block_index, 0, 0};
+  threadIdx = {thread_index, 0, 0};
+}
+/// Reads and clears the counters: {vector loads, vector stores, vector
+/// accesses at an address not aligned to their size}.
+extern "C" void tcc_emulate_cuda_counters(int64_t *out) {
+  out[0] = tcc_k::emu::counters.vector_loads;
+  out[1] = tcc_k::emu::counters.vector_stores;
+  out[2] = tcc_k::emu::counters.misaligned;
+  tcc_k::emu::counters = {0, 0, 0};
+}
+#else
+#define TCC_KERNEL_GRID 0
+#endif
+#endif
+
+#if TCC_KERNEL_GRID
+// The flat index of this thread in the launch and the launch's thread count.
+#define TCC_THREAD_INDEX (int64_t(blockIdx.x) * blockDim.x + threadIdx.x)
+#define TCC_THREAD_COUNT (int64_t(gridDim.x) * blockDim.x)
+#define TCC_FOR_EACH(i)                                                        \
+  for (int64_t i = begin + TCC_THREAD_INDEX; i < end; i += TCC_THREAD_COUNT)
+// A kernel whose buffers are read and written at the output index computes
+// 16 bytes per access on the device: `element(i, x...)` is the output
+// element i (in its storage type) from the elements x of the contiguous
+// inputs at i; the buffers follow, the output first. Returns from the
+// kernel when every buffer is aligned for its vector accesses, else falls
+// through to the scalar loop.
+#define TCC_VECTOR_LOOP(W, element, ...)                                       \
+  if (tcc_k::vector_loop<W>(begin, end, element, __VA_ARGS__))                 \
+  return
+#else
 #define TCC_FOR_EACH(i) for (int64_t i = begin; i < end; ++i)
+#define TCC_VECTOR_LOOP(W, element, ...) (void)0
 #endif
 
 namespace tcc_k {
@@ -290,6 +359,133 @@ TCC_FLOAT_TO_INT(double)
 template <class To, class From> TCC_KERNEL_FN To cast(From x) {
   return Convert<To, From>::run(x);
 }
+
+// 16-byte vector accesses (TCC_VECTOR_LOOP). A thread computes W
+// consecutive output elements starting at a multiple of W, W = 16 / the
+// widest element size among the kernel's vectorised buffers (4 for f32, 8
+// for bf16/f16, 2 for f64/i64, 16 for i1 alone): a buffer of that size is
+// read or written with one 16-byte access (ld/st.global.v4.u32), a narrower
+// one with one W * size byte access, a wider one with several 16-byte
+// ones. Each element is still computed by `element`, alone and in the same
+// order of operations, so the results are the scalar loop's bits.
+template <class T, int W> struct Lanes {
+  T v[W];
+};
+/// The accesses of W lanes of T: `count` of `bytes` bytes each.
+template <class T, int W> struct Access {
+  static const int total = W * int(sizeof(T));
+  static const int bytes = total < 16 ? total : 16;
+  static const int count = total / bytes;
+};
+/// An unsigned type of N bytes, aligned to N (the vector types on CUDA).
+template <int N> struct Word;
+#if defined(__CUDACC__)
+template <> struct Word<16> { typedef uint4 type; };
+template <> struct Word<8> { typedef uint2 type; };
+#else
+template <> struct Word<16> { struct alignas(16) type { uint32_t x[4]; }; };
+template <> struct Word<8> { typedef uint64_t type; };
+#endif
+template <> struct Word<4> { typedef uint32_t type; };
+template <> struct Word<2> { typedef uint16_t type; };
+
+/// Whether `p` is aligned for the vector accesses of W lanes of T.
+template <int W, class T> TCC_KERNEL_FN bool lanes_aligned(const T *p) {
+  return reinterpret_cast<uintptr_t>(p) % uintptr_t(Access<T, W>::bytes) == 0;
+}
+
+#if defined(TCC_KERNEL_EMULATE_CUDA)
+#define TCC_COUNT_ACCESS(kind, p, A)                                           \
+  (++tcc_k::emu::counters.kind,                                                \
+   tcc_k::emu::counters.misaligned +=                                          \
+   reinterpret_cast<uintptr_t>(p) % uintptr_t(A::bytes) != 0)
+#else
+#define TCC_COUNT_ACCESS(kind, p, A) (void)0
+#endif
+
+/// The W elements at p (aligned: lanes_aligned).
+template <int W, class T> TCC_KERNEL_FN Lanes<T, W> load_lanes(const T *p) {
+  typedef Access<T, W> A;
+  typedef typename Word<A::bytes>::type V;
+  Lanes<T, W> r;
+  TCC_COUNT_ACCESS(vector_loads, p, A);
+  TCC_UNROLL
+  for (int k = 0; k < A::count; ++k) {
+#if defined(__CUDACC__)
+    // Through the read-only path (ld.global.nc): the inputs of a kernel do
+    // not overlap its output, and a generic load would not know the
+    // address is global (the pointers come from the `inputs` array).
+    V w = __ldg(reinterpret_cast<const V *>(p) + k);
+#else
+    V w;
+    memcpy(&w, reinterpret_cast<const char *>(p) + k * A::bytes, A::bytes);
+#endif
+    memcpy(reinterpret_cast<char *>(r.v) + k * A::bytes, &w, A::bytes);
+  }
+  return r;
+}
+
+/// Stores W elements at p (aligned: lanes_aligned).
+template <int W, class T>
+TCC_KERNEL_FN void store_lanes(T *p, const Lanes<T, W> &r) {
+  typedef Access<T, W> A;
+  typedef typename Word<A::bytes>::type V;
+  TCC_COUNT_ACCESS(vector_stores, p, A);
+  TCC_UNROLL
+  for (int k = 0; k < A::count; ++k) {
+    V w;
+    memcpy(&w, reinterpret_cast<const char *>(r.v) + k * A::bytes, A::bytes);
+#if defined(__CUDACC__)
+    reinterpret_cast<V *>(p)[k] = w;
+#else
+    memcpy(reinterpret_cast<char *>(p) + k * A::bytes, &w, A::bytes);
+#endif
+  }
+}
+#undef TCC_COUNT_ACCESS
+
+/// Output elements [c, c + W): the inputs' lanes in, `element` per lane.
+template <int W, class F, class TO, class... L>
+TCC_KERNEL_FN void vector_chunk(int64_t c, const F &element, TO *out,
+                                const L &...lanes) {
+  Lanes<TO, W> r;
+  TCC_UNROLL
+  for (int l = 0; l < W; ++l)
+    r.v[l] = element(c + l, lanes.v[l]...);
+  store_lanes<W>(out + c, r);
+}
+
+#if TCC_KERNEL_GRID
+/// The body of TCC_VECTOR_LOOP: false (nothing done) unless `out` and every
+/// `in` are aligned for their vector accesses. Else a grid-stride loop over
+/// the work items of [begin, end): first the whole W-element chunks at
+/// multiples of W, then one item per element left over before the first
+/// chunk and after the last. Any launch computes every element once; the
+/// CUDA backend's (one thread per element) leaves the threads past the
+/// items idle.
+template <int W, class F, class TO, class... TI>
+TCC_KERNEL_FN bool vector_loop(int64_t begin, int64_t end, const F &element,
+                               TO *out, const TI *...in) {
+  if (!(lanes_aligned<W>(out) && ... && lanes_aligned<W>(in)))
+    return false;
+  int64_t first = (begin + W - 1) / W * W, last = end / W * W;
+  if (last < first) // no whole chunk
+    first = last = end;
+  const int64_t chunks = (last - first) / W, head = first - begin;
+  const int64_t items = chunks + head + (end - last);
+  for (int64_t k = TCC_THREAD_INDEX; k < items; k += TCC_THREAD_COUNT) {
+    if (k < chunks) {
+      const int64_t c = first + k * W;
+      vector_chunk<W>(c, element, out, load_lanes<W>(in + c)...);
+    } else {
+      const int64_t j = k - chunks;
+      const int64_t i = j < head ? begin + j : last + (j - head);
+      out[i] = element(i, in[i]...);
+    }
+  }
+  return true;
+}
+#endif
 
 } // namespace tcc_k
 

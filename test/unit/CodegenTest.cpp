@@ -39,11 +39,14 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <map>
+#include <set>
 #include <unistd.h>
 
 using namespace mlir;
@@ -352,6 +355,67 @@ const char *kHalf = R"mlir(
   }
 )mlir";
 
+// The CUDA variant's 16-byte vector path (TCC_VECTOR_LOOP): odd element
+// counts (a tail after the last whole chunk; 19 i1 elements at W = 16, so
+// launches of a third of them hold no whole chunk), a 9797-element kernel
+// over several blocks, contiguous inputs next to a row bias, a scalar and a
+// [3, 1] column read per element, an i1 input and an i1 output next to
+// f32, reads through a reshape and through a leading slice (an input
+// larger than the output read at the output index), a kernel with no
+// contiguous input (stores only), every element type and mixed widths
+// (bf16 -> f32, f64 -> f32), and kernels that stay scalar (a reduction, a
+// transpose, fewer elements than a chunk).
+const char *kVector = R"mlir(
+  func.func @vector_f32(%x: tensor<3x7xf32>, %y: tensor<3x7xf32>, %b: tensor<7xf32>,
+                        %s: tensor<f32>, %m: tensor<3x7xi1>, %c: tensor<3x1xf32>,
+                        %big: tensor<97x101xf32>, %r: tensor<4x8xf32>, %q: tensor<32xf32>,
+                        %w: tensor<6x8xf32>, %v: tensor<3x8xf32>)
+      -> (tensor<3x7xf32>, tensor<3x7xf32>, tensor<3x7xi1>, tensor<97x101xf32>,
+          tensor<32xf32>, tensor<3x8xf32>, tensor<3x7xf32>, tensor<3xf32>, tensor<101x97xf32>) {
+    %0 = tcc.add %x, %b : (tensor<3x7xf32>, tensor<7xf32>) -> tensor<3x7xf32>
+    %1 = tcc.gelu %0 : (tensor<3x7xf32>) -> tensor<3x7xf32>
+    %2 = tcc.mul %1, %s : (tensor<3x7xf32>, tensor<f32>) -> tensor<3x7xf32>
+    %3 = tcc.sub %2, %c : (tensor<3x7xf32>, tensor<3x1xf32>) -> tensor<3x7xf32>
+    %4 = tcc.where %m, %x, %y : (tensor<3x7xi1>, tensor<3x7xf32>, tensor<3x7xf32>) -> tensor<3x7xf32>
+    %5 = tcc.cmp gt, %x, %y : (tensor<3x7xf32>, tensor<3x7xf32>) -> tensor<3x7xi1>
+    %6 = tcc.mul %big, %big : (tensor<97x101xf32>, tensor<97x101xf32>) -> tensor<97x101xf32>
+    %7 = tcc.sigmoid %6 : (tensor<97x101xf32>) -> tensor<97x101xf32>
+    %8 = tcc.reshape %r : (tensor<4x8xf32>) -> tensor<32xf32>
+    %9 = tcc.add %8, %q : (tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %10 = tcc.slice %w {starts = array<i64: 0, 0>, limits = array<i64: 3, 8>, strides = array<i64: 1, 1>} : (tensor<6x8xf32>) -> tensor<3x8xf32>
+    %11 = tcc.add %10, %v : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+    %12 = tcc.broadcast %b : (tensor<7xf32>) -> tensor<3x7xf32>
+    %13 = tcc.neg %12 : (tensor<3x7xf32>) -> tensor<3x7xf32>
+    %14 = tcc.mul %x, %x : (tensor<3x7xf32>, tensor<3x7xf32>) -> tensor<3x7xf32>
+    %15 = tcc.reduce_sum %14 {axes = array<i64: 1>} : (tensor<3x7xf32>) -> tensor<3xf32>
+    %16 = tcc.transpose %big {perm = array<i64: 1, 0>} : (tensor<97x101xf32>) -> tensor<101x97xf32>
+    return %3, %4, %5, %7, %9, %11, %13, %15, %16
+        : tensor<3x7xf32>, tensor<3x7xf32>, tensor<3x7xi1>, tensor<97x101xf32>,
+          tensor<32xf32>, tensor<3x8xf32>, tensor<3x7xf32>, tensor<3xf32>, tensor<101x97xf32>
+  }
+  func.func @vector_types(%h: tensor<5x9xbf16>, %g: tensor<5x9xbf16>, %f: tensor<45xf16>,
+                          %c: tensor<5x9xf32>, %d: tensor<7xf64>, %e: tensor<7xf64>,
+                          %i: tensor<11xi32>, %j: tensor<11xi32>, %k: tensor<5xi64>,
+                          %p: tensor<19xi1>, %q: tensor<19xi1>, %t: tensor<3xbf16>)
+      -> (tensor<5x9xbf16>, tensor<5x9xf32>, tensor<45xf16>, tensor<7xf64>, tensor<7xf32>,
+          tensor<11xi32>, tensor<5xi64>, tensor<19xi1>, tensor<3xbf16>) {
+    %0 = tcc.mul %h, %g : (tensor<5x9xbf16>, tensor<5x9xbf16>) -> tensor<5x9xbf16>
+    %1 = tcc.exp %0 : (tensor<5x9xbf16>) -> tensor<5x9xbf16>
+    %2 = tcc.cast %h : (tensor<5x9xbf16>) -> tensor<5x9xf32>
+    %3 = tcc.add %2, %c : (tensor<5x9xf32>, tensor<5x9xf32>) -> tensor<5x9xf32>
+    %4 = tcc.add %f, %f : (tensor<45xf16>, tensor<45xf16>) -> tensor<45xf16>
+    %5 = tcc.div %d, %e : (tensor<7xf64>, tensor<7xf64>) -> tensor<7xf64>
+    %6 = tcc.cast %d : (tensor<7xf64>) -> tensor<7xf32>
+    %7 = tcc.add %i, %j : (tensor<11xi32>, tensor<11xi32>) -> tensor<11xi32>
+    %8 = tcc.mul %k, %k : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+    %9 = tcc.and %p, %q : (tensor<19xi1>, tensor<19xi1>) -> tensor<19xi1>
+    %10 = tcc.sqrt %t : (tensor<3xbf16>) -> tensor<3xbf16>
+    return %1, %3, %4, %5, %6, %7, %8, %9, %10
+        : tensor<5x9xbf16>, tensor<5x9xf32>, tensor<45xf16>, tensor<7xf64>, tensor<7xf32>,
+          tensor<11xi32>, tensor<5xi64>, tensor<19xi1>, tensor<3xbf16>
+  }
+)mlir";
+
 using KernelFn = void (*)(const void *const *, void *, int64_t, int64_t);
 
 /// Deterministic inputs: floats in [-3, 3) (some exactly 0), ints, bools.
@@ -477,6 +541,49 @@ bool sameValue(DType dtype, const uint8_t *a, const uint8_t *b) {
   return std::memcmp(a, b, tcc::data::dtypeSize(dtype)) == 0;
 }
 
+/// The CUDA variant of a kernel source compiled as host code: the prelude's
+/// grid emulation (TCC_KERNEL_EMULATE_CUDA) gives each call the thread that
+/// tcc_emulate_cuda_thread set and counts the vector accesses.
+struct EmulatedCuda {
+  void *handle = nullptr;
+  void (*setThread)(unsigned, unsigned, unsigned, unsigned) = nullptr;
+  void (*counters)(int64_t *) = nullptr;
+
+  /// Runs `fn` over [begin, end) as the CUDA backend launches a kernel step
+  /// (runtime/exec/cuda_backend.cpp: blocks of 256 threads, a grid of
+  /// ceil(elements / 256) blocks but at most `maxBlocks`), one thread after
+  /// another. Returns {vector loads, vector stores, misaligned accesses}.
+  std::array<int64_t, 3> launch(KernelFn fn, const void *const *inputs,
+                                void *output, int64_t begin, int64_t end,
+                                int64_t maxBlocks) const {
+    std::array<int64_t, 3> count{};
+    counters(count.data()); // clear
+    const int64_t block = 256;
+    int64_t n = end - begin;
+    if (n <= 0)
+      return count; // the backend skips empty steps
+    unsigned grid = unsigned(std::min((n + block - 1) / block, maxBlocks));
+    for (unsigned b = 0; b < grid; ++b)
+      for (unsigned t = 0; t < unsigned(block); ++t) {
+        setThread(grid, unsigned(block), b, t);
+        fn(inputs, output, begin, end);
+      }
+    counters(count.data());
+    return count;
+  }
+};
+
+/// `bytes` at `offset` bytes past a 64-byte boundary inside `storage`.
+uint8_t *placeAt(std::vector<uint8_t> &storage, const std::vector<uint8_t> &bytes,
+                 size_t offset) {
+  storage.assign(bytes.size() + 128, 0);
+  uintptr_t base = (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63);
+  uint8_t *p = reinterpret_cast<uint8_t *>(base + offset);
+  if (!bytes.empty())
+    std::memcpy(p, bytes.data(), bytes.size());
+  return p;
+}
+
 /// For each block argument of `fusion` read as gather / gather_grad
 /// indices, the size of the dim they index (inputs must be in range: the
 /// interpreter rejects others).
@@ -586,6 +693,161 @@ protected:
     });
     dlclose(handle);
     return kernels;
+  }
+
+  /// The CUDA variant of `module`'s kernels, built as host code with the
+  /// prelude's grid emulation, against its host kernels (the scalar loop,
+  /// which checkAgainstInterpreter pins to the interpreter): every kernel on
+  /// random inputs in 64-byte aligned buffers as the CUDA backend launches
+  /// it, with a single block (grid-stride loops), in three launches of
+  /// [0, n/3), [n/3, 2n/3), [2n/3, n) (heads and tails of partial chunks),
+  /// with the output and then each input one element off its alignment (the
+  /// vector path must step aside), into a poisoned buffer; every element
+  /// must equal the host kernel's (NaN as NaN). A kernel with a vector path
+  /// (vectorWidth W > 1) stores floor(n / W) chunks when aligned and none
+  /// when its output is not, and no vector access is ever misaligned.
+  /// Returns the kernels with a vector path; `widths` collects their W.
+  int checkVectorPath(ModuleOp module, bool specials,
+                      std::set<int64_t> *widths = nullptr) {
+    FailureOr<std::string> source = codegen::emitKernelSource(module);
+    EXPECT_TRUE(succeeded(source));
+    if (failed(source))
+      return 0;
+    std::string hostSo = tempPath("codegen", "vector-host.so");
+    std::string emuSo = tempPath("codegen", "vector-emulated.so");
+    std::string error;
+    bool built = codegen::compileHostSharedObject(*source, hostSo, error) &&
+                 codegen::compileHostSharedObject(
+                     "#define TCC_KERNEL_EMULATE_CUDA 1\n" + *source, emuSo,
+                     error);
+    EXPECT_TRUE(built) << error << "\n" << *source;
+    if (!built)
+      return 0;
+    void *host = dlopen(hostSo.c_str(), RTLD_NOW | RTLD_LOCAL);
+    EXPECT_TRUE(host) << dlerror();
+    EmulatedCuda cuda;
+    cuda.handle = dlopen(emuSo.c_str(), RTLD_NOW | RTLD_LOCAL);
+    EXPECT_TRUE(cuda.handle) << dlerror();
+    if (!host || !cuda.handle)
+      return 0;
+    cuda.setThread = reinterpret_cast<decltype(cuda.setThread)>(
+        dlsym(cuda.handle, "tcc_emulate_cuda_thread"));
+    cuda.counters = reinterpret_cast<decltype(cuda.counters)>(
+        dlsym(cuda.handle, "tcc_emulate_cuda_counters"));
+    EXPECT_TRUE(cuda.setThread && cuda.counters);
+    if (!cuda.setThread || !cuda.counters)
+      return 0;
+
+    int kernels = 0, vectorised = 0, inputChecked = 0;
+    module->walk([&](tcc::exec::FusionOp fusion) {
+      ++kernels;
+      std::string symbol = codegen::kernelSymbol(fusion);
+      auto scalar = reinterpret_cast<KernelFn>(dlsym(host, symbol.c_str()));
+      auto device = reinterpret_cast<KernelFn>(dlsym(cuda.handle, symbol.c_str()));
+      ASSERT_TRUE(scalar && device) << symbol;
+      int64_t width = codegen::vectorWidth(fusion);
+      if (width > 1) {
+        ++vectorised;
+        if (widths)
+          widths->insert(width);
+      }
+
+      llvm::DenseMap<unsigned, int64_t> ranges = indexRanges(fusion);
+      std::vector<Array> inputs;
+      for (auto [i, input] : llvm::enumerate(fusion.getInputs()))
+        inputs.push_back(randomInput(
+            llvm::cast<RankedTensorType>(input.getType()), 11 * kernels + i,
+            specials, ranges.lookup(i)));
+      auto outType = llvm::cast<RankedTensorType>(fusion.getResult().getType());
+      int64_t n = outType.getNumElements();
+      Type outElem = outType.getElementType();
+      size_t size = outElem.isInteger(1) ? 1 : outElem.getIntOrFloatBitWidth() / 8;
+      DType dtype = outElem.isF32()   ? DType::F32
+                    : outElem.isF64() ? DType::F64
+                    : outElem.isBF16() ? DType::BF16
+                    : outElem.isF16() ? DType::F16
+                    : outElem.isInteger(1) ? DType::Bool
+                    : outElem.isInteger(32) ? DType::I32
+                                            : DType::I64;
+
+      std::vector<const void *> pointers;
+      for (const Array &a : inputs)
+        pointers.push_back(a.bytes.data());
+      std::vector<uint8_t> want(n * size, 0xff);
+      scalar(pointers.data(), want.data(), 0, n);
+
+      struct Case {
+        const char *name;
+        int64_t maxBlocks;
+        bool pieces;
+        int misaligned; // -2 none, -1 the output, k input k
+      };
+      std::vector<Case> cases = {{"as launched", 132 * 32, false, -2},
+                                 {"one block", 1, false, -2},
+                                 {"in three launches", 132 * 32, true, -2},
+                                 {"output misaligned", 132 * 32, false, -1}};
+      for (int k = 0; k < int(inputs.size()); ++k)
+        cases.push_back({"an input misaligned", 132 * 32, false, k});
+      bool inputsMatter = false;
+      for (const Case &c : cases) {
+        std::vector<std::vector<uint8_t>> storage(inputs.size() + 1);
+        std::vector<const void *> in;
+        for (size_t k = 0; k < inputs.size(); ++k) {
+          size_t elem = tcc::data::dtypeSize(inputs[k].dtype);
+          in.push_back(placeAt(storage[k], inputs[k].bytes,
+                               c.misaligned == int(k) ? elem : 0));
+        }
+        // Poisoned with a pattern no kernel computes here.
+        uint8_t *out = placeAt(storage.back(), std::vector<uint8_t>(n * size, 0xa5),
+                               c.misaligned == -1 ? size : 0);
+        std::array<int64_t, 3> count{};
+        if (c.pieces) {
+          for (auto [b, e] : {std::pair<int64_t, int64_t>{0, n / 3},
+                              {n / 3, 2 * n / 3},
+                              {2 * n / 3, n}}) {
+            std::array<int64_t, 3> piece =
+                cuda.launch(device, in.data(), out, b, e, c.maxBlocks);
+            for (int j = 0; j < 3; ++j)
+              count[j] += piece[j];
+          }
+        } else {
+          count = cuda.launch(device, in.data(), out, 0, n, c.maxBlocks);
+        }
+        int mismatches = 0;
+        int64_t first = -1;
+        for (int64_t e = 0; e < n; ++e)
+          if (!sameValue(dtype, &out[e * size], &want[e * size])) {
+            ++mismatches;
+            if (first < 0)
+              first = e;
+          }
+        EXPECT_EQ(mismatches, 0)
+            << symbol << " (W = " << width << ", " << n << " elements, "
+            << c.name << "): the CUDA variant differs from the host kernel, "
+            << "first at element " << first << "\n" << *source;
+        EXPECT_EQ(count[2], 0) << symbol << " " << c.name
+                               << ": a misaligned vector access";
+        if (width == 1) {
+          EXPECT_EQ(count[0] + count[1], 0) << symbol << " " << c.name;
+        } else if (c.misaligned == -2 && !c.pieces) {
+          EXPECT_EQ(count[1], n / width) << symbol << " " << c.name;
+        } else if (c.misaligned == -1) {
+          EXPECT_EQ(count[0] + count[1], 0) << symbol << " " << c.name;
+        } else if (c.misaligned >= 0 && n >= width) {
+          // Off for an input read contiguously, else unaffected.
+          EXPECT_TRUE(count[1] == 0 || count[1] == n / width)
+              << symbol << " " << c.name << " " << c.misaligned;
+          inputsMatter |= count[0] + count[1] == 0;
+        }
+      }
+      inputChecked += inputsMatter;
+    });
+    // Misaligning an input read contiguously turned the vector path off.
+    if (vectorised > 0)
+      EXPECT_GT(inputChecked, 0);
+    dlclose(host);
+    dlclose(cuda.handle);
+    return vectorised;
   }
 
   MLIRContext context;
@@ -716,7 +978,7 @@ TEST_F(CodegenTest, PreludeHalfConversionsMatchRuntime) {
 TEST_F(CodegenTest, CudaFatbinCompiles) {
   if (!codegen::cudaCompilerAvailable())
     GTEST_SKIP() << "nvcc not found at configure time; fatbin not tested";
-  for (const char *text : {kChains, kStructured, kHalf}) {
+  for (const char *text : {kChains, kStructured, kHalf, kVector}) {
     OwningOpRef<ModuleOp> module = fused(text);
     ASSERT_TRUE(module);
     FailureOr<std::string> source = codegen::emitKernelSource(*module);
@@ -736,6 +998,88 @@ TEST_F(CodegenTest, CudaFatbinCompiles) {
 }
 
 
+
+// The CUDA variant's vector path, run on the host through the prelude's
+// grid emulation, computes the host kernels' bits; which kernels get one,
+// and with which width.
+TEST_F(CodegenTest, VectorPathMatchesScalar) {
+  OwningOpRef<ModuleOp> module = fused(kVector);
+  ASSERT_TRUE(module);
+  std::map<std::string, int64_t> widths;
+  module->walk([&](tcc::exec::FusionOp fusion) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    fusion.getResult().getType().print(os);
+    if (Operation *op = fusion.getStructuredOp())
+      text += " " + op->getName().getStringRef().str();
+    widths[text] = codegen::vectorWidth(fusion);
+  });
+  // 16 bytes of the widest buffer read at the output index or written.
+  EXPECT_EQ(widths["tensor<97x101xf32>"], 4);
+  EXPECT_EQ(widths["tensor<3x7xi1>"], 4);  // f32 inputs, i1 output
+  EXPECT_EQ(widths["tensor<32xf32>"], 4);  // through a reshape
+  EXPECT_EQ(widths["tensor<3x8xf32> tcc.slice"], 4); // a leading slice
+  EXPECT_EQ(widths["tensor<5x9xbf16>"], 8);
+  EXPECT_EQ(widths["tensor<5x9xf32>"], 4); // bf16 and f32 inputs
+  EXPECT_EQ(widths["tensor<45xf16>"], 8);
+  EXPECT_EQ(widths["tensor<7xf64>"], 2);
+  EXPECT_EQ(widths["tensor<7xf32>"], 2);   // an f64 input
+  EXPECT_EQ(widths["tensor<11xi32>"], 4);
+  EXPECT_EQ(widths["tensor<5xi64>"], 2);
+  EXPECT_EQ(widths["tensor<19xi1>"], 16);
+  EXPECT_EQ(widths["tensor<3xbf16>"], 1);  // fewer elements than a chunk
+  EXPECT_EQ(widths["tensor<3xf32> tcc.reduce_sum"], 1);
+  EXPECT_EQ(widths["tensor<101x97xf32> tcc.transpose"], 1);
+
+  FailureOr<std::string> source = codegen::emitKernelSource(*module);
+  ASSERT_TRUE(succeeded(source));
+  // The element function; broadcast operands stay scalar reads inside it.
+  EXPECT_CONTAINS(*source, "auto element = [&](int64_t i, float x0) -> float {");
+  EXPECT_CONTAINS(*source, "TCC_VECTOR_LOOP(4, element, out, in0);");
+  EXPECT_CONTAINS(*source, "TCC_FOR_EACH(i) out[i] = element(i, in0[i]);");
+  EXPECT_CONTAINS(*source, "in1[i % 7]");
+  EXPECT_CONTAINS(*source, "TCC_VECTOR_LOOP(8, element, out, in0, in1);");
+  EXPECT_CONTAINS(*source, "return tcc_k::f32_to_bf16(");
+
+  std::set<int64_t> seen;
+  EXPECT_EQ(checkVectorPath(*module, /*specials=*/false, &seen), 15);
+  EXPECT_EQ(seen, (std::set<int64_t>{2, 4, 8, 16}));
+  EXPECT_EQ(checkVectorPath(*module, /*specials=*/true), 15);
+  // The scalar host kernels of this module still match the interpreter.
+  EXPECT_EQ(checkAgainstInterpreter(*module, /*specials=*/true), 18);
+}
+
+// The fixed-function modules above through the vector path too (layout
+// chains with a contiguous residual, half kernels, casts, where).
+TEST_F(CodegenTest, VectorPathMatchesScalarOnAllKernelKinds) {
+  for (const char *text : {kChains, kStructured, kHalf}) {
+    OwningOpRef<ModuleOp> module = fused(text);
+    ASSERT_TRUE(module);
+    EXPECT_GT(checkVectorPath(*module, /*specials=*/true), 3);
+  }
+}
+
+// nvcc turns the vector path into 16-byte global accesses: loads through
+// the read-only path, stores (PTX of compute_90).
+TEST_F(CodegenTest, CudaPtxHasVectorAccesses) {
+  if (!codegen::cudaCompilerAvailable())
+    GTEST_SKIP() << "nvcc not found at configure time; PTX not tested";
+  OwningOpRef<ModuleOp> module = fused(kVector);
+  ASSERT_TRUE(module);
+  FailureOr<std::string> source = codegen::emitKernelSource(*module);
+  ASSERT_TRUE(succeeded(source));
+  std::string ptx = tempPath("codegen", "kernels.ptx"), error;
+  ASSERT_TRUE(codegen::compileCudaPtx(*source, "compute_90", ptx, error))
+      << error;
+  std::vector<uint8_t> bytes = readFile(ptx);
+  std::string text(bytes.begin(), bytes.end());
+  EXPECT_CONTAINS(text, "ld.global.nc.v4.u32");
+  EXPECT_CONTAINS(text, "ld.global.nc.v2.u32"); // bf16 read at W = 4
+  EXPECT_CONTAINS(text, "st.global.v4.");
+  // Lanes stay in registers.
+  EXPECT_EQ(text.find("ld.local"), std::string::npos);
+  EXPECT_EQ(text.find("st.local"), std::string::npos);
+}
 
 struct ModelCase {
   const char *model, *loss;
@@ -793,6 +1137,13 @@ TEST_P(ModelStepTest, FusedStepIsKernelsAndLibraryCalls) {
 
   // The whole source builds, and every kernel matches the interpreter.
   EXPECT_EQ(checkAgainstInterpreter(*module, /*specials=*/false), kernels);
+
+  // The CUDA variant (emulated on the host) matches the host kernels, its
+  // vector path included.
+  int vectorised = checkVectorPath(*module, /*specials=*/true);
+  std::printf("%s: %d of %d kernels with a vector path\n", param.model,
+              vectorised, kernels);
+  EXPECT_GT(vectorised, kernels / 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(

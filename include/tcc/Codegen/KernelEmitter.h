@@ -9,7 +9,9 @@
 //                   int64_t begin, int64_t end);
 //
 // computing flattened output elements [begin, end) (a grid-stride loop on
-// CUDA), one output element per iteration/thread. Inputs are read through
+// CUDA), one output element per iteration/thread; on CUDA a kernel whose
+// inputs are read at the output index computes 16 bytes of them per access
+// (vectorWidth). Inputs are read through
 // index arithmetic with the static shapes baked in as constants: the
 // numpy-broadcast index for elementwise ops, the permuted / strided / offset
 // index of a transpose, slice, concat or gather (composed along a layout
@@ -43,6 +45,16 @@ std::string kernelSymbol(exec::FusionOp fusion);
 /// element type or body op the generator does not handle (e.g. a reduction
 /// over i1, which the interpreter does not run either).
 mlir::LogicalResult emitKernel(exec::FusionOp fusion, llvm::raw_ostream &os);
+
+/// The elements one thread computes per work item in the CUDA variant of
+/// `fusion`'s kernel: W > 1 when it has a 16-byte vector path
+/// (TCC_VECTOR_LOOP in runtime/kernels/tcc_kernel.h: W = 16 / the widest
+/// element size among the output and the inputs read at the output index),
+/// 1 for a kernel that stays one element per thread (reductions,
+/// gather_grad, layout kernels reading no input contiguously) or cannot be
+/// emitted. The kernel is correct under any launch (grid-stride loop); a
+/// launch of about elements / W threads keeps none idle.
+int64_t vectorWidth(exec::FusionOp fusion);
 
 /// One source text: the prelude include and one kernel per exec.fusion in
 /// `module`, in walk order. Fails (errors on the ops) if any kernel cannot
