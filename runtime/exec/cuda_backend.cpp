@@ -151,6 +151,8 @@ public:
 private:
   void init();
   void release();
+  /// prepare(): runs of adamw_update steps as multi-tensor launches.
+  void groupAdamw(const Bindings &bindings);
   /// Copies `step` to the device's step counter (before a run).
   void setStepCounter(int64_t step);
   /// Steps [begin, end) of function f (with poisoning; the result copies
@@ -371,8 +373,54 @@ void CudaBackend::download(void *dst, const uint8_t *src, size_t bytes) {
   check(cudaStreamSynchronize(stream), "copying from the device");
 }
 
+// TCC_CUDA_MULTI_TENSOR=0 keeps one launch per adamw_update (the groups'
+// results are bit for bit the same); TCC_POISON_ARENA=1 does too, as a
+// group's launch at its first step would run ahead of the poisoning before
+// its later steps.
+void CudaBackend::groupAdamw(const Bindings &b) {
+  const char *multi = std::getenv("TCC_CUDA_MULTI_TENSOR");
+  if (multi && std::string(multi) == "0")
+    return;
+  struct Group {
+    size_t f;
+    std::vector<size_t> steps;
+    size_t offset;
+    int64_t chunks;
+  };
+  std::vector<Group> groups;
+  std::vector<char> tables; // every group's table, each 256-byte aligned
+  for (size_t f = 0; f < art.functions.size(); ++f) {
+    const FunctionBinding &fb = b.functions[f];
+    if (!fb.poison.empty())
+      continue;
+    const Function &fn = art.functions[f];
+    for (std::vector<size_t> &steps : adamwGroups(fn, fb.ptrs.data())) {
+      Group g{f, std::move(steps), (tables.size() + 255) / 256 * 256, 0};
+      std::vector<char> t = adamwGroupTable(fn, g.steps, fb.ptrs.data(),
+                                            g.chunks);
+      tables.resize(g.offset);
+      tables.insert(tables.end(), t.begin(), t.end());
+      groups.push_back(std::move(g));
+    }
+  }
+  if (groups.empty())
+    return;
+  uint8_t *dev = allocate(tables.size(), "the multi-tensor AdamW tables");
+  upload(dev, tables.data(), tables.size());
+  for (const Group &g : groups) {
+    std::vector<StepPlan> &steps = plans[g.f].steps;
+    CallPlan &first = steps[g.steps.front()].call;
+    first.adamw.table = dev + g.offset;
+    first.adamw.count = int(g.steps.size());
+    first.adamw.chunks = g.chunks;
+    for (size_t i = 1; i < g.steps.size(); ++i)
+      steps[g.steps[i]].call.adamwGrouped = true;
+  }
+}
+
 void CudaBackend::prepare(const Bindings &b) {
   bindings = &b;
+  groupAdamw(b);
   // Every kernel step's inputs as one device array of device pointers.
   std::vector<const void *> table;
   std::vector<std::pair<size_t, size_t>> at; // (function, step) per array

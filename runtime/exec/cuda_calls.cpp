@@ -7,8 +7,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <string>
 
 namespace tcc::rt {
@@ -55,6 +60,154 @@ const void *vptr(uint8_t *const *ptrs, int64_t id) {
 bool writesErrorWord(Op op) {
   return op == Op::CrossEntropy || op == Op::CrossEntropyGrad ||
          op == Op::Embedding || op == Op::GatherGrad || op == Op::AdamwUpdate;
+}
+
+namespace {
+
+/// A union of byte ranges [begin, end) of device addresses, merged.
+class ByteRanges {
+public:
+  void add(uintptr_t b, uintptr_t e) {
+    if (b >= e)
+      return;
+    auto it = ranges.upper_bound(b);
+    if (it != ranges.begin() && std::prev(it)->second >= b)
+      --it;
+    while (it != ranges.end() && it->first <= e) {
+      b = std::min(b, it->first);
+      e = std::max(e, it->second);
+      it = ranges.erase(it);
+    }
+    ranges.emplace(b, e);
+  }
+  bool overlaps(uintptr_t b, uintptr_t e) const {
+    if (b >= e)
+      return false;
+    auto it = ranges.upper_bound(b); // first range starting after b
+    if (it != ranges.end() && it->first < e)
+      return true;
+    return it != ranges.begin() && std::prev(it)->second > b;
+  }
+
+private:
+  std::map<uintptr_t, uintptr_t> ranges; // begin -> end, disjoint
+};
+
+/// Operands param, grad, exp_avg, exp_avg_sq, lr, step and the three
+/// results all present, no skip operand: the steps a multi-tensor launch
+/// can take.
+bool groupableAdamw(const Step &step) {
+  if (step.kind != Step::Call || step.op != Op::AdamwUpdate ||
+      step.inputs.size() < 6 || step.outputs.size() < 3)
+    return false;
+  for (size_t i = 6; i < step.inputs.size(); ++i)
+    if (step.inputs[i] >= 0)
+      return false;
+  for (size_t i = 0; i < 6; ++i)
+    if (step.inputs[i] < 0)
+      return false;
+  for (size_t i = 0; i < 3; ++i)
+    if (step.outputs[i] < 0)
+      return false;
+  return true;
+}
+
+} // namespace
+
+std::vector<std::vector<size_t>> adamwGroups(const Function &fn,
+                                             uint8_t *const *ptrs) {
+  std::vector<std::vector<size_t>> groups;
+  auto range = [&](int64_t v) {
+    uintptr_t b = reinterpret_cast<uintptr_t>(ptrs[v]);
+    int64_t bytes = fn.values[v].bytes;
+    return std::make_pair(b, b + uintptr_t(bytes > 0 && ptrs[v] ? bytes : 0));
+  };
+  std::vector<size_t> run;
+  ByteRanges read, written; // by the run's steps
+  auto closeRun = [&] {
+    // Groups in order of their first step; a step joins the first group of
+    // its key. Empty tensors stay alone (their call enqueues nothing), so a
+    // group's first step is the first of its members the per-call path
+    // would launch: the error word of an invalid step is the same one.
+    std::vector<std::vector<size_t>> keyed;
+    for (size_t s : run) {
+      const Step &a = fn.steps[s];
+      if (fn.values[a.inputs[0]].elements <= 0)
+        continue;
+      bool placed = false;
+      for (std::vector<size_t> &g : keyed) {
+        const Step &b = fn.steps[g.front()];
+        if (a.inputs[4] == b.inputs[4] && a.inputs[5] == b.inputs[5] &&
+            a.attrs.beta1 == b.attrs.beta1 && a.attrs.beta2 == b.attrs.beta2 &&
+            a.attrs.eps == b.attrs.eps) {
+          g.push_back(s);
+          placed = true;
+          break;
+        }
+      }
+      if (!placed)
+        keyed.push_back({s});
+    }
+    for (std::vector<size_t> &g : keyed)
+      if (g.size() >= 2)
+        groups.push_back(std::move(g));
+    run.clear();
+    read = ByteRanges();
+    written = ByteRanges();
+  };
+  for (size_t s = 0; s < fn.steps.size(); ++s) {
+    const Step &step = fn.steps[s];
+    if (!groupableAdamw(step)) {
+      closeRun();
+      continue;
+    }
+    // Independent of every step of the run: reads nothing they write,
+    // writes nothing they read or write.
+    bool dependent = false;
+    for (size_t i = 0; i < 6 && !dependent; ++i) {
+      auto [b, e] = range(step.inputs[i]);
+      dependent = written.overlaps(b, e);
+    }
+    for (size_t i = 0; i < 3 && !dependent; ++i) {
+      auto [b, e] = range(step.outputs[i]);
+      dependent = written.overlaps(b, e) || read.overlaps(b, e);
+    }
+    if (dependent)
+      closeRun();
+    run.push_back(s);
+    for (size_t i = 0; i < 6; ++i) {
+      auto [b, e] = range(step.inputs[i]);
+      read.add(b, e);
+    }
+    for (size_t i = 0; i < 3; ++i) {
+      auto [b, e] = range(step.outputs[i]);
+      written.add(b, e);
+    }
+  }
+  closeRun();
+  return groups;
+}
+
+std::vector<char> adamwGroupTable(const Function &fn,
+                                  const std::vector<size_t> &group,
+                                  uint8_t *const *ptrs, int64_t &chunks) {
+  std::vector<cuda::AdamwTensor> tensors;
+  for (size_t s : group) {
+    const Step &step = fn.steps[s];
+    auto in = [&](size_t i) {
+      return reinterpret_cast<const float *>(ptrs[step.inputs[i]]);
+    };
+    auto out = [&](size_t i) {
+      return reinterpret_cast<float *>(ptrs[step.outputs[i]]);
+    };
+    tensors.push_back({in(0), in(1), in(2), in(3), out(0), out(1), out(2),
+                       fn.values[step.inputs[0]].elements,
+                       step.attrs.weightDecay});
+  }
+  int count = int(tensors.size());
+  std::vector<char> table(cuda::adamw_table_bytes(count));
+  chunks = cuda::adamw_build_table(tensors.data(), count, table.data());
+  return table;
 }
 
 std::string cudaCallUnsupported(const Function &fn, const Step &step) {
@@ -147,6 +300,129 @@ std::string cudaCallUnsupported(const Function &fn, const Step &step) {
     break;
   }
   return "";
+}
+
+bool FatbinCode::runsOn(int arch) const {
+  for (int a : sass)
+    if (a / 10 == arch / 10 && a <= arch)
+      return true;
+  for (int a : ptx)
+    if (a <= arch)
+      return true;
+  return false;
+}
+
+// The layout nvcc writes (little-endian): one or more fatbins, each a
+// 16-byte header {u32 magic 0xBA55ED50, u16 version, u16 header size,
+// u64 entries' bytes} followed by its entries, each {u16 kind (1 PTX,
+// 2 ELF/SASS), u16, u32 header size, u64 payload bytes, u32, u32, u16,
+// u16, u32 arch (80 for sm_80), ...} and its payload.
+bool readFatbinCode(const std::string &path, FatbinCode &code,
+                    std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot be read";
+    return false;
+  }
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  auto u16 = [&](size_t at) {
+    uint16_t v;
+    std::memcpy(&v, bytes.data() + at, 2);
+    return v;
+  };
+  auto u32 = [&](size_t at) {
+    uint32_t v;
+    std::memcpy(&v, bytes.data() + at, 4);
+    return v;
+  };
+  auto u64 = [&](size_t at) {
+    uint64_t v;
+    std::memcpy(&v, bytes.data() + at, 8);
+    return v;
+  };
+  code = FatbinCode();
+  size_t at = 0;
+  while (at + 16 <= bytes.size() && u32(at) == 0xBA55ED50u) {
+    uint64_t header = u16(at + 6), size = u64(at + 8);
+    if (header < 16 || size > bytes.size() - at - 16 ||
+        header > bytes.size() - at - size) {
+      error = "a fatbin header runs past the end of the file";
+      return false;
+    }
+    size_t entry = at + header, end = at + header + size;
+    while (entry + 32 <= end) {
+      uint16_t kind = u16(entry);
+      uint64_t entryHeader = u32(entry + 4), payload = u64(entry + 8);
+      if (entryHeader < 32 || entryHeader > end - entry ||
+          payload > end - entry - entryHeader) {
+        error = "a fatbin entry runs past its fatbin";
+        return false;
+      }
+      int arch = int(u32(entry + 28));
+      if (kind == 2)
+        code.sass.push_back(arch);
+      else if (kind == 1)
+        code.ptx.push_back(arch);
+      entry += entryHeader + payload;
+    }
+    at = end;
+  }
+  if (at == 0) {
+    error = "not a CUDA fatbin (no fatbin header)";
+    return false;
+  }
+  return true;
+}
+
+std::string cudaBackendVerdict(const Artifact &art) {
+  for (const Function &fn : art.functions)
+    for (size_t s = 0; s < fn.steps.size(); ++s) {
+      const Step &step = fn.steps[s];
+      if (step.kind != Step::Call)
+        continue;
+      std::string why = cudaCallUnsupported(fn, step);
+      if (!why.empty())
+        return "cannot run " + fn.name + " step " + std::to_string(s) + " (" +
+               opName(step.op) + "): " + why;
+    }
+  // The path the backend loads (cuda_backend.cpp).
+  auto listed = art.manifest.files.find("cuda_kernels");
+  std::string rel = listed == art.manifest.files.end()
+                        ? std::string("kernels/kernels.fatbin")
+                        : listed->second;
+  std::string path = art.dir + "/" + rel;
+  std::ifstream probe(path, std::ios::binary);
+  if (!probe) {
+    if (art.hasKernelSteps())
+      return "cannot run its kernel steps: " + rel + " is missing";
+    return "runs every step (no kernel steps: no fatbin needed)";
+  }
+  FatbinCode code;
+  std::string error;
+  if (!readFatbinCode(path, code, error))
+    return art.hasKernelSteps()
+               ? "cannot run its kernel steps: " + rel + ": " + error
+               : "runs every step (no kernel steps; " + rel + ": " + error +
+                     ")";
+  std::string archs;
+  for (int a : code.sass)
+    archs += (archs.empty() ? "" : ", ") + std::string("sm_") +
+             std::to_string(a);
+  for (int a : code.ptx)
+    archs += (archs.empty() ? "" : ", ") + std::string("compute_") +
+             std::to_string(a) + " PTX";
+  if (archs.empty())
+    archs = "no code";
+  bool on80 = code.runsOn(80), on90 = code.runsOn(90);
+  if (art.hasKernelSteps() && !on80 && !on90)
+    return "cannot run its kernel steps on sm_80 or sm_90: " + rel +
+           " holds " + archs;
+  std::string note = rel + ": " + archs;
+  if (!on80 || !on90)
+    note += std::string("; nothing for ") +
+            (on80 ? "sm_90" : on90 ? "sm_80" : "sm_80 or sm_90");
+  return "runs every step (" + note + ")";
 }
 
 namespace {
@@ -481,6 +757,14 @@ int enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
         reinterpret_cast<const double *>(ptrs[step.inputs[2]]), a.momentum,
         a.weightDecay, a.nesterov, st);
   case Op::AdamwUpdate:
+    if (plan.adamwGrouped)
+      return 0; // the group's first step launched it
+    if (plan.adamw.count > 0)
+      return cuda::adamw_update_multi(
+          plan.adamw.table, plan.adamw.count, plan.adamw.chunks,
+          reinterpret_cast<const double *>(ptrs[step.inputs[4]]),
+          reinterpret_cast<const int64_t *>(ptrs[step.inputs[5]]), a.beta1,
+          a.beta2, a.eps, error, st);
     return cuda::adamw_update(
         fin(0), fin(1), fin(2), fin(3), fout(0), fout(1), fout(2),
         in(0).elements, reinterpret_cast<const double *>(ptrs[step.inputs[4]]),

@@ -41,17 +41,73 @@ struct GemmStep {
   bool biasC = false; ///< gemm: c [n] / [1, n] added by the bias epilogue
 };
 
+/// adamw_update steps run as one multi-tensor launch (adamw_update_multi):
+/// its device table (adamw_build_table's layout, uploaded once when the
+/// session opens), tensor and chunk counts.
+struct AdamwGroupLaunch {
+  const void *table = nullptr;
+  int count = 0;
+  int64_t chunks = 0;
+};
+
 struct CallPlan {
   GemmStep gemm;         ///< Matmul, Gemm
   size_t workspace = 0;  ///< scratch bytes the call needs
   int errorSlot = -1;    ///< its device error word, for steps reading ids
+  /// AdamwUpdate in a group (adamwGroups): the group's first step launches
+  /// every member's update (`adamw.count` > 0, its error slot is the
+  /// group's); the later members' `adamwGrouped` steps enqueue nothing.
+  AdamwGroupLaunch adamw;
+  bool adamwGrouped = false;
 };
 
 /// Whether call `op` reports bad rows / steps through an error word.
 bool writesErrorWord(Op op);
 
+/// The adamw_update steps of `fn` that one multi-tensor launch can run, in
+/// groups of at least two (step indices, ascending), given every value's
+/// address `ptrs[v]` (byte ranges decide independence). Within a run of
+/// consecutive adamw_update steps, none writing bytes another step of the
+/// run reads or writes (a dependence ends the run), the steps with the same
+/// lr and step operands (value ids) and the same beta1, beta2 and eps form
+/// a group; weight decay may differ (it is per tensor). Steps with a skip
+/// operand or an empty tensor stay alone. A step of a group runs at the
+/// group's first step, so the run's steps are reordered, which their
+/// independence allows. Needs no GPU.
+std::vector<std::vector<size_t>> adamwGroups(const Function &fn,
+                                             uint8_t *const *ptrs);
+
+/// The host table of adamw_update_multi for `group` (adamw_table_bytes of
+/// its size); its chunk count in `chunks`.
+std::vector<char> adamwGroupTable(const Function &fn,
+                                  const std::vector<size_t> &group,
+                                  uint8_t *const *ptrs, int64_t &chunks);
+
 /// Why the CUDA backend cannot run call `step` of `fn`, or "".
 std::string cudaCallUnsupported(const Function &fn, const Step &step);
+
+/// The GPU code of a CUDA fatbin (nvcc -fatbin): the architectures of its
+/// SASS (80 for sm_80) and of its PTX (90 for compute_90), in file order.
+struct FatbinCode {
+  std::vector<int> sass, ptx;
+  /// Whether a device of compute capability `arch` (80, 90) can load it:
+  /// SASS of the same major version at most `arch`, or PTX at most `arch`
+  /// (JIT-compiled by the driver).
+  bool runsOn(int arch) const;
+};
+
+/// Reads the fatbin headers of `path` (no GPU, no libcuda); false with
+/// `error` set when it cannot be read or is not a fatbin.
+bool readFatbinCode(const std::string &path, FatbinCode &code,
+                    std::string &error);
+
+/// `tcc inspect`'s verdict for the cuda backend (after "cuda backend: "),
+/// from the rules the backend applies when a session opens, decided without
+/// a GPU or libcuda: "cannot run " and the first call step
+/// cudaCallUnsupported refuses, or kernel steps without a fatbin that an
+/// sm_80 or sm_90 device can load; otherwise "runs every step" and the
+/// fatbin's architectures. (cuBLASLt can still refuse a GEMM at open.)
+std::string cudaBackendVerdict(const Artifact &art);
 
 /// Plans call `s` of `fn` (its GemmPlan made on `gemm`); throws
 /// TCC_ERROR_BACKEND naming `where` when cuBLASLt refuses the GEMM.

@@ -5,6 +5,9 @@
 #include "exec/artifact.h"
 #include "exec/cpu_backend.h"
 #include "exec/ops.h"
+#ifdef TCC_HAVE_CUDA_BACKEND
+#include "exec/cuda_calls.h"
+#endif
 
 #include "data/npz.h"
 
@@ -177,6 +180,11 @@ void print(const Artifact &art, std::ostream &out) {
       << (unsupported.empty() ? "runs every step"
                               : "cannot run " + unsupported)
       << "\n";
+#ifdef TCC_HAVE_CUDA_BACKEND
+  out << "cuda backend: " << cudaBackendVerdict(art) << "\n";
+#else
+  out << "cuda backend: not built\n";
+#endif
 
   auto line = [&](const char *what, int64_t bytes) {
     std::string b = grouped(bytes);

@@ -3,8 +3,10 @@
 // Prints what an artifact holds, read through the runtime's own loader: the
 // manifest, the batch inputs, parameters and optimizer state, per function
 // its steps (generated kernels, library calls by op) and arena, whether the
-// CPU backend can run it, and the memory a session holds — the same numbers
-// tcc_memory() reports for a session of it.
+// CPU backend and the CUDA backend can run it (the CUDA backend's refusal
+// rules and the fatbin's architectures, no GPU needed; "not built" without
+// TCC_CUDA), and the memory a session holds — the same numbers tcc_memory()
+// reports for a session of it.
 //
 //===----------------------------------------------------------------------===//
 

@@ -420,7 +420,7 @@ Status adamw_update(const float *param, const float *grad,
                     double weightDecay, int64_t *error, cudaStream_t stream);
 
 /// One tensor of a multi-tensor AdamW update (device pointers; the outputs
-/// may equal the inputs for an in-place update).
+/// may equal the inputs for an in-place update) with its own weight decay.
 struct AdamwTensor {
   const float *param;
   const float *grad;
@@ -430,6 +430,7 @@ struct AdamwTensor {
   float *newExpAvg;
   float *newExpAvgSq;
   int64_t n;
+  double weightDecay;
 };
 
 /// Bytes of the device table describing `count` tensors.
@@ -445,11 +446,13 @@ int64_t adamw_build_table(const AdamwTensor *tensors, int count,
 /// The AdamW step of every tensor of the table in one launch: the tensors
 /// are cut into chunks of 16384 elements and a grid-stride loop of blocks
 /// walks the chunks (16-byte accesses where a tensor's pointers allow).
-/// Same arithmetic and `error` rule as adamw_update.
+/// Each tensor's result is bit for bit adamw_update's with its weight decay
+/// (the same scalars and per-element arithmetic); the same `error` rule.
+/// No limit on `count` (the table is in device memory).
 Status adamw_update_multi(const void *deviceTable, int count, int64_t chunks,
                           const double *lr, const int64_t *step, double beta1,
-                          double beta2, double eps, double weightDecay,
-                          int64_t *error, cudaStream_t stream);
+                          double beta2, double eps, int64_t *error,
+                          cudaStream_t stream);
 
 } // namespace tcc::cuda
 

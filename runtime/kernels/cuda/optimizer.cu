@@ -4,7 +4,9 @@
 // contract or reorder anything, and the double scalars are computed with
 // explicitly rounded double operations as the CPU does with
 // -ffp-contract=off. The multi-tensor AdamW walks a table of tensors cut
-// into fixed chunks: one launch for all parameters.
+// into fixed chunks: one launch for all parameters, each with its own
+// weight decay (the only per-tensor scalar: lr, step and the betas are the
+// launch's).
 #include "kernels/cuda/common.cuh"
 
 #include <cstring>
@@ -20,6 +22,11 @@ struct AdamwScalars {
   float decay, b1, b2, oneMinusB1, oneMinusB2, bc2Sqrt, eps, negStep;
 };
 
+/// The CPU kernel's decoupled weight decay factor 1 - lr * weight_decay.
+__device__ __forceinline__ float adamwDecay(double lr, double weightDecay) {
+  return static_cast<float>(__dsub_rn(1.0, __dmul_rn(lr, weightDecay)));
+}
+
 /// The CPU kernel's host-side scalars, from the device lr and step.
 __device__ __forceinline__ AdamwScalars adamwScalars(double lr, int64_t step,
                                                      double beta1,
@@ -30,7 +37,7 @@ __device__ __forceinline__ AdamwScalars adamwScalars(double lr, int64_t step,
   const double biasCorrection2 = __dsub_rn(1.0, pow(beta2, t));
   const double stepSize = __ddiv_rn(lr, biasCorrection1);
   AdamwScalars s;
-  s.decay = static_cast<float>(__dsub_rn(1.0, __dmul_rn(lr, weightDecay)));
+  s.decay = adamwDecay(lr, weightDecay);
   s.b1 = static_cast<float>(beta1);
   s.b2 = static_cast<float>(beta2);
   s.oneMinusB1 = static_cast<float>(__dsub_rn(1.0, beta1));
@@ -124,19 +131,21 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 /// Table: `count` AdamwTensor, then count + 1 chunk offsets (int64): tensor
-/// i owns chunks [start[i], start[i + 1]).
+/// i owns chunks [start[i], start[i + 1]). The scalars are adamwKernel's,
+/// the decay factor from each tensor's weight decay.
 __global__ void __launch_bounds__(kThreads)
     adamwMultiKernel(const AdamwTensor *tensors, const int64_t *chunkStart,
                      int count, int64_t chunks, const double *lr,
                      const int64_t *step, double beta1, double beta2,
-                     double eps, double weightDecay, int64_t *error) {
+                     double eps, int64_t *error) {
   const int64_t st = *step;
   if (st < 1) {
     if (blockIdx.x == 0 && threadIdx.x == 0)
       recordError(error, 0);
     return;
   }
-  const AdamwScalars s = adamwScalars(*lr, st, beta1, beta2, eps, weightDecay);
+  const double lrValue = *lr;
+  AdamwScalars s = adamwScalars(lrValue, st, beta1, beta2, eps, 0.0);
   for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
     // The tensor owning chunk c: the last i with chunkStart[i] <= c.
     int lo = 0, hi = count - 1;
@@ -148,6 +157,7 @@ __global__ void __launch_bounds__(kThreads)
         hi = mid - 1;
     }
     const AdamwTensor t = tensors[lo];
+    s.decay = adamwDecay(lrValue, t.weightDecay);
     const int64_t begin = (c - chunkStart[lo]) * kChunk;
     const int64_t end = begin + kChunk < t.n ? begin + kChunk : t.n;
     adamwRange(s, t, begin, end, threadIdx.x, blockDim.x, tensorAligned(t));
@@ -210,8 +220,8 @@ Status adamw_update(const float *param, const float *grad,
     return invalid();
   if (n == 0)
     return 0;
-  AdamwTensor t{param, grad, expAvg, expAvgSq, newParam, newExpAvg,
-                newExpAvgSq, n};
+  AdamwTensor t{param,     grad,      expAvg,      expAvgSq, newParam,
+                newExpAvg, newExpAvgSq, n,           weightDecay};
   adamwKernel<<<elementwiseBlocks(n, 4), kThreads, 0, stream>>>(
       t, lr, step, beta1, beta2, eps, weightDecay, error);
   return launched();
@@ -240,8 +250,8 @@ int64_t adamw_build_table(const AdamwTensor *tensors, int count,
 
 Status adamw_update_multi(const void *deviceTable, int count, int64_t chunks,
                           const double *lr, const int64_t *step, double beta1,
-                          double beta2, double eps, double weightDecay,
-                          int64_t *error, cudaStream_t stream) {
+                          double beta2, double eps, int64_t *error,
+                          cudaStream_t stream) {
   if (count < 0 || chunks < 0 || (count > 0 && !deviceTable))
     return invalid();
   if (count == 0 || chunks == 0)
@@ -253,8 +263,7 @@ Status adamw_update_multi(const void *deviceTable, int count, int64_t chunks,
   const unsigned blocks =
       static_cast<unsigned>(chunks < 65535 ? chunks : 65535);
   adamwMultiKernel<<<blocks, kThreads, 0, stream>>>(
-      tensors, start, count, chunks, lr, step, beta1, beta2, eps, weightDecay,
-      error);
+      tensors, start, count, chunks, lr, step, beta1, beta2, eps, error);
   return launched();
 }
 

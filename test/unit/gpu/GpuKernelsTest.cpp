@@ -678,11 +678,13 @@ void expectAdamwClose(const std::vector<float> &got,
 }
 
 TEST_F(Gpu, AdamwSingleAndMultiTensor) {
-  const double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 0.01;
+  const double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   const int64_t step = 7;
-  // Sizes: empty, one, a chunk and a bit, unaligned, a few chunks.
+  // Sizes: empty, one, a chunk and a bit, unaligned, a few chunks; the
+  // weight decay is per tensor in the multi-tensor launch.
   const int64_t sizes[] = {0, 1, 16384 + 3, 1001, 3 * 16384 + 17};
   const size_t offsets[] = {0, 0, 0, 1, 0};
+  const double wds[] = {0.01, 0.0, 0.1, 0.0, 0.01};
   const int count = 5;
   std::vector<std::vector<float>> p, g, m, v, refP(count), refM(count),
       refV(count);
@@ -701,7 +703,7 @@ TEST_F(Gpu, AdamwSingleAndMultiTensor) {
     ASSERT_TRUE(cpu::adamw_update(p[t].data(), g[t].data(), m[t].data(),
                                   v[t].data(), refP[t].data(), refM[t].data(),
                                   refV[t].data(), n, lr, step, beta1, beta2,
-                                  eps, wd));
+                                  eps, wds[t]));
   }
   DevBuf<double> dlr(std::vector<double>{lr});
   DevBuf<int64_t> dstep(std::vector<int64_t>{step}), err(1);
@@ -712,8 +714,8 @@ TEST_F(Gpu, AdamwSingleAndMultiTensor) {
         nm(sizes[4]), nv(sizes[4]);
     checkStatus(cu::adamw_update(dp.get(), dg.get(), dm.get(), dv.get(),
                                  np.get(), nm.get(), nv.get(), sizes[4],
-                                 dlr.get(), dstep.get(), beta1, beta2, eps, wd,
-                                 err.get(), nullptr),
+                                 dlr.get(), dstep.get(), beta1, beta2, eps,
+                                 wds[4], err.get(), nullptr),
                 "adamw_update");
     expectAdamwClose(np.download(), refP[4], "param");
     expectAdamwClose(nm.download(), refM[4], "exp_avg");
@@ -731,7 +733,7 @@ TEST_F(Gpu, AdamwSingleAndMultiTensor) {
     float *bp = bufs[4 * t]->get(), *bm = bufs[4 * t + 2]->get(),
           *bv = bufs[4 * t + 3]->get();
     tensors.push_back({bp, bufs[4 * t + 1]->get(), bm, bv, bp, bm, bv,
-                       sizes[t]});
+                       sizes[t], wds[t]});
   }
   std::vector<char> table(cu::adamw_table_bytes(count));
   int64_t chunks = cu::adamw_build_table(tensors.data(), count, table.data());
@@ -742,7 +744,7 @@ TEST_F(Gpu, AdamwSingleAndMultiTensor) {
         "cudaMemcpy");
   checkStatus(cu::set_error_word(err.get(), nullptr), "set_error_word");
   checkStatus(cu::adamw_update_multi(dtable.get(), count, chunks, dlr.get(),
-                                     dstep.get(), beta1, beta2, eps, wd,
+                                     dstep.get(), beta1, beta2, eps,
                                      err.get(), nullptr),
               "adamw_update_multi");
   EXPECT_EQ(cu::read_error_word(err.get(), nullptr), -1);
@@ -758,7 +760,7 @@ TEST_F(Gpu, AdamwSingleAndMultiTensor) {
   std::vector<float> before = bufs[4]->download();
   checkStatus(cu::set_error_word(err.get(), nullptr), "set_error_word");
   checkStatus(cu::adamw_update_multi(dtable.get(), count, chunks, dlr.get(),
-                                     zero.get(), beta1, beta2, eps, wd,
+                                     zero.get(), beta1, beta2, eps,
                                      err.get(), nullptr),
               "adamw_update_multi");
   EXPECT_EQ(cu::read_error_word(err.get(), nullptr), 0);

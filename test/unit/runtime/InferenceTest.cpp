@@ -9,6 +9,7 @@
 
 #include "RuntimeTestUtil.h"
 
+#include "exec/backend.h"
 #include "exec/inspect.h"
 
 #include <cmath>
@@ -274,6 +275,12 @@ TEST(Inference, InspectAndMemory) {
         "bytes",
         "cpu backend: runs every step"})
     EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+  // No kernels.fatbin: the cuda backend (when built) refuses the kernels.
+  std::string cuda = tcc::rt::haveCudaBackend()
+                         ? "cuda backend: cannot run its kernel steps: "
+                           "kernels/kernels.fatbin is missing\n"
+                         : "cuda backend: not built\n";
+  EXPECT_NE(text.find(cuda), std::string::npos) << cuda << text;
   for (const char *absent :
        {"fingerprint", "train_config", "schedule", "optimizer state:"})
     EXPECT_EQ(text.find(absent), std::string::npos) << absent << "\n" << text;

@@ -3,6 +3,7 @@
 #include "RuntimeTestUtil.h"
 
 #include "checkpoint/checkpoint.h"
+#include "exec/backend.h"
 #include "exec/inspect.h"
 #include "exec/schedule.h"
 
@@ -765,6 +766,12 @@ TEST(Runtime, MemoryMatchesInspect) {
         "192 bytes",
         "cpu backend: runs every step"})
     EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+  // No kernels.fatbin: the cuda backend (when built) refuses the kernels.
+  std::string cuda = tcc::rt::haveCudaBackend()
+                         ? "cuda backend: cannot run its kernel steps: "
+                           "kernels/kernels.fatbin is missing\n"
+                         : "cuda backend: not built\n";
+  EXPECT_NE(text.find(cuda), std::string::npos) << cuda << text;
   size_t at = text.find("  total");
   ASSERT_NE(at, std::string::npos) << text;
   std::istringstream line(text.substr(at + 7));
