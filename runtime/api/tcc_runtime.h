@@ -114,7 +114,9 @@ const char *tcc_last_error(void);
  *  whether the backend can run every step (TCC_ERROR_BACKEND naming the op
  *  and step otherwise).
  *  With TCC_CUDA_GRAPHS=0 set when a "cuda" session opens its steps are
- *  launched one by one rather than replayed as CUDA graphs.
+ *  launched one by one rather than replayed as CUDA graphs; with
+ *  TCC_CUDA_TF32=1 its fp32 GEMMs may run on TF32 tensor cores (as
+ *  torch.backends.cuda.matmul.allow_tf32; off by default).
  *  Debugging: with the environment variable TCC_POISON_ARENA=1 set when the
  *  session opens, every arena byte not held by a live value is filled with
  *  0xFF (a NaN for floats) before each step, so a step that reads memory

@@ -94,13 +94,13 @@ private:
 };
 
 /// Operands param, grad, exp_avg, exp_avg_sq, lr, step and the three
-/// results all present, no skip operand: the steps a multi-tensor launch
-/// can take.
+/// results all present (a skip flag may be too: a group shares it): the
+/// steps a multi-tensor launch can take.
 bool groupableAdamw(const Step &step) {
   if (step.kind != Step::Call || step.op != Op::AdamwUpdate ||
       step.inputs.size() < 6 || step.outputs.size() < 3)
     return false;
-  for (size_t i = 6; i < step.inputs.size(); ++i)
+  for (size_t i = 7; i < step.inputs.size(); ++i)
     if (step.inputs[i] >= 0)
       return false;
   for (size_t i = 0; i < 6; ++i)
@@ -137,7 +137,11 @@ std::vector<std::vector<size_t>> adamwGroups(const Function &fn,
       bool placed = false;
       for (std::vector<size_t> &g : keyed) {
         const Step &b = fn.steps[g.front()];
+        auto skipOf = [](const Step &x) {
+          return x.inputs.size() > 6 ? x.inputs[6] : -1;
+        };
         if (a.inputs[4] == b.inputs[4] && a.inputs[5] == b.inputs[5] &&
+            skipOf(a) == skipOf(b) &&
             a.attrs.beta1 == b.attrs.beta1 && a.attrs.beta2 == b.attrs.beta2 &&
             a.attrs.eps == b.attrs.eps) {
           g.push_back(s);
@@ -606,6 +610,11 @@ int enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
                ? nullptr
                : reinterpret_cast<float *>(ptrs[step.outputs[i]]);
   };
+  // An optimizer update's skip flag (a bool byte; null when absent).
+  auto flag = [&](size_t i) -> const uint8_t * {
+    return i < step.inputs.size() && step.inputs[i] >= 0 ? ptrs[step.inputs[i]]
+                                                         : nullptr;
+  };
   // Untyped operands and results of the float tensors of `type` (absent
   // optional ones null).
   auto vin = [&](size_t i) {
@@ -755,7 +764,7 @@ int enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
     return cuda::sgd_update(
         fin(0), fin(1), fin(3), fout(0), fout(1), in(0).elements,
         reinterpret_cast<const double *>(ptrs[step.inputs[2]]), a.momentum,
-        a.weightDecay, a.nesterov, st);
+        a.weightDecay, a.nesterov, flag(4), st);
   case Op::AdamwUpdate:
     if (plan.adamwGrouped)
       return 0; // the group's first step launched it
@@ -764,12 +773,12 @@ int enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
           plan.adamw.table, plan.adamw.count, plan.adamw.chunks,
           reinterpret_cast<const double *>(ptrs[step.inputs[4]]),
           reinterpret_cast<const int64_t *>(ptrs[step.inputs[5]]), a.beta1,
-          a.beta2, a.eps, error, st);
+          a.beta2, a.eps, flag(6), error, st);
     return cuda::adamw_update(
         fin(0), fin(1), fin(2), fin(3), fout(0), fout(1), fout(2),
         in(0).elements, reinterpret_cast<const double *>(ptrs[step.inputs[4]]),
         reinterpret_cast<const int64_t *>(ptrs[step.inputs[5]]), a.beta1,
-        a.beta2, a.eps, a.weightDecay, error, st);
+        a.beta2, a.eps, a.weightDecay, flag(6), error, st);
   }
   return 0;
 }

@@ -403,12 +403,16 @@ Status dropout(FloatType type, const void *x, void *y, uint8_t *mask,
 // can differ from glibc's in the last bit of a double, which shows in the
 // float results only in rare ties.
 
+// `skip` (a device byte, or null) is dynamic loss scaling's overflow flag:
+// nonzero, an update leaves parameter and state as they are (copied to the
+// outputs where those are not the inputs).
+
 /// One SGD step on n elements; buf / newBuf used iff momentum != 0. Outputs
 /// may alias the matching inputs.
 Status sgd_update(const float *param, const float *grad, const float *buf,
                   float *newParam, float *newBuf, int64_t n, const double *lr,
                   double momentum, double weightDecay, bool nesterov,
-                  cudaStream_t stream);
+                  const uint8_t *skip, cudaStream_t stream);
 
 /// One AdamW step on n elements. With *step < 1 nothing is written and
 /// `error` (if not null) receives 0.
@@ -417,7 +421,8 @@ Status adamw_update(const float *param, const float *grad,
                     float *newParam, float *newExpAvg, float *newExpAvgSq,
                     int64_t n, const double *lr, const int64_t *step,
                     double beta1, double beta2, double eps,
-                    double weightDecay, int64_t *error, cudaStream_t stream);
+                    double weightDecay, const uint8_t *skip, int64_t *error,
+                    cudaStream_t stream);
 
 /// One tensor of a multi-tensor AdamW update (device pointers; the outputs
 /// may equal the inputs for an in-place update) with its own weight decay.
@@ -451,8 +456,8 @@ int64_t adamw_build_table(const AdamwTensor *tensors, int count,
 /// No limit on `count` (the table is in device memory).
 Status adamw_update_multi(const void *deviceTable, int count, int64_t chunks,
                           const double *lr, const int64_t *step, double beta1,
-                          double beta2, double eps, int64_t *error,
-                          cudaStream_t stream);
+                          double beta2, double eps, const uint8_t *skip,
+                          int64_t *error, cudaStream_t stream);
 
 } // namespace tcc::cuda
 

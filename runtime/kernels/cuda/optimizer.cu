@@ -104,6 +104,25 @@ __device__ __forceinline__ void adamwRange(const AdamwScalars &s,
   }
 }
 
+/// Dynamic loss scaling's overflow flag (null: never skip).
+__device__ __forceinline__ bool skipped(const uint8_t *skip) {
+  return skip != nullptr && *skip != 0;
+}
+
+/// A skipped update: the results are the operands (nothing to do in place).
+__device__ __forceinline__ void adamwKeep(const AdamwTensor &t, int64_t begin,
+                                          int64_t end, int64_t first,
+                                          int64_t stride) {
+  for (int64_t e = begin + first; e < end; e += stride) {
+    if (t.newParam != t.param)
+      t.newParam[e] = t.param[e];
+    if (t.newExpAvg != t.expAvg)
+      t.newExpAvg[e] = t.expAvg[e];
+    if (t.newExpAvgSq != t.expAvgSq)
+      t.newExpAvgSq[e] = t.expAvgSq[e];
+  }
+}
+
 __device__ __forceinline__ bool tensorAligned(const AdamwTensor &t) {
   uintptr_t bits = reinterpret_cast<uintptr_t>(t.param) |
                    reinterpret_cast<uintptr_t>(t.grad) |
@@ -118,11 +137,16 @@ __device__ __forceinline__ bool tensorAligned(const AdamwTensor &t) {
 __global__ void __launch_bounds__(kThreads)
     adamwKernel(AdamwTensor t, const double *lr, const int64_t *step,
                 double beta1, double beta2, double eps, double weightDecay,
-                int64_t *error) {
+                const uint8_t *skip, int64_t *error) {
   const int64_t st = *step;
   if (st < 1) {
     if (blockIdx.x == 0 && threadIdx.x == 0)
       recordError(error, 0);
+    return;
+  }
+  if (skipped(skip)) {
+    adamwKeep(t, 0, t.n, int64_t(blockIdx.x) * blockDim.x + threadIdx.x,
+              int64_t(gridDim.x) * blockDim.x);
     return;
   }
   const AdamwScalars s = adamwScalars(*lr, st, beta1, beta2, eps, weightDecay);
@@ -137,13 +161,14 @@ __global__ void __launch_bounds__(kThreads)
     adamwMultiKernel(const AdamwTensor *tensors, const int64_t *chunkStart,
                      int count, int64_t chunks, const double *lr,
                      const int64_t *step, double beta1, double beta2,
-                     double eps, int64_t *error) {
+                     double eps, const uint8_t *skip, int64_t *error) {
   const int64_t st = *step;
   if (st < 1) {
     if (blockIdx.x == 0 && threadIdx.x == 0)
       recordError(error, 0);
     return;
   }
+  const bool keep = skipped(skip);
   const double lrValue = *lr;
   AdamwScalars s = adamwScalars(lrValue, st, beta1, beta2, eps, 0.0);
   for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
@@ -160,15 +185,29 @@ __global__ void __launch_bounds__(kThreads)
     s.decay = adamwDecay(lrValue, t.weightDecay);
     const int64_t begin = (c - chunkStart[lo]) * kChunk;
     const int64_t end = begin + kChunk < t.n ? begin + kChunk : t.n;
-    adamwRange(s, t, begin, end, threadIdx.x, blockDim.x, tensorAligned(t));
+    if (keep)
+      adamwKeep(t, begin, end, threadIdx.x, blockDim.x);
+    else
+      adamwRange(s, t, begin, end, threadIdx.x, blockDim.x, tensorAligned(t));
   }
 }
 
 __global__ void __launch_bounds__(kThreads)
     sgdKernel(const float *param, const float *grad, const float *buf,
               float *newParam, float *newBuf, int64_t n, const double *lr,
-              double momentum, double weightDecay, bool nesterov) {
+              double momentum, double weightDecay, bool nesterov,
+              const uint8_t *skip) {
   const bool useBuf = momentum != 0;
+  if (skipped(skip)) {
+    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += int64_t(gridDim.x) * blockDim.x) {
+      if (newParam != param)
+        newParam[i] = param[i];
+      if (useBuf && newBuf != buf)
+        newBuf[i] = buf[i];
+    }
+    return;
+  }
   const float wd = float(weightDecay), mom = float(momentum),
               negLr = float(-*lr);
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -199,14 +238,14 @@ size_t tableOffsets(int count) {
 Status sgd_update(const float *param, const float *grad, const float *buf,
                   float *newParam, float *newBuf, int64_t n, const double *lr,
                   double momentum, double weightDecay, bool nesterov,
-                  cudaStream_t stream) {
+                  const uint8_t *skip, cudaStream_t stream) {
   if (n < 0 || (momentum != 0 && (!buf || !newBuf)))
     return invalid();
   if (n == 0)
     return 0;
   sgdKernel<<<elementwiseBlocks(n, 1), kThreads, 0, stream>>>(
       param, grad, buf, newParam, newBuf, n, lr, momentum, weightDecay,
-      nesterov);
+      nesterov, skip);
   return launched();
 }
 
@@ -215,7 +254,8 @@ Status adamw_update(const float *param, const float *grad,
                     float *newParam, float *newExpAvg, float *newExpAvgSq,
                     int64_t n, const double *lr, const int64_t *step,
                     double beta1, double beta2, double eps,
-                    double weightDecay, int64_t *error, cudaStream_t stream) {
+                    double weightDecay, const uint8_t *skip, int64_t *error,
+                    cudaStream_t stream) {
   if (n < 0)
     return invalid();
   if (n == 0)
@@ -223,7 +263,7 @@ Status adamw_update(const float *param, const float *grad,
   AdamwTensor t{param,     grad,      expAvg,      expAvgSq, newParam,
                 newExpAvg, newExpAvgSq, n,           weightDecay};
   adamwKernel<<<elementwiseBlocks(n, 4), kThreads, 0, stream>>>(
-      t, lr, step, beta1, beta2, eps, weightDecay, error);
+      t, lr, step, beta1, beta2, eps, weightDecay, skip, error);
   return launched();
 }
 
@@ -250,8 +290,8 @@ int64_t adamw_build_table(const AdamwTensor *tensors, int count,
 
 Status adamw_update_multi(const void *deviceTable, int count, int64_t chunks,
                           const double *lr, const int64_t *step, double beta1,
-                          double beta2, double eps, int64_t *error,
-                          cudaStream_t stream) {
+                          double beta2, double eps, const uint8_t *skip,
+                          int64_t *error, cudaStream_t stream) {
   if (count < 0 || chunks < 0 || (count > 0 && !deviceTable))
     return invalid();
   if (count == 0 || chunks == 0)
@@ -263,7 +303,7 @@ Status adamw_update_multi(const void *deviceTable, int count, int64_t chunks,
   const unsigned blocks =
       static_cast<unsigned>(chunks < 65535 ? chunks : 65535);
   adamwMultiKernel<<<blocks, kThreads, 0, stream>>>(
-      tensors, start, count, chunks, lr, step, beta1, beta2, eps, error);
+      tensors, start, count, chunks, lr, step, beta1, beta2, eps, skip, error);
   return launched();
 }
 

@@ -750,8 +750,16 @@ TEST(CudaAdamwGroups, RunsOfIndependentCallsWithOneKey) {
   split.steps.insert(split.steps.begin() + 2, split.steps.back());
   EXPECT_EQ(groups(split), (Groups{{0, 1}, {3, 5, 6, 7}}));
 
-  // Not grouped: a skip operand, an empty tensor (its call launches
-  // nothing), a lone call.
+  // One skip flag for all (dynamic loss scaling's): grouped as without.
+  tcc::rt::Function shared = base;
+  for (tcc::rt::Step &st : shared.steps) {
+    st.inputs.resize(7, -1);
+    st.inputs[6] = shared.steps[0].inputs[5];
+  }
+  EXPECT_EQ(groups(shared), groups(base));
+
+  // Not grouped: a skip operand the others do not share, an empty tensor
+  // (its call launches nothing), a lone call.
   tcc::rt::Function skip = base;
   skip.steps[0].inputs.resize(7, -1);
   skip.steps[0].inputs[6] = skip.steps[0].inputs[5];

@@ -650,7 +650,7 @@ TEST_F(Gpu, SgdMatchesCpuBitForBit) {
         DevBuf<float> dp(p), dg(g), db(buf), np(n), nb(n);
         checkStatus(cu::sgd_update(dp.get(), dg.get(), db.get(), np.get(),
                                    nb.get(), n, dlr.get(), momentum, wd,
-                                   nesterov, nullptr),
+                                   nesterov, nullptr, nullptr),
                     "sgd_update");
         expectBitEqual(np.download(), refP, "param");
         if (momentum != 0)
@@ -715,7 +715,7 @@ TEST_F(Gpu, AdamwSingleAndMultiTensor) {
     checkStatus(cu::adamw_update(dp.get(), dg.get(), dm.get(), dv.get(),
                                  np.get(), nm.get(), nv.get(), sizes[4],
                                  dlr.get(), dstep.get(), beta1, beta2, eps,
-                                 wds[4], err.get(), nullptr),
+                                 wds[4], nullptr, err.get(), nullptr),
                 "adamw_update");
     expectAdamwClose(np.download(), refP[4], "param");
     expectAdamwClose(nm.download(), refM[4], "exp_avg");
@@ -745,7 +745,7 @@ TEST_F(Gpu, AdamwSingleAndMultiTensor) {
   checkStatus(cu::set_error_word(err.get(), nullptr), "set_error_word");
   checkStatus(cu::adamw_update_multi(dtable.get(), count, chunks, dlr.get(),
                                      dstep.get(), beta1, beta2, eps,
-                                     err.get(), nullptr),
+                                     nullptr, err.get(), nullptr),
               "adamw_update_multi");
   EXPECT_EQ(cu::read_error_word(err.get(), nullptr), -1);
   for (int t = 0; t < count; ++t) {
@@ -761,10 +761,24 @@ TEST_F(Gpu, AdamwSingleAndMultiTensor) {
   checkStatus(cu::set_error_word(err.get(), nullptr), "set_error_word");
   checkStatus(cu::adamw_update_multi(dtable.get(), count, chunks, dlr.get(),
                                      zero.get(), beta1, beta2, eps,
-                                     err.get(), nullptr),
+                                     nullptr, err.get(), nullptr),
               "adamw_update_multi");
   EXPECT_EQ(cu::read_error_word(err.get(), nullptr), 0);
   expectBitEqual(bufs[4]->download(), before, "untouched");
+
+  // A set skip flag (dynamic loss scaling's overflow): nothing changes.
+  DevBuf<uint8_t> skip(std::vector<uint8_t>{1});
+  std::vector<std::vector<float>> kept;
+  for (auto &b : bufs)
+    kept.push_back(b->download());
+  checkStatus(cu::set_error_word(err.get(), nullptr), "set_error_word");
+  checkStatus(cu::adamw_update_multi(dtable.get(), count, chunks, dlr.get(),
+                                     dstep.get(), beta1, beta2, eps,
+                                     skip.get(), err.get(), nullptr),
+              "adamw_update_multi skipped");
+  EXPECT_EQ(cu::read_error_word(err.get(), nullptr), -1);
+  for (size_t i = 0; i < bufs.size(); ++i)
+    expectBitEqual(bufs[i]->download(), kept[i], "skipped");
 }
 
 } // namespace
