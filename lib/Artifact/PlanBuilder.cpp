@@ -17,7 +17,6 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/JSON.h"
 
-#include "data/half.h"
 
 #include <cmath>
 #include <cstring>
@@ -60,13 +59,13 @@ SmallVector<Value> callOperands(Operation *op) {
         return SmallVector<Value>{o.getInput(), o.getOffset()};
       })
       .Case([](SgdUpdateOp o) {
-        return SmallVector<Value>{o.getParam(), o.getGrad(), o.getLr(),
-                                  o.getMomentumBuffer(), o.getSkip()};
-      })
-      .Case([](AdamwUpdateOp o) {
-        return SmallVector<Value>{o.getParam(),  o.getGrad(), o.getExpAvg(),
-                                  o.getExpAvgSq(), o.getLr(), o.getStep(),
-                                  o.getSkip()};
+        // The trailing skip only when present: plans without loss scaling
+        // read as before it existed.
+        SmallVector<Value> operands{o.getParam(), o.getGrad(), o.getLr(),
+                                    o.getMomentumBuffer()};
+        if (o.getSkip())
+          operands.push_back(o.getSkip());
+        return operands;
       })
       .Default([](Operation *o) {
         return SmallVector<Value>(o->getOperands().begin(),
@@ -182,43 +181,6 @@ bool FunctionBuilder::idOf(Value v, Operation *user, int64_t &id) {
   return true;
 }
 
-/// Why `v` cannot be every element of a `dtype` tensor, or "" (the
-/// runtime's loader checks the same: runtime/exec/artifact.cpp).
-static std::string initUnfit(double v, data::DType dtype) {
-  using data::DType;
-  if (!std::isfinite(v))
-    return "is not finite";
-  switch (dtype) {
-  case DType::F64:
-    return "";
-  case DType::F32:
-  case DType::BF16:
-  case DType::F16: {
-    if (std::fabs(v) > double(std::numeric_limits<float>::max()))
-      return std::string("is beyond the range of ") + data::dtypeName(dtype);
-    float f = static_cast<float>(v);
-    if ((dtype == DType::BF16 && !std::isfinite(data::roundToBf16(f))) ||
-        (dtype == DType::F16 && !std::isfinite(data::roundToF16(f))))
-      return std::string("is beyond the range of ") + data::dtypeName(dtype);
-    return "";
-  }
-  case DType::I32:
-  case DType::I64: {
-    if (v != std::trunc(v))
-      return "is not an integer";
-    bool i32 = dtype == DType::I32;
-    if (i32 ? (v < -2147483648.0 || v > 2147483647.0)
-            : (v < -9223372036854775808.0 || v >= 9223372036854775808.0))
-      return std::string("is beyond the range of ") + data::dtypeName(dtype);
-    return "";
-  }
-  case DType::Bool:
-    return v == 0 || v == 1 ? "" : "is not 0 or 1";
-  default:
-    return std::string("cannot initialise a ") + data::dtypeName(dtype);
-  }
-}
-
 /// The optional initial value of optimizer state argument `i`
 /// (`tcc.init = <float>`, e.g. a loss scale of 65536) into `state.init`.
 bool FunctionBuilder::readInit(func::FuncOp func, unsigned i,
@@ -236,7 +198,7 @@ bool FunctionBuilder::readInit(func::FuncOp func, unsigned i,
             state.name + "' is not a number";
     return false;
   }
-  std::string why = initUnfit(v, state.dtype);
+  std::string why = rt::initUnfit(v, state.dtype);
   if (!why.empty()) {
     error = "@" + fn + ": optimizer state '" + state.name + "' (" +
             data::dtypeName(state.dtype) + "): " + kInitAttr.str() + " = " +

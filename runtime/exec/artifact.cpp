@@ -5,7 +5,6 @@
 #include "exec/liveness.h"
 #include "exec/ops.h"
 
-#include "data/half.h"
 #include "data/safetensors.h"
 
 #include <nlohmann/json.hpp>
@@ -526,44 +525,6 @@ std::string numberText(double v) {
       break;
   }
   return buf;
-}
-
-/// Why `v` cannot be every element of a `dtype` tensor, or "".
-std::string initUnfit(double v, DType dtype) {
-  if (!std::isfinite(v))
-    return "is not finite";
-  switch (dtype) {
-  case DType::F64:
-    return "";
-  case DType::F32:
-  case DType::BF16:
-  case DType::F16: {
-    if (std::fabs(v) > double(std::numeric_limits<float>::max()))
-      return "is beyond the range of " + std::string(data::dtypeName(dtype));
-    float f = static_cast<float>(v);
-    if (dtype == DType::BF16 && !std::isfinite(data::roundToBf16(f)))
-      return "is beyond the range of bf16";
-    if (dtype == DType::F16 && !std::isfinite(data::roundToF16(f)))
-      return "is beyond the range of f16 (largest finite 65504)";
-    return "";
-  }
-  case DType::I32:
-  case DType::I64: {
-    if (v != std::trunc(v))
-      return "is not an integer";
-    bool i32 = dtype == DType::I32;
-    double lo = i32 ? -2147483648.0 : -9223372036854775808.0;
-    double hi = i32 ? 2147483647.0 : 9223372036854775808.0; // i64: exclusive
-    if (v < lo || (i32 ? v > hi : v >= hi))
-      return "is beyond the range of " + std::string(data::dtypeName(dtype));
-    return "";
-  }
-  case DType::Bool:
-    return v == 0 || v == 1 ? "" : "is not 0 or 1";
-  default:
-    return std::string("cannot initialise a ") + data::dtypeName(dtype) +
-           " tensor";
-  }
 }
 
 /// The optional "init" of each opt_state entry (docs/artifact.md).
