@@ -2,8 +2,8 @@
 // C API, on the hand-written linear-regression artifact of
 // test/unit/runtime/RuntimeTestUtil.h (matmul calls, generated-kernel
 // stand-ins, SGD with and without momentum, lr from the step counter). Its
-// kernels/kernels.fatbin is built here by running nvcc (TCC_TEST_NVCC) on
-// the same kernel source, with the flags `tcc compile` uses.
+// kernels/kernels.fatbin is built by running nvcc (TCC_TEST_NVCC) on
+// the same kernel source, with the flags `tcc compile` uses (CudaTestArtifact.h).
 //
 // Tolerances: the CUDA session against the CPU session on the same steps,
 // |cuda - cpu| <= 1e-6 * (1 + |cpu|) for losses and parameters (cuBLASLt
@@ -30,6 +30,7 @@
 // Multi-tensor AdamW (grouped adamw_update calls, one launch) and `tcc
 // inspect`'s cuda line: their sections below; the grouping rule, the fatbin
 // reader and the inspect verdict are checked without a GPU too.
+#include "CudaTestArtifact.h"
 #include "GpuTestUtil.h"
 
 #include "../runtime/RuntimeTestUtil.h"
@@ -48,51 +49,6 @@ namespace {
 using namespace rttest;
 using CudaBackend = GpuTest;
 
-/// kernels.fatbin of kernelSource(), built once per test process.
-std::string fatbin() {
-  static const std::string path = [] {
-    std::string base = ::testing::TempDir() + "tcc_cuda_backend_" +
-                       std::to_string(::getpid());
-    std::string cu = base + ".cu", out = base + ".fatbin";
-    std::ofstream(cu) << kernelSource();
-    std::string cmd = std::string("'") + TCC_TEST_NVCC +
-                      "' -fatbin -std=c++17 --fmad=false"
-                      " -gencode arch=compute_80,code=sm_80"
-                      " -gencode arch=compute_90,code=sm_90"
-                      " -gencode arch=compute_90,code=compute_90 -I'" +
-                      TCC_KERNEL_INCLUDE_DIR + "' '" + cu + "' -o '" + out +
-                      "'";
-    int rc = std::system(cmd.c_str());
-    fs::remove(cu);
-    if (rc != 0) {
-      ADD_FAILURE() << "cannot build the test fatbin: " << cmd;
-      return std::string();
-    }
-    return out;
-  }();
-  return path;
-}
-
-/// The linear regression with its fatbin, written to `dir`.
-void writeArtifact(const TempDir &dir) {
-  TestArtifact a = linearRegression();
-  a.manifest["files"]["cuda_kernels"] = "kernels/kernels.fatbin";
-  a.write(dir.path);
-  std::string fb = fatbin();
-  ASSERT_FALSE(fb.empty());
-  fs::copy_file(fb, dir / "kernels/kernels.fatbin",
-                fs::copy_options::overwrite_existing);
-}
-
-tcc_session *open(const TempDir &dir, const char *backend) {
-  tcc_session *s = nullptr;
-  EXPECT_EQ(tcc_session_open(dir.path.c_str(), backend, &s), TCC_OK)
-      << backend << ": " << tcc_last_error();
-  if (s)
-    bindRegression(s);
-  return s;
-}
-
 void expectClose(double got, double want, const std::string &what) {
   EXPECT_LE(std::fabs(got - want), 1e-6 * (1 + std::fabs(want)))
       << what << ": cuda " << got << ", cpu " << want;
@@ -109,8 +65,8 @@ std::vector<float> params(tcc_session *s) {
 
 TEST_F(CudaBackend, TrainsLikeTheCpuBackend) {
   TempDir dir("cuda-vs-cpu");
-  writeArtifact(dir);
-  tcc_session *cpu = open(dir, "cpu"), *gpu = open(dir, "cuda");
+  writeRegressionArtifact(dir);
+  tcc_session *cpu = openRegression(dir, "cpu"), *gpu = openRegression(dir, "cuda");
   ASSERT_TRUE(cpu && gpu);
   tcc_memory_info mc, mg;
   ASSERT_EQ(tcc_memory(cpu, &mc), TCC_OK);
@@ -137,8 +93,8 @@ TEST_F(CudaBackend, TrainsLikeTheCpuBackend) {
 
 TEST_F(CudaBackend, LossFalls) {
   TempDir dir("cuda-loss");
-  writeArtifact(dir);
-  tcc_session *s = open(dir, "cuda");
+  writeRegressionArtifact(dir);
+  tcc_session *s = openRegression(dir, "cuda");
   ASSERT_TRUE(s);
   std::vector<double> losses;
   for (int t = 0; t < 20; ++t) {
@@ -154,10 +110,10 @@ TEST_F(CudaBackend, LossFalls) {
 
 TEST_F(CudaBackend, GraphsReplayTheEagerSteps) {
   TempDir dir("cuda-graphs");
-  writeArtifact(dir);
-  tcc_session *graphs = open(dir, "cuda");
+  writeRegressionArtifact(dir);
+  tcc_session *graphs = openRegression(dir, "cuda");
   ::setenv("TCC_CUDA_GRAPHS", "0", 1);
-  tcc_session *eager = open(dir, "cuda");
+  tcc_session *eager = openRegression(dir, "cuda");
   ::unsetenv("TCC_CUDA_GRAPHS");
   ASSERT_TRUE(graphs && eager);
   for (int t = 0; t < 4; ++t) {
@@ -173,8 +129,8 @@ TEST_F(CudaBackend, GraphsReplayTheEagerSteps) {
 
 TEST_F(CudaBackend, CheckpointRestoresIntoACpuSession) {
   TempDir dir("cuda-ckpt");
-  writeArtifact(dir);
-  tcc_session *gpu = open(dir, "cuda");
+  writeRegressionArtifact(dir);
+  tcc_session *gpu = openRegression(dir, "cuda");
   ASSERT_TRUE(gpu);
   for (int t = 0; t < 3; ++t)
     ASSERT_EQ(tcc_train_step(gpu, nullptr), TCC_OK) << tcc_last_error();
@@ -183,7 +139,7 @@ TEST_F(CudaBackend, CheckpointRestoresIntoACpuSession) {
                                 &written),
             TCC_OK)
       << tcc_last_error();
-  tcc_session *cpu = open(dir, "cpu");
+  tcc_session *cpu = openRegression(dir, "cpu");
   ASSERT_TRUE(cpu);
   int64_t position = -1;
   ASSERT_EQ(tcc_restore_checkpoint(cpu, (dir / "ck").c_str(), &position,
@@ -203,7 +159,7 @@ TEST_F(CudaBackend, CheckpointRestoresIntoACpuSession) {
                                 nullptr),
             TCC_OK)
       << tcc_last_error();
-  tcc_session *gpu2 = open(dir, "cuda");
+  tcc_session *gpu2 = openRegression(dir, "cuda");
   ASSERT_TRUE(gpu2);
   ASSERT_EQ(tcc_restore_checkpoint(gpu2, (dir / "ck2").c_str(), nullptr,
                                    nullptr),
@@ -378,7 +334,7 @@ void expectCudaMatchesCpu(const std::string &tag, const std::string &op,
   TempDir dir(tag);
   TestArtifact a = oneCall(op, attrs, inputs, results);
   a.write(dir.path);
-  std::string fb = fatbin();
+  std::string fb = testFatbin();
   ASSERT_FALSE(fb.empty());
   fs::copy_file(fb, dir / "kernels/kernels.fatbin",
                 fs::copy_options::overwrite_existing);
@@ -883,7 +839,7 @@ size_t expectWithinUlp(const std::vector<float> &got,
 TEST_F(CudaBackend, MultiTensorAdamwMatchesPerCallAndCpu) {
   TempDir dir("cuda-adamw-multi");
   adamwArtifact().write(dir.path);
-  std::string fb = fatbin();
+  std::string fb = testFatbin();
   ASSERT_FALSE(fb.empty());
   fs::copy_file(fb, dir / "kernels/kernels.fatbin",
                 fs::copy_options::overwrite_existing);
@@ -1007,7 +963,7 @@ std::string verdictWith(const TempDir &dir, const TestArtifact &a,
 
 TEST(CudaInspect, FatbinArchitecturesAndRefusals) {
   // nvcc's own fatbin (the flags of `tcc compile`).
-  std::string fb = fatbin();
+  std::string fb = testFatbin();
   ASSERT_FALSE(fb.empty());
   tcc::rt::FatbinCode code;
   std::string error;

@@ -7,6 +7,7 @@
 // profiled step that trains exactly as a graph replay (graphs == eager bit
 // for bit), with graph replays going on after it. Without a GPU every test
 // prints "no CUDA device: skipped" and skips.
+#include "CudaTestArtifact.h"
 #include "GpuTestUtil.h"
 
 #include "../runtime/RuntimeTestUtil.h"
@@ -18,50 +19,6 @@ namespace {
 
 using namespace rttest;
 using CudaProfile = GpuTest;
-
-/// kernels.fatbin of kernelSource(), built once per test process.
-std::string fatbin() {
-  static const std::string path = [] {
-    std::string base = ::testing::TempDir() + "tcc_cuda_profile_" +
-                       std::to_string(::getpid());
-    std::string cu = base + ".cu", out = base + ".fatbin";
-    std::ofstream(cu) << kernelSource();
-    std::string cmd = std::string("'") + TCC_TEST_NVCC +
-                      "' -fatbin -std=c++17 --fmad=false"
-                      " -gencode arch=compute_80,code=sm_80"
-                      " -gencode arch=compute_90,code=sm_90"
-                      " -gencode arch=compute_90,code=compute_90 -I'" +
-                      TCC_KERNEL_INCLUDE_DIR + "' '" + cu + "' -o '" + out +
-                      "'";
-    int rc = std::system(cmd.c_str());
-    fs::remove(cu);
-    if (rc != 0) {
-      ADD_FAILURE() << "cannot build the test fatbin: " << cmd;
-      return std::string();
-    }
-    return out;
-  }();
-  return path;
-}
-
-void writeArtifact(const TempDir &dir) {
-  TestArtifact a = linearRegression();
-  a.manifest["files"]["cuda_kernels"] = "kernels/kernels.fatbin";
-  a.write(dir.path);
-  std::string fb = fatbin();
-  ASSERT_FALSE(fb.empty());
-  fs::copy_file(fb, dir / "kernels/kernels.fatbin",
-                fs::copy_options::overwrite_existing);
-}
-
-tcc_session *open(const TempDir &dir, const char *backend) {
-  tcc_session *s = nullptr;
-  EXPECT_EQ(tcc_session_open(dir.path.c_str(), backend, &s), TCC_OK)
-      << backend << ": " << tcc_last_error();
-  if (s)
-    bindRegression(s);
-  return s;
-}
 
 /// One profiled step; `wallMs` receives the call's wall time.
 std::vector<tcc_profile_record> profile(tcc_session *s, double &loss,
@@ -90,8 +47,8 @@ std::vector<float> state(tcc_session *s) {
 
 TEST_F(CudaProfile, OneRecordPerStepNamedAsOnTheCpu) {
   TempDir dir("cuda-profile");
-  writeArtifact(dir);
-  tcc_session *cpu = open(dir, "cpu"), *gpu = open(dir, "cuda");
+  writeRegressionArtifact(dir);
+  tcc_session *cpu = openRegression(dir, "cpu"), *gpu = openRegression(dir, "cuda");
   ASSERT_TRUE(cpu && gpu);
   // A replayed step first: the profiled one comes after the graphs exist.
   ASSERT_EQ(tcc_train_step(cpu, nullptr), TCC_OK) << tcc_last_error();
@@ -119,8 +76,8 @@ TEST_F(CudaProfile, OneRecordPerStepNamedAsOnTheCpu) {
 
 TEST_F(CudaProfile, TrainsAsTheGraphReplayDoes) {
   TempDir dir("cuda-profile-graphs");
-  writeArtifact(dir);
-  tcc_session *replayed = open(dir, "cuda"), *profiled = open(dir, "cuda");
+  writeRegressionArtifact(dir);
+  tcc_session *replayed = openRegression(dir, "cuda"), *profiled = openRegression(dir, "cuda");
   ASSERT_TRUE(replayed && profiled);
   for (int t = 0; t < 4; ++t) {
     double a = -1, b = -2, wall = 0;
