@@ -66,6 +66,7 @@ typedef struct tcc_tensor_info {
 typedef struct tcc_memory_info {
   int64_t arena_bytes;     /**< the one scratch arena (the plan's peak) */
   int64_t param_bytes;     /**< parameters */
+  int64_t working_bytes;   /**< bf16/f16 working copies of parameters */
   int64_t opt_state_bytes; /**< optimizer state */
   int64_t input_bytes;     /**< bound batch inputs */
   int64_t constant_bytes;  /**< constants the steps read */
@@ -212,7 +213,10 @@ tcc_status tcc_read_output(const tcc_session *session, const char *name,
                            void *dst, size_t bytes);
 
 /** Copy a parameter / optimizer state slot out of or into the session;
- *  `bytes` must equal its info.bytes. */
+ *  `bytes` must equal its info.bytes. Writing a parameter that has a
+ *  bf16/f16 working copy (plan params[i].working) also rewrites that copy,
+ *  the new values rounded to nearest even. Working copies are derived
+ *  state: not parameters or optimizer state here, not in checkpoints. */
 tcc_status tcc_read_param(const tcc_session *session, const char *name,
                           void *dst, size_t bytes);
 tcc_status tcc_write_param(tcc_session *session, const char *name,
@@ -233,7 +237,8 @@ tcc_status tcc_save_checkpoint(tcc_session *session, const char *dir,
                                const char **written);
 
 /** Restores a step directory (or, given a checkpoint root, its latest
- *  complete checkpoint): parameters, optimizer state and steps done.
+ *  complete checkpoint): parameters (and their working copies, rounded
+ *  from them), optimizer state and steps done.
  *  Refuses (TCC_ERROR_CHECKPOINT) a checkpoint of another model or
  *  configuration, naming what differs. *data_position (may be NULL)
  *  receives the saved data position; *restored_from (may be NULL) the step

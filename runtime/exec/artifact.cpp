@@ -353,6 +353,27 @@ void readFunction(const JsonFile &file, const json &doc, const Artifact &art,
     } else if (storage == "opt_state") {
       v.storage = Storage::OptState;
       slot(art.optState, "opt_state");
+    } else if (storage == "working") {
+      // The working copy of param `index`: its working dtype, the param's
+      // element count (a reshape alias has another shape, as for param).
+      v.storage = Storage::Working;
+      v.index = file.intField(vj, vw, "index");
+      if (v.index < 0 || v.index >= int64_t(art.params.size()))
+        file.bad(vw + ".index", "param index " + std::to_string(v.index) +
+                                    " is out of range (" +
+                                    std::to_string(art.params.size()) +
+                                    (art.params.size() == 1 ? " param)"
+                                                            : " params)"));
+      const TensorDesc &p = art.params[v.index];
+      if (!p.working)
+        file.bad(vw, "the working copy of param " + std::to_string(v.index) +
+                         " '" + p.name + "', which has none (params[" +
+                         std::to_string(v.index) + "] has no 'working')");
+      if (v.dtype != *p.working || v.elements != p.elements)
+        file.bad(vw, describe(v) + " does not fit the working copy of param " +
+                         std::to_string(v.index) + " '" + p.name + "', " +
+                         data::dtypeName(*p.working) + " " +
+                         shapeString(p.shape));
     } else if (storage == "input") {
       v.storage = Storage::Input;
       slot(fn.inputs, "input");
@@ -380,8 +401,8 @@ void readFunction(const JsonFile &file, const json &doc, const Artifact &art,
     } else {
       file.bad(vw + ".storage",
                "unknown storage '" + storage +
-                   "' (expected arena, param, opt_state, step, input or "
-                   "constant)");
+                   "' (expected arena, param, opt_state, working, step, "
+                   "input or constant)");
     }
     fn.values.push_back(std::move(v));
   }
@@ -425,7 +446,7 @@ void readFunction(const JsonFile &file, const json &doc, const Artifact &art,
         continue;
       Storage st = fn.values[id].storage;
       if (st != Storage::Arena && st != Storage::Param &&
-          st != Storage::OptState)
+          st != Storage::OptState && st != Storage::Working)
         file.bad(JsonFile::at(sw + ".outputs", i),
                  "value " + std::to_string(id) + " has storage '" +
                      storageName(st) + "', which a step cannot write");
@@ -502,11 +523,31 @@ void readFunction(const JsonFile &file, const json &doc, const Artifact &art,
                          describe(t) + ")");
       if (!seen.insert({int(r.role), r.index}).second)
         file.bad(rw, "a second result for " + role + " '" + t.name + "'");
+    } else if (role == "working") {
+      r.role = Result::Working;
+      r.index = file.intField(rj, rw, "index");
+      if (r.index < 0 || r.index >= int64_t(art.params.size()))
+        file.bad(rw + ".index", "param index " + std::to_string(r.index) +
+                                    " is out of range (" +
+                                    std::to_string(art.params.size()) + ")");
+      const TensorDesc &p = art.params[r.index];
+      if (!p.working)
+        file.bad(rw, "param " + std::to_string(r.index) + " '" + p.name +
+                         "' has no working copy (params[" +
+                         std::to_string(r.index) + "] has no 'working')");
+      if (v.dtype != *p.working || v.elements != p.elements)
+        file.bad(rw, "value " + std::to_string(r.value) + " (" + describe(v) +
+                         ") does not fit the working copy of param '" +
+                         p.name + "' (" + data::dtypeName(*p.working) + " " +
+                         shapeString(p.shape) + ")");
+      if (!seen.insert({int(r.role), r.index}).second)
+        file.bad(rw, "a second result for the working copy of param '" +
+                         p.name + "'");
     } else {
       file.bad(rw + ".role",
                "unknown role '" + role +
-                   "' (expected loss, param or opt_state; output in an "
-                   "inference artifact)");
+                   "' (expected loss, param, opt_state or working; output in "
+                   "an inference artifact)");
     }
     fn.results.push_back(r);
   }
@@ -525,6 +566,33 @@ std::string numberText(double v) {
       break;
   }
   return buf;
+}
+
+/// The optional "working" of each params entry: the dtype of the
+/// parameter's working copy, bf16 or f16, of an f32 parameter only.
+void readParamWorking(const JsonFile &file, const json &list,
+                      std::vector<TensorDesc> &params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::string where = JsonFile::at("params", i);
+    const json *w = file.optField(list[i], where, "working");
+    if (!w)
+      continue;
+    where += ".working";
+    std::string name = file.toString(*w, where);
+    DType dtype = DType::BF16;
+    if (name == "bf16")
+      dtype = DType::BF16;
+    else if (name == "f16")
+      dtype = DType::F16;
+    else
+      file.bad(where, "unknown working dtype '" + name +
+                          "' (expected bf16 or f16)");
+    if (params[i].dtype != DType::F32)
+      file.bad(where, "parameter '" + params[i].name + "' is " +
+                          describe(params[i]) +
+                          ": only f32 parameters have a working copy");
+    params[i].working = dtype;
+  }
 }
 
 /// The optional "init" of each opt_state entry (docs/artifact.md).
@@ -560,6 +628,7 @@ void readPlan(Artifact &art) {
                  std::to_string(TCC_ARTIFACT_VERSION),
              TCC_ERROR_VERSION);
   art.params = file.tensors(doc, "", "params");
+  readParamWorking(file, file.arrayField(doc, "", "params"), art.params);
   art.optState = file.tensors(doc, "", "opt_state");
   readOptStateInit(file, file.arrayField(doc, "", "opt_state"), art.optState);
   const json &fns = file.field(doc, "", "functions");
@@ -752,8 +821,11 @@ MemoryPlan memoryPlan(const Artifact &art) {
   MemoryPlan m;
   for (const Function &fn : art.functions)
     m.arena = std::max(m.arena, fn.arenaBytes);
-  for (const TensorDesc &t : art.params)
+  for (const TensorDesc &t : art.params) {
     m.params += t.bytes;
+    if (t.working)
+      m.working += t.elements * int64_t(data::dtypeSize(*t.working));
+  }
   for (const TensorDesc &t : art.optState)
     m.optState += t.bytes;
   if (const Function *main =

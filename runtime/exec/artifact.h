@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -58,6 +59,10 @@ struct TensorDesc {
   /// (plan "init"; 0 when absent). The loader checked that it is finite and
   /// fits `dtype` (an integer for i32/i64, 0 or 1 for bool).
   double init = 0;
+  /// Parameters only: the dtype (bf16 or f16) of the parameter's working
+  /// copy (plan "working"), absent when it has none. The loader checked
+  /// that the parameter is f32.
+  std::optional<data::DType> working;
 };
 
 
@@ -69,7 +74,7 @@ struct Value {
   int64_t bytes = 0;
   Storage storage = Storage::Arena;
   int64_t offset = 0; ///< Arena
-  int64_t index = -1; ///< Param, OptState, Input
+  int64_t index = -1; ///< Param, OptState, Input, Working (the param's)
   std::string name;   ///< Constant
 };
 
@@ -126,8 +131,9 @@ struct Step {
 };
 
 struct Result {
-  enum Role { Loss, Param, OptState, Output } role = Loss;
-  int64_t index = -1; ///< Param, OptState
+  /// Working: the value becomes parameter `index`'s working copy.
+  enum Role { Loss, Param, OptState, Output, Working } role = Loss;
+  int64_t index = -1; ///< Param, OptState, Working
   int64_t value = -1;
   std::string name; ///< Output
 };
@@ -186,7 +192,11 @@ std::vector<TensorDesc> readSafetensorsHeader(const std::string &path);
 /// Bytes a session of this artifact holds, by purpose (tcc_memory).
 struct MemoryPlan {
   int64_t arena = 0, params = 0, optState = 0, inputs = 0, constants = 0;
-  int64_t total() const { return arena + params + optState + inputs + constants; }
+  /// The bf16/f16 working copies of parameters (2 bytes an element).
+  int64_t working = 0;
+  int64_t total() const {
+    return arena + params + working + optState + inputs + constants;
+  }
 };
 MemoryPlan memoryPlan(const Artifact &artifact);
 

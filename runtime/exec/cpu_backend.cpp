@@ -110,19 +110,42 @@ int64_t wideBytes(const Value &v) {
   return (std::max<int64_t>(v.elements, 1) * 4 + 63) / 64 * 64;
 }
 
+/// The positions of an optimizer update's working copy (operand working,
+/// result new_working), or {-1, -1}: the kernel reads and writes those
+/// 16-bit values itself, they are never widened.
+std::pair<int, int> workingPositions(const Step &step) {
+  if (step.kind == Step::Call && step.op == Op::SgdUpdate)
+    return {5, 2};
+  if (step.kind == Step::Call && step.op == Op::AdamwUpdate)
+    return {7, 3};
+  return {-1, -1};
+}
+
+/// Whether operand (`output` false) or result `i` of `step` is a bf16/f16
+/// value the CPU backend widens for the call.
+bool widened(const Function &fn, const Step &step, bool output, size_t i) {
+  int64_t id = output ? step.outputs[i] : step.inputs[i];
+  if (id < 0 || !isHalf(fn.values[id].dtype))
+    return false;
+  std::pair<int, int> w = workingPositions(step);
+  return int(i) != (output ? w.second : w.first);
+}
+
 /// The f32 scratch bytes call `step` needs: one widened copy per distinct
 /// bf16/f16 operand and one f32 result per bf16/f16 output; 0 when it has
 /// none.
 int64_t wideScratchBytes(const Function &fn, const Step &step) {
   int64_t bytes = 0;
   std::vector<int64_t> seen;
-  for (const std::vector<int64_t> *ids : {&step.inputs, &step.outputs})
-    for (int64_t id : *ids)
-      if (id >= 0 && isHalf(fn.values[id].dtype) &&
-          std::find(seen.begin(), seen.end(), id) == seen.end()) {
-        seen.push_back(id);
-        bytes += wideBytes(fn.values[id]);
+  for (bool output : {false, true}) {
+    const std::vector<int64_t> &ids = output ? step.outputs : step.inputs;
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (widened(fn, step, output, i) &&
+          std::find(seen.begin(), seen.end(), ids[i]) == seen.end()) {
+        seen.push_back(ids[i]);
+        bytes += wideBytes(fn.values[ids[i]]);
       }
+  }
   return bytes;
 }
 
@@ -371,26 +394,32 @@ void CpuBackend::runStep(size_t fnIndex, size_t s,
   // bf16/f16 operands and results (the interpreter's rule): the call runs
   // its f32 code on inputs widened exactly into the scratch, and each f32
   // result is rounded once, to nearest even, into its 16-bit value.
+  // (An optimizer's working copy is not widened: its kernel writes it.)
   widePtrs.assign(ptrs, ptrs + fn.values.size());
   uint8_t *next = reinterpret_cast<uint8_t *>(wide.data());
-  auto redirect = [&](int64_t id) {
-    if (id < 0 || !isHalf(fn.values[id].dtype) || widePtrs[id] != ptrs[id])
-      return false; // not 16-bit, or already redirected
+  auto redirect = [&](bool output, size_t i) {
+    int64_t id = output ? step.outputs[i] : step.inputs[i];
+    if (!widened(fn, step, output, i) || widePtrs[id] != ptrs[id])
+      return false; // not widened, or already redirected
     widePtrs[id] = next;
     next += wideBytes(fn.values[id]);
     return true;
   };
-  for (int64_t id : step.inputs)
-    if (redirect(id))
+  for (size_t i = 0; i < step.inputs.size(); ++i)
+    if (redirect(false, i)) {
+      int64_t id = step.inputs[i];
       widen(fn.values[id].dtype, ptrs[id],
             reinterpret_cast<float *>(widePtrs[id]), fn.values[id].elements);
-  for (int64_t id : step.outputs)
-    redirect(id);
+    }
+  for (size_t i = 0; i < step.outputs.size(); ++i)
+    redirect(true, i);
   runCall(artifact, fn, s, widePtrs.data());
-  for (int64_t id : step.outputs)
-    if (id >= 0 && isHalf(fn.values[id].dtype))
+  for (size_t i = 0; i < step.outputs.size(); ++i)
+    if (widened(fn, step, true, i)) {
+      int64_t id = step.outputs[i];
       narrow(fn.values[id].dtype, reinterpret_cast<const float *>(widePtrs[id]),
              ptrs[id], fn.values[id].elements);
+    }
 }
 
 namespace {
@@ -432,6 +461,15 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
           ptrs[step.inputs[i]] != ptrs[step.outputs[o]])
         std::memcpy(ptrs[step.outputs[o]], ptrs[step.inputs[i]],
                     size_t(in(i).bytes));
+  };
+  // An optimizer update's new_working result (16 bits, never widened).
+  auto working = [&](size_t o) {
+    cpu::WorkingCopy w;
+    if (step.outputs[o] >= 0) {
+      w.data = reinterpret_cast<uint16_t *>(ptrs[step.outputs[o]]);
+      w.bf16 = out(o).dtype == DType::BF16;
+    }
+    return w;
   };
   // "input 'labels'" for a batch input (or a reshape of one), else the value.
   auto name = [&](size_t i) {
@@ -639,24 +677,24 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
   }
   case Op::SgdUpdate: {
     if (skipped(4)) {
-      keep({{0, 0}, {3, 1}});
+      keep({{0, 0}, {3, 1}, {5, 2}});
       return;
     }
     double lr = *reinterpret_cast<const double *>(ptrs[step.inputs[2]]);
     cpu::sgd_update(fin(0), fin(1), fin(3), fout(0), fout(1), in(0).elements,
-                    lr, a.momentum, a.weightDecay, a.nesterov);
+                    lr, a.momentum, a.weightDecay, a.nesterov, working(2));
     return;
   }
   case Op::AdamwUpdate: {
     if (skipped(6)) {
-      keep({{0, 0}, {2, 1}, {3, 2}});
+      keep({{0, 0}, {2, 1}, {3, 2}, {7, 3}});
       return;
     }
     double lr = *reinterpret_cast<const double *>(ptrs[step.inputs[4]]);
     int64_t t = *reinterpret_cast<const int64_t *>(ptrs[step.inputs[5]]);
     if (!cpu::adamw_update(fin(0), fin(1), fin(2), fin(3), fout(0), fout(1),
                            fout(2), in(0).elements, lr, t, a.beta1, a.beta2,
-                           a.eps, a.weightDecay))
+                           a.eps, a.weightDecay, working(3)))
       fail(TCC_ERROR_FORMAT,
            where() + "step " + std::to_string(t) +
                " is not a valid AdamW step (the first update is step 1): the "

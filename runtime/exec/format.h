@@ -24,7 +24,9 @@ namespace tcc::rt {
 constexpr int kArtifactVersion = TCC_ARTIFACT_VERSION;
 
 /// Where a plan value's bytes live ("storage").
-enum class Storage { Arena, Param, OptState, Step, Input, Constant };
+/// Working: the bf16/f16 working copy of parameter `index` (plan
+/// params[i].working), kept equal to its master rounded to nearest even.
+enum class Storage { Arena, Param, OptState, Step, Input, Constant, Working };
 
 inline const char *storageName(Storage storage) {
   switch (storage) {
@@ -40,6 +42,8 @@ inline const char *storageName(Storage storage) {
     return "input";
   case Storage::Constant:
     return "constant";
+  case Storage::Working:
+    return "working";
   }
   return "?";
 }

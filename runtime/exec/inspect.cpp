@@ -195,6 +195,8 @@ void print(const Artifact &art, std::ostream &out) {
   out << "\nsession memory\n";
   line("arena", mem.arena);
   line("parameters", mem.params);
+  if (mem.working > 0)
+    line("working copies", mem.working);
   line("optimizer", mem.optState);
   line("inputs", mem.inputs);
   line("constants", mem.constants);

@@ -54,12 +54,13 @@ const std::vector<OpInfo> &opTable() {
       {Op::Dropout, "dropout", {"input", "offset?"}, {"result", "mask?"}},
       {Op::SgdUpdate,
        "sgd_update",
-       {"param", "grad", "lr", "momentum_buffer?", "skip?"},
-       {"new_param", "new_momentum_buffer?"}},
+       {"param", "grad", "lr", "momentum_buffer?", "skip?", "working?"},
+       {"new_param", "new_momentum_buffer?", "new_working?"}},
       {Op::AdamwUpdate,
        "adamw_update",
-       {"param", "grad", "exp_avg", "exp_avg_sq", "lr", "step", "skip?"},
-       {"new_param", "new_exp_avg", "new_exp_avg_sq"}},
+       {"param", "grad", "exp_avg", "exp_avg_sq", "lr", "step", "skip?",
+        "working?"},
+       {"new_param", "new_exp_avg", "new_exp_avg_sq", "new_working?"}},
   };
   return table;
 }
@@ -207,6 +208,7 @@ private:
   void dropout();
   void sgd();
   void adamw();
+  void working(size_t in, size_t out);
 };
 
 void CallChecker::arity() {
@@ -477,6 +479,35 @@ void CallChecker::sgd() {
     wantLike(*out(1), "new_momentum_buffer", p, "param");
   if (const Value *skip = in(4))
     wantScalar(*skip, "skip", DType::Bool);
+  working(5, 2);
+}
+
+/// An optimizer update's optional working copy: operand `wi` (working) and
+/// result `wo` (new_working), both present or both absent; bf16 or f16 of
+/// the param's shape, the param f32. Where the plan names the persistent
+/// slots, they are those of the updated parameter.
+void CallChecker::working(size_t wi, size_t wo) {
+  const Value *w = in(wi), *nw = out(wo);
+  if ((w != nullptr) != (nw != nullptr))
+    bad(std::string(w ? "working is present but new_working is absent"
+                      : "new_working is present but working is absent") +
+        " (both or neither)");
+  if (!w)
+    return;
+  const Value &p = *in(0);
+  if (p.dtype != DType::F32)
+    bad("param is " + describe(p) +
+        ": only an f32 parameter has a working copy");
+  if (w->dtype != DType::BF16 && w->dtype != DType::F16)
+    bad("working is " + describe(*w) + ", not bf16 or f16");
+  wantLike(*w, "working", w->dtype, p.shape);
+  wantLike(*nw, "new_working", w->dtype, p.shape);
+  for (const Value *v : {w, nw})
+    if (v->storage == Storage::Working && p.storage == Storage::Param &&
+        v->index != p.index)
+      bad(std::string(v == w ? "working" : "new_working") +
+          " is the working copy of param " + std::to_string(v->index) +
+          ", but param is param " + std::to_string(p.index));
 }
 
 void CallChecker::adamw() {
@@ -498,6 +529,7 @@ void CallChecker::adamw() {
   wantLike(*out(2), "new_exp_avg_sq", p, "param");
   if (const Value *skip = in(6))
     wantScalar(*skip, "skip", DType::Bool);
+  working(7, 3);
 }
 
 void CallChecker::run() {

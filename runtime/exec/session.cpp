@@ -1,9 +1,13 @@
 //===- session.cpp - the C API (runtime/api/tcc_runtime.h) ----------------===//
 //
 // A session owns the artifact as loaded and a backend (backend.h), which
-// holds the persistent buffers (parameters, optimizer state, the step
-// counter, bound inputs, constants) and one arena in its memory (host or
-// device) and runs the steps.
+// holds the persistent buffers (parameters, the bf16/f16 working copies of
+// those that have one, optimizer state, the step counter, bound inputs,
+// constants) and one arena in its memory (host or device) and runs the
+// steps. A working copy is derived state: the session writes it, rounded to
+// nearest even from the f32 master, whenever it writes the master from the
+// host (open, tcc_write_param, tcc_restore_checkpoint); the steps keep it
+// up to date (the optimizer's new_working); no checkpoint holds it.
 // A training artifact runs train_step / eval_step; an inference artifact
 // runs forward, whose outputs are read where the plan left them.
 // Every value of every function resolves to a fixed address when the
@@ -127,6 +131,8 @@ struct tcc_session {
   Artifact art;
   std::unique_ptr<Backend> backend;
   std::vector<Mem> params, optState, inputs, constants;
+  /// [param] its working copy (plan params[i].working); empty when none.
+  std::vector<Mem> working;
   std::vector<bool> bound;
   Mem arena, step;
   int64_t stepsDone = 0;
@@ -164,6 +170,24 @@ struct tcc_session {
 
 namespace {
 
+/// Parameter i's working copy, when it has one, from `master`: the
+/// parameter's f32 bytes on the host, each element rounded to nearest even
+/// (data/half.h, as the optimizer kernels round new_working).
+void refreshWorking(tcc_session &s, size_t i, const void *master) {
+  const TensorDesc &p = s.art.params[i];
+  if (!p.working || s.working[i].size() == 0)
+    return;
+  std::vector<uint16_t> bits(size_t(p.elements));
+  const uint8_t *src = static_cast<const uint8_t *>(master);
+  bool bf16 = *p.working == DType::BF16;
+  for (size_t e = 0; e < bits.size(); ++e) {
+    float f;
+    std::memcpy(&f, src + 4 * e, 4); // the caller's buffer may be unaligned
+    bits[e] = bf16 ? tcc::data::floatToBf16(f) : tcc::data::floatToF16(f);
+  }
+  s.backend->upload(s.working[i].data(), bits.data(), s.working[i].size());
+}
+
 void open(tcc_session &s, const std::string &dir, const std::string &backend) {
   checkBackendName(backend);
   s.art = loadArtifact(dir);
@@ -180,6 +204,12 @@ void open(tcc_session &s, const std::string &dir, const std::string &backend) {
            weightsPath + ": parameter '" + p.name + "' is missing or mis-sized");
     s.params.push_back(s.alloc(p.bytes, "parameter '" + p.name + "'"));
     s.backend->upload(s.params.back().data(), w->bytes.data(), p.bytes);
+    // Its working copy, allocated apart like the parameter itself.
+    s.working.push_back(
+        p.working ? s.alloc(size_t(p.elements) * tcc::data::dtypeSize(*p.working),
+                            "the working copy of parameter '" + p.name + "'")
+                  : Mem{});
+    refreshWorking(s, s.params.size() - 1, w->bytes.data());
   }
   weights.clear();
   // Optimizer state starts at zero (the backends clear what they allocate)
@@ -240,6 +270,9 @@ void open(tcc_session &s, const std::string &dir, const std::string &backend) {
       case Storage::Param:
         p = s.params[v.index].data();
         break;
+      case Storage::Working:
+        p = s.working[v.index].data();
+        break;
       case Storage::OptState:
         p = s.optState[v.index].data();
         break;
@@ -259,10 +292,13 @@ void open(tcc_session &s, const std::string &dir, const std::string &backend) {
     }
     FunctionBinding fb;
     for (const Result &r : fn.results) {
-      if (r.role != Result::Param && r.role != Result::OptState)
+      const std::vector<Mem> *slots = r.role == Result::Param    ? &s.params
+                                      : r.role == Result::OptState ? &s.optState
+                                      : r.role == Result::Working  ? &s.working
+                                                                   : nullptr;
+      if (!slots)
         continue;
-      const Mem &slot = r.role == Result::Param ? s.params[r.index]
-                                                : s.optState[r.index];
+      const Mem &slot = (*slots)[r.index];
       if (ptrs[r.value] != slot.data() && slot.size())
         fb.resultCopies.push_back({slot.data(), ptrs[r.value], slot.size()});
     }
@@ -685,6 +721,7 @@ tcc_status tcc_write_param(tcc_session *s, const char *name, const void *src,
     size_t i = findSlot(s->art.params, name, "parameter");
     checkBytes(s->art.params[i], bytes, src, "parameter");
     s->backend->upload(s->params[i].data(), src, bytes);
+    refreshWorking(*s, i, src);
   });
 }
 
@@ -777,9 +814,11 @@ tcc_status tcc_restore_checkpoint(tcc_session *s, const char *path,
         s->art.optState, ck.optState,
         (fs::path(stepDir) / tcc::checkpoint::OptimizerFile).string());
     // Everything checked: nothing below can fail.
-    for (size_t i = 0; i < params.size(); ++i)
+    for (size_t i = 0; i < params.size(); ++i) {
       s->backend->upload(s->params[i].data(), params[i]->bytes.data(),
                          params[i]->bytes.size());
+      refreshWorking(*s, i, params[i]->bytes.data());
+    }
     for (size_t i = 0; i < opt.size(); ++i)
       s->backend->upload(s->optState[i].data(), opt[i]->bytes.data(),
                          opt[i]->bytes.size());
@@ -815,12 +854,13 @@ tcc_status tcc_memory(const tcc_session *s, tcc_memory_info *info) {
     };
     info->arena_bytes = int64_t(s->arena.size());
     info->param_bytes = sum(s->params);
+    info->working_bytes = sum(s->working);
     info->opt_state_bytes = sum(s->optState);
     info->input_bytes = sum(s->inputs);
     info->constant_bytes = sum(s->constants);
     info->total_bytes = info->arena_bytes + info->param_bytes +
-                        info->opt_state_bytes + info->input_bytes +
-                        info->constant_bytes;
+                        info->working_bytes + info->opt_state_bytes +
+                        info->input_bytes + info->constant_bytes;
   });
 }
 

@@ -142,12 +142,22 @@ int64_t scatter_add_rows(const int64_t *ids, const float *dy, int64_t n,
 // Optimizer updates, bit-exact with torch 1.13 on the CPU
 //===----------------------------------------------------------------------===//
 
+/// The bf16 / f16 working copy an optimizer update also writes (the
+/// optional new_working result): element i is the f32 value just written to
+/// newParam[i], rounded to nearest even (runtime/data/half.h's
+/// floatToBf16 / floatToF16), in the same loop. `data` null: none.
+struct WorkingCopy {
+  uint16_t *data = nullptr;
+  bool bf16 = true; ///< bfloat16, else IEEE binary16
+};
+
 /// One torch.optim.SGD step on n elements (tcc.sgd_update). `buf` (the
 /// momentum buffer, zero before the first step) and `newBuf` are used iff
 /// momentum != 0. Outputs may alias the matching inputs (in-place update).
 void sgd_update(const float *param, const float *grad, const float *buf,
                 float *newParam, float *newBuf, int64_t n, double lr,
-                double momentum, double weightDecay, bool nesterov);
+                double momentum, double weightDecay, bool nesterov,
+                WorkingCopy working = {});
 
 /// One torch.optim.AdamW step on n elements (tcc.adamw_update), `step` the
 /// 1-based step count. Outputs may alias the matching inputs. Returns false
@@ -155,7 +165,8 @@ void sgd_update(const float *param, const float *grad, const float *buf,
 bool adamw_update(const float *param, const float *grad, const float *expAvg,
                   const float *expAvgSq, float *newParam, float *newExpAvg,
                   float *newExpAvgSq, int64_t n, double lr, int64_t step,
-                  double beta1, double beta2, double eps, double weightDecay);
+                  double beta1, double beta2, double eps, double weightDecay,
+                  WorkingCopy working = {});
 
 } // namespace tcc::cpu
 

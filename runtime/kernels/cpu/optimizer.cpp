@@ -6,13 +6,26 @@
 // -ffp-contract=off so the compiler adds no other fusions.
 #include "kernels/cpu/cpu_kernels.h"
 
+#include "data/half.h"
+
 #include <cmath>
 
 namespace tcc::cpu {
 
+namespace {
+
+/// The working copy's element i from the new parameter p.
+inline void writeWorking(const WorkingCopy &w, int64_t i, float p) {
+  if (w.data)
+    w.data[i] = w.bf16 ? data::floatToBf16(p) : data::floatToF16(p);
+}
+
+} // namespace
+
 void sgd_update(const float *param, const float *grad, const float *buf,
                 float *newParam, float *newBuf, int64_t n, double lr,
-                double momentum, double weightDecay, bool nesterov) {
+                double momentum, double weightDecay, bool nesterov,
+                WorkingCopy working) {
   const bool useBuf = momentum != 0;
   const float wd = float(weightDecay), mom = float(momentum),
               negLr = float(-lr);
@@ -27,14 +40,17 @@ void sgd_update(const float *param, const float *grad, const float *buf,
       newBuf[i] = b;
       d = nesterov ? std::fma(b, mom, d) : b;
     }
-    newParam[i] = std::fma(d, negLr, p); // param.add_(d_p, alpha=-lr)
+    float np = std::fma(d, negLr, p); // param.add_(d_p, alpha=-lr)
+    newParam[i] = np;
+    writeWorking(working, i, np);
   }
 }
 
 bool adamw_update(const float *param, const float *grad, const float *expAvg,
                   const float *expAvgSq, float *newParam, float *newExpAvg,
                   float *newExpAvgSq, int64_t n, double lr, int64_t step,
-                  double beta1, double beta2, double eps, double weightDecay) {
+                  double beta1, double beta2, double eps, double weightDecay,
+                  WorkingCopy working) {
   if (step < 1)
     return false;
   // Host-side scalars, in double as Python computes them.
@@ -59,7 +75,9 @@ bool adamw_update(const float *param, const float *grad, const float *expAvg,
     // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
     float denom = float(float(std::sqrt(v)) / bc2Sqrt) + epsF;
     // param.addcdiv_(exp_avg, denom, value=-step_size)
-    newParam[i] = p + float(float(negStep * m) / denom);
+    float np = p + float(float(negStep * m) / denom);
+    newParam[i] = np;
+    writeWorking(working, i, np);
     newExpAvg[i] = m;
     newExpAvgSq[i] = v;
   }
