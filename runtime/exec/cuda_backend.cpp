@@ -285,7 +285,8 @@ void CudaBackend::init() {
       for (int64_t o : step.outputs)
         if (o >= 0 && firstWrite == fn.steps.size() &&
             (fn.values[o].storage == Storage::Param ||
-             fn.values[o].storage == Storage::OptState))
+             fn.values[o].storage == Storage::OptState ||
+             fn.values[o].storage == Storage::Working))
           firstWrite = s;
       if (step.kind == Step::Kernel) {
         CUresult r =

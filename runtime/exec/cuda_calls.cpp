@@ -94,14 +94,17 @@ private:
 };
 
 /// Operands param, grad, exp_avg, exp_avg_sq, lr, step and the three
-/// results all present (a skip flag may be too: a group shares it): the
-/// steps a multi-tensor launch can take.
+/// results all present (a skip flag may be too: a group shares it; so may
+/// a working copy, per tensor): the steps a multi-tensor launch can take.
 bool groupableAdamw(const Step &step) {
   if (step.kind != Step::Call || step.op != Op::AdamwUpdate ||
       step.inputs.size() < 6 || step.outputs.size() < 3)
     return false;
-  for (size_t i = 7; i < step.inputs.size(); ++i)
+  for (size_t i = 8; i < step.inputs.size(); ++i)
     if (step.inputs[i] >= 0)
+      return false;
+  for (size_t i = 4; i < step.outputs.size(); ++i)
+    if (step.outputs[i] >= 0)
       return false;
   for (size_t i = 0; i < 6; ++i)
     if (step.inputs[i] < 0)
@@ -110,6 +113,20 @@ bool groupableAdamw(const Step &step) {
     if (step.outputs[i] < 0)
       return false;
   return true;
+}
+
+/// An adamw_update's or sgd_update's working copy for the kernels: operand
+/// `wi` (working) and result `wo` (new_working); out null when absent.
+cuda::WorkingCopy workingCopy(const Function &fn, const Step &step,
+                              uint8_t *const *ptrs, size_t wi, size_t wo) {
+  cuda::WorkingCopy w;
+  if (wo >= step.outputs.size() || step.outputs[wo] < 0 ||
+      wi >= step.inputs.size() || step.inputs[wi] < 0)
+    return w;
+  w.in = ptrs[step.inputs[wi]];
+  w.out = ptrs[step.outputs[wo]];
+  w.type = floatType(fn.values[step.outputs[wo]].dtype);
+  return w;
 }
 
 } // namespace
@@ -166,25 +183,32 @@ std::vector<std::vector<size_t>> adamwGroups(const Function &fn,
       continue;
     }
     // Independent of every step of the run: reads nothing they write,
-    // writes nothing they read or write.
+    // writes nothing they read or write. (The working copy's operand
+    // counts as read: a skipped update copies it.)
+    std::vector<int64_t> reads(step.inputs.begin(), step.inputs.begin() + 6),
+        writes(step.outputs.begin(), step.outputs.begin() + 3);
+    if (step.inputs.size() > 7 && step.inputs[7] >= 0)
+      reads.push_back(step.inputs[7]);
+    if (step.outputs.size() > 3 && step.outputs[3] >= 0)
+      writes.push_back(step.outputs[3]);
     bool dependent = false;
-    for (size_t i = 0; i < 6 && !dependent; ++i) {
-      auto [b, e] = range(step.inputs[i]);
+    for (size_t i = 0; i < reads.size() && !dependent; ++i) {
+      auto [b, e] = range(reads[i]);
       dependent = written.overlaps(b, e);
     }
-    for (size_t i = 0; i < 3 && !dependent; ++i) {
-      auto [b, e] = range(step.outputs[i]);
+    for (size_t i = 0; i < writes.size() && !dependent; ++i) {
+      auto [b, e] = range(writes[i]);
       dependent = written.overlaps(b, e) || read.overlaps(b, e);
     }
     if (dependent)
       closeRun();
     run.push_back(s);
-    for (size_t i = 0; i < 6; ++i) {
-      auto [b, e] = range(step.inputs[i]);
+    for (int64_t v : reads) {
+      auto [b, e] = range(v);
       read.add(b, e);
     }
-    for (size_t i = 0; i < 3; ++i) {
-      auto [b, e] = range(step.outputs[i]);
+    for (int64_t v : writes) {
+      auto [b, e] = range(v);
       written.add(b, e);
     }
   }
@@ -206,7 +230,8 @@ std::vector<char> adamwGroupTable(const Function &fn,
     };
     tensors.push_back({in(0), in(1), in(2), in(3), out(0), out(1), out(2),
                        fn.values[step.inputs[0]].elements,
-                       step.attrs.weightDecay});
+                       step.attrs.weightDecay,
+                       workingCopy(fn, step, ptrs, 7, 3)});
   }
   int count = int(tensors.size());
   std::vector<char> table(cuda::adamw_table_bytes(count));
@@ -764,7 +789,8 @@ int enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
     return cuda::sgd_update(
         fin(0), fin(1), fin(3), fout(0), fout(1), in(0).elements,
         reinterpret_cast<const double *>(ptrs[step.inputs[2]]), a.momentum,
-        a.weightDecay, a.nesterov, flag(4), st);
+        a.weightDecay, a.nesterov, flag(4), workingCopy(fn, step, ptrs, 5, 2),
+        st);
   case Op::AdamwUpdate:
     if (plan.adamwGrouped)
       return 0; // the group's first step launched it
@@ -778,7 +804,8 @@ int enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
         fin(0), fin(1), fin(2), fin(3), fout(0), fout(1), fout(2),
         in(0).elements, reinterpret_cast<const double *>(ptrs[step.inputs[4]]),
         reinterpret_cast<const int64_t *>(ptrs[step.inputs[5]]), a.beta1,
-        a.beta2, a.eps, a.weightDecay, flag(6), error, st);
+        a.beta2, a.eps, a.weightDecay, flag(6),
+        workingCopy(fn, step, ptrs, 7, 3), error, st);
   }
   return 0;
 }

@@ -70,8 +70,10 @@ bool writesErrorWord(Op op);
 /// consecutive adamw_update steps, none writing bytes another step of the
 /// run reads or writes (a dependence ends the run), the steps with the same
 /// lr and step operands (value ids) and the same beta1, beta2 and eps form
-/// a group; weight decay may differ (it is per tensor). Steps with a skip
-/// operand or an empty tensor stay alone. A step of a group runs at the
+/// a group; weight decay and the working copy (present or not, bf16 or
+/// f16) may differ (they are per tensor). A working copy's operand and
+/// result count as read and written. Steps with a skip operand the others
+/// do not share or an empty tensor stay alone. A step of a group runs at the
 /// group's first step, so the run's steps are reordered, which their
 /// independence allows. Needs no GPU.
 std::vector<std::vector<size_t>> adamwGroups(const Function &fn,

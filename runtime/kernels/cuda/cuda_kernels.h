@@ -407,12 +407,26 @@ Status dropout(FloatType type, const void *x, void *y, uint8_t *mask,
 // nonzero, an update leaves parameter and state as they are (copied to the
 // outputs where those are not the inputs).
 
+/// The bf16 / f16 working copy of the parameter an update also writes (the
+/// plan's working / new_working): element i of `out` is the f32 value just
+/// written to newParam[i] rounded to nearest even (__float2bfloat16_rn /
+/// __float2half_rn, the CPU kernels' floatToBf16 / floatToF16 bit for bit,
+/// NaN payloads aside), in the same kernel. `in` is read only by a skipped
+/// update, which copies it to `out` unless they are the same (in place).
+/// `out` null: no working copy. Device pointers.
+struct WorkingCopy {
+  const void *in = nullptr;
+  void *out = nullptr;
+  FloatType type = FloatType::BF16; ///< BF16 or F16
+};
+
 /// One SGD step on n elements; buf / newBuf used iff momentum != 0. Outputs
 /// may alias the matching inputs.
 Status sgd_update(const float *param, const float *grad, const float *buf,
                   float *newParam, float *newBuf, int64_t n, const double *lr,
                   double momentum, double weightDecay, bool nesterov,
-                  const uint8_t *skip, cudaStream_t stream);
+                  const uint8_t *skip, WorkingCopy working,
+                  cudaStream_t stream);
 
 /// One AdamW step on n elements. With *step < 1 nothing is written and
 /// `error` (if not null) receives 0.
@@ -421,11 +435,13 @@ Status adamw_update(const float *param, const float *grad,
                     float *newParam, float *newExpAvg, float *newExpAvgSq,
                     int64_t n, const double *lr, const int64_t *step,
                     double beta1, double beta2, double eps,
-                    double weightDecay, const uint8_t *skip, int64_t *error,
-                    cudaStream_t stream);
+                    double weightDecay, const uint8_t *skip,
+                    WorkingCopy working, int64_t *error, cudaStream_t stream);
 
 /// One tensor of a multi-tensor AdamW update (device pointers; the outputs
-/// may equal the inputs for an in-place update) with its own weight decay.
+/// may equal the inputs for an in-place update) with its own weight decay
+/// and working copy (working.out null: none; a table may mix tensors with
+/// and without one, bf16 and f16).
 struct AdamwTensor {
   const float *param;
   const float *grad;
@@ -436,6 +452,7 @@ struct AdamwTensor {
   float *newExpAvgSq;
   int64_t n;
   double weightDecay;
+  WorkingCopy working = {};
 };
 
 /// Bytes of the device table describing `count` tensors.

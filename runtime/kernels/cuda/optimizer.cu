@@ -6,7 +6,8 @@
 // -ffp-contract=off. The multi-tensor AdamW walks a table of tensors cut
 // into fixed chunks: one launch for all parameters, each with its own
 // weight decay (the only per-tensor scalar: lr, step and the betas are the
-// launch's).
+// launch's). An update with a working copy (WorkingCopy) stores each new
+// parameter also rounded to bf16 / f16 in the same loop.
 #include "kernels/cuda/common.cuh"
 
 #include <cstring>
@@ -66,6 +67,25 @@ __device__ __forceinline__ AdamwOut adamwElement(const AdamwScalars &s,
   return o;
 }
 
+/// Element i of a working copy: the new parameter p rounded to nearest even
+/// (a uniform branch on the copy's type; nothing without one).
+__device__ __forceinline__ void storeWorking(const WorkingCopy &w, int64_t i,
+                                             float p) {
+  if (!w.out)
+    return;
+  if (w.type == FloatType::BF16)
+    static_cast<__nv_bfloat16 *>(w.out)[i] = __float2bfloat16_rn(p);
+  else
+    static_cast<__half *>(w.out)[i] = __float2half_rn(p);
+}
+
+/// A skipped update's working copy: the operand's bits, where the result is
+/// elsewhere.
+__device__ __forceinline__ void keepWorking(const WorkingCopy &w, int64_t i) {
+  if (w.out && w.out != w.in)
+    static_cast<uint16_t *>(w.out)[i] = static_cast<const uint16_t *>(w.in)[i];
+}
+
 /// Elements [begin, end) of one tensor; 16-byte accesses when `vec`
 /// (begin a multiple of 4 and every pointer 16-byte aligned).
 __device__ __forceinline__ void adamwRange(const AdamwScalars &s,
@@ -88,6 +108,7 @@ __device__ __forceinline__ void adamwRange(const AdamwScalars &s,
         p[u] = o.p;
         m[u] = o.m;
         v[u] = o.v;
+        storeWorking(t.working, e + u, o.p);
       }
       storeVec<4>(t.newParam + e, p);
       storeVec<4>(t.newExpAvg + e, m);
@@ -101,6 +122,7 @@ __device__ __forceinline__ void adamwRange(const AdamwScalars &s,
     t.newParam[e] = o.p;
     t.newExpAvg[e] = o.m;
     t.newExpAvgSq[e] = o.v;
+    storeWorking(t.working, e, o.p);
   }
 }
 
@@ -120,6 +142,7 @@ __device__ __forceinline__ void adamwKeep(const AdamwTensor &t, int64_t begin,
       t.newExpAvg[e] = t.expAvg[e];
     if (t.newExpAvgSq != t.expAvgSq)
       t.newExpAvgSq[e] = t.expAvgSq[e];
+    keepWorking(t.working, e);
   }
 }
 
@@ -196,7 +219,7 @@ __global__ void __launch_bounds__(kThreads)
     sgdKernel(const float *param, const float *grad, const float *buf,
               float *newParam, float *newBuf, int64_t n, const double *lr,
               double momentum, double weightDecay, bool nesterov,
-              const uint8_t *skip) {
+              const uint8_t *skip, WorkingCopy working) {
   const bool useBuf = momentum != 0;
   if (skipped(skip)) {
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -205,6 +228,7 @@ __global__ void __launch_bounds__(kThreads)
         newParam[i] = param[i];
       if (useBuf && newBuf != buf)
         newBuf[i] = buf[i];
+      keepWorking(working, i);
     }
     return;
   }
@@ -220,13 +244,21 @@ __global__ void __launch_bounds__(kThreads)
       newBuf[i] = b;
       d = nesterov ? __fmaf_rn(b, mom, d) : b;
     }
-    newParam[i] = __fmaf_rn(d, negLr, p);
+    const float np = __fmaf_rn(d, negLr, p);
+    newParam[i] = np;
+    storeWorking(working, i, np);
   }
 }
 
 unsigned elementwiseBlocks(int64_t n, int perThread) {
   int64_t blocks = ceilDiv(n, int64_t(kThreads) * perThread);
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 8192 ? 8192 : blocks);
+}
+
+/// A working copy is 16-bit with an operand to keep when it has a result.
+bool validWorking(const WorkingCopy &w) {
+  return !w.out || ((w.type == FloatType::BF16 || w.type == FloatType::F16) &&
+                    w.in != nullptr);
 }
 
 size_t tableOffsets(int count) {
@@ -238,14 +270,15 @@ size_t tableOffsets(int count) {
 Status sgd_update(const float *param, const float *grad, const float *buf,
                   float *newParam, float *newBuf, int64_t n, const double *lr,
                   double momentum, double weightDecay, bool nesterov,
-                  const uint8_t *skip, cudaStream_t stream) {
-  if (n < 0 || (momentum != 0 && (!buf || !newBuf)))
+                  const uint8_t *skip, WorkingCopy working,
+                  cudaStream_t stream) {
+  if (n < 0 || (momentum != 0 && (!buf || !newBuf)) || !validWorking(working))
     return invalid();
   if (n == 0)
     return 0;
   sgdKernel<<<elementwiseBlocks(n, 1), kThreads, 0, stream>>>(
       param, grad, buf, newParam, newBuf, n, lr, momentum, weightDecay,
-      nesterov, skip);
+      nesterov, skip, working);
   return launched();
 }
 
@@ -254,14 +287,14 @@ Status adamw_update(const float *param, const float *grad,
                     float *newParam, float *newExpAvg, float *newExpAvgSq,
                     int64_t n, const double *lr, const int64_t *step,
                     double beta1, double beta2, double eps,
-                    double weightDecay, const uint8_t *skip, int64_t *error,
-                    cudaStream_t stream) {
-  if (n < 0)
+                    double weightDecay, const uint8_t *skip,
+                    WorkingCopy working, int64_t *error, cudaStream_t stream) {
+  if (n < 0 || !validWorking(working))
     return invalid();
   if (n == 0)
     return 0;
-  AdamwTensor t{param,     grad,      expAvg,      expAvgSq, newParam,
-                newExpAvg, newExpAvgSq, n,           weightDecay};
+  AdamwTensor t{param,     grad,        expAvg, expAvgSq,    newParam,
+                newExpAvg, newExpAvgSq, n,      weightDecay, working};
   adamwKernel<<<elementwiseBlocks(n, 4), kThreads, 0, stream>>>(
       t, lr, step, beta1, beta2, eps, weightDecay, skip, error);
   return launched();

@@ -650,7 +650,7 @@ TEST_F(Gpu, SgdMatchesCpuBitForBit) {
         DevBuf<float> dp(p), dg(g), db(buf), np(n), nb(n);
         checkStatus(cu::sgd_update(dp.get(), dg.get(), db.get(), np.get(),
                                    nb.get(), n, dlr.get(), momentum, wd,
-                                   nesterov, nullptr, nullptr),
+                                   nesterov, nullptr, {}, nullptr),
                     "sgd_update");
         expectBitEqual(np.download(), refP, "param");
         if (momentum != 0)
@@ -715,7 +715,7 @@ TEST_F(Gpu, AdamwSingleAndMultiTensor) {
     checkStatus(cu::adamw_update(dp.get(), dg.get(), dm.get(), dv.get(),
                                  np.get(), nm.get(), nv.get(), sizes[4],
                                  dlr.get(), dstep.get(), beta1, beta2, eps,
-                                 wds[4], nullptr, err.get(), nullptr),
+                                 wds[4], nullptr, {}, err.get(), nullptr),
                 "adamw_update");
     expectAdamwClose(np.download(), refP[4], "param");
     expectAdamwClose(nm.download(), refM[4], "exp_avg");
