@@ -1,7 +1,8 @@
 // Flash-style attention, forward and backward, in FP32 on the FMA units,
 // for float, bf16 and f16 storage (the tiles are widened to float as they
 // are copied into shared memory; outputs are rounded once to the storage
-// type); and a bf16/f16 forward on tensor cores (after the backward).
+// type). The bf16/f16 forward on tensor cores is attention_tc.cu; the
+// kernels' arguments and masking are shared with it (attention_common.cuh).
 //
 // Forward: one block per (batch*head, tile of BR queries). The query tile
 // stays in shared memory (transposed, [d][query]); tiles of BC keys and
@@ -31,11 +32,12 @@
 // (zeros, so the padding adds nothing). float32 stays off the tensor
 // cores: TF32 (mma.sync m16n8k8) would lose the 1e-5 agreement an fp32
 // path promises; a TF32 or 3xTF32 variant is future work.
-#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/attention_common.cuh"
 
 namespace tcc::cuda {
 namespace {
 using namespace detail;
+using namespace attn;
 
 /// Tile configuration: BR rows owned by the block (queries, or keys in the
 /// dK/dV kernel), BC columns of the score tile per step, RPT rows per thread.
@@ -166,37 +168,6 @@ template <int TX> __device__ __forceinline__ float rowSum(float v) {
   for (int off = TX / 2; off > 0; off >>= 1)
     v += __shfl_xor_sync(kFullMask, v, off);
   return v;
-}
-
-/// The kernels' arguments. Tensors are untyped: each kernel reads q, k, v,
-/// dout and out as its storage type T and writes o, dq, dk, dv as its
-/// output type; lse and delta are float.
-struct Params {
-  const void *q, *k, *v, *dout, *out;
-  const float *lse, *delta;
-  void *o, *dq, *dk, *dv;
-  float *lseOut;
-  const uint8_t *keep;
-  const void *bias;
-  FloatType biasType;
-  int64_t heads, tq, tk;
-  int d, dvDim;
-  float scale;
-  bool causal, vecQK, vecV;
-};
-
-/// The masked, scaled score of query i and key j (key j < tk), given the
-/// raw dot product: the CPU kernel's order (scale, hide, add bias).
-__device__ __forceinline__ float maskScore(const Params &p, float dot,
-                                           int64_t b, int64_t i, int64_t j) {
-  float x = dot * p.scale;
-  if (p.causal && j > i)
-    x = -INFINITY;
-  if (p.keep && !p.keep[b * p.tk + j])
-    x = -INFINITY;
-  if (p.bias)
-    x += loadAs(p.biasType, p.bias, b * p.tk + j);
-  return x;
 }
 
 //===----------------------------------------------------------------------===//
@@ -557,264 +528,6 @@ __global__ void __launch_bounds__(C::NT) attentionDkvKernel(Params p) {
 }
 
 //===----------------------------------------------------------------------===//
-// Forward on tensor cores (bf16 / f16 storage, head dim 64 or 128)
-//===----------------------------------------------------------------------===//
-//
-// FlashAttention-2's forward with mma.sync.m16n8k16 (16-bit operands, f32
-// accumulators): one block of 4 warps per (batch*head, 64 queries), each
-// warp owning 16 query rows. Q, K and V tiles are copied into shared memory
-// as stored (16-bit, rows padded by 16 bytes so ldmatrix is free of bank
-// conflicts) with cp.async, V's copy overlapping the scores; each warp
-// keeps its Q fragments in registers. Per tile of 64 keys: S = Q K^T (ldmatrix of K rows is the col-major B operand), the
-// CPU kernel's masking per score, the online softmax in f32 over the 4
-// lanes of a quad that share a row (running max m and sum l, the output
-// rescaled by exp(m_old - m_new)), then O += P V with P rounded to the
-// storage type straight from the S accumulators (their layout is the A
-// operand's) and V through ldmatrix.trans; l sums the rounded P, so a row's
-// weights still sum to 1. The output is divided by l and rounded once;
-// lse = m + log(l) stays f32.
-
-template <int HD_> struct TcCfg {
-  static constexpr int HD = HD_;
-  static constexpr int WARPS = 4;
-  static constexpr int BR = 16 * WARPS; ///< queries per block
-  static constexpr int BC = 64;         ///< keys per step
-  static constexpr int NT = 32 * WARPS;
-  static constexpr int LD = HD + 8; ///< shared row stride (elements)
-  static constexpr size_t smemBytes() {
-    return size_t(BR + 2 * BC) * LD * 2;
-  }
-};
-
-__device__ __forceinline__ uint32_t smemAddress(const void *p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-/// Four 8x8 16-bit matrices; lane l gives the address of row l % 8 of
-/// matrix l / 8 and receives, in r[i], its two elements of matrix i:
-/// row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 (TRANS: row and column
-/// swapped).
-template <bool TRANS>
-__device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void *p) {
-  if constexpr (TRANS)
-    asm volatile(
-        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-        : "r"(smemAddress(p)));
-  else
-    asm volatile(
-        "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-        : "r"(smemAddress(p)));
-}
-
-/// d += a b: a 16x16 (row-major A fragment), b 16x8 (col-major B fragment,
-/// b0 b1), d 16x8 f32.
-template <class T>
-__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4],
-                                         uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
-                   "r"(b1));
-  else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
-                   "r"(b1));
-}
-
-/// Starts copying rows [row0, row0 + R) of a dense [nrows, HD] matrix of
-/// 16-bit values into shared memory as stored (row stride LD), zero past
-/// nrows: 16-byte cp.async copies (the base is 16-byte aligned and HD a
-/// multiple of 8), committed as one group. The caller waits for the group
-/// (cpAsyncWait) and then synchronises the block.
-template <int R, int HD, int LD, int NT, class T>
-__device__ __forceinline__ void copyTileAsync(T *dst, const T *src,
-                                              int64_t nrows, int64_t row0) {
-  constexpr int C8 = HD / 8;
-  for (int idx = threadIdx.x; idx < R * C8; idx += NT) {
-    const int r = idx / C8, c = (idx % C8) * 8;
-    const int64_t gr = row0 + r;
-    const bool valid = gr < nrows;
-    // An invalid row reads nothing (source size 0: 16 zero bytes written);
-    // its address stays inside the tensor anyway.
-    const T *from = src + (valid ? gr * HD + c : 0);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
-                     smemAddress(dst + r * LD + c)),
-                 "l"(from), "r"(valid ? 16 : 0));
-  }
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-
-/// Waits until at most N of this thread's cp.async groups are pending.
-template <int N> __device__ __forceinline__ void cpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-template <class C, class T>
-__global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
-  constexpr int HD = C::HD, BR = C::BR, BC = C::BC, LD = C::LD, NT = C::NT;
-  constexpr int KS = HD / 16; // k-steps of S = Q K^T
-  constexpr int SN = BC / 8;  // n-tiles of S (8 keys each)
-  constexpr int ON = HD / 8;  // n-tiles of O (8 columns each)
-  extern __shared__ uint4 smemTc[];
-  T *Qs = reinterpret_cast<T *>(smemTc);
-  T *Ks = Qs + BR * LD;
-  T *Vs = Ks + BC * LD;
-
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int g = lane / 4, t4 = lane % 4; // fragment row group / column pair
-  const int lm = lane / 8, lr = lane % 8; // ldmatrix: matrix and row of lane
-  const int64_t tiles = (p.tq + BR - 1) / BR;
-  const int64_t bh = blockIdx.x / tiles, q0 = (blockIdx.x % tiles) * BR;
-  const int64_t b = bh / p.heads;
-  const T *kp = static_cast<const T *>(p.k) + bh * p.tk * HD;
-  const T *vp = static_cast<const T *>(p.v) + bh * p.tk * HD;
-
-  copyTileAsync<BR, HD, LD, NT>(
-      Qs, static_cast<const T *>(p.q) + bh * p.tq * HD, p.tq, q0);
-  cpAsyncWait<0>();
-  __syncthreads();
-  // This warp's 16 query rows as A fragments, one per k-step: matrices
-  // (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15).
-  uint32_t qf[KS][4];
-#pragma unroll
-  for (int ks = 0; ks < KS; ++ks)
-    ldmatrixX4<false>(qf[ks], Qs + (warp * 16 + lr + (lm % 2) * 8) * LD +
-                                  ks * 16 + (lm / 2) * 8);
-
-  float o[ON][4], m[2], l[2];
-#pragma unroll
-  for (int n = 0; n < ON; ++n)
-#pragma unroll
-    for (int c = 0; c < 4; ++c)
-      o[n][c] = 0.f;
-  // Accumulator element c of a tile is in row g (c < 2) or g + 8.
-  int64_t row[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    m[h] = -INFINITY;
-    l[h] = 0.f;
-    row[h] = q0 + warp * 16 + g + h * 8;
-  }
-
-  const int64_t kEnd = p.causal && q0 + BR < p.tk ? q0 + BR : p.tk;
-  for (int64_t k0 = 0; k0 < kEnd; k0 += BC) {
-    __syncthreads(); // the previous tile's K / V reads are done
-    // V's copy overlaps S = Q K^T and the softmax.
-    copyTileAsync<BC, HD, LD, NT>(Ks, kp, p.tk, k0);
-    copyTileAsync<BC, HD, LD, NT>(Vs, vp, p.tk, k0);
-    cpAsyncWait<1>(); // this thread's K copies
-    __syncthreads();  // everyone's
-
-    // S = Q K^T: the B operand of keys n0..n0+7 is K rows n0.. (k = head
-    // dim, contiguous): matrices (keys 0-7, cols 0-7), (0-7, 8-15),
-    // (8-15, 0-7), (8-15, 8-15) give two n-tiles.
-    float s[SN][4];
-#pragma unroll
-    for (int n = 0; n < SN; ++n)
-#pragma unroll
-      for (int c = 0; c < 4; ++c)
-        s[n][c] = 0.f;
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks)
-#pragma unroll
-      for (int np = 0; np < SN / 2; ++np) {
-        uint32_t kb[4];
-        ldmatrixX4<false>(kb, Ks + (np * 16 + lr + (lm / 2) * 8) * LD +
-                                  ks * 16 + (lm % 2) * 8);
-        mma16816<T>(s[2 * np], qf[ks], kb[0], kb[1]);
-        mma16816<T>(s[2 * np + 1], qf[ks], kb[2], kb[3]);
-      }
-
-#pragma unroll
-    for (int n = 0; n < SN; ++n)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int64_t j = k0 + n * 8 + 2 * t4 + (c % 2);
-        s[n][c] = j < p.tk ? maskScore(p, s[n][c], b, row[c / 2], j)
-                           : -INFINITY;
-      }
-
-    // Online softmax per row; the quad's 4 lanes hold a row's 64 scores.
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < SN; ++n)
-        mx = fmaxf(mx, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
-      const float mNew = fmaxf(m[h], mx);
-      // Nothing seen yet (m = -inf): the accumulator is 0, drop it.
-      const float alpha = m[h] == -INFINITY ? 0.f : expf(m[h] - mNew);
-      m[h] = mNew;
-      float ls = 0.f;
-#pragma unroll
-      for (int n = 0; n < SN; ++n)
-#pragma unroll
-        for (int c = 2 * h; c < 2 * h + 2; ++c) {
-          // A NaN score stays NaN and poisons l and the row's output. P is
-          // rounded to T here, so l sums the weights V is multiplied by.
-          const float e = s[n][c] == -INFINITY ? 0.f : expf(s[n][c] - mNew);
-          s[n][c] = toFloat(fromFloat<T>(e));
-          ls += s[n][c];
-        }
-      l[h] = l[h] * alpha + ls;
-#pragma unroll
-      for (int n = 0; n < ON; ++n) {
-        o[n][2 * h] *= alpha;
-        o[n][2 * h + 1] *= alpha;
-      }
-    }
-
-    cpAsyncWait<0>(); // this thread's V copies
-    __syncthreads();  // everyone's
-    // O += P V: P's A fragment for keys 16 kk.. is the accumulators of
-    // n-tiles 2 kk and 2 kk + 1, rounded to T; V's B fragments come from
-    // ldmatrix.trans of V rows (keys) - matrices (keys 0-7, cols 0-7),
-    // (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) give two n-tiles of O.
-#pragma unroll
-    for (int kk = 0; kk < BC / 16; ++kk) {
-      const uint32_t pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]),
-                              pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                              pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                              pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-      for (int np = 0; np < ON / 2; ++np) {
-        uint32_t vb[4];
-        ldmatrixX4<true>(vb, Vs + (kk * 16 + lr + (lm % 2) * 8) * LD +
-                                 np * 16 + (lm / 2) * 8);
-        mma16816<T>(o[2 * np], pa, vb[0], vb[1]);
-        mma16816<T>(o[2 * np + 1], pa, vb[2], vb[3]);
-      }
-    }
-  }
-
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float total = l[h];
-    total += __shfl_xor_sync(kFullMask, total, 1);
-    total += __shfl_xor_sync(kFullMask, total, 2);
-    if (row[h] >= p.tq)
-      continue;
-    T *orow = static_cast<T *>(p.o) + (bh * p.tq + row[h]) * HD;
-#pragma unroll
-    for (int n = 0; n < ON; ++n) {
-      const float a = p.tk == 0 ? 0.f : o[n][2 * h] / total;
-      const float c = p.tk == 0 ? 0.f : o[n][2 * h + 1] / total;
-      *reinterpret_cast<uint32_t *>(orow + n * 8 + 2 * t4) = pack2<T>(a, c);
-    }
-    if (p.lseOut && t4 == 0)
-      p.lseOut[bh * p.tq + row[h]] = m[h] + logf(total);
-  }
-}
-
-//===----------------------------------------------------------------------===//
 // Launch
 //===----------------------------------------------------------------------===//
 
@@ -829,24 +542,6 @@ using Dq128 = Cfg<128, 64, 32, 4>;
 using Dkv32 = Cfg<32, 64, 64, 8>;
 using Dkv64 = Cfg<64, 64, 64, 8>;
 using Dkv128 = Cfg<128, 32, 32, 2>;
-
-template <class Kernel>
-Status launchKernel(Kernel kernel, int64_t blocks, int threads,
-                    size_t smemBytes, cudaStream_t stream, const Params &p) {
-  if (blocks <= 0)
-    return 0;
-  if (blocks > INT32_MAX)
-    return invalid();
-  if (smemBytes > 48 * 1024) {
-    cudaError_t e = cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(smemBytes));
-    if (e != cudaSuccess)
-      return static_cast<Status>(e);
-  }
-  kernel<<<static_cast<unsigned>(blocks), threads, smemBytes, stream>>>(p);
-  return launched();
-}
 
 int headBucket(int64_t d, int64_t dv) {
   int64_t hd = d > dv ? d : dv;
@@ -884,18 +579,6 @@ Status launchFwd(const Params &p, int64_t bh, cudaStream_t stream) {
   default:
     return run(Fwd128{});
   }
-}
-
-/// The tensor-core forward (tensorCoresFit holds).
-template <class T>
-Status launchFwdTc(const Params &p, int64_t bh, cudaStream_t stream) {
-  auto run = [&](auto cfg) {
-    using C = decltype(cfg);
-    return launchKernel(attentionFwdTcKernel<C, T>,
-                        bh * ((p.tq + C::BR - 1) / C::BR), C::NT,
-                        C::smemBytes(), stream, p);
-  };
-  return p.d == 64 ? run(TcCfg<64>{}) : run(TcCfg<128>{});
 }
 
 template <class T>

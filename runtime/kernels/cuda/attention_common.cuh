@@ -1,0 +1,74 @@
+//===- attention_common.cuh - shared by the attention kernels -*- CUDA -*-===//
+//
+// What the FMA attention (attention.cu) and the tensor-core forward
+// (attention_tc.cu) share: the kernels' arguments, the masking of a score,
+// the launcher of one kernel, and the entry of the tensor-core forward.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TCC_RUNTIME_KERNELS_CUDA_ATTENTION_COMMON_CUH
+#define TCC_RUNTIME_KERNELS_CUDA_ATTENTION_COMMON_CUH
+
+#include "kernels/cuda/common.cuh"
+
+namespace tcc::cuda::attn {
+
+/// The kernels' arguments. Tensors are untyped: each kernel reads q, k, v,
+/// dout and out as its storage type T and writes o, dq, dk, dv as its
+/// output type; lse and delta are float.
+struct Params {
+  const void *q, *k, *v, *dout, *out;
+  const float *lse, *delta;
+  void *o, *dq, *dk, *dv;
+  float *lseOut;
+  const uint8_t *keep;
+  const void *bias;
+  FloatType biasType;
+  int64_t heads, tq, tk;
+  int d, dvDim;
+  float scale;
+  bool causal, vecQK, vecV;
+};
+
+/// The masked, scaled score of query i and key j (key j < tk), given the
+/// raw dot product: the CPU kernel's order (scale, hide, add bias).
+__device__ __forceinline__ float maskScore(const Params &p, float dot,
+                                           int64_t b, int64_t i, int64_t j) {
+  float x = dot * p.scale;
+  if (p.causal && j > i)
+    x = -INFINITY;
+  if (p.keep && !p.keep[b * p.tk + j])
+    x = -INFINITY;
+  if (p.bias)
+    x += detail::loadAs(p.biasType, p.bias, b * p.tk + j);
+  return x;
+}
+
+/// Launches `kernel` on `blocks` blocks of `threads` with `smemBytes` of
+/// dynamic shared memory (raising the kernel's limit past 48 KB).
+template <class Kernel>
+Status launchKernel(Kernel kernel, int64_t blocks, int threads,
+                    size_t smemBytes, cudaStream_t stream, const Params &p) {
+  if (blocks <= 0)
+    return 0;
+  if (blocks > INT32_MAX)
+    return detail::invalid();
+  if (smemBytes > 48 * 1024) {
+    cudaError_t e = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        static_cast<int>(smemBytes));
+    if (e != cudaSuccess)
+      return static_cast<Status>(e);
+  }
+  kernel<<<static_cast<unsigned>(blocks), threads, smemBytes, stream>>>(p);
+  return detail::launched();
+}
+
+/// The tensor-core forward of attention_tc.cu (T = __nv_bfloat16 or
+/// __half; the caller checked tensorCoresFit).
+template <class T>
+Status launchFwdTc(const Params &p, int64_t bh, cudaStream_t stream);
+
+} // namespace tcc::cuda::attn
+
+#endif // TCC_RUNTIME_KERNELS_CUDA_ATTENTION_COMMON_CUH
