@@ -33,7 +33,7 @@
 #include "CudaTestArtifact.h"
 #include "GpuTestUtil.h"
 
-#include "../runtime/RuntimeTestUtil.h"
+#include "../runtime/CallArtifact.h"
 
 #include "data/half.h"
 #include "exec/artifact.h"
@@ -186,132 +186,13 @@ TEST_F(CudaBackend, MissingFatbinIsAFormatErrorNamingIt) {
 // bf16 / f16 library calls: CUDA == the CPU backend's emulation
 //===----------------------------------------------------------------------===//
 
-bool isHalf(DType t) { return t == DType::BF16 || t == DType::F16; }
-
-/// `v` rounded into an array of `dtype` (f32, bf16, f16) of `shape`.
-Array floats(DType dtype, std::vector<int64_t> shape,
-             const std::vector<float> &v) {
-  Array a;
-  a.dtype = dtype;
-  a.shape = std::move(shape);
-  a.bytes.resize(v.size() * tcc::data::dtypeSize(dtype));
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (dtype == DType::F32) {
-      std::memcpy(a.bytes.data() + 4 * i, &v[i], 4);
-      continue;
-    }
-    uint16_t h = dtype == DType::BF16 ? tcc::data::floatToBf16(v[i])
-                                      : tcc::data::floatToF16(v[i]);
-    std::memcpy(a.bytes.data() + 2 * i, &h, 2);
-  }
-  return a;
-}
-
-/// Element i of a float array of any float dtype, widened.
-float at(const Array &a, int64_t i) {
-  if (a.dtype == DType::F32)
-    return a.data<float>()[i];
-  uint16_t h = a.data<uint16_t>()[i];
-  return a.dtype == DType::BF16 ? tcc::data::bf16ToFloat(h)
-                                : tcc::data::f16ToFloat(h);
-}
-
-Array absent() {
-  Array a;
-  a.name = "-";
-  return a;
-}
-
-struct Result {
-  DType dtype;
-  std::vector<int64_t> shape;
-};
-
-/// A train_step of one call: inputs "in0".. (an Array named "-" is an
-/// absent optional operand), each result copied into parameter "outK"; the
-/// loss is a zero kernel. kernels.fatbin included.
+/// The call's artifact (CallArtifact.h) with kernels.fatbin in its manifest.
 TestArtifact oneCall(const std::string &op, const json &attrs,
                      const std::vector<Array> &inputs,
-                     const std::vector<Result> &results) {
-  TestArtifact a;
+                     const std::vector<CallResult> &results) {
+  TestArtifact a = callArtifact(op, attrs, inputs, results);
   a.manifest["files"]["cuda_kernels"] = "kernels/kernels.fatbin";
-  json fnInputs = json::array(), values = json::array(), ids = json::array();
-  int64_t n = 0;
-  for (const Array &in : inputs) {
-    if (in.name == "-") {
-      ids.push_back(-1);
-      continue;
-    }
-    std::string name = "in" + std::to_string(n);
-    const char *dtype = tcc::data::dtypeName(in.dtype);
-    fnInputs.push_back(tensor(name, dtype, in.shape));
-    ids.push_back(values.size());
-    values.push_back(slot("input", dtype, in.shape, n++));
-  }
-  int64_t offset = 0;
-  json outIds = json::array(), roles = json::array(), params = json::array();
-  for (size_t i = 0; i < results.size(); ++i) {
-    const Result &r = results[i];
-    std::string name = "out" + std::to_string(i);
-    const char *dtype = tcc::data::dtypeName(r.dtype);
-    params.push_back(tensor(name, dtype, r.shape));
-    Array zero;
-    zero.name = name;
-    zero.dtype = r.dtype;
-    zero.shape = r.shape;
-    zero.bytes.assign(zero.numElements() * tcc::data::dtypeSize(r.dtype), 0);
-    a.weights.push_back(zero);
-    outIds.push_back(values.size());
-    roles.push_back({{"role", "param"}, {"index", i}, {"value", values.size()}});
-    values.push_back(arena(dtype, r.shape, offset));
-    offset += (int64_t(zero.bytes.size()) + 63) / 64 * 64;
-  }
-  roles.push_back({{"role", "loss"}, {"value", values.size()}});
-  values.push_back(arena("f32", {}, offset));
-  a.plan["params"] = params;
-  a.fn("train_step") = {
-      {"arena_bytes", offset + 64},
-      {"inputs", fnInputs},
-      {"values", values},
-      {"steps",
-       {call(op, ids.get<std::vector<int64_t>>(),
-             outIds.get<std::vector<int64_t>>(), attrs),
-        kernel("zero", {}, values.size() - 1, 1)}},
-      {"results", roles}};
   return a;
-}
-
-/// Runs the call's artifact on `backend`; its results (empty on failure).
-std::vector<Array> runOn(const TempDir &dir, const TestArtifact &a,
-                         const char *backend,
-                         const std::vector<Array> &inputs) {
-  tcc_session *s = nullptr;
-  EXPECT_EQ(tcc_session_open(dir.path.c_str(), backend, &s), TCC_OK)
-      << backend << ": " << tcc_last_error();
-  if (!s)
-    return {};
-  int n = 0;
-  for (const Array &in : inputs)
-    if (in.name != "-") {
-      std::string name = "in" + std::to_string(n++);
-      EXPECT_EQ(tcc_bind_input(s, name.c_str(), in.bytes.data(),
-                               in.bytes.size()),
-                TCC_OK)
-          << backend << ": " << tcc_last_error();
-    }
-  double loss;
-  EXPECT_EQ(tcc_train_step(s, &loss), TCC_OK)
-      << backend << ": " << tcc_last_error();
-  std::vector<Array> out;
-  for (const Array &w : a.weights) {
-    Array o = w;
-    EXPECT_EQ(tcc_read_param(s, w.name.c_str(), o.bytes.data(), o.bytes.size()),
-              TCC_OK)
-        << backend << ": " << tcc_last_error();
-    out.push_back(o);
-  }
-  tcc_session_close(s);
-  return out;
 }
 
 enum class Agree {
@@ -328,7 +209,7 @@ int ordered(uint16_t h) {
 /// (cross_entropy's loss sum and count) to 1e-5 relative.
 void expectCudaMatchesCpu(const std::string &tag, const std::string &op,
                           const json &attrs, const std::vector<Array> &inputs,
-                          const std::vector<Result> &results, Agree agree,
+                          const std::vector<CallResult> &results, Agree agree,
                           double floor = 0) {
   SCOPED_TRACE(tag);
   TempDir dir(tag);
@@ -338,8 +219,8 @@ void expectCudaMatchesCpu(const std::string &tag, const std::string &op,
   ASSERT_FALSE(fb.empty());
   fs::copy_file(fb, dir / "kernels/kernels.fatbin",
                 fs::copy_options::overwrite_existing);
-  std::vector<Array> cpu = runOn(dir, a, "cpu", inputs);
-  std::vector<Array> gpu = runOn(dir, a, "cuda", inputs);
+  std::vector<Array> cpu = runCallArtifact(dir.path, a, "cpu", inputs);
+  std::vector<Array> gpu = runCallArtifact(dir.path, a, "cuda", inputs);
   ASSERT_EQ(cpu.size(), results.size());
   ASSERT_EQ(gpu.size(), results.size());
   for (size_t k = 0; k < results.size(); ++k) {
@@ -382,13 +263,6 @@ void expectCudaMatchesCpu(const std::string &tag, const std::string &op,
     }
     EXPECT_EQ(bad, 0) << what;
   }
-}
-
-std::vector<float> wave(size_t n, float scale, float shift = 0) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = std::sin(float(i) * 1.3f + shift) * scale;
-  return v;
 }
 
 class CudaHalfCalls : public GpuTest,

@@ -129,11 +129,6 @@ protected:
 // Softmax family
 //===----------------------------------------------------------------------===//
 
-struct RowShape {
-  int64_t rows, len;
-  size_t offset; // elements of misalignment of every buffer
-};
-
 // Lengths across the one-warp / 128-thread / 512-thread kernels, multiples
 // of 8 (16-byte accesses), of 4 only and odd (scalar accesses).
 const RowShape kRowShapes[] = {
@@ -207,18 +202,7 @@ TEST_P(HalfKernels, SoftmaxGradRows) {
       else
         cpu::softmax_rows(x.data(), y.data(), s.rows, s.len);
       Bits yb = roundTo(t, y), gb = roundTo(t, g);
-      std::vector<double> ref(x.size());
-      for (int64_t r = 0; r < s.rows; ++r) {
-        double sum = 0;
-        for (int64_t j = 0; j < s.len; ++j)
-          sum += log ? double(g[r * s.len + j])
-                     : double(g[r * s.len + j]) * y[r * s.len + j];
-        for (int64_t j = 0; j < s.len; ++j) {
-          size_t i = r * s.len + j;
-          ref[i] = log ? g[i] - std::exp(double(y[i])) * sum
-                       : double(y[i]) * (g[i] - sum);
-        }
-      }
+      std::vector<double> ref = refSoftmaxGradRows(y, g, s.rows, s.len, log);
       DevBuf<uint16_t> dy_(yb, s.offset), dg(gb, s.offset),
           dx(x.size(), s.offset);
       auto run = [&] {
@@ -250,11 +234,6 @@ TEST_P(HalfKernels, SoftmaxGradRows) {
 // Layer norm
 //===----------------------------------------------------------------------===//
 
-const RowShape kNormShapes[] = {
-    {1, 1, 0},    {7, 33, 0},   {64, 768, 0},  {130, 64, 0},
-    {3, 3000, 0}, {1000, 16, 0}, {40, 128, 1}, {300, 2500, 0},
-};
-
 TEST_P(HalfKernels, LayerNormForward) {
   const double eps = 1e-5;
   for (const RowShape &s : kNormShapes)
@@ -267,26 +246,9 @@ TEST_P(HalfKernels, LayerNormForward) {
       std::vector<float> sc = randomNormal(s.len, 19),
                          bi = randomNormal(s.len, 23);
       Bits xb = roundTo(t, x), scb = roundTo(t, sc), bib = roundTo(t, bi);
-      std::vector<double> ref(x.size()), refMean(s.rows), refRstd(s.rows);
-      for (int64_t r = 0; r < s.rows; ++r) {
-        double sum = 0, sq = 0;
-        for (int64_t j = 0; j < s.len; ++j)
-          sum += x[r * s.len + j];
-        double mean = sum / s.len;
-        for (int64_t j = 0; j < s.len; ++j)
-          sq += (x[r * s.len + j] - mean) * (x[r * s.len + j] - mean);
-        double rstd = 1 / std::sqrt(sq / s.len + eps);
-        refMean[r] = mean;
-        refRstd[r] = rstd;
-        for (int64_t j = 0; j < s.len; ++j) {
-          double v = (x[r * s.len + j] - mean) * rstd;
-          if (affine >= 1)
-            v *= sc[j];
-          if (affine >= 2)
-            v += bi[j];
-          ref[r * s.len + j] = v;
-        }
-      }
+      LayerNormRef ref = refLayerNormFwd(x, affine >= 1 ? sc.data() : nullptr,
+                                         affine >= 2 ? bi.data() : nullptr,
+                                         s.rows, s.len, eps);
       DevBuf<uint16_t> dx(xb, s.offset), dsc(scb, s.offset),
           dbi(bib, s.offset), dy(x.size(), s.offset);
       DevBuf<float> dmean(s.rows), drstd(s.rows);
@@ -303,9 +265,9 @@ TEST_P(HalfKernels, LayerNormForward) {
         return dy.download();
       };
       Bits got = run();
-      expectClose16(t, got, ref, "y");
-      expectClose(dmean.download(), refMean, 1e-6, "mean");
-      expectClose(drstd.download(), refRstd, 1e-6, "rstd");
+      expectClose16(t, got, ref.y, "y");
+      expectClose(dmean.download(), ref.mean, 1e-6, "mean");
+      expectClose(drstd.download(), ref.rstd, 1e-6, "rstd");
       expectBitEqual(got, run(), "second run");
       DevBuf<float> fx(x), fsc(sc), fbi(bi), fy(x.size());
       checkStatus(cu::layer_norm_fwd(fx.get(), affine >= 1 ? fsc.get() : nullptr,
@@ -332,40 +294,10 @@ TEST_P(HalfKernels, LayerNormBackward) {
       std::vector<float> mean(s.rows), rstd(s.rows), yScratch(x.size());
       cpu::layer_norm_fwd(x.data(), nullptr, nullptr, yScratch.data(),
                           mean.data(), rstd.data(), s.rows, s.len, eps);
-      std::vector<double> refDx(x.size()), refDs(s.len, 0.0), refDb(s.len, 0.0);
-      for (int64_t r = 0; r < s.rows; ++r) {
-        double mu, rs;
-        if (withStats) {
-          mu = mean[r];
-          rs = rstd[r];
-        } else {
-          double sum = 0, sq = 0;
-          for (int64_t j = 0; j < s.len; ++j)
-            sum += x[r * s.len + j];
-          mu = sum / s.len;
-          for (int64_t j = 0; j < s.len; ++j)
-            sq += (x[r * s.len + j] - mu) * (x[r * s.len + j] - mu);
-          rs = 1 / std::sqrt(sq / s.len + eps);
-        }
-        double a = 0, b = 0;
-        for (int64_t j = 0; j < s.len; ++j) {
-          size_t i = r * s.len + j;
-          double xhat = (x[i] - mu) * rs;
-          double dxhat = double(g[i]) * (withScale ? sc[j] : 1.0);
-          a += dxhat;
-          b += dxhat * xhat;
-          refDs[j] += g[i] * xhat;
-          refDb[j] += g[i];
-        }
-        a /= s.len;
-        b /= s.len;
-        for (int64_t j = 0; j < s.len; ++j) {
-          size_t i = r * s.len + j;
-          double xhat = (x[i] - mu) * rs;
-          double dxhat = double(g[i]) * (withScale ? sc[j] : 1.0);
-          refDx[i] = rs * (dxhat - a - xhat * b);
-        }
-      }
+      LayerNormGradRef ref = refLayerNormBwd(
+          x, g, withScale ? sc.data() : nullptr,
+          withStats ? mean.data() : nullptr, withStats ? rstd.data() : nullptr,
+          s.rows, s.len, eps);
       DevBuf<uint16_t> dx_(xb, s.offset), dg(gb, s.offset), dsc(scb, s.offset),
           ddx(x.size(), s.offset), dds(s.len), ddb(s.len);
       DevBuf<float> dmean(mean), drstd(rstd);
@@ -385,9 +317,9 @@ TEST_P(HalfKernels, LayerNormBackward) {
       };
       Bits gotDx = run();
       Bits gotDs = dds.download(), gotDb = ddb.download();
-      expectClose16(t, gotDx, refDx, "dx");
-      expectClose16(t, gotDs, refDs, "dscale");
-      expectClose16(t, gotDb, refDb, "dbias");
+      expectClose16(t, gotDx, ref.dx, "dx");
+      expectClose16(t, gotDs, ref.dscale, "dscale");
+      expectClose16(t, gotDb, ref.dbias, "dbias");
       expectBitEqual(gotDx, run(), "dx second run");
       expectBitEqual(gotDs, dds.download(), "dscale second run");
       expectBitEqual(gotDb, ddb.download(), "dbias second run");
@@ -626,25 +558,7 @@ void crossEntropyCase(FloatType t, int64_t rows, int64_t classes,
     labels[r] = r % 5 == 3 ? L(ignore) : L(rng() % classes);
   // A seed that 16 bits hold exactly, so both seed types give one gradient.
   const double lossGrad = 0.375;
-  double refSum = 0;
-  int64_t refCount = 0;
-  std::vector<double> refGrad(x.size(), 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    if (labels[r] == ignore)
-      continue;
-    const float *row = &x[r * classes];
-    double m = -kInf, s = 0;
-    for (int64_t j = 0; j < classes; ++j)
-      m = std::max(m, double(row[j]));
-    for (int64_t j = 0; j < classes; ++j)
-      s += std::exp(row[j] - m);
-    double lse = m + std::log(s);
-    refSum += lse - row[labels[r]];
-    ++refCount;
-    for (int64_t j = 0; j < classes; ++j)
-      refGrad[r * classes + j] =
-          (std::exp(row[j] - lse) - (j == labels[r] ? 1.0 : 0.0)) * lossGrad;
-  }
+  CrossEntropyRef ref = refCrossEntropy(x, labels, classes, ignore, lossGrad);
   DevBuf<uint16_t> dx(xb), dgrad(x.size());
   DevBuf<float> dloss(1), dcount(1);
   DevBuf<float> seed32(std::vector<float>{float(lossGrad)});
@@ -667,8 +581,8 @@ void crossEntropyCase(FloatType t, int64_t rows, int64_t classes,
     if (rep == 0) {
       first = got;
       // f32 outputs of exactly widened logits: the float32 tolerance.
-      expectClose(got, {refSum}, 1e-5, "loss sum");
-      EXPECT_EQ(dcount.download()[0], float(refCount));
+      expectClose(got, {ref.sum}, 1e-5, "loss sum");
+      EXPECT_EQ(dcount.download()[0], float(ref.count));
     } else {
       expectBitEqual(got, first, "loss second run");
     }
@@ -686,7 +600,7 @@ void crossEntropyCase(FloatType t, int64_t rows, int64_t classes,
     EXPECT_EQ(cu::read_error_word(err.get(), nullptr), -1);
     grad[seed16bit] = dgrad.download();
   }
-  expectClose16(t, grad[0], refGrad, "dlogits");
+  expectClose16(t, grad[0], ref.grad, "dlogits");
   expectBitEqual(grad[1], grad[0], "16-bit seed");
   DevBuf<float> fx(x), fgrad(x.size());
   checkStatus(cu::cross_entropy_grad(fx.get(), dlabels.get(), seed32.get(),

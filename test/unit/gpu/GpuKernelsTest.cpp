@@ -37,11 +37,6 @@ using Gpu = GpuTest;
 // Softmax family
 //===----------------------------------------------------------------------===//
 
-struct RowShape {
-  int64_t rows, len;
-  size_t offset; // elements of misalignment of every buffer
-};
-
 const RowShape kRowShapes[] = {
     {1, 1, 0},     {3, 7, 0},    {17, 128, 0},  {5, 129, 0}, {9, 64, 1},
     {4, 1000, 0},  {3, 2049, 0}, {2, 5000, 0},  {2, 5001, 0}, {33, 2048, 0},
@@ -100,18 +95,7 @@ TEST_F(Gpu, SoftmaxGradRows) {
         cpu::log_softmax_rows(x.data(), y.data(), s.rows, s.len);
       else
         cpu::softmax_rows(x.data(), y.data(), s.rows, s.len);
-      std::vector<double> ref(x.size());
-      for (int64_t r = 0; r < s.rows; ++r) {
-        double sum = 0;
-        for (int64_t j = 0; j < s.len; ++j)
-          sum += log ? double(g[r * s.len + j])
-                     : double(g[r * s.len + j]) * y[r * s.len + j];
-        for (int64_t j = 0; j < s.len; ++j) {
-          size_t i = r * s.len + j;
-          ref[i] = log ? g[i] - std::exp(double(y[i])) * sum
-                       : double(y[i]) * (g[i] - sum);
-        }
-      }
+      std::vector<double> ref = refSoftmaxGradRows(y, g, s.rows, s.len, log);
       DevBuf<float> dy_(y, s.offset), dg(g, s.offset), dx(x.size(), s.offset);
       auto run = [&] {
         dx.poison();
@@ -133,11 +117,6 @@ TEST_F(Gpu, SoftmaxGradRows) {
 // Layer norm
 //===----------------------------------------------------------------------===//
 
-const RowShape kNormShapes[] = {
-    {1, 1, 0},   {7, 33, 0},    {64, 768, 0}, {130, 64, 0},
-    {3, 3000, 0}, {1000, 16, 0}, {40, 128, 1}, {300, 2500, 0},
-};
-
 TEST_F(Gpu, LayerNormForward) {
   const double eps = 1e-5;
   for (const RowShape &s : kNormShapes)
@@ -148,26 +127,9 @@ TEST_F(Gpu, LayerNormForward) {
       for (float &v : x)
         v += 5.0f; // an offset the centred variance must not cancel
       std::vector<float> sc = randomNormal(s.len, 19), bi = randomNormal(s.len, 23);
-      std::vector<double> ref(x.size()), refMean(s.rows), refRstd(s.rows);
-      for (int64_t r = 0; r < s.rows; ++r) {
-        double sum = 0, sq = 0;
-        for (int64_t j = 0; j < s.len; ++j)
-          sum += x[r * s.len + j];
-        double mean = sum / s.len;
-        for (int64_t j = 0; j < s.len; ++j)
-          sq += (x[r * s.len + j] - mean) * (x[r * s.len + j] - mean);
-        double rstd = 1 / std::sqrt(sq / s.len + eps);
-        refMean[r] = mean;
-        refRstd[r] = rstd;
-        for (int64_t j = 0; j < s.len; ++j) {
-          double v = (x[r * s.len + j] - mean) * rstd;
-          if (affine >= 1)
-            v *= sc[j];
-          if (affine >= 2)
-            v += bi[j];
-          ref[r * s.len + j] = v;
-        }
-      }
+      LayerNormRef ref = refLayerNormFwd(x, affine >= 1 ? sc.data() : nullptr,
+                                         affine >= 2 ? bi.data() : nullptr,
+                                         s.rows, s.len, eps);
       DevBuf<float> dx(x, s.offset), dsc(sc, s.offset), dbi(bi, s.offset),
           dy(x.size(), s.offset), dmean(s.rows), drstd(s.rows);
       auto run = [&] {
@@ -182,9 +144,9 @@ TEST_F(Gpu, LayerNormForward) {
         return dy.download();
       };
       std::vector<float> got = run();
-      expectClose(got, ref, 1e-5, "y");
-      expectClose(dmean.download(), refMean, 1e-6, "mean");
-      expectClose(drstd.download(), refRstd, 1e-6, "rstd");
+      expectClose(got, ref.y, 1e-5, "y");
+      expectClose(dmean.download(), ref.mean, 1e-6, "mean");
+      expectClose(drstd.download(), ref.rstd, 1e-6, "rstd");
       expectBitEqual(got, run(), "second run");
     }
 }
@@ -203,40 +165,10 @@ TEST_F(Gpu, LayerNormBackward) {
       std::vector<float> mean(s.rows), rstd(s.rows), yScratch(x.size());
       cpu::layer_norm_fwd(x.data(), nullptr, nullptr, yScratch.data(),
                           mean.data(), rstd.data(), s.rows, s.len, eps);
-      std::vector<double> refDx(x.size()), refDs(s.len, 0.0), refDb(s.len, 0.0);
-      for (int64_t r = 0; r < s.rows; ++r) {
-        double mu, rs;
-        if (withStats) {
-          mu = mean[r];
-          rs = rstd[r];
-        } else {
-          double sum = 0, sq = 0;
-          for (int64_t j = 0; j < s.len; ++j)
-            sum += x[r * s.len + j];
-          mu = sum / s.len;
-          for (int64_t j = 0; j < s.len; ++j)
-            sq += (x[r * s.len + j] - mu) * (x[r * s.len + j] - mu);
-          rs = 1 / std::sqrt(sq / s.len + eps);
-        }
-        double a = 0, b = 0;
-        for (int64_t j = 0; j < s.len; ++j) {
-          size_t i = r * s.len + j;
-          double xhat = (x[i] - mu) * rs;
-          double dxhat = double(g[i]) * (withScale ? sc[j] : 1.0);
-          a += dxhat;
-          b += dxhat * xhat;
-          refDs[j] += g[i] * xhat;
-          refDb[j] += g[i];
-        }
-        a /= s.len;
-        b /= s.len;
-        for (int64_t j = 0; j < s.len; ++j) {
-          size_t i = r * s.len + j;
-          double xhat = (x[i] - mu) * rs;
-          double dxhat = double(g[i]) * (withScale ? sc[j] : 1.0);
-          refDx[i] = rs * (dxhat - a - xhat * b);
-        }
-      }
+      LayerNormGradRef ref = refLayerNormBwd(
+          x, g, withScale ? sc.data() : nullptr,
+          withStats ? mean.data() : nullptr, withStats ? rstd.data() : nullptr,
+          s.rows, s.len, eps);
       DevBuf<float> dx_(x, s.offset), dg(g, s.offset), dsc(sc, s.offset),
           dmean(mean), drstd(rstd), ddx(x.size(), s.offset), dds(s.len),
           ddb(s.len);
@@ -256,9 +188,9 @@ TEST_F(Gpu, LayerNormBackward) {
       };
       std::vector<float> gotDx = run();
       std::vector<float> gotDs = dds.download(), gotDb = ddb.download();
-      expectClose(gotDx, refDx, 1e-5, "dx");
-      expectClose(gotDs, refDs, 1e-5, "dscale");
-      expectClose(gotDb, refDb, 1e-5, "dbias");
+      expectClose(gotDx, ref.dx, 1e-5, "dx");
+      expectClose(gotDs, ref.dscale, 1e-5, "dscale");
+      expectClose(gotDb, ref.dbias, 1e-5, "dbias");
       expectBitEqual(gotDx, run(), "dx second run");
       expectBitEqual(gotDs, dds.download(), "dscale second run");
       expectBitEqual(gotDb, ddb.download(), "dbias second run");
@@ -415,25 +347,7 @@ template <class L> void crossEntropyCase(int64_t rows, int64_t classes,
   for (int64_t r = 0; r < rows; ++r)
     labels[r] = r % 5 == 3 ? L(ignore) : L(rng() % classes);
   const double lossGrad = 0.37;
-  double refSum = 0;
-  int64_t refCount = 0;
-  std::vector<double> refGrad(x.size(), 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    if (labels[r] == ignore)
-      continue;
-    const float *row = &x[r * classes];
-    double m = -kInf, s = 0;
-    for (int64_t j = 0; j < classes; ++j)
-      m = std::max(m, double(row[j]));
-    for (int64_t j = 0; j < classes; ++j)
-      s += std::exp(row[j] - m);
-    double lse = m + std::log(s);
-    refSum += lse - row[labels[r]];
-    ++refCount;
-    for (int64_t j = 0; j < classes; ++j)
-      refGrad[r * classes + j] =
-          (std::exp(row[j] - lse) - (j == labels[r] ? 1.0 : 0.0)) * lossGrad;
-  }
+  CrossEntropyRef ref = refCrossEntropy(x, labels, classes, ignore, lossGrad);
   DevBuf<float> dx(x), dloss(1), dcount(1), dgrad(x.size());
   DevBuf<float> dlossGrad(std::vector<float>{float(lossGrad)});
   DevBuf<L> dlabels(labels);
@@ -452,8 +366,8 @@ template <class L> void crossEntropyCase(int64_t rows, int64_t classes,
     std::vector<float> got = dloss.download();
     if (rep == 0) {
       first = got;
-      expectClose(got, {refSum}, 1e-5, "loss sum");
-      EXPECT_EQ(dcount.download()[0], float(refCount));
+      expectClose(got, {ref.sum}, 1e-5, "loss sum");
+      EXPECT_EQ(dcount.download()[0], float(ref.count));
     } else {
       expectBitEqual(got, first, "loss second run");
     }
@@ -462,7 +376,7 @@ template <class L> void crossEntropyCase(int64_t rows, int64_t classes,
                                      dgrad.get(), rows, classes, ignore,
                                      err.get(), nullptr),
               "cross_entropy_grad");
-  expectClose(dgrad.download(), refGrad, 1e-5, "dlogits");
+  expectClose(dgrad.download(), ref.grad, 1e-5, "dlogits");
   EXPECT_EQ(cu::read_error_word(err.get(), nullptr), -1);
 
   // Out-of-range labels: the first bad row is reported, the row is skipped.

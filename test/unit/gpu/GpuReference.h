@@ -1,6 +1,7 @@
 // Float64 host references of the GPU tests (GpuKernelsTest, GpuHalfTest):
-// softmax rows and attention (forward and backward) with the CPU kernels'
-// masking and NaN rules, computed in double from the float inputs.
+// softmax rows and their gradient, layer norm (forward and backward),
+// attention (forward and backward) with the CPU kernels' masking and NaN
+// rules, and cross-entropy, computed in double from the float inputs.
 #ifndef TCC_TEST_UNIT_GPU_GPUREFERENCE_H
 #define TCC_TEST_UNIT_GPU_GPUREFERENCE_H
 
@@ -39,6 +40,128 @@ inline std::vector<double> refSoftmaxRow(const float *x, int64_t len, bool log) 
   for (int64_t j = 0; j < len; ++j)
     y[j] = log ? double(x[j]) - m - std::log(s) : std::exp(double(x[j]) - m) / s;
   return y;
+}
+
+/// Rows of `len` elements; `offset` elements of misalignment of every
+/// buffer.
+struct RowShape {
+  int64_t rows, len;
+  size_t offset;
+};
+
+/// The layer norm shapes: one row, odd lengths, many short rows, long rows
+/// over several passes, a misaligned case.
+inline constexpr RowShape kNormShapes[] = {
+    {1, 1, 0},    {7, 33, 0},    {64, 768, 0}, {130, 64, 0},
+    {3, 3000, 0}, {1000, 16, 0}, {40, 128, 1}, {300, 2500, 0},
+};
+
+/// Double gradient of softmax (`log`: log_softmax) rows of `len` given the
+/// forward's output y and the output gradient g.
+inline std::vector<double> refSoftmaxGradRows(const std::vector<float> &y,
+                                              const std::vector<float> &g,
+                                              int64_t rows, int64_t len,
+                                              bool log) {
+  std::vector<double> ref(y.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (int64_t j = 0; j < len; ++j)
+      sum += log ? double(g[r * len + j])
+                 : double(g[r * len + j]) * y[r * len + j];
+    for (int64_t j = 0; j < len; ++j) {
+      size_t i = r * len + j;
+      ref[i] = log ? g[i] - std::exp(double(y[i])) * sum
+                   : double(y[i]) * (g[i] - sum);
+    }
+  }
+  return ref;
+}
+
+/// Double layer norm of rows of `len` (two-pass statistics); `scale` and
+/// `bias` (of len) may be null.
+struct LayerNormRef {
+  std::vector<double> y, mean, rstd;
+};
+
+inline LayerNormRef refLayerNormFwd(const std::vector<float> &x,
+                                    const float *scale, const float *bias,
+                                    int64_t rows, int64_t len, double eps) {
+  LayerNormRef ref;
+  ref.y.resize(x.size());
+  ref.mean.resize(rows);
+  ref.rstd.resize(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0, sq = 0;
+    for (int64_t j = 0; j < len; ++j)
+      sum += x[r * len + j];
+    double mean = sum / len;
+    for (int64_t j = 0; j < len; ++j)
+      sq += (x[r * len + j] - mean) * (x[r * len + j] - mean);
+    double rstd = 1 / std::sqrt(sq / len + eps);
+    ref.mean[r] = mean;
+    ref.rstd[r] = rstd;
+    for (int64_t j = 0; j < len; ++j) {
+      double v = (x[r * len + j] - mean) * rstd;
+      if (scale)
+        v *= scale[j];
+      if (bias)
+        v += bias[j];
+      ref.y[r * len + j] = v;
+    }
+  }
+  return ref;
+}
+
+/// Double dx, dscale and dbias of layer norm given the output gradient g;
+/// `scale` may be null, and `mean` / `rstd` (the forward's, of rows) too:
+/// then they are computed here.
+struct LayerNormGradRef {
+  std::vector<double> dx, dscale, dbias;
+};
+
+inline LayerNormGradRef refLayerNormBwd(const std::vector<float> &x,
+                                        const std::vector<float> &g,
+                                        const float *scale, const float *mean,
+                                        const float *rstd, int64_t rows,
+                                        int64_t len, double eps) {
+  LayerNormGradRef ref;
+  ref.dx.resize(x.size());
+  ref.dscale.assign(len, 0.0);
+  ref.dbias.assign(len, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double mu, rs;
+    if (mean) {
+      mu = mean[r];
+      rs = rstd[r];
+    } else {
+      double sum = 0, sq = 0;
+      for (int64_t j = 0; j < len; ++j)
+        sum += x[r * len + j];
+      mu = sum / len;
+      for (int64_t j = 0; j < len; ++j)
+        sq += (x[r * len + j] - mu) * (x[r * len + j] - mu);
+      rs = 1 / std::sqrt(sq / len + eps);
+    }
+    double a = 0, b = 0;
+    for (int64_t j = 0; j < len; ++j) {
+      size_t i = r * len + j;
+      double xhat = (x[i] - mu) * rs;
+      double dxhat = double(g[i]) * (scale ? scale[j] : 1.0);
+      a += dxhat;
+      b += dxhat * xhat;
+      ref.dscale[j] += g[i] * xhat;
+      ref.dbias[j] += g[i];
+    }
+    a /= len;
+    b /= len;
+    for (int64_t j = 0; j < len; ++j) {
+      size_t i = r * len + j;
+      double xhat = (x[i] - mu) * rs;
+      double dxhat = double(g[i]) * (scale ? scale[j] : 1.0);
+      ref.dx[i] = rs * (dxhat - a - xhat * b);
+    }
+  }
+  return ref;
 }
 
 struct AttnShape {
@@ -154,6 +277,40 @@ inline AttnRef refAttention(const AttnData &a) {
       }
     }
   return r;
+}
+
+/// Double cross-entropy of logits x [labels.size(), classes]: the summed
+/// loss and the count of rows whose label is not `ignore`, and the logits'
+/// gradient for a loss gradient of `lossGrad`.
+struct CrossEntropyRef {
+  double sum = 0;
+  int64_t count = 0;
+  std::vector<double> grad;
+};
+
+template <class L>
+CrossEntropyRef refCrossEntropy(const std::vector<float> &x,
+                                const std::vector<L> &labels, int64_t classes,
+                                int64_t ignore, double lossGrad) {
+  CrossEntropyRef ref;
+  ref.grad.assign(x.size(), 0.0);
+  for (int64_t r = 0; r < int64_t(labels.size()); ++r) {
+    if (labels[r] == ignore)
+      continue;
+    const float *row = &x[r * classes];
+    double m = -kInf, s = 0;
+    for (int64_t j = 0; j < classes; ++j)
+      m = std::max(m, double(row[j]));
+    for (int64_t j = 0; j < classes; ++j)
+      s += std::exp(row[j] - m);
+    double lse = m + std::log(s);
+    ref.sum += lse - row[labels[r]];
+    ++ref.count;
+    for (int64_t j = 0; j < classes; ++j)
+      ref.grad[r * classes + j] =
+          (std::exp(row[j] - lse) - (j == labels[r] ? 1.0 : 0.0)) * lossGrad;
+  }
+  return ref;
 }
 
 inline std::string attnName(const AttnShape &s) {

@@ -11,49 +11,18 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RuntimeTestUtil.h"
+#include "CallArtifact.h"
 
 #include "data/half.h"
 
 #include <cmath>
-#include <cstring>
 
 using namespace rttest;
-using tcc::data::bf16ToFloat;
-using tcc::data::f16ToFloat;
 using tcc::data::floatToBf16;
 using tcc::data::floatToF16;
 using testutil::i64;
 
 namespace {
-
-bool isHalf(DType t) { return t == DType::BF16 || t == DType::F16; }
-
-/// `v` rounded into a 16-bit (or f32) array of `dtype`.
-Array floats(DType dtype, std::vector<int64_t> shape,
-             const std::vector<float> &v) {
-  Array a;
-  a.dtype = dtype;
-  a.shape = std::move(shape);
-  a.bytes.resize(v.size() * tcc::data::dtypeSize(dtype));
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (dtype == DType::F32) {
-      std::memcpy(a.bytes.data() + 4 * i, &v[i], 4);
-      continue;
-    }
-    uint16_t h = dtype == DType::BF16 ? floatToBf16(v[i]) : floatToF16(v[i]);
-    std::memcpy(a.bytes.data() + 2 * i, &h, 2);
-  }
-  return a;
-}
-
-/// Element i of a float array (of any float dtype) as a float.
-float at(const Array &a, int64_t i) {
-  if (a.dtype == DType::F32)
-    return a.data<float>()[i];
-  uint16_t h = a.data<uint16_t>()[i];
-  return a.dtype == DType::BF16 ? bf16ToFloat(h) : f16ToFloat(h);
-}
 
 /// A 16-bit array widened exactly to f32; other arrays unchanged.
 Array widened(const Array &a) {
@@ -67,123 +36,18 @@ Array widened(const Array &a) {
   return w;
 }
 
-std::vector<float> wave(size_t n, float scale, float shift = 0) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = std::sin(float(i) * 1.3f + shift) * scale;
-  return v;
-}
-
-struct Out {
-  DType dtype;
-  std::vector<int64_t> shape;
-};
-
-/// A train_step of one call: inputs "in0".."inN" (an Array named "-" is an
-/// absent optional operand), outputs copied into parameters "out0"..
-/// "outM" (an Out with an empty dtype name is an absent optional result).
-TestArtifact callArtifact(const std::string &op, const json &attrs,
-                          const std::vector<Array> &inputs,
-                          const std::vector<Out> &outputs) {
-  TestArtifact a;
-  json fnInputs = json::array(), values = json::array(), ids = json::array();
-  int64_t n = 0;
-  for (const Array &in : inputs) {
-    if (in.name == "-") {
-      ids.push_back(-1);
-      continue;
-    }
-    std::string name = "in" + std::to_string(n);
-    const char *dtype = tcc::data::dtypeName(in.dtype);
-    fnInputs.push_back(tensor(name, dtype, in.shape));
-    ids.push_back(values.size());
-    values.push_back(slot("input", dtype, in.shape, n++));
-  }
-  int64_t offset = 0;
-  json outIds = json::array(), results = json::array(), params = json::array();
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const Out &o = outputs[i];
-    std::string name = "out" + std::to_string(i);
-    const char *dtype = tcc::data::dtypeName(o.dtype);
-    params.push_back(tensor(name, dtype, o.shape));
-    Array zero;
-    zero.name = name;
-    zero.dtype = o.dtype;
-    zero.shape = o.shape;
-    zero.bytes.assign(zero.numElements() * tcc::data::dtypeSize(o.dtype), 0);
-    a.weights.push_back(zero);
-    outIds.push_back(values.size());
-    results.push_back(
-        {{"role", "param"}, {"index", i}, {"value", values.size()}});
-    values.push_back(arena(dtype, o.shape, offset));
-    offset += (int64_t(zero.bytes.size()) + 63) / 64 * 64;
-  }
-  results.push_back({{"role", "loss"}, {"value", values.size()}});
-  values.push_back(arena("f32", {}, offset));
-  a.plan["params"] = params;
-  a.fn("train_step") = {
-      {"arena_bytes", offset + 64},
-      {"inputs", fnInputs},
-      {"values", values},
-      {"steps",
-       {call(op, ids.get<std::vector<int64_t>>(),
-             outIds.get<std::vector<int64_t>>(), attrs),
-        kernel("zero", {}, values.size() - 1, 1)}},
-      {"results", results}};
-  return a;
-}
-
-Array absent() {
-  Array a;
-  a.name = "-";
-  return a;
-}
-
-/// Runs the call once; its outputs (empty when the session does not open).
-std::vector<Array> runCall(const std::string &tag, const std::string &op,
-                           const json &attrs, const std::vector<Array> &inputs,
-                           const std::vector<Out> &outputs) {
-  TempDir dir(tag);
-  TestArtifact a = callArtifact(op, attrs, inputs, outputs);
-  a.write(dir.path);
-  tcc_session *s = openOrFail(dir.path);
-  if (!s)
-    return {};
-  int n = 0;
-  for (const Array &in : inputs)
-    if (in.name != "-") {
-      std::string name = "in" + std::to_string(n++);
-      EXPECT_EQ(tcc_bind_input(s, name.c_str(), in.bytes.data(),
-                               in.bytes.size()),
-                TCC_OK)
-          << tcc_last_error();
-    }
-  double loss;
-  EXPECT_EQ(tcc_train_step(s, &loss), TCC_OK) << tcc_last_error();
-  std::vector<Array> out;
-  for (const Array &w : a.weights) {
-    Array o = w;
-    EXPECT_EQ(tcc_read_param(s, w.name.c_str(), o.bytes.data(), o.bytes.size()),
-              TCC_OK)
-        << tcc_last_error();
-    out.push_back(o);
-  }
-  tcc_session_close(s);
-  return out;
-}
-
 /// Runs the call on `inputs` (some 16-bit) and on them widened to f32, and
 /// checks every 16-bit result against the f32 one rounded once; other
 /// results must be equal. Returns the 16-bit run's outputs.
 std::vector<Array> expectRoundedOnce(const std::string &tag,
                                      const std::string &op, const json &attrs,
                                      const std::vector<Array> &inputs,
-                                     const std::vector<Out> &outputs) {
+                                     const std::vector<CallResult> &outputs) {
   std::vector<Array> wideInputs;
   for (const Array &in : inputs)
     wideInputs.push_back(widened(in));
-  std::vector<Out> wideOutputs;
-  for (const Out &o : outputs)
+  std::vector<CallResult> wideOutputs;
+  for (const CallResult &o : outputs)
     wideOutputs.push_back({isHalf(o.dtype) ? DType::F32 : o.dtype, o.shape});
   std::vector<Array> half = runCall(tag + "_16", op, attrs, inputs, outputs);
   std::vector<Array> full =

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RuntimeTestUtil.h"
+#include "CallArtifact.h"
 
 #include "DropoutHash.h"
 
@@ -19,110 +19,6 @@ using testutil::i64;
 using testutil::makeArray;
 
 namespace {
-
-struct Output {
-  const char *dtype;
-  std::vector<int64_t> shape;
-};
-
-/// Inputs named "in0".."inN" (an Array named "-" is an absent optional
-/// operand), outputs into parameters "out0".."outM".
-TestArtifact callArtifact(const std::string &op, json attrs,
-                          const std::vector<Array> &inputs,
-                          const std::vector<Output> &outputs) {
-  TestArtifact a;
-  if (attrs.is_null())
-    attrs = json::object();
-  json fnInputs = json::array(), values = json::array(), ids = json::array();
-  int64_t n = 0;
-  for (const Array &in : inputs) {
-    if (in.name == "-") {
-      ids.push_back(-1);
-      continue;
-    }
-    std::string name = "in" + std::to_string(n);
-    const char *dtype = tcc::data::dtypeName(in.dtype);
-    fnInputs.push_back(tensor(name, dtype, in.shape));
-    ids.push_back(values.size());
-    values.push_back(slot("input", dtype, in.shape, n++));
-  }
-  int64_t offset = 0;
-  json outIds = json::array(), results = json::array(), params = json::array();
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const Output &o = outputs[i];
-    std::string name = "out" + std::to_string(i);
-    params.push_back(tensor(name, o.dtype, o.shape));
-    Array zero;
-    zero.name = name;
-    zero.dtype = o.dtype == std::string("bool")  ? DType::Bool
-                 : o.dtype == std::string("i64") ? DType::I64
-                                                 : DType::F32;
-    zero.shape = o.shape;
-    zero.bytes.assign(zero.numElements() * tcc::data::dtypeSize(zero.dtype), 0);
-    a.weights.push_back(zero);
-    outIds.push_back(values.size());
-    results.push_back(
-        {{"role", "param"}, {"index", i}, {"value", values.size()}});
-    values.push_back(arena(o.dtype, o.shape, offset));
-    offset += (zero.bytes.size() + 63) / 64 * 64;
-  }
-  results.push_back({{"role", "loss"}, {"value", values.size()}});
-  values.push_back(arena("f32", {}, offset));
-  a.plan["params"] = params;
-  a.fn("train_step") = {
-      {"arena_bytes", offset + 64},
-      {"inputs", fnInputs},
-      {"values", values},
-      {"steps",
-       {call(op, ids.get<std::vector<int64_t>>(),
-             outIds.get<std::vector<int64_t>>(), attrs),
-        kernel("zero", {}, values.size() - 1, 1)}},
-      {"results", results}};
-  return a;
-}
-
-Array absent() {
-  Array a;
-  a.name = "-";
-  return a;
-}
-
-/// Runs the call; the outputs as arrays of their element type.
-std::vector<Array> runCall(const std::string &tag, const std::string &op,
-                           json attrs, const std::vector<Array> &inputs,
-                           const std::vector<Output> &outputs,
-                           tcc_status expect = TCC_OK,
-                           std::string *message = nullptr) {
-  TempDir dir(tag);
-  TestArtifact a = callArtifact(op, attrs, inputs, outputs);
-  a.write(dir.path);
-  tcc_session *s = openOrFail(dir.path);
-  if (!s)
-    return {};
-  int n = 0;
-  for (const Array &in : inputs)
-    if (in.name != "-") {
-      std::string name = "in" + std::to_string(n++);
-      EXPECT_EQ(tcc_bind_input(s, name.c_str(), in.bytes.data(),
-                               in.bytes.size()),
-                TCC_OK)
-          << tcc_last_error();
-    }
-  double loss;
-  tcc_status st = tcc_train_step(s, &loss);
-  EXPECT_EQ(st, expect) << tcc_last_error();
-  if (message)
-    *message = st == TCC_OK ? "" : tcc_last_error();
-  std::vector<Array> out;
-  for (const Array &w : a.weights) {
-    Array o = w;
-    EXPECT_EQ(tcc_read_param(s, w.name.c_str(), o.bytes.data(), o.bytes.size()),
-              TCC_OK);
-    out.push_back(o);
-  }
-  tcc_session_close(s);
-  return out;
-}
 
 std::vector<float> iota(size_t n, float scale, float shift = 0) {
   std::vector<float> v(n);
@@ -205,7 +101,7 @@ TEST(LibraryCalls, MatmulBroadcastsSeveralBatchDims) {
     std::vector<Array> out =
         runCall("matmul" + std::to_string(i++), "matmul",
                 {{"transpose_lhs", c.tl}, {"transpose_rhs", c.tr}}, {l, r},
-                {{"f32", c.out}});
+                {{DType::F32, c.out}});
     ASSERT_EQ(out.size(), 1u);
     expectNear(out[0], matmulRef(l, r, c.tl, c.tr, c.out));
   }
@@ -218,7 +114,7 @@ TEST(LibraryCalls, GemmAlphaBetaTransposesAndBroadcastC) {
       "gemm", "gemm",
       {{"alpha", 0.5}, {"beta", 2.0}, {"transpose_a", true},
        {"transpose_b", true}},
-      {a, b, c}, {{"f32", {2, 4}}});
+      {a, b, c}, {{DType::F32, {2, 4}}});
   std::vector<double> ab = matmulRef(a, b, true, true, {2, 4}), want;
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 4; ++j)
@@ -226,7 +122,7 @@ TEST(LibraryCalls, GemmAlphaBetaTransposesAndBroadcastC) {
   expectNear(out[0], want);
   // Without C.
   out = runCall("gemm-noc", "gemm", {{"transpose_a", true}}, {a, f32({3, 4}, iota(12, 1.0f)), absent()},
-                {{"f32", {2, 4}}});
+                {{DType::F32, {2, 4}}});
   expectNear(out[0], matmulRef(a, f32({3, 4}, iota(12, 1.0f)), true, false,
                                {2, 4}));
 }
@@ -236,7 +132,7 @@ TEST(LibraryCalls, LayerNormSoftmaxLogSoftmax) {
   Array scale = f32({5}, {1, 2, 0.5f, -1, 1}), bias = f32({5}, iota(5, 0.1f));
   std::vector<Array> out =
       runCall("layernorm", "layer_norm", {{"axis", -1}, {"epsilon", 1e-5}},
-              {x, scale, bias}, {{"f32", {3, 5}}});
+              {x, scale, bias}, {{DType::F32, {3, 5}}});
   std::vector<double> want;
   const float *px = x.data<float>();
   for (int r = 0; r < 3; ++r) {
@@ -252,9 +148,10 @@ TEST(LibraryCalls, LayerNormSoftmaxLogSoftmax) {
   }
   expectNear(out[0], want);
 
-  out = runCall("softmax", "softmax", {{"axis", 1}}, {x}, {{"f32", {3, 5}}});
-  std::vector<Array> logOut =
-      runCall("logsoftmax", "log_softmax", {{"axis", 1}}, {x}, {{"f32", {3, 5}}});
+  out =
+      runCall("softmax", "softmax", {{"axis", 1}}, {x}, {{DType::F32, {3, 5}}});
+  std::vector<Array> logOut = runCall(
+      "logsoftmax", "log_softmax", {{"axis", 1}}, {x}, {{DType::F32, {3, 5}}});
   std::vector<double> sm, lsm;
   for (int r = 0; r < 3; ++r) {
     double sum = 0;
@@ -277,7 +174,7 @@ TEST(LibraryCalls, CausalAttentionWithKeyMask) {
   Array mask = makeArray<uint8_t>("", DType::Bool, {B, T}, {1, 0, 1});
   std::vector<Array> out =
       runCall("attention", "attention", {{"scale", 0.5}, {"causal", true}},
-              {q, k, v, mask}, {{"f32", {B, H, T, D}}});
+              {q, k, v, mask}, {{DType::F32, {B, H, T, D}}});
   std::vector<double> want;
   const float *pq = q.data<float>(), *pk = k.data<float>(),
               *pv = v.data<float>();
@@ -312,8 +209,9 @@ TEST(LibraryCalls, CrossEntropyGrad) {
   Array logits = f32({3, 4}, iota(12, 2.0f));
   Array labels = makeArray<int32_t>("", DType::I32, {3}, {2, -100, 0});
   Array seed = f32({}, {0.25f});
-  std::vector<Array> out = runCall("xent-grad", "cross_entropy_grad", {},
-                                   {logits, labels, seed}, {{"f32", {3, 4}}});
+  std::vector<Array> out =
+      runCall("xent-grad", "cross_entropy_grad", {}, {logits, labels, seed},
+              {{DType::F32, {3, 4}}});
   std::vector<double> want;
   const float *x = logits.data<float>();
   for (int r = 0; r < 3; ++r) {
@@ -334,7 +232,7 @@ TEST(LibraryCalls, EmbeddingAndItsGradient) {
   Array table = f32({5, 3}, iota(15, 1.0f));
   Array ids = makeArray<int32_t>("", DType::I32, {2, 2}, {4, 0, 4, 2});
   std::vector<Array> out = runCall("embedding", "embedding", {}, {table, ids},
-                                   {{"f32", {2, 2, 3}}});
+                                   {{DType::F32, {2, 2, 3}}});
   std::vector<double> want;
   for (int j = 0; j < 4; ++j)
     for (int e = 0; e < 3; ++e)
@@ -345,7 +243,7 @@ TEST(LibraryCalls, EmbeddingAndItsGradient) {
   Array gids = i64({4}, {1, -1, 1, 3});
   Array dy = f32({4, 3}, iota(12, 1.0f));
   out = runCall("gather-grad", "gather_grad", {{"axis", 0}}, {gids, dy},
-                {{"f32", {5, 3}}});
+                {{DType::F32, {5, 3}}});
   std::vector<double> dtable(15, 0.0);
   for (int j = 0; j < 4; ++j) {
     int64_t id = gids.data<int64_t>()[j];
@@ -358,8 +256,8 @@ TEST(LibraryCalls, EmbeddingAndItsGradient) {
   // An id out of range is a data error naming the input and the row.
   std::string msg;
   ids = makeArray<int32_t>("", DType::I32, {2, 2}, {4, 0, 9, 2});
-  runCall("embedding-bad", "embedding", {}, {table, ids}, {{"f32", {2, 2, 3}}},
-          TCC_ERROR_DATA, &msg);
+  runCall("embedding-bad", "embedding", {}, {table, ids},
+          {{DType::F32, {2, 2, 3}}}, TCC_ERROR_DATA, &msg);
   EXPECT_NE(msg.find("train_step step 0 (embedding): id 9 in row 2 of input "
                      "'in1' is out of range for a vocabulary of 5"),
             std::string::npos)
@@ -372,7 +270,7 @@ TEST(LibraryCalls, DropoutDrawsTheSharedHashMask) {
   Array offset = i64({}, {7});
   std::vector<Array> out =
       runCall("dropout", "dropout", {{"ratio", 0.25}, {"seed", 42}},
-              {x, offset}, {{"f32", {n}}, {"bool", {n}}});
+              {x, offset}, {{DType::F32, {n}}, {DType::Bool, {n}}});
   ASSERT_EQ(out.size(), 2u);
   uint64_t seed = tcc::dropoutSeed(42, 7);
   uint32_t threshold = tcc::dropoutKeepThreshold(0.25);
@@ -398,7 +296,7 @@ TEST(LibraryCalls, AdamwUpdate) {
   Array step = i64({}, {3});
   std::vector<Array> out = runCall(
       "adamw", "adamw_update", {{"weight_decay", 0.1}}, {p, g, m, v, lr, step},
-      {{"f32", {n}}, {"f32", {n}}, {"f32", {n}}});
+      {{DType::F32, {n}}, {DType::F32, {n}}, {DType::F32, {n}}});
   std::vector<double> wp, wm, wv;
   for (int64_t i = 0; i < n; ++i) {
     double pi = p.data<float>()[i] * (1 - 1e-2 * 0.1);
@@ -416,7 +314,8 @@ TEST(LibraryCalls, AdamwUpdate) {
   // Step 0 is not an AdamW step: the plan computes its step operand wrongly.
   std::string msg;
   runCall("adamw0", "adamw_update", {}, {p, g, m, v, lr, i64({}, {0})},
-          {{"f32", {n}}, {"f32", {n}}, {"f32", {n}}}, TCC_ERROR_FORMAT, &msg);
+          {{DType::F32, {n}}, {DType::F32, {n}}, {DType::F32, {n}}},
+          TCC_ERROR_FORMAT, &msg);
   EXPECT_NE(msg.find("step 0 is not a valid AdamW step"), std::string::npos)
       << msg;
 }
