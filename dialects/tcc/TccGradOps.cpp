@@ -133,6 +133,25 @@ LogicalResult CrossEntropyGradOp::verify() {
   return success();
 }
 
+/// An optimizer update's optional working copy: present with its result,
+/// a bf16/f16 tensor of the f32 parameter's shape.
+static LogicalResult verifyWorking(Operation *op, Value param, Value working,
+                                   Value newWorking) {
+  if (static_cast<bool>(working) != static_cast<bool>(newWorking))
+    return op->emitOpError(
+        "a working copy operand and result are needed together");
+  if (!working)
+    return success();
+  auto p = llvm::cast<RankedTensorType>(param.getType());
+  auto w = llvm::cast<RankedTensorType>(working.getType());
+  if (!p.getElementType().isF32() ||
+      !(w.getElementType().isBF16() || w.getElementType().isF16()) ||
+      w.getShape() != p.getShape() || newWorking.getType() != w)
+    return op->emitOpError("the working copy must be a bf16/f16 tensor of "
+                           "the f32 parameter's shape, as its result");
+  return success();
+}
+
 LogicalResult SgdUpdateOp::verify() {
   Type t = getParam().getType();
   if (getGrad().getType() != t || getNewParam().getType() != t)
@@ -147,7 +166,7 @@ LogicalResult SgdUpdateOp::verify() {
     return emitOpError("momentum buffer type differs from the param's");
   if (getSkip() && !isScalar(getSkip()))
     return emitOpError("skip must be a scalar");
-  return success();
+  return verifyWorking(*this, getParam(), getWorking(), getNewWorking());
 }
 
 LogicalResult AdamwUpdateOp::verify() {
@@ -160,5 +179,5 @@ LogicalResult AdamwUpdateOp::verify() {
     return emitOpError("lr and step must be scalars");
   if (getSkip() && !isScalar(getSkip()))
     return emitOpError("skip must be a scalar");
-  return success();
+  return verifyWorking(*this, getParam(), getWorking(), getNewWorking());
 }

@@ -433,5 +433,48 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return success();
 }
 
+/// sgd_update's result types as a function type prints them: `T` alone or
+/// `(T, ...)`, the optional momentum buffer and working copy present as
+/// their operands are (so the segment sizes need not be spelled out).
+static ParseResult
+parseUpdateResults(OpAsmParser &parser,
+                   std::optional<OpAsmParser::UnresolvedOperand> buffer,
+                   std::optional<OpAsmParser::UnresolvedOperand> working,
+                   Type &newParam, Type &newBuffer, Type &newWorking) {
+  SmallVector<Type> types;
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  if (failed(parser.parseOptionalLParen())) {
+    if (parser.parseType(newParam))
+      return failure();
+    types.push_back(newParam);
+  } else if (parser.parseTypeList(types) || parser.parseRParen()) {
+    return failure();
+  }
+  size_t expected = 1 + (buffer ? 1 : 0) + (working ? 1 : 0);
+  if (types.size() != expected)
+    return parser.emitError(loc)
+           << "expected " << expected << " result types";
+  newParam = types[0];
+  if (buffer)
+    newBuffer = types[1];
+  if (working)
+    newWorking = types.back();
+  return success();
+}
+
+static void printUpdateResults(OpAsmPrinter &p, Operation *, Value, Value,
+                               Type newParam, Type newBuffer,
+                               Type newWorking) {
+  if (!newBuffer && !newWorking) {
+    p << newParam;
+    return;
+  }
+  p << '(' << newParam;
+  for (Type t : {newBuffer, newWorking})
+    if (t)
+      p << ", " << t;
+  p << ')';
+}
+
 #define GET_OP_CLASSES
 #include "tcc/TccOps.cpp.inc"

@@ -21,7 +21,8 @@ def Tcc_CrossEntropyOp : Tcc_Op<"cross_entropy", [Pure, InferTypeOpAdaptor, Tcc_
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_SgdUpdateOp : Tcc_Op<"sgd_update", [Pure, AttrSizedOperandSegments]> {
+def Tcc_SgdUpdateOp : Tcc_Op<"sgd_update", [Pure, AttrSizedOperandSegments,
+                                           AttrSizedResultSegments]> {
   let summary = "one torch.optim.SGD step on one parameter";
   let description = [{
     `d = grad + weight_decay * param`; with momentum,
@@ -31,24 +32,34 @@ def Tcc_SgdUpdateOp : Tcc_Op<"sgd_update", [Pure, AttrSizedOperandSegments]> {
     `lr` is an f64 scalar. The momentum buffer is present iff momentum != 0.
     With `skip` (an i1 scalar, dynamic loss scaling's overflow flag) true,
     the results are the operands unchanged.
+
+    With `working` (the parameter's bf16/f16 working copy under mixed
+    precision) the op also returns `new_working`, `param'` rounded to the
+    working type (nearest even) in the same kernel, so the forward pass
+    reads the parameter in 16 bits without casting it every step.
   }];
   let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
                        StaticShapeTensorOf<[F64]>:$lr,
                        Optional<Tcc_FloatTensor>:$momentum_buffer,
                        Optional<StaticShapeTensorOf<[I1]>>:$skip,
+                       Optional<Tcc_FloatTensor>:$working,
                        DefaultValuedAttr<F64Attr, "0.0">:$momentum,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
                        DefaultValuedAttr<BoolAttr, "false">:$nesterov);
   let results = (outs Tcc_FloatTensor:$new_param,
-                      Optional<Tcc_FloatTensor>:$new_momentum_buffer);
+                      Optional<Tcc_FloatTensor>:$new_momentum_buffer,
+                      Optional<Tcc_FloatTensor>:$new_working);
   let assemblyFormat = [{
     $param `,` $grad `,` $lr (`,` $momentum_buffer^)? (`skip` $skip^)?
-    attr-dict `:` functional-type(operands, results)
+    (`working` $working^)? attr-dict `:` `(` type(operands) `)` `->`
+    custom<UpdateResults>(ref($momentum_buffer), ref($working),
+                          type($new_param), type($new_momentum_buffer),
+                          type($new_working))
   }];
   let hasVerifier = 1;
 }
 
-def Tcc_AdamwUpdateOp : Tcc_Op<"adamw_update", [Pure]> {
+def Tcc_AdamwUpdateOp : Tcc_Op<"adamw_update", [Pure, AttrSizedOperandSegments]> {
   let summary = "one torch.optim.AdamW step on one parameter";
   let description = [{
     With `t = step` (1 for the first update), in PyTorch's order:
@@ -58,21 +69,26 @@ def Tcc_AdamwUpdateOp : Tcc_Op<"adamw_update", [Pure]> {
     `lr` is an f64 scalar, `step` an i64 scalar; the bias corrections are
     computed in f64 as PyTorch does on the host. With `skip` (an i1 scalar,
     dynamic loss scaling's overflow flag) true, the results are the operands
-    unchanged.
+    unchanged. With `working` (the parameter's bf16/f16 working copy) the op
+    also returns `new_working`, `param'` rounded to its type (nearest even),
+    written in the same kernel.
   }];
   let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
                        Tcc_FloatTensor:$exp_avg, Tcc_FloatTensor:$exp_avg_sq,
                        StaticShapeTensorOf<[F64]>:$lr, StaticShapeTensorOf<[I64]>:$step,
                        Optional<StaticShapeTensorOf<[I1]>>:$skip,
+                       Optional<Tcc_FloatTensor>:$working,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1e-8">:$eps,
                        DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
   let results = (outs Tcc_FloatTensor:$new_param, Tcc_FloatTensor:$new_exp_avg,
-                      Tcc_FloatTensor:$new_exp_avg_sq);
+                      Tcc_FloatTensor:$new_exp_avg_sq,
+                      Optional<Tcc_FloatTensor>:$new_working);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step
-    (`skip` $skip^)? attr-dict `:` functional-type(operands, results)
+    (`skip` $skip^)? (`working` $working^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -32,6 +32,9 @@ struct TensorDesc {
   /// Optimizer state: every element's initial value (plan "init"), from the
   /// argument's tcc.init; absent = zero.
   std::optional<double> init;
+  /// Parameters: the dtype of its bf16/f16 working copy (plan "working"),
+  /// from @train_step's or @eval_step's tcc.working argument; absent = none.
+  std::optional<data::DType> working;
   int64_t bytes() const;
 };
 
@@ -58,7 +61,8 @@ struct StepDesc {
 };
 
 struct ResultDesc {
-  std::string role; ///< "loss", "param", "opt_state"; "output" (inference)
+  std::string role; ///< "loss", "param", "opt_state", "working";
+                    ///< "output" (inference)
   int64_t index = 0;
   int64_t value = 0;
   std::string name; ///< "output": the result's tcc.name

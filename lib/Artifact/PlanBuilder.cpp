@@ -59,12 +59,24 @@ SmallVector<Value> callOperands(Operation *op) {
         return SmallVector<Value>{o.getInput(), o.getOffset()};
       })
       .Case([](SgdUpdateOp o) {
-        // The trailing skip only when present: plans without loss scaling
-        // read as before it existed.
+        // Trailing optional operands only when present: plans without loss
+        // scaling or working copies read as before those existed.
         SmallVector<Value> operands{o.getParam(), o.getGrad(), o.getLr(),
                                     o.getMomentumBuffer()};
-        if (o.getSkip())
+        if (o.getSkip() || o.getWorking())
           operands.push_back(o.getSkip());
+        if (o.getWorking())
+          operands.push_back(o.getWorking());
+        return operands;
+      })
+      .Case([](AdamwUpdateOp o) {
+        SmallVector<Value> operands{o.getParam(),   o.getGrad(),
+                                    o.getExpAvg(),  o.getExpAvgSq(),
+                                    o.getLr(),      o.getStep()};
+        if (o.getSkip() || o.getWorking())
+          operands.push_back(o.getSkip());
+        if (o.getWorking())
+          operands.push_back(o.getWorking());
         return operands;
       })
       .Default([](Operation *o) {
@@ -75,8 +87,12 @@ SmallVector<Value> callOperands(Operation *op) {
 
 /// A library op's results in ODS order, null for an absent optional one.
 SmallVector<Value> callResults(Operation *op) {
-  if (auto sgd = llvm::dyn_cast<SgdUpdateOp>(op))
-    return {sgd.getNewParam(), sgd.getNewMomentumBuffer()};
+  if (auto sgd = llvm::dyn_cast<SgdUpdateOp>(op)) {
+    SmallVector<Value> results{sgd.getNewParam(), sgd.getNewMomentumBuffer()};
+    if (sgd.getNewWorking())
+      results.push_back(sgd.getNewWorking());
+    return results;
+  }
   return SmallVector<Value>(op->getResults().begin(), op->getResults().end());
 }
 
@@ -238,6 +254,24 @@ bool FunctionBuilder::bindArgument(func::FuncOp func, BlockArgument arg,
         return false;
     }
     desc.storage = Storage::OptState;
+    desc.index = it->second;
+  } else if (auto name = func.getArgAttrOfType<StringAttr>(i, kWorkingAttr)) {
+    auto it = paramIndex.find(name.getValue());
+    if (it == paramIndex.end()) {
+      error = "@" + fn + " takes a working copy of an unknown parameter '" +
+              name.str() + "'";
+      return false;
+    }
+    TensorDesc &param = plan.params[it->second];
+    if (param.dtype != data::DType::F32 || desc.shape != param.shape ||
+        (desc.dtype != data::DType::BF16 && desc.dtype != data::DType::F16) ||
+        (param.working && *param.working != desc.dtype)) {
+      error = "@" + fn + ": the working copy of parameter '" + name.str() +
+              "' must be one bf16/f16 tensor of its f32 shape";
+      return false;
+    }
+    param.working = desc.dtype;
+    desc.storage = Storage::Working;
     desc.index = it->second;
   } else if (func.getArgAttr(i, kStepAttr)) {
     if (desc.dtype != data::DType::I64 || !desc.shape.empty()) {
@@ -401,6 +435,16 @@ bool FunctionBuilder::results(func::FuncOp func, func::ReturnOp ret,
         return false;
       }
       r.role = "opt_state";
+      r.index = it->second;
+    } else if (auto name =
+                   func.getResultAttrOfType<StringAttr>(i, kWorkingAttr)) {
+      auto it = paramIndex.find(name.getValue());
+      if (it == paramIndex.end() || !plan.params[it->second].working) {
+        error = "@" + fn + " returns a working copy of parameter '" +
+                name.str() + "' that it does not take";
+        return false;
+      }
+      r.role = "working";
       r.index = it->second;
     } else if (auto name = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
                name && name.getValue() == "loss") {

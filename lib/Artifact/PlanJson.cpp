@@ -51,6 +51,8 @@ std::string tensorLine(const TensorDesc &t) {
         json.rawValue(formatDouble(*t.init));
         json.attributeEnd();
       }
+      if (t.working)
+        json.attribute("working", data::dtypeName(*t.working));
     });
   });
 }
@@ -71,6 +73,7 @@ std::string valueLine(int64_t id, const ValueDesc &v) {
       case Storage::Param:
       case Storage::OptState:
       case Storage::Input:
+      case Storage::Working:
         json.attribute("index", v.index);
         break;
       case Storage::Constant:

@@ -171,8 +171,12 @@ void summarize(ModuleOp lowered, const Plan &plan, ArtifactSummary &s) {
       ++(step.kernel ? f.kernels : f.calls);
     s.arenaBytes = std::max(s.arenaBytes, fp.arenaBytes);
   }
-  for (const TensorDesc &p : plan.params)
+  for (const TensorDesc &p : plan.params) {
     s.paramBytes += p.bytes();
+    if (p.working)
+      s.workingBytes += p.bytes() / data::dtypeSize(p.dtype) *
+                        data::dtypeSize(*p.working);
+  }
   for (const TensorDesc &t : plan.optState)
     s.optStateBytes += t.bytes();
   for (const data::Array &c : plan.constants)
@@ -425,6 +429,8 @@ std::string formatSummary(const ArtifactSummary &s) {
             std::to_string(f.calls) + " library calls";
   text += ", arena " + std::to_string(s.arenaBytes) + " bytes, params " +
           std::to_string(s.paramBytes) + " bytes";
+  if (s.workingBytes)
+    text += ", working copies " + std::to_string(s.workingBytes) + " bytes";
   if (!inference)
     text += ", optimizer state " + std::to_string(s.optStateBytes) + " bytes";
   if (s.constantBytes)

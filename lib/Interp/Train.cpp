@@ -118,6 +118,24 @@ bool skipped(KernelContext &ctx, Value skip) {
   return skip && ctx.in(skip).data<uint8_t>()[0] != 0;
 }
 
+/// An optimizer update's working copy (result `index`): the new parameter
+/// (result 0) rounded to the working type, or the old copy on a skipped
+/// step.
+bool writeWorking(KernelContext &ctx, Value working, unsigned index,
+                  bool skip) {
+  if (!working)
+    return true;
+  if (skip) {
+    ctx.out(index).bytes = ctx.in(working).bytes;
+    return true;
+  }
+  data::Array rounded;
+  if (!convertArray(ctx.out(0), ctx.out(index).dtype, rounded))
+    return ctx.unsupportedDType(ctx.out(index));
+  ctx.out(index).bytes = std::move(rounded.bytes);
+  return true;
+}
+
 bool sgdUpdateKernel(KernelContext &ctx) {
   auto op = llvm::cast<SgdUpdateOp>(ctx.op);
   bool skip = skipped(ctx, op.getSkip());
@@ -155,7 +173,8 @@ bool sgdUpdateKernel(KernelContext &ctx) {
     }
     return true;
   };
-  return ctx.finish(visitFloat(param.dtype, compute), param);
+  return ctx.finish(visitFloat(param.dtype, compute), param) &&
+         writeWorking(ctx, op.getWorking(), buffer ? 2 : 1, skip);
 }
 
 bool adamwUpdateKernel(KernelContext &ctx) {
@@ -211,7 +230,8 @@ bool adamwUpdateKernel(KernelContext &ctx) {
     }
     return true;
   };
-  return ctx.finish(visitFloat(param.dtype, compute), param);
+  return ctx.finish(visitFloat(param.dtype, compute), param) &&
+         writeWorking(ctx, op.getWorking(), 3, skip);
 }
 
 } // namespace

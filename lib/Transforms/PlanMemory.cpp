@@ -126,11 +126,16 @@ namespace {
 
 /// The operand whose storage an optimizer-update result may overwrite.
 Value updatedOperand(Operation *op, unsigned resultNumber) {
-  if (auto sgd = dyn_cast<SgdUpdateOp>(op))
-    return resultNumber == 0 ? sgd.getParam() : sgd.getMomentumBuffer();
+  Value result = op->getResult(resultNumber);
+  if (auto sgd = dyn_cast<SgdUpdateOp>(op)) {
+    if (result == sgd.getNewParam())
+      return sgd.getParam();
+    return result == sgd.getNewMomentumBuffer() ? sgd.getMomentumBuffer()
+                                                : sgd.getWorking();
+  }
   if (auto adamw = dyn_cast<AdamwUpdateOp>(op)) {
     Value operands[] = {adamw.getParam(), adamw.getExpAvg(),
-                        adamw.getExpAvgSq()};
+                        adamw.getExpAvgSq(), adamw.getWorking()};
     return operands[resultNumber];
   }
   return {};

@@ -86,12 +86,14 @@ llvm::SmallVector<llvm::StringRef> stateSlots(const OptimizerSpec &opt);
 
 /// One optimizer step on one parameter; `state` holds stateSlots(opt)
 /// values; `skip` (an i1 scalar, or null) leaves everything unchanged when
-/// true. Returns the new parameter followed by the new state.
+/// true. `working` (or null) is the parameter's bf16/f16 working copy,
+/// rewritten by the same op. Returns the new parameter, the new state and
+/// the new working copy when there is one.
 llvm::SmallVector<mlir::Value>
 buildUpdate(mlir::OpBuilder &b, mlir::Location loc, const OptimizerSpec &opt,
             double weightDecay, mlir::Value param, mlir::Value grad,
             mlir::ValueRange state, mlir::Value lr, mlir::Value step,
-            mlir::Value skip);
+            mlir::Value skip, mlir::Value working);
 
 /// A scalar (rank-0) constant.
 mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,

@@ -77,23 +77,32 @@ SmallVector<StringRef> stateSlots(const OptimizerSpec &opt) {
 SmallVector<Value> buildUpdate(OpBuilder &b, Location loc,
                                const OptimizerSpec &opt, double weightDecay,
                                Value param, Value grad, ValueRange state,
-                               Value lr, Value step, Value skip) {
+                               Value lr, Value step, Value skip,
+                               Value working) {
   Type t = param.getType();
+  Type w = working ? working.getType() : Type();
+  SmallVector<Value> out;
   if (opt.kind == OptimizerSpec::Sgd) {
     Value buffer = state.empty() ? Value() : state.front();
-    auto op = SgdUpdateOp::create(b, loc, t, buffer ? t : Type(), param, grad,
-                                  lr, buffer, skip, llvm::APFloat(opt.momentum),
-                                  llvm::APFloat(weightDecay), opt.nesterov);
-    SmallVector<Value> out{op.getNewParam()};
+    auto op = SgdUpdateOp::create(
+        b, loc, t, buffer ? t : Type(), w, param, grad, lr, buffer, skip,
+        working, llvm::APFloat(opt.momentum), llvm::APFloat(weightDecay),
+        opt.nesterov);
+    out.push_back(op.getNewParam());
     if (buffer)
       out.push_back(op.getNewMomentumBuffer());
+    if (working)
+      out.push_back(op.getNewWorking());
     return out;
   }
   auto op = AdamwUpdateOp::create(
-      b, loc, t, t, t, param, grad, state[0], state[1], lr, step, skip,
-      llvm::APFloat(opt.beta1), llvm::APFloat(opt.beta2),
+      b, loc, t, t, t, w, param, grad, state[0], state[1], lr, step, skip,
+      working, llvm::APFloat(opt.beta1), llvm::APFloat(opt.beta2),
       llvm::APFloat(opt.eps), llvm::APFloat(weightDecay));
-  return {op.getNewParam(), op.getNewExpAvg(), op.getNewExpAvgSq()};
+  out = {op.getNewParam(), op.getNewExpAvg(), op.getNewExpAvgSq()};
+  if (working)
+    out.push_back(op.getNewWorking());
+  return out;
 }
 
 } // namespace tcc::train

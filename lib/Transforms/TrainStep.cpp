@@ -24,6 +24,9 @@ struct ParamInfo {
   std::string name;
   RankedTensorType type;
   bool trainable = false;
+  /// Under bf16/f16: the type @forward reads the parameter in (its
+  /// persistent working copy); null when it reads it in fp32 only.
+  RankedTensorType working;
 };
 
 /// Names of the parameters the forward result `output` depends on.
@@ -43,6 +46,40 @@ llvm::StringSet<> paramsReachingOutput(func::FuncOp forward, unsigned output) {
   return names;
 }
 
+/// The 16-bit type each parameter is cast to in (lowered) @forward, by name.
+llvm::StringMap<RankedTensorType> lowParamReads(func::FuncOp forward) {
+  llvm::StringMap<RankedTensorType> reads;
+  forward.walk([&](CastOp cast) {
+    auto get = cast.getInput().getDefiningOp<GetParamOp>();
+    auto type = llvm::cast<RankedTensorType>(cast.getType());
+    Type element = type.getElementType();
+    if (get && get.getType().getElementType().isF32() &&
+        (element.isBF16() || element.isF16()))
+      reads[get.getName()] = type;
+  });
+  return reads;
+}
+
+/// Makes the casts of parameter arguments to their working type read the
+/// working-copy arguments instead: the optimizer keeps each copy equal to
+/// its parameter rounded to nearest even, which is what the cast computes.
+/// The casts' gradient rules have been applied already (they never read the
+/// cast's result), so gradients still reach the fp32 parameters.
+void readWorkingCopies(func::FuncOp f, ValueRange paramArgs,
+                       ValueRange workingArgs) {
+  llvm::DenseMap<Value, Value> copyOf;
+  for (auto [p, w] : llvm::zip(paramArgs, workingArgs))
+    if (w)
+      copyOf[p] = w;
+  f.walk([&](CastOp cast) {
+    Value w = copyOf.lookup(cast.getInput());
+    if (w && w.getType() == cast.getType()) {
+      cast.getResult().replaceAllUsesWith(w);
+      cast.erase();
+    }
+  });
+}
+
 /// Erases the forward ops whose results nothing reads (outputs the loss
 /// does not use, and their inputs).
 void eraseDeadOps(func::FuncOp f) {
@@ -59,6 +96,13 @@ public:
         loc(forward.getLoc()) {}
 
   LogicalResult plan();
+  /// After precision lowering: the parameters @forward reads in 16 bits
+  /// get working copies.
+  void findWorkingCopies() {
+    llvm::StringMap<RankedTensorType> reads = lowParamReads(forward);
+    for (ParamInfo &p : params)
+      p.working = reads.lookup(p.name);
+  }
   LogicalResult buildTrainStep(OpBuilder &b);
   LogicalResult buildEvalStep(OpBuilder &b);
 
@@ -74,6 +118,13 @@ private:
   Value microBatch(OpBuilder &b, Value arg, int64_t k);
   void addBatchArgs(SmallVectorImpl<Type> &types,
                     SmallVectorImpl<DictionaryAttr> &attrs);
+  /// The working-copy arguments (after the parameters), one per parameter
+  /// with a working type, in parameter order.
+  void addWorkingArgs(SmallVectorImpl<Type> &types,
+                      SmallVectorImpl<DictionaryAttr> &attrs);
+  /// Per parameter: its working-copy argument of `f` (starting at `first`),
+  /// or null.
+  SmallVector<Value> workingArgs(func::FuncOp f, unsigned first);
   func::FuncOp createFunc(OpBuilder &b, StringRef name, ArrayRef<Type> args,
                           ArrayRef<DictionaryAttr> argAttrs,
                           ArrayRef<Type> results,
@@ -130,6 +181,22 @@ LogicalResult StepBuilder::plan() {
     params.push_back(info);
   }
   return success();
+}
+
+void StepBuilder::addWorkingArgs(SmallVectorImpl<Type> &types,
+                                 SmallVectorImpl<DictionaryAttr> &attrs) {
+  for (const ParamInfo &p : params)
+    if (p.working) {
+      types.push_back(p.working);
+      attrs.push_back(strAttr(kWorkingAttr, p.name));
+    }
+}
+
+SmallVector<Value> StepBuilder::workingArgs(func::FuncOp f, unsigned first) {
+  SmallVector<Value> out;
+  for (const ParamInfo &p : params)
+    out.push_back(p.working ? f.getArgument(first++) : Value());
+  return out;
 }
 
 Value StepBuilder::microBatch(OpBuilder &b, Value arg, int64_t k) {
@@ -271,6 +338,8 @@ LogicalResult StepBuilder::buildEvalStep(OpBuilder &b) {
     args.push_back(p.type);
     argAttrs.push_back(strAttr(kParamAttr, p.name));
   }
+  addWorkingArgs(args, argAttrs);
+  unsigned batchIndex = args.size();
   addBatchArgs(args, argAttrs);
   RankedTensorType lossType = lossResultType(forward, lossPlan);
   func::FuncOp f = createFunc(b, "eval_step", args, argAttrs, {lossType},
@@ -278,11 +347,13 @@ LogicalResult StepBuilder::buildEvalStep(OpBuilder &b) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&f.getBody().front());
   ValueRange all = f.getArguments();
-  FailureOr<Value> loss = buildLoss(b, all.take_front(params.size()),
-                                    all.drop_front(params.size()), Value());
+  ValueRange paramArgs = all.take_front(params.size());
+  FailureOr<Value> loss =
+      buildLoss(b, paramArgs, all.drop_front(batchIndex), Value());
   if (failed(loss))
     return failure();
   func::ReturnOp::create(b, loc, lossResult(b, loc, *loss, lossType));
+  readWorkingCopies(f, paramArgs, workingArgs(f, params.size()));
   eraseDeadOps(f);
   return success();
 }
@@ -304,6 +375,14 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
       resultAttrs.push_back(strAttr(kParamAttr, p.name));
     }
   }
+  // A trained parameter's working copy is rewritten by its update; a
+  // frozen one's is only read.
+  addWorkingArgs(args, argAttrs);
+  for (const ParamInfo &p : params)
+    if (p.trainable && p.working) {
+      results.push_back(p.working);
+      resultAttrs.push_back(strAttr(kWorkingAttr, p.name));
+    }
   for (const ParamInfo &p : params) {
     if (!p.trainable)
       continue;
@@ -397,16 +476,21 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
     ok = train::isFinite(b, loc, norm);
     skip = NotOp::create(b, loc, ok);
   }
-  SmallVector<Value> newParams, newState;
-  unsigned stateArg = params.size();
+  SmallVector<Value> working = workingArgs(f, params.size());
+  SmallVector<Value> newParams, newState, newWorking;
+  unsigned stateArg = params.size() + llvm::count_if(working, [](Value w) {
+                        return static_cast<bool>(w);
+                      });
   for (auto [g, i] : llvm::zip(*grads, trained)) {
     const ParamInfo &p = params[i];
     double wd =
         matchesParamRegex(config.noDecay, p.name) ? 0.0 : opt.weightDecay;
     ValueRange state = all.slice(stateArg, slots.size());
     stateArg += slots.size();
-    SmallVector<Value> updated =
-        train::buildUpdate(b, loc, opt, wd, paramArgs[i], g, state, lr, t, skip);
+    SmallVector<Value> updated = train::buildUpdate(
+        b, loc, opt, wd, paramArgs[i], g, state, lr, t, skip, working[i]);
+    if (working[i])
+      newWorking.push_back(updated.pop_back_val());
     newParams.push_back(updated.front());
     llvm::append_range(newState, llvm::drop_begin(updated));
   }
@@ -420,8 +504,10 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
                        ValueRange{next.scale, next.goodSteps, next.skipped});
   }
   llvm::append_range(outs, newParams);
+  llvm::append_range(outs, newWorking);
   llvm::append_range(outs, newState);
   func::ReturnOp::create(b, loc, outs);
+  readWorkingCopies(f, paramArgs, working);
   eraseDeadOps(f);
   return success();
 }
@@ -449,6 +535,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainConfig &config) {
   // After plan(): labels and targets keep the model's declared types.
   if (failed(lowerPrecision(forward, config.precision)))
     return failure();
+  builder.findWorkingCopies();
   OpBuilder b(module.getContext());
   b.setInsertionPointAfter(forward);
   if (failed(builder.buildTrainStep(b)) || failed(builder.buildEvalStep(b)))

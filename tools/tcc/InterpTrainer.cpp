@@ -38,6 +38,10 @@ static bool toDType(Type element, DType &out) {
     out = DType::I32;
   else if (element.isSignlessInteger(1))
     out = DType::Bool;
+  else if (element.isBF16())
+    out = DType::BF16;
+  else if (element.isF16())
+    out = DType::F16;
   else
     return false;
   return true;
@@ -181,6 +185,17 @@ bool InterpTrainer::bindFunction(func::FuncOp f, std::vector<Slot> &args,
         fill(stateValues.back(), init.getValueAsDouble());
       if (options.promoteToF64)
         widen(stateValues.back());
+    } else if (auto name = f.getArgAttrOfType<StringAttr>(i, kWorkingAttr)) {
+      auto it = paramIndex.find(name);
+      if (it == paramIndex.end()) {
+        error = where + "takes a working copy of an unknown parameter '" +
+                name.str() + "'";
+        return false;
+      }
+      Array proto;
+      if (!zeros(type, name.str(), proto, error))
+        return false;
+      args.push_back({Kind::Working, it->second, proto.dtype});
     } else if (f.getArgAttr(i, kStepAttr)) {
       args.push_back({Kind::Step, 0});
     } else if (auto name = f.getArgAttrOfType<StringAttr>(i, kNameAttr)) {
@@ -235,6 +250,14 @@ bool InterpTrainer::bindFunction(func::FuncOp f, std::vector<Slot> &args,
         return false;
       }
       results.push_back({Kind::OptState, stateIndex[name]});
+    } else if (auto name =
+                   f.getResultAttrOfType<StringAttr>(i, kWorkingAttr)) {
+      if (!paramIndex.count(name)) {
+        error = where + "returns a working copy of an unknown parameter '" +
+                name.str() + "'";
+        return false;
+      }
+      results.push_back({Kind::Working, paramIndex[name]});
     } else if (auto name = f.getResultAttrOfType<StringAttr>(i, kNameAttr);
                name && name.getValue() == "loss") {
       results.push_back({Kind::Loss, 0});
@@ -270,6 +293,24 @@ bool InterpTrainer::init(ModuleOp module, const TrainConfig &trainConfig,
          bindFunction(evalFn, evalArgs, evalResults, error);
 }
 
+/// `param` rounded to nearest even in `dtype` (bf16 or f16), as the
+/// runtime derives a working copy; through f32 when the run is in f64.
+static Array rounded(const Array &param, DType dtype) {
+  Array out;
+  out.name = param.name;
+  out.dtype = dtype;
+  out.shape = param.shape;
+  int64_t n = param.numElements();
+  out.bytes.resize(size_t(n) * 2);
+  auto *dst = reinterpret_cast<uint16_t *>(out.bytes.data());
+  for (int64_t i = 0; i < n; ++i) {
+    float x = param.dtype == DType::F64 ? float(param.data<double>()[i])
+                                        : param.data<float>()[i];
+    dst[i] = dtype == DType::BF16 ? data::floatToBf16(x) : data::floatToF16(x);
+  }
+  return out;
+}
+
 std::vector<Array> InterpTrainer::gather(const std::vector<Slot> &slots,
                                          std::vector<Array> &batch) const {
   std::vector<Array> inputs;
@@ -281,6 +322,9 @@ std::vector<Array> InterpTrainer::gather(const std::vector<Slot> &slots,
       break;
     case Kind::OptState:
       inputs.push_back(stateValues[s.index]);
+      break;
+    case Kind::Working:
+      inputs.push_back(rounded(paramValues[s.index], s.dtype));
       break;
     case Kind::Step: {
       Array &a = inputs.emplace_back();
@@ -324,6 +368,19 @@ bool InterpTrainer::step(std::vector<Array> batch, double &loss,
       paramValues[slot.index].bytes = std::move(value.bytes);
     if (slot.kind == Kind::OptState)
       stateValues[slot.index].bytes = std::move(value.bytes);
+  }
+  // The working copies the updates wrote must be the new parameters
+  // rounded: the next call derives them from the parameters again.
+  for (auto [slot, value] : llvm::zip(trainResults, results)) {
+    if (slot.kind != Kind::Working ||
+        paramValues[slot.index].dtype != DType::F32)
+      continue;
+    if (rounded(paramValues[slot.index], value.dtype).bytes != value.bytes) {
+      error = "@train_step: the working copy of parameter '" +
+              paramValues[slot.index].name +
+              "' is not the updated parameter rounded";
+      return false;
+    }
   }
   ++steps;
   return true;

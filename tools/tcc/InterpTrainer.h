@@ -80,10 +80,13 @@ public:
   std::string fingerprint() const;
 
 private:
-  enum class Kind { Param, OptState, Step, Batch, Loss };
+  /// Working: a parameter's bf16/f16 working copy, derived from the
+  /// parameter at each call (the definition the optimizer's copy must meet).
+  enum class Kind { Param, OptState, Step, Batch, Loss, Working };
   struct Slot {
     Kind kind;
     unsigned index; ///< into paramValues / stateValues / the batch
+    data::DType dtype = data::DType::F32; ///< Working
   };
   bool bindFunction(mlir::func::FuncOp f, std::vector<Slot> &args,
                     std::vector<Slot> &results, std::string &error);

@@ -78,6 +78,8 @@ struct ArtifactSummary {
   llvm::SmallVector<FunctionSummary, 2> functions;
   int64_t arenaBytes = 0; ///< the largest arena over the functions
   int64_t paramBytes = 0, optStateBytes = 0, constantBytes = 0;
+  /// bf16/f16 working copies of parameters (--precision bf16|fp16).
+  int64_t workingBytes = 0;
   bool cudaKernels = false; ///< kernels.fatbin was written
   std::string fingerprint;  ///< empty for an inference artifact
 };

@@ -98,6 +98,10 @@ bool matchesParamRegex(llvm::StringRef regex, llvm::StringRef name);
 inline constexpr llvm::StringLiteral kParamAttr = "tcc.param"; // "<param>"
 inline constexpr llvm::StringLiteral kOptStateAttr =
     "tcc.opt_state";                                         // "<param>.<slot>"
+/// On a parameter's bf16/f16 working copy (arguments, and @train_step's
+/// results for trained parameters): "<param>". The runtime keeps it equal to
+/// the parameter rounded to nearest even; the optimizer update rewrites it.
+inline constexpr llvm::StringLiteral kWorkingAttr = "tcc.working";
 inline constexpr llvm::StringLiteral kStepAttr = "tcc.step"; // unit
 inline constexpr llvm::StringLiteral kNameAttr =
     "tcc.name"; // batch input / "loss"

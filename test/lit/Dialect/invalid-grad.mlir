@@ -181,3 +181,35 @@ func.func @adamw_step(%p: tensor<4xf32>, %lr: tensor<f64>, %t: tensor<1xi64>) {
   %0:3 = tcc.adamw_update %p, %p, %p, %p, %lr, %t : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<1xi64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// -----
+
+func.func @working_without_result(%p: tensor<4xf32>, %lr: tensor<f64>, %w: tensor<4xbf16>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tcc.sgd_update' op a working copy operand and result are needed together}}
+  %0 = "tcc.sgd_update"(%p, %p, %lr, %w) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<4xbf16>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @working_shape(%p: tensor<4xf32>, %lr: tensor<f64>, %t: tensor<i64>, %w: tensor<2x2xbf16>) {
+  // expected-error @+1 {{'tcc.adamw_update' op the working copy must be a bf16/f16 tensor of the f32 parameter's shape, as its result}}
+  %0:4 = tcc.adamw_update %p, %p, %p, %p, %lr, %t working %w : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<i64>, tensor<2x2xbf16>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x2xbf16>)
+  return
+}
+
+// -----
+
+func.func @working_f32(%p: tensor<4xf32>, %lr: tensor<f64>) {
+  // expected-error @+1 {{'tcc.sgd_update' op the working copy must be a bf16/f16 tensor of the f32 parameter's shape, as its result}}
+  %0:2 = tcc.sgd_update %p, %p, %lr working %p : (tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_result_count(%p: tensor<4xf32>, %lr: tensor<f64>, %w: tensor<4xbf16>) {
+  // expected-error @+1 {{expected 2 result types}}
+  %0 = tcc.sgd_update %p, %p, %lr working %w : (tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<4xbf16>) -> tensor<4xf32>
+  return
+}

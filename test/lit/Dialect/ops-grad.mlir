@@ -52,3 +52,18 @@ func.func @loss_and_optimizers(%logits: tensor<2x3x5xf32>, %labels: tensor<2x3xi
   %4:3 = tcc.adamw_update %p, %g, %buf, %buf, %lr, %step {beta2 = 0.95 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// Mixed precision: the updates also rewrite the parameter's bf16/f16
+// working copy; with loss scaling's skip flag before it.
+// CHECK-LABEL: func.func @working_copies
+func.func @working_copies(%p: tensor<4xf32>, %g: tensor<4xf32>, %buf: tensor<4xf32>,
+                          %w: tensor<4xbf16>, %h: tensor<4xf16>, %lr: tensor<f64>,
+                          %step: tensor<i64>, %skip: tensor<i1>) {
+  // CHECK: tcc.sgd_update %{{.*}}, %{{.*}}, %{{.*}} working %{{.*}} : (tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<4xbf16>) -> (tensor<4xf32>, tensor<4xbf16>)
+  %0:2 = tcc.sgd_update %p, %g, %lr working %w : (tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<4xbf16>) -> (tensor<4xf32>, tensor<4xbf16>)
+  // CHECK: tcc.sgd_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} skip %{{.*}} working %{{.*}} {momentum = 9.000000e-01 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<4xf32>, tensor<i1>, tensor<4xf16>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf16>)
+  %1:3 = tcc.sgd_update %p, %g, %lr, %buf skip %skip working %h {momentum = 0.9 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<4xf32>, tensor<i1>, tensor<4xf16>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf16>)
+  // CHECK: tcc.adamw_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} skip %{{.*}} working %{{.*}} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<i64>, tensor<i1>, tensor<4xbf16>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xbf16>)
+  %2:4 = tcc.adamw_update %p, %g, %buf, %buf, %lr, %step skip %skip working %w : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<i64>, tensor<i1>, tensor<4xbf16>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xbf16>)
+  return
+}

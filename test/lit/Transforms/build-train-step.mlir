@@ -2,6 +2,7 @@
 // RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.1,momentum=0.9,weight_decay=0.01 grad-clip=1.0 freeze=^b$" | FileCheck %s --check-prefix=SGD
 // RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=cross_entropy(y,labels) optimizer=adamw:lr=6e-4,beta2=0.95,weight_decay=0.1 lr-schedule=cosine:warmup=10,total=100,min=6e-5 accum=2 no-decay=^b$" | FileCheck %s --check-prefix=ADAMW
 // RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=cross_entropy(y,labels,ignore_index=-1) optimizer=sgd:lr=0.5 lr-schedule=linear:total=50" | FileCheck %s --check-prefix=LINEAR
+// RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.1,momentum=0.9 precision=bf16 accum=2" | FileCheck %s --check-prefix=WORKING
 // RUN: tcc-opt %t/scalar.mlir --tcc-build-train-step="loss=loss" | FileCheck %s --check-prefix=OUTPUT
 // RUN: tcc-opt %t/dropout.mlir --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.1 accum=2" | FileCheck %s --check-prefix=DROPOUT
 // RUN: tcc-opt %t/errors-ce.mlir --split-input-file -verify-diagnostics --tcc-build-train-step="loss=cross_entropy(y,labels)"
@@ -114,6 +115,33 @@ module {
 // ADAMW-SAME: attributes {tcc.accum = 2 : i64}
 // ADAMW-COUNT-2: tcc.cross_entropy %
 // ADAMW-NOT: adamw_update
+
+// bf16: each parameter the forward reads in bf16 gets a working copy
+// argument (the frozen s too; aux is read in fp32 only). Both micro-batches
+// read the copies, not casts of the fp32 parameters; the gradients still
+// come back to fp32 through the casts' rules. Each trained parameter's
+// update rewrites its copy, which train_step returns after the parameters.
+// WORKING-LABEL: func.func @train_step(
+// WORKING-SAME: %[[W:[^:]*]]: tensor<3x5xf32> {tcc.param = "w"}, %[[B:[^:]*]]: tensor<5xf32> {tcc.param = "b"}, %{{[^:]*}}: tensor<5xf32> {tcc.param = "s"}, %{{[^:]*}}: tensor<2xf32> {tcc.param = "aux"},
+// WORKING-SAME: %[[W16:[^:]*]]: tensor<3x5xbf16> {tcc.working = "w"}, %[[B16:[^:]*]]: tensor<5xbf16> {tcc.working = "b"}, %[[S16:[^:]*]]: tensor<5xbf16> {tcc.working = "s"},
+// WORKING-SAME: %[[BUFW:[^:]*]]: tensor<3x5xf32> {tcc.opt_state = "w.momentum_buffer"}, %[[BUFB:[^:]*]]: tensor<5xf32> {tcc.opt_state = "b.momentum_buffer"},
+// WORKING-SAME: -> (tensor<f32> {tcc.name = "loss"}, tensor<3x5xf32> {tcc.param = "w"}, tensor<5xf32> {tcc.param = "b"}, tensor<3x5xbf16> {tcc.working = "w"}, tensor<5xbf16> {tcc.working = "b"},
+// WORKING-SAME: tensor<3x5xf32> {tcc.opt_state = "w.momentum_buffer"}, tensor<5xf32> {tcc.opt_state = "b.momentum_buffer"})
+// WORKING-NOT: tcc.cast %[[W]]
+// WORKING-NOT: tcc.cast %[[B]]
+// WORKING: tcc.matmul %{{.*}}, %[[W16]] : (tensor<4x3xbf16>, tensor<3x5xbf16>) -> tensor<4x5xbf16>
+// WORKING: tcc.add %{{.*}}, %[[B16]]
+// WORKING: tcc.mul %{{.*}}, %[[S16]]
+// WORKING: tcc.matmul %{{.*}}, %[[W16]] : (tensor<4x3xbf16>, tensor<3x5xbf16>) -> tensor<4x5xbf16>
+// WORKING: %[[GW:.*]] = tcc.cast %{{.*}} : (tensor<3x5xbf16>) -> tensor<3x5xf32>
+// WORKING: %[[NW:.*]], %[[NBUFW:.*]], %[[NW16:.*]] = tcc.sgd_update %[[W]], %{{.*}}, %{{.*}}, %[[BUFW]] working %[[W16]] {momentum = 9.000000e-01 : f64} : (tensor<3x5xf32>, tensor<3x5xf32>, tensor<f64>, tensor<3x5xf32>, tensor<3x5xbf16>) -> (tensor<3x5xf32>, tensor<3x5xf32>, tensor<3x5xbf16>)
+// WORKING: %[[NB:.*]], %[[NBUFB:.*]], %[[NB16:.*]] = tcc.sgd_update %[[B]], %{{.*}}, %{{.*}}, %[[BUFB]] working %[[B16]]
+// WORKING: return %{{.*}}, %[[NW]], %[[NB]], %[[NW16]], %[[NB16]], %[[NBUFW]], %[[NBUFB]]
+// eval_step reads the same copies.
+// WORKING-LABEL: func.func @eval_step(
+// WORKING-SAME: %[[EW16:[^:]*]]: tensor<3x5xbf16> {tcc.working = "w"}, %{{[^:]*}}: tensor<5xbf16> {tcc.working = "b"}, %{{[^:]*}}: tensor<5xbf16> {tcc.working = "s"},
+// WORKING-NOT: tcc.cast %arg0
+// WORKING: tcc.matmul %{{.*}}, %[[EW16]]
 
 // Plain SGD has no state; the linear schedule without warmup floors at 0.
 // LINEAR-LABEL: func.func @train_step(

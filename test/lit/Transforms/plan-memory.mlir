@@ -94,6 +94,19 @@ module {
 
 // -----
 
+// A working copy (mixed precision) is rewritten in place of its argument
+// (#3) like the parameter (#0) and the momentum buffer (#2).
+// CHECK-LABEL: func.func @working_copy
+// CHECK-SAME: attributes {exec.arena_bytes = 0 : i64}
+// CHECK: tcc.sgd_update {{.*}} {exec.inplace_of = array<i64: 0, 2, 3>, exec.region = ["inplace", "inplace", "inplace"], momentum = 9.000000e-01 : f64}
+func.func @working_copy(%p: tensor<16xf32>, %g: tensor<16xf32>, %buf: tensor<16xf32>, %w: tensor<16xbf16>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xbf16>) {
+  %lr = tcc.constant dense<1.0e-1> : tensor<f64>
+  %np, %nb, %nw = tcc.sgd_update %p, %g, %lr, %buf working %w {momentum = 0.9 : f64} : (tensor<16xf32>, tensor<16xf32>, tensor<f64>, tensor<16xf32>, tensor<16xbf16>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xbf16>)
+  return %np, %nb, %nw : tensor<16xf32>, tensor<16xf32>, tensor<16xbf16>
+}
+
+// -----
+
 // The old parameter is still returned, so the update needs its own buffer.
 // CHECK-LABEL: func.func @keep_old
 // CHECK-SAME: attributes {exec.arena_bytes = 64 : i64}
