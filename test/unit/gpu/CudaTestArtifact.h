@@ -1,12 +1,12 @@
 // The CUDA side of the hand-written test artifacts (test/unit/runtime/
-// RuntimeTestUtil.h): their kernels/kernels.fatbin, built by running nvcc
-// (TCC_TEST_NVCC) on the same kernel source with the flags `tcc compile`
-// uses, and the linear-regression artifact with it. Shared by the CUDA
-// backend and profile tests.
+// RuntimeTestUtil.h, CallArtifact.h): their kernels/kernels.fatbin, built
+// by running nvcc (TCC_TEST_NVCC) on the same kernel source with the flags
+// `tcc compile` uses, and the linear-regression and one-call artifacts
+// with it. Shared by the CUDA backend, profile and working-copy tests.
 #ifndef TCC_TEST_UNIT_GPU_CUDATESTARTIFACT_H
 #define TCC_TEST_UNIT_GPU_CUDATESTARTIFACT_H
 
-#include "../runtime/RuntimeTestUtil.h"
+#include "../runtime/CallArtifact.h"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace tcc::gputest {
 
@@ -54,6 +55,17 @@ inline void writeRegressionArtifact(const rttest::TempDir &dir) {
   ASSERT_FALSE(fb.empty());
   rttest::fs::copy_file(fb, dir / "kernels/kernels.fatbin",
                         rttest::fs::copy_options::overwrite_existing);
+}
+
+/// The one-call artifact of CallArtifact.h with kernels.fatbin in its
+/// manifest (the caller copies testFatbin() there).
+inline rttest::TestArtifact
+cudaCallArtifact(const std::string &op, const rttest::json &attrs,
+                 const std::vector<rttest::Array> &inputs,
+                 const std::vector<rttest::CallResult> &results) {
+  rttest::TestArtifact a = rttest::callArtifact(op, attrs, inputs, results);
+  a.manifest["files"]["cuda_kernels"] = "kernels/kernels.fatbin";
+  return a;
 }
 
 /// A session of the regression artifact in `dir` on `backend`, its inputs
