@@ -342,7 +342,7 @@ TestArtifact adamwWorkingArtifact() {
                                 {probe}));
       std::string name = "probe" + std::to_string(i);
       a.weights.push_back(
-          named(name, floatArray(bf16 ? DType::BF16 : DType::F16, {1, n},
+          named(name, floats(bf16 ? DType::BF16 : DType::F16, {1, n},
                                  std::vector<float>(size_t(n), 0.0f))));
       results.push_back({{"role", "param"},
                          {"index", k + probes++},

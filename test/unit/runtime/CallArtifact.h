@@ -23,11 +23,14 @@
 
 namespace rttest {
 
-/// A result of the call: its dtype and shape.
+/// A result of the call: its dtype and shape; an absent optional result is
+/// written as -1 (absentResult()).
 struct CallResult {
   DType dtype;
   std::vector<int64_t> shape;
+  bool absent = false;
 };
+inline CallResult absentResult() { return {DType::F32, {}, true}; }
 
 /// An absent optional operand (an Array named "-").
 inline Array absent() {
@@ -75,8 +78,8 @@ inline std::vector<float> wave(size_t n, float scale, float shift = 0) {
 }
 
 /// A train_step of one call: inputs "in0".. (an absent() operand is
-/// passed as -1), each result copied into parameter "outK" (zero at the
-/// start); the loss is a zero kernel. Null `attrs` are an empty object.
+/// passed as -1), each present result K copied into parameter "outK" (zero
+/// at the start); the loss is a zero kernel. Null `attrs` are an empty object.
 inline TestArtifact callArtifact(const std::string &op, json attrs,
                                  const std::vector<Array> &inputs,
                                  const std::vector<CallResult> &results) {
@@ -98,8 +101,13 @@ inline TestArtifact callArtifact(const std::string &op, json attrs,
   }
   int64_t offset = 0;
   json outIds = json::array(), roles = json::array(), params = json::array();
+  int64_t p = 0;
   for (size_t i = 0; i < results.size(); ++i) {
     const CallResult &r = results[i];
+    if (r.absent) {
+      outIds.push_back(-1);
+      continue;
+    }
     std::string name = "out" + std::to_string(i);
     const char *dtype = tcc::data::dtypeName(r.dtype);
     params.push_back(tensor(name, dtype, r.shape));
@@ -111,7 +119,7 @@ inline TestArtifact callArtifact(const std::string &op, json attrs,
     a.weights.push_back(zero);
     outIds.push_back(values.size());
     roles.push_back(
-        {{"role", "param"}, {"index", i}, {"value", values.size()}});
+        {{"role", "param"}, {"index", p++}, {"value", values.size()}});
     values.push_back(arena(dtype, r.shape, offset));
     offset += (int64_t(zero.bytes.size()) + 63) / 64 * 64;
   }

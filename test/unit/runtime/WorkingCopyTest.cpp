@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CallArtifact.h"
 #include "WorkingTestArtifact.h"
 
 #include "checkpoint/checkpoint.h"
@@ -27,116 +28,6 @@ using testutil::makeArray;
 
 namespace {
 
-struct Out {
-  DType dtype;
-  std::vector<int64_t> shape;
-  bool absent = false;
-};
-Out none() { return {DType::F32, {}, true}; }
-
-Array absent() {
-  Array a;
-  a.name = "-";
-  return a;
-}
-
-/// A train_step of one call: inputs "in0".."inN" (an Array named "-" is an
-/// absent operand), results into arena values copied into parameters
-/// "out0".. (an absent Out is a -1 result).
-TestArtifact callArtifact(const std::string &op, const json &attrs,
-                          const std::vector<Array> &inputs,
-                          const std::vector<Out> &outputs) {
-  TestArtifact a;
-  json fnInputs = json::array(), values = json::array(), ids = json::array();
-  int64_t n = 0;
-  for (const Array &in : inputs) {
-    if (in.name == "-") {
-      ids.push_back(-1);
-      continue;
-    }
-    std::string name = "in" + std::to_string(n);
-    const char *dtype = tcc::data::dtypeName(in.dtype);
-    fnInputs.push_back(tensor(name, dtype, in.shape));
-    ids.push_back(values.size());
-    values.push_back(slot("input", dtype, in.shape, n++));
-  }
-  int64_t offset = 0, p = 0;
-  json outIds = json::array(), results = json::array(), params = json::array();
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const Out &o = outputs[i];
-    if (o.absent) {
-      outIds.push_back(-1);
-      continue;
-    }
-    std::string name = "out" + std::to_string(i);
-    const char *dtype = tcc::data::dtypeName(o.dtype);
-    params.push_back(tensor(name, dtype, o.shape));
-    Array zero;
-    zero.name = name;
-    zero.dtype = o.dtype;
-    zero.shape = o.shape;
-    zero.bytes.assign(zero.numElements() * tcc::data::dtypeSize(o.dtype), 0);
-    a.weights.push_back(zero);
-    outIds.push_back(values.size());
-    results.push_back({{"role", "param"}, {"index", p++}, {"value", values.size()}});
-    values.push_back(arena(dtype, o.shape, offset));
-    offset += (int64_t(zero.bytes.size()) + 63) / 64 * 64;
-  }
-  results.push_back({{"role", "loss"}, {"value", values.size()}});
-  values.push_back(arena("f32", {}, offset));
-  a.plan["params"] = params;
-  a.fn("train_step") = {
-      {"arena_bytes", offset + 64},
-      {"inputs", fnInputs},
-      {"values", values},
-      {"steps",
-       {call(op, ids.get<std::vector<int64_t>>(),
-             outIds.get<std::vector<int64_t>>(), attrs),
-        kernel("zero", {}, values.size() - 1, 1)}},
-      {"results", results}};
-  return a;
-}
-
-/// Runs the call once; its present outputs in order (empty when the session
-/// does not open).
-std::vector<Array> runCall(const std::string &tag, const std::string &op,
-                           const json &attrs, const std::vector<Array> &inputs,
-                           const std::vector<Out> &outputs) {
-  TempDir dir(tag);
-  TestArtifact a = callArtifact(op, attrs, inputs, outputs);
-  a.write(dir.path);
-  tcc_session *s = openOrFail(dir.path);
-  if (!s)
-    return {};
-  int n = 0;
-  for (const Array &in : inputs)
-    if (in.name != "-") {
-      std::string name = "in" + std::to_string(n++);
-      EXPECT_EQ(tcc_bind_input(s, name.c_str(), in.bytes.data(),
-                               in.bytes.size()),
-                TCC_OK)
-          << tcc_last_error();
-    }
-  double loss;
-  EXPECT_EQ(tcc_train_step(s, &loss), TCC_OK) << tcc_last_error();
-  std::vector<Array> out;
-  for (const Array &w : a.weights) {
-    Array o = w;
-    EXPECT_EQ(tcc_read_param(s, w.name.c_str(), o.bytes.data(), o.bytes.size()),
-              TCC_OK)
-        << tcc_last_error();
-    out.push_back(o);
-  }
-  tcc_session_close(s);
-  return out;
-}
-
-std::vector<float> wave(size_t n, float scale, float shift = 0) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = std::sin(float(i) * 1.3f + shift) * scale;
-  return v;
-}
 
 Array flag(bool on) {
   return makeArray<uint8_t>("", DType::Bool, {}, {uint8_t(on ? 1 : 0)});
@@ -174,15 +65,15 @@ TEST_P(WorkingCopy, SgdWritesTheRoundedNewParam) {
   Array p = testutil::f32({int64_t(n)}, wave(n, 3.0f)),
         g = testutil::f32({int64_t(n)}, wave(n, 0.7f, 1.0f)),
         buf = testutil::f32({int64_t(n)}, wave(n, 0.2f, 2.0f));
-  Array old = floatArray(t, {int64_t(n)}, wave(n, 5.0f, 3.0f));
-  Out f32n{DType::F32, {int64_t(n)}}, halfn{t, {int64_t(n)}};
+  Array old = floats(t, {int64_t(n)}, wave(n, 5.0f, 3.0f));
+  CallResult f32n{DType::F32, {int64_t(n)}}, halfn{t, {int64_t(n)}};
   for (bool momentum : {false, true}) {
     SCOPED_TRACE(momentum ? "momentum" : "plain");
     json attrs = momentum ? json{{"momentum", 0.9}, {"nesterov", true},
                                  {"weight_decay", 0.01}}
                           : json{{"weight_decay", 0.01}};
     Array b = momentum ? buf : absent();
-    Out nb = momentum ? f32n : none();
+    CallResult nb = momentum ? f32n : absentResult();
     std::vector<Array> plain =
         runCall(tag("sgd_plain"), "sgd_update", attrs,
                 {p, g, f64(0.03), b}, {f32n, nb});
@@ -205,8 +96,8 @@ TEST_P(WorkingCopy, AdamwWritesTheRoundedNewParam) {
         g = testutil::f32({int64_t(n)}, wave(n, 0.1f, 1.0f)),
         m = testutil::f32({int64_t(n)}, wave(n, 0.01f, 2.0f)),
         v = testutil::f32({int64_t(n)}, std::vector<float>(n, 0.001f));
-  Array old = floatArray(t, {int64_t(n)}, wave(n, 5.0f, 3.0f));
-  Out f32n{DType::F32, {int64_t(n)}}, halfn{t, {int64_t(n)}};
+  Array old = floats(t, {int64_t(n)}, wave(n, 5.0f, 3.0f));
+  CallResult f32n{DType::F32, {int64_t(n)}}, halfn{t, {int64_t(n)}};
   json attrs = {{"weight_decay", 0.1}};
   std::vector<Array> plain =
       runCall(tag("adamw_plain"), "adamw_update", attrs,
@@ -229,11 +120,11 @@ TEST_P(WorkingCopy, RoundsTiesToEvenByHand) {
   // ties of the type (to even: down, then up) and 0.1.
   std::vector<float> w0 = workingW0(t);
   Array p = testutil::f32({3}, w0), g = testutil::f32({3}, {1.5f, -2, 8});
-  Array old = floatArray(t, {3}, {7, 7, 7});
+  Array old = floats(t, {3}, {7, 7, 7});
   std::vector<Array> out =
       runCall(tag("sgd_ties"), "sgd_update", json::object(),
               {p, g, f64(0.0), absent(), absent(), old},
-              {{DType::F32, {3}}, none(), {t, {3}}});
+              {{DType::F32, {3}}, absentResult(), {t, {3}}});
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].bytes, p.bytes);
   std::vector<uint16_t> want = workingW0Bits(t);
@@ -250,12 +141,12 @@ TEST_P(WorkingCopy, SkippedUpdateKeepsTheWorkingCopy) {
         m = testutil::f32({int64_t(n)}, wave(n, 0.01f, 2.0f)),
         v = testutil::f32({int64_t(n)}, std::vector<float>(n, 0.001f));
   // A working copy that is not p rounded: a skip must not refresh it.
-  Array old = floatArray(t, {int64_t(n)}, wave(n, 5.0f, 3.0f));
-  Out f32n{DType::F32, {int64_t(n)}}, halfn{t, {int64_t(n)}};
+  Array old = floats(t, {int64_t(n)}, wave(n, 5.0f, 3.0f));
+  CallResult f32n{DType::F32, {int64_t(n)}}, halfn{t, {int64_t(n)}};
   std::vector<Array> sgd =
       runCall(tag("sgd_skip"), "sgd_update", json::object(),
               {p, g, f64(0.03), absent(), flag(true), old},
-              {f32n, none(), halfn});
+              {f32n, absentResult(), halfn});
   ASSERT_EQ(sgd.size(), 2u);
   EXPECT_EQ(sgd[0].bytes, p.bytes);
   EXPECT_EQ(sgd[1].bytes, old.bytes);

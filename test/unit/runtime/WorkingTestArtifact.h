@@ -14,6 +14,7 @@
 #ifndef TCC_TEST_UNIT_RUNTIME_WORKINGTESTARTIFACT_H
 #define TCC_TEST_UNIT_RUNTIME_WORKINGTESTARTIFACT_H
 
+#include "CallArtifact.h"
 #include "RuntimeTestUtil.h"
 
 #include "data/half.h"
@@ -26,24 +27,6 @@ namespace rttest {
 inline uint16_t halfBits(DType dtype, float f) {
   return dtype == DType::BF16 ? tcc::data::floatToBf16(f)
                               : tcc::data::floatToF16(f);
-}
-
-/// `v` as an array of `dtype` (f32, bf16 or f16; 16 bits rounded).
-inline Array floatArray(DType dtype, std::vector<int64_t> shape,
-                        const std::vector<float> &v) {
-  Array a;
-  a.dtype = dtype;
-  a.shape = std::move(shape);
-  a.bytes.resize(v.size() * tcc::data::dtypeSize(dtype));
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (dtype == DType::F32) {
-      std::memcpy(a.bytes.data() + 4 * i, &v[i], 4);
-      continue;
-    }
-    uint16_t h = halfBits(dtype, v[i]);
-    std::memcpy(a.bytes.data() + 2 * i, &h, 2);
-  }
-  return a;
 }
 
 /// The initial w: 1 + 2^-8 and 1 + 3 * 2^-8 are halfway between two bf16
@@ -72,8 +55,8 @@ inline TestArtifact workingArtifact(DType t) {
                       tensor("probe_b", h, {1, 1})};
   a.weights = {named("w", testutil::f32({3, 1}, workingW0(t))),
                named("b", testutil::f32({1}, {workingB0()})),
-               named("probe_w", floatArray(t, {3, 1}, {0, 0, 0})),
-               named("probe_b", floatArray(t, {1, 1}, {0}))};
+               named("probe_w", floats(t, {3, 1}, {0, 0, 0})),
+               named("probe_b", floats(t, {1, 1}, {0}))};
   a.manifest["train_config"] = "working copies test";
   a.fn("train_step") = {
       {"arena_bytes", 320},
@@ -125,8 +108,8 @@ inline TestArtifact workingArtifact(DType t) {
 /// Binds the working artifact's inputs: the identities, the gradients and
 /// lr.
 inline void bindWorking(tcc_session *s, DType t) {
-  Array eye = floatArray(t, {3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1});
-  Array one = floatArray(t, {1, 1}, {1});
+  Array eye = floats(t, {3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1});
+  Array one = floats(t, {1, 1}, {1});
   std::vector<float> gw = {0.37f, -1.25f, 3.1f}, gb = {0.6180339f};
   double lr = 0.0123;
   ASSERT_EQ(tcc_bind_input(s, "eye", eye.bytes.data(), eye.bytes.size()),
