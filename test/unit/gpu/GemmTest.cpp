@@ -40,15 +40,17 @@ double geluTanh(double x) {
   return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
 }
 
-void runCase(const cu::GemmContext &ctx, const GemmCase &g,
-             cu::Epilogue epi, bool tf32, float beta) {
-  const std::string name =
-      std::string(g.transA ? "T" : "N") + (g.transB ? "T" : "N") + " m" +
-      std::to_string(g.m) + " n" + std::to_string(g.n) + " k" +
-      std::to_string(g.k) + " batch" + std::to_string(g.batch) +
-      (g.broadcastB ? " broadcastB" : "") + " " + cu::epilogueName(epi) +
-      (tf32 ? " tf32" : " fp32") + " beta " + std::to_string(beta);
-  SCOPED_TRACE(name);
+/// "NT m37 n53 k71 batch1 bias fp32 beta 0.000000": the case in a trace.
+std::string caseName(const GemmCase &g, cu::Epilogue epi,
+                     const std::string &precision, float beta) {
+  return std::string(g.transA ? "T" : "N") + (g.transB ? "T" : "N") + " m" +
+         std::to_string(g.m) + " n" + std::to_string(g.n) + " k" +
+         std::to_string(g.k) + " batch" + std::to_string(g.batch) +
+         (g.broadcastB ? " broadcastB" : "") + " " + cu::epilogueName(epi) +
+         " " + precision + " beta " + std::to_string(beta);
+}
+
+cu::GemmDesc describe(const GemmCase &g, cu::Epilogue epi) {
   cu::GemmDesc d;
   d.transA = g.transA;
   d.transB = g.transB;
@@ -60,25 +62,48 @@ void runCase(const cu::GemmContext &ctx, const GemmCase &g,
   d.strideB = g.broadcastB ? 0 : g.k * g.n;
   d.strideC = g.m * g.n;
   d.epilogue = epi;
-  d.allowTF32 = tf32;
+  return d;
+}
+
+/// The plan of `d`, or null: a failure, except that a cuBLASLt without the
+/// BGradB epilogue only says so.
+std::unique_ptr<cu::GemmPlan> makePlan(const cu::GemmContext &ctx,
+                                       const cu::GemmDesc &d,
+                                       const std::string &name) {
   std::string error;
   std::unique_ptr<cu::GemmPlan> plan = cu::GemmPlan::create(ctx, d, &error);
-  if (!plan && epi == cu::Epilogue::BGradB) {
+  if (!plan && d.epilogue == cu::Epilogue::BGradB)
     std::printf("%s: not supported by this cuBLASLt (%s)\n", name.c_str(),
                 error.c_str());
-    return;
-  }
-  ASSERT_TRUE(plan) << error;
+  else if (!plan)
+    ADD_FAILURE() << error;
+  return plan;
+}
 
+/// A case's random operands and their float64 reference (reference()).
+struct GemmData {
+  std::vector<float> a, b, c0, bias;
+  std::vector<double> ref, refBias;
+};
+
+GemmData gemmOperands(const GemmCase &g, cu::Epilogue epi) {
+  GemmData d;
   const int64_t bB = g.broadcastB ? 1 : g.batch;
-  std::vector<float> a = randomNormal(g.batch * g.m * g.k, 1 + g.m);
-  std::vector<float> b = randomNormal(bB * g.k * g.n, 2 + g.n);
-  std::vector<float> c0 = randomNormal(g.batch * g.m * g.n, 3);
-  const bool rowBias = epi == cu::Epilogue::BGradB;
-  std::vector<float> bias = randomNormal(rowBias ? g.m : g.n, 4);
-  const float alpha = 0.75f;
+  d.a = randomNormal(g.batch * g.m * g.k, 1 + g.m);
+  d.b = randomNormal(bB * g.k * g.n, 2 + g.n);
+  d.c0 = randomNormal(g.batch * g.m * g.n, 3);
+  d.bias = randomNormal(epi == cu::Epilogue::BGradB ? g.m : g.n, 4);
+  return d;
+}
 
-  std::vector<double> ref(c0.size()), refBias(g.m, 0.0);
+/// d.ref = alpha * op(A) op(B) + beta * C0 with the epilogue, in float64
+/// from the operands as they are; for BGradB d.refBias = A's row sums.
+void reference(const GemmCase &g, cu::Epilogue epi, float alpha, float beta,
+               GemmData &d) {
+  const bool rowBias = epi == cu::Epilogue::BGradB;
+  const std::vector<float> &a = d.a, &b = d.b, &c0 = d.c0, &bias = d.bias;
+  d.ref.assign(c0.size(), 0.0);
+  d.refBias.assign(g.m, 0.0);
   for (int64_t t = 0; t < g.batch; ++t)
     for (int64_t i = 0; i < g.m; ++i)
       for (int64_t j = 0; j < g.n; ++j) {
@@ -98,14 +123,32 @@ void runCase(const cu::GemmContext &ctx, const GemmCase &g,
           x += bias[j];
         if (epi == cu::Epilogue::GeluBias)
           x = geluTanh(x + bias[j]);
-        ref[t * g.m * g.n + i * g.n + j] = x;
+        d.ref[t * g.m * g.n + i * g.n + j] = x;
       }
   if (rowBias)
     for (int64_t i = 0; i < g.m; ++i)
       for (int64_t l = 0; l < g.k; ++l)
-        refBias[i] += g.transA ? a[l * g.m + i] : a[i * g.k + l];
+        d.refBias[i] += g.transA ? a[l * g.m + i] : a[i * g.k + l];
+}
 
-  DevBuf<float> da(a), db(b), dc(c0.size()), dbias(bias);
+void runCase(const cu::GemmContext &ctx, const GemmCase &g,
+             cu::Epilogue epi, bool tf32, float beta) {
+  const std::string name = caseName(g, epi, tf32 ? "tf32" : "fp32", beta);
+  SCOPED_TRACE(name);
+  cu::GemmDesc d = describe(g, epi);
+  d.allowTF32 = tf32;
+  std::unique_ptr<cu::GemmPlan> plan = makePlan(ctx, d, name);
+  if (!plan)
+    return;
+
+  const float alpha = 0.75f;
+  GemmData data = gemmOperands(g, epi);
+  reference(g, epi, alpha, beta, data);
+  const bool rowBias = epi == cu::Epilogue::BGradB;
+  const std::vector<float> &c0 = data.c0;
+  const std::vector<double> &ref = data.ref, &refBias = data.refBias;
+
+  DevBuf<float> da(data.a), db(data.b), dc(c0.size()), dbias(data.bias);
   if (beta != 0)
     dc.upload(c0); // else C stays poisoned: NaN must not reach the result
   if (rowBias)
@@ -161,70 +204,23 @@ std::vector<float> widen(cu::GemmDType t, const std::vector<uint16_t> &b) {
 
 void runHalfCase(const cu::GemmContext &ctx, const GemmCase &g,
                  cu::Epilogue epi, cu::GemmDType t, float beta) {
-  const std::string name =
-      std::string(g.transA ? "T" : "N") + (g.transB ? "T" : "N") + " m" +
-      std::to_string(g.m) + " n" + std::to_string(g.n) + " k" +
-      std::to_string(g.k) + " batch" + std::to_string(g.batch) +
-      (g.broadcastB ? " broadcastB" : "") + " " + cu::epilogueName(epi) + " " +
-      cu::gemmDTypeName(t) + " beta " + std::to_string(beta);
+  const std::string name = caseName(g, epi, cu::gemmDTypeName(t), beta);
   SCOPED_TRACE(name);
-  cu::GemmDesc d;
-  d.transA = g.transA;
-  d.transB = g.transB;
-  d.m = g.m;
-  d.n = g.n;
-  d.k = g.k;
-  d.batch = g.batch;
-  d.strideA = g.m * g.k;
-  d.strideB = g.broadcastB ? 0 : g.k * g.n;
-  d.strideC = g.m * g.n;
+  cu::GemmDesc d = describe(g, epi);
   d.dtype = t;
-  d.epilogue = epi;
-  std::string error;
-  std::unique_ptr<cu::GemmPlan> plan = cu::GemmPlan::create(ctx, d, &error);
-  if (!plan && epi == cu::Epilogue::BGradB) {
-    std::printf("%s: not supported by this cuBLASLt (%s)\n", name.c_str(),
-                error.c_str());
+  std::unique_ptr<cu::GemmPlan> plan = makePlan(ctx, d, name);
+  if (!plan)
     return;
-  }
-  ASSERT_TRUE(plan) << error;
 
-  const int64_t bB = g.broadcastB ? 1 : g.batch;
-  std::vector<float> a = randomNormal(g.batch * g.m * g.k, 1 + g.m);
-  std::vector<float> b = randomNormal(bB * g.k * g.n, 2 + g.n);
-  std::vector<float> c0 = randomNormal(g.batch * g.m * g.n, 3);
-  const bool rowBias = epi == cu::Epilogue::BGradB;
-  std::vector<float> bias = randomNormal(rowBias ? g.m : g.n, 4);
-  std::vector<uint16_t> ab = roundTo(t, a), bb = roundTo(t, b),
-                        cb = roundTo(t, c0), biasb = roundTo(t, bias);
   const float alpha = 0.75f;
-
-  std::vector<double> ref(c0.size()), refBias(g.m, 0.0);
-  for (int64_t s = 0; s < g.batch; ++s)
-    for (int64_t i = 0; i < g.m; ++i)
-      for (int64_t j = 0; j < g.n; ++j) {
-        double acc = 0;
-        for (int64_t l = 0; l < g.k; ++l) {
-          double av = g.transA ? a[s * g.m * g.k + l * g.m + i]
-                               : a[s * g.m * g.k + i * g.k + l];
-          int64_t bt = g.broadcastB ? 0 : s;
-          double bv = g.transB ? b[bt * g.k * g.n + j * g.k + l]
-                               : b[bt * g.k * g.n + l * g.n + j];
-          acc += av * bv;
-        }
-        double x = alpha * acc;
-        if (beta != 0)
-          x += double(beta) * c0[s * g.m * g.n + i * g.n + j];
-        if (epi == cu::Epilogue::Bias)
-          x += bias[j];
-        if (epi == cu::Epilogue::GeluBias)
-          x = geluTanh(x + bias[j]);
-        ref[s * g.m * g.n + i * g.n + j] = x;
-      }
-  if (rowBias)
-    for (int64_t i = 0; i < g.m; ++i)
-      for (int64_t l = 0; l < g.k; ++l)
-        refBias[i] += g.transA ? a[l * g.m + i] : a[i * g.k + l];
+  // The reference reads the operands as rounded to 16 bits.
+  GemmData data = gemmOperands(g, epi);
+  std::vector<uint16_t> ab = roundTo(t, data.a), bb = roundTo(t, data.b),
+                        cb = roundTo(t, data.c0), biasb = roundTo(t, data.bias);
+  reference(g, epi, alpha, beta, data);
+  const bool rowBias = epi == cu::Epilogue::BGradB;
+  const std::vector<float> &c0 = data.c0;
+  const std::vector<double> &ref = data.ref, &refBias = data.refBias;
 
   DevBuf<uint16_t> da(ab), db(bb), dc(c0.size()), dbias(biasb);
   if (beta != 0)
