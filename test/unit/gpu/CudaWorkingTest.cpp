@@ -155,18 +155,12 @@ TEST_F(Gpu, AdamwWorkingCopySingleAndMultiTensor) {
   const int kinds[] = {1, 2, 0, 1, 2}; // 0: none, 1: bf16, 2: f16
   const int count = 5;
   auto typeOf = [&](int k) { return kinds[k] == 1 ? DType::BF16 : DType::F16; };
-  std::vector<std::vector<float>> p, g, m, v, refP(count), refM(count),
-      refV(count);
+  AdamwInputs in = adamwInputs(sizes, count);
+  std::vector<std::vector<float>> &p = in.p, &g = in.g, &m = in.m, &v = in.v;
+  std::vector<std::vector<float>> refP(count), refM(count), refV(count);
   std::vector<std::vector<uint16_t>> refW(count);
   for (int k = 0; k < count; ++k) {
     int64_t n = sizes[k];
-    p.push_back(randomNormal(n, 10 + k));
-    g.push_back(randomNormal(n, 20 + k));
-    m.push_back(randomNormal(n, 30 + k, 0.1f));
-    std::vector<float> vv = randomNormal(n, 40 + k, 0.01f);
-    for (float &x : vv)
-      x = x * x;
-    v.push_back(vv);
     refP[k].resize(n);
     refM[k].resize(n);
     refV[k].resize(n);

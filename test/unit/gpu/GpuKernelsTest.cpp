@@ -600,17 +600,11 @@ TEST_F(Gpu, AdamwSingleAndMultiTensor) {
   const size_t offsets[] = {0, 0, 0, 1, 0};
   const double wds[] = {0.01, 0.0, 0.1, 0.0, 0.01};
   const int count = 5;
-  std::vector<std::vector<float>> p, g, m, v, refP(count), refM(count),
-      refV(count);
+  AdamwInputs in = adamwInputs(sizes, count);
+  std::vector<std::vector<float>> &p = in.p, &g = in.g, &m = in.m, &v = in.v;
+  std::vector<std::vector<float>> refP(count), refM(count), refV(count);
   for (int t = 0; t < count; ++t) {
     int64_t n = sizes[t];
-    p.push_back(randomNormal(n, 10 + t));
-    g.push_back(randomNormal(n, 20 + t));
-    m.push_back(randomNormal(n, 30 + t, 0.1f));
-    std::vector<float> vv = randomNormal(n, 40 + t, 0.01f);
-    for (float &x : vv)
-      x = x * x;
-    v.push_back(vv);
     refP[t].resize(n);
     refM[t].resize(n);
     refV[t].resize(n);

@@ -201,6 +201,26 @@ inline void expectBitEqual(const std::vector<T> &a, const std::vector<T> &b,
                      << ": " << a[first] << " vs " << b[first];
 }
 
+/// AdamW operands of `count` tensors of `sizes`: parameters, gradients,
+/// first and (non-negative) second moments, seeded per tensor.
+struct AdamwInputs {
+  std::vector<std::vector<float>> p, g, m, v;
+};
+inline AdamwInputs adamwInputs(const int64_t *sizes, int count) {
+  AdamwInputs in;
+  for (int t = 0; t < count; ++t) {
+    size_t n = size_t(sizes[t]);
+    in.p.push_back(randomNormal(n, 10 + t));
+    in.g.push_back(randomNormal(n, 20 + t));
+    in.m.push_back(randomNormal(n, 30 + t, 0.1f));
+    std::vector<float> v = randomNormal(n, 40 + t, 0.01f);
+    for (float &x : v)
+      x = x * x;
+    in.v.push_back(std::move(v));
+  }
+  return in;
+}
+
 } // namespace tcc::gputest
 
 #endif // TCC_TEST_UNIT_GPU_GPUTESTUTIL_H
