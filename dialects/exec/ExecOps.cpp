@@ -12,37 +12,18 @@ using namespace tcc::exec;
 namespace tcc::exec {
 
 bool isFusibleOp(Operation *op) {
-  // Each of these computes result element i from operand elements at i (or
-  // at the broadcast position of i), so a chain of them is one loop.
-  return llvm::isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, AndOp, OrOp,
-                   CmpOp, WhereOp, NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
-                   TanhOp, ErfOp, SigmoidOp, ReluOp, NotOp, CosOp, SinOp,
-                   GeluOp, GeluGradOp, CastOp, BroadcastOp>(op);
+  return op->hasTrait<tcc::OpClass::Elementwise>();
 }
 
 bool isStructuredOp(Operation *op) {
-  // Each computes one output element from a few input elements found by
-  // index arithmetic on static shapes (a reduction: from a loop over the
-  // reduced elements), so it is one generated kernel.
-  if (auto grad = llvm::dyn_cast<GatherGradOp>(op))
-    return grad.getAxis() != 0; // axis 0 is the embedding-gradient library op
-  return llvm::isa<TransposeOp, SliceOp, SliceGradOp, ConcatOp, GatherOp,
-                   ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(op);
+  return op->hasTrait<tcc::OpClass::Structured>() && !isLibraryOp(op);
 }
 
-bool isLayoutOp(Operation *op) {
-  // Each output element is one input element (a concat's: one of its
-  // inputs'), so a chain of them reads every element at most once.
-  return llvm::isa<TransposeOp, SliceOp, ConcatOp>(op);
-}
+bool isLayoutOp(Operation *op) { return op->hasTrait<tcc::OpClass::Layout>(); }
 
 bool isLibraryOp(Operation *op) {
-  if (auto grad = llvm::dyn_cast<GatherGradOp>(op))
-    return grad.getAxis() == 0;
-  return llvm::isa<MatmulOp, GemmOp, LayerNormOp, LayerNormGradOp, SoftmaxOp,
-                   SoftmaxGradOp, LogSoftmaxOp, LogSoftmaxGradOp, AttentionOp,
-                   AttentionGradOp, CrossEntropyOp, CrossEntropyGradOp,
-                   EmbeddingOp, DropoutOp, SgdUpdateOp, AdamwUpdateOp>(op);
+  auto call = llvm::dyn_cast<LibraryCallOpInterface>(op);
+  return call && call.isLibraryCall();
 }
 
 bool isSplatConstant(Operation *op) {

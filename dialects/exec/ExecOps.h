@@ -18,22 +18,22 @@
 
 namespace tcc::exec {
 
-/// Whether `op` is a tcc elementwise op or tcc.broadcast: computed at any
-/// element from its operands' elements at the (numpy-broadcast) same
-/// position. exec.fusion bodies hold these, splat constants (see
+/// Whether `op` is elementwise (tcc::OpClass::Elementwise: computed at any
+/// element from its operands' elements at the same numpy-broadcast
+/// position). exec.fusion bodies hold these, splat constants (see
 /// isSplatConstant) and one isStructuredOp or a chain of isLayoutOps with
 /// reshapes between them.
 bool isFusibleOp(mlir::Operation *op);
 
 /// Whether `op` is a layout or reduction op that one generated kernel
-/// computes (one per exec.fusion, or a chain of isLayoutOps; see its
-/// description): transpose, slice, slice_grad, concat, gather, gather_grad
-/// with axis != 0 (axis 0 is a library op) and reduce_{sum,mean,max,min}.
+/// computes (tcc::OpClass::Structured and not, in this form, a library
+/// call: one per exec.fusion, or a chain of isLayoutOps; see its
+/// description).
 bool isStructuredOp(mlir::Operation *op);
 
 /// Whether `op` is a structured op that only moves elements, each output
-/// element being one input element: transpose, slice, concat. Several of
-/// them, with reshapes between, may form one kernel's layout chain.
+/// element being one input element (tcc::OpClass::Layout). Several of them,
+/// with reshapes between, may form one kernel's layout chain.
 bool isLayoutOp(mlir::Operation *op);
 
 /// Whether `op` is a tcc.constant with one value, which a kernel embeds
@@ -41,9 +41,9 @@ bool isLayoutOp(mlir::Operation *op);
 bool isSplatConstant(mlir::Operation *op);
 
 /// Whether the runtime executes `op` as a library call (a hand-written
-/// kernel per backend: GEMMs, attention, normalisations, the fused loss,
-/// embedding, dropout and optimizer updates) rather than a generated kernel.
-/// The artifact lists these as "call" steps (docs/artifact.md).
+/// kernel per backend: tcc::LibraryCallOpInterface, in a form that is one)
+/// rather than a generated kernel. The artifact lists these as "call" steps
+/// (docs/artifact.md).
 bool isLibraryOp(mlir::Operation *op);
 
 } // namespace tcc::exec

@@ -5,7 +5,7 @@
 // passes lower each to one fused kernel instead of rediscovering a pattern.
 // They are produced by autodiff and are not themselves differentiated.
 
-def Tcc_SoftmaxGradOp : Tcc_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> {
+def Tcc_SoftmaxGradOp : Tcc_Op<"softmax_grad", [Pure, SameOperandsAndResultType, Tcc_LibraryCall]> {
   let summary = "input gradient of softmax from its result and result gradient";
   let description = [{
     `dx = y * (dy - sum(dy * y, axis))` where `y = softmax(x)`.
@@ -16,7 +16,8 @@ def Tcc_SoftmaxGradOp : Tcc_Op<"softmax_grad", [Pure, SameOperandsAndResultType]
   let hasVerifier = 1;
 }
 
-def Tcc_LogSoftmaxGradOp : Tcc_Op<"log_softmax_grad", [Pure, SameOperandsAndResultType]> {
+def Tcc_LogSoftmaxGradOp : Tcc_Op<"log_softmax_grad", [Pure, SameOperandsAndResultType,
+                                                      Tcc_LibraryCall]> {
   let summary = "input gradient of log_softmax from its result and result gradient";
   let description = [{
     `dx = dy - exp(y) * sum(dy, axis)` where `y = log_softmax(x)`.
@@ -27,7 +28,7 @@ def Tcc_LogSoftmaxGradOp : Tcc_Op<"log_softmax_grad", [Pure, SameOperandsAndResu
   let hasVerifier = 1;
 }
 
-def Tcc_GeluGradOp : Tcc_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
+def Tcc_GeluGradOp : Tcc_Op<"gelu_grad", [Pure, SameOperandsAndResultType, Tcc_Elementwise]> {
   let summary = "input gradient of gelu: dy * gelu'(x)";
   let arguments = (ins Tcc_FloatTensor:$input, Tcc_FloatTensor:$result_grad,
                        DefaultValuedAttr<Tcc_GeluApproxAttr, "GeluApprox::none">:$approximate);
@@ -35,7 +36,7 @@ def Tcc_GeluGradOp : Tcc_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_LayerNormGradOp : Tcc_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor]> {
+def Tcc_LayerNormGradOp : Tcc_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor, Tcc_LibraryCall]> {
   let summary = "gradients of layer_norm w.r.t. input, scale and bias";
   let description = [{
     Recomputes the row statistics of `input` over dims [axis, rank). Without
@@ -50,7 +51,7 @@ def Tcc_LayerNormGradOp : Tcc_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor]> 
   let assemblyFormat = "$input (`scale` $scale^)? `grad` $result_grad attr-dict `:` functional-type(operands, results)";
 }
 
-def Tcc_AttentionGradOp : Tcc_Op<"attention_grad", [Pure, InferTypeOpAdaptor]> {
+def Tcc_AttentionGradOp : Tcc_Op<"attention_grad", [Pure, InferTypeOpAdaptor, Tcc_LibraryCall]> {
   let summary = "gradients of attention w.r.t. query, key and value";
   let description = [{
     Same operands and attributes as the `tcc.attention` it differentiates,
@@ -65,7 +66,8 @@ def Tcc_AttentionGradOp : Tcc_Op<"attention_grad", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_GatherGradOp : Tcc_Op<"gather_grad", [Pure]> {
+def Tcc_GatherGradOp : Tcc_Op<"gather_grad", [Pure, Tcc_Structured,
+    DeclareOpInterfaceMethods<Tcc_LibraryCallOpInterface, ["isLibraryCall"]>]> {
   let summary = "scatter-add of the result gradient of a gather (or embedding)";
   let description = [{
     The data gradient of `gather(data, indices, axis)`: zeros shaped like
@@ -78,7 +80,7 @@ def Tcc_GatherGradOp : Tcc_Op<"gather_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tcc_SliceGradOp : Tcc_Op<"slice_grad", [Pure]> {
+def Tcc_SliceGradOp : Tcc_Op<"slice_grad", [Pure, Tcc_Structured]> {
   let summary = "the input gradient of a slice: zeros with the result gradient placed back";
   let arguments = (ins Tcc_Tensor:$result_grad, DenseI64ArrayAttr:$starts,
                        DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$strides);
@@ -87,7 +89,7 @@ def Tcc_SliceGradOp : Tcc_Op<"slice_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tcc_CrossEntropyGradOp : Tcc_Op<"cross_entropy_grad", [Pure]> {
+def Tcc_CrossEntropyGradOp : Tcc_Op<"cross_entropy_grad", [Pure, Tcc_LibraryCall]> {
   let summary = "logits gradient of cross_entropy's loss sum";
   let description = [{
     `(softmax(logits) - onehot(labels)) * loss_sum_grad` on rows whose label

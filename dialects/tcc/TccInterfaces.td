@@ -28,4 +28,52 @@ def Tcc_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
   ];
 }
 
+def Tcc_LibraryCallOpInterface : OpInterface<"LibraryCallOpInterface"> {
+  let cppNamespace = "::tcc";
+  let description = [{
+    An op the runtime executes as a library call: a hand-written kernel per
+    backend (GEMMs, attention, normalisations, the fused loss, embedding,
+    dropout, optimizer updates), a "call" step of the plan. Its operands and
+    results in ODS order and its attributes with their defaults are the
+    plan's and the runtime's op table: `tcc-tblgen -gen-runtime-op-table`
+    writes `runtime/plan/library_ops.inc` from these ops, and
+    `-gen-library-call-defs` the two accessors below, so no other file spells
+    an op's operands.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Whether this op is executed as a library call. An op may be one only
+        in some forms (gather_grad: along axis 0, the embedding gradient;
+        other axes are a generated kernel).
+      }],
+      "bool", "isLibraryCall", (ins), "", [{ return true; }]>,
+    InterfaceMethod<[{
+        The operands in ODS order, null for an absent optional operand
+        (the plan writes -1).
+      }],
+      "::llvm::SmallVector<::mlir::Value>", "getCallOperands">,
+    InterfaceMethod<[{
+        The results in ODS order, null for an absent optional result.
+      }],
+      "::llvm::SmallVector<::mlir::Value>", "getCallResults">,
+  ];
+}
+
+def Tcc_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
+  let cppNamespace = "::tcc";
+  let description = [{
+    An op whose results may be written into the storage of an operand they
+    replace (an optimizer update: new parameter over the parameter, new
+    moments over the moments). Memory planning takes the operand's storage
+    when the operand dies at this op and has the result's size; kernels of
+    such ops read each element before writing it.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The operand whose storage result #`result` may take over, or null.
+      }],
+      "::mlir::Value", "getInPlaceOperand", (ins "unsigned":$result)>,
+  ];
+}
+
 #endif // TCC_INTERFACES_TD

@@ -11,6 +11,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "tcc/TccTraits.h"
+
 #include "tcc/TccDialect.h.inc"
 #include "tcc/TccInterfaces.h.inc"
 #include "tcc/TccEnums.h.inc"

@@ -3,6 +3,7 @@
 
 include "TccDialect.td"
 include "TccInterfaces.td"
+include "TccTraits.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -13,6 +14,9 @@ class Tcc_Op<string mnemonic, list<Trait> traits = []>
 
 // Ops with a gradient rule (their buildVjp lives in TccVjp*.cpp).
 defvar Tcc_Vjp = DeclareOpInterfaceMethods<Tcc_DifferentiableOpInterface>;
+// A library call (LibraryCallOpInterface); its two accessors are generated
+// by tcc-tblgen -gen-library-call-defs.
+defvar Tcc_LibraryCall = DeclareOpInterfaceMethods<Tcc_LibraryCallOpInterface>;
 
 def Tcc_Tensor : StaticShapeTensorOf<[AnyType]>;
 def Tcc_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
@@ -71,7 +75,7 @@ def Tcc_ConstantOp : Tcc_Op<"constant", [ConstantLike, Pure,
 
 // Binary ops broadcast their operands numpy-style to the result shape.
 class Tcc_BinaryOp<string mnemonic, Type operandType, list<Trait> traits = []>
-    : Tcc_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+    : Tcc_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor, Tcc_Elementwise])> {
   let arguments = (ins operandType:$lhs, operandType:$rhs);
   let results = (outs Tcc_Tensor:$result);
   let assemblyFormat = Tcc_GenericFormat;
@@ -107,7 +111,7 @@ def Tcc_OrOp : Tcc_BinaryOp<"or", Tcc_BoolTensor, [Commutative]> {
   let summary = "elementwise logical or";
 }
 
-def Tcc_CmpOp : Tcc_Op<"cmp", [Pure, InferTypeOpAdaptor]> {
+def Tcc_CmpOp : Tcc_Op<"cmp", [Pure, InferTypeOpAdaptor, Tcc_Elementwise]> {
   let summary = "elementwise comparison with broadcasting, producing i1";
   let arguments = (ins Tcc_CmpPredicateAttr:$predicate, Tcc_Tensor:$lhs,
                        Tcc_Tensor:$rhs);
@@ -115,7 +119,7 @@ def Tcc_CmpOp : Tcc_Op<"cmp", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Tcc_WhereOp : Tcc_Op<"where", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
+def Tcc_WhereOp : Tcc_Op<"where", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_Elementwise]> {
   let summary = "select elementwise: condition ? on_true : on_false, broadcasting";
   let arguments = (ins Tcc_BoolTensor:$condition, Tcc_Tensor:$on_true,
                        Tcc_Tensor:$on_false);
@@ -126,7 +130,8 @@ def Tcc_WhereOp : Tcc_Op<"where", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
 class Tcc_UnaryOp<string mnemonic, Type type = Tcc_FloatTensor,
                   list<Trait> traits = []>
     : Tcc_Op<mnemonic, !listconcat(traits,
-                       [Pure, SameOperandsAndResultType, InferTypeOpInterface])> {
+                       [Pure, SameOperandsAndResultType, InferTypeOpInterface,
+                        Tcc_Elementwise])> {
   let arguments = (ins type:$input);
   let results = (outs type:$result);
   let assemblyFormat = Tcc_GenericFormat;
@@ -146,7 +151,8 @@ def Tcc_NotOp : Tcc_UnaryOp<"not", Tcc_BoolTensor> { let summary = "elementwise 
 def Tcc_CosOp : Tcc_UnaryOp<"cos", Tcc_FloatTensor, [Tcc_Vjp]> { let summary = "elementwise cosine"; }
 def Tcc_SinOp : Tcc_UnaryOp<"sin", Tcc_FloatTensor, [Tcc_Vjp]> { let summary = "elementwise sine"; }
 
-def Tcc_GeluOp : Tcc_Op<"gelu", [Pure, SameOperandsAndResultType, InferTypeOpInterface, Tcc_Vjp]> {
+def Tcc_GeluOp : Tcc_Op<"gelu", [Pure, SameOperandsAndResultType, InferTypeOpInterface, Tcc_Vjp,
+                                 Tcc_Elementwise]> {
   let summary = "GELU, exact (erf) or with PyTorch's tanh approximation";
   let arguments = (ins Tcc_FloatTensor:$input,
                        DefaultValuedAttr<Tcc_GeluApproxAttr, "GeluApprox::none">:$approximate);
@@ -154,7 +160,7 @@ def Tcc_GeluOp : Tcc_Op<"gelu", [Pure, SameOperandsAndResultType, InferTypeOpInt
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_CastOp : Tcc_Op<"cast", [Pure, Tcc_Vjp]> {
+def Tcc_CastOp : Tcc_Op<"cast", [Pure, Tcc_Vjp, Tcc_Elementwise]> {
   let summary = "elementwise conversion to the result's element type";
   let description = [{
     Float to integer truncates toward zero; to i1 means `x != 0`.
@@ -170,7 +176,7 @@ def Tcc_CastOp : Tcc_Op<"cast", [Pure, Tcc_Vjp]> {
 // Shape manipulation
 //===----------------------------------------------------------------------===//
 
-def Tcc_BroadcastOp : Tcc_Op<"broadcast", [Pure, Tcc_Vjp]> {
+def Tcc_BroadcastOp : Tcc_Op<"broadcast", [Pure, Tcc_Vjp, Tcc_Elementwise]> {
   let summary = "numpy-style broadcast to the result shape";
   let arguments = (ins Tcc_Tensor:$input);
   let results = (outs Tcc_Tensor:$result);
@@ -179,7 +185,7 @@ def Tcc_BroadcastOp : Tcc_Op<"broadcast", [Pure, Tcc_Vjp]> {
   let hasFolder = 1;
 }
 
-def Tcc_ReshapeOp : Tcc_Op<"reshape", [Pure, Tcc_Vjp]> {
+def Tcc_ReshapeOp : Tcc_Op<"reshape", [Pure, Tcc_Vjp, Tcc_View]> {
   let summary = "row-major reshape to the result shape";
   let arguments = (ins Tcc_Tensor:$input);
   let results = (outs Tcc_Tensor:$result);
@@ -188,7 +194,7 @@ def Tcc_ReshapeOp : Tcc_Op<"reshape", [Pure, Tcc_Vjp]> {
   let hasFolder = 1;
 }
 
-def Tcc_TransposeOp : Tcc_Op<"transpose", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
+def Tcc_TransposeOp : Tcc_Op<"transpose", !listconcat([Pure, InferTypeOpAdaptor, Tcc_Vjp], Tcc_LayoutTraits)> {
   let summary = "permutes dimensions: result dim i is input dim perm[i]";
   let arguments = (ins Tcc_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Tcc_Tensor:$result);
@@ -196,7 +202,7 @@ def Tcc_TransposeOp : Tcc_Op<"transpose", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let hasFolder = 1;
 }
 
-def Tcc_SliceOp : Tcc_Op<"slice", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
+def Tcc_SliceOp : Tcc_Op<"slice", !listconcat([Pure, InferTypeOpAdaptor, Tcc_Vjp], Tcc_LayoutTraits)> {
   let summary = "strided slice: per dim, indices start, start+stride, ... before limit";
   let description = [{
     One entry per dimension, already clamped: for a positive stride
@@ -209,7 +215,7 @@ def Tcc_SliceOp : Tcc_Op<"slice", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_ConcatOp : Tcc_Op<"concat", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
+def Tcc_ConcatOp : Tcc_Op<"concat", !listconcat([Pure, InferTypeOpAdaptor, Tcc_Vjp], Tcc_LayoutTraits)> {
   let summary = "concatenates tensors along an axis";
   let arguments = (ins Variadic<Tcc_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs Tcc_Tensor:$result);
@@ -223,7 +229,7 @@ def Tcc_SplitOp : Tcc_Op<"split", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_GatherOp : Tcc_Op<"gather", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
+def Tcc_GatherOp : Tcc_Op<"gather", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_Structured]> {
   let summary = "numpy take: out = data[..., indices, ...] along axis";
   let description = [{
     Result shape is `data[:axis] ++ indices ++ data[axis+1:]`. Negative indices
@@ -234,7 +240,7 @@ def Tcc_GatherOp : Tcc_Op<"gather", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_EmbeddingOp : Tcc_Op<"embedding", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
+def Tcc_EmbeddingOp : Tcc_Op<"embedding", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
   let summary = "row lookup in a [vocab, dim] table by integer ids";
   let description = [{
     Result shape is `ids ++ [dim]`. Its gradient is a scatter-add into the
@@ -249,7 +255,8 @@ def Tcc_EmbeddingOp : Tcc_Op<"embedding", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
 // Reductions and normalisations
 //===----------------------------------------------------------------------===//
 
-class Tcc_ReduceOp<string mnemonic> : Tcc_Op<mnemonic, [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
+class Tcc_ReduceOp<string mnemonic>
+    : Tcc_Op<mnemonic, [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_Structured]> {
   let arguments = (ins Tcc_Tensor:$input, DenseI64ArrayAttr:$axes,
                        DefaultValuedAttr<BoolAttr, "false">:$keepdims);
   let results = (outs Tcc_Tensor:$result);
@@ -260,21 +267,22 @@ def Tcc_ReduceMeanOp : Tcc_ReduceOp<"reduce_mean"> { let summary = "mean over ax
 def Tcc_ReduceMaxOp : Tcc_ReduceOp<"reduce_max"> { let summary = "maximum over axes"; }
 def Tcc_ReduceMinOp : Tcc_ReduceOp<"reduce_min"> { let summary = "minimum over axes"; }
 
-def Tcc_SoftmaxOp : Tcc_Op<"softmax", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
+def Tcc_SoftmaxOp : Tcc_Op<"softmax", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
   let summary = "softmax along one axis";
   let arguments = (ins Tcc_FloatTensor:$input, I64Attr:$axis);
   let results = (outs Tcc_FloatTensor:$result);
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_LogSoftmaxOp : Tcc_Op<"log_softmax", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
+def Tcc_LogSoftmaxOp : Tcc_Op<"log_softmax", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
   let summary = "log of softmax along one axis, computed stably";
   let arguments = (ins Tcc_FloatTensor:$input, I64Attr:$axis);
   let results = (outs Tcc_FloatTensor:$result);
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_LayerNormOp : Tcc_Op<"layer_norm", [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor, Tcc_Vjp]> {
+def Tcc_LayerNormOp : Tcc_Op<"layer_norm", [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor, Tcc_Vjp,
+                                            Tcc_LibraryCall]> {
   let summary = "layer normalisation over dims [axis, rank)";
   let description = [{
     `y = (x - mean) / sqrt(var + epsilon) * scale + bias`, with the biased
@@ -288,7 +296,7 @@ def Tcc_LayerNormOp : Tcc_Op<"layer_norm", [Pure, AttrSizedOperandSegments, Infe
   let hasVerifier = 1;
 }
 
-def Tcc_DropoutOp : Tcc_Op<"dropout", [InferTypeOpAdaptor, Tcc_Vjp]> {
+def Tcc_DropoutOp : Tcc_Op<"dropout", [InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
   let summary = "training-mode dropout with a seeded counter-based mask";
   let description = [{
     Keeps element `i` when `hash(seed', i)` maps below `1 - ratio`, scaling
@@ -310,7 +318,7 @@ def Tcc_DropoutOp : Tcc_Op<"dropout", [InferTypeOpAdaptor, Tcc_Vjp]> {
 // Contractions and attention
 //===----------------------------------------------------------------------===//
 
-def Tcc_MatmulOp : Tcc_Op<"matmul", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
+def Tcc_MatmulOp : Tcc_Op<"matmul", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
   let summary = "batched matrix product with optional transposes, batch dims broadcast";
   let description = [{
     Operands have rank >= 2; the last two dims are the matrix, optionally
@@ -323,7 +331,7 @@ def Tcc_MatmulOp : Tcc_Op<"matmul", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
+def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
   let summary = "alpha * op(a) @ op(b) + beta * c, c broadcast to [M, N]";
   let arguments = (ins Tcc_FloatTensor:$a, Tcc_FloatTensor:$b,
                        Optional<Tcc_FloatTensor>:$c,
@@ -335,7 +343,7 @@ def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_AttentionOp : Tcc_Op<"attention", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
+def Tcc_AttentionOp : Tcc_Op<"attention", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
   let summary = "scaled dot-product attention, optionally causal and key-padded";
   let description = [{
     `softmax(scale * q @ k^T + mask) @ v` over `[batch, heads, seq, head_dim]`

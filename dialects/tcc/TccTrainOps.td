@@ -5,7 +5,8 @@
 // their own fused kernels. Optimizer state is explicit SSA values so later
 // passes can shard it (ZeRO) or keep it in fp32 under mixed precision.
 
-def Tcc_CrossEntropyOp : Tcc_Op<"cross_entropy", [Pure, InferTypeOpAdaptor, Tcc_Vjp]> {
+def Tcc_CrossEntropyOp : Tcc_Op<"cross_entropy", [Pure, InferTypeOpAdaptor, Tcc_Vjp,
+                                                  Tcc_LibraryCall]> {
   let summary = "summed softmax cross-entropy and the number of counted labels";
   let description = [{
     `logits` is `[..., classes]`, `labels` the leading dims, integer. Returns
@@ -22,7 +23,8 @@ def Tcc_CrossEntropyOp : Tcc_Op<"cross_entropy", [Pure, InferTypeOpAdaptor, Tcc_
 }
 
 def Tcc_SgdUpdateOp : Tcc_Op<"sgd_update", [Pure, AttrSizedOperandSegments,
-                                           AttrSizedResultSegments]> {
+    AttrSizedResultSegments, Tcc_LibraryCall,
+    DeclareOpInterfaceMethods<Tcc_InPlaceOpInterface>]> {
   let summary = "one torch.optim.SGD step on one parameter";
   let description = [{
     `d = grad + weight_decay * param`; with momentum,
@@ -59,7 +61,8 @@ def Tcc_SgdUpdateOp : Tcc_Op<"sgd_update", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
-def Tcc_AdamwUpdateOp : Tcc_Op<"adamw_update", [Pure, AttrSizedOperandSegments]> {
+def Tcc_AdamwUpdateOp : Tcc_Op<"adamw_update", [Pure, AttrSizedOperandSegments,
+    Tcc_LibraryCall, DeclareOpInterfaceMethods<Tcc_InPlaceOpInterface>]> {
   let summary = "one torch.optim.AdamW step on one parameter";
   let description = [{
     With `t = step` (1 for the first update), in PyTorch's order:

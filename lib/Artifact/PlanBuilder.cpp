@@ -14,8 +14,6 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/TypeSwitch.h"
-#include "llvm/Support/JSON.h"
 
 
 #include <cmath>
@@ -27,131 +25,85 @@ using namespace mlir;
 namespace tcc::artifact {
 namespace {
 
+using rt::Storage;
+
 std::string opText(Operation *op) {
   return "'" + op->getName().getStringRef().str() + "' at " +
          describeLoc(op->getLoc());
 }
 
-/// A library op's operands in ODS order, with null for an absent optional
-/// operand (which the plan writes as -1). Ops without optional operands
-/// take their operand list as is.
-SmallVector<Value> callOperands(Operation *op) {
-  return llvm::TypeSwitch<Operation *, SmallVector<Value>>(op)
-      .Case([](GemmOp o) {
-        return SmallVector<Value>{o.getA(), o.getB(), o.getC()};
-      })
-      .Case([](LayerNormOp o) {
-        return SmallVector<Value>{o.getInput(), o.getScale(), o.getBias()};
-      })
-      .Case([](LayerNormGradOp o) {
-        return SmallVector<Value>{o.getInput(), o.getScale(),
-                                  o.getResultGrad()};
-      })
-      .Case([](AttentionOp o) {
-        return SmallVector<Value>{o.getQuery(), o.getKey(), o.getValue(),
-                                  o.getKeyMask()};
-      })
-      .Case([](AttentionGradOp o) {
-        return SmallVector<Value>{o.getQuery(), o.getKey(), o.getValue(),
-                                  o.getResultGrad(), o.getKeyMask()};
-      })
-      .Case([](DropoutOp o) {
-        return SmallVector<Value>{o.getInput(), o.getOffset()};
-      })
-      .Case([](SgdUpdateOp o) {
-        // Trailing optional operands only when present: plans without loss
-        // scaling or working copies read as before those existed.
-        SmallVector<Value> operands{o.getParam(), o.getGrad(), o.getLr(),
-                                    o.getMomentumBuffer()};
-        if (o.getSkip() || o.getWorking())
-          operands.push_back(o.getSkip());
-        if (o.getWorking())
-          operands.push_back(o.getWorking());
-        return operands;
-      })
-      .Case([](AdamwUpdateOp o) {
-        SmallVector<Value> operands{o.getParam(),   o.getGrad(),
-                                    o.getExpAvg(),  o.getExpAvgSq(),
-                                    o.getLr(),      o.getStep()};
-        if (o.getSkip() || o.getWorking())
-          operands.push_back(o.getSkip());
-        if (o.getWorking())
-          operands.push_back(o.getWorking());
-        return operands;
-      })
-      .Default([](Operation *o) {
-        return SmallVector<Value>(o->getOperands().begin(),
-                                  o->getOperands().end());
-      });
-}
-
-/// A library op's results in ODS order, null for an absent optional one.
-SmallVector<Value> callResults(Operation *op) {
-  if (auto sgd = llvm::dyn_cast<SgdUpdateOp>(op)) {
-    SmallVector<Value> results{sgd.getNewParam(), sgd.getNewMomentumBuffer()};
-    if (sgd.getNewWorking())
-      results.push_back(sgd.getNewWorking());
-    return results;
-  }
-  return SmallVector<Value>(op->getResults().begin(), op->getResults().end());
-}
-
-/// The op's own (inherent) attributes as a compact JSON object; the
-/// discardable ones (the memory plan's exec.*) are not the op's meaning.
-bool callAttrsJson(Operation *op, std::string &out, std::string &error) {
-  llvm::raw_string_ostream os(out);
-  llvm::json::OStream json(os);
-  LogicalResult result = success();
-  json.object([&] {
-    for (StringAttr name : op->getName().getAttributeNames()) {
-      if (name.getValue() == "operandSegmentSizes" ||
-          name.getValue() == "resultSegmentSizes")
-        continue;
-      std::optional<Attribute> value = op->getInherentAttr(name.getValue());
-      if (!value || !*value || failed(result))
-        continue;
-      json.attributeBegin(name.getValue());
-      result = writeAttributeJson(json, *value, error);
-      json.attributeEnd();
+/// A library call's attributes, by its op's schema (library_ops.inc, which
+/// tcc-tblgen wrote from the same op definitions): the op's inherent
+/// attribute where it has one, else the ODS default.
+bool callAttrs(Operation *op, rt::Step &step, std::string &error) {
+  step.attrs = rt::defaultAttrs(step.op);
+  for (const rt::AttrSpec &spec : rt::opSchema(step.op).attrs) {
+    std::optional<Attribute> value = op->getInherentAttr(spec.name);
+    if (!value || !*value)
+      continue;
+    bool ok = false;
+    switch (spec.kind) {
+    case rt::AttrKind::Bool:
+      if (auto b = dyn_cast<BoolAttr>(*value)) {
+        spec.asBool(step.attrs) = b.getValue();
+        ok = true;
+      }
+      break;
+    case rt::AttrKind::Int:
+      if (auto i = dyn_cast<IntegerAttr>(*value)) {
+        spec.asInt(step.attrs) = i.getValue().getSExtValue();
+        ok = true;
+      }
+      break;
+    case rt::AttrKind::Float:
+      if (auto f = dyn_cast<FloatAttr>(*value)) {
+        spec.asFloat(step.attrs) = f.getValueAsDouble();
+        ok = std::isfinite(spec.asFloat(step.attrs));
+      }
+      break;
     }
-  });
-  if (failed(result)) {
-    error = "op " + opText(op) + ": " + error;
-    return false;
+    if (!ok) {
+      error = "op " + opText(op) + ": attribute '" + spec.name +
+              "' is not a finite value of its kind";
+      return false;
+    }
   }
   return true;
 }
 
 class FunctionBuilder {
 public:
-  FunctionBuilder(Plan &plan, const llvm::StringMap<int64_t> &paramIndex,
+  FunctionBuilder(PlanData &data, const llvm::StringMap<int64_t> &paramIndex,
                   llvm::StringMap<int64_t> &stateIndex,
                   DenseMap<std::pair<Attribute, Type>, std::string> &constants,
                   std::string &error)
-      : plan(plan), paramIndex(paramIndex), stateIndex(stateIndex),
+      : data(data), plan(data.plan), paramIndex(paramIndex),
+        stateIndex(stateIndex),
         constantNames(constants), error(error) {}
 
   /// `isTrain`: @train_step (which introduces the optimizer state);
   /// `inference`: @forward of an inference plan (results are outputs).
-  bool build(func::FuncOp func, bool isTrain, bool inference, FunctionPlan &fp);
+  bool build(func::FuncOp func, bool isTrain, bool inference,
+             rt::Function &fp);
 
 private:
-  bool describe(Value v, ValueDesc &desc, const std::string &what);
-  int64_t add(Value v, ValueDesc desc) {
+  bool describe(Value v, rt::Value &desc, const std::string &what);
+  int64_t add(Value v, rt::Value desc) {
     ids[v] = values->size();
     values->push_back(std::move(desc));
     return ids[v];
   }
   bool idOf(Value v, Operation *user, int64_t &id);
   bool bindArgument(func::FuncOp func, BlockArgument arg, bool isTrain,
-                    FunctionPlan &fp);
-  bool readInit(func::FuncOp func, unsigned i, TensorDesc &state);
-  bool bindResults(Operation *op, FunctionPlan &fp);
+                    rt::Function &fp);
+  bool readInit(func::FuncOp func, unsigned i, rt::TensorDesc &state);
+  bool bindResults(Operation *op);
   bool constant(ConstantOp op);
-  bool step(Operation *op, FunctionPlan &fp);
-  bool results(func::FuncOp func, func::ReturnOp ret, FunctionPlan &fp);
+  bool step(Operation *op, rt::Function &fp);
+  bool results(func::FuncOp func, func::ReturnOp ret, rt::Function &fp);
 
-  Plan &plan;
+  PlanData &data;
+  rt::Plan &plan;
   const llvm::StringMap<int64_t> &paramIndex;
   llvm::StringMap<int64_t> &stateIndex;
   DenseMap<std::pair<Attribute, Type>, std::string> &constantNames;
@@ -159,11 +111,11 @@ private:
 
   std::string fn;
   bool inference = false;
-  std::vector<ValueDesc> *values = nullptr;
+  std::vector<rt::Value> *values = nullptr;
   DenseMap<Value, int64_t> ids;
 };
 
-bool FunctionBuilder::describe(Value v, ValueDesc &desc,
+bool FunctionBuilder::describe(Value v, rt::Value &desc,
                                const std::string &what) {
   auto tensor = llvm::dyn_cast<RankedTensorType>(v.getType());
   std::optional<data::DType> dtype =
@@ -177,8 +129,14 @@ bool FunctionBuilder::describe(Value v, ValueDesc &desc,
             ", which the runtime does not support";
     return false;
   }
-  desc.dtype = *dtype;
-  desc.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+  // Only the type: a reshape alias keeps its operand's storage.
+  rt::Value typed = rt::Value::make(
+      *dtype, std::vector<int64_t>(tensor.getShape().begin(),
+                                   tensor.getShape().end()));
+  desc.dtype = typed.dtype;
+  desc.shape = std::move(typed.shape);
+  desc.elements = typed.elements;
+  desc.bytes = typed.bytes;
   return true;
 }
 
@@ -200,7 +158,7 @@ bool FunctionBuilder::idOf(Value v, Operation *user, int64_t &id) {
 /// The optional initial value of optimizer state argument `i`
 /// (`tcc.init = <float>`, e.g. a loss scale of 65536) into `state.init`.
 bool FunctionBuilder::readInit(func::FuncOp func, unsigned i,
-                               TensorDesc &state) {
+                               rt::TensorDesc &state) {
   Attribute attr = func.getArgAttr(i, kInitAttr);
   if (!attr)
     return true;
@@ -218,7 +176,7 @@ bool FunctionBuilder::readInit(func::FuncOp func, unsigned i,
   if (!why.empty()) {
     error = "@" + fn + ": optimizer state '" + state.name + "' (" +
             data::dtypeName(state.dtype) + "): " + kInitAttr.str() + " = " +
-            formatDouble(v) + " " + why;
+            rt::formatNumber(v) + " " + why;
     return false;
   }
   state.init = v;
@@ -226,9 +184,9 @@ bool FunctionBuilder::readInit(func::FuncOp func, unsigned i,
 }
 
 bool FunctionBuilder::bindArgument(func::FuncOp func, BlockArgument arg,
-                                   bool isTrain, FunctionPlan &fp) {
+                                   bool isTrain, rt::Function &fp) {
   unsigned i = arg.getArgNumber();
-  ValueDesc desc;
+  rt::Value desc;
   std::string what = "argument #" + std::to_string(i);
   if (!describe(arg, desc, what))
     return false;
@@ -249,7 +207,8 @@ bool FunctionBuilder::bindArgument(func::FuncOp func, BlockArgument arg,
         return false;
       }
       it = stateIndex.insert({name.getValue(), plan.optState.size()}).first;
-      plan.optState.push_back({name.str(), desc.dtype, desc.shape});
+      plan.optState.push_back(
+          rt::TensorDesc::make(name.str(), desc.dtype, desc.shape));
       if (!readInit(func, i, plan.optState.back()))
         return false;
     }
@@ -262,7 +221,7 @@ bool FunctionBuilder::bindArgument(func::FuncOp func, BlockArgument arg,
               name.str() + "'";
       return false;
     }
-    TensorDesc &param = plan.params[it->second];
+    rt::TensorDesc &param = plan.params[it->second];
     if (param.dtype != data::DType::F32 || desc.shape != param.shape ||
         (desc.dtype != data::DType::BF16 && desc.dtype != data::DType::F16) ||
         (param.working && *param.working != desc.dtype)) {
@@ -282,7 +241,7 @@ bool FunctionBuilder::bindArgument(func::FuncOp func, BlockArgument arg,
   } else if (auto name = func.getArgAttrOfType<StringAttr>(i, kNameAttr)) {
     desc.storage = Storage::Input;
     desc.index = fp.inputs.size();
-    fp.inputs.push_back({name.str(), desc.dtype, desc.shape});
+    fp.inputs.push_back(rt::TensorDesc::make(name.str(), desc.dtype, desc.shape));
   } else {
     error = "@" + fn + ": " + what + " has no tcc.* attribute to bind by";
     return false;
@@ -292,7 +251,7 @@ bool FunctionBuilder::bindArgument(func::FuncOp func, BlockArgument arg,
 }
 
 /// The storage of `op`'s results from tcc-plan-memory's annotations.
-bool FunctionBuilder::bindResults(Operation *op, FunctionPlan &fp) {
+bool FunctionBuilder::bindResults(Operation *op) {
   unsigned n = op->getNumResults();
   auto offset = op->getAttrOfType<IntegerAttr>(kOffsetAttr);
   auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr);
@@ -302,7 +261,7 @@ bool FunctionBuilder::bindResults(Operation *op, FunctionPlan &fp) {
   auto inplaces = op->getAttrOfType<DenseI64ArrayAttr>(kInplaceOfAttr);
   for (unsigned r = 0; r < n; ++r) {
     Value result = op->getResult(r);
-    ValueDesc desc;
+    rt::Value desc;
     if (!describe(result, desc, "result #" + std::to_string(r) + " of op " +
                                     opText(op)))
       return false;
@@ -327,7 +286,7 @@ bool FunctionBuilder::bindResults(Operation *op, FunctionPlan &fp) {
     } else if (where == "inplace" && inplaceOf >= 0 &&
                inplaceOf < static_cast<int64_t>(values->size())) {
       // Arguments come first, so argument k is value k.
-      const ValueDesc &arg = (*values)[inplaceOf];
+      const rt::Value &arg = (*values)[inplaceOf];
       desc.storage = arg.storage;
       desc.index = arg.index;
       desc.offset = arg.offset;
@@ -342,51 +301,56 @@ bool FunctionBuilder::bindResults(Operation *op, FunctionPlan &fp) {
 }
 
 bool FunctionBuilder::constant(ConstantOp op) {
-  ValueDesc desc;
+  rt::Value desc;
   if (!describe(op.getResult(), desc, "constant " + opText(op)))
     return false;
   desc.storage = Storage::Constant;
   auto key = std::make_pair(Attribute(op.getValue()), op.getType());
   auto it = constantNames.find(key);
   if (it == constantNames.end()) {
-    std::string name = "const_" + std::to_string(plan.constants.size());
+    std::string name = "const_" + std::to_string(data.constants.size());
     data::Array array;
     if (!elementsToArray(op.getValue(), op.getType(), name, array, error)) {
       error = "@" + fn + ": constant " + opText(op) + ": " + error;
       return false;
     }
-    plan.constants.push_back(std::move(array));
+    data.constants.push_back(std::move(array));
     it = constantNames.insert({key, name}).first;
   }
-  desc.constant = it->second;
+  desc.name = it->second;
   add(op.getResult(), std::move(desc));
   return true;
 }
 
-bool FunctionBuilder::step(Operation *op, FunctionPlan &fp) {
-  StepDesc s;
+bool FunctionBuilder::step(Operation *op, rt::Function &fp) {
+  rt::Step s;
+  SmallVector<Value> ins, outs;
   if (auto fusion = llvm::dyn_cast<exec::FusionOp>(op)) {
-    s.kernel = true;
+    s.kind = rt::Step::Kernel;
     s.symbol = codegen::kernelSymbol(fusion);
     s.elements = fusion.getResult().getType().getNumElements();
-    for (Value in : fusion.getInputs())
-      if (!idOf(in, op, s.inputs.emplace_back()))
-        return false;
+    ins.assign(fusion.getInputs().begin(), fusion.getInputs().end());
+    outs.push_back(fusion.getResult());
   } else {
-    s.kernel = false;
-    s.op = op->getName().getStringRef().drop_front(strlen("tcc.")).str();
-    if (!callAttrsJson(op, s.attrsJson, error))
+    auto call = llvm::cast<LibraryCallOpInterface>(op);
+    s.kind = rt::Step::Call;
+    std::string name =
+        op->getName().getStringRef().drop_front(strlen("tcc.")).str();
+    if (!rt::parseOp(name, s.op)) {
+      error = "op " + opText(op) + " is not in the runtime's op table "
+              "(runtime/plan/library_ops.inc is stale)";
       return false;
-    for (Value in : callOperands(op))
-      if (!idOf(in, op, s.inputs.emplace_back()))
-        return false;
+    }
+    if (!callAttrs(op, s, error))
+      return false;
+    ins = call.getCallOperands();
+    outs = call.getCallResults();
   }
-  if (!bindResults(op, fp))
+  for (Value in : ins)
+    if (!idOf(in, op, s.inputs.emplace_back()))
+      return false;
+  if (!bindResults(op))
     return false;
-  SmallVector<Value> outs =
-      s.kernel ? SmallVector<Value>(op->getResults().begin(),
-                                    op->getResults().end())
-               : callResults(op);
   for (Value out : outs)
     if (!idOf(out, op, s.outputs.emplace_back()))
       return false;
@@ -395,9 +359,9 @@ bool FunctionBuilder::step(Operation *op, FunctionPlan &fp) {
 }
 
 bool FunctionBuilder::results(func::FuncOp func, func::ReturnOp ret,
-                              FunctionPlan &fp) {
+                              rt::Function &fp) {
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-    ResultDesc r;
+    rt::Result r;
     if (!idOf(v, ret, r.value))
       return false;
     if (inference) {
@@ -408,12 +372,12 @@ bool FunctionBuilder::results(func::FuncOp func, func::ReturnOp ret,
                 " has no tcc.name to read it by";
         return false;
       }
-      for (const ResultDesc &other : fp.results)
+      for (const rt::Result &other : fp.results)
         if (other.name == name.getValue()) {
           error = "@" + fn + ": two results are named '" + name.str() + "'";
           return false;
         }
-      r.role = "output";
+      r.role = rt::Role::Output;
       r.name = name.str();
       fp.results.push_back(r);
       continue;
@@ -424,7 +388,7 @@ bool FunctionBuilder::results(func::FuncOp func, func::ReturnOp ret,
         error = "@" + fn + " returns an unknown parameter '" + name.str() + "'";
         return false;
       }
-      r.role = "param";
+      r.role = rt::Role::Param;
       r.index = it->second;
     } else if (auto name =
                    func.getResultAttrOfType<StringAttr>(i, kOptStateAttr)) {
@@ -434,7 +398,7 @@ bool FunctionBuilder::results(func::FuncOp func, func::ReturnOp ret,
                 name.str() + "'";
         return false;
       }
-      r.role = "opt_state";
+      r.role = rt::Role::OptState;
       r.index = it->second;
     } else if (auto name =
                    func.getResultAttrOfType<StringAttr>(i, kWorkingAttr)) {
@@ -444,11 +408,11 @@ bool FunctionBuilder::results(func::FuncOp func, func::ReturnOp ret,
                 name.str() + "' that it does not take";
         return false;
       }
-      r.role = "working";
+      r.role = rt::Role::Working;
       r.index = it->second;
     } else if (auto name = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
                name && name.getValue() == "loss") {
-      r.role = "loss";
+      r.role = rt::Role::Loss;
     } else {
       error = "@" + fn + ": result #" + std::to_string(i) +
               " has no tcc.* attribute to bind by";
@@ -460,7 +424,7 @@ bool FunctionBuilder::results(func::FuncOp func, func::ReturnOp ret,
 }
 
 bool FunctionBuilder::build(func::FuncOp func, bool isTrain, bool inference,
-                            FunctionPlan &fp) {
+                            rt::Function &fp) {
   fn = func.getSymName().str();
   this->inference = inference;
   fp.name = fn;
@@ -486,7 +450,7 @@ bool FunctionBuilder::build(func::FuncOp func, bool isTrain, bool inference,
       int64_t src;
       if (!idOf(reshape.getInput(), &op, src))
         return false;
-      ValueDesc desc = (*values)[src];
+      rt::Value desc = (*values)[src];
       if (!describe(reshape.getResult(), desc, "reshape " + opText(&op)))
         return false;
       add(reshape.getResult(), std::move(desc));
@@ -494,7 +458,7 @@ bool FunctionBuilder::build(func::FuncOp func, bool isTrain, bool inference,
       if (!constant(c))
         return false;
     } else if (auto get = llvm::dyn_cast<GetParamOp>(op)) {
-      ValueDesc desc;
+      rt::Value desc;
       if (!describe(get.getResult(), desc, "op " + opText(&op)))
         return false;
       auto it = paramIndex.find(get.getName());
@@ -520,25 +484,25 @@ bool FunctionBuilder::build(func::FuncOp func, bool isTrain, bool inference,
 
 } // namespace
 
-bool buildPlan(ModuleOp lowered, ArtifactKind kind, Plan &plan,
+bool buildPlan(ModuleOp lowered, rt::Kind kind, PlanData &data,
                std::string &error) {
-  plan.kind = kind;
+  rt::Plan &plan = data.plan;
   llvm::StringMap<int64_t> paramIndex, stateIndex;
   for (ParamOp p : lowered.getOps<ParamOp>()) {
     std::string name = p.getSymName().str();
-    data::Array &weight = plan.weights.emplace_back();
+    data::Array &weight = data.weights.emplace_back();
     if (!elementsToArray(p.getInitialValue(), p.getType(), name, weight,
                          error)) {
       error = "parameter " + error;
       return false;
     }
     paramIndex[name] = plan.params.size();
-    plan.params.push_back({name, weight.dtype, weight.shape});
+    plan.params.push_back(rt::TensorDesc::make(name, weight.dtype, weight.shape));
   }
 
   DenseMap<std::pair<Attribute, Type>, std::string> constants;
-  FunctionBuilder builder(plan, paramIndex, stateIndex, constants, error);
-  if (kind == ArtifactKind::Inference) {
+  FunctionBuilder builder(data, paramIndex, stateIndex, constants, error);
+  if (kind == rt::Kind::Inference) {
     auto forward = lowered.lookupSymbol<func::FuncOp>("forward");
     if (!forward || forward.isExternal()) {
       error = "the module has no @forward";
@@ -567,9 +531,9 @@ bool buildPlan(ModuleOp lowered, ArtifactKind kind, Plan &plan,
                        plan.functions.emplace_back()))
       return false;
     // The runtime binds inputs by name, once for both functions.
-    for (const TensorDesc &in : plan.functions.back().inputs) {
-      const std::vector<TensorDesc> &trainInputs = plan.functions[0].inputs;
-      auto it = llvm::find_if(trainInputs, [&](const TensorDesc &t) {
+    for (const rt::TensorDesc &in : plan.functions.back().inputs) {
+      const std::vector<rt::TensorDesc> &trainInputs = plan.functions[0].inputs;
+      auto it = llvm::find_if(trainInputs, [&](const rt::TensorDesc &t) {
         return t.name == in.name;
       });
       if (it == trainInputs.end() || it->dtype != in.dtype ||

@@ -15,13 +15,6 @@ using tcc::data::DType;
 
 namespace tcc::artifact {
 
-int64_t TensorDesc::bytes() const {
-  int64_t n = data::dtypeSize(dtype);
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
 std::optional<DType> toDType(Type element) {
   if (element.isF32())
     return DType::F32;

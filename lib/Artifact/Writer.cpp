@@ -9,6 +9,7 @@
 
 #include "checkpoint/fingerprint.h"
 #include "data/safetensors.h"
+#include "plan/plan_json.h"
 #include "exec/ExecOps.h"
 #include "tcc/Codegen/KernelEmitter.h"
 
@@ -150,37 +151,75 @@ void moveIntoPlace(const fs::path &tmp, const fs::path &final) {
   fs::remove_all(old, ec);
 }
 
-std::string fingerprintOf(const Plan &plan, const TrainConfig &config) {
+std::string fingerprintOf(const rt::Plan &plan, const TrainConfig &config) {
   std::vector<checkpoint::TensorSignature> params, batch;
-  for (const TensorDesc &p : plan.params)
+  for (const rt::TensorDesc &p : plan.params)
     params.push_back({p.name, p.dtype, p.shape});
-  for (const TensorDesc &in : plan.functions.front().inputs)
+  for (const rt::TensorDesc &in : plan.functions.front().inputs)
     batch.push_back({in.name, in.dtype, in.shape});
   return checkpoint::modelFingerprint(params, batch,
                                       describeTrainConfig(config));
 }
 
-void summarize(ModuleOp lowered, const Plan &plan, ArtifactSummary &s) {
+void summarize(ModuleOp lowered, const PlanData &data, ArtifactSummary &s) {
   s.kernels = 0;
   lowered.walk([&](exec::FusionOp) { ++s.kernels; });
-  for (const FunctionPlan &fp : plan.functions) {
+  for (const rt::Function &fp : data.plan.functions) {
     FunctionSummary &f = s.functions.emplace_back();
     f.name = fp.name;
     f.arenaBytes = fp.arenaBytes;
-    for (const StepDesc &step : fp.steps)
-      ++(step.kernel ? f.kernels : f.calls);
+    for (const rt::Step &step : fp.steps)
+      ++(step.kind == rt::Step::Kernel ? f.kernels : f.calls);
     s.arenaBytes = std::max(s.arenaBytes, fp.arenaBytes);
   }
-  for (const TensorDesc &p : plan.params) {
-    s.paramBytes += p.bytes();
+  for (const rt::TensorDesc &p : data.plan.params) {
+    s.paramBytes += p.bytes;
     if (p.working)
-      s.workingBytes += p.bytes() / data::dtypeSize(p.dtype) *
-                        data::dtypeSize(*p.working);
+      s.workingBytes += p.elements * int64_t(data::dtypeSize(*p.working));
   }
-  for (const TensorDesc &t : plan.optState)
-    s.optStateBytes += t.bytes();
-  for (const data::Array &c : plan.constants)
+  for (const rt::TensorDesc &t : data.plan.optState)
+    s.optStateBytes += t.bytes;
+  for (const data::Array &c : data.constants)
     s.constantBytes += c.bytes.size();
+}
+
+/// The manifest: the artifact's kind, its files and, for training, the
+/// configuration the runtime prints, logs and stores in checkpoints.
+rt::Manifest manifestOf(const ArtifactOptions &options,
+                        const TrainConfig *config,
+                        const std::string &fingerprint, bool constants,
+                        bool cuda) {
+  rt::Manifest m;
+  m.kind = config ? rt::Kind::Training : rt::Kind::Inference;
+  m.producer = "tcc " TCC_VERSION;
+  m.source = fs::path(options.source).filename().string();
+  if (config) {
+    m.fingerprint = fingerprint;
+    m.trainConfig = describeTrainConfig(*config);
+    const ScheduleSpec &spec = config->schedule;
+    rt::Schedule &sched = m.schedule;
+    sched.kind = spec.kind == ScheduleSpec::Cosine   ? rt::Schedule::Cosine
+                 : spec.kind == ScheduleSpec::Linear ? rt::Schedule::Linear
+                                                     : rt::Schedule::Constant;
+    sched.lr = config->optimizer.lr;
+    if (sched.kind != rt::Schedule::Constant) {
+      sched.warmup = spec.warmup;
+      sched.total = spec.total;
+    }
+    if (sched.kind == rt::Schedule::Cosine)
+      sched.minLr = spec.minLr;
+    m.accum = config->accum;
+  }
+  m.files = {{"plan", "plan.json"},
+             {"weights", "weights.safetensors"},
+             {"kernel_source", "kernels/kernels.cc"},
+             {"kernel_prelude", "kernels/tcc_kernel.h"},
+             {"host_kernels", "kernels/host.so"}};
+  if (constants)
+    m.files["constants"] = "constants.safetensors";
+  if (cuda)
+    m.files["cuda_kernels"] = "kernels/kernels.fatbin";
+  return m;
 }
 
 /// `from` as `to`: a hard link where the filesystem allows, else a copy.
@@ -197,7 +236,7 @@ void linkOrCopy(const fs::path &from, const fs::path &to) {
 /// Writes every file into `dir` (which exists and is empty); kernels/host.so
 /// is `prebuiltHost` when given, else compiled from `kernelSource`. With
 /// `sync` every file and directory is fsynced.
-void writeFiles(const fs::path &dir, const Plan &plan,
+void writeFiles(const fs::path &dir, const PlanData &data,
                 const std::string &kernelSource, const std::string &manifest,
                 bool cuda, const std::string &prebuiltHost, bool sync) {
   auto fsyncIf = [&](const fs::path &path, bool isDir) {
@@ -227,10 +266,10 @@ void writeFiles(const fs::path &dir, const Plan &plan,
     }
   } join{nvcc};
 
-  writeSynced(dir / "plan.json", planJson(plan), sync);
-  writeTensors(dir / "weights.safetensors", plan.weights);
-  if (!plan.constants.empty())
-    writeTensors(dir / "constants.safetensors", plan.constants);
+  writeSynced(dir / "plan.json", rt::writePlanJson(data.plan), sync);
+  writeTensors(dir / "weights.safetensors", data.weights);
+  if (!data.constants.empty())
+    writeTensors(dir / "constants.safetensors", data.constants);
   writeSynced(kernels / "kernels.cc", kernelSource, sync);
   // The prelude kernels.cc includes, so the source rebuilds from the
   // artifact alone: `nvcc -I OUT.tcc -x cu OUT.tcc/kernels/kernels.cc`.
@@ -294,12 +333,12 @@ bool checkArtifactPath(llvm::StringRef path, std::string &error) {
 
 /// Lowers a copy of `module` into `lowered` (kernels renamed with
 /// options.kernelPrefix), reads its plan and generates its kernel source.
-static LogicalResult prepare(ModuleOp module, ArtifactKind kind,
+static LogicalResult prepare(ModuleOp module, rt::Kind kind,
                              const ArtifactOptions &options,
-                             OwningOpRef<ModuleOp> &lowered, Plan &plan,
+                             OwningOpRef<ModuleOp> &lowered, PlanData &plan,
                              std::string &kernelSource, std::string &error) {
   lowered = module.clone();
-  if (failed(kind == ArtifactKind::Training
+  if (failed(kind == rt::Kind::Training
                  ? lowerTrainModule(*lowered, error)
                  : lowerInferenceModule(*lowered, error)) ||
       failed(checkExecutable(*lowered, error)))
@@ -327,30 +366,24 @@ static LogicalResult prepare(ModuleOp module, ArtifactKind kind,
 }
 
 /// Both kinds: `config` is null for an inference artifact.
-static LogicalResult writeOfKind(ModuleOp module, ArtifactKind kind,
+static LogicalResult writeOfKind(ModuleOp module, rt::Kind kind,
                                  const TrainConfig *config,
                                  const ArtifactOptions &options, StringRef path,
                                  ArtifactSummary *summary, std::string &error) {
   if (!checkArtifactPath(path, error))
     return failure();
   OwningOpRef<ModuleOp> lowered;
-  Plan plan;
+  PlanData plan;
   std::string kernelSource;
   if (failed(
           prepare(module, kind, options, lowered, plan, kernelSource, error)))
     return failure();
 
   bool cuda = options.cudaKernels && codegen::cudaCompilerAvailable();
-  ManifestFiles files;
-  files.constants = !plan.constants.empty();
-  files.cudaKernels = cuda;
-  std::string fingerprint, manifest;
-  if (config) {
-    fingerprint = fingerprintOf(plan, *config);
-    manifest = manifestJson(options.source, fingerprint, *config, files);
-  } else {
-    manifest = inferenceManifestJson(options.source, files);
-  }
+  std::string fingerprint =
+      config ? fingerprintOf(plan.plan, *config) : std::string();
+  std::string manifest = rt::writeManifestJson(manifestOf(
+      options, config, fingerprint, !plan.constants.empty(), cuda));
 
   fs::path final = normalized(path);
   TempDir tmp;
@@ -391,15 +424,15 @@ static LogicalResult writeOfKind(ModuleOp module, ArtifactKind kind,
 LogicalResult writeArtifact(ModuleOp module, const TrainConfig &config,
                             const ArtifactOptions &options, StringRef path,
                             ArtifactSummary *summary, std::string &error) {
-  return writeOfKind(module, ArtifactKind::Training, &config, options, path,
+  return writeOfKind(module, rt::Kind::Training, &config, options, path,
                      summary, error);
 }
 
-FailureOr<std::string> kernelSource(ModuleOp module, ArtifactKind kind,
+FailureOr<std::string> kernelSource(ModuleOp module, rt::Kind kind,
                                     const ArtifactOptions &options,
                                     std::string &error) {
   OwningOpRef<ModuleOp> lowered;
-  Plan plan;
+  PlanData plan;
   std::string source;
   if (failed(prepare(module, kind, options, lowered, plan, source, error)))
     return failure();
@@ -415,12 +448,12 @@ LogicalResult writeInferenceArtifact(ModuleOp module,
                                      const ArtifactOptions &options,
                                      StringRef path, ArtifactSummary *summary,
                                      std::string &error) {
-  return writeOfKind(module, ArtifactKind::Inference, nullptr, options, path,
+  return writeOfKind(module, rt::Kind::Inference, nullptr, options, path,
                      summary, error);
 }
 
 std::string formatSummary(const ArtifactSummary &s) {
-  bool inference = s.kind == ArtifactKind::Inference;
+  bool inference = s.kind == rt::Kind::Inference;
   std::string text = "wrote " + s.path + (inference ? " (inference)" : "") +
                      ": " + std::to_string(s.kernels) + " kernels (" +
                      (s.cudaKernels ? "host + CUDA" : "host") + ")";

@@ -25,8 +25,9 @@ using namespace mlir;
 using namespace tcc;
 
 bool tcc::launchesKernel(Operation *op) {
-  return !op->hasTrait<OpTrait::IsTerminator>() &&
-         !llvm::isa<ConstantOp, GetParamOp, ReshapeOp>(op);
+  return !op->hasTrait<mlir::OpTrait::IsTerminator>() &&
+         !op->hasTrait<tcc::OpClass::View>() &&
+         !llvm::isa<ConstantOp, GetParamOp>(op);
 }
 
 unsigned tcc::countKernelLaunches(Block &block) {

@@ -100,11 +100,11 @@ FailureOr<BufferLiveness> tcc::computeBufferLiveness(func::FuncOp func) {
               std::max(live.buffers[it->second].end, index);
       }
     });
-    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    if (op.hasTrait<tcc::OpClass::View>()) {
       // Same bytes under another shape: the alias extends its root's life.
-      auto it = live.bufferOf.find(reshape.getInput());
+      auto it = live.bufferOf.find(op.getOperand(0));
       if (it != live.bufferOf.end()) {
-        live.bufferOf[reshape.getResult()] = it->second;
+        live.bufferOf[op.getResult(0)] = it->second;
         ++index;
         continue;
       }
@@ -124,32 +124,18 @@ FailureOr<BufferLiveness> tcc::computeBufferLiveness(func::FuncOp func) {
 
 namespace {
 
-/// The operand whose storage an optimizer-update result may overwrite.
-Value updatedOperand(Operation *op, unsigned resultNumber) {
-  Value result = op->getResult(resultNumber);
-  if (auto sgd = dyn_cast<SgdUpdateOp>(op)) {
-    if (result == sgd.getNewParam())
-      return sgd.getParam();
-    return result == sgd.getNewMomentumBuffer() ? sgd.getMomentumBuffer()
-                                                : sgd.getWorking();
-  }
-  if (auto adamw = dyn_cast<AdamwUpdateOp>(op)) {
-    Value operands[] = {adamw.getParam(), adamw.getExpAvg(),
-                        adamw.getExpAvgSq(), adamw.getWorking()};
-    return operands[resultNumber];
-  }
-  return {};
-}
-
-/// Moves optimizer-update results into the storage of the argument they
-/// replace when that argument dies at the update.
+/// Moves the results of in-place ops (InPlaceOpInterface: optimizer
+/// updates) into the storage of the argument they replace when that
+/// argument dies at the op.
 unsigned assignInPlace(BufferLiveness &live) {
   llvm::DenseSet<unsigned> claimed;
   unsigned count = 0;
   for (Buffer &buffer : live.buffers) {
     if (buffer.region != BufferRegion::Arena)
       continue;
-    Value operand = updatedOperand(buffer.def, buffer.resultNumber);
+    auto inPlace = dyn_cast_or_null<InPlaceOpInterface>(buffer.def);
+    Value operand =
+        inPlace ? inPlace.getInPlaceOperand(buffer.resultNumber) : Value();
     if (!operand)
       continue;
     auto it = live.bufferOf.find(operand);

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 /** The artifact format version this runtime reads (manifest "version"). */
-#define TCC_ARTIFACT_VERSION 1
+#define TCC_ARTIFACT_VERSION 2
 
 typedef enum tcc_status {
   TCC_OK = 0,

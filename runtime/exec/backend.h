@@ -19,7 +19,7 @@
 #define TCC_RUNTIME_EXEC_BACKEND_H
 
 #include "exec/artifact.h"
-#include "exec/liveness.h"
+#include "plan/liveness.h"
 
 #include <cstddef>
 #include <cstdint>

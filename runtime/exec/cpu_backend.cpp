@@ -1,7 +1,7 @@
 //===- cpu_backend.cpp - running plan steps on the host -------------------===//
 
 #include "exec/cpu_backend.h"
-#include "exec/ops.h"
+#include "plan/calls.h"
 
 #include "data/half.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -487,7 +487,7 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
     const Value &l = in(0), &r = in(1), &o = out(0);
     size_t lr = l.shape.size(), orank = o.shape.size();
     int64_t m = o.shape[orank - 2], n = o.shape[orank - 1];
-    int64_t k = l.shape[a.transposeA ? lr - 2 : lr - 1];
+    int64_t k = l.shape[a.transposeLhs ? lr - 2 : lr - 1];
     std::vector<int64_t> ob(o.shape.begin(), o.shape.end() - 2);
     std::vector<int64_t> lmap =
         batchMap({l.shape.begin(), l.shape.end() - 2}, ob);
@@ -497,16 +497,16 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
     int64_t ls = uniformStride(lmap), rs = uniformStride(rmap);
     const float *pa = fin(0), *pb = fin(1);
     float *pc = fout(0);
-    if (ls == 1 && rs == 0 && !a.transposeA) {
+    if (ls == 1 && rs == 0 && !a.transposeLhs) {
       // [..., m, k] @ [k, n]: one GEMM over all rows.
-      cpu::gemm(false, a.transposeB, 1, batches * m, n, k, 1.0f, pa, 0, pb, 0,
+      cpu::gemm(false, a.transposeRhs, 1, batches * m, n, k, 1.0f, pa, 0, pb, 0,
                 0.0f, pc, 0);
     } else if (ls >= 0 && rs >= 0) {
-      cpu::gemm(a.transposeA, a.transposeB, batches, m, n, k, 1.0f, pa,
+      cpu::gemm(a.transposeLhs, a.transposeRhs, batches, m, n, k, 1.0f, pa,
                 ls * m * k, pb, rs * k * n, 0.0f, pc, m * n);
     } else {
       for (int64_t b = 0; b < batches; ++b)
-        cpu::gemm(a.transposeA, a.transposeB, 1, m, n, k, 1.0f,
+        cpu::gemm(a.transposeLhs, a.transposeRhs, 1, m, n, k, 1.0f,
                   pa + lmap[b] * m * k, 0, pb + rmap[b] * k * n, 0, 0.0f,
                   pc + b * m * n, 0);
     }

@@ -1,7 +1,7 @@
 //===- cuda_calls.cpp - the CUDA backend's library calls -------------------===//
 
 #include "exec/cuda_calls.h"
-#include "exec/ops.h"
+#include "plan/calls.h"
 
 #include "kernels/cuda/cuda_kernels.h"
 
@@ -481,7 +481,7 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
     const Value &l = in(0), &r = in(1);
     size_t lr = l.shape.size(), orank = o.shape.size();
     g.m = o.shape[orank - 2], g.n = o.shape[orank - 1];
-    g.k = l.shape[a.transposeA ? lr - 2 : lr - 1];
+    g.k = l.shape[a.transposeLhs ? lr - 2 : lr - 1];
     if (o.elements == 0) {
       g.empty = true;
       return plan;
@@ -497,11 +497,11 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
     g.rmap = batchMap({r.shape.begin(), r.shape.end() - 2}, ob);
     int64_t batches = int64_t(g.lmap.size());
     int64_t ls = uniformStride(g.lmap), rs = uniformStride(g.rmap);
-    desc.transA = a.transposeA;
-    desc.transB = a.transposeB;
+    desc.transA = a.transposeLhs;
+    desc.transB = a.transposeRhs;
     desc.n = g.n;
     desc.k = g.k;
-    if (ls == 1 && rs == 0 && !a.transposeA) {
+    if (ls == 1 && rs == 0 && !a.transposeLhs) {
       desc.m = batches * g.m; // [..., m, k] @ [k, n]: one GEMM over all rows
     } else if (ls >= 0 && rs >= 0) {
       desc.m = g.m;

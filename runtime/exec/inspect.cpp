@@ -4,7 +4,7 @@
 
 #include "exec/artifact.h"
 #include "exec/cpu_backend.h"
-#include "exec/ops.h"
+#include "plan/calls.h"
 #ifdef TCC_HAVE_CUDA_BACKEND
 #include "exec/cuda_calls.h"
 #endif

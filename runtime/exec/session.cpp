@@ -25,8 +25,8 @@
 #include "data/safetensors.h"
 #include "exec/artifact.h"
 #include "exec/backend.h"
-#include "exec/liveness.h"
-#include "exec/schedule.h"
+#include "plan/liveness.h"
+#include "plan/schedule.h"
 
 #include <nlohmann/json.hpp>
 
@@ -216,8 +216,9 @@ void open(tcc_session &s, const std::string &dir, const std::string &backend) {
   // or at its plan "init", e.g. a loss scale of 65536.
   for (const TensorDesc &t : art.optState) {
     s.optState.push_back(s.alloc(t.bytes, "optimizer state '" + t.name + "'"));
-    if ((t.init != 0 || std::signbit(t.init)) && t.bytes > 0)
-      s.backend->upload(s.optState.back().data(), filled(t, t.init).data(),
+    double init = t.init.value_or(0.0);
+    if ((init != 0 || std::signbit(init)) && t.bytes > 0)
+      s.backend->upload(s.optState.back().data(), filled(t, init).data(),
                         size_t(t.bytes));
   }
   // The session's inputs: train_step's (every function binds by name from
@@ -292,9 +293,9 @@ void open(tcc_session &s, const std::string &dir, const std::string &backend) {
     }
     FunctionBinding fb;
     for (const Result &r : fn.results) {
-      const std::vector<Mem> *slots = r.role == Result::Param    ? &s.params
-                                      : r.role == Result::OptState ? &s.optState
-                                      : r.role == Result::Working  ? &s.working
+      const std::vector<Mem> *slots = r.role == Role::Param    ? &s.params
+                                      : r.role == Role::OptState ? &s.optState
+                                      : r.role == Role::Working  ? &s.working
                                                                    : nullptr;
       if (!slots)
         continue;

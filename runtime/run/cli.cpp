@@ -3,7 +3,7 @@
 #include "run/session_engine.h"
 
 #include "exec/inspect.h"
-#include "exec/schedule.h"
+#include "plan/schedule.h"
 
 #include <cerrno>
 #include <cstdlib>

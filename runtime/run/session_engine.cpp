@@ -1,7 +1,7 @@
 #include "run/session_engine.h"
 
 #include "data/half.h"
-#include "exec/format.h"
+#include "plan/plan.h"
 
 #include <cmath>
 #include <cstdio>

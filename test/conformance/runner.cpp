@@ -29,7 +29,7 @@
 // (ArtifactOptions::prebuiltHostKernels). One compiler run instead of one
 // per test keeps the run to seconds.
 #include "api/tcc_runtime.h"
-#include "exec/format.h"
+#include "plan/plan.h"
 #include "tcc/Artifact/Artifact.h"
 #include "tcc/Import/OnnxImporter.h"
 #include "tcc/Import/OnnxTensor.h"
@@ -589,7 +589,7 @@ CompiledSummary runCompiled(std::vector<CompiledJob> &jobs, const fs::path &dir,
     options.kernelPrefix = job.prefix;
     std::string error;
     mlir::FailureOr<std::string> source = tcc::artifact::kernelSource(
-        *job.module, tcc::artifact::ArtifactKind::Inference, options, error);
+        *job.module, tcc::artifact::Kind::Inference, options, error);
     if (mlir::failed(source)) {
       std::string reasonClass;
       if (writerRefusal(error, reasonClass))
@@ -620,7 +620,7 @@ CompiledSummary runCompiled(std::vector<CompiledJob> &jobs, const fs::path &dir,
       options.kernelPrefix = jobs[i].prefix;
       std::string e;
       mlir::FailureOr<std::string> source = tcc::artifact::kernelSource(
-          *jobs[i].module, tcc::artifact::ArtifactKind::Inference, options, e);
+          *jobs[i].module, tcc::artifact::Kind::Inference, options, e);
       std::string so = (dir / (jobs[i].prefix + "kernels.so")).string();
       if (mlir::failed(source) ||
           !tcc::artifact::compileHostKernels(*source, so, e)) {

@@ -8,7 +8,7 @@
 #include "checkpoint/compat.h"
 #include "checkpoint/fingerprint.h"
 #include "data/half.h"
-#include "exec/schedule.h"
+#include "plan/schedule.h"
 #include "tcc/TccOps.h"
 #include "tcc/Transforms/TrainStep.h"
 

@@ -13,7 +13,7 @@
 
 #include "tcc/Transforms/TrainStep.h"
 
-#include "exec/format.h"
+#include "plan/plan.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -24,20 +24,17 @@
 #include <cstdint>
 #include <string>
 
-namespace llvm::json {
-class OStream;
-} // namespace llvm::json
-
 namespace tcc::artifact {
 
 /// The format version written into manifest.json and plan.json; the
 /// runtime's TCC_ARTIFACT_VERSION (runtime/api/tcc_runtime.h).
 using rt::kArtifactVersion;
 
-/// What an artifact runs (manifest "kind"): a training step (@train_step and
-/// @eval_step, with optimizer state and a training configuration) or one
-/// inference function (@forward: inputs in, named outputs out).
-enum class ArtifactKind { Training, Inference };
+/// What an artifact runs (manifest "kind", runtime/plan/plan.h): a training
+/// step (@train_step and @eval_step, with optimizer state and a training
+/// configuration) or one inference function (@forward: inputs in, named
+/// outputs out).
+using rt::Kind;
 
 struct ArtifactOptions {
   /// The model file as given on the command line; the manifest keeps its
@@ -72,7 +69,7 @@ struct FunctionSummary {
 
 /// What was written, for the one-line summary `tcc compile` prints.
 struct ArtifactSummary {
-  ArtifactKind kind = ArtifactKind::Training;
+  Kind kind = Kind::Training;
   std::string path;
   int64_t kernels = 0; ///< distinct generated kernels in kernels.cc
   llvm::SmallVector<FunctionSummary, 2> functions;
@@ -159,7 +156,7 @@ mlir::LogicalResult writeInferenceArtifact(mlir::ModuleOp module,
 /// artifacts with distinct kernelPrefix concatenate into one translation
 /// unit for compileHostKernels — one compiler run for many artifacts.
 mlir::FailureOr<std::string> kernelSource(mlir::ModuleOp module,
-                                          ArtifactKind kind,
+                                          Kind kind,
                                           const ArtifactOptions &options,
                                           std::string &error);
 
@@ -168,17 +165,6 @@ mlir::FailureOr<std::string> kernelSource(mlir::ModuleOp module,
 /// kernels/host.so. On failure `error` holds the compiler's diagnostics.
 bool compileHostKernels(const std::string &source, const std::string &soPath,
                         std::string &error);
-
-/// Writes one op attribute as the JSON of a plan "call" step: integers,
-/// floats (as doubles, shortest round-trip form), bools, strings, dense
-/// integer/bool arrays, arrays, and tcc enum attributes as their keyword
-/// ("tanh"). Fails with `error` on other kinds and non-finite floats.
-mlir::LogicalResult writeAttributeJson(llvm::json::OStream &os,
-                                       mlir::Attribute attr,
-                                       std::string &error);
-
-/// The shortest decimal text that reads back as exactly `value` (finite).
-std::string formatDouble(double value);
 
 } // namespace tcc::artifact
 

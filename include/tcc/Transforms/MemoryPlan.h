@@ -10,6 +10,8 @@
 #ifndef TCC_TRANSFORMS_MEMORYPLAN_H
 #define TCC_TRANSFORMS_MEMORYPLAN_H
 
+#include "plan/plan.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
@@ -18,9 +20,8 @@
 
 namespace tcc {
 
-/// Arena offsets and sizes are multiples of this (cache lines, and enough
-/// for 16-byte vector loads).
-constexpr int64_t kArenaAlignment = 64;
+/// Arena offsets and sizes are multiples of the artifact format's alignment.
+using rt::kArenaAlignment;
 
 // Attribute names of the plan.
 constexpr llvm::StringLiteral kArenaBytesAttr = "exec.arena_bytes";

@@ -26,7 +26,7 @@ namespace {
 TestArtifact inferenceModel() {
   TestArtifact a;
   a.manifest = {{"format", "tcc-artifact"},
-                {"version", 1},
+                {"version", TCC_ARTIFACT_VERSION},
                 {"kind", "inference"},
                 {"producer", "runtime test"},
                 {"source", "hand-written"},
@@ -315,11 +315,10 @@ TEST_F(InferenceLoadError, Kind) {
   art.manifest["kind"] = "serving";
   expect(TCC_ERROR_FORMAT, {"manifest.json: kind", "unknown kind 'serving'",
                             "expected training or inference"});
-  // Without a kind an artifact is a training artifact, which needs its
-  // training fields and train_step.
+  // Every manifest says its kind (since format version 2).
   art = inferenceModel();
   art.manifest.erase("kind");
-  expect(TCC_ERROR_FORMAT, {"missing 'fingerprint'"});
+  expect(TCC_ERROR_FORMAT, {"manifest.json: missing 'kind'"});
 }
 
 TEST_F(InferenceLoadError, Functions) {

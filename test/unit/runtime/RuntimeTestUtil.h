@@ -174,7 +174,8 @@ inline Array named(const std::string &name, Array a) {
 struct TestArtifact {
   json manifest = {
       {"format", "tcc-artifact"},
-      {"version", 1},
+      {"version", TCC_ARTIFACT_VERSION},
+      {"kind", "training"},
       {"producer", "runtime test"},
       {"source", "hand-written"},
       {"fingerprint", "0123456789abcdef"},
@@ -188,7 +189,7 @@ struct TestArtifact {
         {"weights", "weights.safetensors"},
         {"kernel_source", "kernels/kernels.cc"},
         {"host_kernels", "kernels/host.so"}}}};
-  json plan = {{"version", 1},
+  json plan = {{"version", TCC_ARTIFACT_VERSION},
                {"params", json::array()},
                {"opt_state", json::array()},
                {"functions", json::object()}};

@@ -30,11 +30,19 @@ import safetensors_np  # noqa: E402
 
 DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32,
           "i64": np.int64, "bool": np.bool_}
-LIBRARY_OPS = {
-    "matmul", "gemm", "layer_norm", "layer_norm_grad", "softmax",
-    "softmax_grad", "log_softmax", "log_softmax_grad", "attention",
-    "attention_grad", "cross_entropy", "cross_entropy_grad", "embedding",
-    "gather_grad", "dropout", "sgd_update", "adamw_update"}
+RUNTIME = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "runtime")
+
+
+def _read(rel):
+    with open(os.path.join(RUNTIME, rel)) as f:
+        return f.read()
+
+
+# The library ops and the format version, from their one definition each.
+LIBRARY_OPS = set(re.findall(r'^TCC_LIBRARY_OP\(\w+, "(\w+)"\)$',
+                             _read("plan/library_ops.inc"), re.M))
+VERSION = int(re.search(r"#define TCC_ARTIFACT_VERSION (\d+)",
+                        _read("api/tcc_runtime.h")).group(1))
 
 
 def fail(msg):
@@ -78,7 +86,7 @@ def check_files(art):
 
 def check_plan(art):
     plan = load(art, "plan.json")
-    if plan["version"] != 1:
+    if plan["version"] != VERSION:
         fail("plan version %r" % plan["version"])
     params, state = plan["params"], plan["opt_state"]
     consts = {}

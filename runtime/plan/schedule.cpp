@@ -1,6 +1,6 @@
 //===- schedule.cpp - the learning-rate schedule --------------------------===//
 
-#include "exec/schedule.h"
+#include "plan/schedule.h"
 
 #include <algorithm>
 #include <cmath>

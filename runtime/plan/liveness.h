@@ -21,10 +21,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TCC_RUNTIME_EXEC_LIVENESS_H
-#define TCC_RUNTIME_EXEC_LIVENESS_H
+#ifndef TCC_RUNTIME_PLAN_LIVENESS_H
+#define TCC_RUNTIME_PLAN_LIVENESS_H
 
-#include "exec/artifact.h"
+#include "plan/plan.h"
 
 #include <cstdint>
 #include <functional>
@@ -63,4 +63,4 @@ poisonSchedule(const Function &fn, const Dataflow &flow, int64_t arenaSize);
 
 } // namespace tcc::rt
 
-#endif // TCC_RUNTIME_EXEC_LIVENESS_H
+#endif // TCC_RUNTIME_PLAN_LIVENESS_H

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TCC_RUNTIME_EXEC_SCHEDULE_H
-#define TCC_RUNTIME_EXEC_SCHEDULE_H
+#ifndef TCC_RUNTIME_PLAN_SCHEDULE_H
+#define TCC_RUNTIME_PLAN_SCHEDULE_H
 
 #include <cstdint>
 
@@ -35,4 +35,4 @@ const char *scheduleKindName(Schedule::Kind kind);
 
 } // namespace tcc::rt
 
-#endif // TCC_RUNTIME_EXEC_SCHEDULE_H
+#endif // TCC_RUNTIME_PLAN_SCHEDULE_H

@@ -1,6 +1,6 @@
 //===- liveness.cpp - data flow and arena liveness of a plan --------------===//
 
-#include "exec/liveness.h"
+#include "plan/liveness.h"
 
 #include <algorithm>
 #include <map>

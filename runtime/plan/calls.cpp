@@ -1,0 +1,415 @@
+//===- calls.cpp - the dtype and shape rules of each library call ---------===//
+//
+// The runtime's statement of dialects/tcc/Tcc*Ops.td's verifiers, per op
+// (library_ops.inc names one check per library op; a missing one does not
+// link). Operand counts, absent non-optional operands and attribute types
+// were checked before (plan_read.cpp), from the same table.
+//
+//===----------------------------------------------------------------------===//
+#include "plan/calls.h"
+
+namespace tcc::rt {
+
+using data::DType;
+
+namespace {
+
+bool isFloat(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::BF16 ||
+         t == DType::F16;
+}
+bool isInt(DType t) { return t == DType::I32 || t == DType::I64; }
+
+} // namespace
+
+std::string describe(const Value &v) {
+  return std::string(data::dtypeName(v.dtype)) + " " + shapeString(v.shape);
+}
+
+void CallCheck::bad(const std::string &msg) {
+  badFn(msg);
+  throw Error(TCC_ERROR_FORMAT, msg); // not reached: badFn throws
+}
+
+const Value *CallCheck::in(size_t i) const {
+  return step.inputs[i] < 0 ? nullptr : &fn.values[step.inputs[i]];
+}
+const Value *CallCheck::out(size_t i) const {
+  return step.outputs[i] < 0 ? nullptr : &fn.values[step.outputs[i]];
+}
+const std::string &CallCheck::inName(size_t i) const {
+  return schema.operands[i].name;
+}
+const std::string &CallCheck::outName(size_t i) const {
+  return schema.results[i].name;
+}
+
+int64_t CallCheck::axis(size_t rank) {
+  int64_t axis = step.attrs.axis, r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r)
+    bad("axis " + std::to_string(axis) + " is out of range for rank " +
+        std::to_string(rank));
+  step.attrs.axis = axis < 0 ? axis + r : axis;
+  return step.attrs.axis;
+}
+
+const Value &CallCheck::need(const Value *v, const std::string &name) {
+  if (!v)
+    bad(name + " is absent");
+  return *v;
+}
+void CallCheck::wantFloat(const Value &v, const std::string &name) {
+  if (!isFloat(v.dtype))
+    bad(name + " is " + describe(v) + ", not a float tensor");
+}
+void CallCheck::wantInt(const Value &v, const std::string &name) {
+  if (!isInt(v.dtype))
+    bad(name + " is " + describe(v) + ", not an i32 or i64 tensor");
+}
+void CallCheck::wantScalar(const Value &v, const std::string &name,
+                           DType dtype) {
+  if (v.dtype != dtype || v.elements != 1)
+    bad(name + " is " + describe(v) + ", not a " + data::dtypeName(dtype) +
+        " scalar");
+}
+void CallCheck::wantRank(const Value &v, const std::string &name,
+                         size_t rank) {
+  if (v.shape.size() != rank)
+    bad(name + " is " + describe(v) + ", not of rank " + std::to_string(rank));
+}
+void CallCheck::wantLike(const Value &v, const std::string &name, DType dtype,
+                         const std::vector<int64_t> &shape) {
+  if (v.dtype != dtype || v.shape != shape)
+    bad(name + " is " + describe(v) + ", expected " + data::dtypeName(dtype) +
+        " " + shapeString(shape));
+}
+void CallCheck::wantLike(const Value &v, const std::string &name,
+                         const Value &model, const std::string &modelName) {
+  if (v.dtype != model.dtype || v.shape != model.shape)
+    bad(name + " is " + describe(v) + " but " + modelName + " is " +
+        describe(model));
+}
+
+bool broadcastShapes(const std::vector<int64_t> &a,
+                     const std::vector<int64_t> &b, std::vector<int64_t> &out) {
+  size_t rank = std::max(a.size(), b.size());
+  out.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return false;
+    out[i] = da == 1 ? db : da;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// The ops
+//===----------------------------------------------------------------------===//
+
+void checkMatmul(CallCheck &c) {
+  const Attrs &a = c.step.attrs;
+  const Value &l = *c.in(0), &r = *c.in(1), &o = *c.out(0);
+  c.wantFloat(l, "lhs");
+  c.wantFloat(r, "rhs");
+  if (l.shape.size() < 2 || r.shape.size() < 2)
+    c.bad("operands " + describe(l) + " and " + describe(r) +
+          " must have rank >= 2");
+  if (l.dtype != r.dtype)
+    c.bad("lhs is " + describe(l) + " but rhs is " + describe(r));
+  size_t lr = l.shape.size(), rr = r.shape.size();
+  int64_t m = l.shape[a.transposeLhs ? lr - 1 : lr - 2];
+  int64_t k = l.shape[a.transposeLhs ? lr - 2 : lr - 1];
+  int64_t k2 = r.shape[a.transposeRhs ? rr - 1 : rr - 2];
+  int64_t n = r.shape[a.transposeRhs ? rr - 2 : rr - 1];
+  if (k != k2)
+    c.bad("lhs " + describe(l) + " and rhs " + describe(r) +
+          " contract dims of " + std::to_string(k) + " and " +
+          std::to_string(k2));
+  std::vector<int64_t> batch;
+  if (!broadcastShapes({l.shape.begin(), l.shape.end() - 2},
+                       {r.shape.begin(), r.shape.end() - 2}, batch))
+    c.bad("batch dims of " + describe(l) + " and " + describe(r) +
+          " do not broadcast");
+  batch.push_back(m);
+  batch.push_back(n);
+  c.wantLike(o, "result", l.dtype, batch);
+}
+
+void checkGemm(CallCheck &c) {
+  const Attrs &at = c.step.attrs;
+  const Value &a = *c.in(0), &b = *c.in(1), &o = *c.out(0);
+  const Value *cv = c.in(2);
+  c.wantFloat(a, "a");
+  c.wantRank(a, "a", 2);
+  c.wantRank(b, "b", 2);
+  if (a.dtype != b.dtype)
+    c.bad("a is " + describe(a) + " but b is " + describe(b));
+  int64_t m = a.shape[at.transposeA ? 1 : 0], k = a.shape[at.transposeA ? 0 : 1];
+  int64_t k2 = b.shape[at.transposeB ? 1 : 0], n = b.shape[at.transposeB ? 0 : 1];
+  if (k != k2)
+    c.bad("a " + describe(a) + " and b " + describe(b) + " contract dims of " +
+          std::to_string(k) + " and " + std::to_string(k2));
+  std::vector<int64_t> mn = {m, n}, bc;
+  if (cv && (cv->dtype != a.dtype || cv->shape.size() > 2 ||
+             !broadcastShapes(cv->shape, mn, bc) || bc != mn))
+    c.bad("c is " + describe(*cv) + ", which does not broadcast to " +
+          data::dtypeName(a.dtype) + " " + shapeString(mn));
+  c.wantLike(o, "result", a.dtype, mn);
+}
+
+/// layer_norm and layer_norm_grad: scale and bias are the trailing dims.
+static void checkLayerNormCall(CallCheck &c, bool grad) {
+  const Value &x = *c.in(0);
+  c.wantFloat(x, "input");
+  int64_t axis = c.axis(x.shape.size());
+  std::vector<int64_t> trailing(x.shape.begin() + axis, x.shape.end());
+  if (const Value *s = c.in(1))
+    c.wantLike(*s, "scale", x.dtype, trailing);
+  if (!grad) {
+    if (const Value *b = c.in(2))
+      c.wantLike(*b, "bias", x.dtype, trailing);
+    c.wantLike(*c.out(0), "result", x, "input");
+    return;
+  }
+  c.wantLike(*c.in(2), "result_grad", x, "input");
+  c.wantLike(*c.out(0), "input_grad", x, "input");
+  if (const Value *g = c.out(1))
+    c.wantLike(*g, "scale_grad", x.dtype, trailing);
+  if (const Value *g = c.out(2))
+    c.wantLike(*g, "bias_grad", x.dtype, trailing);
+}
+void checkLayerNorm(CallCheck &c) { checkLayerNormCall(c, false); }
+void checkLayerNormGrad(CallCheck &c) { checkLayerNormCall(c, true); }
+
+/// softmax, log_softmax and their gradients: same-shaped floats, an axis.
+static void checkSoftmaxCall(CallCheck &c) {
+  const Value &x = *c.in(0);
+  c.wantFloat(x, c.inName(0));
+  if (x.shape.empty())
+    c.bad(c.inName(0) + " is a scalar");
+  c.axis(x.shape.size());
+  if (c.step.inputs.size() == 2)
+    c.wantLike(*c.in(1), c.inName(1), x, c.inName(0));
+  c.wantLike(*c.out(0), c.outName(0), x, c.inName(0));
+}
+void checkSoftmax(CallCheck &c) { checkSoftmaxCall(c); }
+void checkSoftmaxGrad(CallCheck &c) { checkSoftmaxCall(c); }
+void checkLogSoftmax(CallCheck &c) { checkSoftmaxCall(c); }
+void checkLogSoftmaxGrad(CallCheck &c) { checkSoftmaxCall(c); }
+
+/// attention and attention_grad over [batch, heads, seq, head_dim].
+static void checkAttentionCall(CallCheck &c, bool grad) {
+  const Value &q = *c.in(0), &k = *c.in(1), &v = *c.in(2);
+  const Value *mask = c.in(grad ? 4 : 3);
+  c.wantFloat(q, "query");
+  for (auto [t, name] : {std::pair{&q, "query"}, {&k, "key"}, {&v, "value"}}) {
+    c.wantRank(*t, name, 4);
+    if (t->dtype != q.dtype)
+      c.bad(std::string(name) + " is " + describe(*t) + " but query is " +
+            describe(q));
+  }
+  int64_t b = q.shape[0], h = q.shape[1], tq = q.shape[2], d = q.shape[3];
+  int64_t tk = k.shape[2], dv = v.shape[3];
+  if (k.shape != std::vector<int64_t>{b, h, tk, d} || v.shape[0] != b ||
+      v.shape[1] != h || v.shape[2] != tk)
+    c.bad("query " + describe(q) + ", key " + describe(k) + " and value " +
+          describe(v) + " do not agree on [batch, heads, seq, head_dim]");
+  if (mask && (mask->shape != std::vector<int64_t>{b, tk} ||
+               (mask->dtype != DType::Bool && mask->dtype != q.dtype)))
+    c.bad("key_mask is " + describe(*mask) + ", expected bool or " +
+          data::dtypeName(q.dtype) + " " + shapeString({b, tk}));
+  std::vector<int64_t> outShape = {b, h, tq, dv};
+  if (!grad) {
+    c.wantLike(*c.out(0), "result", q.dtype, outShape);
+    return;
+  }
+  c.wantLike(*c.in(3), "result_grad", q.dtype, outShape);
+  c.wantLike(*c.out(0), "query_grad", q, "query");
+  c.wantLike(*c.out(1), "key_grad", k, "key");
+  c.wantLike(*c.out(2), "value_grad", v, "value");
+}
+void checkAttention(CallCheck &c) { checkAttentionCall(c, false); }
+void checkAttentionGrad(CallCheck &c) { checkAttentionCall(c, true); }
+
+/// cross_entropy and its gradient: [..., classes] logits, integer labels.
+static void checkCrossEntropyCall(CallCheck &c, bool grad) {
+  const Value &logits = *c.in(0), &labels = *c.in(1);
+  c.wantFloat(logits, "logits");
+  c.wantInt(labels, "labels");
+  if (logits.shape.empty())
+    c.bad("logits is a scalar");
+  std::vector<int64_t> rows(logits.shape.begin(), logits.shape.end() - 1);
+  if (labels.shape != rows)
+    c.bad("labels is " + describe(labels) + " but logits is " +
+          describe(logits) + " (labels must be " + shapeString(rows) + ")");
+  // From bf16/f16 logits the loss (and its gradient seed) is f32, as the
+  // dialect infers; a seed of the logits' type is taken too.
+  bool half = logits.dtype == DType::BF16 || logits.dtype == DType::F16;
+  DType loss = half ? DType::F32 : logits.dtype;
+  if (!grad) {
+    c.wantScalar(*c.out(0), "loss_sum", loss);
+    c.wantScalar(*c.out(1), "count", loss);
+    return;
+  }
+  c.wantScalar(*c.in(2), "loss_sum_grad",
+               half && c.in(2)->dtype == logits.dtype ? logits.dtype : loss);
+  c.wantLike(*c.out(0), "logits_grad", logits, "logits");
+}
+void checkCrossEntropy(CallCheck &c) { checkCrossEntropyCall(c, false); }
+void checkCrossEntropyGrad(CallCheck &c) { checkCrossEntropyCall(c, true); }
+
+void checkEmbedding(CallCheck &c) {
+  const Value &table = *c.in(0), &ids = *c.in(1);
+  c.wantFloat(table, "table");
+  c.wantRank(table, "table", 2);
+  c.wantInt(ids, "ids");
+  std::vector<int64_t> shape = ids.shape;
+  shape.push_back(table.shape[1]);
+  c.wantLike(*c.out(0), "result", table.dtype, shape);
+}
+
+void checkGatherGrad(CallCheck &c) {
+  const Value &indices = *c.in(0), &g = *c.in(1), &o = *c.out(0);
+  c.wantInt(indices, "indices");
+  c.wantFloat(g, "result_grad");
+  if (o.shape.empty())
+    c.bad("data_grad is a scalar");
+  int64_t axis = c.axis(o.shape.size());
+  std::vector<int64_t> shape(o.shape.begin(), o.shape.begin() + axis);
+  shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+  shape.insert(shape.end(), o.shape.begin() + axis + 1, o.shape.end());
+  if (o.dtype != g.dtype)
+    c.bad("data_grad is " + describe(o) + " but result_grad is " +
+          describe(g));
+  if (g.shape != shape)
+    c.bad("result_grad is " + describe(g) + ", expected " +
+          shapeString(shape) + " for indices " + describe(indices) + " into " +
+          describe(o));
+}
+
+void checkDropout(CallCheck &c) {
+  double ratio = c.step.attrs.ratio;
+  if (!(ratio >= 0 && ratio < 1))
+    c.bad("ratio " + std::to_string(ratio) + " is not in [0, 1)");
+  const Value &x = *c.in(0);
+  c.wantFloat(x, "input");
+  if (const Value *offset = c.in(1))
+    c.wantScalar(*offset, "offset", DType::I64);
+  c.wantLike(*c.out(0), "result", x, "input");
+  if (const Value *mask = c.out(1))
+    c.wantLike(*mask, "mask", DType::Bool, x.shape);
+}
+
+/// An optimizer update's optional working copy: operand `wi` (working) and
+/// result `wo` (new_working), both present or both absent; bf16 or f16 of
+/// the param's shape, the param f32. Where the plan names the persistent
+/// slots, they are those of the updated parameter.
+static void checkWorking(CallCheck &c, size_t wi, size_t wo) {
+  const Value *w = c.in(wi), *nw = c.out(wo);
+  if ((w != nullptr) != (nw != nullptr))
+    c.bad(std::string(w ? "working is present but new_working is absent"
+                        : "new_working is present but working is absent") +
+          " (both or neither)");
+  if (!w)
+    return;
+  const Value &p = *c.in(0);
+  if (p.dtype != DType::F32)
+    c.bad("param is " + describe(p) +
+          ": only an f32 parameter has a working copy");
+  if (w->dtype != DType::BF16 && w->dtype != DType::F16)
+    c.bad("working is " + describe(*w) + ", not bf16 or f16");
+  c.wantLike(*w, "working", w->dtype, p.shape);
+  c.wantLike(*nw, "new_working", w->dtype, p.shape);
+  for (const Value *v : {w, nw})
+    if (v->storage == Storage::Working && p.storage == Storage::Param &&
+        v->index != p.index)
+      c.bad(std::string(v == w ? "working" : "new_working") +
+            " is the working copy of param " + std::to_string(v->index) +
+            ", but param is param " + std::to_string(p.index));
+}
+
+void checkSgdUpdate(CallCheck &c) {
+  const Attrs &at = c.step.attrs;
+  const Value &p = *c.in(0);
+  c.wantFloat(p, "param");
+  c.wantLike(*c.in(1), "grad", p, "param");
+  c.wantScalar(*c.in(2), "lr", DType::F64);
+  const Value *buf = c.in(3);
+  if (buf)
+    c.wantLike(*buf, "momentum_buffer", p, "param");
+  if ((buf != nullptr) != (at.momentum != 0))
+    c.bad(std::string("momentum_buffer must be present exactly when momentum "
+                      "!= 0 (momentum ") +
+          std::to_string(at.momentum) + ")");
+  c.wantLike(*c.out(0), "new_param", p, "param");
+  if ((c.out(1) != nullptr) != (buf != nullptr))
+    c.bad("new_momentum_buffer must be present exactly when momentum_buffer "
+          "is");
+  if (c.out(1))
+    c.wantLike(*c.out(1), "new_momentum_buffer", p, "param");
+  if (const Value *skip = c.in(4))
+    c.wantScalar(*skip, "skip", DType::Bool);
+  checkWorking(c, 5, 2);
+}
+
+void checkAdamwUpdate(CallCheck &c) {
+  const Value &p = *c.in(0);
+  c.wantFloat(p, "param");
+  c.wantLike(*c.in(1), "grad", p, "param");
+  c.wantLike(*c.in(2), "exp_avg", p, "param");
+  c.wantLike(*c.in(3), "exp_avg_sq", p, "param");
+  c.wantScalar(*c.in(4), "lr", DType::F64);
+  c.wantScalar(*c.in(5), "step", DType::I64);
+  c.wantLike(*c.out(0), "new_param", p, "param");
+  c.wantLike(*c.out(1), "new_exp_avg", p, "param");
+  c.wantLike(*c.out(2), "new_exp_avg_sq", p, "param");
+  if (const Value *skip = c.in(6))
+    c.wantScalar(*skip, "skip", DType::Bool);
+  checkWorking(c, 7, 3);
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul batch broadcasting, shared by the backends
+//===----------------------------------------------------------------------===//
+
+int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i)
+    p *= shape[i];
+  return p;
+}
+
+std::vector<int64_t> batchMap(const std::vector<int64_t> &operand,
+                              const std::vector<int64_t> &out) {
+  size_t rank = out.size(), orank = operand.size();
+  int64_t count = product(out, 0, rank);
+  std::vector<int64_t> map(count);
+  std::vector<int64_t> coord(rank, 0);
+  for (int64_t b = 0; b < count; ++b) {
+    int64_t idx = 0;
+    for (size_t d = 0; d < orank; ++d) {
+      int64_t c = coord[rank - orank + d];
+      idx = idx * operand[d] + (operand[d] == 1 ? 0 : c);
+    }
+    map[b] = idx;
+    for (size_t d = rank; d-- > 0;) {
+      if (++coord[d] < out[d])
+        break;
+      coord[d] = 0;
+    }
+  }
+  return map;
+}
+
+int64_t uniformStride(const std::vector<int64_t> &map) {
+  bool zero = true, identity = true;
+  for (size_t b = 0; b < map.size(); ++b) {
+    zero &= map[b] == 0;
+    identity &= map[b] == int64_t(b);
+  }
+  return zero ? 0 : identity ? 1 : -1;
+}
+
+} // namespace tcc::rt

@@ -1,0 +1,177 @@
+//===- plan.cpp - names and small helpers of the plan schema --------------===//
+
+#include "plan/plan.h"
+
+#include "data/half.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+namespace tcc::rt {
+
+using data::DType;
+
+void fail(tcc_status status, const std::string &message) {
+  throw Error(status, message);
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string formatNumber(double v) {
+  char buf[40];
+  for (int precision = 15; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v)
+      break;
+  }
+  return buf;
+}
+
+const char *storageName(Storage storage) {
+  switch (storage) {
+  case Storage::Arena:
+    return "arena";
+  case Storage::Param:
+    return "param";
+  case Storage::OptState:
+    return "opt_state";
+  case Storage::Step:
+    return "step";
+  case Storage::Input:
+    return "input";
+  case Storage::Constant:
+    return "constant";
+  case Storage::Working:
+    return "working";
+  }
+  return "?";
+}
+
+const char *roleName(Role role) {
+  switch (role) {
+  case Role::Loss:
+    return "loss";
+  case Role::Param:
+    return "param";
+  case Role::OptState:
+    return "opt_state";
+  case Role::Output:
+    return "output";
+  case Role::Working:
+    return "working";
+  }
+  return "?";
+}
+
+TensorDesc TensorDesc::make(std::string name, DType dtype,
+                            std::vector<int64_t> shape) {
+  TensorDesc t;
+  t.name = std::move(name);
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  for (int64_t d : t.shape)
+    t.elements *= d;
+  t.bytes = t.elements * int64_t(data::dtypeSize(dtype));
+  return t;
+}
+
+Value Value::make(DType dtype, std::vector<int64_t> shape) {
+  Value v;
+  v.dtype = dtype;
+  v.shape = std::move(shape);
+  for (int64_t d : v.shape)
+    v.elements *= d;
+  v.bytes = v.elements * int64_t(data::dtypeSize(dtype));
+  return v;
+}
+
+const Function *Plan::function(const std::string &name) const {
+  for (const Function &fn : functions)
+    if (fn.name == name)
+      return &fn;
+  return nullptr;
+}
+
+std::string initUnfit(double v, DType dtype) {
+  if (!std::isfinite(v))
+    return "is not finite";
+  switch (dtype) {
+  case DType::F64:
+    return "";
+  case DType::F32:
+  case DType::BF16:
+  case DType::F16: {
+    if (std::fabs(v) > double(std::numeric_limits<float>::max()))
+      return "is beyond the range of " + std::string(data::dtypeName(dtype));
+    float f = static_cast<float>(v);
+    if (dtype == DType::BF16 && !std::isfinite(data::roundToBf16(f)))
+      return "is beyond the range of bf16";
+    if (dtype == DType::F16 && !std::isfinite(data::roundToF16(f)))
+      return "is beyond the range of f16 (largest finite 65504)";
+    return "";
+  }
+  case DType::I32:
+  case DType::I64: {
+    if (v != std::trunc(v))
+      return "is not an integer";
+    bool i32 = dtype == DType::I32;
+    double lo = i32 ? -2147483648.0 : -9223372036854775808.0;
+    double hi = i32 ? 2147483647.0 : 9223372036854775808.0; // i64: exclusive
+    if (v < lo || (i32 ? v > hi : v >= hi))
+      return "is beyond the range of " + std::string(data::dtypeName(dtype));
+    return "";
+  }
+  case DType::Bool:
+    return v == 0 || v == 1 ? "" : "is not 0 or 1";
+  default:
+    return std::string("cannot initialise a ") + data::dtypeName(dtype) +
+           " tensor";
+  }
+}
+
+tcc_dtype apiDType(DType t) {
+  switch (t) {
+  case DType::F64:
+    return TCC_F64;
+  case DType::I32:
+    return TCC_I32;
+  case DType::I64:
+    return TCC_I64;
+  case DType::Bool:
+    return TCC_BOOL;
+  case DType::BF16:
+    return TCC_BF16;
+  case DType::F16:
+    return TCC_F16;
+  default:
+    return TCC_F32;
+  }
+}
+
+DType fromApiDType(tcc_dtype t) {
+  switch (t) {
+  case TCC_F64:
+    return DType::F64;
+  case TCC_I32:
+    return DType::I32;
+  case TCC_I64:
+    return DType::I64;
+  case TCC_BOOL:
+    return DType::Bool;
+  case TCC_BF16:
+    return DType::BF16;
+  case TCC_F16:
+    return DType::F16;
+  default:
+    return DType::F32;
+  }
+}
+
+} // namespace tcc::rt

@@ -1,0 +1,162 @@
+//===- plan.h - the artifact's plan and manifest as data --------*- C++ -*-===//
+//
+// The one schema of an artifact's manifest.json and plan.json
+// (docs/artifact.md): plain structs that the compiler's artifact writer
+// fills (lib/Artifact) and writes with writePlanJson / writeManifestJson, and
+// that the runtime's loader reads back with readPlanJson / readManifestJson
+// (plan_json.h), checking every field. Names, roles, storages and the arena
+// alignment are defined here and nowhere else. No LLVM/MLIR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_RUNTIME_PLAN_PLAN_H
+#define TCC_RUNTIME_PLAN_PLAN_H
+
+#include "api/tcc_runtime.h"
+#include "data/npz.h"
+#include "plan/library_ops.h"
+#include "plan/schedule.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tcc::rt {
+
+/// The artifact format version (manifest and plan "version").
+constexpr int kArtifactVersion = TCC_ARTIFACT_VERSION;
+
+/// Arena offsets and buffer sizes are multiples of this: cache lines, and
+/// enough for the 16-byte vector accesses of generated kernels. Device and
+/// host allocations of a session are aligned to it too.
+constexpr int64_t kArenaAlignment = 64;
+
+/// A failure with the status the C API returns for it: the runtime's one
+/// error type (docs/architecture.md, "Error conventions").
+class Error : public std::runtime_error {
+public:
+  Error(tcc_status status, const std::string &message)
+      : std::runtime_error(message), status(status) {}
+  tcc_status status;
+};
+
+[[noreturn]] void fail(tcc_status status, const std::string &message);
+
+/// "[2, 3]"; "[]" for a scalar.
+std::string shapeString(const std::vector<int64_t> &shape);
+
+/// The shortest "%.{15,16,17}g" text that reads back as `v`, for messages.
+std::string formatNumber(double v);
+
+/// Where a value's bytes live (plan "storage").
+/// Working: the bf16/f16 working copy of parameter `index` (plan
+/// params[i].working), kept equal to its master rounded to nearest even.
+enum class Storage { Arena, Param, OptState, Step, Input, Constant, Working };
+const char *storageName(Storage storage);
+
+/// What a function result is (plan "role"). Working: the value becomes
+/// parameter `index`'s working copy; Output: an inference result, by name.
+enum class Role { Loss, Param, OptState, Output, Working };
+const char *roleName(Role role);
+
+/// What an artifact runs (manifest "kind").
+enum class Kind { Training, Inference };
+
+/// A named tensor's dtype and shape, with its element and byte counts
+/// (filled by the reader, and by TensorDesc::make).
+struct TensorDesc {
+  std::string name;
+  data::DType dtype = data::DType::F32;
+  std::vector<int64_t> shape;
+  int64_t elements = 1;
+  int64_t bytes = 0;
+  /// Optimizer state only: every element's value when the session opens
+  /// (plan "init"; 0 when absent). Finite and fits `dtype` (initUnfit).
+  std::optional<double> init;
+  /// Parameters only: the dtype (bf16 or f16) of the parameter's working
+  /// copy (plan "working"), absent when it has none; the parameter is f32.
+  std::optional<data::DType> working;
+
+  static TensorDesc make(std::string name, data::DType dtype,
+                         std::vector<int64_t> shape);
+};
+
+/// One entry of a function's "values" (its id is its position).
+struct Value {
+  data::DType dtype = data::DType::F32;
+  std::vector<int64_t> shape;
+  int64_t elements = 1;
+  int64_t bytes = 0;
+  Storage storage = Storage::Arena;
+  int64_t offset = 0; ///< Arena
+  int64_t index = -1; ///< Param, OptState, Input, Working (the param's)
+  std::string name;   ///< Constant: the tensor in constants.safetensors
+
+  static Value make(data::DType dtype, std::vector<int64_t> shape);
+};
+
+/// One plan step.
+struct Step {
+  enum Kind { Kernel, Call } kind = Kernel;
+  std::string symbol;   ///< Kernel: the host.so / fatbin symbol
+  int64_t elements = 0; ///< Kernel: the output's element count
+  Op op = Op{};         ///< Call
+  Attrs attrs;          ///< Call: the fields of `op`'s attributes
+  /// Value ids in the op's operand / result order (library_ops.inc); -1 for
+  /// an absent optional operand or result.
+  std::vector<int64_t> inputs, outputs;
+};
+
+struct Result {
+  Role role = Role::Loss;
+  int64_t index = -1; ///< Param, OptState, Working
+  int64_t value = -1;
+  std::string name; ///< Output
+};
+
+struct Function {
+  std::string name;
+  int64_t arenaBytes = 0;
+  std::vector<TensorDesc> inputs;
+  std::vector<Value> values;
+  std::vector<Step> steps;
+  std::vector<Result> results;
+  int64_t lossValue = -1; ///< the loss result's value (set by the reader)
+};
+
+/// plan.json: persistent state and the step functions.
+struct Plan {
+  std::vector<TensorDesc> params, optState;
+  /// train_step, eval_step; forward in an inference plan
+  std::vector<Function> functions;
+
+  /// The function called `name`, or null.
+  const Function *function(const std::string &name) const;
+};
+
+/// manifest.json.
+struct Manifest {
+  int64_t version = kArtifactVersion;
+  Kind kind = Kind::Training;
+  std::string producer, source;
+  /// Training only (empty, a constant schedule and 1 for inference).
+  std::string fingerprint, trainConfig;
+  Schedule schedule;
+  int64_t accum = 1;
+  /// "plan", "weights", ... -> path relative to the artifact directory.
+  std::map<std::string, std::string> files;
+};
+
+/// Why `v` cannot be every element of a `dtype` tensor (an optimizer
+/// state's "init"), or "": the writer and the reader check the same.
+std::string initUnfit(double v, data::DType dtype);
+
+/// The C API's name of a plan dtype (the plan admits only these), and back.
+tcc_dtype apiDType(data::DType t);
+data::DType fromApiDType(tcc_dtype t);
+
+} // namespace tcc::rt
+
+#endif // TCC_RUNTIME_PLAN_PLAN_H

@@ -1,0 +1,745 @@
+//===- plan_read.cpp - reading and checking manifest.json and plan.json ---===//
+
+#include "plan/plan_json.h"
+
+#include "plan/calls.h"
+#include "plan/liveness.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+
+namespace tcc::rt {
+
+namespace fs = std::filesystem;
+using data::DType;
+using nlohmann::json;
+
+namespace {
+
+/// A JSON text for messages, cut short.
+std::string brief(const json &v) {
+  std::string s = v.dump();
+  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
+/// Reads one JSON file; `where` prefixes every message.
+class JsonFile {
+public:
+  explicit JsonFile(std::string path) : path(std::move(path)) {}
+  const std::string path;
+
+  [[noreturn]] void bad(const std::string &where, const std::string &what,
+                        tcc_status status = TCC_ERROR_FORMAT) const {
+    fail(status, path + ": " + (where.empty() ? "" : where + ": ") + what);
+  }
+
+  json read() const {
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+      fail(TCC_ERROR_IO, path + ": no such file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      fail(TCC_ERROR_IO, path + ": cannot open: " + std::strerror(errno));
+    std::string text{std::istreambuf_iterator<char>(in), {}};
+    if (in.bad())
+      fail(TCC_ERROR_IO, path + ": read error");
+    try {
+      return json::parse(text);
+    } catch (const json::exception &e) {
+      // "[json.exception.parse_error.101] parse error at line 3, ..."
+      std::string msg = e.what();
+      size_t close = msg.find("] ");
+      if (close != std::string::npos)
+        msg = msg.substr(close + 2);
+      fail(TCC_ERROR_FORMAT, path + ": malformed JSON: " + msg);
+    }
+  }
+
+  const json &field(const json &obj, const std::string &where,
+                    const char *key) const {
+    if (!obj.is_object())
+      bad(where, "is not an object");
+    auto it = obj.find(key);
+    if (it == obj.end())
+      bad(where, std::string("missing '") + key + "'");
+    return *it;
+  }
+  const json *optField(const json &obj, const std::string &where,
+                       const char *key) const {
+    if (!obj.is_object())
+      bad(where, "is not an object");
+    auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+  }
+  static std::string sub(const std::string &where, const char *key) {
+    return where.empty() ? key : where + "." + key;
+  }
+  static std::string at(const std::string &where, size_t i) {
+    return where + "[" + std::to_string(i) + "]";
+  }
+
+  int64_t toInt(const json &v, const std::string &where) const {
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)))
+      bad(where, "expected an integer, got " + brief(v));
+    return v.get<int64_t>();
+  }
+  int64_t intField(const json &obj, const std::string &where,
+                   const char *key) const {
+    return toInt(field(obj, where, key), sub(where, key));
+  }
+  double numberField(const json &obj, const std::string &where,
+                     const char *key) const {
+    const json &v = field(obj, where, key);
+    if (!v.is_number())
+      bad(sub(where, key), "expected a number, got " + brief(v));
+    return v.get<double>();
+  }
+  std::string toString(const json &v, const std::string &where) const {
+    if (!v.is_string())
+      bad(where, "expected a string, got " + brief(v));
+    return v.get<std::string>();
+  }
+  std::string stringField(const json &obj, const std::string &where,
+                          const char *key) const {
+    return toString(field(obj, where, key), sub(where, key));
+  }
+  const json &arrayField(const json &obj, const std::string &where,
+                         const char *key) const {
+    const json &v = field(obj, where, key);
+    if (!v.is_array())
+      bad(sub(where, key), "expected an array, got " + brief(v));
+    return v;
+  }
+
+  DType dtype(const json &obj, const std::string &where) const {
+    static const std::pair<const char *, DType> names[] = {
+        {"f32", DType::F32}, {"f64", DType::F64},   {"i32", DType::I32},
+        {"i64", DType::I64}, {"bool", DType::Bool}, {"bf16", DType::BF16},
+        {"f16", DType::F16}};
+    std::string s = stringField(obj, where, "dtype");
+    for (auto &[name, t] : names)
+      if (s == name)
+        return t;
+    bad(sub(where, "dtype"),
+        "unknown dtype '" + s + "' (expected f32, f64, i32, i64, bool, bf16 "
+                                "or f16)");
+  }
+
+  /// dtype + shape, with element and byte counts that cannot overflow.
+  void shape(const json &obj, const std::string &where, DType dtype,
+             std::vector<int64_t> &shape, int64_t &elements,
+             int64_t &bytes) const {
+    const json &dims = arrayField(obj, where, "shape");
+    shape.clear();
+    elements = 1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      int64_t d = toInt(dims[i], at(sub(where, "shape"), i));
+      if (d < 0)
+        bad(sub(where, "shape"), "negative dim " + std::to_string(d));
+      if (d != 0 && elements > (INT64_C(1) << 56) / d)
+        bad(sub(where, "shape"), shapeString(shape) + "... is too large");
+      elements *= d;
+      shape.push_back(d);
+    }
+    bytes = elements * static_cast<int64_t>(data::dtypeSize(dtype));
+  }
+
+  TensorDesc tensor(const json &obj, const std::string &where) const {
+    TensorDesc t;
+    t.name = stringField(obj, where, "name");
+    if (t.name.empty())
+      bad(sub(where, "name"), "is empty");
+    t.dtype = dtype(obj, where);
+    shape(obj, where, t.dtype, t.shape, t.elements, t.bytes);
+    return t;
+  }
+
+  std::vector<TensorDesc> tensors(const json &obj, const std::string &where,
+                                  const char *key) const {
+    const json &list = arrayField(obj, where, key);
+    std::vector<TensorDesc> out;
+    std::set<std::string> seen;
+    for (size_t i = 0; i < list.size(); ++i) {
+      out.push_back(tensor(list[i], at(sub(where, key), i)));
+      if (!seen.insert(out.back().name).second)
+        bad(at(sub(where, key), i), "duplicate name '" + out.back().name + "'");
+    }
+    return out;
+  }
+};
+
+std::string describe(const TensorDesc &t) {
+  return std::string(data::dtypeName(t.dtype)) + " " + shapeString(t.shape);
+}
+
+
+/// The fields of a training artifact's manifest.
+void readTrainingManifest(const JsonFile &file, const json &doc, Manifest &m) {
+  m.fingerprint = file.stringField(doc, "", "fingerprint");
+  if (m.fingerprint.empty())
+    file.bad("fingerprint", "is empty");
+  m.trainConfig = file.stringField(doc, "", "train_config");
+  m.accum = 1;
+  if (const json *v = file.optField(doc, "", "accum"))
+    m.accum = file.toInt(*v, "accum");
+  if (m.accum < 1)
+    file.bad("accum", "must be >= 1, got " + std::to_string(m.accum));
+
+  const json &sched = file.field(doc, "", "schedule");
+  Schedule &s = m.schedule;
+  std::string kind = file.stringField(sched, "schedule", "kind");
+  if (kind == "constant")
+    s.kind = Schedule::Constant;
+  else if (kind == "cosine")
+    s.kind = Schedule::Cosine;
+  else if (kind == "linear")
+    s.kind = Schedule::Linear;
+  else
+    file.bad("schedule.kind", "unknown schedule '" + kind +
+                                  "' (expected constant, cosine or linear)");
+  s.lr = file.numberField(sched, "schedule", "lr");
+  if (s.kind != Schedule::Constant) {
+    if (file.optField(sched, "schedule", "warmup"))
+      s.warmup = file.intField(sched, "schedule", "warmup");
+    s.total = file.intField(sched, "schedule", "total");
+    if (s.kind == Schedule::Cosine && file.optField(sched, "schedule", "min_lr"))
+      s.minLr = file.numberField(sched, "schedule", "min_lr");
+    if (s.warmup < 0 || s.total <= s.warmup)
+      file.bad("schedule", "needs 0 <= warmup < total, got warmup " +
+                               std::to_string(s.warmup) + ", total " +
+                               std::to_string(s.total));
+  }
+}
+
+/// The "files" object, paths relative to the artifact directory.
+void readFiles(const JsonFile &file, const json &doc, Manifest &m) {
+  const json &files = file.field(doc, "", "files");
+  if (!files.is_object())
+    file.bad("files", "expected an object, got " + brief(files));
+  for (auto it = files.begin(); it != files.end(); ++it) {
+    std::string where = "files." + it.key();
+    std::string rel = file.toString(it.value(), where);
+    fs::path p(rel);
+    if (rel.empty() || p.is_absolute())
+      file.bad(where, "'" + rel + "' is not a path relative to the artifact");
+    for (const fs::path &part : p)
+      if (part == "..")
+        file.bad(where, "'" + rel + "' leaves the artifact directory");
+    m.files[it.key()] = rel;
+  }
+  for (const char *key : {"plan", "weights"})
+    if (!m.files.count(key))
+      file.bad("files", std::string("missing '") + key + "'");
+}
+
+/// What a function's values and results are checked against.
+struct PlanContext {
+  const Plan &plan;
+  bool inference;
+  const std::vector<TensorDesc> &constants;
+  const std::string &constantsFile;
+};
+
+/// A call step's "attrs": exactly the op's attributes (library_ops.inc),
+/// each of its kind, the op's defaults for those left out.
+void readAttrs(const JsonFile &file, const json *attrs, const std::string &sw,
+               Step &step) {
+  const OpSchema &schema = opSchema(step.op);
+  step.attrs = Attrs();
+  static const json empty = json::object();
+  const json &obj = attrs ? *attrs : empty;
+  if (!obj.is_object())
+    file.bad(sw + ".attrs", "is not an object");
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    bool known = false;
+    for (const AttrSpec &a : schema.attrs)
+      known |= it.key() == a.name;
+    if (!known) {
+      std::string names;
+      for (const AttrSpec &a : schema.attrs)
+        names += (names.empty() ? "" : ", ") + std::string(a.name);
+      file.bad(sw, "unknown attribute '" + it.key() + "' (" + schema.name +
+                       (names.empty() ? " has none)" : " has " + names + ")"));
+    }
+  }
+  for (const AttrSpec &a : schema.attrs) {
+    auto it = obj.find(a.name);
+    if (it == obj.end()) {
+      if (a.required)
+        file.bad(sw, std::string("missing attribute '") + a.name + "'");
+      a.setDefault(step.attrs);
+      continue;
+    }
+    const json &v = *it;
+    std::string aw = sw + ": attribute '" + a.name + "'";
+    switch (a.kind) {
+    case AttrKind::Bool:
+      if (!v.is_boolean())
+        file.bad(aw, "is not a bool");
+      a.asBool(step.attrs) = v.get<bool>();
+      break;
+    case AttrKind::Int:
+      if (!v.is_number_integer() ||
+          (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)))
+        file.bad(aw, "is not an integer");
+      a.asInt(step.attrs) = v.get<int64_t>();
+      break;
+    case AttrKind::Float:
+      if (!v.is_number())
+        file.bad(aw, "is not a number");
+      a.asFloat(step.attrs) = v.get<double>();
+      break;
+    }
+  }
+}
+
+/// A call step's operands and results are the op's, in its order; absent
+/// optional ones are -1, and trailing ones may be left out.
+void checkArity(const JsonFile &file, const std::string &sw, Step &step) {
+  const OpSchema &schema = opSchema(step.op);
+  auto arity = [&](std::vector<int64_t> &ids,
+                   const std::vector<OperandSpec> &specs, const char *what) {
+    size_t required = specs.size();
+    while (required > 0 && specs[required - 1].optional)
+      --required;
+    if (ids.size() < required || ids.size() > specs.size())
+      file.bad(sw, std::to_string(ids.size()) + " " + what + ", expected " +
+                       std::to_string(specs.size()) +
+                       " (absent optional ones as -1)");
+    ids.resize(specs.size(), -1);
+    for (size_t i = 0; i < specs.size(); ++i)
+      if (ids[i] < 0 && !specs[i].optional)
+        file.bad(sw, std::string(what).substr(0, strlen(what) - 1) + " " +
+                         std::to_string(i) + " (" + specs[i].name +
+                         ") is not optional but is -1");
+  };
+  arity(step.inputs, schema.operands, "inputs");
+  arity(step.outputs, schema.results, "outputs");
+}
+
+void readFunction(const JsonFile &file, const json &doc,
+                  const PlanContext &ctx, Function &fn) {
+  const Plan &art = ctx.plan;
+  const std::string where = "functions." + fn.name;
+  fn.arenaBytes = file.intField(doc, where, "arena_bytes");
+  if (fn.arenaBytes < 0)
+    file.bad(where + ".arena_bytes", "is negative");
+  fn.inputs = file.tensors(doc, where, "inputs");
+
+  const json &values = file.arrayField(doc, where, "values");
+  for (size_t i = 0; i < values.size(); ++i) {
+    std::string vw = JsonFile::at(where + ".values", i);
+    const json &vj = values[i];
+    // "id" is optional and redundant: when written it must be the position.
+    if (const json *id = file.optField(vj, vw, "id"))
+      if (file.toInt(*id, vw + ".id") != int64_t(i))
+        file.bad(vw + ".id", "id " + brief(*id) + " at position " +
+                                 std::to_string(i) + " (id = index)");
+    Value v;
+    v.dtype = file.dtype(vj, vw);
+    file.shape(vj, vw, v.dtype, v.shape, v.elements, v.bytes);
+    std::string storage = file.stringField(vj, vw, "storage");
+    auto slot = [&](const std::vector<TensorDesc> &slots, const char *what) {
+      v.index = file.intField(vj, vw, "index");
+      if (v.index < 0 || v.index >= int64_t(slots.size()))
+        file.bad(vw + ".index", std::string(what) + " index " +
+                                    std::to_string(v.index) +
+                                    " is out of range (" +
+                                    std::to_string(slots.size()) + " " + what +
+                                    (slots.size() == 1 ? ")" : "s)"));
+      const TensorDesc &t = slots[v.index];
+      if (t.dtype != v.dtype || t.bytes != v.bytes)
+        file.bad(vw, describe(v) + " (" + std::to_string(v.bytes) +
+                         " bytes) does not fit " + what + " " +
+                         std::to_string(v.index) + " '" + t.name + "', " +
+                         describe(t) + " (" + std::to_string(t.bytes) +
+                         " bytes)");
+    };
+    if (storage == "arena") {
+      v.storage = Storage::Arena;
+      v.offset = file.intField(vj, vw, "offset");
+      if (v.offset < 0 || v.offset % kArenaAlignment != 0)
+        file.bad(vw + ".offset", "arena offset " + std::to_string(v.offset) +
+                                     " is not a non-negative multiple of " +
+                                     std::to_string(kArenaAlignment));
+      if (v.offset > fn.arenaBytes || v.bytes > fn.arenaBytes - v.offset)
+        file.bad(vw, "arena offset " + std::to_string(v.offset) + " + " +
+                         std::to_string(v.bytes) + " bytes (" + describe(v) +
+                         ") ends beyond arena_bytes " +
+                         std::to_string(fn.arenaBytes));
+    } else if (storage == "param") {
+      v.storage = Storage::Param;
+      slot(art.params, "param");
+    } else if (storage == "opt_state") {
+      v.storage = Storage::OptState;
+      slot(art.optState, "opt_state");
+    } else if (storage == "working") {
+      // The working copy of param `index`: its working dtype, the param's
+      // element count (a reshape alias has another shape, as for param).
+      v.storage = Storage::Working;
+      v.index = file.intField(vj, vw, "index");
+      if (v.index < 0 || v.index >= int64_t(art.params.size()))
+        file.bad(vw + ".index", "param index " + std::to_string(v.index) +
+                                    " is out of range (" +
+                                    std::to_string(art.params.size()) +
+                                    (art.params.size() == 1 ? " param)"
+                                                            : " params)"));
+      const TensorDesc &p = art.params[v.index];
+      if (!p.working)
+        file.bad(vw, "the working copy of param " + std::to_string(v.index) +
+                         " '" + p.name + "', which has none (params[" +
+                         std::to_string(v.index) + "] has no 'working')");
+      if (v.dtype != *p.working || v.elements != p.elements)
+        file.bad(vw, describe(v) + " does not fit the working copy of param " +
+                         std::to_string(v.index) + " '" + p.name + "', " +
+                         data::dtypeName(*p.working) + " " +
+                         shapeString(p.shape));
+    } else if (storage == "input") {
+      v.storage = Storage::Input;
+      slot(fn.inputs, "input");
+    } else if (storage == "step") {
+      v.storage = Storage::Step;
+      if (v.dtype != DType::I64 || v.elements != 1)
+        file.bad(vw, "the step counter is an i64 scalar, not " + describe(v));
+    } else if (storage == "constant") {
+      v.storage = Storage::Constant;
+      v.name = file.stringField(vj, vw, "name");
+      const TensorDesc *c = nullptr;
+      for (const TensorDesc &t : ctx.constants)
+        if (t.name == v.name)
+          c = &t;
+      if (!c)
+        file.bad(vw + ".name",
+                 "no constant '" + v.name + "' in " +
+                     (ctx.constantsFile.empty()
+                          ? std::string("the artifact (files has no "
+                                        "'constants')")
+                          : ctx.constantsFile));
+      if (c->dtype != v.dtype || c->bytes != v.bytes)
+        file.bad(vw, describe(v) + " does not fit constant '" + v.name +
+                         "', " + describe(*c));
+    } else {
+      file.bad(vw + ".storage",
+               "unknown storage '" + storage +
+                   "' (expected arena, param, opt_state, working, step, "
+                   "input or constant)");
+    }
+    fn.values.push_back(std::move(v));
+  }
+
+  auto valueId = [&](const json &j, const std::string &w, bool allowAbsent) {
+    int64_t id = file.toInt(j, w);
+    if (id == -1 && allowAbsent)
+      return id;
+    if (id < 0 || id >= int64_t(fn.values.size()))
+      file.bad(w, "value id " + std::to_string(id) + " is out of range (" +
+                      std::to_string(fn.values.size()) + " values)");
+    return id;
+  };
+  const json &steps = file.arrayField(doc, where, "steps");
+  for (size_t s = 0; s < steps.size(); ++s) {
+    std::string sw = JsonFile::at(where + ".steps", s);
+    const json &sj = steps[s];
+    Step step;
+    std::string kind = file.stringField(sj, sw, "kind");
+    bool call = kind == "call";
+    if (kind != "kernel" && !call)
+      file.bad(sw + ".kind",
+               "unknown step kind '" + kind + "' (expected kernel or call)");
+    if (call) {
+      step.kind = Step::Call;
+      std::string op = file.stringField(sj, sw, "op");
+      if (!parseOp(op, step.op))
+        file.bad(sw + ".op", "unknown op '" + op + "' (library ops: " +
+                                 libraryOpNames() + ")");
+      sw += " (" + op + ")";
+    }
+    const json &ins = file.arrayField(sj, sw, "inputs");
+    const json &outs = file.arrayField(sj, sw, "outputs");
+    for (size_t i = 0; i < ins.size(); ++i)
+      step.inputs.push_back(
+          valueId(ins[i], JsonFile::at(sw + ".inputs", i), call));
+    for (size_t i = 0; i < outs.size(); ++i) {
+      int64_t id = valueId(outs[i], JsonFile::at(sw + ".outputs", i), call);
+      step.outputs.push_back(id);
+      if (id < 0)
+        continue;
+      Storage st = fn.values[id].storage;
+      if (st != Storage::Arena && st != Storage::Param &&
+          st != Storage::OptState && st != Storage::Working)
+        file.bad(JsonFile::at(sw + ".outputs", i),
+                 "value " + std::to_string(id) + " has storage '" +
+                     storageName(st) + "', which a step cannot write");
+    }
+    if (call) {
+      checkArity(file, sw, step);
+      readAttrs(file, file.optField(sj, sw, "attrs"), sw, step);
+      CallCheck check(step, fn,
+                      [&](const std::string &msg) { file.bad(sw, msg); });
+      opSchema(step.op).check(check);
+    } else {
+      step.symbol = file.stringField(sj, sw, "symbol");
+      if (step.symbol.empty())
+        file.bad(sw + ".symbol", "is empty");
+      step.elements = file.intField(sj, sw, "elements");
+      if (step.outputs.size() != 1)
+        file.bad(sw + ".outputs", "a kernel has exactly one output, got " +
+                                      std::to_string(step.outputs.size()));
+      const Value &out = fn.values[step.outputs[0]];
+      if (step.elements != out.elements)
+        file.bad(sw + ".elements",
+                 std::to_string(step.elements) + " elements, but output value " +
+                     std::to_string(step.outputs[0]) + " (" + describe(out) +
+                     ") has " + std::to_string(out.elements));
+    }
+    fn.steps.push_back(std::move(step));
+  }
+
+  const json &results = file.arrayField(doc, where, "results");
+  std::set<std::pair<int, int64_t>> seen;
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::string rw = JsonFile::at(where + ".results", i);
+    const json &rj = results[i];
+    Result r;
+    std::string role = file.stringField(rj, rw, "role");
+    r.value = valueId(file.field(rj, rw, "value"), rw + ".value", false);
+    const Value &v = fn.values[r.value];
+    if (ctx.inference != (role == "output"))
+      file.bad(rw + ".role",
+               ctx.inference
+                   ? "role '" + role +
+                         "' in an inference artifact, whose results are "
+                         "all outputs (role 'output')"
+                   : std::string("role 'output' is for inference artifacts "
+                                 "(manifest kind \"inference\")"));
+    if (role == "output") {
+      r.role = Role::Output;
+      r.name = file.stringField(rj, rw, "name");
+      if (r.name.empty())
+        file.bad(rw + ".name", "is empty");
+      for (const Result &other : fn.results)
+        if (other.name == r.name)
+          file.bad(rw + ".name", "a second output named '" + r.name + "'");
+    } else if (role == "loss") {
+      r.role = Role::Loss;
+      if (fn.lossValue >= 0)
+        file.bad(rw, "a second loss result");
+      if (v.elements != 1 || (v.dtype != DType::F32 && v.dtype != DType::F64))
+        file.bad(rw, "the loss is " + describe(v) +
+                         ", not an f32 or f64 scalar");
+      fn.lossValue = r.value;
+    } else if (role == "param" || role == "opt_state") {
+      bool param = role == "param";
+      r.role = param ? Role::Param : Role::OptState;
+      const std::vector<TensorDesc> &slots = param ? art.params : art.optState;
+      r.index = file.intField(rj, rw, "index");
+      if (r.index < 0 || r.index >= int64_t(slots.size()))
+        file.bad(rw + ".index", role + " index " + std::to_string(r.index) +
+                                    " is out of range (" +
+                                    std::to_string(slots.size()) + ")");
+      const TensorDesc &t = slots[r.index];
+      if (t.dtype != v.dtype || t.bytes != v.bytes)
+        file.bad(rw, "value " + std::to_string(r.value) + " (" + describe(v) +
+                         ") does not fit " + role + " '" + t.name + "' (" +
+                         describe(t) + ")");
+      if (!seen.insert({int(r.role), r.index}).second)
+        file.bad(rw, "a second result for " + role + " '" + t.name + "'");
+    } else if (role == "working") {
+      r.role = Role::Working;
+      r.index = file.intField(rj, rw, "index");
+      if (r.index < 0 || r.index >= int64_t(art.params.size()))
+        file.bad(rw + ".index", "param index " + std::to_string(r.index) +
+                                    " is out of range (" +
+                                    std::to_string(art.params.size()) + ")");
+      const TensorDesc &p = art.params[r.index];
+      if (!p.working)
+        file.bad(rw, "param " + std::to_string(r.index) + " '" + p.name +
+                         "' has no working copy (params[" +
+                         std::to_string(r.index) + "] has no 'working')");
+      if (v.dtype != *p.working || v.elements != p.elements)
+        file.bad(rw, "value " + std::to_string(r.value) + " (" + describe(v) +
+                         ") does not fit the working copy of param '" +
+                         p.name + "' (" + data::dtypeName(*p.working) + " " +
+                         shapeString(p.shape) + ")");
+      if (!seen.insert({int(r.role), r.index}).second)
+        file.bad(rw, "a second result for the working copy of param '" +
+                         p.name + "'");
+    } else {
+      file.bad(rw + ".role",
+               "unknown role '" + role +
+                   "' (expected loss, param, opt_state or working; output in "
+                   "an inference artifact)");
+    }
+    fn.results.push_back(r);
+  }
+  if (fn.lossValue < 0 && !ctx.inference)
+    file.bad(where + ".results", "no loss result");
+
+  analyzeDataflow(fn, [&](const std::string &msg) { file.bad(where, msg); });
+}
+
+/// The optional "working" of each params entry: the dtype of the
+/// parameter's working copy, bf16 or f16, of an f32 parameter only.
+void readParamWorking(const JsonFile &file, const json &list,
+                      std::vector<TensorDesc> &params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::string where = JsonFile::at("params", i);
+    const json *w = file.optField(list[i], where, "working");
+    if (!w)
+      continue;
+    where += ".working";
+    std::string name = file.toString(*w, where);
+    DType dtype = DType::BF16;
+    if (name == "bf16")
+      dtype = DType::BF16;
+    else if (name == "f16")
+      dtype = DType::F16;
+    else
+      file.bad(where, "unknown working dtype '" + name +
+                          "' (expected bf16 or f16)");
+    if (params[i].dtype != DType::F32)
+      file.bad(where, "parameter '" + params[i].name + "' is " +
+                          describe(params[i]) +
+                          ": only f32 parameters have a working copy");
+    params[i].working = dtype;
+  }
+}
+
+/// The optional "init" of each opt_state entry (docs/artifact.md).
+void readOptStateInit(const JsonFile &file, const json &list,
+                      std::vector<TensorDesc> &slots) {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    std::string where = JsonFile::at("opt_state", i);
+    const json *init = file.optField(list[i], where, "init");
+    if (!init)
+      continue;
+    where += ".init";
+    if (!init->is_number())
+      file.bad(where, "expected a number, got " + brief(*init));
+    double v = init->get<double>();
+    std::string why = initUnfit(v, slots[i].dtype);
+    if (!why.empty())
+      file.bad(where, formatNumber(v) + " " + why + ", but optimizer state '" +
+                          slots[i].name + "' is " + describe(slots[i]));
+    slots[i].init = v;
+  }
+}
+
+
+} // namespace
+
+Manifest readManifestJson(const std::string &path) {
+  JsonFile file(path);
+  json doc = file.read();
+  if (!doc.is_object())
+    file.bad("", "expected a JSON object, got " + brief(doc));
+  Manifest m;
+  std::string format = file.stringField(doc, "", "format");
+  if (format != "tcc-artifact")
+    file.bad("format", "expected \"tcc-artifact\", got \"" + format + "\"");
+  m.version = file.intField(doc, "", "version");
+  if (m.version != TCC_ARTIFACT_VERSION)
+    file.bad("version",
+             "artifact version " + std::to_string(m.version) +
+                 " is not supported: this runtime reads version " +
+                 std::to_string(TCC_ARTIFACT_VERSION),
+             TCC_ERROR_VERSION);
+  if (const json *v = file.optField(doc, "", "producer"))
+    m.producer = file.toString(*v, "producer");
+  if (const json *v = file.optField(doc, "", "source"))
+    m.source = file.toString(*v, "source");
+  std::string kind = file.stringField(doc, "", "kind");
+  if (kind == "inference")
+    m.kind = Kind::Inference;
+  else if (kind != "training")
+    file.bad("kind",
+             "unknown kind '" + kind + "' (expected training or inference)");
+  if (m.kind == Kind::Training)
+    readTrainingManifest(file, doc, m);
+  readFiles(file, doc, m);
+  return m;
+}
+
+Plan readPlanJson(const std::string &path, const Manifest &manifest,
+                  const std::vector<TensorDesc> &constants,
+                  const std::string &constantsFile) {
+  JsonFile file(path);
+  json doc = file.read();
+  Plan art;
+  PlanContext ctx{art, manifest.kind == Kind::Inference, constants,
+                  constantsFile};
+  if (!doc.is_object())
+    file.bad("", "expected a JSON object, got " + brief(doc));
+  int64_t version = file.intField(doc, "", "version");
+  if (version != TCC_ARTIFACT_VERSION)
+    file.bad("version",
+             "plan version " + std::to_string(version) +
+                 " is not supported: this runtime reads version " +
+                 std::to_string(TCC_ARTIFACT_VERSION),
+             TCC_ERROR_VERSION);
+  art.params = file.tensors(doc, "", "params");
+  readParamWorking(file, file.arrayField(doc, "", "params"), art.params);
+  art.optState = file.tensors(doc, "", "opt_state");
+  readOptStateInit(file, file.arrayField(doc, "", "opt_state"), art.optState);
+  const json &fns = file.field(doc, "", "functions");
+  if (!fns.is_object())
+    file.bad("functions", "expected an object, got " + brief(fns));
+  for (auto it = fns.begin(); it != fns.end(); ++it) {
+    Function fn;
+    fn.name = it.key();
+    readFunction(file, it.value(), ctx, fn);
+    art.functions.push_back(std::move(fn));
+  }
+  if (ctx.inference) {
+    // One function: its inputs are the session's, its results the outputs.
+    if (!art.function("forward"))
+      file.bad("functions", "missing 'forward' (an inference artifact runs "
+                            "@forward)");
+    if (art.functions.size() != 1)
+      file.bad("functions", "an inference artifact has one function, "
+                            "'forward', not " +
+                                std::to_string(art.functions.size()));
+    if (!art.optState.empty())
+      file.bad("opt_state", "an inference artifact has no optimizer state");
+    return art;
+  }
+  const Function *train = art.function("train_step");
+  if (!train)
+    file.bad("functions", "missing 'train_step'");
+  // One set of bound inputs serves every function: the same name must mean
+  // the same tensor, and with accum N the leading dim is N.
+  for (const Function &fn : art.functions)
+    for (size_t i = 0; i < fn.inputs.size(); ++i) {
+      const TensorDesc &in = fn.inputs[i];
+      std::string w = "functions." + fn.name + ".inputs[" + std::to_string(i) +
+                      "]";
+      const TensorDesc *t = nullptr;
+      for (const TensorDesc &ti : train->inputs)
+        if (ti.name == in.name)
+          t = &ti;
+      if (!t)
+        file.bad(w, "input '" + in.name + "' is not an input of train_step");
+      if (t->dtype != in.dtype || t->shape != in.shape)
+        file.bad(w, "input '" + in.name + "' is " + describe(in) +
+                        " but train_step's is " + describe(*t));
+      if (manifest.accum > 1 &&
+          (in.shape.empty() || in.shape[0] != manifest.accum))
+        file.bad(w, "input '" + in.name + "' is " + describe(in) +
+                        ", but with accum " +
+                        std::to_string(manifest.accum) +
+                        " its leading dim must be the accumulation count");
+    }
+  return art;
+}
+
+} // namespace tcc::rt
