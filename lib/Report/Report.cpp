@@ -1,12 +1,9 @@
 // The HTML report of `tcc compile --report`; see Report.h.
-#include "Report.h"
-
-#include "tcc/Artifact/Artifact.h"
-
-#include "tcc/Transforms/Fuse.h"
-#include "Model.h"
+#include "tcc/Report/Report.h"
 
 #include "exec/ExecOps.h"
+#include "tcc/Artifact/Artifact.h"
+#include "tcc/Transforms/Fuse.h"
 #include "tcc/Transforms/MemoryPlan.h"
 #include "tcc/Transforms/Passes.h"
 
@@ -24,7 +21,7 @@
 
 using namespace mlir;
 
-namespace tcc::driver {
+namespace tcc::report {
 
 int64_t countFunctionOps(ModuleOp module, llvm::StringRef name) {
   auto func = module.lookupSymbol<func::FuncOp>(name);
@@ -221,13 +218,14 @@ static void writePrecision(llvm::raw_ostream &os, ModuleOp module,
   os << "</table>\n";
 }
 
-bool writeReport(ModuleOp module, llvm::SmallVector<ReportStage> stages,
-                 const PrecisionPolicy &policy, const std::string &path) {
+LogicalResult writeReport(ModuleOp module, llvm::SmallVector<ReportStage> stages,
+                          const PrecisionPolicy &policy,
+                          const std::string &path, std::string &error) {
   std::error_code ec;
   llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_Text);
   if (ec) {
-    fail("--report: cannot write '" + path + "': " + ec.message());
-    return false;
+    error = "--report: cannot write '" + path + "': " + ec.message();
+    return failure();
   }
 
   MLIRContext *context = module.getContext();
@@ -235,8 +233,8 @@ bool writeReport(ModuleOp module, llvm::SmallVector<ReportStage> stages,
   OwningOpRef<ModuleOp> clone = module.clone();
   auto step = [&]() { return clone->lookupSymbol<func::FuncOp>("train_step"); };
   if (!step() || step().isExternal()) {
-    fail("--report: the module has no @train_step");
-    return false;
+    error = "--report: the module has no @train_step";
+    return failure();
   }
   int64_t kernelsBefore = countKernels(step());
 
@@ -251,8 +249,8 @@ bool writeReport(ModuleOp module, llvm::SmallVector<ReportStage> stages,
     PassManager pm(context);
     stage.add(pm);
     if (failed(pm.run(*clone))) {
-      fail("--report: " + stage.pass + " failed: " + firstError);
-      return false;
+      error = ("--report: " + stage.pass + " failed: " + firstError).str();
+      return failure();
     }
     stages.push_back({stage.name.str(), "@train_step",
                       countFunctionOps(*clone, "train_step"),
@@ -265,8 +263,8 @@ bool writeReport(ModuleOp module, llvm::SmallVector<ReportStage> stages,
     arenaBytes = attr.getInt();
   FailureOr<BufferLiveness> live = computeBufferLiveness(func);
   if (failed(live)) {
-    fail("--report: cannot compute buffer liveness: " + firstError);
-    return false;
+    error = "--report: cannot compute buffer liveness: " + firstError;
+    return failure();
   }
 
   int64_t flops = 0, bytes = 0;
@@ -329,7 +327,7 @@ bool writeReport(ModuleOp module, llvm::SmallVector<ReportStage> stages,
      << "for its gradient), 1 per element otherwise. Bytes moved: operands "
      << "plus results of every launch.</p>\n</body></html>\n";
   out.keep();
-  return true;
+  return success();
 }
 
-} // namespace tcc::driver
+} // namespace tcc::report

@@ -6,11 +6,11 @@
 // an inference artifact whose one function is @forward.
 #include "Commands.h"
 #include "Model.h"
-#include "Report.h"
 #include "TrainFlags.h"
 #include "tcc/Transforms/Precision.h"
 
 #include "tcc/Artifact/Artifact.h"
+#include "tcc/Report/Report.h"
 #include "tcc/TccOps.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -116,10 +116,10 @@ int runCompile() {
   if (!module)
     return 1;
 
-  llvm::SmallVector<ReportStage> stages;
+  llvm::SmallVector<report::ReportStage> stages;
   if (!report.empty()) {
     bool isMlir = llvm::StringRef(modelFlags.model).ends_with(".mlir");
-    int64_t forwardOps = countFunctionOps(*module, "forward");
+    int64_t forwardOps = report::countFunctionOps(*module, "forward");
     unsigned attentions = 0;
     module->walk([&](tcc::AttentionOp) { ++attentions; });
     stages.push_back({isMlir ? "parse" : "import", "@forward", forwardOps,
@@ -142,9 +142,10 @@ int runCompile() {
       return 1;
     if (!report.empty()) {
       stages.push_back({"build-train-step", "@train_step",
-                        countFunctionOps(*module, "train_step"), ""});
-      if (!writeReport(*module, stages, config.precision, report))
-        return 1;
+                        report::countFunctionOps(*module, "train_step"), ""});
+      if (failed(report::writeReport(*module, stages, config.precision, report,
+                                     error)))
+        return fail(error);
     }
   }
   if (kind == "mlir")

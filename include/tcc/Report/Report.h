@@ -1,8 +1,8 @@
 // `tcc compile --report`: one self-contained HTML page about the compiled
 // training step (pipeline stages, kernels, fusion groups, memory plan,
 // FLOPs), for people who would rather not read the IR.
-#ifndef TCC_TOOLS_TCC_REPORT_H
-#define TCC_TOOLS_TCC_REPORT_H
+#ifndef TCC_REPORT_REPORT_H
+#define TCC_REPORT_REPORT_H
 
 #include "tcc/Transforms/Precision.h"
 
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-namespace tcc::driver {
+namespace tcc::report {
 
 /// One pipeline stage already run, with the op count of the function it
 /// produced or changed.
@@ -28,12 +28,14 @@ int64_t countFunctionOps(mlir::ModuleOp module, llvm::StringRef name);
 
 /// Runs tcc-fuse and tcc-plan-memory on a clone of `module` (which must hold
 /// @train_step) and writes the report to `path`. `module` is not changed. On
-/// failure prints one line to stderr and returns false.
+/// failure `error` is one line naming the flag (--report) and the cause.
 /// The precision policy `policy` (the compile's --precision and
 /// --precision-policy) is printed as a table.
-bool writeReport(mlir::ModuleOp module, llvm::SmallVector<ReportStage> stages,
-                 const PrecisionPolicy &policy, const std::string &path);
+mlir::LogicalResult writeReport(mlir::ModuleOp module,
+                                llvm::SmallVector<ReportStage> stages,
+                                const PrecisionPolicy &policy,
+                                const std::string &path, std::string &error);
 
-} // namespace tcc::driver
+} // namespace tcc::report
 
-#endif // TCC_TOOLS_TCC_REPORT_H
+#endif // TCC_REPORT_REPORT_H
