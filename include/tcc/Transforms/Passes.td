@@ -228,6 +228,41 @@ def LowerPrecision : Pass<"tcc-lower-precision", "mlir::func::FuncOp"> {
   let dependentDialects = ["::tcc::TccDialect"];
 }
 
+def DropUnreachable : Pass<"tcc-drop-unreachable", "mlir::ModuleOp"> {
+  let summary = "Erase the functions that the root functions do not reach";
+  let description = [{
+    Keeps the functions named by `roots` and every function they reach
+    through symbol references (calls), transitively, and erases every other
+    `func.func`. Other symbols (`tcc.param`) stay. The lowering pipeline
+    (`tcc-lower-pipeline`) runs it first, so that only what an artifact runs
+    is lowered: in a training module `@forward`, whose body `@train_step` and
+    `@eval_step` hold copies of, goes, and needs no kernels.
+
+    `symbol-dce` does not do this: it erases only private symbols, and the
+    step functions and `@forward` are public. A root the module lacks is
+    skipped (a hand-built module may have no `@eval_step`); a module with
+    none of the roots is an error, as everything would be erased.
+
+    Before (`roots=train_step,eval_step`):
+    ```mlir
+    tcc.param @w = dense<...> : tensor<3x2xf32>
+    func.func @forward(%x: tensor<4x3xf32>) -> tensor<4x2xf32> { ... }
+    func.func @train_step(...) -> ... { ... }
+    func.func @eval_step(...) -> ... { ... }
+    ```
+    After:
+    ```mlir
+    tcc.param @w = dense<...> : tensor<3x2xf32>
+    func.func @train_step(...) -> ... { ... }
+    func.func @eval_step(...) -> ... { ... }
+    ```
+  }];
+  let options = [
+    ListOption<"roots", "roots", "std::string",
+               "the functions to keep, with what they reach (e.g. train_step,eval_step)">,
+  ];
+}
+
 def FuseGemmEpilogue : Pass<"tcc-fuse-gemm-epilogue", "mlir::func::FuncOp"> {
   let summary = "Fold a bias add into the GEMM producing its operand: one tcc.gemm with C = bias";
   let description = [{
