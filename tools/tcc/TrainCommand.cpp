@@ -91,7 +91,7 @@ int runTrain() {
   OwningOpRef<ModuleOp> module = loadModel(context, modelFlags);
   if (!module)
     return 1;
-  if (!buildTrainStepOrReport(*module, config))
+  if (!runStagesOrReport(*module, trainStages(config)))
     return 1;
 
   if (reference) {

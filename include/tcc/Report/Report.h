@@ -26,13 +26,14 @@ struct ReportStage {
 /// Top-level ops of the function `name` in `module` (0 if absent).
 int64_t countFunctionOps(mlir::ModuleOp module, llvm::StringRef name);
 
-/// Runs tcc-fuse and tcc-plan-memory on a clone of `module` (which must hold
-/// @train_step) and writes the report to `path`. `module` is not changed. On
+/// Writes the report to `path`: the stages (`stages`, in the order they
+/// ran), the precision policy `policy` (the compile's --precision and
+/// --precision-policy) as a table, and @train_step before lowering (in
+/// `trained`) and after (in `lowered`, which tcc::lowerStages produced):
+/// kernel counts, fusion groups, the memory plan and estimated cost. On
 /// failure `error` is one line naming the flag (--report) and the cause.
-/// The precision policy `policy` (the compile's --precision and
-/// --precision-policy) is printed as a table.
-mlir::LogicalResult writeReport(mlir::ModuleOp module,
-                                llvm::SmallVector<ReportStage> stages,
+mlir::LogicalResult writeReport(mlir::ModuleOp trained, mlir::ModuleOp lowered,
+                                llvm::ArrayRef<ReportStage> stages,
                                 const PrecisionPolicy &policy,
                                 const std::string &path, std::string &error);
 
