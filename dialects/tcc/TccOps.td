@@ -301,7 +301,7 @@ def Tcc_DropoutOp : Tcc_Op<"dropout", [InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryC
   let description = [{
     Keeps element `i` when `hash(seed', i)` maps below `1 - ratio`, scaling
     kept elements by `1 / (1 - ratio)`; also returns the keep mask. The hash
-    (include/tcc/Interp/DropoutHash.h) is a pure function of (seed', i), so
+    (runtime/kernels/dropout_hash.h) is a pure function of (seed', i), so
     every backend draws the same mask. `seed' = seed + offset * 0x9E3779B97F4A7C15`
     (mod 2^64): the optional i64 scalar `offset` is how a training step draws
     a fresh mask per step and micro-batch; without it `seed' = seed`.

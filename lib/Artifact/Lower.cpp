@@ -1,79 +1,27 @@
-// The lowering pipeline from the training module to the executable form the
-// artifact describes, and the check that the runtime can run every op.
+// Lowering a training or inference module to the executable form the
+// artifact describes (the stages of tcc::lowerStages, as tcc-lower-pipeline
+// runs them), and the check that the runtime can run every op.
 #include "tcc/Artifact/Artifact.h"
 
 #include "Plan.h"
 
 #include "exec/ExecOps.h"
 #include "tcc/Transforms/MemoryPlan.h"
-#include "tcc/Transforms/Passes.h"
+#include "tcc/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/SymbolTable.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
-#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 
 namespace tcc::artifact {
 
-/// The functions an artifact holds, in plan order: the steps of a training
-/// artifact, the one function of an inference artifact.
-static constexpr llvm::StringLiteral kStepFunctions[] = {"train_step",
-                                                         "eval_step"};
-static constexpr llvm::StringLiteral kInferenceFunctions[] = {"forward"};
-
-ArrayRef<LoweringStage> loweringStages() {
-  static const LoweringStage stages[] = {
-      {"fuse-gemm-epilogue", "tcc-fuse-gemm-epilogue",
-       [](OpPassManager &pm) {
-         pm.addNestedPass<func::FuncOp>(createFuseGemmEpilogue());
-       }},
-      {"fuse", "tcc-fuse", [](OpPassManager &pm) { pm.addPass(createFuse()); }},
-      {"canonicalize", "canonicalize",
-       [](OpPassManager &pm) { pm.addPass(createCanonicalizerPass()); }},
-      {"cse", "cse", [](OpPassManager &pm) { pm.addPass(createCSEPass()); }},
-      {"plan-memory", "tcc-plan-memory",
-       [](OpPassManager &pm) {
-         pm.addNestedPass<func::FuncOp>(createPlanMemory());
-       }},
-  };
-  return stages;
-}
-
-/// Drops every function `roots` do not reach and runs the pipeline.
-static LogicalResult lowerModule(ModuleOp module,
-                                 ArrayRef<llvm::StringLiteral> roots,
-                                 std::string &error) {
+/// Runs tcc::lowerStages with `roots` and checks the memory plan.
+static LogicalResult lowerModule(ModuleOp module, ArrayRef<StringRef> roots,
+                                 std::string &error, AfterStage afterStage) {
   MLIRContext *context = module.getContext();
   context->getOrLoadDialect<exec::ExecDialect>();
   context->getOrLoadDialect<func::FuncDialect>();
-
-  // Anything the roots do not call (in a training module @forward) is not
-  // part of the artifact: no kernels for it, and no reason to reject its ops.
-  llvm::StringSet<> reachable;
-  SmallVector<Operation *> work;
-  for (StringRef name : roots)
-    if (Operation *f = module.lookupSymbol(name)) {
-      reachable.insert(name);
-      work.push_back(f);
-    }
-  while (!work.empty()) {
-    Operation *f = work.pop_back_val();
-    if (auto uses = SymbolTable::getSymbolUses(f))
-      for (const SymbolTable::SymbolUse &use : *uses) {
-        StringRef callee = use.getSymbolRef().getRootReference().getValue();
-        if (auto g = module.lookupSymbol<func::FuncOp>(callee))
-          if (reachable.insert(callee).second)
-            work.push_back(g);
-      }
-  }
-  for (func::FuncOp f :
-       llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
-    if (!reachable.contains(f.getSymName()))
-      f.erase();
 
   std::string firstError;
   ScopedDiagnosticHandler handler(context, [&](Diagnostic &diag) {
@@ -81,12 +29,12 @@ static LogicalResult lowerModule(ModuleOp module,
       firstError = describeLoc(diag.getLocation()) + ": " + diag.str();
     return success();
   });
-  PassManager pm(context);
-  for (const LoweringStage &stage : loweringStages())
-    stage.add(pm);
-  if (failed(pm.run(module))) {
-    error = "lowering failed: " +
-            (firstError.empty() ? std::string("a pass failed") : firstError);
+  LowerConfig config;
+  config.roots.assign(roots.begin(), roots.end());
+  if (failed(runStages(module, lowerStages(config), error, afterStage))) {
+    if (error.empty())
+      error = "lowering failed: " +
+              (firstError.empty() ? std::string("a pass failed") : firstError);
     return failure();
   }
   // tcc-plan-memory verifies its own result; check again here so a plan
@@ -100,32 +48,33 @@ static LogicalResult lowerModule(ModuleOp module,
   return success();
 }
 
-LogicalResult lowerTrainModule(ModuleOp module, std::string &error) {
+LogicalResult lowerTrainModule(ModuleOp module, std::string &error,
+                               AfterStage afterStage) {
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
   if (!train || train.isExternal()) {
     error = "the module has no @train_step (build it with tcc compile or "
             "--tcc-build-train-step)";
     return failure();
   }
-  return lowerModule(module, kStepFunctions, error);
+  return lowerModule(module, trainingRoots(), error, afterStage);
 }
 
-LogicalResult lowerInferenceModule(ModuleOp module, std::string &error) {
+LogicalResult lowerInferenceModule(ModuleOp module, std::string &error,
+                                   AfterStage afterStage) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward || forward.isExternal()) {
     error = "the module has no @forward";
     return failure();
   }
-  return lowerModule(module, kInferenceFunctions, error);
+  return lowerModule(module, inferenceRoots(), error, afterStage);
 }
 
 LogicalResult checkExecutable(ModuleOp lowered, std::string &error) {
-  SmallVector<StringRef, 3> names(std::begin(kStepFunctions),
-                                  std::end(kStepFunctions));
+  SmallVector<StringRef, 3> names(trainingRoots());
   // A training module's @forward is dropped by lowering; in an inference
   // module it is the function that runs.
   if (!lowered.lookupSymbol("train_step"))
-    names.push_back(kInferenceFunctions[0]);
+    llvm::append_range(names, inferenceRoots());
   for (StringRef name : names) {
     auto f = lowered.lookupSymbol<func::FuncOp>(name);
     if (!f)

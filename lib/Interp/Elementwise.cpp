@@ -3,8 +3,9 @@
 #include "Kernel.h"
 #include "Numerics.h"
 
-#include "tcc/Interp/DropoutHash.h"
 #include "tcc/TccOps.h"
+
+#include "kernels/dropout_hash.h"
 
 using namespace mlir;
 using tcc::data::Array;

@@ -114,16 +114,35 @@ bool parsePrecisionOverrides(llvm::StringRef text, PrecisionPolicy &policy,
   return true;
 }
 
-std::string describePrecision(const PrecisionPolicy &policy) {
-  std::string s = precisionName(policy.precision).str();
-  if (policy.overrides.empty())
-    return s;
+bool parsePrecisionPolicy(llvm::StringRef precision, llvm::StringRef overrides,
+                          PrecisionPolicy &policy, std::string &error,
+                          mlir::MLIRContext *context) {
+  PrecisionPolicy p;
+  if (!parsePrecision(precision, p.precision, error) ||
+      !parsePrecisionOverrides(overrides, p, error, context))
+    return false;
+  if (!overrides.empty() && p.precision == Precision::FP32) {
+    error = "--precision-policy needs --precision bf16 or fp16";
+    return false;
+  }
+  policy = std::move(p);
+  return true;
+}
+
+std::string describeOverrides(const PrecisionPolicy &policy) {
   llvm::SmallVector<std::string> items;
   for (const auto &entry : policy.overrides)
     items.push_back(entry.getKey().str() + "=" +
                     (entry.getValue() == OpPrecision::Low ? "low" : "fp32"));
   llvm::sort(items);
-  return s + ":" + llvm::join(items, ",");
+  return llvm::join(items, ",");
+}
+
+std::string describePrecision(const PrecisionPolicy &policy) {
+  std::string s = precisionName(policy.precision).str();
+  if (policy.overrides.empty())
+    return s;
+  return s + ":" + describeOverrides(policy);
 }
 
 } // namespace tcc

@@ -1,7 +1,8 @@
 // Parsers of the training flags (--loss, --optimizer, --lr-schedule, ...),
-// shared by the tcc driver and the tcc-build-train-step pass options. Every
-// error is one line naming the flag and the offending text, because that is
-// what the user typed and has to fix.
+// shared by the tcc driver, tcc-build-train-step and tcc-train-pipeline.
+// Every error is one line naming the flag and the offending text, because
+// that is what the user typed and has to fix.
+#include "tcc/Transforms/Passes.h"
 #include "tcc/Transforms/TrainStep.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -293,7 +294,46 @@ bool matchesParamRegex(StringRef regex, StringRef name) {
   return !regex.empty() && llvm::Regex(regex).match(name);
 }
 
-} // namespace tcc
+bool parseTrainStepOptions(const BuildTrainStepOptions &options,
+                           const PrecisionPolicy &precision,
+                           TrainConfig &config, std::string &error) {
+  TrainConfig c;
+  if (!parseLoss(options.loss, c.loss, error) ||
+      !parseOptimizer(options.optimizer, c.optimizer, error) ||
+      !parseSchedule(options.lrSchedule, c.schedule, error))
+    return false;
+  if (options.gradClip != 0)
+    c.gradClip = options.gradClip;
+  c.accum = options.accum;
+  c.freeze = options.freeze;
+  c.noDecay = options.noDecay;
+  c.precision = precision;
+  LossScaleSpec &scaling = c.lossScale;
+  scaling.scale = options.lossScaleInit;
+  scaling.growthInterval = options.lossScaleGrowthInterval;
+  // fp16's range needs scaling far more often than bf16's.
+  if (precision.precision == Precision::FP16)
+    scaling.kind = LossScaleSpec::Dynamic;
+  if (!options.lossScale.empty() &&
+      !parseLossScale(options.lossScale, scaling, error))
+    return false;
+  // A value that would be silently ignored is a mistake in the command.
+  BuildTrainStepOptions defaults;
+  bool initSet = options.lossScaleInit != defaults.lossScaleInit;
+  if (scaling.kind != LossScaleSpec::Dynamic &&
+      (initSet ||
+       options.lossScaleGrowthInterval != defaults.lossScaleGrowthInterval)) {
+    error = std::string(initSet ? "--loss-scale-init"
+                                : "--loss-scale-growth-interval") +
+            " needs dynamic loss scaling (--loss-scale dynamic, the default "
+            "with --precision fp16)";
+    return false;
+  }
+  if (!checkConfig(c, error))
+    return false;
+  config = std::move(c);
+  return true;
+}
 
 /// The shortest of %.15g..%.17g that reads back as `v`.
 static std::string roundTrip(double v) {
@@ -306,34 +346,60 @@ static std::string roundTrip(double v) {
   return buf;
 }
 
-std::string tcc::describeTrainConfig(const TrainConfig &c) {
-  const LossSpec &l = c.loss;
-  std::string s = "loss=";
+/// The flags' text of each spec, which its parser reads back exactly.
+static std::string lossText(const LossSpec &l) {
   if (l.kind == LossSpec::CrossEntropy)
-    s += "cross_entropy(" + l.output + "," + l.label +
-         ",ignore_index=" + std::to_string(l.ignoreIndex) + ")";
-  else
-    s += l.kind == LossSpec::Mse ? "mse(" + l.output + "," + l.label + ")"
+    return "cross_entropy(" + l.output + "," + l.label +
+           ",ignore_index=" + std::to_string(l.ignoreIndex) + ")";
+  return l.kind == LossSpec::Mse ? "mse(" + l.output + "," + l.label + ")"
                                  : l.output;
-  const OptimizerSpec &o = c.optimizer;
+}
+
+static std::string optimizerText(const OptimizerSpec &o) {
   if (o.kind == OptimizerSpec::Sgd)
-    s += " optimizer=sgd:lr=" + roundTrip(o.lr) + ",momentum=" + roundTrip(o.momentum) +
-         ",weight_decay=" + roundTrip(o.weightDecay) +
-         ",nesterov=" + (o.nesterov ? "1" : "0");
-  else
-    s += " optimizer=adamw:lr=" + roundTrip(o.lr) + ",beta1=" + roundTrip(o.beta1) +
+    return "sgd:lr=" + roundTrip(o.lr) + ",momentum=" + roundTrip(o.momentum) +
+           ",weight_decay=" + roundTrip(o.weightDecay) +
+           ",nesterov=" + (o.nesterov ? "1" : "0");
+  return "adamw:lr=" + roundTrip(o.lr) + ",beta1=" + roundTrip(o.beta1) +
          ",beta2=" + roundTrip(o.beta2) + ",eps=" + roundTrip(o.eps) +
          ",weight_decay=" + roundTrip(o.weightDecay);
-  s += " grad_clip=" + (c.gradClip ? roundTrip(*c.gradClip) : std::string("off"));
-  const ScheduleSpec &sc = c.schedule;
+}
+
+static std::string scheduleText(const ScheduleSpec &sc) {
   if (sc.kind == ScheduleSpec::Constant)
-    s += " lr_schedule=constant";
-  else
-    s += std::string(" lr_schedule=") +
-         (sc.kind == ScheduleSpec::Cosine ? "cosine" : "linear") +
+    return "constant";
+  return std::string(sc.kind == ScheduleSpec::Cosine ? "cosine" : "linear") +
          ":warmup=" + std::to_string(sc.warmup) +
          ",total=" + std::to_string(sc.total) +
          (sc.kind == ScheduleSpec::Cosine ? ",min=" + roundTrip(sc.minLr) : "");
+}
+
+BuildTrainStepOptions trainStepOptions(const TrainConfig &c) {
+  BuildTrainStepOptions o;
+  o.loss = lossText(c.loss);
+  o.optimizer = optimizerText(c.optimizer);
+  o.gradClip = c.gradClip.value_or(0.0);
+  o.lrSchedule = scheduleText(c.schedule);
+  o.accum = c.accum;
+  o.freeze = c.freeze;
+  o.noDecay = c.noDecay;
+  const LossScaleSpec &ls = c.lossScale;
+  if (ls.kind == LossScaleSpec::Dynamic) {
+    o.lossScale = "dynamic";
+    o.lossScaleInit = ls.scale;
+    o.lossScaleGrowthInterval = ls.growthInterval;
+  } else {
+    o.lossScale = ls.kind == LossScaleSpec::None ? "none" : roundTrip(ls.scale);
+  }
+  return o;
+}
+
+std::string describeTrainConfig(const TrainConfig &c) {
+  std::string s = "loss=" + lossText(c.loss);
+  s += " optimizer=" + optimizerText(c.optimizer);
+  s += " grad_clip=" +
+       (c.gradClip ? roundTrip(*c.gradClip) : std::string("off"));
+  s += " lr_schedule=" + scheduleText(c.schedule);
   s += " accum=" + std::to_string(c.accum) + " freeze='" + c.freeze +
        "' no_decay='" + c.noDecay + "'";
   s += " precision=" + describePrecision(c.precision);
@@ -346,3 +412,4 @@ std::string tcc::describeTrainConfig(const TrainConfig &c) {
          ",growth_interval=" + std::to_string(ls.growthInterval);
 }
 
+} // namespace tcc

@@ -61,7 +61,13 @@ LogicalResult planLoss(func::FuncOp forward, const LossSpec &spec,
                               IntegerType::get(forward.getContext(), 64));
     break;
   case LossSpec::Mse:
-    plan.labelType = type;
+    // The loss is computed in f32 or wider (buildMicroLoss), so a 16-bit
+    // output (precision lowering made it so) is compared with an f32 target.
+    plan.labelType =
+        type.getElementType().getIntOrFloatBitWidth() < 32
+            ? RankedTensorType::get(type.getShape(),
+                                    Float32Type::get(forward.getContext()))
+            : type;
     break;
   }
 

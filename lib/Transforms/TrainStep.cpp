@@ -7,7 +7,6 @@
 
 #include "tcc/TccOps.h"
 #include "tcc/Transforms/Autodiff.h"
-#include "tcc/Transforms/Precision.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -96,8 +95,8 @@ public:
         loc(forward.getLoc()) {}
 
   LogicalResult plan();
-  /// After precision lowering: the parameters @forward reads in 16 bits
-  /// get working copies.
+  /// The parameters @forward reads in 16 bits (precision lowering cast
+  /// them) get working copies.
   void findWorkingCopies() {
     llvm::StringMap<RankedTensorType> reads = lowParamReads(forward);
     for (ParamInfo &p : params)
@@ -531,9 +530,6 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainConfig &config) {
 
   StepBuilder builder(module, forward, config);
   if (failed(builder.plan()))
-    return failure();
-  // After plan(): labels and targets keep the model's declared types.
-  if (failed(lowerPrecision(forward, config.precision)))
     return failure();
   builder.findWorkingCopies();
   OpBuilder b(module.getContext());

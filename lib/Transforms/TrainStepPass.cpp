@@ -16,35 +16,26 @@ struct BuildTrainStepPass : impl::BuildTrainStepBase<BuildTrainStepPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    TrainConfig config;
-    std::string error;
     if (loss.empty()) {
       module.emitError("tcc-build-train-step needs the loss option");
       return signalPassFailure();
     }
-    if (!parseLoss(loss, config.loss, error) ||
-        !parseOptimizer(optimizer, config.optimizer, error) ||
-        !parseSchedule(lrSchedule, config.schedule, error)) {
-      module.emitError(error);
-      return signalPassFailure();
-    }
-    if (gradClip != 0)
-      config.gradClip = gradClip;
-    config.accum = accum;
-    config.freeze = freeze;
-    config.noDecay = noDecay;
-    config.lossScale.scale = lossScaleInit;
-    config.lossScale.growthInterval = lossScaleGrowthInterval;
-    if (!parsePrecision(precision, config.precision.precision, error) ||
-        !parsePrecisionOverrides(precisionPolicy, config.precision, error,
-                                 &getContext())) {
-      module.emitError(error);
-      return signalPassFailure();
-    }
-    if (config.precision.precision == Precision::FP16)
-      config.lossScale.kind = LossScaleSpec::Dynamic;
-    if (!lossScale.empty() &&
-        !parseLossScale(lossScale, config.lossScale, error)) {
+    BuildTrainStepOptions options;
+    options.loss = loss;
+    options.optimizer = optimizer;
+    options.gradClip = gradClip;
+    options.lrSchedule = lrSchedule;
+    options.accum = accum;
+    options.freeze = freeze;
+    options.noDecay = noDecay;
+    options.lossScale = lossScale;
+    options.lossScaleInit = lossScaleInit;
+    options.lossScaleGrowthInterval = lossScaleGrowthInterval;
+    // @forward's precision is only what its types say; the config's is for
+    // manifests, which this pass does not write.
+    TrainConfig config;
+    std::string error;
+    if (!parseTrainStepOptions(options, PrecisionPolicy(), config, error)) {
       module.emitError(error);
       return signalPassFailure();
     }

@@ -5,10 +5,7 @@
 
 #include "data/half.h"
 #include "kernels/cpu/cpu_kernels.h"
-
-// The one definition of dropout's mask (MLIR-free; its directory is on this
-// library's private include path).
-#include "DropoutHash.h"
+#include "kernels/dropout_hash.h"
 
 #include <dlfcn.h>
 #if defined(__x86_64__) || defined(__i386__)

@@ -4,7 +4,7 @@
 // runtime/kernels/tcc_kernel.h), splitting large ones over a few threads;
 // call steps run runtime/kernels/cpu (f32; bf16/f16 operands widened to f32
 // and results rounded once) and the dropout hash of
-// include/tcc/Interp/DropoutHash.h. Memory is host memory. What the backend
+// runtime/kernels/dropout_hash.h. Memory is host memory. What the backend
 // cannot run is refused when the session opens, never when a step runs.
 //
 //===----------------------------------------------------------------------===//

@@ -2,9 +2,10 @@
 // values derived by hand (closed forms in the comments and expectations).
 #include "TestUtil.h"
 
-#include "tcc/Interp/DropoutHash.h"
 #include "tcc/Interp/Interpreter.h"
 #include "tcc/TccOps.h"
+
+#include "kernels/dropout_hash.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -1,8 +1,11 @@
-// tcc-opt: mlir-opt with the tcc dialects and passes, for lit tests and
-// for compiler engineers inspecting IR between passes.
+// tcc-opt: mlir-opt with the tcc dialects, passes and pipelines
+// (--tcc-train-pipeline, --tcc-lower-pipeline: the stages `tcc compile`
+// runs), for lit tests and for compiler engineers inspecting IR between
+// passes (--mlir-print-ir-after-all).
 #include "exec/ExecOps.h"
 #include "tcc/TccOps.h"
 #include "tcc/Transforms/Passes.h"
+#include "tcc/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -14,6 +17,7 @@ int main(int argc, char **argv) {
   registry.insert<tcc::TccDialect, tcc::exec::ExecDialect,
                   mlir::func::FuncDialect>();
   tcc::registerTccPasses();
+  tcc::registerTccPipelines();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerInlinerPass();

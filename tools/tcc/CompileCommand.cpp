@@ -6,11 +6,11 @@
 // an inference artifact whose one function is @forward.
 #include "Commands.h"
 #include "Model.h"
-#include "Report.h"
+#include "StageLog.h"
 #include "TrainFlags.h"
-#include "tcc/Transforms/Precision.h"
 
 #include "tcc/Artifact/Artifact.h"
+#include "tcc/Report/Report.h"
 #include "tcc/TccOps.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -45,6 +45,13 @@ static cl::opt<std::string>
 static cl::opt<bool> noCuda(
     "no-cuda", cl::desc("Do not build kernels/kernels.fatbin even when nvcc "
                         "is available (the artifact then runs on the CPU only)"),
+    cl::sub(compileCmd), cl::cat(flagCategory()));
+static cl::opt<std::string> dumpDir(
+    "dump-dir", cl::value_desc("dir"),
+    cl::desc("Also write the IR after every stage into this directory: "
+             "00-import.mlir, 01-lower-precision.mlir, "
+             "02-build-train-step.mlir, ..., NN-plan-memory.mlir (created; "
+             "earlier NN-*.mlir files in it are removed)"),
     cl::sub(compileCmd), cl::cat(flagCategory()));
 static cl::opt<std::string>
     report("report", cl::value_desc("file.html"),
@@ -111,50 +118,64 @@ int runCompile() {
   if (inference ? !trainFlags.toPrecision(config.precision)
                 : !trainFlags.toConfig(config))
     return 1;
+  StageLog log;
+  if (!log.open(dumpDir, error))
+    return fail("compile: " + error);
   MLIRContext context;
   OwningOpRef<ModuleOp> module = loadModel(context, modelFlags);
   if (!module)
     return 1;
-
-  llvm::SmallVector<ReportStage> stages;
+  if (failed(log.record("import", modelFlags.model, *module, error)))
+    return fail("compile: " + error);
   if (!report.empty()) {
     bool isMlir = llvm::StringRef(modelFlags.model).ends_with(".mlir");
-    int64_t forwardOps = countFunctionOps(*module, "forward");
     unsigned attentions = 0;
     module->walk([&](tcc::AttentionOp) { ++attentions; });
-    stages.push_back({isMlir ? "parse" : "import", "@forward", forwardOps,
-                      modelFlags.model});
-    stages.push_back(
-        {"raise-attention", "@forward", forwardOps,
-         isMlir || modelFlags.noRaiseAttention
-             ? std::string("not run")
-             : "in the importer; " + std::to_string(attentions) +
-                   " tcc.attention"});
+    log.note({"raise-attention", "@forward",
+              report::countFunctionOps(*module, "forward"),
+              isMlir || modelFlags.noRaiseAttention
+                  ? std::string("not run")
+                  : "in the importer; " + std::to_string(attentions) +
+                        " tcc.attention"});
   }
 
-  if (inference) {
-    auto forward = module->lookupSymbol<func::FuncOp>("forward");
-    if (forward && failed(lowerPrecision(forward, config.precision)))
-      return fail("compile: cannot lower @forward to " +
-                  describePrecision(config.precision));
-  } else {
-    if (!buildTrainStepOrReport(*module, config, where))
-      return 1;
-    if (!report.empty()) {
-      stages.push_back({"build-train-step", "@train_step",
-                        countFunctionOps(*module, "train_step"), ""});
-      if (!writeReport(*module, stages, config.precision, report))
-        return 1;
-    }
+  // The stages of tcc-train-pipeline (for inference: the forward model's
+  // only), each logged as it completes. runStagesOrReport prints a logging
+  // error as it is, so it gets this command's prefix here.
+  auto trained = [&](const PipelineStage &stage, std::string &why) {
+    if (succeeded(log.record(stage.name, stage.pass, *module, why)))
+      return success();
+    why = "compile: " + why;
+    return failure();
+  };
+  if (!runStagesOrReport(*module,
+                         inference ? forwardStages(config.precision)
+                                   : trainStages(config),
+                         where, trained))
+    return 1;
+  // Then tcc-lower-pipeline's, on a copy: the output of --emit=lowered, and
+  // what --report and --dump-dir show of an artifact (the writer lowers its
+  // own copy the same way).
+  OwningOpRef<ModuleOp> lowered;
+  if (kind == "lowered" || !report.empty() ||
+      (log.dumping() && kind == "artifact")) {
+    lowered = module->clone();
+    auto lowering = [&](const PipelineStage &stage, std::string &why) {
+      return log.record(stage.name, stage.pass, *lowered, why);
+    };
+    if (failed(inference
+                   ? artifact::lowerInferenceModule(*lowered, error, lowering)
+                   : artifact::lowerTrainModule(*lowered, error, lowering)))
+      return fail("compile: " + error);
+    if (!report.empty() &&
+        failed(report::writeReport(*module, *lowered, log.reportRows(),
+                                   config.precision, report, error)))
+      return fail(error);
   }
   if (kind == "mlir")
     return writeModule(*module, output);
-  if (kind == "lowered") {
-    if (failed(inference ? artifact::lowerInferenceModule(*module, error)
-                         : artifact::lowerTrainModule(*module, error)))
-      return fail("compile: " + error);
-    return writeModule(*module, output);
-  }
+  if (kind == "lowered")
+    return writeModule(*lowered, output);
   artifact::ArtifactOptions options;
   options.source = modelFlags.model;
   options.cudaKernels = !noCuda;

@@ -7,11 +7,11 @@
 // the runtime's own parser (runtime/run/cli.h) before LLVM's, so `tcc run`,
 // `tcc-run` and `tcc train` accept them identically.
 #include "Commands.h"
-#include "InterpTrainer.h"
 #include "Model.h"
 #include "TrainFlags.h"
 
 #include "tcc/Artifact/Artifact.h"
+#include "tcc/Interp/ReferenceTrainer.h"
 
 #include "run/cli.h"
 #include "run/session_engine.h"
@@ -91,11 +91,11 @@ int runTrain() {
   OwningOpRef<ModuleOp> module = loadModel(context, modelFlags);
   if (!module)
     return 1;
-  if (!buildTrainStepOrReport(*module, config))
+  if (!runStagesOrReport(*module, trainStages(config)))
     return 1;
 
   if (reference) {
-    InterpTrainer trainer;
+    interp::ReferenceTrainer trainer;
     interp::Options interpOptions;
     interpOptions.promoteToF64 = f64;
     if (!trainer.init(*module, config, interpOptions, error))

@@ -2,9 +2,9 @@
 #include "Model.h"
 
 #include "tcc/TccOps.h"
+#include "tcc/Transforms/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/Verifier.h"
 
 namespace cl = llvm::cl;
 
@@ -90,74 +90,64 @@ bool TrainFlags::anyTrainingOnly() const {
 }
 
 bool TrainFlags::toPrecision(PrecisionPolicy &policy) const {
-  policy = PrecisionPolicy();
   std::string error;
   // Op kinds are checked against the dialect's registered ops.
   mlir::MLIRContext context;
   context.getOrLoadDialect<TccDialect>();
-  if (!parsePrecision(precision, policy.precision, error) ||
-      !parsePrecisionOverrides(precisionPolicy, policy, error, &context)) {
+  if (!parsePrecisionPolicy(precision, precisionPolicy, policy, error,
+                            &context)) {
     fail(error);
-    return false;
-  }
-  if (!precisionPolicy.empty() && policy.precision == Precision::FP32) {
-    fail("--precision-policy needs --precision bf16 or fp16");
     return false;
   }
   return true;
 }
 
 bool TrainFlags::toConfig(TrainConfig &config) const {
-  config = TrainConfig();
-  std::string error;
   if (loss.empty()) {
     fail("--loss is required, e.g. --loss 'cross_entropy(logits,labels)'");
     return false;
   }
-  if (!parseLoss(loss, config.loss, error) ||
-      !parseOptimizer(optimizer, config.optimizer, error) ||
-      !parseSchedule(lrSchedule, config.schedule, error)) {
-    fail(error);
+  PrecisionPolicy policy;
+  if (!toPrecision(policy))
     return false;
-  }
+  // Flags left out take the option's defaults, so that a given
+  // --loss-scale-init is checked against the scaling it needs.
+  BuildTrainStepOptions options;
+  options.loss = loss;
+  options.optimizer = optimizer;
+  options.lrSchedule = lrSchedule;
+  options.accum = accum;
+  options.freeze = freeze;
+  options.noDecay = noDecay;
   if (gradClip.getNumOccurrences())
+    options.gradClip = gradClip;
+  if (lossScale.getNumOccurrences())
+    options.lossScale = lossScale;
+  if (lossScaleInit.getNumOccurrences())
+    options.lossScaleInit = lossScaleInit;
+  if (lossScaleGrowthInterval.getNumOccurrences())
+    options.lossScaleGrowthInterval = lossScaleGrowthInterval;
+  std::string error;
+  if (!parseTrainStepOptions(options, policy, config, error)) {
+    fail(error);
+    return false;
+  }
+  // The option's 0 means "no clipping"; a --grad-clip given must clip.
+  if (gradClip.getNumOccurrences()) {
     config.gradClip = gradClip;
-  config.accum = accum;
-  config.freeze = freeze;
-  config.noDecay = noDecay;
-  if (!toPrecision(config.precision))
-    return false;
-  LossScaleSpec &scaling = config.lossScale;
-  scaling.scale = lossScaleInit;
-  scaling.growthInterval = lossScaleGrowthInterval;
-  if (config.precision.precision == Precision::FP16)
-    scaling.kind = LossScaleSpec::Dynamic;
-  if (lossScale.getNumOccurrences() &&
-      !parseLossScale(lossScale, scaling, error)) {
-    fail(error);
-    return false;
-  }
-  if (scaling.kind != LossScaleSpec::Dynamic &&
-      (lossScaleInit.getNumOccurrences() ||
-       lossScaleGrowthInterval.getNumOccurrences())) {
-    fail(std::string(lossScaleInit.getNumOccurrences()
-                         ? "--loss-scale-init"
-                         : "--loss-scale-growth-interval") +
-         " needs dynamic loss scaling (--loss-scale dynamic, the default "
-         "with --precision fp16)");
-    return false;
-  }
-  if (!checkConfig(config, error)) {
-    fail(error);
-    return false;
+    if (!checkConfig(config, error)) {
+      fail(error);
+      return false;
+    }
   }
   return true;
 }
 
-bool buildTrainStepOrReport(
-    mlir::ModuleOp module, const TrainConfig &config,
-    const std::function<std::string(mlir::Location)> &where) {
-  // The builder reports through diagnostics; the CLI contract is one line.
+bool runStagesOrReport(mlir::ModuleOp module,
+                       llvm::ArrayRef<PipelineStage> stages,
+                       const std::function<std::string(mlir::Location)> &where,
+                       AfterStage afterStage) {
+  // Passes report through diagnostics; the CLI contract is one line.
   std::string firstError;
   mlir::ScopedDiagnosticHandler handler(
       module.getContext(), [&](mlir::Diagnostic &diag) {
@@ -166,12 +156,11 @@ bool buildTrainStepOrReport(
           firstError = (where ? where(diag.getLocation()) : "") + diag.str();
         return mlir::success();
       });
-  if (mlir::failed(buildTrainStep(module, config))) {
-    fail(firstError.empty() ? "cannot build the training step" : firstError);
-    return false;
-  }
-  if (mlir::failed(mlir::verify(module))) {
-    fail("internal error: the training step does not verify: " + firstError);
+  std::string error;
+  if (mlir::failed(runStages(module, stages, error, afterStage))) {
+    fail(!error.empty()       ? error
+         : firstError.empty() ? "a pass failed without saying why"
+                              : firstError);
     return false;
   }
   return true;

@@ -4,6 +4,7 @@
 #ifndef TCC_TOOLS_TCC_TRAINFLAGS_H
 #define TCC_TOOLS_TCC_TRAINFLAGS_H
 
+#include "tcc/Transforms/Pipelines.h"
 #include "tcc/Transforms/TrainStep.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -41,12 +42,13 @@ struct TrainFlags {
   bool toConfig(TrainConfig &config) const;
 };
 
-/// Builds and verifies the training step in `module`. On failure prints the
-/// first error diagnostic as one line, prefixed with `where` of its location
-/// when given, and returns false.
-bool buildTrainStepOrReport(
-    mlir::ModuleOp module, const TrainConfig &config,
-    const std::function<std::string(mlir::Location)> &where = nullptr);
+/// Runs `stages` (tcc::trainStages, tcc::forwardStages) on `module`. On
+/// failure prints one line and returns false: what `afterStage` said, or the
+/// first error diagnostic, prefixed with `where` of its location when given.
+bool runStagesOrReport(
+    mlir::ModuleOp module, llvm::ArrayRef<PipelineStage> stages,
+    const std::function<std::string(mlir::Location)> &where = nullptr,
+    AfterStage afterStage = nullptr);
 
 } // namespace tcc::driver
 

@@ -2,21 +2,21 @@
 //
 // The last stage of `tcc compile`: the training module (@train_step and
 // @eval_step, as tcc::buildTrainStep builds them) — or, for an inference
-// artifact, the model's @forward — is lowered (tcc-fuse, canonicalize, CSE,
-// tcc-plan-memory) and written as the directory that the runtime loads:
-// manifest.json, plan.json, weights, constants and the compiled kernels.
-// docs/artifact.md is the contract.
+// artifact, the model's @forward — is lowered (tcc::lowerStages: tcc-fuse,
+// canonicalize, CSE, tcc-plan-memory, ...) and written as the directory that
+// the runtime loads: manifest.json, plan.json, weights, constants and the
+// compiled kernels. docs/artifact.md is the contract.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_ARTIFACT_ARTIFACT_H
 #define TCC_ARTIFACT_ARTIFACT_H
 
+#include "tcc/Transforms/Pipelines.h"
 #include "tcc/Transforms/TrainStep.h"
 
 #include "plan/plan.h"
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -93,30 +93,21 @@ std::string formatSummary(const ArtifactSummary &summary);
 /// one is complete. Anything else (a file, another directory) is refused.
 bool checkArtifactPath(llvm::StringRef path, std::string &error);
 
-/// One stage of the lowering pipeline: a name for reports, the pass's
-/// command-line name, and how to add it to a module-level pass manager.
-struct LoweringStage {
-  llvm::StringRef name;
-  llvm::StringRef pass;
-  void (*add)(mlir::OpPassManager &pm);
-};
-
-/// The pipeline every artifact goes through, in order (fuse-gemm-epilogue,
-/// fuse, canonicalize, cse, plan-memory). `tcc compile --report` runs the
-/// same list stage by stage, so the report shows what the artifact holds.
-llvm::ArrayRef<LoweringStage> loweringStages();
-
-/// Lowers a training module in place for execution: drops every function
-/// but @train_step and @eval_step, then runs tcc-fuse, canonicalize, CSE
-/// and tcc-plan-memory and verifies the memory plan. On failure `error` is
-/// one line naming the pass, op and location.
-mlir::LogicalResult lowerTrainModule(mlir::ModuleOp module,
-                                     std::string &error);
+/// Lowers a training module in place for execution with tcc::lowerStages
+/// (what tcc-lower-pipeline runs): drops every function but @train_step and
+/// @eval_step (and what they call), fuses, plans memory, and verifies the
+/// memory plan. `afterStage`, when given, sees the module after each stage
+/// (`tcc compile --dump-dir`, `--report`). On failure `error` is one line
+/// naming the pass, op and location, or what `afterStage` said.
+mlir::LogicalResult lowerTrainModule(mlir::ModuleOp module, std::string &error,
+                                     AfterStage afterStage = nullptr);
 
 /// The same for an inference module: keeps @forward (and what it calls)
-/// only and lowers it with the same pipeline.
+/// only and lowers it with the same stages
+/// (`tcc-lower-pipeline=kind=inference`).
 mlir::LogicalResult lowerInferenceModule(mlir::ModuleOp module,
-                                         std::string &error);
+                                         std::string &error,
+                                         AfterStage afterStage = nullptr);
 
 /// Checks that every op of the lowered step functions (of @forward in a
 /// module without @train_step) is something the runtime executes: an

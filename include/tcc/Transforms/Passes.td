@@ -95,8 +95,15 @@ def BuildTrainStep : Pass<"tcc-build-train-step", "mlir::ModuleOp"> {
     gradient clipping, the learning-rate schedule and the optimizer update,
     all as tcc IR. Parameters and optimizer state become explicit arguments
     and results, so later passes can shard or re-type them. `@forward` is
-    kept. `tcc compile` runs the same builder; docs/training.md has the
-    full contract.
+    kept. `tcc compile` runs the same pass (in `tcc-train-pipeline`);
+    docs/training.md has the full contract.
+
+    The step computes in the types `@forward` has: for mixed precision run
+    `tcc-lower-precision` on `@forward` first (`tcc-train-pipeline` with
+    `precision=bf16|fp16` does both). The 16-bit casts of parameters it
+    finds become persistent working copies (`tcc.working` arguments that
+    the optimizer update rewrites); an `mse` target is f32 when the output
+    is 16-bit, as the loss is computed in f32.
 
     `@forward`'s body is cloned once per micro-batch with every
     `tcc.get_param` replaced by the parameter's argument. The loss is
@@ -163,12 +170,8 @@ def BuildTrainStep : Pass<"tcc-build-train-step", "mlir::ModuleOp"> {
            "regex of parameters that are not trained">,
     Option<"noDecay", "no-decay", "std::string", /*default=*/"\"\"",
            "regex of parameters trained without weight decay">,
-    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
-           "fp32, bf16 or fp16: runs tcc-lower-precision on @forward first">,
-    Option<"precisionPolicy", "precision-policy", "std::string", /*default=*/"\"\"",
-           "per op kind overrides of the precision policy: OP=low|fp32,...">,
     Option<"lossScale", "loss-scale", "std::string", /*default=*/"\"\"",
-           "none, dynamic or a static scale (default: dynamic for fp16, else none)">,
+           "none (the default), dynamic or a static scale">,
     Option<"lossScaleInit", "loss-scale-init", "double", /*default=*/"65536.0",
            "the dynamic loss scale's initial value">,
     Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t",
@@ -197,11 +200,12 @@ def LowerPrecision : Pass<"tcc-lower-precision", "mlir::func::FuncOp"> {
     rounded to the low type in place. Function results take the types of
     the values they return.
 
-    The training-step builder runs this on @forward before differentiating
-    (`tcc compile --precision`), so the backward pass inherits the types and
-    each cast its gradient rule: gradients of parameters, their sum over
-    micro-batches, clipping and the optimizer are fp32. Run it on @forward
-    only: on a built @train_step it would also cast the gradients.
+    `tcc-train-pipeline` (and so `tcc compile --precision`) runs this on
+    the forward model before `tcc-build-train-step` differentiates it, so
+    the backward pass inherits the types and each cast its gradient rule:
+    gradients of parameters, their sum over micro-batches, clipping and the
+    optimizer are fp32. Run it on @forward only: on a built @train_step it
+    would also cast the gradients.
 
     Before:
     ```mlir
@@ -226,6 +230,41 @@ def LowerPrecision : Pass<"tcc-lower-precision", "mlir::func::FuncOp"> {
            "per op kind overrides: OP=low|fp32[,OP=...]">,
   ];
   let dependentDialects = ["::tcc::TccDialect"];
+}
+
+def DropUnreachable : Pass<"tcc-drop-unreachable", "mlir::ModuleOp"> {
+  let summary = "Erase the functions that the root functions do not reach";
+  let description = [{
+    Keeps the functions named by `roots` and every function they reach
+    through symbol references (calls), transitively, and erases every other
+    `func.func`. Other symbols (`tcc.param`) stay. The lowering pipeline
+    (`tcc-lower-pipeline`) runs it first, so that only what an artifact runs
+    is lowered: in a training module `@forward`, whose body `@train_step` and
+    `@eval_step` hold copies of, goes, and needs no kernels.
+
+    `symbol-dce` does not do this: it erases only private symbols, and the
+    step functions and `@forward` are public. A root the module lacks is
+    skipped (a hand-built module may have no `@eval_step`); a module with
+    none of the roots is an error, as everything would be erased.
+
+    Before (`roots=train_step,eval_step`):
+    ```mlir
+    tcc.param @w = dense<...> : tensor<3x2xf32>
+    func.func @forward(%x: tensor<4x3xf32>) -> tensor<4x2xf32> { ... }
+    func.func @train_step(...) -> ... { ... }
+    func.func @eval_step(...) -> ... { ... }
+    ```
+    After:
+    ```mlir
+    tcc.param @w = dense<...> : tensor<3x2xf32>
+    func.func @train_step(...) -> ... { ... }
+    func.func @eval_step(...) -> ... { ... }
+    ```
+  }];
+  let options = [
+    ListOption<"roots", "roots", "std::string",
+               "the functions to keep, with what they reach (e.g. train_step,eval_step)">,
+  ];
 }
 
 def FuseGemmEpilogue : Pass<"tcc-fuse-gemm-epilogue", "mlir::func::FuncOp"> {

@@ -52,6 +52,14 @@ llvm::StringRef precisionName(Precision p);
 bool parsePrecisionOverrides(llvm::StringRef text, PrecisionPolicy &policy,
                              std::string &error,
                              mlir::MLIRContext *context = nullptr);
+/// The precision flags (--precision, --precision-policy) as a policy; the
+/// overrides need bf16 or fp16, as they change nothing at fp32.
+bool parsePrecisionPolicy(llvm::StringRef precision, llvm::StringRef overrides,
+                          PrecisionPolicy &policy, std::string &error,
+                          mlir::MLIRContext *context = nullptr);
+/// "layer_norm=fp32,softmax=fp32": the overrides in --precision-policy's
+/// syntax, sorted ("" without any).
+std::string describeOverrides(const PrecisionPolicy &policy);
 /// "bf16:layer_norm=fp32": the precision and its overrides, for manifests
 /// and reports.
 std::string describePrecision(const PrecisionPolicy &policy);

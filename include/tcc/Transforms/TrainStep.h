@@ -82,6 +82,23 @@ bool parseLossScale(llvm::StringRef text, LossScaleSpec &spec,
 /// parsers.
 bool checkConfig(const TrainConfig &config, std::string &error);
 
+/// tcc-build-train-step's options (Passes.h): the training flags' text.
+struct BuildTrainStepOptions;
+
+/// The options as a config for a @forward that computes under `precision`
+/// (tcc-lower-precision ran on it): every value parsed and checked as by
+/// checkConfig; under fp16 dynamic loss scaling is the default; a loss-scale
+/// init or growth interval other than its default needs dynamic scaling.
+/// Same error contract as the parsers.
+bool parseTrainStepOptions(const BuildTrainStepOptions &options,
+                           const PrecisionPolicy &precision,
+                           TrainConfig &config, std::string &error);
+
+/// The options that parseTrainStepOptions reads back as `config` (given its
+/// precision): pipelines create tcc-build-train-step from a config with
+/// them, so the pass prints (--dump-pass-pipeline) exactly what it runs.
+BuildTrainStepOptions trainStepOptions(const TrainConfig &config);
+
 /// Every field of `config` on one line ("loss=... optimizer=... accum=...
 /// freeze='...' no_decay='...'"): hashed into the checkpoint fingerprint and
 /// stored in the artifact's manifest and in checkpoints, so that a refused
@@ -119,7 +136,10 @@ inline constexpr llvm::StringLiteral kSkippedState =
 
 /// Adds `@train_step` and `@eval_step` to a module holding `@forward` and its
 /// `tcc.param`s (see docs/training.md for the signatures and attributes).
-/// Emits a diagnostic and fails when the config does not fit the model.
+/// The step computes in @forward's types: under bf16/fp16, @forward has been
+/// lowered to config.precision already (trainStages() runs
+/// tcc-lower-precision first). Emits a diagnostic and fails when the config
+/// does not fit the model.
 mlir::LogicalResult buildTrainStep(mlir::ModuleOp module,
                                    const TrainConfig &config);
 

@@ -368,7 +368,7 @@ Status scatter_add_rows(FloatType type, const int32_t *ids, const void *dy,
                         void *workspace, int64_t *error, cudaStream_t stream);
 
 //===----------------------------------------------------------------------===//
-// Dropout (the mask of include/tcc/Interp/DropoutHash.h)
+// Dropout (the mask of runtime/kernels/dropout_hash.h)
 //===----------------------------------------------------------------------===//
 
 /// y = keep ? x * (1 / (1 - ratio)) : 0 with keep = dropoutKeep(seed', i),

@@ -1,4 +1,4 @@
-// Dropout with the counter-based mask of include/tcc/Interp/DropoutHash.h:
+// Dropout with the counter-based mask of runtime/kernels/dropout_hash.h:
 // element i is kept iff dropoutKeep(seed, i, threshold), scaled by
 // 1 / (1 - ratio) in the element type - bit-identical to the CPU backend.
 // bf16 / f16 elements are widened, multiplied in float and rounded once (the
@@ -6,8 +6,7 @@
 // (16-byte float / 2 x 16-byte double / 8-byte 16-bit accesses and one
 // 4-byte mask store when aligned), grid-stride.
 #include "kernels/cuda/common.cuh"
-
-#include "DropoutHash.h"
+#include "kernels/dropout_hash.h"
 
 namespace tcc::cuda {
 namespace {

@@ -2,7 +2,7 @@
 // RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.1,momentum=0.9,weight_decay=0.01 grad-clip=1.0 freeze=^b$" | FileCheck %s --check-prefix=SGD
 // RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=cross_entropy(y,labels) optimizer=adamw:lr=6e-4,beta2=0.95,weight_decay=0.1 lr-schedule=cosine:warmup=10,total=100,min=6e-5 accum=2 no-decay=^b$" | FileCheck %s --check-prefix=ADAMW
 // RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=cross_entropy(y,labels,ignore_index=-1) optimizer=sgd:lr=0.5 lr-schedule=linear:total=50" | FileCheck %s --check-prefix=LINEAR
-// RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.1,momentum=0.9 precision=bf16 accum=2" | FileCheck %s --check-prefix=WORKING
+// RUN: tcc-opt %t/model.mlir --tcc-lower-precision=precision=bf16 --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.1,momentum=0.9 accum=2" | FileCheck %s --check-prefix=WORKING
 // RUN: tcc-opt %t/scalar.mlir --tcc-build-train-step="loss=loss" | FileCheck %s --check-prefix=OUTPUT
 // RUN: tcc-opt %t/dropout.mlir --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.1 accum=2" | FileCheck %s --check-prefix=DROPOUT
 // RUN: tcc-opt %t/errors-ce.mlir --split-input-file -verify-diagnostics --tcc-build-train-step="loss=cross_entropy(y,labels)"
@@ -116,7 +116,8 @@ module {
 // ADAMW-COUNT-2: tcc.cross_entropy %
 // ADAMW-NOT: adamw_update
 
-// bf16: each parameter the forward reads in bf16 gets a working copy
+// bf16 (tcc-lower-precision first, as tcc-train-pipeline runs them): each
+// parameter the forward reads in bf16 gets a working copy
 // argument (the frozen s too; aux is read in fp32 only). Both micro-batches
 // read the copies, not casts of the fp32 parameters; the gradients still
 // come back to fp32 through the casts' rules. Each trained parameter's

@@ -32,8 +32,7 @@
 #include "data/half.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/cuda_kernels.h"
-
-#include "DropoutHash.h"
+#include "kernels/dropout_hash.h"
 
 #include <algorithm>
 #include <memory>

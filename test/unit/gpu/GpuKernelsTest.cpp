@@ -19,8 +19,7 @@
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/cuda_kernels.h"
-
-#include "DropoutHash.h"
+#include "kernels/dropout_hash.h"
 
 #include <algorithm>
 #include <limits>

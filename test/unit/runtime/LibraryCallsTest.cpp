@@ -8,7 +8,7 @@
 
 #include "CallArtifact.h"
 
-#include "DropoutHash.h"
+#include "kernels/dropout_hash.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,4 +1,4 @@
-//===- DropoutHash.h - The counter-based dropout mask -----------*- C++ -*-===//
+//===- dropout_hash.h - The counter-based dropout mask ----------*- C++ -*-===//
 //
 // The one definition of tcc.dropout's mask, shared by the interpreter and the
 // generated host/CUDA kernels: element `index` of a dropout with `seed` is
@@ -21,8 +21,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TCC_INTERP_DROPOUTHASH_H
-#define TCC_INTERP_DROPOUTHASH_H
+#ifndef TCC_KERNELS_DROPOUT_HASH_H
+#define TCC_KERNELS_DROPOUT_HASH_H
 
 #include <cmath>
 #include <cstdint>
@@ -74,4 +74,4 @@ TCC_HOST_DEVICE bool dropoutKeep(uint64_t seed, uint64_t index,
 
 } // namespace tcc
 
-#endif // TCC_INTERP_DROPOUTHASH_H
+#endif // TCC_KERNELS_DROPOUT_HASH_H

@@ -1,18 +1,13 @@
 // The HTML report of `tcc compile --report`; see Report.h.
-#include "Report.h"
-
-#include "tcc/Artifact/Artifact.h"
-
-#include "tcc/Transforms/Fuse.h"
-#include "Model.h"
+#include "tcc/Report/Report.h"
 
 #include "exec/ExecOps.h"
+#include "tcc/TccOps.h"
+#include "tcc/Transforms/Fuse.h"
 #include "tcc/Transforms/MemoryPlan.h"
-#include "tcc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -24,7 +19,7 @@
 
 using namespace mlir;
 
-namespace tcc::driver {
+namespace tcc::report {
 
 int64_t countFunctionOps(ModuleOp module, llvm::StringRef name) {
   auto func = module.lookupSymbol<func::FuncOp>(name);
@@ -221,52 +216,38 @@ static void writePrecision(llvm::raw_ostream &os, ModuleOp module,
   os << "</table>\n";
 }
 
-bool writeReport(ModuleOp module, llvm::SmallVector<ReportStage> stages,
-                 const PrecisionPolicy &policy, const std::string &path) {
+LogicalResult writeReport(ModuleOp trained, ModuleOp lowered,
+                          ArrayRef<ReportStage> stages,
+                          const PrecisionPolicy &policy,
+                          const std::string &path, std::string &error) {
   std::error_code ec;
   llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_Text);
   if (ec) {
-    fail("--report: cannot write '" + path + "': " + ec.message());
-    return false;
+    error = "--report: cannot write '" + path + "': " + ec.message();
+    return failure();
   }
 
-  MLIRContext *context = module.getContext();
-  context->getOrLoadDialect<exec::ExecDialect>();
-  OwningOpRef<ModuleOp> clone = module.clone();
-  auto step = [&]() { return clone->lookupSymbol<func::FuncOp>("train_step"); };
-  if (!step() || step().isExternal()) {
-    fail("--report: the module has no @train_step");
-    return false;
+  auto before = trained.lookupSymbol<func::FuncOp>("train_step");
+  auto func = lowered.lookupSymbol<func::FuncOp>("train_step");
+  if (!before || before.isExternal() || !func || func.isExternal()) {
+    error = "--report: the module has no @train_step";
+    return failure();
   }
-  int64_t kernelsBefore = countKernels(step());
-
+  int64_t kernelsBefore = countKernels(before);
+  int64_t kernelsAfter = countKernels(func);
+  int64_t arenaBytes = 0;
+  if (auto attr = func->getAttrOfType<IntegerAttr>(kArenaBytesAttr))
+    arenaBytes = attr.getInt();
   std::string firstError;
-  ScopedDiagnosticHandler handler(context, [&](Diagnostic &diag) {
+  ScopedDiagnosticHandler handler(lowered.getContext(), [&](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
       firstError = diag.str();
     return success();
   });
-  // The artifact's own pipeline, one stage at a time.
-  for (const artifact::LoweringStage &stage : artifact::loweringStages()) {
-    PassManager pm(context);
-    stage.add(pm);
-    if (failed(pm.run(*clone))) {
-      fail("--report: " + stage.pass + " failed: " + firstError);
-      return false;
-    }
-    stages.push_back({stage.name.str(), "@train_step",
-                      countFunctionOps(*clone, "train_step"),
-                      stage.pass.str()});
-  }
-  int64_t kernelsAfter = countKernels(step());
-  func::FuncOp func = step();
-  int64_t arenaBytes = 0;
-  if (auto attr = func->getAttrOfType<IntegerAttr>(kArenaBytesAttr))
-    arenaBytes = attr.getInt();
   FailureOr<BufferLiveness> live = computeBufferLiveness(func);
   if (failed(live)) {
-    fail("--report: cannot compute buffer liveness: " + firstError);
-    return false;
+    error = "--report: cannot compute buffer liveness: " + firstError;
+    return failure();
   }
 
   int64_t flops = 0, bytes = 0;
@@ -294,7 +275,7 @@ bool writeReport(ModuleOp module, llvm::SmallVector<ReportStage> stages,
        << "</td><td>" << escape(stage.note) << "</td></tr>\n";
   os << "</table>\n";
 
-  writePrecision(os, module, policy);
+  writePrecision(os, trained, policy);
 
   os << "<h2>Kernels per step</h2>\n<table><tr><th>before fusion</th>"
      << "<th>after fusion</th></tr>\n<tr><td class=\"n\">" << kernelsBefore
@@ -329,7 +310,7 @@ bool writeReport(ModuleOp module, llvm::SmallVector<ReportStage> stages,
      << "for its gradient), 1 per element otherwise. Bytes moved: operands "
      << "plus results of every launch.</p>\n</body></html>\n";
   out.keep();
-  return true;
+  return success();
 }
 
-} // namespace tcc::driver
+} // namespace tcc::report

@@ -1,7 +1,7 @@
 // The training state on the reference interpreter. Arguments and results of
 // the step functions are bound by their tcc.* attributes, never by position,
 // so the builder may order them as it likes.
-#include "InterpTrainer.h"
+#include "tcc/Interp/ReferenceTrainer.h"
 
 #include "tcc/Interp/Interpreter.h"
 #include "checkpoint/checkpoint.h"
@@ -25,7 +25,7 @@ using namespace mlir;
 using tcc::data::Array;
 using tcc::data::DType;
 
-namespace tcc::driver {
+namespace tcc::interp {
 
 static bool toDType(Type element, DType &out) {
   if (element.isF32())
@@ -147,7 +147,7 @@ static bool initialValue(ParamOp param, Array &out, std::string &error) {
   return false;
 }
 
-bool InterpTrainer::bindFunction(func::FuncOp f, std::vector<Slot> &args,
+bool ReferenceTrainer::bindFunction(func::FuncOp f, std::vector<Slot> &args,
                                  std::vector<Slot> &results,
                                  std::string &error) {
   llvm::StringMap<unsigned> paramIndex, stateIndex, batchIndex;
@@ -270,7 +270,7 @@ bool InterpTrainer::bindFunction(func::FuncOp f, std::vector<Slot> &args,
   return true;
 }
 
-bool InterpTrainer::init(ModuleOp module, const TrainConfig &trainConfig,
+bool ReferenceTrainer::init(ModuleOp module, const TrainConfig &trainConfig,
                          const interp::Options &opts, std::string &error) {
   options = opts;
   config = trainConfig;
@@ -311,7 +311,7 @@ static Array rounded(const Array &param, DType dtype) {
   return out;
 }
 
-std::vector<Array> InterpTrainer::gather(const std::vector<Slot> &slots,
+std::vector<Array> ReferenceTrainer::gather(const std::vector<Slot> &slots,
                                          std::vector<Array> &batch) const {
   std::vector<Array> inputs;
   inputs.reserve(slots.size());
@@ -352,7 +352,7 @@ static bool readLoss(const Array &a, double &loss, std::string &error) {
   return true;
 }
 
-bool InterpTrainer::step(std::vector<Array> batch, double &loss,
+bool ReferenceTrainer::step(std::vector<Array> batch, double &loss,
                          std::string &error) {
   std::vector<Array> results;
   if (!interp::run(trainFn, gather(trainArgs, batch), results, error,
@@ -386,7 +386,7 @@ bool InterpTrainer::step(std::vector<Array> batch, double &loss,
   return true;
 }
 
-bool InterpTrainer::evalLoss(std::vector<Array> batch, double &loss,
+bool ReferenceTrainer::evalLoss(std::vector<Array> batch, double &loss,
                              std::string &error) {
   std::vector<Array> results;
   if (!interp::run(evalFn, gather(evalArgs, batch), results, error, options)) {
@@ -427,7 +427,7 @@ static bool restoreArrays(std::vector<Array> &into,
   return true;
 }
 
-bool InterpTrainer::restore(const std::vector<Array> &params,
+bool ReferenceTrainer::restore(const std::vector<Array> &params,
                             const std::vector<Array> &optState, int64_t step,
                             std::string &error) {
   if (!restoreArrays(paramValues, params, "params.safetensors", error) ||
@@ -437,7 +437,7 @@ bool InterpTrainer::restore(const std::vector<Array> &params,
   return true;
 }
 
-std::string InterpTrainer::fingerprint() const {
+std::string ReferenceTrainer::fingerprint() const {
   std::vector<checkpoint::TensorSignature> params, batch;
   for (const Array &p : paramValues)
     params.push_back({p.name, p.dtype, p.shape});
@@ -446,7 +446,7 @@ std::string InterpTrainer::fingerprint() const {
   return checkpoint::modelFingerprint(params, batch, configText);
 }
 
-bool InterpTrainer::optStateScalar(const std::string &name,
+bool ReferenceTrainer::optStateScalar(const std::string &name,
                                    double &value) const {
   for (const Array &s : stateValues) {
     if (s.name != name || s.numElements() != 1)
@@ -468,7 +468,7 @@ bool InterpTrainer::optStateScalar(const std::string &name,
   return false;
 }
 
-double InterpTrainer::learningRate(int64_t it) const {
+double ReferenceTrainer::learningRate(int64_t it) const {
   const ScheduleSpec &s = config.schedule;
   rt::Schedule schedule;
   schedule.kind = s.kind == ScheduleSpec::Constant ? rt::Schedule::Constant
@@ -481,7 +481,7 @@ double InterpTrainer::learningRate(int64_t it) const {
   return rt::learningRate(schedule, it);
 }
 
-bool InterpTrainer::saveCheckpoint(const std::string &dir,
+bool ReferenceTrainer::saveCheckpoint(const std::string &dir,
                                    int64_t dataPosition, double loss,
                                    std::string &written, std::string &error) {
   checkpoint::CheckpointState state;
@@ -501,7 +501,7 @@ bool InterpTrainer::saveCheckpoint(const std::string &dir,
   return true;
 }
 
-bool InterpTrainer::restoreCheckpoint(const std::string &dir,
+bool ReferenceTrainer::restoreCheckpoint(const std::string &dir,
                                       int64_t &dataPosition, std::string &from,
                                       std::string &error) {
   checkpoint::Checkpoint ck;
@@ -523,4 +523,4 @@ bool InterpTrainer::restoreCheckpoint(const std::string &dir,
   return true;
 }
 
-} // namespace tcc::driver
+} // namespace tcc::interp

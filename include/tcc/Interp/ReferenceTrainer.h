@@ -1,10 +1,10 @@
 // Training on the reference interpreter: the state of a run (parameters,
 // optimizer state, step counter) bound to the @train_step / @eval_step that
-// buildTrainStep added. `tcc train` drives it with data, logging and
-// checkpoints; it is slow but exact, the numerics the compiled runtime will
-// be checked against.
-#ifndef TCC_TOOLS_TCC_INTERPTRAINER_H
-#define TCC_TOOLS_TCC_INTERPTRAINER_H
+// buildTrainStep added. `tcc train --reference` drives it with data, logging
+// and checkpoints; it is slow but exact, the numerics the compiled runtime is
+// checked against.
+#ifndef TCC_INTERP_REFERENCETRAINER_H
+#define TCC_INTERP_REFERENCETRAINER_H
 
 #include "tcc/Interp/Interpreter.h"
 #include "tcc/Transforms/TrainStep.h"
@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-namespace tcc::driver {
+namespace tcc::interp {
 
 /// One training run's state and the interpreter calls that advance it: the
 /// reference engine of the training loop (`tcc train --reference`).
 /// Every method that can fail returns false with a one-line `error`.
-class InterpTrainer : public run::Engine {
+class ReferenceTrainer : public run::Engine {
 public:
   /// Binds the arguments and results of `module`'s @train_step and
   /// @eval_step by their tcc.* attributes and takes the parameters' initial
@@ -106,6 +106,6 @@ private:
   std::string configText;
 };
 
-} // namespace tcc::driver
+} // namespace tcc::interp
 
-#endif // TCC_TOOLS_TCC_INTERPTRAINER_H
+#endif // TCC_INTERP_REFERENCETRAINER_H

@@ -1,0 +1,231 @@
+// The stage lists of Pipelines.h and their registration as tcc-opt
+// pipelines. Stages are built from checked configs and add their passes with
+// explicit options, so a pass manager prints (--dump-pass-pipeline) exactly
+// what runs.
+#include "tcc/Transforms/Pipelines.h"
+
+#include "tcc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace tcc {
+
+SmallVector<PipelineStage> forwardStages(const PrecisionPolicy &precision) {
+  LowerPrecisionOptions options;
+  options.precision = precisionName(precision.precision).str();
+  options.policyText = describeOverrides(precision);
+  // Before build-train-step the module's functions are the forward model:
+  // @forward and what it calls.
+  return {
+      {"lower-precision", "tcc-lower-precision", [options](OpPassManager &pm) {
+         pm.addNestedPass<func::FuncOp>(createLowerPrecision(options));
+       }}};
+}
+
+SmallVector<PipelineStage> trainStages(const TrainConfig &config) {
+  SmallVector<PipelineStage> stages = forwardStages(config.precision);
+  BuildTrainStepOptions options = trainStepOptions(config);
+  stages.push_back({"build-train-step", "tcc-build-train-step",
+                    [options](OpPassManager &pm) {
+                      pm.addPass(createBuildTrainStep(options));
+                    }});
+  return stages;
+}
+
+ArrayRef<StringRef> trainingRoots() {
+  static const StringRef roots[] = {"train_step", "eval_step"};
+  return roots;
+}
+
+ArrayRef<StringRef> inferenceRoots() {
+  static const StringRef roots[] = {"forward"};
+  return roots;
+}
+
+SmallVector<PipelineStage> lowerStages(const LowerConfig &config) {
+  DropUnreachableOptions drop;
+  drop.roots.assign(config.roots.begin(), config.roots.end());
+  PlanMemoryOptions plan;
+  plan.order = config.order;
+  return {
+      {"drop-unreachable", "tcc-drop-unreachable",
+       [drop](OpPassManager &pm) { pm.addPass(createDropUnreachable(drop)); }},
+      {"fuse-gemm-epilogue", "tcc-fuse-gemm-epilogue",
+       [](OpPassManager &pm) {
+         pm.addNestedPass<func::FuncOp>(createFuseGemmEpilogue());
+       }},
+      {"fuse", "tcc-fuse", [](OpPassManager &pm) { pm.addPass(createFuse()); }},
+      {"canonicalize", "canonicalize",
+       [](OpPassManager &pm) { pm.addPass(createCanonicalizerPass()); }},
+      {"cse", "cse", [](OpPassManager &pm) { pm.addPass(createCSEPass()); }},
+      {"plan-memory", "tcc-plan-memory",
+       [plan](OpPassManager &pm) {
+         pm.addNestedPass<func::FuncOp>(createPlanMemory(plan));
+       }},
+  };
+}
+
+LogicalResult runStages(ModuleOp module, ArrayRef<PipelineStage> stages,
+                        std::string &error, AfterStage afterStage) {
+  for (const PipelineStage &stage : stages) {
+    PassManager pm(module.getContext());
+    stage.add(pm);
+    if (failed(pm.run(module)))
+      return failure();
+    if (afterStage && failed(afterStage(stage, error)))
+      return failure();
+  }
+  return success();
+}
+
+namespace {
+
+/// --tcc-train-pipeline's options: tcc-build-train-step's (with its defaults)
+/// and the precision.
+struct TrainPipelineOptions : PassPipelineOptions<TrainPipelineOptions> {
+  Option<std::string> loss{
+      *this, "loss",
+      llvm::cl::desc("cross_entropy(LOGITS,LABELS[,ignore_index=N]), "
+                     "mse(OUTPUT,TARGET) or a scalar output's name")};
+  Option<std::string> optimizer{
+      *this, "optimizer",
+      llvm::cl::desc("sgd:lr=..,momentum=..,weight_decay=..,nesterov=0|1 or "
+                     "adamw:lr=..,beta1=..,beta2=..,eps=..,weight_decay=.."),
+      llvm::cl::init(BuildTrainStepOptions().optimizer)};
+  Option<double> gradClip{
+      *this, "grad-clip",
+      llvm::cl::desc("clip the global gradient L2 norm to this value (0: no "
+                     "clipping)"),
+      llvm::cl::init(BuildTrainStepOptions().gradClip)};
+  Option<std::string> lrSchedule{
+      *this, "lr-schedule",
+      llvm::cl::desc("constant, cosine:warmup=W,total=N,min=M or "
+                     "linear:warmup=W,total=N"),
+      llvm::cl::init(BuildTrainStepOptions().lrSchedule)};
+  Option<int64_t> accum{
+      *this, "accum",
+      llvm::cl::desc("micro-batches per optimizer step (gradient "
+                     "accumulation)"),
+      llvm::cl::init(BuildTrainStepOptions().accum)};
+  Option<std::string> freeze{
+      *this, "freeze",
+      llvm::cl::desc("regex of parameters that are not trained")};
+  Option<std::string> noDecay{
+      *this, "no-decay",
+      llvm::cl::desc("regex of parameters trained without weight decay")};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32, bf16 or fp16: runs tcc-lower-precision on the "
+                     "forward model first"),
+      llvm::cl::init("fp32")};
+  Option<std::string> precisionPolicy{
+      *this, "precision-policy",
+      llvm::cl::desc("per op kind overrides of the precision policy: "
+                     "OP=low|fp32,...")};
+  Option<std::string> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("none, dynamic or a static scale (default: dynamic for "
+                     "fp16, else none)")};
+  Option<double> lossScaleInit{
+      *this, "loss-scale-init",
+      llvm::cl::desc("the dynamic loss scale's initial value"),
+      llvm::cl::init(BuildTrainStepOptions().lossScaleInit)};
+  Option<int64_t> lossScaleGrowthInterval{
+      *this, "loss-scale-growth-interval",
+      llvm::cl::desc("clean steps before the dynamic scale doubles"),
+      llvm::cl::init(BuildTrainStepOptions().lossScaleGrowthInterval)};
+};
+
+/// --tcc-lower-pipeline's options.
+struct LowerPipelineOptions : PassPipelineOptions<LowerPipelineOptions> {
+  Option<std::string> kind{
+      *this, "kind",
+      llvm::cl::desc("training (roots @train_step and @eval_step) or "
+                     "inference (root @forward)"),
+      llvm::cl::init("training")};
+  Option<std::string> order{
+      *this, "order",
+      llvm::cl::desc("tcc-plan-memory's placement order: best, size or "
+                     "definition"),
+      llvm::cl::init("best")};
+};
+
+using ErrorHandler = function_ref<LogicalResult(const Twine &)>;
+
+LogicalResult buildTrainPipeline(OpPassManager &pm, StringRef text,
+                                 ErrorHandler errorHandler) {
+  TrainPipelineOptions o;
+  if (failed(o.parseFromString(text)))
+    return failure();
+  if (o.loss.empty())
+    return errorHandler("tcc-train-pipeline needs the loss option");
+  BuildTrainStepOptions step;
+  step.loss = o.loss;
+  step.optimizer = o.optimizer;
+  step.gradClip = o.gradClip;
+  step.lrSchedule = o.lrSchedule;
+  step.accum = o.accum;
+  step.freeze = o.freeze;
+  step.noDecay = o.noDecay;
+  step.lossScale = o.lossScale;
+  step.lossScaleInit = o.lossScaleInit;
+  step.lossScaleGrowthInterval = o.lossScaleGrowthInterval;
+  // No context here to check op kinds against; tcc-lower-precision checks
+  // them when it runs.
+  PrecisionPolicy precision;
+  TrainConfig config;
+  std::string error;
+  if (!parsePrecisionPolicy(o.precision, o.precisionPolicy, precision, error) ||
+      !parseTrainStepOptions(step, precision, config, error))
+    return errorHandler("tcc-train-pipeline: " + error);
+  for (const PipelineStage &stage : trainStages(config))
+    stage.add(pm);
+  return success();
+}
+
+LogicalResult buildLowerPipeline(OpPassManager &pm, StringRef text,
+                                 ErrorHandler errorHandler) {
+  LowerPipelineOptions o;
+  if (failed(o.parseFromString(text)))
+    return failure();
+  LowerConfig config;
+  if (o.kind == "training")
+    config.roots.assign(trainingRoots().begin(), trainingRoots().end());
+  else if (o.kind == "inference")
+    config.roots.assign(inferenceRoots().begin(), inferenceRoots().end());
+  else
+    return errorHandler("tcc-lower-pipeline: kind '" + o.kind.getValue() +
+                        "' is not training or inference");
+  config.order = o.order;
+  for (const PipelineStage &stage : lowerStages(config))
+    stage.add(pm);
+  return success();
+}
+
+} // namespace
+
+void registerTccPipelines() {
+  registerPassPipeline(
+      "tcc-train-pipeline",
+      "The training step from a forward model: lower-precision (with "
+      "precision=bf16|fp16), build-train-step",
+      buildTrainPipeline,
+      [](function_ref<void(const mlir::detail::PassOptions &)> print) {
+        print(TrainPipelineOptions());
+      });
+  registerPassPipeline(
+      "tcc-lower-pipeline",
+      "A training (or inference) module to what an artifact holds: "
+      "drop-unreachable, fuse-gemm-epilogue, fuse, canonicalize, cse, "
+      "plan-memory",
+      buildLowerPipeline,
+      [](function_ref<void(const mlir::detail::PassOptions &)> print) {
+        print(LowerPipelineOptions());
+      });
+}
+
+} // namespace tcc
