@@ -26,6 +26,7 @@
 #include "exec/artifact.h"
 #include "exec/backend.h"
 #include "exec/liveness.h"
+#include "exec/options.h"
 #include "exec/schedule.h"
 
 #include <nlohmann/json.hpp>
@@ -128,6 +129,7 @@ std::vector<uint8_t> filled(const TensorDesc &t, double value) {
 } // namespace
 
 struct tcc_session {
+  SessionOptions options;
   Artifact art;
   std::unique_ptr<Backend> backend;
   std::vector<Mem> params, optState, inputs, constants;
@@ -188,11 +190,13 @@ void refreshWorking(tcc_session &s, size_t i, const void *master) {
   s.backend->upload(s.working[i].data(), bits.data(), s.working[i].size());
 }
 
-void open(tcc_session &s, const std::string &dir, const std::string &backend) {
-  checkBackendName(backend);
+void open(tcc_session &s, const std::string &dir,
+          const tcc_session_options *options) {
+  s.options = readSessionOptions(options);
+  checkBackendOptions(s.options);
   s.art = loadArtifact(dir);
   const Artifact &art = s.art;
-  s.backend = makeBackend(backend, art);
+  s.backend = makeBackend(s.options, art);
 
   // Parameters from the initial weights (the loader checked the header).
   std::string weightsPath = art.file("weights");
@@ -512,7 +516,8 @@ const char *tcc_status_string(tcc_status status) {
 
 const char *tcc_last_error(void) { return lastErrorText.c_str(); }
 
-tcc_status tcc_session_open(const char *artifact_dir, const char *backend,
+tcc_status tcc_session_open(const char *artifact_dir,
+                            const tcc_session_options *options,
                             tcc_session **out) {
   if (out)
     *out = nullptr;
@@ -522,7 +527,7 @@ tcc_status tcc_session_open(const char *artifact_dir, const char *backend,
     if (!artifact_dir)
       fail(TCC_ERROR_ARGUMENT, "tcc_session_open: artifact_dir is NULL");
     auto s = std::make_unique<tcc_session>();
-    open(*s, artifact_dir, backend ? backend : "cpu");
+    open(*s, artifact_dir, options);
     *out = s.release();
   });
 }

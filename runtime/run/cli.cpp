@@ -225,7 +225,7 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
   if (!checkArtifactPath(artifact, error))
     return fail(error);
   std::unique_ptr<SessionEngine> engine =
-      SessionEngine::open(artifact, backend, error);
+      SessionEngine::open(artifact, backend, /*device=*/0, error);
   if (!engine)
     return fail(error);
   Profiler profiler;
