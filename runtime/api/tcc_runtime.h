@@ -122,8 +122,8 @@ typedef enum tcc_memory_kind {
  *    asked with TCC_ERROR_MEMORY naming the buffer and its size (a
  *    misaligned address is given back and fails with TCC_ERROR_ARGUMENT).
  *    The memory need not be cleared (the session clears what it needs).
- *    Device memory is asked for with the session's
- *    device current, so cudaGetDevice() inside alloc names it.
+ *    Device memory is asked for with the session's device current, so
+ *    cudaGetDevice() inside alloc names it.
  *  - free(ctx, ptr, bytes, kind): gives back a buffer alloc returned, with
  *    its size and kind; called when the session closes (or when an open
  *    fails), after the device has finished with it, the session's device
@@ -235,7 +235,8 @@ tcc_status tcc_session_open(const char *artifact_dir,
                             const tcc_session_options *options,
                             tcc_session **out);
 
-/** Frees everything the session owns. NULL is ignored. */
+/** Frees everything the session owns (its buffers through the options'
+ *  allocator, after the device has finished with them). NULL is ignored. */
 void tcc_session_close(tcc_session *session);
 
 /** The batch inputs of the training step, as the data feed yields them:
