@@ -12,8 +12,11 @@
 // runs forward, whose outputs are read where the plan left them.
 // Every value of every function resolves to a fixed address when the
 // session opens, so running a step is a walk over its steps. Bytes move
-// between the caller and the session only through Backend::upload/download. Internally
-// failures are tcc::rt::Error; none escapes a C API function.
+// between the caller and the session only through Backend::upload/download.
+// The session keeps its options (options.h): the backend takes the device,
+// stream and allocator; the communicator waits for the collectives.
+// Failures are thrown where they are found and become a status and
+// tcc_last_error() in guard() (guard.h); none escapes a C API function.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +28,7 @@
 #include "data/safetensors.h"
 #include "exec/artifact.h"
 #include "exec/backend.h"
+#include "exec/guard.h"
 #include "exec/liveness.h"
 #include "exec/options.h"
 #include "exec/schedule.h"
@@ -37,7 +41,6 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -60,28 +63,7 @@ struct Mem {
 thread_local std::string lastErrorText;
 
 /// Runs `f`, turning any exception into a status and tcc_last_error().
-template <class F> tcc_status guard(F &&f) {
-  try {
-    f();
-    return TCC_OK;
-  } catch (const Error &e) {
-    lastErrorText = e.what();
-    return e.status;
-  } catch (const tcc::data::Error &e) {
-    lastErrorText = e.what();
-    return TCC_ERROR_FORMAT;
-  } catch (const std::bad_alloc &) {
-    lastErrorText = "out of memory";
-    return TCC_ERROR_MEMORY;
-  } catch (const std::exception &e) {
-    lastErrorText = std::string("internal error: ") + e.what();
-    return TCC_ERROR_FORMAT;
-  } catch (...) {
-    lastErrorText = "internal error";
-    return TCC_ERROR_FORMAT;
-  }
-}
-
+template <class F> tcc_status guard(F &&f) { return guarded(f, lastErrorText); }
 
 std::string describe(const TensorDesc &t) {
   return std::string(tcc::data::dtypeName(t.dtype)) + " " +

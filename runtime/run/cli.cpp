@@ -280,7 +280,7 @@ int inspectCommand(const std::string &program, std::vector<std::string> args) {
     std::cerr << "tcc: " << error << "\n";
     return 1;
   }
-  if (tcc::rt::inspectArtifact(args[0], std::cout, error) != 0) {
+  if (tcc::rt::inspectArtifact(args[0], std::cout, error) != TCC_OK) {
     std::cerr << "tcc: " << error << "\n";
     return 1;
   }

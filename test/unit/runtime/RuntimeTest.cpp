@@ -752,7 +752,7 @@ TEST(Runtime, MemoryMatchesInspect) {
 
   std::ostringstream out;
   std::string error;
-  ASSERT_EQ(tcc::rt::inspectArtifact(dir.path, out, error), 0) << error;
+  ASSERT_EQ(tcc::rt::inspectArtifact(dir.path, out, error), TCC_OK) << error;
   std::string text = out.str();
   for (const char *part :
        {"format       tcc-artifact version 1", "producer     runtime test",
