@@ -20,8 +20,9 @@
 
 namespace tcc::rt {
 
-/// Host buffers start at multiples of the arena alignment, which the plan's
-/// offsets and the kernels' vector accesses assume.
+/// Host buffers start at multiples of the arena alignment (the compiler's
+/// kArenaAlignment), which the plan's offsets and the kernels' vector
+/// accesses assume.
 constexpr size_t kHostAlignment = 64;
 /// Device buffers at multiples of 256 bytes, as cudaMalloc gives them.
 constexpr size_t kDeviceAlignment = 256;

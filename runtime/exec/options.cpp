@@ -29,8 +29,7 @@ void refuse(const std::string &message) {
   fail(TCC_ERROR_ARGUMENT, "tcc_session_options: " + message);
 }
 
-} // namespace
-
+/// "TCC_COMMUNICATOR_MPI", ...; null for a value that is no kind.
 const char *communicatorKindName(int32_t kind) {
   switch (kind) {
   case TCC_COMMUNICATOR_NONE:
@@ -42,6 +41,8 @@ const char *communicatorKindName(int32_t kind) {
   }
   return nullptr;
 }
+
+} // namespace
 
 SessionOptions readSessionOptions(const tcc_session_options *options) {
   SessionOptions out;

@@ -33,9 +33,6 @@ struct SessionOptions {
   void *communicator = nullptr;
 };
 
-/// "TCC_COMMUNICATOR_MPI", ...; null for a value that is no kind.
-const char *communicatorKindName(int32_t kind);
-
 /// `options` (null: the defaults) read within its struct_size.
 /// TCC_ERROR_ARGUMENT, naming the field, for a struct_size below the
 /// mandatory prefix, unknown non-zero bytes past this runtime's struct, a
