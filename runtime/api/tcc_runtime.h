@@ -11,11 +11,15 @@
  *   TCC_OK, tcc_last_error() holds one line naming the file, input,
  *   parameter or step at fault.
  * - Ownership: a tcc_session owns all of its memory (parameters, optimizer
- *   state, the arena, bound inputs). Callers pass buffers they own; the
- *   runtime copies from / into them and never keeps a pointer. Strings and
+ *   state, the arena, bound inputs), taken from the caller's tcc_allocator
+ *   when the options give one. Callers pass buffers they own; the
+ *   runtime copies from / into them and never keeps a pointer to one (the
+ *   options' stream, allocator and communicator, which the session uses
+ *   until it is closed, aside). Strings and
  *   tcc_tensor_info returned by the runtime stay valid until the session is
  *   closed.
  * - A session is not thread-safe: use it from one thread at a time.
+ * - No function lets a C++ exception escape or aborts the process.
  *
  *===----------------------------------------------------------------------===*/
 #ifndef TCC_RUNTIME_API_TCC_RUNTIME_H
@@ -23,6 +27,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -96,24 +101,128 @@ const char *tcc_status_string(tcc_status status);
 /** The message of the last failed call on this thread ("" if none). */
 const char *tcc_last_error(void);
 
-/** Loads `artifact_dir` for `backend` (NULL is "cpu"), a training or an
- *  inference artifact (manifest "kind"). Backends:
- *  - "cpu": host memory; kernels/host.so and the CPU library kernels.
- *  - "cuda": the first CUDA device; parameters, optimizer state, inputs,
- *    constants and the arena in device memory (tcc_memory counts the same
- *    bytes as "cpu"; a scratch workspace comes on top), kernels from
- *    kernels/kernels.fatbin, steps replayed as CUDA graphs. TCC_ERROR_BACKEND
- *    when the runtime was built without CUDA ("this runtime was built
- *    without CUDA") or there is no device; TCC_ERROR_FORMAT naming
- *    kernels.fatbin when it is missing. Every read/write/bind/checkpoint
- *    call copies between host and device and waits for it. Not yet run on
- *    a GPU (docs/artifact.md).
- *  On open:
+/** Where a buffer lives (tcc_allocator). */
+typedef enum tcc_memory_kind {
+  TCC_MEMORY_HOST = 0,   /**< host memory (the "cpu" backend's) */
+  TCC_MEMORY_DEVICE = 1, /**< device memory of the session's CUDA device */
+} tcc_memory_kind;
+
+/** Where a session's buffers come from, for a framework that manages memory
+ *  itself (a caching allocator, a memory pool, accounting). The session
+ *  calls `alloc` for every buffer it holds: parameters, their working
+ *  copies, optimizer state, the step counter, bound inputs, constants, the
+ *  arena and the backend's scratch ("cpu": the 16-bit calls' f32 scratch;
+ *  "cuda": the library calls' workspace, the kernels' argument arrays, the
+ *  multi-tensor AdamW tables, the error words). The plan's metadata and the
+ *  CPU library kernels' row-sized temporaries come from the C++ heap.
+ *  - alloc(ctx, bytes, alignment, kind): `bytes` > 0 bytes of `kind`
+ *    memory whose address is a multiple of `alignment` (a power of two: 64
+ *    for host memory, the arena's alignment; 256 for device memory, what
+ *    cudaMalloc gives), or NULL when it cannot, which fails the call that
+ *    asked with TCC_ERROR_MEMORY naming the buffer and its size (a
+ *    misaligned address is given back and fails with TCC_ERROR_ARGUMENT).
+ *    The memory need not be cleared (the session clears what it needs).
+ *    Device memory is asked for with the session's device current, so
+ *    cudaGetDevice() inside alloc names it.
+ *  - free(ctx, ptr, bytes, kind): gives back a buffer alloc returned, with
+ *    its size and kind; called when the session closes (or when an open
+ *    fails), after the device has finished with it, the session's device
+ *    current.
+ *  Neither is called for an empty buffer. Both must be set, or neither (the
+ *  backend's own allocator: calloc, cudaMalloc). `ctx` is passed through;
+ *  the session never reads it. Both are called from the thread that made
+ *  the tcc_* call. */
+typedef struct tcc_allocator {
+  void *ctx;
+  void *(*alloc)(void *ctx, size_t bytes, size_t alignment,
+                 tcc_memory_kind kind);
+  void (*free)(void *ctx, void *ptr, size_t bytes, tcc_memory_kind kind);
+} tcc_allocator;
+
+/** What tcc_session_options.communicator is. */
+typedef enum tcc_communicator_kind {
+  TCC_COMMUNICATOR_NONE = 0, /**< one process (communicator NULL) */
+  TCC_COMMUNICATOR_MPI = 1,  /**< communicator points to an MPI_Comm */
+  TCC_COMMUNICATOR_NCCL = 2, /**< communicator is an ncclComm_t ("cuda") */
+} tcc_communicator_kind;
+
+/** How to open a session. Every field's default is all zero bytes, so
+ *  tcc_session_options_init (or `= {sizeof(tcc_session_options)}` in C)
+ *  gives the defaults; NULL options to tcc_session_open are the defaults.
+ *
+ *  ABI: `struct_size` is sizeof(tcc_session_options) as the caller
+ *  compiled it. Fields are only ever appended, each with an all-zero
+ *  default, and the struct has no trailing padding, so:
+ *  - a field that ends beyond struct_size is not read: its default applies
+ *    (a caller built against an older, smaller struct keeps working);
+ *  - struct_size larger than this runtime's struct is accepted when the
+ *    bytes this runtime does not know are all zero (their defaults), and
+ *    refused otherwise (TCC_ERROR_ARGUMENT: options this runtime cannot
+ *    honour, built against a newer tcc_runtime.h);
+ *  - struct_size smaller than struct_size + backend (the mandatory prefix)
+ *    is refused (TCC_ERROR_ARGUMENT), as is every refusal below. */
+typedef struct tcc_session_options {
+  size_t struct_size;
+  /** "cpu" (NULL: the default) or "cuda":
+   *  - "cpu": host memory; kernels/host.so and the CPU library kernels.
+   *  - "cuda": device memory (tcc_memory counts the same bytes as "cpu"; a
+   *    scratch workspace comes on top), kernels from
+   *    kernels/kernels.fatbin, steps replayed as CUDA graphs.
+   *    TCC_ERROR_BACKEND when the runtime was built without CUDA ("this
+   *    runtime was built without CUDA") or there is no device;
+   *    TCC_ERROR_FORMAT naming kernels.fatbin when it is missing. Every
+   *    read/write/bind/checkpoint call copies between host and device and
+   *    waits for it. Not yet run on a GPU (docs/artifact.md). */
+  const char *backend;
+  /** The device ordinal (default 0). "cuda": the CUDA device the session
+   *  runs on (as cudaSetDevice counts them); an ordinal >= the device count
+   *  is TCC_ERROR_ARGUMENT naming both. Each tcc_* call on the session
+   *  makes that device's primary context current while it runs and
+   *  restores the caller's current context before it returns. "cpu": only
+   *  0 (TCC_ERROR_ARGUMENT otherwise). */
+  int32_t device;
+  /** What `communicator` is; TCC_COMMUNICATOR_NONE by default. */
+  tcc_communicator_kind communicator_kind;
+  /** "cuda": a cudaStream_t of the session's device that every copy,
+   *  launch and CUDA graph of the session runs on (captured on it and
+   *  replayed on it), after the work the caller enqueued on it before the
+   *  call; calls return once the stream is idle. The session never
+   *  destroys it; it must outlive the session, and must not be the legacy
+   *  default stream (cudaStreamLegacy) unless TCC_CUDA_GRAPHS=0, nor be
+   *  capturing when a step runs. NULL: the session creates a stream of its
+   *  own. "cpu": must be NULL. */
+  void *stream;
+  /** Where the session's buffers come from (tcc_allocator); all NULL: the
+   *  backend's own. */
+  tcc_allocator allocator;
+  /** The data-parallel group this session is a rank of (the MPI
+   *  communicator's address or the NCCL communicator, as
+   *  communicator_kind says), owned by the caller, outliving the session.
+   *  Stored for collectives; no plan has any yet, so nothing uses it.
+   *  Refused (TCC_ERROR_ARGUMENT): a kind without a communicator, a
+   *  communicator without a kind, an unknown kind, NCCL on "cpu". */
+  void *communicator;
+} tcc_session_options;
+
+/** Fills `options` with the defaults and struct_size = sizeof. Inline, so
+ *  that struct_size is the size the caller was compiled with (a function in
+ *  the library would write its own, possibly larger, struct). */
+static inline void tcc_session_options_init(tcc_session_options *options) {
+  if (!options)
+    return;
+  memset(options, 0, sizeof *options);
+  options->struct_size = sizeof *options;
+}
+
+/** Loads `artifact_dir`, a training or an inference artifact (manifest
+ *  "kind"), with `options` (NULL: the defaults, backend "cpu"). On open:
  *  parameters start at the artifact's initial weights, optimizer state at
- *  zero, steps done at 0. On failure *out is NULL. Everything is checked
- *  here, not when a step runs: the manifest and plan, the weights, and
- *  whether the backend can run every step (TCC_ERROR_BACKEND naming the op
- *  and step otherwise).
+ *  zero, steps done at 0. On failure *out is NULL and everything allocated
+ *  has been freed. Everything is checked here, not when a step runs: the
+ *  options, the manifest and plan, the weights, and whether the backend can
+ *  run every step (TCC_ERROR_BACKEND naming the op and step otherwise).
+ *  `options` is read during the call only; the stream, allocator and
+ *  communicator it names must outlive the session.
  *  With TCC_CUDA_GRAPHS=0 set when a "cuda" session opens its steps are
  *  launched one by one rather than replayed as CUDA graphs; with
  *  TCC_CUDA_TF32=1 its fp32 GEMMs may run on TF32 tensor cores (as
@@ -122,10 +231,12 @@ const char *tcc_last_error(void);
  *  session opens, every arena byte not held by a live value is filled with
  *  0xFF (a NaN for floats) before each step, so a step that reads memory
  *  the plan does not give it shows up as NaNs. */
-tcc_status tcc_session_open(const char *artifact_dir, const char *backend,
+tcc_status tcc_session_open(const char *artifact_dir,
+                            const tcc_session_options *options,
                             tcc_session **out);
 
-/** Frees everything the session owns. NULL is ignored. */
+/** Frees everything the session owns (its buffers through the options'
+ *  allocator, after the device has finished with them). NULL is ignored. */
 void tcc_session_close(tcc_session *session);
 
 /** The batch inputs of the training step, as the data feed yields them:

@@ -17,25 +17,40 @@ bool haveCudaBackend() {
 #endif
 }
 
-void checkBackendName(const std::string &name) {
-  if (name == "cpu" || (name == "cuda" && haveCudaBackend()))
-    return;
-  if (name == "cuda")
+void checkBackendOptions(const SessionOptions &options) {
+  const std::string &name = options.backend;
+  if (name == "cuda" && !haveCudaBackend())
     fail(TCC_ERROR_BACKEND, "backend 'cuda' is not available: this runtime "
                             "was built without CUDA");
-  fail(TCC_ERROR_BACKEND,
-       "backend '" + name + "' is not available; this runtime has: cpu" +
-           (haveCudaBackend() ? ", cuda" : ""));
+  if (name != "cpu" && name != "cuda")
+    fail(TCC_ERROR_BACKEND, "backend '" + name +
+                                "' is not available; this runtime has: cpu" +
+                                (haveCudaBackend() ? ", cuda" : ""));
+  if (name != "cpu")
+    return;
+  // Host memory is one device; a stream or NCCL here is a caller's mistake.
+  if (options.device != 0)
+    fail(TCC_ERROR_ARGUMENT, "backend 'cpu' has one device, 0: device " +
+                                 std::to_string(options.device) +
+                                 " does not exist");
+  if (options.stream)
+    fail(TCC_ERROR_ARGUMENT,
+         "backend 'cpu' takes no stream (tcc_session_options.stream is a "
+         "CUDA stream)");
+  if (options.communicatorKind == TCC_COMMUNICATOR_NCCL)
+    fail(TCC_ERROR_ARGUMENT,
+         "backend 'cpu' cannot use an NCCL communicator (its collectives "
+         "go through MPI)");
 }
 
-std::unique_ptr<Backend> makeBackend(const std::string &name,
+std::unique_ptr<Backend> makeBackend(const SessionOptions &options,
                                      const Artifact &artifact) {
-  checkBackendName(name);
+  checkBackendOptions(options);
 #ifdef TCC_HAVE_CUDA_BACKEND
-  if (name == "cuda")
-    return makeCudaBackend(artifact);
+  if (options.backend == "cuda")
+    return makeCudaBackend(options, artifact);
 #endif
-  return std::make_unique<CpuBackend>(artifact);
+  return std::make_unique<CpuBackend>(options, artifact);
 }
 
 } // namespace tcc::rt

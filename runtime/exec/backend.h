@@ -11,7 +11,8 @@
 // function to an address (Bindings), then calls prepare() once; after that
 // run() executes a whole function. What a backend cannot run is refused by
 // makeBackend / prepare (TCC_ERROR_BACKEND naming the op and step), never by
-// run().
+// run(). A backend is made for the session's options (options.h): its
+// device, the caller's stream, the caller's allocator (allocator.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +20,7 @@
 #define TCC_RUNTIME_EXEC_BACKEND_H
 
 #include "exec/artifact.h"
+#include "exec/options.h"
 #include "plan/liveness.h"
 
 #include <cstddef>
@@ -61,9 +63,10 @@ public:
   /// "cpu", "cuda".
   virtual const char *name() const = 0;
 
-  /// `bytes` zero-filled bytes for `what`, at least 64-byte aligned, owned
-  /// by the backend until it is destroyed; null for 0 bytes.
-  /// TCC_ERROR_MEMORY naming `what` when the allocation fails.
+  /// `bytes` zero-filled bytes for `what`, at least kHostAlignment-aligned,
+  /// from the session's allocator, owned by the backend until it is
+  /// destroyed; null for 0 bytes. TCC_ERROR_MEMORY naming `what` when the
+  /// allocation fails.
   virtual uint8_t *allocate(size_t bytes, const std::string &what) = 0;
 
   /// Copies host bytes into backend memory / backend memory to the host.
@@ -94,15 +97,17 @@ protected:
   Backend() = default;
 };
 
-/// The backend called `name` for `artifact` (which must outlive it).
-/// TCC_ERROR_BACKEND for an unknown name, a backend this runtime was built
-/// without, no device, or a call the backend cannot run.
-std::unique_ptr<Backend> makeBackend(const std::string &name,
+/// The backend options.backend names, for `artifact` (which must outlive
+/// it). Errors as checkBackendOptions, and TCC_ERROR_BACKEND for no device
+/// or a call the backend cannot run.
+std::unique_ptr<Backend> makeBackend(const SessionOptions &options,
                                      const Artifact &artifact);
 
-/// TCC_ERROR_BACKEND unless this runtime has a backend called `name`
-/// (checked before the artifact is read).
-void checkBackendName(const std::string &name);
+/// What can be checked before the artifact is read: TCC_ERROR_BACKEND
+/// unless this runtime has the backend options.backend names;
+/// TCC_ERROR_ARGUMENT for options that backend never takes ("cpu": a
+/// device other than 0, a stream, an NCCL communicator).
+void checkBackendOptions(const SessionOptions &options);
 
 /// Whether this runtime was built with the CUDA backend.
 bool haveCudaBackend();

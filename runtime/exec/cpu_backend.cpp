@@ -210,7 +210,9 @@ std::string cpuUnsupported(const Function &fn, const Step &step) {
   return "";
 }
 
-CpuBackend::CpuBackend(const Artifact &art) : artifact(art) {
+CpuBackend::CpuBackend(const SessionOptions &options, const Artifact &art)
+    : artifact(art), memory(options.allocator, callocAllocator(),
+                            TCC_MEMORY_HOST, kHostAlignment) {
   for (const Function &fn : art.functions)
     for (size_t s = 0; s < fn.steps.size(); ++s) {
       const Step &step = fn.steps[s];
@@ -239,7 +241,7 @@ CpuBackend::CpuBackend(const Artifact &art) : artifact(art) {
       scratch = std::max(scratch, bytes);
     }
   }
-  wide.resize(size_t(scratch) / sizeof(float));
+  wide = allocate(size_t(scratch), "the f32 scratch of the bf16/f16 calls");
   if (!art.hasKernelSteps())
     return;
   std::string path = art.file("host_kernels");
@@ -275,22 +277,13 @@ CpuBackend::CpuBackend(const Artifact &art) : artifact(art) {
 CpuBackend::~CpuBackend() {
   if (handle)
     ::dlclose(handle);
-  for (void *b : blocks)
-    std::free(b);
 }
 
 uint8_t *CpuBackend::allocate(size_t size, const std::string &what) {
-  if (size == 0)
-    return nullptr;
-  void *raw = nullptr;
-  // calloc leaves large blocks to fresh (zero) pages, so an arena or state
-  // the steps never touch costs no physical memory and no time to clear.
-  if (size > SIZE_MAX - 64 || !(raw = std::calloc(size + 63, 1)))
-    fail(TCC_ERROR_MEMORY,
-         "cannot allocate " + std::to_string(size) + " bytes for " + what);
-  blocks.push_back(raw);
-  return reinterpret_cast<uint8_t *>(
-      (reinterpret_cast<uintptr_t>(raw) + 63) & ~uintptr_t(63));
+  uint8_t *p = memory.allocate(size, what);
+  if (p && memory.hooked()) // calloc's blocks are clear already
+    std::memset(p, 0, size);
+  return p;
 }
 
 void CpuBackend::upload(uint8_t *dst, const void *src, size_t bytes) {
@@ -393,7 +386,7 @@ void CpuBackend::runStep(size_t fnIndex, size_t s,
   // result is rounded once, to nearest even, into its 16-bit value.
   // (An optimizer's working copy is not widened: its kernel writes it.)
   widePtrs.assign(ptrs, ptrs + fn.values.size());
-  uint8_t *next = reinterpret_cast<uint8_t *>(wide.data());
+  uint8_t *next = wide;
   auto redirect = [&](bool output, size_t i) {
     int64_t id = output ? step.outputs[i] : step.inputs[i];
     if (!widened(fn, step, output, i) || widePtrs[id] != ptrs[id])

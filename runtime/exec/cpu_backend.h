@@ -12,6 +12,7 @@
 #ifndef TCC_RUNTIME_EXEC_CPU_BACKEND_H
 #define TCC_RUNTIME_EXEC_CPU_BACKEND_H
 
+#include "exec/allocator.h"
 #include "exec/backend.h"
 
 #include <cstdint>
@@ -26,14 +27,16 @@ std::string cpuUnsupported(const Function &fn, const Step &step);
 using KernelFn = void (*)(const void *const *inputs, void *output,
                           int64_t begin, int64_t end);
 
-/// Host memory (calloc'd, 64-byte aligned: large blocks stay untouched
-/// zero pages until used) and the steps run on the calling thread.
+/// Host memory (kHostAlignment-aligned; from calloc, where large blocks
+/// stay untouched zero pages until used, or from the caller's allocator)
+/// and the steps run on the calling thread.
 class CpuBackend final : public Backend {
 public:
   /// Refuses (TCC_ERROR_BACKEND) a call the backend cannot run, naming the
   /// function, step and op; dlopens host.so when there are kernel steps and
   /// resolves every symbol (TCC_ERROR_FORMAT naming a missing one).
-  explicit CpuBackend(const Artifact &artifact);
+  /// `options` passed checkBackendOptions.
+  CpuBackend(const SessionOptions &options, const Artifact &artifact);
   ~CpuBackend() override;
 
   const char *name() const override { return "cpu"; }
@@ -52,15 +55,15 @@ private:
   void runStep(size_t fnIndex, size_t s, uint8_t *const *ptrs) const;
 
   const Artifact &artifact;
+  Allocator memory; // allocate()'s
   const Bindings *bindings = nullptr;
   void *handle = nullptr;
   std::vector<std::vector<KernelFn>> kernels; // [function][step]
-  std::vector<void *> blocks;                 // allocate()'s, to free
   /// Calls with bf16/f16 operands or results [function][step]: they run on
   /// f32 copies in `wide` (the most any one needs), addressed through
   /// `widePtrs` (the function's value addresses with those redirected).
   std::vector<std::vector<bool>> wideCalls;
-  mutable std::vector<float> wide;
+  uint8_t *wide = nullptr;
   mutable std::vector<uint8_t *> widePtrs;
 };
 

@@ -1,9 +1,12 @@
-//===- cuda_backend.cpp - running plan steps on a CUDA device --------------===//
+//===- cuda_backend.cpp - running plan steps on a CUDA device -------------===//
 //
 // See cuda_backend.h. Memory, streams and graphs go through the CUDA
 // runtime API; the fatbin of the generated kernels is loaded and launched
-// with the driver API (the runtime's primary context is current, so both
-// APIs share it). The driver functions come from
+// with the driver API. Both work in the primary context of the session's
+// device, which every entry point makes current for its duration
+// (ContextScope) rather than switching the caller's device for good: a
+// framework keeps working on its own device between calls, and a session
+// on device 1 creates no context on device 0. The driver functions come from
 // cudaGetDriverEntryPointByVersion rather than from linking libcuda: a
 // runtime linked against libcuda.so.1 would not even load on a machine
 // without the NVIDIA driver, where the cpu backend must keep working.
@@ -12,6 +15,7 @@
 
 #include "exec/cuda_backend.h"
 
+#include "exec/allocator.h"
 #include "exec/cuda_calls.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/gemm.h"
@@ -52,6 +56,11 @@ struct Driver {
   decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
   decltype(&::cuModuleUnload) moduleUnload = nullptr;
   decltype(&::cuLaunchKernel) launchKernel = nullptr;
+  decltype(&::cuDeviceGet) deviceGet = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) primaryCtxRetain = nullptr;
+  decltype(&::cuDevicePrimaryCtxRelease) primaryCtxRelease = nullptr;
+  decltype(&::cuCtxGetCurrent) ctxGetCurrent = nullptr;
+  decltype(&::cuCtxSetCurrent) ctxSetCurrent = nullptr;
 };
 
 Driver &driver() {
@@ -84,7 +93,11 @@ std::string loadDriver() {
         get("cuGetErrorString", d.getErrorString),
         get("cuModuleLoadData", d.moduleLoadData),
         get("cuModuleGetFunction", d.moduleGetFunction),
-        get("cuModuleUnload", d.moduleUnload),
+        get("cuModuleUnload", d.moduleUnload), get("cuDeviceGet", d.deviceGet),
+        get("cuDevicePrimaryCtxRetain", d.primaryCtxRetain),
+        get("cuDevicePrimaryCtxRelease", d.primaryCtxRelease),
+        get("cuCtxGetCurrent", d.ctxGetCurrent),
+        get("cuCtxSetCurrent", d.ctxSetCurrent),
         get("cuLaunchKernel", d.launchKernel)})
     if (why.empty())
       why = w;
@@ -104,6 +117,40 @@ std::string driverError(CUresult r) {
 }
 
 constexpr int BlockSize = 256;
+
+/// Makes `context` current on the calling thread for the scope and the
+/// caller's context (possibly none) current again at its end. Failing to
+/// switch is not reported here: the CUDA calls of the scope then fail and
+/// say so.
+class ContextScope {
+public:
+  explicit ContextScope(CUcontext context) {
+    if (!context || driver().ctxGetCurrent(&saved) != CUDA_SUCCESS ||
+        saved == context)
+      return;
+    switched = driver().ctxSetCurrent(context) == CUDA_SUCCESS;
+  }
+  ~ContextScope() {
+    if (switched)
+      driver().ctxSetCurrent(saved);
+  }
+  ContextScope(const ContextScope &) = delete;
+  ContextScope &operator=(const ContextScope &) = delete;
+
+private:
+  CUcontext saved = nullptr;
+  bool switched = false;
+};
+
+// The backend's own device memory; cudaMalloc aligns to 256 bytes.
+void *cudaAlloc(void *, size_t bytes, size_t, tcc_memory_kind) {
+  void *p = nullptr;
+  if (cudaMalloc(&p, bytes) == cudaSuccess)
+    return p;
+  cudaGetLastError();
+  return nullptr;
+}
+void cudaRelease(void *, void *p, size_t, tcc_memory_kind) { cudaFree(p); }
 
 struct EventDeleter {
   void operator()(cudaEvent_t e) const { cudaEventDestroy(e); }
@@ -137,7 +184,7 @@ struct StepEvents {
 
 class CudaBackend final : public Backend {
 public:
-  explicit CudaBackend(const Artifact &artifact);
+  CudaBackend(const SessionOptions &options, const Artifact &artifact);
   ~CudaBackend() override;
 
   const char *name() const override { return "cuda"; }
@@ -149,7 +196,11 @@ public:
   void runProfiled(size_t f, int64_t step, std::vector<double> &ms) override;
 
 private:
-  void init();
+  void init(const SessionOptions &options);
+  /// Refuses a caller's stream of another device, or one graphs cannot use.
+  void checkCallerStream() const;
+  /// Refuses to run while the caller captures the stream into a graph.
+  void checkNotCapturing() const;
   void release();
   /// prepare(): runs of adamw_update steps as multi-tensor launches.
   void groupAdamw(const Bindings &bindings);
@@ -174,11 +225,15 @@ private:
 
   const Artifact &art;
   const Bindings *bindings = nullptr;
+  int device = 0; ///< the ordinal (tcc_session_options.device)
+  CUdevice cuDevice = 0;
+  CUcontext context = nullptr; ///< its primary context, retained
   cudaStream_t stream = nullptr;
+  bool ownStream = false; ///< made here (else the caller's, never destroyed)
   int smCount = 1;
   CUmodule module = nullptr;
   std::unique_ptr<cuda::GemmContext> gemmContext;
-  std::vector<void *> blocks; // device allocations, to free
+  Allocator memory;
   bool useGraphs = true;
 
   struct StepPlan {
@@ -204,17 +259,21 @@ private:
   int64_t hostStep = 0;
 };
 
-CudaBackend::CudaBackend(const Artifact &artifact) : art(artifact) {
+CudaBackend::CudaBackend(const SessionOptions &options,
+                         const Artifact &artifact)
+    : art(artifact), device(options.device),
+      memory(options.allocator, {nullptr, cudaAlloc, cudaRelease},
+             TCC_MEMORY_DEVICE, kDeviceAlignment) {
   try {
-    init();
+    init(options);
   } catch (...) {
     release(); // no destructor runs for a constructor that throws
     throw;
   }
 }
 
-void CudaBackend::init() {
-  // The device: the first one (cudaGetDeviceCount initialises the driver).
+void CudaBackend::init(const SessionOptions &options) {
+  // The device (cudaGetDeviceCount initialises the driver).
   int devices = 0;
   cudaError_t e = cudaGetDeviceCount(&devices);
   if (e != cudaSuccess || devices == 0) {
@@ -223,13 +282,28 @@ void CudaBackend::init() {
          std::string("backend 'cuda': no CUDA device (cudaGetDeviceCount: ") +
              (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") + ")");
   }
-  check(cudaSetDevice(0), "cudaSetDevice(0)");
+  if (device >= devices)
+    fail(TCC_ERROR_ARGUMENT,
+         "backend 'cuda': device " + std::to_string(device) +
+             " does not exist: this machine has " + std::to_string(devices) +
+             " CUDA device" +
+             (devices == 1 ? " (0)"
+                           : "s (0 to " + std::to_string(devices - 1) + ")"));
   std::string noDriver = loadDriver();
   if (!noDriver.empty())
     fail(TCC_ERROR_BACKEND, "backend 'cuda': " + noDriver);
-  check(cudaFree(nullptr), "creating the context on device 0");
-  check(cudaDeviceGetAttribute(&smCount, cudaDevAttrMultiProcessorCount, 0),
-        "cudaDeviceGetAttribute");
+  CUresult r = driver().deviceGet(&cuDevice, device);
+  if (r == CUDA_SUCCESS)
+    r = driver().primaryCtxRetain(&context, cuDevice);
+  if (r != CUDA_SUCCESS) {
+    context = nullptr;
+    fail(TCC_ERROR_BACKEND, "backend 'cuda': device " + std::to_string(device) +
+                                ": no context: " + driverError(r));
+  }
+  ContextScope scope(context);
+  check(
+      cudaDeviceGetAttribute(&smCount, cudaDevAttrMultiProcessorCount, device),
+      "cudaDeviceGetAttribute");
   const char *graphs = std::getenv("TCC_CUDA_GRAPHS");
   useGraphs = !(graphs && std::string(graphs) == "0");
 
@@ -246,8 +320,14 @@ void CudaBackend::init() {
                                     opName(step.op) + "): " + why);
     }
 
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-        "cudaStreamCreate");
+  if (options.stream) {
+    stream = static_cast<cudaStream_t>(options.stream);
+    checkCallerStream();
+  } else {
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+          "cudaStreamCreate");
+    ownStream = true;
+  }
   std::string gemmError;
   gemmContext = cuda::GemmContext::create(&gemmError);
   if (!gemmContext)
@@ -319,48 +399,81 @@ void CudaBackend::init() {
     workspace = allocate(workspaceBytes, "the library calls' workspace");
 }
 
+void CudaBackend::checkCallerStream() const {
+  int streamDevice = -1;
+  cudaError_t e = cudaStreamGetDevice(stream, &streamDevice);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    fail(TCC_ERROR_ARGUMENT,
+         std::string("backend 'cuda': tcc_session_options.stream is not a "
+                     "usable CUDA stream: ") +
+             cudaGetErrorString(e));
+  }
+  if (streamDevice != device)
+    fail(TCC_ERROR_ARGUMENT,
+         "backend 'cuda': tcc_session_options.stream belongs to device " +
+             std::to_string(streamDevice) + ", the session's device is " +
+             std::to_string(device));
+  if (stream == cudaStreamLegacy && useGraphs)
+    fail(TCC_ERROR_ARGUMENT,
+         "backend 'cuda': tcc_session_options.stream is the legacy default "
+         "stream, which cannot be captured into a CUDA graph: pass a stream "
+         "of your own, NULL, or set TCC_CUDA_GRAPHS=0");
+}
+
+void CudaBackend::checkNotCapturing() const {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+  if (capture != cudaStreamCaptureStatusNone)
+    fail(TCC_ERROR_ARGUMENT,
+         "backend 'cuda': the session's stream is being captured into a "
+         "CUDA graph; a step synchronises the stream, so it cannot run "
+         "inside the caller's capture");
+}
+
 CudaBackend::~CudaBackend() { release(); }
 
+// Everything goes in the reverse order of init, after the stream has
+// finished with it; the caller's stream is left alone.
 void CudaBackend::release() {
-  if (stream)
-    cudaStreamSynchronize(stream);
-  for (FunctionPlan &fp : plans)
-    for (cudaGraphExec_t g : fp.graphs)
-      if (g)
-        cudaGraphExecDestroy(g);
-  plans.clear(); // the GemmPlans before their context
-  gemmContext.reset();
-  if (module)
-    driver().moduleUnload(module);
-  module = nullptr;
-  for (void *b : blocks)
-    cudaFree(b);
-  blocks.clear();
-  if (stream)
-    cudaStreamDestroy(stream);
-  stream = nullptr;
+  if (!context)
+    return; // init failed before anything needed freeing
+  {
+    ContextScope scope(context);
+    if (stream)
+      cudaStreamSynchronize(stream);
+    for (FunctionPlan &fp : plans)
+      for (cudaGraphExec_t g : fp.graphs)
+        if (g)
+          cudaGraphExecDestroy(g);
+    plans.clear(); // the GemmPlans before their context
+    gemmContext.reset();
+    if (module)
+      driver().moduleUnload(module);
+    module = nullptr;
+    memory.release();
+    if (stream && ownStream)
+      cudaStreamDestroy(stream);
+    stream = nullptr;
+  }
+  driver().primaryCtxRelease(cuDevice);
+  context = nullptr;
 }
 
 uint8_t *CudaBackend::allocate(size_t bytes, const std::string &what) {
-  if (bytes == 0)
+  ContextScope scope(context);
+  uint8_t *p = memory.allocate(bytes, what);
+  if (!p)
     return nullptr;
-  void *p = nullptr;
-  cudaError_t e = cudaMalloc(&p, bytes); // 256-byte aligned
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    fail(TCC_ERROR_MEMORY, "cannot allocate " + std::to_string(bytes) +
-                               " bytes of device memory for " + what + ": " +
-                               cudaGetErrorString(e));
-  }
-  blocks.push_back(p);
   check(cudaMemsetAsync(p, 0, bytes, stream), "clearing " + what);
   check(cudaStreamSynchronize(stream), "clearing " + what);
-  return static_cast<uint8_t *>(p);
+  return p;
 }
 
 void CudaBackend::upload(uint8_t *dst, const void *src, size_t bytes) {
   if (!bytes)
     return;
+  ContextScope scope(context);
   check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream),
         "copying to the device");
   check(cudaStreamSynchronize(stream), "copying to the device");
@@ -369,6 +482,7 @@ void CudaBackend::upload(uint8_t *dst, const void *src, size_t bytes) {
 void CudaBackend::download(void *dst, const uint8_t *src, size_t bytes) {
   if (!bytes)
     return;
+  ContextScope scope(context);
   check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream),
         "copying from the device");
   check(cudaStreamSynchronize(stream), "copying from the device");
@@ -420,6 +534,7 @@ void CudaBackend::groupAdamw(const Bindings &b) {
 }
 
 void CudaBackend::prepare(const Bindings &b) {
+  ContextScope scope(context);
   bindings = &b;
   groupAdamw(b);
   // Every kernel step's inputs as one device array of device pointers.
@@ -551,6 +666,8 @@ void CudaBackend::setStepCounter(int64_t step) {
 }
 
 void CudaBackend::run(size_t f, int64_t step) {
+  ContextScope scope(context);
+  checkNotCapturing();
   FunctionPlan &fp = plans[f];
   setStepCounter(step);
   size_t begin = 0;
@@ -589,6 +706,8 @@ void CudaBackend::run(size_t f, int64_t step) {
 // Eager, not a graph replay: a graph's kernels cannot be timed one by one
 // from the host. The segments and error checks are run()'s.
 void CudaBackend::runProfiled(size_t f, int64_t step, std::vector<double> &ms) {
+  ContextScope scope(context);
+  checkNotCapturing();
   size_t steps = art.functions[f].steps.size();
   StepEvents timing(steps);
   setStepCounter(step);
@@ -605,8 +724,9 @@ void CudaBackend::runProfiled(size_t f, int64_t step, std::vector<double> &ms) {
 
 } // namespace
 
-std::unique_ptr<Backend> makeCudaBackend(const Artifact &artifact) {
-  return std::make_unique<CudaBackend>(artifact);
+std::unique_ptr<Backend> makeCudaBackend(const SessionOptions &options,
+                                         const Artifact &artifact) {
+  return std::make_unique<CudaBackend>(options, artifact);
 }
 
 } // namespace tcc::rt

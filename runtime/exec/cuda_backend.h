@@ -3,15 +3,18 @@
 // Built only when the CUDA toolkit is found (TCC_CUDA, target
 // tcc_cuda_kernels); backend.cpp reaches it under TCC_HAVE_CUDA_BACKEND.
 //
-// The first CUDA device; device memory of exactly the plan's sizes (one
-// arena, one buffer per parameter, optimizer slot, input and constant) plus
-// a scratch workspace, the kernel argument arrays and the error words
-// (outside tcc_memory). Kernel steps launch the `tcc_<name>` symbols of
+// The CUDA device of the session's options (tcc_session_options.device),
+// whose primary context each entry point makes current and gives back;
+// device memory of exactly the plan's sizes (one arena, one buffer per
+// parameter, optimizer slot, input and constant) plus a scratch workspace,
+// the kernel argument arrays and the error words (outside tcc_memory), all
+// from the session's allocator. Kernel steps launch the `tcc_<name>` symbols of
 // kernels/kernels.fatbin (driver API, resolved at open) over `elements`,
 // their inputs a device array of device pointers written once at open. Call
 // steps run tcc_cuda_kernels and cuBLASLt GemmPlans made at open. Everything
-// is enqueued on one stream; the first run of each function captures it as
-// CUDA graphs, later runs replay them (TCC_CUDA_GRAPHS=0: always eager).
+// is enqueued on one stream, the caller's or one made here; the first run of
+// each function captures it as CUDA graphs, later runs replay them
+// (TCC_CUDA_GRAPHS=0: always eager).
 // The step counter is a device value uploaded before each run, so replays
 // see it without re-capture. Label / id errors come back through device
 // error words, read when the stream is synchronised after the steps that
@@ -40,8 +43,11 @@ std::string cudaUnsupported(const Function &fn, const Step &step);
 
 /// TCC_ERROR_BACKEND when there is no CUDA device or a call the backend
 /// cannot run (naming the step and op), TCC_ERROR_FORMAT / TCC_ERROR_IO
-/// when kernels/kernels.fatbin is missing, unreadable or lacks a symbol.
-std::unique_ptr<Backend> makeCudaBackend(const Artifact &artifact);
+/// when kernels/kernels.fatbin is missing, unreadable or lacks a symbol,
+/// TCC_ERROR_ARGUMENT for a device ordinal past the device count or a
+/// caller's stream of another device (checkBackendOptions has passed).
+std::unique_ptr<Backend> makeCudaBackend(const SessionOptions &options,
+                                         const Artifact &artifact);
 
 } // namespace tcc::rt
 

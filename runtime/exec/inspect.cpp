@@ -4,6 +4,7 @@
 
 #include "exec/artifact.h"
 #include "exec/cpu_backend.h"
+#include "exec/guard.h"
 #include "plan/calls.h"
 #ifdef TCC_HAVE_CUDA_BACKEND
 #include "exec/cuda_calls.h"
@@ -205,21 +206,16 @@ void print(const Artifact &art, std::ostream &out) {
 
 } // namespace
 
-int inspectArtifact(const std::string &dir, std::ostream &out,
-                    std::string &error) {
-  try {
-    Artifact art = loadArtifact(dir);
-    std::ostringstream text;
-    print(art, text);
-    out << text.str();
-    return TCC_OK;
-  } catch (const Error &e) {
-    error = e.what();
-    return e.status;
-  } catch (const std::exception &e) {
-    error = e.what();
-    return TCC_ERROR_FORMAT;
-  }
+tcc_status inspectArtifact(const std::string &dir, std::ostream &out,
+                           std::string &error) {
+  return guarded(
+      [&] {
+        Artifact art = loadArtifact(dir);
+        std::ostringstream text;
+        print(art, text);
+        out << text.str();
+      },
+      error);
 }
 
 } // namespace tcc::rt

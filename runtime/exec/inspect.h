@@ -13,16 +13,19 @@
 #ifndef TCC_RUNTIME_EXEC_INSPECT_H
 #define TCC_RUNTIME_EXEC_INSPECT_H
 
+#include "api/tcc_runtime.h"
+
 #include <ostream>
 #include <string>
 
 namespace tcc::rt {
 
-/// Prints the summary of artifact `dir` to `out`. Returns 0 (TCC_OK), or a
-/// tcc_status with `error` set to one line when the artifact cannot be read;
-/// nothing is printed then.
-int inspectArtifact(const std::string &dir, std::ostream &out,
-                    std::string &error);
+/// Prints the summary of artifact `dir` to `out`. Returns TCC_OK, or the
+/// status a session's open would return with `error` set to its one-line
+/// message when the artifact cannot be read; nothing is printed then. (The
+/// tools' entry to the loader: like the C API, nothing is thrown.)
+tcc_status inspectArtifact(const std::string &dir, std::ostream &out,
+                           std::string &error);
 
 } // namespace tcc::rt
 

@@ -12,8 +12,11 @@
 // runs forward, whose outputs are read where the plan left them.
 // Every value of every function resolves to a fixed address when the
 // session opens, so running a step is a walk over its steps. Bytes move
-// between the caller and the session only through Backend::upload/download. Internally
-// failures are tcc::rt::Error; none escapes a C API function.
+// between the caller and the session only through Backend::upload/download.
+// The session keeps its options (options.h): the backend takes the device,
+// stream and allocator; the communicator waits for the collectives.
+// Failures are thrown where they are found and become a status and
+// tcc_last_error() in guard() (guard.h); none escapes a C API function.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +28,8 @@
 #include "data/safetensors.h"
 #include "exec/artifact.h"
 #include "exec/backend.h"
+#include "exec/guard.h"
+#include "exec/options.h"
 #include "plan/liveness.h"
 #include "plan/schedule.h"
 
@@ -36,7 +41,6 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -59,28 +63,7 @@ struct Mem {
 thread_local std::string lastErrorText;
 
 /// Runs `f`, turning any exception into a status and tcc_last_error().
-template <class F> tcc_status guard(F &&f) {
-  try {
-    f();
-    return TCC_OK;
-  } catch (const Error &e) {
-    lastErrorText = e.what();
-    return e.status;
-  } catch (const tcc::data::Error &e) {
-    lastErrorText = e.what();
-    return TCC_ERROR_FORMAT;
-  } catch (const std::bad_alloc &) {
-    lastErrorText = "out of memory";
-    return TCC_ERROR_MEMORY;
-  } catch (const std::exception &e) {
-    lastErrorText = std::string("internal error: ") + e.what();
-    return TCC_ERROR_FORMAT;
-  } catch (...) {
-    lastErrorText = "internal error";
-    return TCC_ERROR_FORMAT;
-  }
-}
-
+template <class F> tcc_status guard(F &&f) { return guarded(f, lastErrorText); }
 
 std::string describe(const TensorDesc &t) {
   return std::string(tcc::data::dtypeName(t.dtype)) + " " +
@@ -128,6 +111,7 @@ std::vector<uint8_t> filled(const TensorDesc &t, double value) {
 } // namespace
 
 struct tcc_session {
+  SessionOptions options;
   Artifact art;
   std::unique_ptr<Backend> backend;
   std::vector<Mem> params, optState, inputs, constants;
@@ -188,11 +172,13 @@ void refreshWorking(tcc_session &s, size_t i, const void *master) {
   s.backend->upload(s.working[i].data(), bits.data(), s.working[i].size());
 }
 
-void open(tcc_session &s, const std::string &dir, const std::string &backend) {
-  checkBackendName(backend);
+void open(tcc_session &s, const std::string &dir,
+          const tcc_session_options *options) {
+  s.options = readSessionOptions(options);
+  checkBackendOptions(s.options);
   s.art = loadArtifact(dir);
   const Artifact &art = s.art;
-  s.backend = makeBackend(backend, art);
+  s.backend = makeBackend(s.options, art);
 
   // Parameters from the initial weights (the loader checked the header).
   std::string weightsPath = art.file("weights");
@@ -513,7 +499,8 @@ const char *tcc_status_string(tcc_status status) {
 
 const char *tcc_last_error(void) { return lastErrorText.c_str(); }
 
-tcc_status tcc_session_open(const char *artifact_dir, const char *backend,
+tcc_status tcc_session_open(const char *artifact_dir,
+                            const tcc_session_options *options,
                             tcc_session **out) {
   if (out)
     *out = nullptr;
@@ -523,7 +510,7 @@ tcc_status tcc_session_open(const char *artifact_dir, const char *backend,
     if (!artifact_dir)
       fail(TCC_ERROR_ARGUMENT, "tcc_session_open: artifact_dir is NULL");
     auto s = std::make_unique<tcc_session>();
-    open(*s, artifact_dir, backend ? backend : "cpu");
+    open(*s, artifact_dir, options);
     *out = s.release();
   });
 }

@@ -6,9 +6,11 @@
 #include "plan/schedule.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <utility>
 
 namespace tcc::run {
 
@@ -174,17 +176,23 @@ bool parseRunFlags(std::vector<std::string> &args, RunOptions &o,
 
 int runCommand(const std::string &program, std::vector<std::string> args) {
   auto usage = [&] {
-    std::cout << "usage: " << program << " ARTIFACT.tcc --data FILE --steps N "
-              << "[flags]\n\nTrains a compiled artifact (tcc compile -o "
-                 "ARTIFACT.tcc).\n\n"
-              << runFlagsHelp()
-              << "  --backend NAME          cpu (default), or cuda (the first GPU;\n"
-              << "                          the artifact needs kernels.fatbin)\n"
-              << "  --profile               time each plan step of the last step; "
-                 "print the time\n"
-              << "                          per op family and the slowest steps\n"
-              << "  --profile-json FILE     also write that profile as JSON "
-                 "(implies --profile)\n";
+    std::cout
+        << "usage: " << program << " ARTIFACT.tcc --data FILE --steps N "
+        << "[flags]\n\nTrains a compiled artifact (tcc compile -o "
+           "ARTIFACT.tcc).\n\n"
+        << runFlagsHelp()
+        << "  --backend NAME          cpu (default), or cuda (the artifact "
+           "needs\n"
+        << "                          kernels.fatbin)\n"
+        << "  --device N              the device to run on: a CUDA device "
+           "ordinal\n"
+        << "                          (default 0, the first GPU); cpu has "
+           "only 0\n"
+        << "  --profile               time each plan step of the last step; "
+           "print the time\n"
+        << "                          per op family and the slowest steps\n"
+        << "  --profile-json FILE     also write that profile as JSON "
+           "(implies --profile)\n";
     return 0;
   };
   for (const std::string &a : args)
@@ -197,17 +205,30 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
   };
   RunOptions options;
   ProfileFlags profileFlags;
-  std::string error, backend = "cpu";
+  std::string error, backend = "cpu", deviceText = "0";
   if (!parseRunFlags(args, options, error) ||
       !parseProfileFlags(args, profileFlags, error))
     return fail(program + ": " + error);
-  for (size_t i = 0; i < args.size(); ++i) {
-    bool matched;
-    if (!takeValue(args, i, "--backend", backend, matched, error))
-      return fail(program + ": " + error);
-    if (matched)
-      --i;
+  for (size_t i = 0; i < args.size();) {
+    bool matched = false;
+    for (auto [flag, value] : {std::pair{"--backend", &backend},
+                               std::pair{"--device", &deviceText}}) {
+      if (!takeValue(args, i, flag, *value, matched, error))
+        return fail(program + ": " + error);
+      if (matched)
+        break;
+    }
+    if (!matched)
+      ++i;
   }
+  int64_t device = 0;
+  if (!toInt("--device", deviceText, device, error))
+    return fail(program + ": " + error);
+  if (device < 0 || device > INT32_MAX)
+    return fail(program +
+                ": --device expects a device ordinal (0, 1, ...), "
+                "got " +
+                deviceText);
   std::string artifact;
   for (const std::string &a : args) {
     if (a.size() > 1 && a[0] == '-')
@@ -225,7 +246,7 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
   if (!checkArtifactPath(artifact, error))
     return fail(error);
   std::unique_ptr<SessionEngine> engine =
-      SessionEngine::open(artifact, backend, error);
+      SessionEngine::open(artifact, backend, int32_t(device), error);
   if (!engine)
     return fail(error);
   Profiler profiler;
@@ -259,7 +280,7 @@ int inspectCommand(const std::string &program, std::vector<std::string> args) {
     std::cerr << "tcc: " << error << "\n";
     return 1;
   }
-  if (tcc::rt::inspectArtifact(args[0], std::cout, error) != 0) {
+  if (tcc::rt::inspectArtifact(args[0], std::cout, error) != TCC_OK) {
     std::cerr << "tcc: " << error << "\n";
     return 1;
   }

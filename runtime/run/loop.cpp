@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <unistd.h>
@@ -132,9 +133,13 @@ public:
        std::ostream &err)
       : engine(engine), options(options), out(out), err(err) {}
 
+  /// The run; whatever a step of it throws that no step expects (an
+  /// allocation that fails in the data feed, say) is one `tcc:` line too,
+  /// never an abort.
   int run();
 
 private:
+  int runSteps();
   int fail(const std::string &message) {
     endLiveLine();
     err << "tcc: " << message << "\n";
@@ -281,6 +286,16 @@ void Loop::progress(int64_t done, double loss, double seconds) {
 }
 
 int Loop::run() {
+  try {
+    return runSteps();
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory");
+  } catch (const std::exception &e) {
+    return fail(std::string("internal error: ") + e.what());
+  }
+}
+
+int Loop::runSteps() {
   try {
     openFeed(train, options.data, engine);
     if (!options.evalData.empty()) {

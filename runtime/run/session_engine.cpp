@@ -14,9 +14,14 @@ static std::string lastError() { return tcc_last_error(); }
 
 std::unique_ptr<SessionEngine> SessionEngine::open(const std::string &artifact,
                                                    const std::string &backend,
+                                                   int32_t device,
                                                    std::string &error) {
+  tcc_session_options options;
+  tcc_session_options_init(&options);
+  options.backend = backend.c_str();
+  options.device = device;
   tcc_session *s = nullptr;
-  if (tcc_session_open(artifact.c_str(), backend.c_str(), &s) != TCC_OK) {
+  if (tcc_session_open(artifact.c_str(), &options, &s) != TCC_OK) {
     error = lastError();
     return nullptr;
   }

@@ -17,10 +17,12 @@ namespace tcc::run {
 
 class SessionEngine : public Engine {
 public:
-  /// Opens `artifact` for `backend`; null with `error` set on failure.
-  static std::unique_ptr<SessionEngine>
-  open(const std::string &artifact, const std::string &backend,
-       std::string &error);
+  /// Opens `artifact` on `backend` ("cpu", "cuda") and its device
+  /// `device`; null with `error` set on failure.
+  static std::unique_ptr<SessionEngine> open(const std::string &artifact,
+                                             const std::string &backend,
+                                             int32_t device,
+                                             std::string &error);
   ~SessionEngine() override;
 
   const std::vector<data::InputSpec> &batchSpecs() const override {

@@ -444,7 +444,7 @@ CompiledResult runCompiledJob(const CompiledJob &job, const fs::path &dir,
     return compiledFail("compile: " + error);
   }
   SessionCloser session;
-  tcc_status st = tcc_session_open(path.c_str(), "cpu", &session.s);
+  tcc_status st = tcc_session_open(path.c_str(), nullptr, &session.s);
   if (st == TCC_ERROR_BACKEND)
     return {CompiledOutcome::NotCompiled, tcc_last_error(),
             "the cpu backend refuses at load: " +

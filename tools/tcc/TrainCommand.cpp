@@ -126,7 +126,7 @@ int runTrain() {
   if (!artifactPath.empty())
     std::cout << artifact::formatSummary(summary) << "\n";
   std::unique_ptr<run::SessionEngine> engine =
-      run::SessionEngine::open(path, backend, error);
+      run::SessionEngine::open(path, backend, /*device=*/0, error);
   if (!engine)
     return fail(error);
   return run::runTraining(*engine, options, std::cout, std::cerr);

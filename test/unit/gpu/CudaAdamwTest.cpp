@@ -162,7 +162,7 @@ TEST(CudaAdamwGroups, RunsOfIndependentCallsWithOneKey) {
 
   // The artifact itself is well formed: a cpu session trains it.
   tcc_session *cpu = nullptr;
-  ASSERT_EQ(tcc_session_open(dir.path.c_str(), "cpu", &cpu), TCC_OK)
+  ASSERT_EQ(tcc_session_open(dir.path.c_str(), nullptr, &cpu), TCC_OK)
       << tcc_last_error();
   for (size_t i = 0; i < adamwCalls().size(); ++i) {
     std::vector<float> g = randomNormal(size_t(adamwCalls()[i].n), 7);
@@ -255,15 +255,15 @@ TEST_F(CudaBackend, MultiTensorAdamwMatchesPerCallAndCpu) {
   ASSERT_FALSE(fb.empty());
   fs::copy_file(fb, dir / "kernels/kernels.fatbin",
                 fs::copy_options::overwrite_existing);
-  auto openOn = [&](const char *backend) {
+  auto open = [&](const char *backend) {
     tcc_session *s = nullptr;
-    EXPECT_EQ(tcc_session_open(dir.path.c_str(), backend, &s), TCC_OK)
+    EXPECT_EQ(openOn(dir.path, backend, &s), TCC_OK)
         << backend << ": " << tcc_last_error();
     return s;
   };
-  tcc_session *cpu = openOn("cpu"), *grouped = openOn("cuda");
+  tcc_session *cpu = open("cpu"), *grouped = open("cuda");
   ::setenv("TCC_CUDA_MULTI_TENSOR", "0", 1);
-  tcc_session *perCall = openOn("cuda");
+  tcc_session *perCall = open("cuda");
   ::unsetenv("TCC_CUDA_MULTI_TENSOR");
   ASSERT_TRUE(cpu && grouped && perCall);
 

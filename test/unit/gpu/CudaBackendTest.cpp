@@ -162,7 +162,7 @@ TEST_F(CudaBackend, MissingFatbinIsAFormatErrorNamingIt) {
   TempDir dir("cuda-nofatbin");
   linearRegression().write(dir.path); // no kernels.fatbin
   tcc_session *s = nullptr;
-  EXPECT_EQ(tcc_session_open(dir.path.c_str(), "cuda", &s), TCC_ERROR_FORMAT);
+  EXPECT_EQ(openOn(dir.path, "cuda", &s), TCC_ERROR_FORMAT);
   EXPECT_EQ(s, nullptr);
   EXPECT_NE(std::string(tcc_last_error()).find("kernels.fatbin"),
             std::string::npos)

@@ -73,7 +73,7 @@ cudaCallArtifact(const std::string &op, const rttest::json &attrs,
 inline tcc_session *openRegression(const rttest::TempDir &dir,
                                    const char *backend) {
   tcc_session *s = nullptr;
-  EXPECT_EQ(tcc_session_open(dir.path.c_str(), backend, &s), TCC_OK)
+  EXPECT_EQ(rttest::openOn(dir.path, backend, &s), TCC_OK)
       << backend << ": " << tcc_last_error();
   if (s)
     rttest::bindRegression(s);

@@ -510,7 +510,7 @@ TEST(CudaWorkingGroups, WorkingCopiesJoinTheMultiTensorGroup) {
   // The artifact is well formed: on the cpu backend the probes read the
   // masters rounded, at open and after each step.
   tcc_session *s = nullptr;
-  ASSERT_EQ(tcc_session_open(dir.path.c_str(), "cpu", &s), TCC_OK)
+  ASSERT_EQ(tcc_session_open(dir.path.c_str(), nullptr, &s), TCC_OK)
       << tcc_last_error();
   bindAdamwWorking(s);
   WorkingView before = viewAdamwWorking(s);
@@ -531,13 +531,11 @@ TEST_F(Gpu, CudaSessionsKeepWorkingCopiesLikeCpu) {
   TempDir dir("cuda-working-adamw");
   writeAdamwWorking(dir);
   tcc_session *cpu = nullptr, *gpu = nullptr, *single = nullptr;
-  ASSERT_EQ(tcc_session_open(dir.path.c_str(), "cpu", &cpu), TCC_OK)
+  ASSERT_EQ(tcc_session_open(dir.path.c_str(), nullptr, &cpu), TCC_OK)
       << tcc_last_error();
-  ASSERT_EQ(tcc_session_open(dir.path.c_str(), "cuda", &gpu), TCC_OK)
-      << tcc_last_error();
+  ASSERT_EQ(openOn(dir.path, "cuda", &gpu), TCC_OK) << tcc_last_error();
   ::setenv("TCC_CUDA_MULTI_TENSOR", "0", 1);
-  ASSERT_EQ(tcc_session_open(dir.path.c_str(), "cuda", &single), TCC_OK)
-      << tcc_last_error();
+  ASSERT_EQ(openOn(dir.path, "cuda", &single), TCC_OK) << tcc_last_error();
   ::unsetenv("TCC_CUDA_MULTI_TENSOR");
   tcc_memory_info mc, mg;
   ASSERT_EQ(tcc_memory(cpu, &mc), TCC_OK);
@@ -592,10 +590,9 @@ TEST_F(Gpu, CudaSgdSessionMatchesCpuBitForBit) {
     fs::copy_file(fb, dir / "kernels/kernels.fatbin",
                   fs::copy_options::overwrite_existing);
     tcc_session *cpu = nullptr, *gpu = nullptr;
-    ASSERT_EQ(tcc_session_open(dir.path.c_str(), "cpu", &cpu), TCC_OK)
+    ASSERT_EQ(tcc_session_open(dir.path.c_str(), nullptr, &cpu), TCC_OK)
         << tcc_last_error();
-    ASSERT_EQ(tcc_session_open(dir.path.c_str(), "cuda", &gpu), TCC_OK)
-        << tcc_last_error();
+    ASSERT_EQ(openOn(dir.path, "cuda", &gpu), TCC_OK) << tcc_last_error();
     bindWorking(cpu, t);
     bindWorking(gpu, t);
     std::vector<uint16_t> w0 = workingW0Bits(t);

@@ -149,7 +149,7 @@ inline std::vector<Array> runCallArtifact(const std::string &dir,
                                           tcc_status expect = TCC_OK,
                                           std::string *message = nullptr) {
   tcc_session *s = nullptr;
-  EXPECT_EQ(tcc_session_open(dir.c_str(), backend, &s), TCC_OK)
+  EXPECT_EQ(openOn(dir, backend, &s), TCC_OK)
       << backend << ": " << tcc_last_error();
   if (!s)
     return {};

@@ -266,7 +266,7 @@ TEST(Inference, InspectAndMemory) {
 
   std::ostringstream out;
   std::string error;
-  ASSERT_EQ(tcc::rt::inspectArtifact(dir.path, out, error), 0) << error;
+  ASSERT_EQ(tcc::rt::inspectArtifact(dir.path, out, error), TCC_OK) << error;
   std::string text = out.str();
   for (const char *part :
        {"kind         inference", "inputs (2, as forward takes them)",
@@ -289,7 +289,7 @@ TEST(Inference, InspectAndMemory) {
   TempDir train("inference-inspect-train");
   linearRegression().write(train.path);
   out.str("");
-  ASSERT_EQ(tcc::rt::inspectArtifact(train.path, out, error), 0) << error;
+  ASSERT_EQ(tcc::rt::inspectArtifact(train.path, out, error), TCC_OK) << error;
   EXPECT_NE(out.str().find("kind         training"), std::string::npos)
       << out.str();
 }

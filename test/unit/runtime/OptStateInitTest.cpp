@@ -185,7 +185,7 @@ void runLoop(const TestArtifact &artifact, std::string &out,
                        named("y", testutil::f32({4, 1}, y))});
   std::string error;
   std::unique_ptr<tcc::run::SessionEngine> engine =
-      tcc::run::SessionEngine::open(dir / "a.tcc", "cpu", error);
+      tcc::run::SessionEngine::open(dir / "a.tcc", "cpu", 0, error);
   ASSERT_TRUE(engine) << error;
   tcc::run::RunOptions options;
   options.data = dir / "train.npz";

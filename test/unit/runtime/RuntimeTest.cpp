@@ -165,7 +165,7 @@ TEST(Runtime, AccumInputsAreReportedAsTheFeedYieldsThem) {
   fn["values"][0]["shape"] = {4, 3};
   fn["values"][1]["shape"] = {4, 1};
   a.write(dir.path);
-  ASSERT_EQ(tcc_session_open(dir.path.c_str(), "cpu", &s), TCC_OK)
+  ASSERT_EQ(tcc_session_open(dir.path.c_str(), nullptr, &s), TCC_OK)
       << tcc_last_error();
   tcc_tensor_info info;
   ASSERT_EQ(tcc_input_info(s, 0, &info), TCC_OK);
@@ -406,7 +406,7 @@ TEST_F(LoadError, BackendRefusesWhatItCannotRun) {
   tcc_session *s = nullptr;
   // Without CUDA in this build or without a device: TCC_ERROR_BACKEND; on a
   // GPU the hand-written artifact has no kernels.fatbin: TCC_ERROR_FORMAT.
-  tcc_status st = tcc_session_open(dir.path.c_str(), "cuda", &s);
+  tcc_status st = openOn(dir.path, "cuda", &s);
   EXPECT_EQ(s, nullptr);
   std::string msg = tcc_last_error();
   if (st == TCC_ERROR_BACKEND)
@@ -416,7 +416,7 @@ TEST_F(LoadError, BackendRefusesWhatItCannotRun) {
   if (st == TCC_ERROR_FORMAT)
     EXPECT_NE(msg.find("kernels.fatbin"), std::string::npos) << msg;
   tcc_session_close(s);
-  EXPECT_EQ(tcc_session_open(dir.path.c_str(), "tpu", &s), TCC_ERROR_BACKEND);
+  EXPECT_EQ(openOn(dir.path, "tpu", &s), TCC_ERROR_BACKEND);
   EXPECT_NE(std::string(tcc_last_error())
                 .find("backend 'tpu' is not available; this runtime has: cpu"),
             std::string::npos)
@@ -454,7 +454,7 @@ TEST(Runtime, CorruptedPlansAreRefusedOrRunNeverCrash) {
       plan[at] = bad;
       std::ofstream(dir / "plan.json", std::ios::trunc) << plan.dump();
       tcc_session *s = nullptr;
-      tcc_status st = tcc_session_open(dir.path.c_str(), "cpu", &s);
+      tcc_status st = tcc_session_open(dir.path.c_str(), nullptr, &s);
       if (st != TCC_OK) {
         ++refused;
         EXPECT_NE(std::string(tcc_last_error()), "") << at.to_string();
@@ -760,7 +760,7 @@ TEST(Runtime, MemoryMatchesInspect) {
 
   std::ostringstream out;
   std::string error;
-  ASSERT_EQ(tcc::rt::inspectArtifact(dir.path, out, error), 0) << error;
+  ASSERT_EQ(tcc::rt::inspectArtifact(dir.path, out, error), TCC_OK) << error;
   std::string text = out.str();
   for (const std::string &part : std::vector<std::string>{
        "format       tcc-artifact version " +
@@ -837,7 +837,7 @@ TEST(Runtime, StatusStringsAndNullArguments) {
   tcc_session_close(nullptr);
   EXPECT_EQ(tcc_train_step(nullptr, nullptr), TCC_ERROR_ARGUMENT);
   EXPECT_STREQ(tcc_last_error(), "session is NULL");
-  EXPECT_EQ(tcc_session_open("x", "cpu", nullptr), TCC_ERROR_ARGUMENT);
+  EXPECT_EQ(tcc_session_open("x", nullptr, nullptr), TCC_ERROR_ARGUMENT);
 }
 
 TEST(Runtime, SharedLibraryExportsTheCApiOnly) {
@@ -854,7 +854,7 @@ TEST(Runtime, SharedLibraryExportsTheCApiOnly) {
   auto lastError =
       reinterpret_cast<decltype(&tcc_last_error)>(::dlsym(lib, "tcc_last_error"));
   tcc_session *s = nullptr;
-  EXPECT_EQ(open("/nonexistent/artifact", "cpu", &s), TCC_ERROR_IO);
+  EXPECT_EQ(open("/nonexistent/artifact", nullptr, &s), TCC_ERROR_IO);
   EXPECT_NE(std::string(lastError()).find("no such artifact"),
             std::string::npos);
   ::dlclose(lib);

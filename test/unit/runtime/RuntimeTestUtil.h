@@ -295,10 +295,19 @@ inline std::vector<float> regressionX() {
 }
 inline std::vector<float> regressionY() { return {1, -2, 0.5f, 3}; }
 
+/// tcc_session_open of `dir` on `backend`, every other option its default.
+inline tcc_status openOn(const std::string &dir, const char *backend,
+                         tcc_session **s) {
+  tcc_session_options options;
+  tcc_session_options_init(&options);
+  options.backend = backend;
+  return tcc_session_open(dir.c_str(), &options, s);
+}
+
 /// Opens `dir`; fails the test (returning null) when it cannot.
 inline tcc_session *openOrFail(const std::string &dir) {
   tcc_session *s = nullptr;
-  tcc_status st = tcc_session_open(dir.c_str(), "cpu", &s);
+  tcc_status st = tcc_session_open(dir.c_str(), nullptr, &s);
   EXPECT_EQ(st, TCC_OK) << tcc_last_error();
   return s;
 }
@@ -306,7 +315,7 @@ inline tcc_session *openOrFail(const std::string &dir) {
 /// The status of opening `dir`, with the message in `message`.
 inline tcc_status openStatus(const std::string &dir, std::string &message) {
   tcc_session *s = nullptr;
-  tcc_status st = tcc_session_open(dir.c_str(), "cpu", &s);
+  tcc_status st = tcc_session_open(dir.c_str(), nullptr, &s);
   message = st == TCC_OK ? "" : tcc_last_error();
   tcc_session_close(s);
   return st;
@@ -326,6 +335,25 @@ std::vector<T> readParam(tcc_session *s, const char *name, size_t n) {
   EXPECT_EQ(tcc_read_param(s, name, v.data(), n * sizeof(T)), TCC_OK)
       << tcc_last_error();
   return v;
+}
+
+/// The regression trained for 4 steps on `s` (its inputs bound here): each
+/// loss, then w, b and the momentum buffer.
+inline std::vector<double> trainRegression(tcc_session *s) {
+  bindRegression(s);
+  std::vector<double> out;
+  for (int t = 0; t < 4; ++t) {
+    double loss = -1;
+    EXPECT_EQ(tcc_train_step(s, &loss), TCC_OK) << tcc_last_error();
+    out.push_back(loss);
+  }
+  for (float w : readParam<float>(s, "w", 3))
+    out.push_back(w);
+  out.push_back(readParam<float>(s, "b", 1)[0]);
+  float m = -1;
+  EXPECT_EQ(tcc_read_opt_state(s, "b.momentum_buffer", &m, 4), TCC_OK);
+  out.push_back(m);
+  return out;
 }
 
 } // namespace rttest

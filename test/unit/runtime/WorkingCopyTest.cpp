@@ -245,7 +245,7 @@ TEST_P(WorkingCopy, SessionKeepsWorkingCopiesRoundedFromTheMasters) {
   tcc_session_close(s);
   std::ostringstream text;
   std::string error;
-  ASSERT_EQ(tcc::rt::inspectArtifact(dir.path, text, error), 0) << error;
+  ASSERT_EQ(tcc::rt::inspectArtifact(dir.path, text, error), TCC_OK) << error;
   std::string out = text.str();
   EXPECT_NE(out.find("  parameters                  24 bytes\n"
                      "  working copies               8 bytes\n"
@@ -262,7 +262,7 @@ TEST(WorkingCopyInspect, NoLineWithoutWorkingCopies) {
   linearRegression().write(dir.path);
   std::ostringstream text;
   std::string error;
-  ASSERT_EQ(tcc::rt::inspectArtifact(dir.path, text, error), 0) << error;
+  ASSERT_EQ(tcc::rt::inspectArtifact(dir.path, text, error), TCC_OK) << error;
   EXPECT_EQ(text.str().find("working copies"), std::string::npos);
   tcc_session *s = openOrFail(dir.path);
   ASSERT_TRUE(s);
