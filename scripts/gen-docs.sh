@@ -15,4 +15,4 @@ INC=${MLIR_INCLUDE:-/usr/lib/llvm-22/include}
 } > docs/passes.md.new
 mv docs/passes.md.new docs/passes.md
 "$TBLGEN" -gen-op-doc -I "$INC" -I dialects/tcc dialects/tcc/TccOps.td > docs/dialect.md
-"$TBLGEN" -gen-op-doc -I "$INC" -I dialects/exec dialects/exec/ExecOps.td > docs/exec-dialect.md
+"$TBLGEN" -gen-op-doc -I "$INC" -I dialects -I dialects/exec dialects/exec/ExecOps.td > docs/exec-dialect.md

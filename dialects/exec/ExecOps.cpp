@@ -1,10 +1,13 @@
 #include "exec/ExecOps.h"
 
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 using namespace tcc::exec;
+using tcc::InPlaceOpInterface;
+using tcc::LibraryCallOpInterface;
 
 #define GET_OP_CLASSES
 #include "exec/ExecOps.cpp.inc"
@@ -140,9 +143,138 @@ LogicalResult FusionOp::verify() {
   auto yield = llvm::dyn_cast<YieldOp>(body.getTerminator());
   if (!yield)
     return emitOpError("body must end in 'exec.yield'");
-  if (yield.getValue().getType() != getResult().getType())
+  if (yield.getValues().size() != 1)
     return emitOpError("yields ")
-           << yield.getValue().getType() << " but its result is "
+           << yield.getValues().size() << " values; a kernel computes one";
+  if (yield.getValues()[0].getType() != getResult().getType())
+    return emitOpError("yields ")
+           << yield.getValues()[0].getType() << " but its result is "
            << getResult().getType();
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// exec.call
+//===----------------------------------------------------------------------===//
+
+LibraryCallOpInterface CallOp::getCallee() {
+  return llvm::cast<LibraryCallOpInterface>(getBody().front().front());
+}
+
+LogicalResult CallOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("has ")
+           << getInputs().size() << " operands but its body has "
+           << body.getNumArguments() << " arguments";
+  for (auto [i, input, arg] : llvm::enumerate(getInputs(), body.getArguments()))
+    if (input.getType() != arg.getType())
+      return emitOpError("operand #")
+             << i << " has type " << input.getType() << " but body argument #"
+             << i << " has type " << arg.getType();
+  if (body.getOperations().size() != 2)
+    return emitOpError("body holds ")
+           << body.getOperations().size() - 1
+           << " ops; a call runs exactly one library op";
+  Operation &callee = body.front();
+  auto call = llvm::dyn_cast<LibraryCallOpInterface>(callee);
+  if (!call || !call.isLibraryCall())
+    return emitOpError("runs '")
+           << callee.getName()
+           << "', which is not a library call (see LibraryCallOpInterface)";
+  // The callee reads the arguments in order, each once: the call's operands
+  // are the op's.
+  if (!llvm::equal(callee.getOperands(), body.getArguments()))
+    return emitOpError("body op must take the body arguments in order as "
+                       "its operands");
+  auto yield = llvm::dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield || !llvm::equal(yield.getValues(), callee.getResults()))
+    return emitOpError("must yield the results of '")
+           << callee.getName() << "' in order";
+  if (getResultTypes() != callee.getResultTypes())
+    return emitOpError("result types differ from those of '")
+           << callee.getName() << "'";
+  return success();
+}
+
+Value CallOp::getInPlaceOperand(unsigned result) {
+  auto inPlace = llvm::dyn_cast<InPlaceOpInterface>(*getCallee());
+  if (!inPlace)
+    return {};
+  auto arg = llvm::dyn_cast_or_null<BlockArgument>(
+      inPlace.getInPlaceOperand(result));
+  return arg ? getInputs()[arg.getArgNumber()] : Value();
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+/// Operands and results pair up, of one element type; with a world_size
+/// the result's leading dim is the operand's times it (`gathers`) or
+/// divided by it, else the shapes are equal.
+static LogicalResult verifyCollective(Operation *op, int64_t worldSize,
+                                      bool gathers) {
+  if (op->getNumOperands() == 0)
+    return op->emitOpError("exchanges no tensors");
+  if (op->getNumResults() != op->getNumOperands())
+    return op->emitOpError("has ")
+           << op->getNumOperands() << " operands but "
+           << op->getNumResults() << " results; each operand has its result";
+  if (worldSize < 1)
+    return op->emitOpError("world_size ") << worldSize << " is not positive";
+  for (auto [i, in, out] :
+       llvm::enumerate(op->getOperandTypes(), op->getResultTypes())) {
+    auto a = llvm::cast<RankedTensorType>(in);
+    auto r = llvm::cast<RankedTensorType>(out);
+    if (!a.hasStaticShape() || !r.hasStaticShape())
+      return op->emitOpError("operand #") << i << " is not statically shaped";
+    if (a.getElementType() != r.getElementType())
+      return op->emitOpError("result #")
+             << i << " has element type " << r.getElementType()
+             << " but its operand " << a.getElementType();
+    SmallVector<int64_t> expected(a.getShape());
+    if (op->hasAttr("world_size")) {
+      if (expected.empty())
+        return op->emitOpError("operand #")
+               << i << " is a scalar; it needs a leading dimension to split";
+      if (gathers) {
+        expected[0] *= worldSize;
+      } else {
+        if (expected[0] % worldSize != 0)
+          return op->emitOpError("operand #")
+                 << i << " has leading dimension " << expected[0]
+                 << ", which world_size " << worldSize << " does not divide";
+        expected[0] /= worldSize;
+      }
+    }
+    if (r.getShape() != ArrayRef<int64_t>(expected))
+      return op->emitOpError("result #")
+             << i << " has type " << r << ", expected "
+             << RankedTensorType::get(expected, a.getElementType());
+  }
+  return success();
+}
+
+/// I64Attr reads as uint64_t; bucket and stream are signed in the IR.
+template <class Op> static bool negativeBucketOrStream(Op op) {
+  return op.getBucketAttr().getInt() < 0 || op.getStreamAttr().getInt() < 0;
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (negativeBucketOrStream(*this))
+    return emitOpError("bucket and stream are non-negative");
+  return verifyCollective(*this, 1, false);
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  if (negativeBucketOrStream(*this))
+    return emitOpError("bucket and stream are non-negative");
+  return verifyCollective(*this, getWorldSizeAttr().getInt(), false);
+}
+
+LogicalResult AllGatherOp::verify() {
+  if (negativeBucketOrStream(*this))
+    return emitOpError("bucket and stream are non-negative");
+  return verifyCollective(*this, getWorldSizeAttr().getInt(), true);
 }

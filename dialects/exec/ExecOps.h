@@ -12,6 +12,10 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "exec/ExecDialect.h.inc"
+#include "exec/ExecEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "exec/ExecAttrs.h.inc"
 
 #define GET_OP_CLASSES
 #include "exec/ExecOps.h.inc"

@@ -2,6 +2,8 @@
 #define EXEC_OPS_TD
 
 include "ExecDialect.td"
+include "tcc/TccInterfaces.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -89,11 +91,106 @@ def Exec_FusionOp : Exec_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock]> {
   let hasVerifier = 1;
 }
 
+def Exec_CallOp : Exec_Op<"call", [IsolatedFromAbove, SingleBlock,
+    RecursiveMemoryEffects, DeclareOpInterfaceMethods<Tcc_InPlaceOpInterface>]> {
+  let summary = "one library call: a hand-written kernel of every backend";
+  let description = [{
+    The runtime's "call" step (docs/artifact.md): the one `tcc` op of its
+    body, which implements `LibraryCallOpInterface` in a form that is a
+    library call, runs as that op's kernel (a GEMM, attention, a
+    normalisation, the fused loss, an optimizer update...). The op keeps its
+    own semantics, verifier and attributes; its operands are the body's
+    arguments in order and its results are yielded in order, so the call's
+    operands and results are exactly the op's. `tcc-lower-calls` wraps every
+    library op of a step function into one; the memory plan and the plan
+    writer read these, codegen ignores them.
+    ```mlir
+    %r = exec.call (%x, %w) : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> {
+    ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>):
+      %0 = tcc.matmul %a, %b : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+      exec.yield %0 : tensor<4x16xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let extraClassDeclaration = [{
+    /// The library op the call runs (the verifier checked there is one).
+    ::tcc::LibraryCallOpInterface getCallee();
+  }];
+  let hasVerifier = 1;
+}
+
+def Exec_Reduction : I32EnumAttr<"Reduction", "how a collective combines ranks", [
+    I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"mean", 1>]> {
+  let cppNamespace = "::tcc::exec";
+  let genSpecializedAttr = 0;
+}
+def Exec_ReductionAttr : EnumAttr<Exec_Dialect, Exec_Reduction, "reduction">;
+
+class Exec_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Exec_Op<mnemonic, !listconcat(traits, [Pure])> {
+  // Every rank runs the same step function, so a collective is as
+  // deterministic as any op: value semantics, in the order of the block.
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $results)";
+  let hasVerifier = 1;
+}
+
+def Exec_AllReduceOp : Exec_CollectiveOp<"all_reduce"> {
+  let summary = "the sum (or mean) of each tensor over all ranks";
+  let description = [{
+    Every result is its operand combined element by element over the ranks
+    of the data-parallel group: `sum`, or `mean` (the sum divided by the
+    number of ranks). The operands are one bucket of gradients (or the loss
+    and token counts); `bucket` numbers it in the order backward produces
+    them and `stream` is the stream it runs on (1: the communication stream,
+    so it overlaps the rest of backward; 0: the compute stream). With one
+    rank every result equals its operand.
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
+                       DefaultValuedAttr<Exec_ReductionAttr, "Reduction::sum">:$reduction,
+                       DefaultValuedAttr<I64Attr, "0">:$bucket,
+                       DefaultValuedAttr<I64Attr, "1">:$stream);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+}
+
+def Exec_ReduceScatterOp : Exec_CollectiveOp<"reduce_scatter"> {
+  let summary = "each rank's slice of the sum over all ranks (ZeRO)";
+  let description = [{
+    The operand's leading dimension holds `world_size` equal slices; the
+    result is this rank's slice of the operand combined over the ranks
+    (`sum` or `mean`), as ZeRO's sharded optimizer needs. Shapes are static,
+    so the group size is part of the op.
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$world_size,
+                       DefaultValuedAttr<Exec_ReductionAttr, "Reduction::sum">:$reduction,
+                       DefaultValuedAttr<I64Attr, "0">:$bucket,
+                       DefaultValuedAttr<I64Attr, "1">:$stream);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+}
+
+def Exec_AllGatherOp : Exec_CollectiveOp<"all_gather"> {
+  let summary = "every rank's tensor, concatenated along the leading dimension";
+  let description = [{
+    The inverse of `reduce_scatter`'s slicing: the result's leading
+    dimension is `world_size` times the operand's, rank r's operand at slice
+    r (ZeRO's gather of the updated parameter shards).
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$world_size,
+                       DefaultValuedAttr<I64Attr, "0">:$bucket,
+                       DefaultValuedAttr<I64Attr, "1">:$stream);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+}
+
 def Exec_YieldOp : Exec_Op<"yield",
-    [Pure, Terminator, ReturnLike, HasParent<"FusionOp">]> {
-  let summary = "the value an exec.fusion computes";
-  let arguments = (ins AnyRankedTensor:$value);
-  let assemblyFormat = "$value attr-dict `:` type($value)";
+    [Pure, Terminator, ReturnLike, ParentOneOf<["FusionOp", "CallOp"]>]> {
+  let summary = "the values an exec.fusion or exec.call computes";
+  let arguments = (ins Variadic<AnyRankedTensor>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
 }
 
 #endif // EXEC_OPS_TD

@@ -38,8 +38,8 @@ bool elementsToArray(mlir::Attribute value, mlir::Type type,
                      const std::string &name, data::Array &out,
                      std::string &error);
 
-/// Reads `lowered` (after lowerTrainModule or lowerInferenceModule and
-/// checkExecutable) into the plan of an artifact of `kind`.
+/// Reads `lowered` (after lowerTrainModule or lowerInferenceModule) into the
+/// plan of an artifact of `kind`.
 bool buildPlan(mlir::ModuleOp lowered, rt::Kind kind, PlanData &out,
                std::string &error);
 

@@ -6,7 +6,7 @@
 
 #include "tcc/Artifact/Artifact.h"
 #include "tcc/Codegen/KernelEmitter.h"
-#include "tcc/Transforms/MemoryPlan.h"
+#include "exec/MemoryPlan.h"
 
 #include "exec/ExecOps.h"
 
@@ -332,19 +332,28 @@ bool FunctionBuilder::step(Operation *op, rt::Function &fp) {
     ins.assign(fusion.getInputs().begin(), fusion.getInputs().end());
     outs.push_back(fusion.getResult());
   } else {
-    auto call = llvm::cast<LibraryCallOpInterface>(op);
+    // exec.call: the callee's operands are the body's arguments, in order,
+    // and its results are the call's.
+    auto wrapper = llvm::cast<exec::CallOp>(op);
+    LibraryCallOpInterface call = wrapper.getCallee();
+    Operation *callee = call;
     s.kind = rt::Step::Call;
     std::string name =
-        op->getName().getStringRef().drop_front(strlen("tcc.")).str();
+        callee->getName().getStringRef().drop_front(strlen("tcc.")).str();
     if (!rt::parseOp(name, s.op)) {
-      error = "op " + opText(op) + " is not in the runtime's op table "
+      error = "op " + opText(callee) + " is not in the runtime's op table "
               "(runtime/plan/library_ops.inc is stale)";
       return false;
     }
-    if (!callAttrs(op, s, error))
+    if (!callAttrs(callee, s, error))
       return false;
-    ins = call.getCallOperands();
-    outs = call.getCallResults();
+    for (Value v : call.getCallOperands())
+      ins.push_back(v ? wrapper.getInputs()[cast<BlockArgument>(v)
+                                                .getArgNumber()]
+                      : Value());
+    for (Value v : call.getCallResults())
+      outs.push_back(v ? wrapper.getResult(cast<OpResult>(v).getResultNumber())
+                       : Value());
   }
   for (Value in : ins)
     if (!idOf(in, op, s.inputs.emplace_back()))
@@ -470,7 +479,7 @@ bool FunctionBuilder::build(func::FuncOp func, bool isTrain, bool inference,
       desc.storage = Storage::Param;
       desc.index = it->second;
       add(get.getResult(), std::move(desc));
-    } else if (llvm::isa<exec::FusionOp>(op) || exec::isLibraryOp(&op)) {
+    } else if (llvm::isa<exec::FusionOp, exec::CallOp>(op)) {
       if (!step(&op, fp))
         return false;
     } else {

@@ -340,8 +340,7 @@ static LogicalResult prepare(ModuleOp module, rt::Kind kind,
   lowered = module.clone();
   if (failed(kind == rt::Kind::Training
                  ? lowerTrainModule(*lowered, error)
-                 : lowerInferenceModule(*lowered, error)) ||
-      failed(checkExecutable(*lowered, error)))
+                 : lowerInferenceModule(*lowered, error)))
     return failure();
   if (!options.kernelPrefix.empty())
     lowered->walk([&](exec::FusionOp fusion) {

@@ -855,7 +855,7 @@ std::string KernelWriter::outputElement() {
   Block &body = fusion.getBody().front();
   auto outType = llvm::cast<RankedTensorType>(fusion.getResult().getType());
   auto yield = llvm::cast<exec::YieldOp>(body.getTerminator());
-  std::string result = valueAt(yield.getValue(), "i");
+  std::string result = valueAt(yield.getValues()[0], "i");
   if (failed)
     return "";
   std::string half = halfName(outType.getElementType()).str();

@@ -4,7 +4,7 @@
 #include "exec/ExecOps.h"
 #include "tcc/TccOps.h"
 #include "tcc/Transforms/Fuse.h"
-#include "tcc/Transforms/MemoryPlan.h"
+#include "exec/MemoryPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -62,6 +62,13 @@ static int64_t attentionFlops(Value query, Value key) {
   return 4 * q[0] * q[1] * q[2] * k[2] * q[3];
 }
 
+/// What a launch runs: a library call's op, else the op itself.
+static llvm::StringRef launchName(Operation *op) {
+  if (auto call = llvm::dyn_cast<exec::CallOp>(op))
+    return call.getCallee()->getName().getStringRef();
+  return op->getName().getStringRef();
+}
+
 /// Estimated FLOPs of one launch.
 static int64_t launchFlops(Operation *op) {
   if (auto mm = llvm::dyn_cast<MatmulOp>(op))
@@ -74,6 +81,8 @@ static int64_t launchFlops(Operation *op) {
     return attentionFlops(att.getQuery(), att.getKey());
   if (auto grad = llvm::dyn_cast<AttentionGradOp>(op))
     return 2 * attentionFlops(grad.getQuery(), grad.getKey());
+  if (auto call = llvm::dyn_cast<exec::CallOp>(op))
+    return launchFlops(call.getCallee());
   if (auto fusion = llvm::dyn_cast<exec::FusionOp>(op)) {
     int64_t flops = 0;
     fusion.getBody().walk([&](Operation *inner) {
@@ -166,7 +175,7 @@ static void writeTimeline(llvm::raw_ostream &os, const BufferLiveness &live,
        << f(std::max(0.5, y(offset) - y(offset + buffer.bytes)))
        << "\" fill=\"hsl(" << f(hue) << ",60%,60%)\" stroke=\"#333\" "
        << "stroke-width=\"0.3\"><title>"
-       << escape(buffer.def->getName().getStringRef()) << " ops "
+       << escape(launchName(buffer.def)) << " ops "
        << buffer.start << "-" << buffer.end << ", offset " << offset << ", "
        << buffer.bytes << " bytes</title></rect>\n";
   }

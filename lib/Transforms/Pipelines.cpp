@@ -62,6 +62,10 @@ SmallVector<PipelineStage> lowerStages(const LowerConfig &config) {
       {"canonicalize", "canonicalize",
        [](OpPassManager &pm) { pm.addPass(createCanonicalizerPass()); }},
       {"cse", "cse", [](OpPassManager &pm) { pm.addPass(createCSEPass()); }},
+      {"lower-calls", "tcc-lower-calls",
+       [](OpPassManager &pm) {
+         pm.addNestedPass<func::FuncOp>(createLowerCalls());
+       }},
       {"plan-memory", "tcc-plan-memory",
        [plan](OpPassManager &pm) {
          pm.addNestedPass<func::FuncOp>(createPlanMemory(plan));

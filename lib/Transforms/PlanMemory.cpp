@@ -5,7 +5,7 @@
 // arena buffer gets an offset by greedy best-fit. Optimizer updates write
 // into their dying argument's storage instead of the arena, which keeps the
 // new parameters and state out of the peak entirely.
-#include "tcc/Transforms/MemoryPlan.h"
+#include "exec/MemoryPlan.h"
 #include "tcc/Transforms/Passes.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -20,107 +20,6 @@ namespace tcc {
 
 using namespace mlir;
 using namespace tcc;
-
-StringRef tcc::stringifyRegion(BufferRegion region) {
-  switch (region) {
-  case BufferRegion::Arena:
-    return "arena";
-  case BufferRegion::InPlace:
-    return "inplace";
-  case BufferRegion::Input:
-    return "input";
-  case BufferRegion::Constant:
-    return "constant";
-  case BufferRegion::Param:
-    return "param";
-  }
-  llvm_unreachable("unknown region");
-}
-
-std::optional<int64_t> tcc::alignedBufferBytes(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape())
-    return std::nullopt;
-  Type elem = tensor.getElementType();
-  int64_t bits;
-  if (elem.isIntOrFloat())
-    bits = elem.getIntOrFloatBitWidth();
-  else if (elem.isIndex())
-    bits = 64;
-  else
-    return std::nullopt;
-  int64_t bytes = tensor.getNumElements() * llvm::divideCeil(bits, 8);
-  return llvm::alignTo(bytes, kArenaAlignment);
-}
-
-FailureOr<BufferLiveness> tcc::computeBufferLiveness(func::FuncOp func) {
-  if (!func.getBody().hasOneBlock())
-    return func.emitOpError("memory planning needs a single-block body");
-  Block &block = func.getBody().front();
-  BufferLiveness live;
-
-  auto addBuffer = [&](Value v, Operation *def, unsigned resultNumber,
-                       BufferRegion region, int64_t index) -> LogicalResult {
-    // Non-tensor values (tokens, indices) own no memory in tensor land.
-    if (!isa<RankedTensorType>(v.getType()))
-      return success();
-    std::optional<int64_t> bytes = alignedBufferBytes(v.getType());
-    if (!bytes) {
-      if (def)
-        return def->emitOpError() << "result #" << resultNumber << " of type "
-                                  << v.getType() << " cannot be sized";
-      return func.emitOpError() << "argument #" << resultNumber << " of type "
-                                << v.getType() << " cannot be sized";
-    }
-    live.bufferOf[v] = live.buffers.size();
-    Buffer buffer;
-    buffer.value = v;
-    buffer.def = def;
-    buffer.resultNumber = resultNumber;
-    buffer.region = region;
-    buffer.bytes = *bytes;
-    buffer.start = buffer.end = index;
-    live.buffers.push_back(buffer);
-    return success();
-  };
-
-  for (BlockArgument arg : block.getArguments())
-    if (failed(addBuffer(arg, nullptr, arg.getArgNumber(), BufferRegion::Input,
-                         -1)))
-      return failure();
-
-  int64_t index = 0;
-  for (Operation &op : block) {
-    // A use anywhere inside op (e.g. in a fusion region) happens at op.
-    op.walk([&](Operation *inner) {
-      for (Value operand : inner->getOperands()) {
-        auto it = live.bufferOf.find(operand);
-        if (it != live.bufferOf.end())
-          live.buffers[it->second].end =
-              std::max(live.buffers[it->second].end, index);
-      }
-    });
-    if (op.hasTrait<tcc::OpClass::View>()) {
-      // Same bytes under another shape: the alias extends its root's life.
-      auto it = live.bufferOf.find(op.getOperand(0));
-      if (it != live.bufferOf.end()) {
-        live.bufferOf[op.getResult(0)] = it->second;
-        ++index;
-        continue;
-      }
-    }
-    BufferRegion region = isa<ConstantOp>(op)   ? BufferRegion::Constant
-                          : isa<GetParamOp>(op) ? BufferRegion::Param
-                                                : BufferRegion::Arena;
-    for (OpResult result : op.getResults())
-      if (failed(
-              addBuffer(result, &op, result.getResultNumber(), region, index)))
-        return failure();
-    ++index;
-  }
-  live.numOps = index;
-  return live;
-}
 
 namespace {
 
@@ -300,11 +199,8 @@ struct PlanMemoryPass : tcc::impl::PlanMemoryBase<PlanMemoryPass> {
     }
     func->setAttr(kArenaBytesAttr,
                   Builder(func.getContext()).getI64IntegerAttr(peak));
-
-    // The plan is only useful if it is right; a planner bug is an error,
-    // not a silently corrupted step.
-    if (failed(verifyMemoryPlan(func)))
-      return signalPassFailure();
+    // The exec dialect verifies the plan (exec.arena_bytes) when the pass
+    // ends: a planner bug is an error, not a silently corrupted step.
   }
 };
 

@@ -515,44 +515,6 @@ TEST_F(ArtifactTest, KernelsOfSeveralArtifactsInOneSharedObject) {
   fs::remove_all(root);
 }
 
-TEST_F(ArtifactTest, RejectsOpsWithoutKernels) {
-  // Checked as given (not lowered): the first op that is neither a kernel,
-  // a library call, an alias, a constant nor a parameter read is named.
-  OwningOpRef<ModuleOp> module = parse(R"mlir(
-    tcc.param @w = dense<1.0> : tensor<2x3xf32>
-    func.func @train_step(%w: tensor<2x3xf32> {tcc.param = "w"})
-        -> (tensor<f32> {tcc.name = "loss"}) {
-      %r = tcc.reshape %w : (tensor<2x3xf32>) -> tensor<6xf32>
-      %t = tcc.transpose %w {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32> loc("Transpose_7")
-      %s = tcc.reduce_sum %t {axes = array<i64: 0, 1>} : (tensor<3x2xf32>) -> tensor<f32>
-      return %s : tensor<f32>
-    }
-  )mlir");
-  ASSERT_TRUE(module);
-  std::string error;
-  EXPECT_TRUE(failed(artifact::checkExecutable(*module, error)));
-  EXPECT_EQ(error, "op 'tcc.transpose' at node 'Transpose_7' (in @train_step) "
-                   "has no kernel or library call in the runtime");
-
-  // writeArtifact lowers first; whatever is left without a kernel fails
-  // the same way and leaves nothing behind.
-  std::string dir = testutil::tempPath("artifact", "rejected.tcc");
-  fs::remove_all(dir);
-  tcc::TrainConfig config;
-  artifact::ArtifactOptions options;
-  options.cudaKernels = false;
-  OwningOpRef<ModuleOp> lowered = module->clone();
-  ASSERT_TRUE(succeeded(artifact::lowerTrainModule(*lowered, error))) << error;
-  if (failed(artifact::checkExecutable(*lowered, error))) {
-    EXPECT_TRUE(failed(artifact::writeArtifact(*module, config, options, dir,
-                                               nullptr, error)));
-    EXPECT_EQ(error.rfind("op 'tcc.", 0), 0u) << error;
-    EXPECT_FALSE(fs::exists(dir));
-  }
-  fs::remove_all(dir);
-}
-
-
 // Optimizer state with tcc.init (the loss scale of mixed precision): the
 // opt_state entry of plan.json gets "init", the others none.
 TEST_F(ArtifactTest, WritesOptStateInit) {

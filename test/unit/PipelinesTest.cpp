@@ -107,7 +107,7 @@ TEST(PipelinesTest, StagesInOrder) {
   EXPECT_EQ(
       names(tcc::lowerStages(lower)),
       (std::vector<std::string>{"drop-unreachable", "fuse-gemm-epilogue",
-                                "fuse", "canonicalize", "cse", "plan-memory"}));
+                                "fuse", "canonicalize", "cse", "lower-calls", "plan-memory"}));
 }
 
 } // namespace

@@ -109,14 +109,6 @@ mlir::LogicalResult lowerInferenceModule(mlir::ModuleOp module,
                                          std::string &error,
                                          AfterStage afterStage = nullptr);
 
-/// Checks that every op of the lowered step functions (of @forward in a
-/// module without @train_step) is something the runtime executes: an
-/// exec.fusion (generated kernel), a library op (exec::isLibraryOp),
-/// tcc.reshape (an alias), tcc.constant, tcc.get_param or func.return.
-/// Otherwise `error` names the first other op and its location.
-mlir::LogicalResult checkExecutable(mlir::ModuleOp lowered,
-                                    std::string &error);
-
 /// Lowers a copy of `module` (which is not changed) and writes the artifact
 /// directory `path` (docs/artifact.md). Everything is written into a
 /// temporary sibling directory that replaces `path` only when complete: on

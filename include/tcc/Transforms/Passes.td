@@ -414,6 +414,36 @@ def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
   let dependentDialects = ["::tcc::TccDialect", "::tcc::exec::ExecDialect"];
 }
 
+def LowerCalls : Pass<"tcc-lower-calls", "mlir::func::FuncOp"> {
+  let summary = "Wrap every library op into exec.call; nothing else may launch";
+  let description = [{
+    The last step of lowering a step function to what the runtime executes:
+    a dialect conversion whose target declares what is legal at the top of
+    a function, namely the `exec` dialect (`exec.fusion` kernels,
+    `exec.call` library calls, collectives), views (`tcc.reshape`),
+    `tcc.constant`, `tcc.get_param` and `func.return`. Every op with
+    `LibraryCallOpInterface` in a form that is a library call is rewritten
+    into an `exec.call` running it; any other op is an error naming it
+    ("has no kernel or library call in the runtime"), so a step that
+    `tcc-fuse` left incomplete never reaches the plan. Ops inside
+    `exec.fusion` and `exec.call` bodies are what those run, and legal.
+
+    Before:
+    ```mlir
+    %y = tcc.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+    ```
+    After:
+    ```mlir
+    %y = exec.call (%x, %w) : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> {
+    ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>):
+      %0 = tcc.matmul %a, %b : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+      exec.yield %0 : tensor<4x16xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::tcc::exec::ExecDialect"];
+}
+
 def PlanMemory : Pass<"tcc-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Plan one static arena per step function: buffer offsets by liveness";
   let description = [{
@@ -430,14 +460,15 @@ def PlanMemory : Pass<"tcc-plan-memory", "mlir::func::FuncOp"> {
     - Liveness: from the defining op to the last use, uses through reshape
       aliases and inside nested regions included; returned values live to
       the end.
-    - In place: a `new_param` / new optimizer-state result of
-      `tcc.sgd_update` / `tcc.adamw_update` is written into the storage of
-      the argument it replaces when that argument dies at the update and
-      has the same size (`exec.region = "inplace", exec.inplace_of = ARG`).
+    - In place: a result of an op with `InPlaceOpInterface` (the optimizer
+      updates' new parameter and state, directly or as an `exec.call`) is
+      written into the storage of the argument it replaces when that
+      argument dies at the op and has the same size
+      (`exec.region = "inplace", exec.inplace_of = ARG`).
     - Offsets: greedy best-fit (each buffer takes the smallest gap between
       buffers it is live with), tried in definition order and in decreasing
       size; the lower peak is kept (`order` forces one). The plan is checked
-      like `tcc-verify-memory-plan` before the pass ends.
+      by the exec dialect's verifier of `exec.arena_bytes` when the pass ends.
 
     Single-result ops get `exec.offset`; multi-result ops `exec.offsets`
     (-1 for results outside the arena) and, when not all are in the arena,
@@ -480,24 +511,5 @@ def PlanMemory : Pass<"tcc-plan-memory", "mlir::func::FuncOp"> {
   ];
 }
 
-def VerifyMemoryPlan : Pass<"tcc-verify-memory-plan", "mlir::func::FuncOp"> {
-  let summary = "Check an exec.* memory plan against recomputed liveness";
-  let description = [{
-    Recomputes buffers and liveness from the IR (as `tcc-plan-memory` does)
-    and checks the plan in the `exec.*` attributes: every arena buffer has
-    an aligned `exec.offset`, no two buffers live at the same time share
-    bytes, `offset + size <= exec.arena_bytes`, and every `inplace` result
-    overwrites an argument of the same size that the op reads and that is
-    not used afterwards. Errors name both ops. The IR is not changed.
-
-    Before and after (an error):
-    ```mlir
-    %a = tcc.exp %x {exec.offset = 0 : i64} : ...
-    %b = tcc.neg %a {exec.offset = 0 : i64} : ...  // %a is still read here
-    // error: 'tcc.neg' op result #0 of 'tcc.neg' at [0, 64) overlaps
-    //        result #0 of 'tcc.exp' at [0, 64), which is still live
-    ```
-  }];
-}
 
 #endif // TCC_TRANSFORMS_PASSES_TD

@@ -84,7 +84,7 @@ func.func @captures(%x: tensor<2xf32>) -> tensor<2xf32> {
 // -----
 
 func.func @yield_outside(%x: tensor<2xf32>) -> tensor<2xf32> {
-  // expected-error @+1 {{'exec.yield' op expects parent op 'exec.fusion'}}
+  // expected-error @+1 {{'exec.yield' op expects parent op to be one of 'exec.fusion, exec.call'}}
   exec.yield %x : tensor<2xf32>
 }
 
@@ -213,4 +213,140 @@ func.func @library_in_body(%i: tensor<3xi64>, %g: tensor<3x2xf32>) -> tensor<5x2
     exec.yield %1 : tensor<5x2xf32>
   }
   return %0 : tensor<5x2xf32>
+}
+
+// -----
+
+func.func @fusion_yields_two(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'exec.fusion' op yields 2 values; a kernel computes one}}
+  %0 = exec.fusion "k" (%x) : (tensor<2xf32>) -> tensor<2xf32> {
+  ^bb0(%a: tensor<2xf32>):
+    exec.yield %a, %a : tensor<2xf32>, tensor<2xf32>
+  }
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @call_not_library(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'exec.call' op runs 'tcc.exp', which is not a library call}}
+  %0 = exec.call (%x) : (tensor<2xf32>) -> tensor<2xf32> {
+  ^bb0(%a: tensor<2xf32>):
+    %1 = tcc.exp %a : (tensor<2xf32>) -> tensor<2xf32>
+    exec.yield %1 : tensor<2xf32>
+  }
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @call_gather_grad_axis1(%i: tensor<2xi64>, %g: tensor<3x2xf32>) -> tensor<3x5xf32> {
+  // expected-error @+1 {{runs 'tcc.gather_grad', which is not a library call}}
+  %0 = exec.call (%i, %g) : (tensor<2xi64>, tensor<3x2xf32>) -> tensor<3x5xf32> {
+  ^bb0(%a: tensor<2xi64>, %b: tensor<3x2xf32>):
+    %1 = tcc.gather_grad %a, %b {axis = 1 : i64} : (tensor<2xi64>, tensor<3x2xf32>) -> tensor<3x5xf32>
+    exec.yield %1 : tensor<3x5xf32>
+  }
+  return %0 : tensor<3x5xf32>
+}
+
+// -----
+
+func.func @call_two_ops(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'exec.call' op body holds 2 ops; a call runs exactly one library op}}
+  %0 = exec.call (%x) : (tensor<2x2xf32>) -> tensor<2x2xf32> {
+  ^bb0(%a: tensor<2x2xf32>):
+    %1 = tcc.matmul %a, %a : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+    %2 = tcc.matmul %1, %a : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+    exec.yield %2 : tensor<2x2xf32>
+  }
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @call_operand_order(%x: tensor<2x2xf32>, %y: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'exec.call' op body op must take the body arguments in order as its operands}}
+  %0 = exec.call (%x, %y) : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32> {
+  ^bb0(%a: tensor<2x2xf32>, %b: tensor<2x2xf32>):
+    %1 = tcc.matmul %b, %a : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+    exec.yield %1 : tensor<2x2xf32>
+  }
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @call_partial_yield(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'exec.call' op must yield the results of 'tcc.dropout' in order}}
+  %0 = exec.call (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %1:2 = tcc.dropout %a {ratio = 1.0e-1 : f64, seed = 1 : i64} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>)
+    exec.yield %1#0 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @all_reduce_types(%x: tensor<4xf32>) -> tensor<4xf64> {
+  // expected-error @+1 {{'exec.all_reduce' op result #0 has element type 'f64' but its operand 'f32'}}
+  %0 = exec.all_reduce %x : (tensor<4xf32>) -> tensor<4xf64>
+  return %0 : tensor<4xf64>
+}
+
+// -----
+
+func.func @all_reduce_count(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'exec.all_reduce' op has 2 operands but 1 results; each operand has its result}}
+  %0 = exec.all_reduce %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @all_reduce_shape(%x: tensor<4xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'exec.all_reduce' op result #0 has type 'tensor<2xf32>', expected 'tensor<4xf32>'}}
+  %0 = exec.all_reduce %x : (tensor<4xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @all_reduce_stream(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'exec.all_reduce' op bucket and stream are non-negative}}
+  %0 = exec.all_reduce %x {stream = -1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @reduce_scatter_divides(%x: tensor<6x2xf32>) -> tensor<1x2xf32> {
+  // expected-error @+1 {{'exec.reduce_scatter' op operand #0 has leading dimension 6, which world_size 4 does not divide}}
+  %0 = exec.reduce_scatter %x {world_size = 4 : i64} : (tensor<6x2xf32>) -> tensor<1x2xf32>
+  return %0 : tensor<1x2xf32>
+}
+
+// -----
+
+func.func @reduce_scatter_shape(%x: tensor<8x2xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{'exec.reduce_scatter' op result #0 has type 'tensor<4x2xf32>', expected 'tensor<2x2xf32>'}}
+  %0 = exec.reduce_scatter %x {world_size = 4 : i64} : (tensor<8x2xf32>) -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}
+
+// -----
+
+func.func @all_gather_scalar(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{'exec.all_gather' op operand #0 is a scalar; it needs a leading dimension to split}}
+  %0 = exec.all_gather %x {world_size = 2 : i64} : (tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @all_gather_world(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'exec.all_gather' op world_size 0 is not positive}}
+  %0 = exec.all_gather %x {world_size = 0 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
 }

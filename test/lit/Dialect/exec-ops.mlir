@@ -150,3 +150,33 @@ func.func @layout_chains(%qkv: tensor<2x8x96xf32>, %dq: tensor<2x2x8x16xf32>, %d
   }
   return %0, %1 : tensor<2x2x8x16xf32>, tensor<2x8x96xf32>
 }
+
+// A library call: the op with its operands as the body's arguments.
+// CHECK-LABEL: func.func @call
+// CHECK: %[[R:.*]]:3 = exec.call(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2x4xf32>, tensor<4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) {
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<2x4xf32>, %[[S:.*]]: tensor<4xf32>, %[[G:.*]]: tensor<2x4xf32>):
+// CHECK-NEXT: {{.*}} = tcc.layer_norm_grad %[[A]] scale %[[S]] grad %[[G]] {axis = 1 : i64, epsilon = 1.000000e-05 : f64}
+// CHECK-NEXT: exec.yield
+func.func @call(%x: tensor<2x4xf32>, %s: tensor<4xf32>, %g: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %0:3 = exec.call (%x, %s, %g) : (tensor<2x4xf32>, tensor<4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  ^bb0(%a: tensor<2x4xf32>, %b: tensor<4xf32>, %c: tensor<2x4xf32>):
+    %1:3 = tcc.layer_norm_grad %a scale %b grad %c {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x4xf32>, tensor<4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>)
+    exec.yield %1#0, %1#1, %1#2 : tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>
+  }
+  return %0#0 : tensor<2x4xf32>
+}
+
+// Collectives: a bucket of gradients summed over the ranks on the
+// communication stream, and ZeRO's scatter and gather over 4 ranks.
+// CHECK-LABEL: func.func @collectives
+// CHECK: %{{.*}}:2 = exec.all_reduce %{{.*}}, %{{.*}} {bucket = 3 : i64} : (tensor<8x2xf32>, tensor<2xf32>) -> (tensor<8x2xf32>, tensor<2xf32>)
+// CHECK: exec.all_reduce %{{.*}} {reduction = #exec<reduction mean>, stream = 0 : i64} : (tensor<f32>) -> tensor<f32>
+// CHECK: exec.reduce_scatter %{{.*}} {world_size = 4 : i64} : (tensor<8x2xf32>) -> tensor<2x2xf32>
+// CHECK: exec.all_gather %{{.*}} {world_size = 4 : i64} : (tensor<2x2xf32>) -> tensor<8x2xf32>
+func.func @collectives(%g: tensor<8x2xf32>, %b: tensor<2xf32>, %loss: tensor<f32>) -> (tensor<8x2xf32>, tensor<2xf32>, tensor<f32>, tensor<8x2xf32>) {
+  %0:2 = exec.all_reduce %g, %b {bucket = 3 : i64} : (tensor<8x2xf32>, tensor<2xf32>) -> (tensor<8x2xf32>, tensor<2xf32>)
+  %1 = exec.all_reduce %loss {reduction = #exec<reduction mean>, stream = 0 : i64} : (tensor<f32>) -> tensor<f32>
+  %2 = exec.reduce_scatter %g {world_size = 4 : i64} : (tensor<8x2xf32>) -> tensor<2x2xf32>
+  %3 = exec.all_gather %2 {world_size = 4 : i64} : (tensor<2x2xf32>) -> tensor<8x2xf32>
+  return %0#0, %0#1, %1, %3 : tensor<8x2xf32>, tensor<2xf32>, tensor<f32>, tensor<8x2xf32>
+}

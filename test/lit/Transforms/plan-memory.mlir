@@ -1,5 +1,5 @@
 // RUN: tcc-opt %s --split-input-file --tcc-plan-memory | FileCheck %s
-// RUN: tcc-opt %s --split-input-file --tcc-plan-memory=order=definition --tcc-verify-memory-plan | FileCheck %s
+// RUN: tcc-opt %s --split-input-file --tcc-plan-memory=order=definition | FileCheck %s
 // RUN: tcc-opt %s --split-input-file --tcc-plan-memory=report -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 
 // A chain: %a dies at %b, so %c takes %a's bytes. 16 x f32 = 64 bytes each;

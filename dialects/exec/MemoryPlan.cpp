@@ -1,18 +1,119 @@
-// Checks a memory plan written as exec.* attributes against liveness
-// recomputed from the IR, so hand-edited or stale plans (after a pass moved
-// ops) are caught before the runtime overwrites a live tensor.
-#include "tcc/Transforms/MemoryPlan.h"
-#include "tcc/Transforms/Passes.h"
+// Liveness of a step function's buffers, and the check of a memory plan
+// written as exec.* attributes against liveness recomputed from the IR, so
+// hand-edited or stale plans (after a pass moved ops) are caught before the
+// runtime overwrites a live tensor. The exec dialect runs the check as the
+// verifier of exec.arena_bytes.
+#include "exec/MemoryPlan.h"
+
+#include "exec/ExecOps.h"
 
 #include "llvm/ADT/DenseSet.h"
-
-namespace tcc {
-#define GEN_PASS_DEF_VERIFYMEMORYPLAN
-#include "tcc/Transforms/Passes.h.inc"
-} // namespace tcc
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace tcc;
+
+StringRef tcc::stringifyRegion(BufferRegion region) {
+  switch (region) {
+  case BufferRegion::Arena:
+    return "arena";
+  case BufferRegion::InPlace:
+    return "inplace";
+  case BufferRegion::Input:
+    return "input";
+  case BufferRegion::Constant:
+    return "constant";
+  case BufferRegion::Param:
+    return "param";
+  }
+  llvm_unreachable("unknown region");
+}
+
+std::optional<int64_t> tcc::alignedBufferBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return std::nullopt;
+  Type elem = tensor.getElementType();
+  int64_t bits;
+  if (elem.isIntOrFloat())
+    bits = elem.getIntOrFloatBitWidth();
+  else if (elem.isIndex())
+    bits = 64;
+  else
+    return std::nullopt;
+  int64_t bytes = tensor.getNumElements() * llvm::divideCeil(bits, 8);
+  return llvm::alignTo(bytes, kArenaAlignment);
+}
+
+FailureOr<BufferLiveness> tcc::computeBufferLiveness(func::FuncOp func) {
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError("memory planning needs a single-block body");
+  Block &block = func.getBody().front();
+  BufferLiveness live;
+
+  auto addBuffer = [&](Value v, Operation *def, unsigned resultNumber,
+                       BufferRegion region, int64_t index) -> LogicalResult {
+    // Non-tensor values (tokens, indices) own no memory in tensor land.
+    if (!isa<RankedTensorType>(v.getType()))
+      return success();
+    std::optional<int64_t> bytes = alignedBufferBytes(v.getType());
+    if (!bytes) {
+      if (def)
+        return def->emitOpError() << "result #" << resultNumber << " of type "
+                                  << v.getType() << " cannot be sized";
+      return func.emitOpError() << "argument #" << resultNumber << " of type "
+                                << v.getType() << " cannot be sized";
+    }
+    live.bufferOf[v] = live.buffers.size();
+    Buffer buffer;
+    buffer.value = v;
+    buffer.def = def;
+    buffer.resultNumber = resultNumber;
+    buffer.region = region;
+    buffer.bytes = *bytes;
+    buffer.start = buffer.end = index;
+    live.buffers.push_back(buffer);
+    return success();
+  };
+
+  for (BlockArgument arg : block.getArguments())
+    if (failed(addBuffer(arg, nullptr, arg.getArgNumber(), BufferRegion::Input,
+                         -1)))
+      return failure();
+
+  int64_t index = 0;
+  for (Operation &op : block) {
+    // A use anywhere inside op (e.g. in a fusion region) happens at op.
+    op.walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands()) {
+        auto it = live.bufferOf.find(operand);
+        if (it != live.bufferOf.end())
+          live.buffers[it->second].end =
+              std::max(live.buffers[it->second].end, index);
+      }
+    });
+    if (op.hasTrait<tcc::OpClass::View>()) {
+      // Same bytes under another shape: the alias extends its root's life.
+      auto it = live.bufferOf.find(op.getOperand(0));
+      if (it != live.bufferOf.end()) {
+        live.bufferOf[op.getResult(0)] = it->second;
+        ++index;
+        continue;
+      }
+    }
+    BufferRegion region = isa<ConstantOp>(op)   ? BufferRegion::Constant
+                          : isa<GetParamOp>(op) ? BufferRegion::Param
+                                                : BufferRegion::Arena;
+    for (OpResult result : op.getResults())
+      if (failed(
+              addBuffer(result, &op, result.getResultNumber(), region, index)))
+        return failure();
+    ++index;
+  }
+  live.numOps = index;
+  return live;
+}
+
 
 namespace {
 
@@ -183,16 +284,3 @@ LogicalResult tcc::verifyMemoryPlan(func::FuncOp func) {
   }
   return success();
 }
-
-namespace {
-struct VerifyMemoryPlanPass
-    : tcc::impl::VerifyMemoryPlanBase<VerifyMemoryPlanPass> {
-  void runOnOperation() override {
-    func::FuncOp func = getOperation();
-    if (func.isExternal() || !func.getBody().hasOneBlock())
-      return;
-    if (failed(verifyMemoryPlan(func)))
-      signalPassFailure();
-  }
-};
-} // namespace

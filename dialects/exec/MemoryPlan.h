@@ -1,14 +1,15 @@
 //===- MemoryPlan.h - Buffer liveness and arena offsets -------*- C++ -*-===//
 //
-// The analysis behind tcc-plan-memory and tcc-verify-memory-plan: which op
-// results need arena storage, how long each lives, and whether a plan
-// written as `exec.*` attributes keeps live buffers apart. Shared so the
-// verifier recomputes everything from the IR instead of trusting the
-// planner's bookkeeping.
+// The memory plan of a step function, written as `exec.*` attributes by
+// tcc-plan-memory: which op results need arena storage, how long each
+// lives, and whether the plan keeps live buffers apart. The exec dialect
+// verifies every function carrying exec.arena_bytes with verifyMemoryPlan,
+// which recomputes everything from the IR instead of trusting the
+// planner's bookkeeping; the planner uses the same liveness.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TCC_TRANSFORMS_MEMORYPLAN_H
-#define TCC_TRANSFORMS_MEMORYPLAN_H
+#ifndef TCC_DIALECT_EXEC_MEMORYPLAN_H
+#define TCC_DIALECT_EXEC_MEMORYPLAN_H
 
 #include "plan/plan.h"
 
@@ -78,4 +79,4 @@ mlir::LogicalResult verifyMemoryPlan(mlir::func::FuncOp func);
 
 } // namespace tcc
 
-#endif // TCC_TRANSFORMS_MEMORYPLAN_H
+#endif // TCC_DIALECT_EXEC_MEMORYPLAN_H
