@@ -63,9 +63,10 @@ void writeSynced(const fs::path &path, const std::string &text, bool sync) {
     throw WriteError{"cannot write '" + path.string() + "': " + err};
 }
 
-void writeTensors(const fs::path &path, const std::vector<data::Array> &t) {
+void writeTensors(const fs::path &path,
+                  const std::vector<data::TensorSource> &t) {
   try {
-    data::writeSafetensors(path.string(), t);
+    data::streamSafetensors(path.string(), t);
   } catch (const data::Error &e) {
     throw WriteError{e.what()};
   }
@@ -179,8 +180,8 @@ void summarize(ModuleOp lowered, const Plan &plan, ArtifactSummary &s) {
   }
   for (const TensorDesc &t : plan.optState)
     s.optStateBytes += t.bytes();
-  for (const data::Array &c : plan.constants)
-    s.constantBytes += c.bytes.size();
+  for (const data::TensorSource &c : plan.constants)
+    s.constantBytes += c.numElements() * data::dtypeSize(c.dtype);
 }
 
 /// `from` as `to`: a hard link where the filesystem allows, else a copy.
