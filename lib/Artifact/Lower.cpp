@@ -46,7 +46,7 @@ ArrayRef<LoweringStage> loweringStages() {
 /// Drops every function `roots` do not reach and runs the pipeline.
 static LogicalResult lowerModule(ModuleOp module,
                                  ArrayRef<llvm::StringLiteral> roots,
-                                 std::string &error) {
+                                 std::string &error, TimingScope *timing) {
   MLIRContext *context = module.getContext();
   context->getOrLoadDialect<exec::ExecDialect>();
   context->getOrLoadDialect<func::FuncDialect>();
@@ -84,6 +84,8 @@ static LogicalResult lowerModule(ModuleOp module,
   PassManager pm(context);
   for (const LoweringStage &stage : loweringStages())
     stage.add(pm);
+  if (timing)
+    pm.enableTiming(*timing);
   if (failed(pm.run(module))) {
     error = "lowering failed: " +
             (firstError.empty() ? std::string("a pass failed") : firstError);
@@ -100,23 +102,25 @@ static LogicalResult lowerModule(ModuleOp module,
   return success();
 }
 
-LogicalResult lowerTrainModule(ModuleOp module, std::string &error) {
+LogicalResult lowerTrainModule(ModuleOp module, std::string &error,
+                               TimingScope *timing) {
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
   if (!train || train.isExternal()) {
     error = "the module has no @train_step (build it with tcc compile or "
             "--tcc-build-train-step)";
     return failure();
   }
-  return lowerModule(module, kStepFunctions, error);
+  return lowerModule(module, kStepFunctions, error, timing);
 }
 
-LogicalResult lowerInferenceModule(ModuleOp module, std::string &error) {
+LogicalResult lowerInferenceModule(ModuleOp module, std::string &error,
+                                   TimingScope *timing) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward || forward.isExternal()) {
     error = "the module has no @forward";
     return failure();
   }
-  return lowerModule(module, kInferenceFunctions, error);
+  return lowerModule(module, kInferenceFunctions, error, timing);
 }
 
 LogicalResult checkExecutable(ModuleOp lowered, std::string &error) {

@@ -5,7 +5,7 @@
 #include "tcc/Artifact/Artifact.h"
 
 #include "Plan.h"
-#include "Toolchain.h"
+#include "tcc/Codegen/Toolchain.h"
 
 #include "checkpoint/fingerprint.h"
 #include "data/safetensors.h"
@@ -13,6 +13,7 @@
 #include "tcc/Codegen/KernelEmitter.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -195,14 +196,21 @@ void linkOrCopy(const fs::path &from, const fs::path &to) {
                      "': " + ec.message()};
 }
 
+/// A timing scope nested in `parent`, or an inactive one.
+TimingScope nestedScope(TimingScope *parent, StringRef name) {
+  return parent ? parent->nest(name) : TimingScope();
+}
+
 /// Writes every file into `dir` (which exists and is empty); kernels/host.so
-/// is `prebuiltHost` when given, else compiled from `kernelSource`. With
-/// `sync` every file and directory is fsynced.
+/// is options.prebuiltHostKernels when given, else compiled from `source`.
+/// The kernels compile while the other files are written.
 void writeFiles(const fs::path &dir, const Plan &plan,
-                const std::string &kernelSource, const std::string &manifest,
-                bool cuda, const std::string &prebuiltHost, bool sync) {
+                const codegen::KernelSource &source,
+                const std::string &manifest, bool cuda,
+                const ArtifactOptions &options,
+                codegen::KernelBuildReport &report) {
   auto fsyncIf = [&](const fs::path &path, bool isDir) {
-    if (sync)
+    if (options.sync)
       fsyncPath(path, isDir);
   };
   fs::path kernels = dir / "kernels";
@@ -211,14 +219,19 @@ void writeFiles(const fs::path &dir, const Plan &plan,
     throw WriteError{"cannot create '" + kernels.string() +
                      "': " + (ec ? ec.message() : std::string("exists"))};
 
-  // nvcc takes seconds; it runs while the rest is written.
-  std::string cudaError;
-  bool cudaOk = true;
-  std::thread nvcc;
-  if (cuda)
-    nvcc = std::thread([&] {
-      cudaOk = codegen::compileCudaFatbin(
-          kernelSource, (kernels / "kernels.fatbin").string(), cudaError);
+  const std::string &prebuiltHost = options.prebuiltHostKernels;
+  std::string hostSo =
+      prebuiltHost.empty() ? (kernels / "host.so").string() : std::string();
+  std::string fatbin = cuda ? (kernels / "kernels.fatbin").string() : "";
+  std::string buildError;
+  bool built = true;
+  std::thread build;
+  if (!hostSo.empty() || !fatbin.empty())
+    build = std::thread([&] {
+      TimingScope scope = nestedScope(options.timing, "kernel build");
+      built = codegen::buildKernels(source, hostSo, fatbin, options.kernelBuild,
+                                    buildError, &report,
+                                    options.timing ? &scope : nullptr);
     });
   struct Join {
     std::thread &t;
@@ -226,13 +239,19 @@ void writeFiles(const fs::path &dir, const Plan &plan,
       if (t.joinable())
         t.join();
     }
-  } join{nvcc};
+  } join{build};
 
-  writeSynced(dir / "plan.json", planJson(plan), sync);
-  writeTensors(dir / "weights.safetensors", plan.weights);
-  if (!plan.constants.empty())
-    writeTensors(dir / "constants.safetensors", plan.constants);
-  writeSynced(kernels / "kernels.cc", kernelSource, sync);
+  {
+    TimingScope scope = nestedScope(options.timing, "write plan.json");
+    writeSynced(dir / "plan.json", planJson(plan), options.sync);
+  }
+  {
+    TimingScope scope = nestedScope(options.timing, "write weights");
+    writeTensors(dir / "weights.safetensors", plan.weights);
+    if (!plan.constants.empty())
+      writeTensors(dir / "constants.safetensors", plan.constants);
+  }
+  writeSynced(kernels / "kernels.cc", source.text(), options.sync);
   // The prelude kernels.cc includes, so the source rebuilds from the
   // artifact alone: `nvcc -I OUT.tcc -x cu OUT.tcc/kernels/kernels.cc`.
   std::error_code copyError;
@@ -242,21 +261,17 @@ void writeFiles(const fs::path &dir, const Plan &plan,
     throw WriteError{"cannot copy the kernel prelude '" +
                      codegen::kernelPreludePath() +
                      "': " + copyError.message()};
-  std::string hostError;
   if (!prebuiltHost.empty())
     linkOrCopy(prebuiltHost, kernels / "host.so");
-  else if (!codegen::compileHostSharedObject(
-               kernelSource, (kernels / "host.so").string(), hostError))
-    throw WriteError{"compiling the host kernels failed: " + hostError};
+  if (build.joinable())
+    build.join();
+  if (!built)
+    throw WriteError{"compiling the kernels failed: " + buildError};
   fsyncIf(kernels / "host.so", /*isDir=*/false);
-  if (cuda) {
-    nvcc.join();
-    if (!cudaOk)
-      throw WriteError{"compiling the CUDA kernels failed: " + cudaError};
+  if (cuda)
     fsyncIf(kernels / "kernels.fatbin", /*isDir=*/false);
-  }
   // The manifest last: a directory with a manifest is complete.
-  writeSynced(dir / "manifest.json", manifest, sync);
+  writeSynced(dir / "manifest.json", manifest, options.sync);
   fsyncIf(kernels, /*isDir=*/true);
   fsyncIf(dir, /*isDir=*/true);
 }
@@ -294,23 +309,27 @@ bool checkArtifactPath(llvm::StringRef path, std::string &error) {
 }
 
 /// Lowers a copy of `module` into `lowered` (kernels renamed with
-/// options.kernelPrefix), reads its plan and generates its kernel source.
+/// options.kernelPrefix, fusions with the same kernel sharing one name),
+/// reads its plan and generates its kernel source.
 static LogicalResult prepare(ModuleOp module, ArtifactKind kind,
                              const ArtifactOptions &options,
                              OwningOpRef<ModuleOp> &lowered, Plan &plan,
-                             std::string &kernelSource, std::string &error) {
+                             codegen::KernelSource &kernelSource,
+                             std::string &error) {
   lowered = module.clone();
-  if (failed(kind == ArtifactKind::Training
-                 ? lowerTrainModule(*lowered, error)
-                 : lowerInferenceModule(*lowered, error)) ||
-      failed(checkExecutable(*lowered, error)))
-    return failure();
+  {
+    TimingScope scope = nestedScope(options.timing, "lowering");
+    TimingScope *passes = options.timing ? &scope : nullptr;
+    if (failed(kind == ArtifactKind::Training
+                   ? lowerTrainModule(*lowered, error, passes)
+                   : lowerInferenceModule(*lowered, error, passes)) ||
+        failed(checkExecutable(*lowered, error)))
+      return failure();
+  }
   if (!options.kernelPrefix.empty())
     lowered->walk([&](exec::FusionOp fusion) {
       fusion.setName(options.kernelPrefix + fusion.getName().str());
     });
-  if (!buildPlan(*lowered, kind, plan, error))
-    return failure();
 
   std::string firstError;
   ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
@@ -318,12 +337,21 @@ static LogicalResult prepare(ModuleOp module, ArtifactKind kind,
       firstError = describeLoc(d.getLocation()) + ": " + d.str();
     return success();
   });
-  FailureOr<std::string> source = codegen::emitKernelSource(*lowered);
-  if (failed(source)) {
-    error = "kernel code generation failed: " + firstError;
-    return failure();
+  {
+    TimingScope scope = nestedScope(options.timing, "kernel source");
+    FailureOr<codegen::KernelSource> source = failure();
+    // Before the plan: the plan names each kernel step's shared symbol.
+    if (succeeded(codegen::shareIdenticalKernels(*lowered)))
+      source = codegen::emitKernels(*lowered);
+    if (failed(source)) {
+      error = "kernel code generation failed: " + firstError;
+      return failure();
+    }
+    kernelSource = std::move(*source);
   }
-  kernelSource = std::move(*source);
+  TimingScope scope = nestedScope(options.timing, "plan");
+  if (!buildPlan(*lowered, kind, plan, error))
+    return failure();
   return success();
 }
 
@@ -336,7 +364,7 @@ static LogicalResult writeOfKind(ModuleOp module, ArtifactKind kind,
     return failure();
   OwningOpRef<ModuleOp> lowered;
   Plan plan;
-  std::string kernelSource;
+  codegen::KernelSource kernelSource;
   if (failed(
           prepare(module, kind, options, lowered, plan, kernelSource, error)))
     return failure();
@@ -354,6 +382,7 @@ static LogicalResult writeOfKind(ModuleOp module, ArtifactKind kind,
   }
 
   fs::path final = normalized(path);
+  codegen::KernelBuildReport buildReport;
   TempDir tmp;
   tmp.path = parentOf(final) / ("." + final.filename().string() + ".tmp-" +
                                 std::to_string(::getpid()));
@@ -363,8 +392,8 @@ static LogicalResult writeOfKind(ModuleOp module, ArtifactKind kind,
     if (!fs::create_directory(tmp.path, ec) || ec)
       throw WriteError{"cannot create '" + tmp.path.string() +
                        "': " + (ec ? ec.message() : std::string("exists"))};
-    writeFiles(tmp.path, plan, kernelSource, manifest, cuda,
-               options.prebuiltHostKernels, options.sync);
+    writeFiles(tmp.path, plan, kernelSource, manifest, cuda, options,
+               buildReport);
     moveIntoPlace(tmp.path, final);
     tmp.keep = true;
   } catch (const WriteError &e) {
@@ -384,6 +413,8 @@ static LogicalResult writeOfKind(ModuleOp module, ArtifactKind kind,
     summary->path = path.str();
     summary->cudaKernels = cuda;
     summary->fingerprint = fingerprint;
+    summary->distinctKernels = kernelSource.kernels.size();
+    summary->kernelBuild = buildReport;
     summarize(*lowered, plan, *summary);
   }
   return success();
@@ -401,10 +432,10 @@ FailureOr<std::string> kernelSource(ModuleOp module, ArtifactKind kind,
                                     std::string &error) {
   OwningOpRef<ModuleOp> lowered;
   Plan plan;
-  std::string source;
+  codegen::KernelSource source;
   if (failed(prepare(module, kind, options, lowered, plan, source, error)))
     return failure();
-  return source;
+  return source.text();
 }
 
 bool compileHostKernels(const std::string &source, const std::string &soPath,
