@@ -278,8 +278,15 @@ LogicalResult Loader::inferShapes() {
 LogicalResult loadModel(GraphState &graph, const ImportOptions &options,
                         LoadedModel &loaded) {
   Loader loader{graph, options, loaded};
-  if (failed(loader.readModel()) || failed(loader.checkOpsAndOpset()) ||
-      failed(loader.resolveInputShapes()) || failed(loader.inferShapes()))
+  auto timed = [&](StringRef name, LogicalResult (Loader::*stage)()) {
+    TimingScope scope =
+        options.timing ? options.timing->nest(name) : TimingScope();
+    return (loader.*stage)();
+  };
+  if (failed(timed("parse", &Loader::readModel)) ||
+      failed(timed("onnx checker", &Loader::checkOpsAndOpset)) ||
+      failed(loader.resolveInputShapes()) ||
+      failed(timed("onnx shape inference", &Loader::inferShapes)))
     return failure();
   return success();
 }

@@ -205,6 +205,11 @@ LogicalResult Importer::finish(ModuleOp module) {
   eraseDeadOps(func.getBody().front());
   if (options.raiseAttention) {
     PassManager pm(&graph.context);
+    TimingScope scope = options.timing
+                            ? options.timing->nest("post-import passes")
+                            : TimingScope();
+    if (options.timing)
+      pm.enableTiming(scope);
     pm.addNestedPass<func::FuncOp>(createRaiseAttention());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
@@ -226,7 +231,13 @@ OwningOpRef<ModuleOp> Importer::run() {
     return nullptr;
   OwningOpRef<ModuleOp> module = ModuleOp::create(
       NameLoc::get(StringAttr::get(&graph.context, graph.path)));
-  if (failed(convertGraph(*module)) || failed(finish(*module)))
+  {
+    TimingScope scope =
+        options.timing ? options.timing->nest("convert") : TimingScope();
+    if (failed(convertGraph(*module)))
+      return nullptr;
+  }
+  if (failed(finish(*module)))
     return nullptr;
   return module;
 }

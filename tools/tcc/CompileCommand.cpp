@@ -11,9 +11,11 @@
 #include "tcc/Transforms/Precision.h"
 
 #include "tcc/Artifact/Artifact.h"
+#include "tcc/Codegen/Toolchain.h"
 #include "tcc/TccOps.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace cl = llvm::cl;
@@ -45,6 +47,33 @@ static cl::opt<std::string>
 static cl::opt<bool> noCuda(
     "no-cuda", cl::desc("Do not build kernels/kernels.fatbin even when nvcc "
                         "is available (the artifact then runs on the CPU only)"),
+    cl::sub(compileCmd), cl::cat(flagCategory()));
+static cl::opt<std::string> cudaArch(
+    "cuda-arch", cl::value_desc("sm_XY,..."),
+    cl::desc("CUDA architectures kernels/kernels.fatbin holds: sm_XY for "
+             "that GPU's machine code, compute_XY for PTX that newer GPUs "
+             "compile when they load it, comma-separated (default "
+             "sm_80,sm_90,compute_90; an H100 needs sm_90)"),
+    cl::sub(compileCmd), cl::cat(flagCategory()));
+static cl::opt<unsigned>
+    jobs("jobs", cl::value_desc("N"),
+         cl::desc("Compiler processes building the kernels at once (default "
+                  "0: one per hardware thread)"),
+         cl::init(0), cl::sub(compileCmd), cl::cat(flagCategory()));
+static cl::alias jobsShort("j", cl::desc("Alias for --jobs"),
+                           cl::aliasopt(jobs), cl::cat(flagCategory()));
+static cl::opt<bool> noKernelCache(
+    "no-kernel-cache",
+    cl::desc("Compile every kernel instead of taking compiled kernels from "
+             "the cache ($TCC_CACHE_DIR, else $XDG_CACHE_HOME/tcc or "
+             "~/.cache/tcc), and do not add to it"),
+    cl::sub(compileCmd), cl::cat(flagCategory()));
+static cl::opt<bool> timeStages(
+    "time",
+    cl::desc("Print to stderr how long each stage took (import, training "
+             "step, each lowering pass, kernel source, each compiler run, "
+             "plan and weight files) and what the kernel build took from "
+             "its cache"),
     cl::sub(compileCmd), cl::cat(flagCategory()));
 static cl::opt<std::string>
     report("report", cl::value_desc("file.html"),
@@ -107,12 +136,38 @@ int runCompile() {
   if (inference && !report.empty())
     return fail("compile: --report describes a training step; give the "
                 "training flags (--loss ...)");
+  artifact::ArtifactOptions options;
+  options.source = modelFlags.model;
+  options.cudaKernels = !noCuda;
+  options.kernelBuild.jobs = jobs;
+  options.kernelBuild.cacheDir =
+      noKernelCache ? "" : codegen::defaultKernelCacheDir();
+  if (cudaArch.getNumOccurrences()) {
+    if (noCuda)
+      return fail("compile: --cuda-arch has no effect with --no-cuda");
+    if (!codegen::parseCudaArchs(cudaArch, options.kernelBuild.cudaArchs,
+                                 error))
+      return fail("compile: " + error);
+  }
   TrainConfig config;
   if (inference ? !trainFlags.toPrecision(config.precision)
                 : !trainFlags.toConfig(config))
     return 1;
+  // --time: MLIR's timing report (stderr), with each pass manager's passes
+  // nested in their stage.
+  DefaultTimingManager timingManager;
+  timingManager.setEnabled(timeStages);
+  TimingScope rootScope = timingManager.getRootScope();
+  TimingScope *timing = timeStages ? &rootScope : nullptr;
+  auto stage = [&](StringRef name) {
+    return timing ? timing->nest(name) : TimingScope();
+  };
   MLIRContext context;
-  OwningOpRef<ModuleOp> module = loadModel(context, modelFlags);
+  OwningOpRef<ModuleOp> module;
+  {
+    TimingScope scope = stage("import");
+    module = loadModel(context, modelFlags, timing ? &scope : nullptr);
+  }
   if (!module)
     return 1;
 
@@ -138,8 +193,10 @@ int runCompile() {
       return fail("compile: cannot lower @forward to " +
                   describePrecision(config.precision));
   } else {
+    TimingScope scope = stage("training step");
     if (!buildTrainStepOrReport(*module, config, where))
       return 1;
+    scope.stop();
     if (!report.empty()) {
       stages.push_back({"build-train-step", "@train_step",
                         countFunctionOps(*module, "train_step"), ""});
@@ -155,16 +212,28 @@ int runCompile() {
       return fail("compile: " + error);
     return writeModule(*module, output);
   }
-  artifact::ArtifactOptions options;
-  options.source = modelFlags.model;
-  options.cudaKernels = !noCuda;
+  TimingScope artifactScope = stage("artifact");
+  options.timing = timing ? &artifactScope : nullptr;
   artifact::ArtifactSummary summary;
   if (failed(inference ? artifact::writeInferenceArtifact(
                              *module, options, output, &summary, error)
                        : artifact::writeArtifact(*module, config, options,
                                                  output, &summary, error)))
     return fail("compile: " + error);
+  artifactScope.stop();
   llvm::outs() << artifact::formatSummary(summary) << "\n";
+  if (timeStages) {
+    const codegen::KernelBuildReport &k = summary.kernelBuild;
+    llvm::errs() << "kernels: " << summary.kernels << " generated, "
+                 << summary.distinctKernels << " distinct, " << k.units
+                 << " units, " << k.jobs << " jobs; cache "
+                 << (options.kernelBuild.cacheDir.empty()
+                         ? std::string("off")
+                         : options.kernelBuild.cacheDir)
+                 << ": " << k.cached << " files reused, " << k.compiled
+                 << " compiler runs, " << k.corrupt
+                 << " corrupt entries rebuilt\n";
+  }
   return 0;
 }
 
