@@ -193,13 +193,12 @@ bool parseCudaArchs(llvm::StringRef text, std::vector<std::string> &archs,
   // What this nvcc builds, when there is one to ask.
   llvm::SmallVector<llvm::StringRef> known;
   std::string listing;
-  if (cudaCompilerAvailable()) {
-    TempDir dir;
-    std::string runError;
+  TempDir dir;
+  std::string runError;
+  if (cudaCompilerAvailable() && makeTempDir(dir, runError)) {
     for (const char *flag : {"--list-gpu-code", "--list-gpu-arch"})
-      if (makeTempDir(dir, runError) &&
-          runTool(TCC_NVCC, {flag}, dir.file("out"), runError))
-        if (auto out = llvm::MemoryBuffer::getFile(dir.file("out")))
+      if (runTool(TCC_NVCC, {flag}, dir.file(flag), runError))
+        if (auto out = llvm::MemoryBuffer::getFile(dir.file(flag)))
           listing += (*out)->getBuffer().str() + "\n";
     llvm::SplitString(listing, known, " \t\r\n");
   }

@@ -157,6 +157,19 @@ int runCompile() {
   // nested in their stage.
   DefaultTimingManager timingManager;
   timingManager.setEnabled(timeStages);
+  // Only a compile that succeeded is reported: a failure stays one line.
+  struct ReportOnSuccess {
+    DefaultTimingManager &manager;
+    bool succeeded = false;
+    ~ReportOnSuccess() {
+      if (!succeeded)
+        manager.setEnabled(false);
+    }
+  } timingReport{timingManager};
+  auto done = [&](int rc) {
+    timingReport.succeeded = rc == 0;
+    return rc;
+  };
   TimingScope rootScope = timingManager.getRootScope();
   TimingScope *timing = timeStages ? &rootScope : nullptr;
   auto stage = [&](StringRef name) {
@@ -205,12 +218,12 @@ int runCompile() {
     }
   }
   if (kind == "mlir")
-    return writeModule(*module, output);
+    return done(writeModule(*module, output));
   if (kind == "lowered") {
     if (failed(inference ? artifact::lowerInferenceModule(*module, error)
                          : artifact::lowerTrainModule(*module, error)))
       return fail("compile: " + error);
-    return writeModule(*module, output);
+    return done(writeModule(*module, output));
   }
   TimingScope artifactScope = stage("artifact");
   options.timing = timing ? &artifactScope : nullptr;
@@ -234,7 +247,7 @@ int runCompile() {
                  << " compiler runs, " << k.corrupt
                  << " corrupt entries rebuilt\n";
   }
-  return 0;
+  return done(0);
 }
 
 } // namespace tcc::driver
