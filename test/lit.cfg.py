@@ -17,3 +17,11 @@ config.substitutions.append(("%examples", os.path.join(config.tcc_src_root, "exa
 config.substitutions.append(("%src", config.tcc_src_root))
 config.substitutions.append(("%mlir-tblgen", config.mlir_tblgen))
 config.substitutions.append(("%mlir-include", config.mlir_include_dir))
+
+# Compiled kernels are cached in the build tree, never in the user's
+# ~/.cache; tests of the cache itself name their own directory.
+config.environment["TCC_CACHE_DIR"] = os.path.join(config.tcc_obj_root, "test", "kernel-cache")
+
+# `REQUIRES: nvcc`: tests that build CUDA fatbins.
+if config.tcc_nvcc and not config.tcc_nvcc.endswith("NOTFOUND"):
+    config.available_features.add("nvcc")

@@ -19,7 +19,8 @@ namespace tcc::artifact {
 
 /// Runs tcc::lowerStages with `roots`.
 static LogicalResult lowerModule(ModuleOp module, ArrayRef<StringRef> roots,
-                                 std::string &error, AfterStage afterStage) {
+                                 std::string &error, AfterStage afterStage,
+                                 TimingScope *timing) {
   MLIRContext *context = module.getContext();
   context->getOrLoadDialect<exec::ExecDialect>();
   context->getOrLoadDialect<func::FuncDialect>();
@@ -32,7 +33,8 @@ static LogicalResult lowerModule(ModuleOp module, ArrayRef<StringRef> roots,
   });
   LowerConfig config;
   config.roots.assign(roots.begin(), roots.end());
-  if (failed(runStages(module, lowerStages(config), error, afterStage))) {
+  if (failed(runStages(module, lowerStages(config), error, afterStage,
+                       timing))) {
     if (error.empty())
       error = "lowering failed: " +
               (firstError.empty() ? std::string("a pass failed") : firstError);
@@ -42,24 +44,24 @@ static LogicalResult lowerModule(ModuleOp module, ArrayRef<StringRef> roots,
 }
 
 LogicalResult lowerTrainModule(ModuleOp module, std::string &error,
-                               AfterStage afterStage) {
+                               AfterStage afterStage, TimingScope *timing) {
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
   if (!train || train.isExternal()) {
     error = "the module has no @train_step (build it with tcc compile or "
             "--tcc-build-train-step)";
     return failure();
   }
-  return lowerModule(module, trainingRoots(), error, afterStage);
+  return lowerModule(module, trainingRoots(), error, afterStage, timing);
 }
 
 LogicalResult lowerInferenceModule(ModuleOp module, std::string &error,
-                                   AfterStage afterStage) {
+                                   AfterStage afterStage, TimingScope *timing) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward || forward.isExternal()) {
     error = "the module has no @forward";
     return failure();
   }
-  return lowerModule(module, inferenceRoots(), error, afterStage);
+  return lowerModule(module, inferenceRoots(), error, afterStage, timing);
 }
 
 } // namespace tcc::artifact

@@ -10,6 +10,7 @@
 #define TCC_LIB_ARTIFACT_PLAN_H
 
 #include "data/npz.h"
+#include "data/safetensors.h"
 #include "plan/plan.h"
 #include "tcc/Artifact/Artifact.h"
 
@@ -25,18 +26,22 @@ namespace tcc::artifact {
 /// The plan with the tensors written beside it.
 struct PlanData {
   rt::Plan plan;
-  std::vector<data::Array> weights;   ///< initial parameters, params order
-  std::vector<data::Array> constants; ///< constants.safetensors
+  /// Initial parameters (params order) and constants.safetensors, read
+  /// from the module's attributes as the files are written.
+  std::vector<data::TensorSource> weights, constants;
 };
 
 /// The artifact dtype of a tensor element type; nullopt for others.
 std::optional<data::DType> toDType(mlir::Type element);
 
-/// Materializes a DenseElementsAttr (splats expanded) or
-/// DenseResourceElementsAttr of static `type` as an array named `name`.
-bool elementsToArray(mlir::Attribute value, mlir::Type type,
-                     const std::string &name, data::Array &out,
-                     std::string &error);
+/// A source for a DenseElementsAttr (splats expanded) or
+/// DenseResourceElementsAttr of static `type`, named `name`, that streams
+/// the attribute's bytes when the file is written: a weight is never
+/// copied whole. Checks up front that the value holds the bytes `type`
+/// needs.
+bool elementsSource(mlir::Attribute value, mlir::Type type,
+                    const std::string &name, data::TensorSource &out,
+                    std::string &error);
 
 /// Reads `lowered` (after lowerTrainModule or lowerInferenceModule) into the
 /// plan of an artifact of `kind`.

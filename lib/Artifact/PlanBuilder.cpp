@@ -309,8 +309,8 @@ bool FunctionBuilder::constant(ConstantOp op) {
   auto it = constantNames.find(key);
   if (it == constantNames.end()) {
     std::string name = "const_" + std::to_string(data.constants.size());
-    data::Array array;
-    if (!elementsToArray(op.getValue(), op.getType(), name, array, error)) {
+    data::TensorSource array;
+    if (!elementsSource(op.getValue(), op.getType(), name, array, error)) {
       error = "@" + fn + ": constant " + opText(op) + ": " + error;
       return false;
     }
@@ -499,9 +499,9 @@ bool buildPlan(ModuleOp lowered, rt::Kind kind, PlanData &data,
   llvm::StringMap<int64_t> paramIndex, stateIndex;
   for (ParamOp p : lowered.getOps<ParamOp>()) {
     std::string name = p.getSymName().str();
-    data::Array &weight = data.weights.emplace_back();
-    if (!elementsToArray(p.getInitialValue(), p.getType(), name, weight,
-                         error)) {
+    data::TensorSource &weight = data.weights.emplace_back();
+    if (!elementsSource(p.getInitialValue(), p.getType(), name, weight,
+                        error)) {
       error = "parameter " + error;
       return false;
     }

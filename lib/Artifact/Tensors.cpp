@@ -7,10 +7,10 @@
 #include "mlir/IR/Location.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace mlir;
-using tcc::data::Array;
 using tcc::data::DType;
 
 namespace tcc::artifact {
@@ -40,8 +40,41 @@ static std::string typeText(Type type) {
   return s;
 }
 
-bool elementsToArray(Attribute value, Type type, const std::string &name,
-                     Array &out, std::string &error) {
+/// Passes `count` copies of the `size`-byte `element` to `sink`, a buffer
+/// at a time: a splat's expansion never exists whole.
+static void writeRepeated(const data::ByteSink &sink, const char *element,
+                          size_t size, size_t count) {
+  constexpr size_t kChunkBytes = 1 << 16;
+  size_t perChunk = std::max<size_t>(1, kChunkBytes / size);
+  std::vector<char> chunk(std::min(count, perChunk) * size);
+  for (size_t i = 0; i < chunk.size(); i += size)
+    std::memcpy(chunk.data() + i, element, size);
+  for (size_t done = 0; done < count;) {
+    size_t n = std::min(count - done, perChunk);
+    sink(chunk.data(), n * size);
+    done += n;
+  }
+}
+
+/// Passes one byte (0 or 1) per element of `values` to `sink`, a buffer at
+/// a time. An i1 attribute's storage is bit-packed, a resource's may hold
+/// any non-zero byte for true.
+template <typename Range>
+static void writeBools(const data::ByteSink &sink, const Range &values) {
+  std::vector<uint8_t> chunk;
+  chunk.reserve(1 << 16);
+  for (auto v : values) {
+    chunk.push_back(v ? 1 : 0);
+    if (chunk.size() == chunk.capacity()) {
+      sink(chunk.data(), chunk.size());
+      chunk.clear();
+    }
+  }
+  sink(chunk.data(), chunk.size());
+}
+
+bool elementsSource(Attribute value, Type type, const std::string &name,
+                    data::TensorSource &out, std::string &error) {
   auto tensor = llvm::dyn_cast<RankedTensorType>(type);
   std::optional<DType> dtype =
       tensor ? toDType(tensor.getElementType()) : std::nullopt;
@@ -54,37 +87,52 @@ bool elementsToArray(Attribute value, Type type, const std::string &name,
   out.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
   size_t elementBytes = data::dtypeSize(*dtype);
   size_t count = static_cast<size_t>(out.numElements());
-  out.bytes.assign(count * elementBytes, 0);
+  bool isBool = *dtype == DType::Bool;
 
+  // Attributes live as long as the context, so the sources may read them
+  // when the file is written.
   if (auto dense = llvm::dyn_cast<DenseElementsAttr>(value)) {
-    if (*dtype == DType::Bool) {
-      // i1 is bit-packed in the attribute's storage; one byte each here.
-      size_t i = 0;
-      for (bool v : dense.getValues<bool>())
-        out.bytes[i++] = v;
+    if (isBool) {
+      out.write = [dense](const data::ByteSink &sink) {
+        writeBools(sink, dense.getValues<bool>());
+      };
       return true;
     }
     ArrayRef<char> raw = dense.getRawData();
     if (dense.isSplat() && raw.size() == elementBytes) {
-      for (size_t i = 0; i < count; ++i)
-        std::memcpy(out.bytes.data() + i * elementBytes, raw.data(),
-                    elementBytes);
+      out.write = [raw, elementBytes, count](const data::ByteSink &sink) {
+        writeRepeated(sink, raw.data(), elementBytes, count);
+      };
       return true;
     }
-    if (raw.size() == out.bytes.size()) {
-      std::memcpy(out.bytes.data(), raw.data(), raw.size());
+    if (raw.size() == count * elementBytes) {
+      out.write = [raw](const data::ByteSink &sink) {
+        sink(raw.data(), raw.size());
+      };
       return true;
     }
   } else if (auto resource = llvm::dyn_cast<DenseResourceElementsAttr>(value)) {
     AsmResourceBlob *blob = resource.getRawHandle().getBlob();
     if (!blob) {
-      error = "'" + name + "': its dense resource has no data";
+      error = "'" + name + "': its dense resource '" +
+              resource.getRawHandle().getKey().str() + "' has no data";
       return false;
     }
-    if (blob->getData().size() == out.bytes.size()) {
-      std::memcpy(out.bytes.data(), blob->getData().data(), out.bytes.size());
-      return true;
+    ArrayRef<char> raw = blob->getData();
+    if (raw.size() != count * elementBytes) {
+      error = "'" + name + "': its dense resource '" +
+              resource.getRawHandle().getKey().str() + "' holds " +
+              std::to_string(raw.size()) + " bytes, " + typeText(type) +
+              " needs " + std::to_string(count * elementBytes);
+      return false;
     }
+    if (isBool)
+      out.write = [raw](const data::ByteSink &sink) { writeBools(sink, raw); };
+    else
+      out.write = [raw](const data::ByteSink &sink) {
+        sink(raw.data(), raw.size());
+      };
+    return true;
   }
   error = "'" + name + "': unsupported value for " + typeText(type);
   return false;

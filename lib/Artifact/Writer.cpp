@@ -5,7 +5,7 @@
 #include "tcc/Artifact/Artifact.h"
 
 #include "Plan.h"
-#include "Toolchain.h"
+#include "tcc/Codegen/Toolchain.h"
 
 #include "checkpoint/fingerprint.h"
 #include "data/safetensors.h"
@@ -14,6 +14,7 @@
 #include "tcc/Codegen/KernelEmitter.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -64,9 +65,10 @@ void writeSynced(const fs::path &path, const std::string &text, bool sync) {
     throw WriteError{"cannot write '" + path.string() + "': " + err};
 }
 
-void writeTensors(const fs::path &path, const std::vector<data::Array> &t) {
+void writeTensors(const fs::path &path,
+                  const std::vector<data::TensorSource> &t) {
   try {
-    data::writeSafetensors(path.string(), t);
+    data::streamSafetensors(path.string(), t);
   } catch (const data::Error &e) {
     throw WriteError{e.what()};
   }
@@ -179,8 +181,8 @@ void summarize(ModuleOp lowered, const PlanData &data, ArtifactSummary &s) {
   }
   for (const rt::TensorDesc &t : data.plan.optState)
     s.optStateBytes += t.bytes;
-  for (const data::Array &c : data.constants)
-    s.constantBytes += c.bytes.size();
+  for (const data::TensorSource &c : data.constants)
+    s.constantBytes += c.numElements() * data::dtypeSize(c.dtype);
 }
 
 /// The manifest: the artifact's kind, its files and, for training, the
@@ -233,14 +235,21 @@ void linkOrCopy(const fs::path &from, const fs::path &to) {
                      "': " + ec.message()};
 }
 
+/// A timing scope nested in `parent`, or an inactive one.
+TimingScope nestedScope(TimingScope *parent, StringRef name) {
+  return parent ? parent->nest(name) : TimingScope();
+}
+
 /// Writes every file into `dir` (which exists and is empty); kernels/host.so
-/// is `prebuiltHost` when given, else compiled from `kernelSource`. With
-/// `sync` every file and directory is fsynced.
+/// is options.prebuiltHostKernels when given, else compiled from `source`.
+/// The kernels compile while the other files are written.
 void writeFiles(const fs::path &dir, const PlanData &data,
-                const std::string &kernelSource, const std::string &manifest,
-                bool cuda, const std::string &prebuiltHost, bool sync) {
+                const codegen::KernelSource &source,
+                const std::string &manifest, bool cuda,
+                const ArtifactOptions &options,
+                codegen::KernelBuildReport &report) {
   auto fsyncIf = [&](const fs::path &path, bool isDir) {
-    if (sync)
+    if (options.sync)
       fsyncPath(path, isDir);
   };
   fs::path kernels = dir / "kernels";
@@ -249,14 +258,19 @@ void writeFiles(const fs::path &dir, const PlanData &data,
     throw WriteError{"cannot create '" + kernels.string() +
                      "': " + (ec ? ec.message() : std::string("exists"))};
 
-  // nvcc takes seconds; it runs while the rest is written.
-  std::string cudaError;
-  bool cudaOk = true;
-  std::thread nvcc;
-  if (cuda)
-    nvcc = std::thread([&] {
-      cudaOk = codegen::compileCudaFatbin(
-          kernelSource, (kernels / "kernels.fatbin").string(), cudaError);
+  const std::string &prebuiltHost = options.prebuiltHostKernels;
+  std::string hostSo =
+      prebuiltHost.empty() ? (kernels / "host.so").string() : std::string();
+  std::string fatbin = cuda ? (kernels / "kernels.fatbin").string() : "";
+  std::string buildError;
+  bool built = true;
+  std::thread build;
+  if (!hostSo.empty() || !fatbin.empty())
+    build = std::thread([&] {
+      TimingScope scope = nestedScope(options.timing, "kernel build");
+      built = codegen::buildKernels(source, hostSo, fatbin, options.kernelBuild,
+                                    buildError, &report,
+                                    options.timing ? &scope : nullptr);
     });
   struct Join {
     std::thread &t;
@@ -264,13 +278,19 @@ void writeFiles(const fs::path &dir, const PlanData &data,
       if (t.joinable())
         t.join();
     }
-  } join{nvcc};
+  } join{build};
 
-  writeSynced(dir / "plan.json", rt::writePlanJson(data.plan), sync);
-  writeTensors(dir / "weights.safetensors", data.weights);
-  if (!data.constants.empty())
-    writeTensors(dir / "constants.safetensors", data.constants);
-  writeSynced(kernels / "kernels.cc", kernelSource, sync);
+  {
+    TimingScope scope = nestedScope(options.timing, "write plan.json");
+    writeSynced(dir / "plan.json", rt::writePlanJson(data.plan), options.sync);
+  }
+  {
+    TimingScope scope = nestedScope(options.timing, "write weights");
+    writeTensors(dir / "weights.safetensors", data.weights);
+    if (!data.constants.empty())
+      writeTensors(dir / "constants.safetensors", data.constants);
+  }
+  writeSynced(kernels / "kernels.cc", source.text(), options.sync);
   // The prelude kernels.cc includes, so the source rebuilds from the
   // artifact alone: `nvcc -I OUT.tcc -x cu OUT.tcc/kernels/kernels.cc`.
   std::error_code copyError;
@@ -280,21 +300,17 @@ void writeFiles(const fs::path &dir, const PlanData &data,
     throw WriteError{"cannot copy the kernel prelude '" +
                      codegen::kernelPreludePath() +
                      "': " + copyError.message()};
-  std::string hostError;
   if (!prebuiltHost.empty())
     linkOrCopy(prebuiltHost, kernels / "host.so");
-  else if (!codegen::compileHostSharedObject(
-               kernelSource, (kernels / "host.so").string(), hostError))
-    throw WriteError{"compiling the host kernels failed: " + hostError};
+  if (build.joinable())
+    build.join();
+  if (!built)
+    throw WriteError{"compiling the kernels failed: " + buildError};
   fsyncIf(kernels / "host.so", /*isDir=*/false);
-  if (cuda) {
-    nvcc.join();
-    if (!cudaOk)
-      throw WriteError{"compiling the CUDA kernels failed: " + cudaError};
+  if (cuda)
     fsyncIf(kernels / "kernels.fatbin", /*isDir=*/false);
-  }
   // The manifest last: a directory with a manifest is complete.
-  writeSynced(dir / "manifest.json", manifest, sync);
+  writeSynced(dir / "manifest.json", manifest, options.sync);
   fsyncIf(kernels, /*isDir=*/true);
   fsyncIf(dir, /*isDir=*/true);
 }
@@ -332,22 +348,26 @@ bool checkArtifactPath(llvm::StringRef path, std::string &error) {
 }
 
 /// Lowers a copy of `module` into `lowered` (kernels renamed with
-/// options.kernelPrefix), reads its plan and generates its kernel source.
+/// options.kernelPrefix, fusions with the same kernel sharing one name),
+/// reads its plan and generates its kernel source.
 static LogicalResult prepare(ModuleOp module, rt::Kind kind,
                              const ArtifactOptions &options,
                              OwningOpRef<ModuleOp> &lowered, PlanData &plan,
-                             std::string &kernelSource, std::string &error) {
+                             codegen::KernelSource &kernelSource,
+                             std::string &error) {
   lowered = module.clone();
-  if (failed(kind == rt::Kind::Training
-                 ? lowerTrainModule(*lowered, error)
-                 : lowerInferenceModule(*lowered, error)))
-    return failure();
+  {
+    TimingScope scope = nestedScope(options.timing, "lowering");
+    TimingScope *passes = options.timing ? &scope : nullptr;
+    if (failed(kind == rt::Kind::Training
+                   ? lowerTrainModule(*lowered, error, nullptr, passes)
+                   : lowerInferenceModule(*lowered, error, nullptr, passes)))
+      return failure();
+  }
   if (!options.kernelPrefix.empty())
     lowered->walk([&](exec::FusionOp fusion) {
       fusion.setName(options.kernelPrefix + fusion.getName().str());
     });
-  if (!buildPlan(*lowered, kind, plan, error))
-    return failure();
 
   std::string firstError;
   ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
@@ -355,12 +375,21 @@ static LogicalResult prepare(ModuleOp module, rt::Kind kind,
       firstError = describeLoc(d.getLocation()) + ": " + d.str();
     return success();
   });
-  FailureOr<std::string> source = codegen::emitKernelSource(*lowered);
-  if (failed(source)) {
-    error = "kernel code generation failed: " + firstError;
-    return failure();
+  {
+    TimingScope scope = nestedScope(options.timing, "kernel source");
+    FailureOr<codegen::KernelSource> source = failure();
+    // Before the plan: the plan names each kernel step's shared symbol.
+    if (succeeded(codegen::shareIdenticalKernels(*lowered)))
+      source = codegen::emitKernels(*lowered);
+    if (failed(source)) {
+      error = "kernel code generation failed: " + firstError;
+      return failure();
+    }
+    kernelSource = std::move(*source);
   }
-  kernelSource = std::move(*source);
+  TimingScope scope = nestedScope(options.timing, "plan");
+  if (!buildPlan(*lowered, kind, plan, error))
+    return failure();
   return success();
 }
 
@@ -373,7 +402,7 @@ static LogicalResult writeOfKind(ModuleOp module, rt::Kind kind,
     return failure();
   OwningOpRef<ModuleOp> lowered;
   PlanData plan;
-  std::string kernelSource;
+  codegen::KernelSource kernelSource;
   if (failed(
           prepare(module, kind, options, lowered, plan, kernelSource, error)))
     return failure();
@@ -385,6 +414,7 @@ static LogicalResult writeOfKind(ModuleOp module, rt::Kind kind,
       options, config, fingerprint, !plan.constants.empty(), cuda));
 
   fs::path final = normalized(path);
+  codegen::KernelBuildReport buildReport;
   TempDir tmp;
   tmp.path = parentOf(final) / ("." + final.filename().string() + ".tmp-" +
                                 std::to_string(::getpid()));
@@ -394,8 +424,8 @@ static LogicalResult writeOfKind(ModuleOp module, rt::Kind kind,
     if (!fs::create_directory(tmp.path, ec) || ec)
       throw WriteError{"cannot create '" + tmp.path.string() +
                        "': " + (ec ? ec.message() : std::string("exists"))};
-    writeFiles(tmp.path, plan, kernelSource, manifest, cuda,
-               options.prebuiltHostKernels, options.sync);
+    writeFiles(tmp.path, plan, kernelSource, manifest, cuda, options,
+               buildReport);
     moveIntoPlace(tmp.path, final);
     tmp.keep = true;
   } catch (const WriteError &e) {
@@ -415,6 +445,8 @@ static LogicalResult writeOfKind(ModuleOp module, rt::Kind kind,
     summary->path = path.str();
     summary->cudaKernels = cuda;
     summary->fingerprint = fingerprint;
+    summary->distinctKernels = kernelSource.kernels.size();
+    summary->kernelBuild = buildReport;
     summarize(*lowered, plan, *summary);
   }
   return success();
@@ -432,10 +464,10 @@ FailureOr<std::string> kernelSource(ModuleOp module, rt::Kind kind,
                                     std::string &error) {
   OwningOpRef<ModuleOp> lowered;
   PlanData plan;
-  std::string source;
+  codegen::KernelSource source;
   if (failed(prepare(module, kind, options, lowered, plan, source, error)))
     return failure();
-  return source;
+  return source.text();
 }
 
 bool compileHostKernels(const std::string &source, const std::string &soPath,

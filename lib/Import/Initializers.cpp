@@ -84,20 +84,51 @@ static bool onlyDataUses(const Uses &uses, const std::string &name,
   return true;
 }
 
-/// True when the 2-D `a` equals `b` transposed and is not constant-valued.
-static bool isTransposeOf(const data::Array &a, const data::Array &b) {
-  if (a.dtype != b.dtype || a.shape.size() != 2 || b.shape.size() != 2 ||
-      a.shape[0] != b.shape[1] || a.shape[1] != b.shape[0])
-    return false;
-  size_t size = data::dtypeSize(a.dtype);
-  int64_t rows = a.shape[0], cols = a.shape[1];
+/// A matrix initializer's elements without a copy where the proto holds
+/// them as raw_data (always, for PyTorch's exports): weights are compared
+/// here before they become blobs, and a decoded copy of each candidate
+/// would double the memory a large model takes.
+struct MatrixView {
+  int64_t rows = 0, cols = 0;
+  size_t elementSize = 0;
+  const uint8_t *data = nullptr;
+  data::Array decoded; ///< holds the elements when raw_data does not
+
+  bool load(const TP &t) {
+    std::string error;
+    std::optional<data::DType> dtype = onnxToDType(t.data_type());
+    if (!dtype || t.dims_size() != 2)
+      return false;
+    rows = t.dims(0);
+    cols = t.dims(1);
+    elementSize = data::dtypeSize(*dtype);
+    if (rows < 0 || cols < 0 || (rows > 0 && cols > (int64_t(1) << 40) / rows))
+      return false;
+    if (t.has_raw_data() &&
+        t.raw_data().size() == size_t(rows * cols) * elementSize) {
+      data = reinterpret_cast<const uint8_t *>(t.raw_data().data());
+      return true;
+    }
+    if (!tensorProtoToArray(t, decoded, error))
+      return false;
+    data = decoded.bytes.data();
+    return true;
+  }
+  const uint8_t *at(int64_t i, int64_t j) const {
+    return data + (i * cols + j) * elementSize;
+  }
+};
+
+/// True when `a` equals `b` transposed and is not constant-valued (the
+/// caller has matched dtypes and transposed shapes).
+static bool isTransposeOf(const MatrixView &a, const MatrixView &b) {
   bool varies = false;
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) {
-      const uint8_t *x = a.bytes.data() + (i * cols + j) * size;
-      if (std::memcmp(x, b.bytes.data() + (j * rows + i) * size, size) != 0)
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (int64_t j = 0; j < a.cols; ++j) {
+      const uint8_t *x = a.at(i, j);
+      if (std::memcmp(x, b.at(j, i), a.elementSize) != 0)
         return false;
-      varies |= std::memcmp(x, a.bytes.data(), size) != 0;
+      varies |= std::memcmp(x, a.data, a.elementSize) != 0;
     }
   return varies;
 }
@@ -126,19 +157,18 @@ InitializerPlan planInitializers(const onnx::GraphProto &graph) {
     if (!llvm::StringRef(anon.name()).starts_with("onnx::") ||
         !plan.isParam[anon.name()] || anon.dims_size() != 2)
       continue;
-    data::Array a;
-    std::string error;
-    bool decoded = false;
+    MatrixView a;
+    bool loaded = false;
     for (const TP &named : graph.initializer()) {
       if (llvm::StringRef(named.name()).starts_with("onnx::") ||
           !plan.isParam[named.name()] ||
           named.data_type() != anon.data_type() || named.dims_size() != 2 ||
           named.dims(0) != anon.dims(1) || named.dims(1) != anon.dims(0))
         continue;
-      if (!decoded && !(decoded = tensorProtoToArray(anon, a, error)))
+      if (!loaded && !(loaded = a.load(anon)))
         break;
-      data::Array b;
-      if (tensorProtoToArray(named, b, error) && isTransposeOf(a, b)) {
+      MatrixView b;
+      if (b.load(named) && isTransposeOf(a, b)) {
         plan.transposeOf[anon.name()] = named.name();
         plan.isParam[anon.name()] = false;
         break;

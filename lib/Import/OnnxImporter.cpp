@@ -24,6 +24,25 @@ void registerImportDialects(MLIRContext &context) {
 namespace onnx_import {
 namespace {
 
+/// Non-parameter initializers above this size become dense resources like
+/// the weights instead of constants the importer folds: folding is for
+/// shapes, axes and indices, and a large tensor in a dense attribute would
+/// be held (and hashed, and printed) as a second copy of its bytes.
+constexpr uint64_t kMaxFoldedInitializerBytes = 64 * 1024;
+
+bool isLargeTensor(const onnx::TensorProto &t) {
+  if (llvm::any_of(t.dims(), [](int64_t d) { return d <= 0; }))
+    return false; // empty, or invalid (reported when decoded)
+  std::optional<data::DType> dtype = onnxToDType(t.data_type());
+  uint64_t bytes = dtype ? data::dtypeSize(*dtype) : 1;
+  for (int64_t d : t.dims()) {
+    if (uint64_t(d) > kMaxFoldedInitializerBytes / bytes)
+      return true;
+    bytes *= uint64_t(d);
+  }
+  return bytes > kMaxFoldedInitializerBytes;
+}
+
 class Importer {
 public:
   Importer(MLIRContext &context, const std::string &path,
@@ -51,7 +70,8 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
 
   b.setInsertionPointToEnd(module.getBody());
   std::vector<std::pair<std::string, RankedTensorType>> params;
-  for (const onnx::TensorProto &t : g.initializer()) {
+  std::vector<std::pair<std::string, DenseResourceElementsAttr>> large;
+  for (onnx::TensorProto &t : *model.mutable_graph()->mutable_initializer()) {
     if (plan.transposeOf.count(t.name()))
       continue;
     if (t.name() == "forward")
@@ -64,15 +84,26 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
                             "' has unsupported dtype " +
                             onnxDTypeName(t.data_type()));
     std::string error;
-    DenseElementsAttr value = tensorProtoToElementsAttr(ctx, t, error);
+    bool param = plan.isParam.lookup(t.name());
+    if (!param && !isLargeTensor(t)) {
+      // Shapes, axes, indices, masks: known at import time and folded.
+      DenseElementsAttr value = tensorProtoToElementsAttr(ctx, t, error);
+      if (!value)
+        return graph.fail(ImportError::Invalid, "initializer " + error);
+      graph.values[t.name()] = ValueInfo{nullptr, value};
+      continue;
+    }
+    // Weights and large constants keep their bytes in one resource blob,
+    // taken over from the message: never a dense attribute, never copied.
+    DenseResourceElementsAttr value = takeTensorProtoAsResource(ctx, t, error);
     if (!value)
       return graph.fail(ImportError::Invalid, "initializer " + error);
-    if (plan.isParam.lookup(t.name())) {
-      ParamOp::create(b, loc, t.name(), value);
+    if (param) {
+      ParamOp::create(b, loc, t.name(), llvm::cast<ElementsAttr>(value));
       params.emplace_back(t.name(),
                           llvm::cast<RankedTensorType>(value.getType()));
     } else {
-      graph.values[t.name()] = ValueInfo{nullptr, value};
+      large.emplace_back(t.name(), value);
     }
   }
 
@@ -92,6 +123,11 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
   for (auto &[name, type] : params)
     graph.values[name] =
         ValueInfo{GetParamOp::create(b, loc, type, name), nullptr};
+  // Not folded (too large to evaluate at import time); unused ones are
+  // erased with the other dead ops.
+  for (auto &[name, value] : large)
+    graph.values[name] = ValueInfo{
+        ConstantOp::create(b, loc, llvm::cast<ElementsAttr>(value)), nullptr};
   for (const auto &entry : plan.transposeOf) {
     Value w = graph.values.at(entry.second).value;
     graph.values[entry.first().str()] = ValueInfo{
@@ -169,6 +205,11 @@ LogicalResult Importer::finish(ModuleOp module) {
   eraseDeadOps(func.getBody().front());
   if (options.raiseAttention) {
     PassManager pm(&graph.context);
+    TimingScope scope = options.timing
+                            ? options.timing->nest("post-import passes")
+                            : TimingScope();
+    if (options.timing)
+      pm.enableTiming(scope);
     pm.addNestedPass<func::FuncOp>(createRaiseAttention());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
@@ -190,7 +231,13 @@ OwningOpRef<ModuleOp> Importer::run() {
     return nullptr;
   OwningOpRef<ModuleOp> module = ModuleOp::create(
       NameLoc::get(StringAttr::get(&graph.context, graph.path)));
-  if (failed(convertGraph(*module)) || failed(finish(*module)))
+  {
+    TimingScope scope =
+        options.timing ? options.timing->nest("convert") : TimingScope();
+    if (failed(convertGraph(*module)))
+      return nullptr;
+  }
+  if (failed(finish(*module)))
     return nullptr;
   return module;
 }

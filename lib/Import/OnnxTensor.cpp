@@ -4,6 +4,7 @@
 
 #include "onnx/onnx_pb.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/MLIRContext.h"
 
@@ -119,8 +120,12 @@ static void copyField(const Field &field, std::vector<uint8_t> &out) {
   }
 }
 
-bool tensorProtoToArray(const onnx::TensorProto &tensor, data::Array &array,
-                        std::string &error) {
+/// Checks what tensorProtoToArray and takeTensorProtoAsResource both need
+/// before touching the data: where it is stored, its dtype and its shape.
+/// Sets `array`'s name, dtype and shape and the byte count the shape needs.
+static bool readTensorHeader(const onnx::TensorProto &tensor,
+                             data::Array &array, uint64_t &expectedBytes,
+                             std::string &error) {
   std::string what = "tensor '" + tensor.name() + "': ";
   if (tensor.data_location() == TP::EXTERNAL ||
       tensor.external_data_size() > 0) {
@@ -156,7 +161,17 @@ bool tensorProtoToArray(const onnx::TensorProto &tensor, data::Array &array,
     numel *= uint64_t(d);
     array.shape.push_back(d);
   }
-  uint64_t expectedBytes = numel * elemSize;
+  expectedBytes = numel * elemSize;
+  return true;
+}
+
+bool tensorProtoToArray(const onnx::TensorProto &tensor, data::Array &array,
+                        std::string &error) {
+  uint64_t expectedBytes;
+  if (!readTensorHeader(tensor, array, expectedBytes, error))
+    return false;
+  std::string what = "tensor '" + tensor.name() + "': ";
+  uint64_t numel = expectedBytes / data::dtypeSize(array.dtype);
 
   if (tensor.has_raw_data()) {
     const std::string &raw = tensor.raw_data();
@@ -229,6 +244,57 @@ bool tensorProtoToArray(const onnx::TensorProto &tensor, data::Array &array,
     return false;
   }
   return true;
+}
+
+/// `bytes` (owned by `owner`, freed with it) as a blob aligned for elements
+/// of `alignment` bytes; copied only when the allocation is not so aligned.
+template <typename Owner>
+static AsmResourceBlob blobOf(Owner *owner, ArrayRef<char> bytes,
+                              size_t alignment) {
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignment == 0)
+    return AsmResourceBlob(
+        bytes, alignment, [owner](void *, size_t, size_t) { delete owner; },
+        /*dataIsMutable=*/true);
+  AsmResourceBlob copy =
+      HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignment);
+  delete owner;
+  return copy;
+}
+
+DenseResourceElementsAttr takeTensorProtoAsResource(MLIRContext &context,
+                                                    onnx::TensorProto &tensor,
+                                                    std::string &error) {
+  data::Array array;
+  uint64_t expectedBytes;
+  if (!readTensorHeader(tensor, array, expectedBytes, error))
+    return nullptr;
+  Type elem = onnxElementType(context, tensor.data_type());
+  if (!elem) {
+    error = "tensor '" + tensor.name() + "': unsupported dtype " +
+            onnxDTypeName(tensor.data_type());
+    return nullptr;
+  }
+  auto type = RankedTensorType::get(array.shape, elem);
+  size_t alignment = data::dtypeSize(array.dtype);
+  AsmResourceBlob blob;
+  if (tensor.has_raw_data() && tensor.raw_data().size() == expectedBytes) {
+    // The message's own buffer becomes the blob's: the bytes exist once.
+    std::string *raw = tensor.release_raw_data();
+    if (array.dtype == data::DType::Bool)
+      for (char &c : *raw)
+        c = c != 0;
+    blob = blobOf(raw, ArrayRef<char>(raw->data(), raw->size()), alignment);
+  } else {
+    // Typed fields (and a raw_data of the wrong size, which this reports).
+    if (!tensorProtoToArray(tensor, array, error))
+      return nullptr;
+    auto *bytes = new std::vector<uint8_t>(std::move(array.bytes));
+    blob = blobOf(bytes,
+                  ArrayRef<char>(reinterpret_cast<const char *>(bytes->data()),
+                                 bytes->size()),
+                  alignment);
+  }
+  return DenseResourceElementsAttr::get(type, tensor.name(), std::move(blob));
 }
 
 DenseElementsAttr arrayToElementsAttr(MLIRContext &context,
@@ -304,47 +370,6 @@ DenseElementsAttr tensorProtoToElementsAttr(MLIRContext &context,
     error = "tensor '" + tensor.name() + "': unsupported dtype " +
             onnxDTypeName(tensor.data_type());
   return attr;
-}
-
-template <typename T>
-static void appendValues(DenseElementsAttr attr, std::vector<uint8_t> &bytes) {
-  bytes.reserve(attr.getNumElements() * sizeof(T));
-  for (T v : attr.getValues<T>()) {
-    const auto *b = reinterpret_cast<const uint8_t *>(&v);
-    bytes.insert(bytes.end(), b, b + sizeof(T));
-  }
-}
-
-bool elementsAttrToArray(DenseElementsAttr attr, data::Array &array,
-                         std::string &error) {
-  auto type = llvm::cast<ShapedType>(attr.getType());
-  Type elem = type.getElementType();
-  array.shape.assign(type.getShape().begin(), type.getShape().end());
-  array.bytes.clear();
-  if (elem.isF32()) {
-    array.dtype = data::DType::F32;
-    appendValues<float>(attr, array.bytes);
-  } else if (elem.isF64()) {
-    array.dtype = data::DType::F64;
-    appendValues<double>(attr, array.bytes);
-  } else if (elem.isInteger(32)) {
-    array.dtype = data::DType::I32;
-    appendValues<int32_t>(attr, array.bytes);
-  } else if (elem.isInteger(64)) {
-    array.dtype = data::DType::I64;
-    appendValues<int64_t>(attr, array.bytes);
-  } else if (elem.isInteger(1)) {
-    array.dtype = data::DType::Bool;
-    for (bool b : attr.getValues<bool>())
-      array.bytes.push_back(b ? 1 : 0);
-  } else {
-    std::string s;
-    llvm::raw_string_ostream os(s);
-    os << elem;
-    error = "unsupported element type " + s;
-    return false;
-  }
-  return true;
 }
 
 } // namespace tcc

@@ -74,10 +74,13 @@ SmallVector<PipelineStage> lowerStages(const LowerConfig &config) {
 }
 
 LogicalResult runStages(ModuleOp module, ArrayRef<PipelineStage> stages,
-                        std::string &error, AfterStage afterStage) {
+                        std::string &error, AfterStage afterStage,
+                        TimingScope *timing) {
   for (const PipelineStage &stage : stages) {
     PassManager pm(module.getContext());
     stage.add(pm);
+    if (timing)
+      pm.enableTiming(*timing);
     if (failed(pm.run(module)))
       return failure();
     if (afterStage && failed(afterStage(stage, error)))

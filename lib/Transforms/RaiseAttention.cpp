@@ -5,12 +5,14 @@
 #include "tcc/TccShapes.h"
 #include "tcc/Transforms/Passes.h"
 
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SmallVectorExtras.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace tcc {
 #define GEN_PASS_DEF_RAISEATTENTION
@@ -92,6 +94,40 @@ double applyCmp(CmpPredicate pred, double a, double b) {
   llvm_unreachable("unknown predicate");
 }
 
+/// The elements of a dense resource (a mask the importer kept as a large
+/// constant) widened to double; false for element types masks never have.
+bool resourceValues(DenseResourceElementsAttr attr,
+                    SmallVectorImpl<double> &out) {
+  AsmResourceBlob *blob = attr.getRawHandle().getBlob();
+  Type elem = attr.getType().getElementType();
+  int64_t n = attr.getType().getNumElements();
+  unsigned bits = elem.getIntOrFloatBitWidth();
+  size_t size = elem.isInteger(1) ? 1 : bits / 8;
+  if (!blob || blob->getData().size() != size_t(n) * size)
+    return false;
+  const char *p = blob->getData().data();
+  auto read = [&](auto zero, int64_t i) {
+    decltype(zero) v;
+    std::memcpy(&v, p + i * sizeof(v), sizeof(v));
+    return double(v);
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    if (elem.isF32())
+      out.push_back(read(float(), i));
+    else if (elem.isF64())
+      out.push_back(read(double(), i));
+    else if (elem.isInteger(1))
+      out.push_back(p[i] != 0);
+    else if (elem.isInteger(32))
+      out.push_back(read(int32_t(), i));
+    else if (elem.isInteger(64))
+      out.push_back(read(int64_t(), i));
+    else
+      return false;
+  }
+  return true;
+}
+
 /// Evaluates the constant sub-graph behind `v`. Covers what importers and
 /// exporters wrap around a mask buffer (`mask[:T, :T] == 0`, casts, `not`,
 /// reshapes), since those ops have no constant folders of their own.
@@ -118,6 +154,10 @@ std::optional<ConstTensor> evalConst(Value v, int depth = 0) {
     }
     return out;
   }
+  DenseResourceElementsAttr resource;
+  if (matchPattern(v, m_Constant(&resource)))
+    return resourceValues(resource, out.values) ? std::optional(out)
+                                                : std::nullopt;
 
   Operation *op = v.getDefiningOp();
   if (!op ||

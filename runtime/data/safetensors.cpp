@@ -243,34 +243,57 @@ static std::string jsonString(const std::string &s, const std::string &ctx,
 
 void writeSafetensors(const std::string &path, const std::vector<Array> &arrays,
                       const std::map<std::string, std::string> &metadata) {
-  std::set<std::string> seen;
+  std::vector<TensorSource> sources;
+  sources.reserve(arrays.size());
   for (const Array &a : arrays) {
-    std::string ctx = tensorContext(path, a.name);
-    if (a.name.empty())
-      fail(path + ": ", "empty tensor name");
-    if (a.name == MetadataKey)
-      fail(ctx, "the name is reserved for the metadata map");
-    if (!seen.insert(a.name).second)
-      fail(ctx, "duplicate tensor name");
-    if (size_t(a.dtype) >= NumSTypes)
-      fail(ctx, "invalid dtype");
-    for (int64_t d : a.shape)
-      if (d < 0)
-        fail(ctx, "negative dimension in shape " + shapeString(a.shape));
-    size_t want = dtypeSize(a.dtype) * size_t(a.numElements());
-    if (a.bytes.size() != want)
-      fail(ctx, "holds " + std::to_string(a.bytes.size()) + " bytes but " +
-                    dtypeName(a.dtype) + " " + shapeString(a.shape) +
-                    " needs " + std::to_string(want));
+    size_t want = size_t(a.dtype) < NumSTypes
+                      ? dtypeSize(a.dtype) * size_t(a.numElements())
+                      : a.bytes.size();
+    bool negative = std::any_of(a.shape.begin(), a.shape.end(),
+                                [](int64_t d) { return d < 0; });
+    if (!negative && a.bytes.size() != want)
+      fail(tensorContext(path, a.name),
+           "holds " + std::to_string(a.bytes.size()) + " bytes but " +
+               dtypeName(a.dtype) + " " + shapeString(a.shape) + " needs " +
+               std::to_string(want));
+    sources.push_back({a.name, a.dtype, a.shape, [&a](const ByteSink &sink) {
+                         sink(a.bytes.data(), a.bytes.size());
+                       }});
   }
+  streamSafetensors(path, sources, metadata);
+}
 
-  std::vector<const Array *> order;
-  for (const Array &a : arrays)
-    order.push_back(&a);
-  std::sort(order.begin(), order.end(), [](const Array *a, const Array *b) {
-    int ra = STypes[size_t(a->dtype)].rank, rb = STypes[size_t(b->dtype)].rank;
-    return ra != rb ? ra > rb : a->name < b->name;
-  });
+void streamSafetensors(const std::string &path,
+                       const std::vector<TensorSource> &tensors,
+                       const std::map<std::string, std::string> &metadata) {
+  std::set<std::string> seen;
+  for (const TensorSource &t : tensors) {
+    std::string ctx = tensorContext(path, t.name);
+    if (t.name.empty())
+      fail(path + ": ", "empty tensor name");
+    if (t.name == MetadataKey)
+      fail(ctx, "the name is reserved for the metadata map");
+    if (!seen.insert(t.name).second)
+      fail(ctx, "duplicate tensor name");
+    if (size_t(t.dtype) >= NumSTypes)
+      fail(ctx, "invalid dtype");
+    for (int64_t d : t.shape)
+      if (d < 0)
+        fail(ctx, "negative dimension in shape " + shapeString(t.shape));
+  }
+  auto bytesOf = [](const TensorSource &t) {
+    return uint64_t(dtypeSize(t.dtype)) * uint64_t(t.numElements());
+  };
+
+  std::vector<const TensorSource *> order;
+  for (const TensorSource &t : tensors)
+    order.push_back(&t);
+  std::sort(order.begin(), order.end(),
+            [](const TensorSource *a, const TensorSource *b) {
+              int ra = STypes[size_t(a->dtype)].rank;
+              int rb = STypes[size_t(b->dtype)].rank;
+              return ra != rb ? ra > rb : a->name < b->name;
+            });
 
   std::string h = "{";
   if (!metadata.empty()) {
@@ -285,16 +308,16 @@ void writeSafetensors(const std::string &path, const std::vector<Array> &arrays,
     h += "}";
   }
   uint64_t offset = 0;
-  for (const Array *a : order) {
+  for (const TensorSource *t : order) {
     if (h.size() > 1)
       h += ",";
-    h += jsonString(a->name, tensorContext(path, a->name), "the name");
-    h += ":{\"dtype\":\"" + std::string(STypes[size_t(a->dtype)].name) +
+    h += jsonString(t->name, tensorContext(path, t->name), "the name");
+    h += ":{\"dtype\":\"" + std::string(STypes[size_t(t->dtype)].name) +
          "\",\"shape\":[";
-    for (size_t i = 0; i < a->shape.size(); ++i)
-      h += (i ? "," : "") + std::to_string(a->shape[i]);
+    for (size_t i = 0; i < t->shape.size(); ++i)
+      h += (i ? "," : "") + std::to_string(t->shape[i]);
     h += "],\"data_offsets\":[" + std::to_string(offset) + ",";
-    offset += a->bytes.size();
+    offset += bytesOf(*t);
     h += std::to_string(offset) + "]}";
   }
   h += "}";
@@ -310,8 +333,26 @@ void writeSafetensors(const std::string &path, const std::vector<Array> &arrays,
   OutFile out(path);
   out.write(len, 8);
   out.write(h.data(), h.size());
-  for (const Array *a : order)
-    out.write(a->bytes.data(), a->bytes.size());
+  for (const TensorSource *t : order) {
+    // The header already promised this many bytes: more or fewer would
+    // shift every later tensor.
+    uint64_t want = bytesOf(*t), got = 0;
+    if (t->write)
+      t->write([&](const void *data, size_t size) {
+        got += size;
+        if (got > want)
+          fail(tensorContext(path, t->name),
+               "its source gave more than the " + std::to_string(want) +
+                   " bytes of " + dtypeName(t->dtype) + " " +
+                   shapeString(t->shape));
+        out.write(data, size);
+      });
+    if (got != want)
+      fail(tensorContext(path, t->name),
+           "its source gave " + std::to_string(got) + " bytes but " +
+               dtypeName(t->dtype) + " " + shapeString(t->shape) + " needs " +
+               std::to_string(want));
+  }
   out.commit();
 }
 

@@ -23,6 +23,7 @@
 
 #include "data/npz.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -53,6 +54,35 @@ readSafetensors(const std::string &path,
 /// dtype and shape.
 void writeSafetensors(const std::string &path, const std::vector<Array> &arrays,
                       const std::map<std::string, std::string> &metadata = {});
+
+/// Receives a tensor's bytes piece by piece, in order.
+using ByteSink = std::function<void(const void *data, size_t size)>;
+
+/// A tensor for streamSafetensors: the header's fields, and `write`, which
+/// passes exactly dtypeSize(dtype) * numElements() bytes to its sink. The
+/// bytes go from wherever they live (a compiler's IR, a mapped file) to the
+/// file without a copy of the whole set in memory.
+struct TensorSource {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::function<void(const ByteSink &sink)> write;
+
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+};
+
+/// writeSafetensors for tensors whose bytes are pulled while the file is
+/// written: the same file, order, checks and atomic replacement. A source
+/// that passes a different number of bytes than its shape needs is an
+/// Error, and nothing is left at `path`.
+void streamSafetensors(const std::string &path,
+                       const std::vector<TensorSource> &tensors,
+                       const std::map<std::string, std::string> &metadata = {});
 
 } // namespace tcc::data
 

@@ -5,6 +5,7 @@
                  [--precision fp32|bf16] [--tf32] [--batch B] [--seq T]
                  [--steps N] [--warmup W] [--baselines eager,compile]
                  [--stage all|compile|run] [--work DIR] [--tcc BUILD/bin]
+                 [--cuda-arch sm_90|default|LIST]
                  [--write-docs [FILE]]
 
 Defines the GPT in PyTorch (test/models/models.py: pre-LN, tied embeddings,
@@ -87,6 +88,10 @@ def parse(argv):
                         "a temporary one for --stage all)")
     p.add_argument("--keep-weights", action="store_true",
                    help="--stage compile: keep weights.safetensors in the artifact")
+    p.add_argument("--cuda-arch", default=None,
+                   help="tcc compile --cuda-arch: the GPU code the fatbin holds (default "
+                        "sm_90, the H100 this benchmark targets; tcc's own default "
+                        "sm_80,sm_90,compute_90 with --cuda-arch default)")
     p.add_argument("--tcc", default=os.environ.get("TCC_BIN", os.path.join(ROOT, "build", "bin")),
                    help="directory with tcc (compile) and tcc-run (run); default $TCC_BIN or build/bin")
     p.add_argument("--no-profile", action="store_true", help="skip the tcc-run --profile step")
@@ -123,6 +128,8 @@ def resolve(a):
         a.work = os.path.join(ROOT, "build-bench", "%s-%s-b%d-t%d" % (
             a.config, a.precision, c["batch"], c["seq"]))
     a.strip_weights = a.stage == "compile" and not a.keep_weights
+    if a.cuda_arch is None:
+        a.cuda_arch = "sm_90"
     return c
 
 

@@ -71,12 +71,16 @@ def compile_stage(a, c, work):
             cmd += ["--precision=" + a.precision]
         if a.device == "cpu":
             cmd += ["--no-cuda"]
-        cmd += ["-o", art]
+        elif a.cuda_arch != "default":
+            cmd += ["--cuda-arch", a.cuda_arch]
+        # The stage breakdown (stderr) goes into bench.json.
+        cmd += ["--time", "-o", art]
         print("+ " + " ".join(cmd), flush=True)
         t0 = time.perf_counter()
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         compile_s = time.perf_counter() - t0
         sys.stdout.write(r.stdout)
+        sys.stdout.write(r.stderr)
         if r.returncode != 0:
             raise SystemExit("tcc compile failed (exit %d) after %.1f s" % (r.returncode, compile_s))
     sizes = file_sizes(art)
@@ -91,6 +95,7 @@ def compile_stage(a, c, work):
                 onnx_bytes=onnx_bytes, artifact_files=sizes, artifact_bytes=total,
                 artifact_bytes_without_weights=total - sizes.get("weights.safetensors", 0),
                 weights_stripped=stripped, summary=r.stdout.strip(),
+                compile_breakdown=r.stderr.strip(),
                 command=" ".join(["tcc", "compile", "model.onnx"] + cmd[3:-2] + ["-o", "model.tcc"]))
     with open(os.path.join(work, META), "w") as f:
         json.dump(meta, f, indent=1)

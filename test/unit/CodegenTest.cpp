@@ -161,13 +161,15 @@ TEST_F(CodegenTest, CudaFatbinCompiles) {
   for (const char *text : {kChains, kStructured, kHalf, kVector}) {
     OwningOpRef<ModuleOp> module = fused(text);
     ASSERT_TRUE(module);
-    FailureOr<std::string> source = codegen::emitKernelSource(*module);
+    FailureOr<codegen::KernelSource> source = codegen::emitKernels(*module);
     ASSERT_TRUE(succeeded(source));
     std::string fatbin = tempPath("codegen", "kernels.fatbin");
     std::string error;
     auto start = std::chrono::steady_clock::now();
-    ASSERT_TRUE(codegen::compileCudaFatbin(*source, fatbin, error))
-        << error << "\n" << *source;
+    ASSERT_TRUE(codegen::buildKernels(*source, "", fatbin,
+                                      codegen::KernelBuildOptions(), error))
+        << error << "\n"
+        << source->text();
     double seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)
                          .count();

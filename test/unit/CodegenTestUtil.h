@@ -19,10 +19,10 @@
 
 #include "exec/ExecOps.h"
 #include "tcc/Codegen/KernelEmitter.h"
+#include "tcc/Codegen/Toolchain.h"
 #include "tcc/Interp/Interpreter.h"
 #include "tcc/TccOps.h"
 #include "tcc/Transforms/Passes.h"
-#include "Toolchain.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

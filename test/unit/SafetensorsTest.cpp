@@ -305,6 +305,41 @@ TEST(Safetensors, WriterRejectsBadArrays) {
   EXPECT_CONTAINS(errorOf([&] { writeSafetensors(noDir, {ok}); }), noDir);
 }
 
+// Streaming writes the reference file from sources that hand over their
+// bytes piece by piece, and refuses a source whose byte count is not its
+// shape's, leaving nothing behind.
+TEST(Safetensors, StreamedWriteMatchesAndChecksByteCounts) {
+  std::string ref = fixture("basic.safetensors");
+  std::map<std::string, std::string> md;
+  std::vector<Array> arrays = readSafetensors(ref, &md);
+  std::vector<TensorSource> sources;
+  for (const Array &a : arrays)
+    sources.push_back({a.name, a.dtype, a.shape, [&a](const ByteSink &sink) {
+                         // One byte at a time: pieces need not be elements.
+                         for (uint8_t b : a.bytes)
+                           sink(&b, 1);
+                       }});
+  std::string path = tempPath("streamed.safetensors");
+  streamSafetensors(path, sources, md);
+  EXPECT_EQ(readFile(path), readFile(ref));
+  std::remove(path.c_str());
+
+  uint8_t bytes[12] = {};
+  auto source = [&](size_t n) {
+    return TensorSource{"w",
+                        DType::F32,
+                        {2},
+                        [&bytes, n](const ByteSink &sink) { sink(bytes, n); }};
+  };
+  EXPECT_EQ(errorOf([&] { streamSafetensors(path, {source(4)}); }),
+            path + ": tensor 'w': its source gave 4 bytes but f32 [2] needs 8");
+  EXPECT_EQ(errorOf([&] { streamSafetensors(path, {source(12)}); }),
+            path + ": tensor 'w': its source gave more than the 8 bytes of "
+                   "f32 [2]");
+  EXPECT_FALSE(exists(path));
+  EXPECT_FALSE(exists(path + ".tmp"));
+}
+
 // An independent reader (json + numpy) must accept what we write; skipped
 // where numpy is missing.
 TEST(Safetensors, PythonReadsWrittenFile) {

@@ -10,10 +10,12 @@
 #include "TrainFlags.h"
 
 #include "tcc/Artifact/Artifact.h"
+#include "tcc/Codegen/Toolchain.h"
 #include "tcc/Report/Report.h"
 #include "tcc/TccOps.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace cl = llvm::cl;
@@ -52,6 +54,33 @@ static cl::opt<std::string> dumpDir(
              "00-import.mlir, 01-lower-precision.mlir, "
              "02-build-train-step.mlir, ..., NN-plan-memory.mlir (created; "
              "earlier NN-*.mlir files in it are removed)"),
+    cl::sub(compileCmd), cl::cat(flagCategory()));
+static cl::opt<std::string> cudaArch(
+    "cuda-arch", cl::value_desc("sm_XY,..."),
+    cl::desc("CUDA architectures kernels/kernels.fatbin holds: sm_XY for "
+             "that GPU's machine code, compute_XY for PTX that newer GPUs "
+             "compile when they load it, comma-separated (default "
+             "sm_80,sm_90,compute_90; an H100 needs sm_90)"),
+    cl::sub(compileCmd), cl::cat(flagCategory()));
+static cl::opt<unsigned>
+    jobs("jobs", cl::value_desc("N"),
+         cl::desc("Compiler processes building the kernels at once (default "
+                  "0: one per hardware thread)"),
+         cl::init(0), cl::sub(compileCmd), cl::cat(flagCategory()));
+static cl::alias jobsShort("j", cl::desc("Alias for --jobs"),
+                           cl::aliasopt(jobs), cl::cat(flagCategory()));
+static cl::opt<bool> noKernelCache(
+    "no-kernel-cache",
+    cl::desc("Compile every kernel instead of taking compiled kernels from "
+             "the cache ($TCC_CACHE_DIR, else $XDG_CACHE_HOME/tcc or "
+             "~/.cache/tcc), and do not add to it"),
+    cl::sub(compileCmd), cl::cat(flagCategory()));
+static cl::opt<bool> timeStages(
+    "time",
+    cl::desc("Print to stderr how long each stage took (import, training "
+             "step, each lowering pass, kernel source, each compiler run, "
+             "plan and weight files) and what the kernel build took from "
+             "its cache"),
     cl::sub(compileCmd), cl::cat(flagCategory()));
 static cl::opt<std::string>
     report("report", cl::value_desc("file.html"),
@@ -114,6 +143,19 @@ int runCompile() {
   if (inference && !report.empty())
     return fail("compile: --report describes a training step; give the "
                 "training flags (--loss ...)");
+  artifact::ArtifactOptions options;
+  options.source = modelFlags.model;
+  options.cudaKernels = !noCuda;
+  options.kernelBuild.jobs = jobs;
+  options.kernelBuild.cacheDir =
+      noKernelCache ? "" : codegen::defaultKernelCacheDir();
+  if (cudaArch.getNumOccurrences()) {
+    if (noCuda)
+      return fail("compile: --cuda-arch has no effect with --no-cuda");
+    if (!codegen::parseCudaArchs(cudaArch, options.kernelBuild.cudaArchs,
+                                 error))
+      return fail("compile: " + error);
+  }
   TrainConfig config;
   if (inference ? !trainFlags.toPrecision(config.precision)
                 : !trainFlags.toConfig(config))
@@ -121,8 +163,34 @@ int runCompile() {
   StageLog log;
   if (!log.open(dumpDir, error))
     return fail("compile: " + error);
+  // --time: MLIR's timing report (stderr), with each pass manager's passes
+  // nested in their stage.
+  DefaultTimingManager timingManager;
+  timingManager.setEnabled(timeStages);
+  // Only a compile that succeeded is reported: a failure stays one line.
+  struct ReportOnSuccess {
+    DefaultTimingManager &manager;
+    bool succeeded = false;
+    ~ReportOnSuccess() {
+      if (!succeeded)
+        manager.setEnabled(false);
+    }
+  } timingReport{timingManager};
+  auto done = [&](int rc) {
+    timingReport.succeeded = rc == 0;
+    return rc;
+  };
+  TimingScope rootScope = timingManager.getRootScope();
+  TimingScope *timing = timeStages ? &rootScope : nullptr;
+  auto stage = [&](StringRef name) {
+    return timing ? timing->nest(name) : TimingScope();
+  };
   MLIRContext context;
-  OwningOpRef<ModuleOp> module = loadModel(context, modelFlags);
+  OwningOpRef<ModuleOp> module;
+  {
+    TimingScope scope = stage("import");
+    module = loadModel(context, modelFlags, timing ? &scope : nullptr);
+  }
   if (!module)
     return 1;
   if (failed(log.record("import", modelFlags.model, *module, error)))
@@ -148,24 +216,30 @@ int runCompile() {
     why = "compile: " + why;
     return failure();
   };
-  if (!runStagesOrReport(*module,
-                         inference ? forwardStages(config.precision)
-                                   : trainStages(config),
-                         where, trained))
-    return 1;
+  {
+    TimingScope scope = stage("training step");
+    if (!runStagesOrReport(*module,
+                           inference ? forwardStages(config.precision)
+                                     : trainStages(config),
+                           where, trained, timing ? &scope : nullptr))
+      return 1;
+  }
   // Then tcc-lower-pipeline's, on a copy: the output of --emit=lowered, and
   // what --report and --dump-dir show of an artifact (the writer lowers its
   // own copy the same way).
   OwningOpRef<ModuleOp> lowered;
   if (kind == "lowered" || !report.empty() ||
       (log.dumping() && kind == "artifact")) {
+    TimingScope scope = stage("lowering");
     lowered = module->clone();
     auto lowering = [&](const PipelineStage &stage, std::string &why) {
       return log.record(stage.name, stage.pass, *lowered, why);
     };
-    if (failed(inference
-                   ? artifact::lowerInferenceModule(*lowered, error, lowering)
-                   : artifact::lowerTrainModule(*lowered, error, lowering)))
+    TimingScope *passes = timing ? &scope : nullptr;
+    if (failed(inference ? artifact::lowerInferenceModule(*lowered, error,
+                                                          lowering, passes)
+                         : artifact::lowerTrainModule(*lowered, error,
+                                                      lowering, passes)))
       return fail("compile: " + error);
     if (!report.empty() &&
         failed(report::writeReport(*module, *lowered, log.reportRows(),
@@ -173,20 +247,32 @@ int runCompile() {
       return fail(error);
   }
   if (kind == "mlir")
-    return writeModule(*module, output);
+    return done(writeModule(*module, output));
   if (kind == "lowered")
-    return writeModule(*lowered, output);
-  artifact::ArtifactOptions options;
-  options.source = modelFlags.model;
-  options.cudaKernels = !noCuda;
+    return done(writeModule(*lowered, output));
+  TimingScope artifactScope = stage("artifact");
+  options.timing = timing ? &artifactScope : nullptr;
   artifact::ArtifactSummary summary;
   if (failed(inference ? artifact::writeInferenceArtifact(
                              *module, options, output, &summary, error)
                        : artifact::writeArtifact(*module, config, options,
                                                  output, &summary, error)))
     return fail("compile: " + error);
+  artifactScope.stop();
   llvm::outs() << artifact::formatSummary(summary) << "\n";
-  return 0;
+  if (timeStages) {
+    const codegen::KernelBuildReport &k = summary.kernelBuild;
+    llvm::errs() << "kernels: " << summary.kernels << " generated, "
+                 << summary.distinctKernels << " distinct, " << k.units
+                 << " units, " << k.jobs << " jobs; cache "
+                 << (options.kernelBuild.cacheDir.empty()
+                         ? std::string("off")
+                         : options.kernelBuild.cacheDir)
+                 << ": " << k.cached << " files reused, " << k.compiled
+                 << " compiler runs, " << k.corrupt
+                 << " corrupt entries rebuilt\n";
+  }
+  return done(0);
 }
 
 } // namespace tcc::driver

@@ -6,6 +6,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/SourceMgr.h"
@@ -90,7 +91,8 @@ static OwningOpRef<ModuleOp> parseMlir(MLIRContext &context, const std::string &
   return module;
 }
 
-OwningOpRef<ModuleOp> loadModel(MLIRContext &context, const ModelFlags &flags) {
+OwningOpRef<ModuleOp> loadModel(MLIRContext &context, const ModelFlags &flags,
+                                TimingScope *timing) {
   registerImportDialects(context);
   const std::string &path = flags.model;
   llvm::StringRef ext = llvm::StringRef(path).rsplit('.').second;
@@ -99,6 +101,7 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, const ModelFlags &flags) {
       fail("--input-shape applies to ONNX models; '" + path + "' already has static shapes");
       return nullptr;
     }
+    TimingScope scope = timing ? timing->nest("parse") : TimingScope();
     return parseMlir(context, path);
   }
   if (ext != "onnx") {
@@ -107,6 +110,7 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, const ModelFlags &flags) {
   }
   ImportOptions options;
   options.raiseAttention = !flags.noRaiseAttention;
+  options.timing = timing;
   for (const std::string &s : flags.inputShapes)
     if (!parseInputShape(s, options))
       return nullptr;

@@ -23,8 +23,10 @@ struct ModelFlags {
 };
 
 /// Loads `flags.model`; on failure prints one line to stderr and returns null.
-mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &context,
-                                            const ModelFlags &flags);
+/// With `timing`, the parse or the importer's stages are timed in it.
+mlir::OwningOpRef<mlir::ModuleOp>
+loadModel(mlir::MLIRContext &context, const ModelFlags &flags,
+          mlir::TimingScope *timing = nullptr);
 
 /// Prints `module` as MLIR text to `path` ("-": stdout); returns the exit
 /// code, 1 after one line to stderr when the file cannot be written.

@@ -146,7 +146,7 @@ bool TrainFlags::toConfig(TrainConfig &config) const {
 bool runStagesOrReport(mlir::ModuleOp module,
                        llvm::ArrayRef<PipelineStage> stages,
                        const std::function<std::string(mlir::Location)> &where,
-                       AfterStage afterStage) {
+                       AfterStage afterStage, mlir::TimingScope *timing) {
   // Passes report through diagnostics; the CLI contract is one line.
   std::string firstError;
   mlir::ScopedDiagnosticHandler handler(
@@ -157,7 +157,7 @@ bool runStagesOrReport(mlir::ModuleOp module,
         return mlir::success();
       });
   std::string error;
-  if (mlir::failed(runStages(module, stages, error, afterStage))) {
+  if (mlir::failed(runStages(module, stages, error, afterStage, timing))) {
     fail(!error.empty()       ? error
          : firstError.empty() ? "a pass failed without saying why"
                               : firstError);

@@ -45,10 +45,11 @@ struct TrainFlags {
 /// Runs `stages` (tcc::trainStages, tcc::forwardStages) on `module`. On
 /// failure prints one line and returns false: what `afterStage` said, or the
 /// first error diagnostic, prefixed with `where` of its location when given.
+/// With `timing`, every pass is timed in it.
 bool runStagesOrReport(
     mlir::ModuleOp module, llvm::ArrayRef<PipelineStage> stages,
     const std::function<std::string(mlir::Location)> &where = nullptr,
-    AfterStage afterStage = nullptr);
+    AfterStage afterStage = nullptr, mlir::TimingScope *timing = nullptr);
 
 } // namespace tcc::driver
 

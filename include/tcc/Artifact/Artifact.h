@@ -11,6 +11,7 @@
 #ifndef TCC_ARTIFACT_ARTIFACT_H
 #define TCC_ARTIFACT_ARTIFACT_H
 
+#include "tcc/Codegen/Toolchain.h"
 #include "tcc/Transforms/Pipelines.h"
 #include "tcc/Transforms/TrainStep.h"
 
@@ -42,6 +43,12 @@ struct ArtifactOptions {
   std::string source;
   /// Build kernels/kernels.fatbin when nvcc was found at configure time.
   bool cudaKernels = true;
+  /// How the kernels are built: the fatbin's architectures (--cuda-arch),
+  /// compiler processes at once (-j), the kernel cache's directory.
+  codegen::KernelBuildOptions kernelBuild;
+  /// When set, the writer's stages (lowering pass by pass, kernel source,
+  /// each compiler run, the plan and weight files) are timed in it.
+  mlir::TimingScope *timing = nullptr;
   /// Prepended to every kernel's name ("c7_": exec.fusion "fused_0" becomes
   /// symbol tcc_c7_fused_0), so that the kernels of several artifacts can
   /// be compiled together into one shared object without clashing.
@@ -71,7 +78,7 @@ struct FunctionSummary {
 struct ArtifactSummary {
   Kind kind = Kind::Training;
   std::string path;
-  int64_t kernels = 0; ///< distinct generated kernels in kernels.cc
+  int64_t kernels = 0; ///< generated kernels (exec.fusion ops)
   llvm::SmallVector<FunctionSummary, 2> functions;
   int64_t arenaBytes = 0; ///< the largest arena over the functions
   int64_t paramBytes = 0, optStateBytes = 0, constantBytes = 0;
@@ -79,6 +86,12 @@ struct ArtifactSummary {
   int64_t workingBytes = 0;
   bool cudaKernels = false; ///< kernels.fatbin was written
   std::string fingerprint;  ///< empty for an inference artifact
+  /// Distinct kernels compiled: fusions that generate the same code share
+  /// one (codegen::shareIdenticalKernels).
+  int64_t distinctKernels = 0;
+  /// What the kernel build ran and took from the cache (nothing of it
+  /// when host.so was prebuilt and CUDA was off).
+  codegen::KernelBuildReport kernelBuild;
 };
 
 /// "wrote OUT.tcc: 7 kernels (host), train_step 7 launches + 9 library
@@ -95,19 +108,23 @@ bool checkArtifactPath(llvm::StringRef path, std::string &error);
 
 /// Lowers a training module in place for execution with tcc::lowerStages
 /// (what tcc-lower-pipeline runs): drops every function but @train_step and
-/// @eval_step (and what they call), fuses, plans memory, and verifies the
-/// memory plan. `afterStage`, when given, sees the module after each stage
-/// (`tcc compile --dump-dir`, `--report`). On failure `error` is one line
-/// naming the pass, op and location, or what `afterStage` said.
+/// @eval_step (and what they call), fuses, wraps library calls, plans
+/// memory (which the exec dialect verifies). `afterStage`, when given, sees
+/// the module after each stage (`tcc compile --dump-dir`, `--report`); with
+/// `timing`, each pass is timed in it (MLIR's pass timing). On failure
+/// `error` is one line naming the pass, op and location, or what
+/// `afterStage` said.
 mlir::LogicalResult lowerTrainModule(mlir::ModuleOp module, std::string &error,
-                                     AfterStage afterStage = nullptr);
+                                     AfterStage afterStage = nullptr,
+                                     mlir::TimingScope *timing = nullptr);
 
 /// The same for an inference module: keeps @forward (and what it calls)
 /// only and lowers it with the same stages
 /// (`tcc-lower-pipeline=kind=inference`).
 mlir::LogicalResult lowerInferenceModule(mlir::ModuleOp module,
                                          std::string &error,
-                                         AfterStage afterStage = nullptr);
+                                         AfterStage afterStage = nullptr,
+                                         mlir::TimingScope *timing = nullptr);
 
 /// Lowers a copy of `module` (which is not changed) and writes the artifact
 /// directory `path` (docs/artifact.md). Everything is written into a

@@ -30,6 +30,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
+#include <vector>
 
 namespace tcc::exec {
 class FusionOp;
@@ -56,10 +57,38 @@ mlir::LogicalResult emitKernel(exec::FusionOp fusion, llvm::raw_ostream &os);
 /// launch of about elements / W threads keeps none idle.
 int64_t vectorWidth(exec::FusionOp fusion);
 
-/// One source text: the prelude include and one kernel per exec.fusion in
-/// `module`, in walk order. Fails (errors on the ops) if any kernel cannot
-/// be emitted or two fusions map to the same symbol.
+/// The generated kernels of a module: one text per distinct kernel symbol.
+struct KernelSource {
+  /// What every translation unit starts with: a comment and the prelude
+  /// include (include-guarded, so units concatenate into one).
+  std::string header;
+  /// One kernel each, in walk order of the first fusion with its symbol.
+  std::vector<std::string> kernels;
+
+  /// All kernels as one translation unit (the artifact's kernels.cc).
+  std::string text() const;
+  /// The kernels as at most `count` translation units of similar size (in
+  /// order, none empty; one unit for a module without kernels), to be
+  /// compiled concurrently.
+  std::vector<std::string> units(unsigned count) const;
+};
+
+/// The prelude include and one kernel per symbol of the exec.fusions in
+/// `module`. Fusions may share a symbol (shareIdenticalKernels) when their
+/// kernels are the same text; fails (errors on the ops) if any kernel
+/// cannot be emitted or two fusions with different kernels map to the same
+/// symbol.
+mlir::FailureOr<KernelSource> emitKernels(mlir::ModuleOp module);
+
+/// emitKernels(module) as one source text.
 mlir::FailureOr<std::string> emitKernelSource(mlir::ModuleOp module);
+
+/// Renames every exec.fusion whose kernel is the same text as an earlier
+/// fusion's (up to the name) to that fusion's name, so the two share one
+/// symbol and the kernel is compiled once: a transformer's layers repeat
+/// the same dozen kernels. Fails (errors on the op) where a kernel cannot
+/// be emitted.
+mlir::LogicalResult shareIdenticalKernels(mlir::ModuleOp module);
 
 /// The flattened index into a dense row-major input of shape `input` read at
 /// flattened output index `index` (a C variable name, `i` by default) of

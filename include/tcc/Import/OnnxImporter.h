@@ -7,6 +7,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/Timing.h"
 
 #include <cstdint>
 #include <map>
@@ -27,6 +28,9 @@ struct ImportOptions {
   /// @forward, which lets models that take shapes, axes or flags as inputs
   /// import with static shapes.
   std::map<std::string, data::Array> constantInputs;
+  /// When set, the import's stages (protobuf parse, ONNX checker and shape
+  /// inference, conversion, each post-import pass) are timed in it.
+  mlir::TimingScope *timing = nullptr;
 };
 
 /// Why an import failed. `Unsupported` means a valid model uses something tcc

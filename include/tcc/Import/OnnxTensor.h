@@ -1,4 +1,5 @@
-// ONNX TensorProto <-> tcc::data::Array <-> mlir::DenseElementsAttr.
+// ONNX TensorProto -> tcc::data::Array -> mlir::DenseElementsAttr, and
+// TensorProto -> mlir::DenseResourceElementsAttr for weights.
 //
 // Shared by the importer (initializers, Constant nodes) and by tools that read
 // ONNX's own test data (`input_0.pb`, `output_0.pb`), so it knows every dtype
@@ -51,9 +52,15 @@ mlir::DenseElementsAttr
 tensorProtoToElementsAttr(mlir::MLIRContext &context,
                           const onnx::TensorProto &tensor, std::string &error);
 
-/// The inverse of arrayToElementsAttr (splats are expanded).
-bool elementsAttrToArray(mlir::DenseElementsAttr attr, data::Array &array,
-                         std::string &error);
+/// `tensor` (a tcc element type) as a dense resource named after it, for
+/// weights and other large tensors: the packed array (i1 one byte per
+/// element) in a blob of the context's builtin dialect, aligned for its
+/// element type. raw_data is moved into the blob, not copied, so `tensor`
+/// no longer holds it; the typed fields are decoded. Null (with `error`
+/// set, as tensorProtoToArray words it) on the same problems.
+mlir::DenseResourceElementsAttr
+takeTensorProtoAsResource(mlir::MLIRContext &context, onnx::TensorProto &tensor,
+                          std::string &error);
 
 } // namespace tcc
 

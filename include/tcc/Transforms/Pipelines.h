@@ -68,12 +68,14 @@ using AfterStage = llvm::function_ref<mlir::LogicalResult(
     const PipelineStage &stage, std::string &error)>;
 
 /// Runs `stages` in order on `module`, each in a pass manager of its own so
-/// that `afterStage` (when given) sees the module between stages. A failing
-/// pass reports through diagnostics (and leaves `error` empty).
+/// that `afterStage` (when given) sees the module between stages; with
+/// `timing` every pass is timed in it (MLIR's pass timing). A failing pass
+/// reports through diagnostics (and leaves `error` empty).
 mlir::LogicalResult runStages(mlir::ModuleOp module,
                               llvm::ArrayRef<PipelineStage> stages,
                               std::string &error,
-                              AfterStage afterStage = nullptr);
+                              AfterStage afterStage = nullptr,
+                              mlir::TimingScope *timing = nullptr);
 
 /// Registers --tcc-train-pipeline and --tcc-lower-pipeline (tcc-opt).
 void registerTccPipelines();

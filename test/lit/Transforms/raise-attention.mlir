@@ -137,6 +137,25 @@ func.func @sliced_buffer_eq_zero(%q: tensor<2x2x4x16xf32>, %k: tensor<2x2x4x16xf
   return %o : tensor<2x2x4x16xf32>
 }
 
+// The same with the buffer a dense resource, as the importer keeps a large
+// constant: its bytes are read from the blob.
+// CHECK-LABEL: func.func @resource_buffer_eq_zero
+// CHECK: tcc.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, scale = 2.500000e-01 : f64}
+// CHECK-NOT: tcc.softmax
+func.func @resource_buffer_eq_zero(%q: tensor<2x2x4x16xf32>, %k: tensor<2x2x4x16xf32>, %v: tensor<2x2x4x16xf32>) -> tensor<2x2x4x16xf32> {
+  %s = tcc.matmul %q, %k {transpose_rhs = true} : (tensor<2x2x4x16xf32>, tensor<2x2x4x16xf32>) -> tensor<2x2x4x4xf32>
+  %c = tcc.constant dense<2.500000e-01> : tensor<f32>
+  %t = tcc.mul %s, %c : (tensor<2x2x4x4xf32>, tensor<f32>) -> tensor<2x2x4x4xf32>
+  %buf = tcc.constant dense_resource<tril4> : tensor<1x1x4x4xf32>
+  %zero = tcc.constant dense<0.000000e+00> : tensor<f32>
+  %hide = tcc.cmp eq, %buf, %zero : (tensor<1x1x4x4xf32>, tensor<f32>) -> tensor<1x1x4x4xi1>
+  %ninf = tcc.constant dense<0xFF800000> : tensor<f32>
+  %m = tcc.where %hide, %ninf, %t : (tensor<1x1x4x4xi1>, tensor<f32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = tcc.softmax %m {axis = 3 : i64} : (tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %o = tcc.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x16xf32>) -> tensor<2x2x4x16xf32>
+  return %o : tensor<2x2x4x16xf32>
+}
+
 // where(not(keep), -inf, scores).
 // CHECK-LABEL: func.func @not_keep
 // CHECK: tcc.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, scale = 1.000000e+00 : f64}
@@ -319,3 +338,11 @@ func.func @non_splat_scale(%q: tensor<2x2x4x16xf32>, %k: tensor<2x2x4x16xf32>, %
   %o = tcc.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x16xf32>) -> tensor<2x2x4x16xf32>
   return %o : tensor<2x2x4x16xf32>
 }
+
+{-#
+  dialect_resources: {
+    builtin: {
+      tril4: "0x040000000000803F0000000000000000000000000000803F0000803F00000000000000000000803F0000803F0000803F000000000000803F0000803F0000803F0000803F"
+    }
+  }
+#-}

@@ -262,6 +262,21 @@ def initializers():
                   init("onnx::MatMul_9", emb.T.copy())])
 
 
+def large_constant():
+    """`mask` (128 KiB, read only by Equal) is data, but too large to fold:
+    it stays a constant (a dense resource, like the parameter `w`)."""
+    n = helper.make_node
+    mask = (np.random.RandomState(1).rand(128, 256) > 0.5).astype(np.float32)
+    nodes = [
+        n("Equal", ["mask", "zero"], ["masked"], name="eq"),
+        n("Where", ["masked", "zero", "x"], ["kept"], name="keep"),
+        n("Add", ["kept", "w"], ["y"], name="add_w"),
+    ]
+    return model(nodes + [const("zero", np.float32(0))],
+                 [vi("x", F, [128, 256])], [vi("y", F, [128, 256])],
+                 [init("mask", mask), init("w", rand(256))])
+
+
 # ------------------------------------------------------------------ errors
 
 def unsupported_op():

@@ -1,0 +1,101 @@
+//===- Toolchain.h - Compiling generated kernel sources ---------*- C++ -*-===//
+//
+// Runs the external compilers on generated kernel sources (KernelEmitter):
+// the host C++ compiler CMake configured for the CPU backend's shared
+// object, nvcc for the CUDA fatbin. Paths are fixed at configure time.
+//
+// A build splits the kernels into translation units and compiles them
+// concurrently (host objects linked into one shared object; relocatable
+// device code linked per architecture by nvlink into one fatbin, so the
+// runtime still loads one file), and takes every compiled file it can from
+// a cache keyed by the content hash of what produced it (KernelCache.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TCC_CODEGEN_TOOLCHAIN_H
+#define TCC_CODEGEN_TOOLCHAIN_H
+
+#include "tcc/Codegen/KernelEmitter.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir {
+class TimingScope;
+} // namespace mlir
+
+namespace tcc::codegen {
+
+/// The CUDA targets `tcc compile` builds without --cuda-arch: SASS for
+/// sm_80 (A100) and sm_90 (H100), and compute_90 PTX, which newer GPUs
+/// compile when they load it.
+std::vector<std::string> defaultCudaArchs();
+
+/// Parses a --cuda-arch value: a comma-separated list of sm_XY (SASS for
+/// that GPU) and compute_XY (PTX), each optionally with nvcc's a/f suffix,
+/// whose number nvcc builds (checked against `nvcc --list-gpu-code` when
+/// nvcc is available). Duplicates are dropped. False with `error` naming
+/// the first entry that is not one.
+bool parseCudaArchs(llvm::StringRef text, std::vector<std::string> &archs,
+                    std::string &error);
+
+/// Where kernels are cached when the user names no directory:
+/// $TCC_CACHE_DIR, else $XDG_CACHE_HOME/tcc, else $HOME/.cache/tcc; empty
+/// when none of them is set.
+std::string defaultKernelCacheDir();
+
+/// How a kernel build runs.
+struct KernelBuildOptions {
+  /// parseCudaArchs's form: what the fatbin holds.
+  std::vector<std::string> cudaArchs = defaultCudaArchs();
+  /// Compiler processes at once; 0: one per hardware thread.
+  unsigned jobs = 0;
+  /// The kernel cache's directory; empty: compile everything.
+  std::string cacheDir;
+};
+
+/// What a kernel build did.
+struct KernelBuildReport {
+  unsigned units = 0;    ///< translation units the kernels were split into
+  unsigned jobs = 0;     ///< compiler processes allowed at once
+  unsigned compiled = 0; ///< compiler and linker runs
+  unsigned cached = 0;   ///< files taken from the cache instead
+  unsigned corrupt = 0;  ///< cache entries that failed their check (rebuilt)
+};
+
+/// Compiles `source` into the shared object `hostSo` (host C++: -O2 -fPIC
+/// -std=c++17 -ffp-contract=off) and the fatbin `fatbin` (nvcc with
+/// --fmad=false, so the device rounds like the interpreter; SASS for each
+/// sm_XY, PTX for each compute_XY of options.cudaArchs); an empty path
+/// skips that output. On failure returns false with the compiler's
+/// diagnostics in `error`; nothing is left at the output paths. With
+/// `timing`, each compiler run (and each file taken from the cache) is timed
+/// in it; `report` (may be null) receives what ran.
+bool buildKernels(const KernelSource &source, const std::string &hostSo,
+                  const std::string &fatbin, const KernelBuildOptions &options,
+                  std::string &error, KernelBuildReport *report = nullptr,
+                  mlir::TimingScope *timing = nullptr);
+
+/// buildKernels of one source text into a shared object, without a cache:
+/// for tests and for the kernels of several artifacts compiled together.
+bool compileHostSharedObject(const std::string &source,
+                             const std::string &outPath, std::string &error);
+
+/// The prelude every generated source includes as "kernels/tcc_kernel.h"
+/// (runtime/kernels/tcc_kernel.h of this build).
+std::string kernelPreludePath();
+
+/// Whether CMake found nvcc (a fatbin can be built).
+bool cudaCompilerAvailable();
+
+/// Compiles `source` with nvcc (the fatbin's flags) into the PTX of one
+/// virtual architecture (`arch`, e.g. "compute_90") in `outPath`: what the
+/// device code looks like, for tests and inspection.
+bool compileCudaPtx(const std::string &source, const std::string &arch,
+                    const std::string &outPath, std::string &error);
+
+} // namespace tcc::codegen
+
+#endif // TCC_CODEGEN_TOOLCHAIN_H
