@@ -6,6 +6,7 @@
 // They are produced by autodiff and are not themselves differentiated.
 
 def Tcc_SoftmaxGradOp : Tcc_Op<"softmax_grad", [Pure, SameOperandsAndResultType, Tcc_LibraryCall]> {
+  let callFamily = "softmax";
   let summary = "input gradient of softmax from its result and result gradient";
   let description = [{
     `dx = y * (dy - sum(dy * y, axis))` where `y = softmax(x)`.
@@ -18,6 +19,7 @@ def Tcc_SoftmaxGradOp : Tcc_Op<"softmax_grad", [Pure, SameOperandsAndResultType,
 
 def Tcc_LogSoftmaxGradOp : Tcc_Op<"log_softmax_grad", [Pure, SameOperandsAndResultType,
                                                       Tcc_LibraryCall]> {
+  let callFamily = "softmax";
   let summary = "input gradient of log_softmax from its result and result gradient";
   let description = [{
     `dx = dy - exp(y) * sum(dy, axis)` where `y = log_softmax(x)`.
@@ -37,6 +39,7 @@ def Tcc_GeluGradOp : Tcc_Op<"gelu_grad", [Pure, SameOperandsAndResultType, Tcc_E
 }
 
 def Tcc_LayerNormGradOp : Tcc_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor, Tcc_LibraryCall]> {
+  let callFamily = "layer_norm";
   let summary = "gradients of layer_norm w.r.t. input, scale and bias";
   let description = [{
     Recomputes the row statistics of `input` over dims [axis, rank). Without
@@ -52,6 +55,7 @@ def Tcc_LayerNormGradOp : Tcc_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor, T
 }
 
 def Tcc_AttentionGradOp : Tcc_Op<"attention_grad", [Pure, InferTypeOpAdaptor, Tcc_LibraryCall]> {
+  let callFamily = "attention";
   let summary = "gradients of attention w.r.t. query, key and value";
   let description = [{
     Same operands and attributes as the `tcc.attention` it differentiates,
@@ -68,6 +72,7 @@ def Tcc_AttentionGradOp : Tcc_Op<"attention_grad", [Pure, InferTypeOpAdaptor, Tc
 
 def Tcc_GatherGradOp : Tcc_Op<"gather_grad", [Pure, Tcc_Structured,
     DeclareOpInterfaceMethods<Tcc_LibraryCallOpInterface, ["isLibraryCall"]>]> {
+  let callFamily = "embedding";
   let summary = "scatter-add of the result gradient of a gather (or embedding)";
   let description = [{
     The data gradient of `gather(data, indices, axis)`: zeros shaped like
@@ -90,6 +95,7 @@ def Tcc_SliceGradOp : Tcc_Op<"slice_grad", [Pure, Tcc_Structured]> {
 }
 
 def Tcc_CrossEntropyGradOp : Tcc_Op<"cross_entropy_grad", [Pure, Tcc_LibraryCall]> {
+  let callFamily = "cross_entropy";
   let summary = "logits gradient of cross_entropy's loss sum";
   let description = [{
     `(softmax(logits) - onehot(labels)) * loss_sum_grad` on rows whose label

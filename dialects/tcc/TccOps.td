@@ -10,7 +10,11 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 class Tcc_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Tcc_Dialect, mnemonic, traits>;
+    : Op<Tcc_Dialect, mnemonic, traits> {
+  // A library call's family in profiles (`tcc run --profile`: "GEMM",
+  // "attention", ...); every op with LibraryCallOpInterface names one.
+  string callFamily = "";
+}
 
 // Ops with a gradient rule (their buildVjp lives in TccVjp*.cpp).
 defvar Tcc_Vjp = DeclareOpInterfaceMethods<Tcc_DifferentiableOpInterface>;
@@ -241,6 +245,7 @@ def Tcc_GatherOp : Tcc_Op<"gather", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_Stru
 }
 
 def Tcc_EmbeddingOp : Tcc_Op<"embedding", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
+  let callFamily = "embedding";
   let summary = "row lookup in a [vocab, dim] table by integer ids";
   let description = [{
     Result shape is `ids ++ [dim]`. Its gradient is a scatter-add into the
@@ -268,6 +273,7 @@ def Tcc_ReduceMaxOp : Tcc_ReduceOp<"reduce_max"> { let summary = "maximum over a
 def Tcc_ReduceMinOp : Tcc_ReduceOp<"reduce_min"> { let summary = "minimum over axes"; }
 
 def Tcc_SoftmaxOp : Tcc_Op<"softmax", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
+  let callFamily = "softmax";
   let summary = "softmax along one axis";
   let arguments = (ins Tcc_FloatTensor:$input, I64Attr:$axis);
   let results = (outs Tcc_FloatTensor:$result);
@@ -275,6 +281,7 @@ def Tcc_SoftmaxOp : Tcc_Op<"softmax", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_Li
 }
 
 def Tcc_LogSoftmaxOp : Tcc_Op<"log_softmax", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
+  let callFamily = "softmax";
   let summary = "log of softmax along one axis, computed stably";
   let arguments = (ins Tcc_FloatTensor:$input, I64Attr:$axis);
   let results = (outs Tcc_FloatTensor:$result);
@@ -283,6 +290,7 @@ def Tcc_LogSoftmaxOp : Tcc_Op<"log_softmax", [Pure, InferTypeOpAdaptor, Tcc_Vjp,
 
 def Tcc_LayerNormOp : Tcc_Op<"layer_norm", [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor, Tcc_Vjp,
                                             Tcc_LibraryCall]> {
+  let callFamily = "layer_norm";
   let summary = "layer normalisation over dims [axis, rank)";
   let description = [{
     `y = (x - mean) / sqrt(var + epsilon) * scale + bias`, with the biased
@@ -297,6 +305,7 @@ def Tcc_LayerNormOp : Tcc_Op<"layer_norm", [Pure, AttrSizedOperandSegments, Infe
 }
 
 def Tcc_DropoutOp : Tcc_Op<"dropout", [InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
+  let callFamily = "dropout";
   let summary = "training-mode dropout with a seeded counter-based mask";
   let description = [{
     Keeps element `i` when `hash(seed', i)` maps below `1 - ratio`, scaling
@@ -319,6 +328,7 @@ def Tcc_DropoutOp : Tcc_Op<"dropout", [InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryC
 //===----------------------------------------------------------------------===//
 
 def Tcc_MatmulOp : Tcc_Op<"matmul", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
+  let callFamily = "GEMM";
   let summary = "batched matrix product with optional transposes, batch dims broadcast";
   let description = [{
     Operands have rank >= 2; the last two dims are the matrix, optionally
@@ -332,6 +342,7 @@ def Tcc_MatmulOp : Tcc_Op<"matmul", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_Libr
 }
 
 def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
+  let callFamily = "GEMM";
   let summary = "alpha * op(a) @ op(b) + beta * c, c broadcast to [M, N]";
   let arguments = (ins Tcc_FloatTensor:$a, Tcc_FloatTensor:$b,
                        Optional<Tcc_FloatTensor>:$c,
@@ -344,6 +355,7 @@ def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryC
 }
 
 def Tcc_AttentionOp : Tcc_Op<"attention", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
+  let callFamily = "attention";
   let summary = "scaled dot-product attention, optionally causal and key-padded";
   let description = [{
     `softmax(scale * q @ k^T + mask) @ v` over `[batch, heads, seq, head_dim]`

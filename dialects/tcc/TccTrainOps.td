@@ -7,6 +7,7 @@
 
 def Tcc_CrossEntropyOp : Tcc_Op<"cross_entropy", [Pure, InferTypeOpAdaptor, Tcc_Vjp,
                                                   Tcc_LibraryCall]> {
+  let callFamily = "cross_entropy";
   let summary = "summed softmax cross-entropy and the number of counted labels";
   let description = [{
     `logits` is `[..., classes]`, `labels` the leading dims, integer. Returns
@@ -25,6 +26,7 @@ def Tcc_CrossEntropyOp : Tcc_Op<"cross_entropy", [Pure, InferTypeOpAdaptor, Tcc_
 def Tcc_SgdUpdateOp : Tcc_Op<"sgd_update", [Pure, AttrSizedOperandSegments,
     AttrSizedResultSegments, Tcc_LibraryCall,
     DeclareOpInterfaceMethods<Tcc_InPlaceOpInterface>]> {
+  let callFamily = "optimizer";
   let summary = "one torch.optim.SGD step on one parameter";
   let description = [{
     `d = grad + weight_decay * param`; with momentum,
@@ -63,6 +65,7 @@ def Tcc_SgdUpdateOp : Tcc_Op<"sgd_update", [Pure, AttrSizedOperandSegments,
 
 def Tcc_AdamwUpdateOp : Tcc_Op<"adamw_update", [Pure, AttrSizedOperandSegments,
     Tcc_LibraryCall, DeclareOpInterfaceMethods<Tcc_InPlaceOpInterface>]> {
+  let callFamily = "optimizer";
   let summary = "one torch.optim.AdamW step on one parameter";
   let description = [{
     With `t = step` (1 for the first update), in PyTorch's order:

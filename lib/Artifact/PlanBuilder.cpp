@@ -71,6 +71,33 @@ bool callAttrs(Operation *op, rt::Step &step, std::string &error) {
   return true;
 }
 
+/// A collective op's step fields (exec.all_reduce, reduce_scatter,
+/// all_gather).
+void collective(Operation *op, rt::Step &step) {
+  auto reduction = [](exec::Reduction r) {
+    return r == exec::Reduction::mean ? rt::Reduction::Mean
+                                      : rt::Reduction::Sum;
+  };
+  if (auto c = llvm::dyn_cast<exec::AllReduceOp>(op)) {
+    step.collective = rt::CollectiveOp::AllReduce;
+    step.reduction = reduction(c.getReduction());
+    step.bucket = c.getBucketAttr().getInt();
+    step.stream = c.getStreamAttr().getInt();
+  } else if (auto c = llvm::dyn_cast<exec::ReduceScatterOp>(op)) {
+    step.collective = rt::CollectiveOp::ReduceScatter;
+    step.reduction = reduction(c.getReduction());
+    step.worldSize = c.getWorldSizeAttr().getInt();
+    step.bucket = c.getBucketAttr().getInt();
+    step.stream = c.getStreamAttr().getInt();
+  } else {
+    auto g = llvm::cast<exec::AllGatherOp>(op);
+    step.collective = rt::CollectiveOp::AllGather;
+    step.worldSize = g.getWorldSizeAttr().getInt();
+    step.bucket = g.getBucketAttr().getInt();
+    step.stream = g.getStreamAttr().getInt();
+  }
+}
+
 class FunctionBuilder {
 public:
   FunctionBuilder(PlanData &data, const llvm::StringMap<int64_t> &paramIndex,
@@ -331,6 +358,11 @@ bool FunctionBuilder::step(Operation *op, rt::Function &fp) {
     s.elements = fusion.getResult().getType().getNumElements();
     ins.assign(fusion.getInputs().begin(), fusion.getInputs().end());
     outs.push_back(fusion.getResult());
+  } else if (!llvm::isa<exec::CallOp>(op)) {
+    s.kind = rt::Step::Collective;
+    ins.assign(op->getOperands().begin(), op->getOperands().end());
+    outs.assign(op->getResults().begin(), op->getResults().end());
+    collective(op, s);
   } else {
     // exec.call: the callee's operands are the body's arguments, in order,
     // and its results are the call's.
@@ -479,7 +511,8 @@ bool FunctionBuilder::build(func::FuncOp func, bool isTrain, bool inference,
       desc.storage = Storage::Param;
       desc.index = it->second;
       add(get.getResult(), std::move(desc));
-    } else if (llvm::isa<exec::FusionOp, exec::CallOp>(op)) {
+    } else if (llvm::isa<exec::FusionOp, exec::CallOp, exec::AllReduceOp,
+                         exec::ReduceScatterOp, exec::AllGatherOp>(op)) {
       if (!step(&op, fp))
         return false;
     } else {

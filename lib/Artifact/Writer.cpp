@@ -171,7 +171,9 @@ void summarize(ModuleOp lowered, const PlanData &data, ArtifactSummary &s) {
     f.name = fp.name;
     f.arenaBytes = fp.arenaBytes;
     for (const rt::Step &step : fp.steps)
-      ++(step.kind == rt::Step::Kernel ? f.kernels : f.calls);
+      ++(step.kind == rt::Step::Kernel ? f.kernels
+         : step.kind == rt::Step::Call ? f.calls
+                                       : f.collectives);
     s.arenaBytes = std::max(s.arenaBytes, fp.arenaBytes);
   }
   for (const rt::TensorDesc &p : data.plan.params) {
@@ -490,7 +492,10 @@ std::string formatSummary(const ArtifactSummary &s) {
                      (s.cudaKernels ? "host + CUDA" : "host") + ")";
   for (const FunctionSummary &f : s.functions)
     text += ", " + f.name + " " + std::to_string(f.kernels) + " launches + " +
-            std::to_string(f.calls) + " library calls";
+            std::to_string(f.calls) + " library calls" +
+            (f.collectives ? " + " + std::to_string(f.collectives) +
+                                 " collectives"
+                           : "");
   text += ", arena " + std::to_string(s.arenaBytes) + " bytes, params " +
           std::to_string(s.paramBytes) + " bytes";
   if (s.workingBytes)

@@ -82,14 +82,16 @@ typedef struct tcc_memory_info {
 typedef enum tcc_profile_kind {
   TCC_PROFILE_KERNEL = 0, /**< a generated kernel (one exec.fusion) */
   TCC_PROFILE_CALL = 1,   /**< a library call (matmul, attention, ...) */
+  TCC_PROFILE_COLLECTIVE = 2, /**< a collective (all_reduce, ...) */
 } tcc_profile_kind;
 
 /** The time of one plan step of a profiled step (tcc_profile_step). */
 typedef struct tcc_profile_record {
   int32_t step;          /**< its index in train_step's plan steps */
   tcc_profile_kind kind;
-  const char *name;      /**< the kernel symbol ("tcc_fused_3") or the
-                              library op ("matmul", "adamw_update") */
+  const char *name;      /**< the kernel symbol ("tcc_fused_3"), the
+                              library op ("matmul", "adamw_update") or
+                              the collective ("all_reduce") */
   double ms;             /**< milliseconds, >= 0 */
 } tcc_profile_record;
 

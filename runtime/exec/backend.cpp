@@ -43,9 +43,36 @@ void checkBackendOptions(const SessionOptions &options) {
          "go through MPI)");
 }
 
+/// A session is one rank until the data-parallel runtime fills the
+/// communicator slot: collectives planned for more ranks cannot run.
+static void checkRanks(const Artifact &art) {
+  for (const Function &fn : art.functions)
+    for (size_t s = 0; s < fn.steps.size(); ++s) {
+      const Step &step = fn.steps[s];
+      if (step.kind == Step::Collective && step.worldSize != 1)
+        fail(TCC_ERROR_BACKEND,
+             art.file("plan") + ": " + fn.name + " step " + std::to_string(s) +
+                 " (" + collectiveName(step.collective) +
+                 ") was planned for " + std::to_string(step.worldSize) +
+                 " ranks; this session runs one");
+    }
+}
+
+void runOneRank(const Step &step, const Function &fn, uint8_t *const *ptrs,
+                const std::function<void(uint8_t *, const uint8_t *, size_t)>
+                    &copy) {
+  for (size_t i = 0; i < step.inputs.size(); ++i) {
+    uint8_t *out = ptrs[step.outputs[i]];
+    const uint8_t *in = ptrs[step.inputs[i]];
+    if (out != in)
+      copy(out, in, size_t(fn.values[step.outputs[i]].bytes));
+  }
+}
+
 std::unique_ptr<Backend> makeBackend(const SessionOptions &options,
                                      const Artifact &artifact) {
   checkBackendOptions(options);
+  checkRanks(artifact);
 #ifdef TCC_HAVE_CUDA_BACKEND
   if (options.backend == "cuda")
     return makeCudaBackend(options, artifact);

@@ -24,6 +24,7 @@
 #include "plan/liveness.h"
 
 #include <cstddef>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -111,6 +112,16 @@ void checkBackendOptions(const SessionOptions &options);
 
 /// Whether this runtime was built with the CUDA backend.
 bool haveCudaBackend();
+
+/// A collective step (all_reduce, reduce_scatter, all_gather) of a session
+/// of one rank, the only kind there is until data-parallel training: each
+/// output is its input (a sum or mean over one rank is the value itself,
+/// and one rank's slice is the whole), moved with `copy(dst, src, bytes)`
+/// unless the plan put both in the same bytes. makeBackend refuses plans
+/// whose collectives were planned for more ranks.
+void runOneRank(const Step &step, const Function &fn, uint8_t *const *ptrs,
+                const std::function<void(uint8_t *, const uint8_t *, size_t)>
+                    &copy);
 
 } // namespace tcc::rt
 

@@ -362,6 +362,13 @@ void CpuBackend::runStep(size_t fnIndex, size_t s,
   FlushSubnormals flush;
   const Function &fn = artifact.functions[fnIndex];
   const Step &step = fn.steps[s];
+  if (step.kind == Step::Collective) {
+    runOneRank(step, fn, ptrs, [](uint8_t *dst, const uint8_t *src,
+                                  size_t bytes) {
+      std::memmove(dst, src, bytes);
+    });
+    return;
+  }
   if (step.kind == Step::Kernel) {
     const void *stackInputs[16];
     std::vector<const void *> heapInputs;

@@ -378,6 +378,8 @@ void CudaBackend::init(const SessionOptions &options) {
                                      driverError(r));
         continue;
       }
+      if (step.kind == Step::Collective)
+        continue; // device-to-device copies at one rank (runOneRank)
       sp.call = planCall(fn, s, *gemmContext, where(f, s));
       workspaceBytes = std::max(workspaceBytes, sp.call.workspace);
       if (writesErrorWord(step.op)) {
@@ -603,6 +605,15 @@ void CudaBackend::enqueueStep(size_t f, size_t s, const CallContext &ctx) {
   const FunctionBinding &fb = bindings->functions[f];
   const Step &step = fn.steps[s];
   const StepPlan &sp = plans[f].steps[s];
+  if (step.kind == Step::Collective) {
+    runOneRank(step, fn, fb.ptrs.data(),
+               [&](uint8_t *dst, const uint8_t *src, size_t bytes) {
+                 check(cudaMemcpyAsync(dst, src, bytes,
+                                       cudaMemcpyDeviceToDevice, stream),
+                       where(f, s) + "copying a collective's result");
+               });
+    return;
+  }
   if (step.kind == Step::Call) {
     int st = enqueueCall(fn, s, sp.call, fb.ptrs.data(), ctx);
     if (st)

@@ -144,12 +144,16 @@ void print(const Artifact &art, std::ostream &out) {
   out << "\nfunctions\n";
   std::string unsupported;
   for (const Function &fn : art.functions) {
-    int64_t kernels = 0, calls = 0;
+    int64_t kernels = 0, calls = 0, collectives = 0;
     std::map<std::string, int64_t> byOp;
     for (size_t i = 0; i < fn.steps.size(); ++i) {
       const Step &step = fn.steps[i];
       if (step.kind == Step::Kernel) {
         ++kernels;
+        continue;
+      }
+      if (step.kind == Step::Collective) {
+        ++collectives;
         continue;
       }
       ++calls;
@@ -170,6 +174,8 @@ void print(const Artifact &art, std::ostream &out) {
       }
       out << ")";
     }
+    if (collectives)
+      out << ", " << collectives << " collectives";
     out << "; arena " << grouped(fn.arenaBytes) << " bytes\n";
   }
   std::error_code hostError;

@@ -615,9 +615,19 @@ tcc_status tcc_profile_step(tcc_session *s, double *loss,
       *loss = l;
     for (size_t i = 0; i < fn.steps.size(); ++i) {
       const Step &step = fn.steps[i];
-      bool kernel = step.kind == Step::Kernel;
-      records[i] = {int32_t(i), kernel ? TCC_PROFILE_KERNEL : TCC_PROFILE_CALL,
-                    kernel ? step.symbol.c_str() : opName(step.op), ms[i]};
+      switch (step.kind) {
+      case Step::Kernel:
+        records[i] = {int32_t(i), TCC_PROFILE_KERNEL, step.symbol.c_str(),
+                      ms[i]};
+        break;
+      case Step::Call:
+        records[i] = {int32_t(i), TCC_PROFILE_CALL, opName(step.op), ms[i]};
+        break;
+      case Step::Collective:
+        records[i] = {int32_t(i), TCC_PROFILE_COLLECTIVE,
+                      collectiveName(step.collective), ms[i]};
+        break;
+      }
     }
   });
 }

@@ -64,6 +64,8 @@ class CallCheck;
 struct OpSchema {
   Op op;
   const char *name; ///< the tcc op name without "tcc.": "layer_norm_grad"
+  /// Its group in profiles ("GEMM", "attention", "optimizer"...).
+  const char *family;
   std::vector<OperandSpec> operands, results;
   std::vector<AttrSpec> attrs;
   /// Checks a call's dtypes, shapes and attribute values (plan/calls.cpp);

@@ -54,6 +54,22 @@ const char *storageName(Storage storage) {
   return "?";
 }
 
+const char *collectiveName(CollectiveOp op) {
+  switch (op) {
+  case CollectiveOp::AllReduce:
+    return "all_reduce";
+  case CollectiveOp::ReduceScatter:
+    return "reduce_scatter";
+  case CollectiveOp::AllGather:
+    return "all_gather";
+  }
+  return "?";
+}
+
+const char *reductionName(Reduction reduction) {
+  return reduction == Reduction::Mean ? "mean" : "sum";
+}
+
 const char *roleName(Role role) {
   switch (role) {
   case Role::Loss:

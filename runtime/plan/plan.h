@@ -97,13 +97,28 @@ struct Value {
   static Value make(data::DType dtype, std::vector<int64_t> shape);
 };
 
+/// What a collective step does over the data-parallel ranks (exec.all_reduce,
+/// exec.reduce_scatter, exec.all_gather).
+enum class CollectiveOp { AllReduce, ReduceScatter, AllGather };
+const char *collectiveName(CollectiveOp op);
+/// How an all_reduce or reduce_scatter combines the ranks' tensors.
+enum class Reduction { Sum, Mean };
+const char *reductionName(Reduction reduction);
+
 /// One plan step.
 struct Step {
-  enum Kind { Kernel, Call } kind = Kernel;
+  enum Kind { Kernel, Call, Collective } kind = Kernel;
   std::string symbol;   ///< Kernel: the host.so / fatbin symbol
   int64_t elements = 0; ///< Kernel: the output's element count
   Op op = Op{};         ///< Call
   Attrs attrs;          ///< Call: the fields of `op`'s attributes
+  /// Collective: input i's result is output i. `worldSize` is the number of
+  /// ranks the shapes were planned for (reduce_scatter, all_gather; 1 for
+  /// all_reduce); `bucket` numbers the gradient bucket, `stream` the stream
+  /// it runs on (0 compute, 1 communication).
+  CollectiveOp collective = CollectiveOp::AllReduce;
+  Reduction reduction = Reduction::Sum;
+  int64_t bucket = 0, stream = 0, worldSize = 1;
   /// Value ids in the op's operand / result order (library_ops.inc); -1 for
   /// an absent optional operand or result.
   std::vector<int64_t> inputs, outputs;

@@ -327,6 +327,78 @@ void checkArity(const JsonFile &file, const std::string &sw, Step &step) {
   arity(step.outputs, schema.results, "outputs");
 }
 
+/// A collective step's fields: which collective, its reduction (not for
+/// all_gather), world_size (not for all_reduce), bucket and stream.
+void readCollective(const JsonFile &file, const json &sj,
+                    const std::string &sw, Step &step) {
+  std::string op = file.stringField(sj, sw, "op");
+  if (op == "all_reduce")
+    step.collective = CollectiveOp::AllReduce;
+  else if (op == "reduce_scatter")
+    step.collective = CollectiveOp::ReduceScatter;
+  else if (op == "all_gather")
+    step.collective = CollectiveOp::AllGather;
+  else
+    file.bad(sw + ".op", "unknown collective '" + op +
+                             "' (expected all_reduce, reduce_scatter or "
+                             "all_gather)");
+  std::string where = sw + " (" + op + ")";
+  if (step.collective != CollectiveOp::AllGather) {
+    std::string r = file.stringField(sj, where, "reduction");
+    if (r == "sum")
+      step.reduction = Reduction::Sum;
+    else if (r == "mean")
+      step.reduction = Reduction::Mean;
+    else
+      file.bad(where + ".reduction",
+               "unknown reduction '" + r + "' (expected sum or mean)");
+  }
+  step.worldSize = step.collective == CollectiveOp::AllReduce
+                       ? 1
+                       : file.intField(sj, where, "world_size");
+  if (step.worldSize < 1)
+    file.bad(where + ".world_size",
+             "is " + std::to_string(step.worldSize) + ", not positive");
+  step.bucket = file.intField(sj, where, "bucket");
+  step.stream = file.intField(sj, where, "stream");
+  if (step.bucket < 0 || step.stream < 0)
+    file.bad(where, "bucket and stream are non-negative");
+}
+
+/// exec's collective verifiers, for the plan: one output per input, of its
+/// dtype, and its shape (the leading dim divided or multiplied by
+/// world_size for reduce_scatter / all_gather).
+void checkCollective(const JsonFile &file, const std::string &sw,
+                     const Step &step, const Function &fn) {
+  if (step.inputs.empty() || step.inputs.size() != step.outputs.size())
+    file.bad(sw, std::to_string(step.inputs.size()) + " inputs and " +
+                     std::to_string(step.outputs.size()) +
+                     " outputs; a collective has one output per input");
+  for (size_t i = 0; i < step.inputs.size(); ++i) {
+    const Value &in = fn.values[step.inputs[i]];
+    const Value &out = fn.values[step.outputs[i]];
+    std::vector<int64_t> shape = in.shape;
+    if (step.collective != CollectiveOp::AllReduce) {
+      if (shape.empty())
+        file.bad(sw, "input " + std::to_string(i) + " is a scalar; " +
+                         collectiveName(step.collective) +
+                         " splits the leading dimension");
+      if (step.collective == CollectiveOp::AllGather)
+        shape[0] *= step.worldSize;
+      else if (shape[0] % step.worldSize != 0)
+        file.bad(sw, "input " + std::to_string(i) + " (" + describe(in) +
+                         ") does not split into world_size " +
+                         std::to_string(step.worldSize) + " slices");
+      else
+        shape[0] /= step.worldSize;
+    }
+    if (out.dtype != in.dtype || out.shape != shape)
+      file.bad(sw, "output " + std::to_string(i) + " is " + describe(out) +
+                       ", expected " + data::dtypeName(in.dtype) + " " +
+                       shapeString(shape) + " for input " + describe(in));
+  }
+}
+
 void readFunction(const JsonFile &file, const json &doc,
                   const PlanContext &ctx, Function &fn) {
   const Plan &art = ctx.plan;
@@ -453,16 +525,22 @@ void readFunction(const JsonFile &file, const json &doc,
     Step step;
     std::string kind = file.stringField(sj, sw, "kind");
     bool call = kind == "call";
-    if (kind != "kernel" && !call)
-      file.bad(sw + ".kind",
-               "unknown step kind '" + kind + "' (expected kernel or call)");
-    if (call) {
+    if (kind == "kernel") {
+      step.kind = Step::Kernel;
+    } else if (call) {
       step.kind = Step::Call;
       std::string op = file.stringField(sj, sw, "op");
       if (!parseOp(op, step.op))
         file.bad(sw + ".op", "unknown op '" + op + "' (library ops: " +
                                  libraryOpNames() + ")");
       sw += " (" + op + ")";
+    } else if (kind == "collective") {
+      step.kind = Step::Collective;
+      readCollective(file, sj, sw, step);
+      sw += std::string(" (") + collectiveName(step.collective) + ")";
+    } else {
+      file.bad(sw + ".kind", "unknown step kind '" + kind +
+                                 "' (expected kernel, call or collective)");
     }
     const json &ins = file.arrayField(sj, sw, "inputs");
     const json &outs = file.arrayField(sj, sw, "outputs");
@@ -487,6 +565,8 @@ void readFunction(const JsonFile &file, const json &doc,
       CallCheck check(step, fn,
                       [&](const std::string &msg) { file.bad(sw, msg); });
       opSchema(step.op).check(check);
+    } else if (step.kind == Step::Collective) {
+      checkCollective(file, sw, step, fn);
     } else {
       step.symbol = file.stringField(sj, sw, "symbol");
       if (step.symbol.empty())

@@ -68,12 +68,23 @@ json attrsJson(const Step &s) {
 }
 
 json stepJson(const Step &s) {
-  json j = {{"kind", s.kind == Step::Kernel ? "kernel" : "call"}};
-  if (s.kind == Step::Kernel) {
-    j["symbol"] = s.symbol;
-  } else {
-    j["op"] = opName(s.op);
-    j["attrs"] = attrsJson(s);
+  json j;
+  switch (s.kind) {
+  case Step::Kernel:
+    j = {{"kind", "kernel"}, {"symbol", s.symbol}};
+    break;
+  case Step::Call:
+    j = {{"kind", "call"}, {"op", opName(s.op)}, {"attrs", attrsJson(s)}};
+    break;
+  case Step::Collective:
+    j = {{"kind", "collective"}, {"op", collectiveName(s.collective)}};
+    if (s.collective != CollectiveOp::AllGather)
+      j["reduction"] = reductionName(s.reduction);
+    if (s.collective != CollectiveOp::AllReduce)
+      j["world_size"] = s.worldSize;
+    j["bucket"] = s.bucket;
+    j["stream"] = s.stream;
+    break;
   }
   j["inputs"] = s.inputs;
   j["outputs"] = s.outputs;

@@ -1,5 +1,7 @@
 #include "run/profile.h"
 
+#include "plan/library_ops.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -13,30 +15,6 @@
 namespace tcc::run {
 
 namespace {
-
-/// Library ops and the family their time counts under.
-struct OpFamily {
-  const char *op, *family;
-};
-constexpr OpFamily OpFamilies[] = {
-    {"matmul", "GEMM"},
-    {"gemm", "GEMM"},
-    {"attention", "attention"},
-    {"attention_grad", "attention"},
-    {"layer_norm", "layer_norm"},
-    {"layer_norm_grad", "layer_norm"},
-    {"softmax", "softmax"},
-    {"softmax_grad", "softmax"},
-    {"log_softmax", "softmax"},
-    {"log_softmax_grad", "softmax"},
-    {"cross_entropy", "cross_entropy"},
-    {"cross_entropy_grad", "cross_entropy"},
-    {"embedding", "embedding"},
-    {"gather_grad", "embedding"},
-    {"dropout", "dropout"},
-    {"sgd_update", "optimizer"},
-    {"adamw_update", "optimizer"},
-};
 
 std::string format(const char *fmt, double v) {
   char buf[64];
@@ -73,7 +51,14 @@ double stepsMs(const StepProfile &p) {
 }
 
 const char *kindName(const tcc_profile_record &r) {
-  return r.kind == TCC_PROFILE_KERNEL ? "kernel" : "call";
+  switch (r.kind) {
+  case TCC_PROFILE_KERNEL:
+    return "kernel";
+  case TCC_PROFILE_COLLECTIVE:
+    return "collective";
+  default:
+    return "call";
+  }
 }
 
 /// `text` left-aligned in `width` columns.
@@ -142,10 +127,11 @@ void printSlowest(std::ostream &out, const StepProfile &p, size_t top) {
 std::string profileFamily(const tcc_profile_record &r) {
   if (r.kind == TCC_PROFILE_KERNEL)
     return "generated kernels";
-  for (const OpFamily &f : OpFamilies)
-    if (std::strcmp(r.name, f.op) == 0)
-      return f.family;
-  return r.name;
+  if (r.kind == TCC_PROFILE_COLLECTIVE)
+    return "collectives";
+  // A library call's family is its op's (dialects/tcc, callFamily).
+  rt::Op op;
+  return rt::parseOp(r.name, op) ? rt::opSchema(op).family : r.name;
 }
 
 std::vector<FamilyTime> familyTimes(const StepProfile &p) {

@@ -70,6 +70,7 @@ struct CallOp {
   const llvm::Record *def;
   std::string enumName;    // "LayerNormGrad"
   std::string runtimeName; // "layer_norm_grad"
+  std::string family;      // "layer_norm", for profiles
   std::vector<std::pair<std::string, bool>> operands, results; // name, optional
   std::vector<CallAttr> attrs;
 };
@@ -134,6 +135,12 @@ std::vector<CallOp> collectOps(const RecordKeeper &records) {
     call.def = def;
     call.enumName = op.getCppClassName().drop_back(2).str(); // "...Op"
     call.runtimeName = op.getOperationName().substr(strlen("tcc."));
+    call.family = def->getValueAsString("callFamily").str();
+    if (call.family.empty())
+      llvm::PrintFatalError(def->getLoc(),
+                            "library call " + call.runtimeName +
+                                " names no callFamily (its group in "
+                                "profiles, e.g. \"GEMM\")");
     for (const NamedTypeConstraint &operand : op.getOperands()) {
       if (operand.isVariadic())
         llvm::PrintFatalError(def->getLoc(),
@@ -268,10 +275,10 @@ bool emitRuntimeTable(const RecordKeeper &records, raw_ostream &os) {
                        floatLiteral(attr.fallback), camel(attr.name));
     if (!attrs.empty())
       attrs.pop_back();
-    os << formatv("{{Op::{0}, \"{1}\",\n  {{{2}},\n  {{{3}},\n  {{{4}},\n  "
-                  "&check{0}},\n",
+    os << formatv("{{Op::{0}, \"{1}\", \"{5}\",\n  {{{2}},\n  {{{3}},\n  "
+                  "{{{4}},\n  &check{0}},\n",
                   op.enumName, op.runtimeName, values(op.operands),
-                  values(op.results), attrs);
+                  values(op.results), attrs, op.family);
   }
   os << "#undef TCC_LIBRARY_OP_SCHEMAS\n#endif\n";
   return false;

@@ -71,6 +71,7 @@ struct FunctionSummary {
   std::string name;
   int64_t kernels = 0; ///< "kernel" steps (generated kernel launches)
   int64_t calls = 0;   ///< "call" steps (library calls)
+  int64_t collectives = 0; ///< "collective" steps
   int64_t arenaBytes = 0;
 };
 
