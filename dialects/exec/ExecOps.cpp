@@ -60,17 +60,26 @@ static bool isChainOp(Operation *op) {
   return isStructuredOp(op) || llvm::isa<tcc::ReshapeOp>(op);
 }
 
-LogicalResult FusionOp::verify() {
-  Block &body = getBody().front();
-  if (body.getNumArguments() != getInputs().size())
-    return emitOpError("has ")
-           << getInputs().size() << " operands but its body has "
+/// An isolated body (exec.fusion, exec.call) takes the op's operands as its
+/// arguments, one for one and of the same types.
+static LogicalResult verifyBodyArguments(Operation *op, Block &body) {
+  if (body.getNumArguments() != op->getNumOperands())
+    return op->emitOpError("has ")
+           << op->getNumOperands() << " operands but its body has "
            << body.getNumArguments() << " arguments";
-  for (auto [i, input, arg] : llvm::enumerate(getInputs(), body.getArguments()))
+  for (auto [i, input, arg] :
+       llvm::enumerate(op->getOperands(), body.getArguments()))
     if (input.getType() != arg.getType())
-      return emitOpError("operand #")
+      return op->emitOpError("operand #")
              << i << " has type " << input.getType() << " but body argument #"
              << i << " has type " << arg.getType();
+  return success();
+}
+
+LogicalResult FusionOp::verify() {
+  Block &body = getBody().front();
+  if (failed(verifyBodyArguments(*this, body)))
+    return failure();
   ArrayRef<int64_t> resultShape = shapeOf(getResult());
 
   // The structured ops and reshapes: one op of any kind, or a chain of
@@ -163,15 +172,8 @@ LibraryCallOpInterface CallOp::getCallee() {
 
 LogicalResult CallOp::verify() {
   Block &body = getBody().front();
-  if (body.getNumArguments() != getInputs().size())
-    return emitOpError("has ")
-           << getInputs().size() << " operands but its body has "
-           << body.getNumArguments() << " arguments";
-  for (auto [i, input, arg] : llvm::enumerate(getInputs(), body.getArguments()))
-    if (input.getType() != arg.getType())
-      return emitOpError("operand #")
-             << i << " has type " << input.getType() << " but body argument #"
-             << i << " has type " << arg.getType();
+  if (failed(verifyBodyArguments(*this, body)))
+    return failure();
   if (body.getOperations().size() != 2)
     return emitOpError("body holds ")
            << body.getOperations().size() - 1

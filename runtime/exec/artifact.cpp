@@ -86,12 +86,8 @@ bool Artifact::hasKernelSteps() const {
 }
 
 std::vector<TensorDesc> readSafetensorsHeader(const std::string &path) {
+  std::ifstream in = openInput(path);
   std::error_code ec;
-  if (!fs::exists(path, ec))
-    fail(TCC_ERROR_IO, path + ": no such file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail(TCC_ERROR_IO, path + ": cannot open: " + std::strerror(errno));
   uint8_t len[8];
   if (!in.read(reinterpret_cast<char *>(len), 8))
     fail(TCC_ERROR_FORMAT, path + ": truncated safetensors header");

@@ -4,7 +4,10 @@
 
 #include "data/half.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -22,6 +25,16 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   for (size_t i = 0; i < shape.size(); ++i)
     s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+std::ifstream openInput(const std::string &path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    fail(TCC_ERROR_IO, path + ": no such file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    fail(TCC_ERROR_IO, path + ": cannot open: " + std::strerror(errno));
+  return in;
 }
 
 std::string formatNumber(double v) {

@@ -17,6 +17,7 @@
 #include "plan/schedule.h"
 
 #include <cstdint>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -46,6 +47,10 @@ public:
 
 /// "[2, 3]"; "[]" for a scalar.
 std::string shapeString(const std::vector<int64_t> &shape);
+
+/// `path` opened for reading; TCC_ERROR_IO naming it when it does not exist
+/// or cannot be opened.
+std::ifstream openInput(const std::string &path);
 
 /// The shortest "%.{15,16,17}g" text that reads back as `v`, for messages.
 std::string formatNumber(double v);

@@ -43,12 +43,7 @@ public:
   }
 
   json read() const {
-    std::error_code ec;
-    if (!fs::exists(path, ec))
-      fail(TCC_ERROR_IO, path + ": no such file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-      fail(TCC_ERROR_IO, path + ": cannot open: " + std::strerror(errno));
+    std::ifstream in = openInput(path);
     std::string text{std::istreambuf_iterator<char>(in), {}};
     if (in.bad())
       fail(TCC_ERROR_IO, path + ": read error");
