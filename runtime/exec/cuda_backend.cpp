@@ -615,7 +615,7 @@ void CudaBackend::enqueueStep(size_t f, size_t s, const CallContext &ctx) {
     return;
   }
   if (step.kind == Step::Call) {
-    int st = enqueueCall(fn, s, sp.call, fb.ptrs.data(), ctx);
+    cuda::Status st = enqueueCall(fn, s, sp.call, fb.ptrs.data(), ctx);
     if (st)
       fail(TCC_ERROR_BACKEND, where(f, s) + "the cuda launcher failed: " +
                                   cuda::status_string(st));

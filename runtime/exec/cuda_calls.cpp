@@ -619,7 +619,7 @@ int runGemm(const Function &fn, const Step &step, const GemmStep &g,
 
 } // namespace
 
-int enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
+cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
                 uint8_t *const *ptrs, const CallContext &ctx) {
   const Step &step = fn.steps[s];
   const Attrs &a = step.attrs;
