@@ -37,8 +37,8 @@ LogicalResult ExecDialect::verifyOperationAttribute(Operation *op,
     auto func = llvm::dyn_cast<func::FuncOp>(op);
     auto bytes = llvm::dyn_cast<IntegerAttr>(value);
     if (!func || !bytes || bytes.getInt() < 0)
-      return op->emitError() << "'" << name
-                             << "' is a non-negative integer on a func.func";
+      return op->emitError()
+             << "'" << name << "' is a non-negative integer on a func.func";
     return verifyMemoryPlan(func);
   }
   if (name == kOffsetAttr) {
@@ -50,8 +50,8 @@ LogicalResult ExecDialect::verifyOperationAttribute(Operation *op,
   if (name == kOffsetsAttr) {
     auto offsets = llvm::dyn_cast<DenseI64ArrayAttr>(value);
     if (!offsets || offsets.size() != int64_t(op->getNumResults()))
-      return op->emitError() << "'" << name
-                             << "' has one arena offset or -1 per result";
+      return op->emitError()
+             << "'" << name << "' has one arena offset or -1 per result";
   }
   if (name != kOffsetAttr && name != kOffsetsAttr && name != kRegionAttr &&
       name != kInplaceOfAttr)
@@ -59,7 +59,7 @@ LogicalResult ExecDialect::verifyOperationAttribute(Operation *op,
   // The rest is checked with the whole plan, by the function's verifier.
   auto func = op->getParentOfType<func::FuncOp>();
   if (!func || !func->hasAttr(kArenaBytesAttr))
-    return op->emitError() << "'" << name
-                           << "' is in a function without " << kArenaBytesAttr;
+    return op->emitError() << "'" << name << "' is in a function without "
+                           << kArenaBytesAttr;
   return success();
 }

@@ -1,8 +1,8 @@
 #include "exec/ExecOps.h"
 
 #include "mlir/IR/OpImplementation.h"
-#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace tcc::exec;
@@ -203,8 +203,8 @@ Value CallOp::getInPlaceOperand(unsigned result) {
   auto inPlace = llvm::dyn_cast<InPlaceOpInterface>(*getCallee());
   if (!inPlace)
     return {};
-  auto arg = llvm::dyn_cast_or_null<BlockArgument>(
-      inPlace.getInPlaceOperand(result));
+  auto arg =
+      llvm::dyn_cast_or_null<BlockArgument>(inPlace.getInPlaceOperand(result));
   return arg ? getInputs()[arg.getArgNumber()] : Value();
 }
 
@@ -221,8 +221,8 @@ static LogicalResult verifyCollective(Operation *op, int64_t worldSize,
     return op->emitOpError("exchanges no tensors");
   if (op->getNumResults() != op->getNumOperands())
     return op->emitOpError("has ")
-           << op->getNumOperands() << " operands but "
-           << op->getNumResults() << " results; each operand has its result";
+           << op->getNumOperands() << " operands but " << op->getNumResults()
+           << " results; each operand has its result";
   if (worldSize < 1)
     return op->emitOpError("world_size ") << worldSize << " is not positive";
   for (auto [i, in, out] :

@@ -19,8 +19,7 @@ using namespace tcc;
 namespace {
 
 /// op(%a, %b) -> exec.call (%a, %b) { ^bb0(%x, %y): op(%x, %y); yield }.
-struct WrapLibraryCall
-    : OpInterfaceConversionPattern<LibraryCallOpInterface> {
+struct WrapLibraryCall : OpInterfaceConversionPattern<LibraryCallOpInterface> {
   using OpInterfaceConversionPattern::OpInterfaceConversionPattern;
 
   LogicalResult
@@ -48,9 +47,8 @@ struct NoKernel : ConversionPattern {
   NoKernel(MLIRContext *context)
       : ConversionPattern(MatchAnyOpTypeTag(), /*benefit=*/0, context) {}
 
-  LogicalResult
-  matchAndRewrite(Operation *op, ArrayRef<Value>,
-                  ConversionPatternRewriter &) const override {
+  LogicalResult matchAndRewrite(Operation *op, ArrayRef<Value>,
+                                ConversionPatternRewriter &) const override {
     return op->emitOpError("has no kernel or library call in the runtime "
                            "(a lowered step holds exec.fusion kernels, "
                            "library calls, views, constants and parameter "
@@ -75,8 +73,8 @@ struct LowerCallsPass : tcc::impl::LowerCallsBase<LowerCallsPass> {
     RewritePatternSet patterns(context);
     patterns.add<WrapLibraryCall>(context);
     patterns.add<NoKernel>(context);
-    if (failed(applyFullConversion(getOperation(), target,
-                                   std::move(patterns))))
+    if (failed(
+            applyFullConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }
 };

@@ -52,15 +52,15 @@ static void checkRanks(const Artifact &art) {
       if (step.kind == Step::Collective && step.worldSize != 1)
         fail(TCC_ERROR_BACKEND,
              art.file("plan") + ": " + fn.name + " step " + std::to_string(s) +
-                 " (" + collectiveName(step.collective) +
-                 ") was planned for " + std::to_string(step.worldSize) +
+                 " (" + collectiveName(step.collective) + ") was planned for " +
+                 std::to_string(step.worldSize) +
                  " ranks; this session runs one");
     }
 }
 
-void runOneRank(const Step &step, const Function &fn, uint8_t *const *ptrs,
-                const std::function<void(uint8_t *, const uint8_t *, size_t)>
-                    &copy) {
+void runOneRank(
+    const Step &step, const Function &fn, uint8_t *const *ptrs,
+    const std::function<void(uint8_t *, const uint8_t *, size_t)> &copy) {
   for (size_t i = 0; i < step.inputs.size(); ++i) {
     uint8_t *out = ptrs[step.outputs[i]];
     const uint8_t *in = ptrs[step.inputs[i]];

@@ -24,8 +24,8 @@
 #include "plan/liveness.h"
 
 #include <cstddef>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -119,9 +119,9 @@ bool haveCudaBackend();
 /// and one rank's slice is the whole), moved with `copy(dst, src, bytes)`
 /// unless the plan put both in the same bytes. makeBackend refuses plans
 /// whose collectives were planned for more ranks.
-void runOneRank(const Step &step, const Function &fn, uint8_t *const *ptrs,
-                const std::function<void(uint8_t *, const uint8_t *, size_t)>
-                    &copy);
+void runOneRank(
+    const Step &step, const Function &fn, uint8_t *const *ptrs,
+    const std::function<void(uint8_t *, const uint8_t *, size_t)> &copy);
 
 } // namespace tcc::rt
 

@@ -125,7 +125,7 @@ struct CallContext {
 /// Enqueues call `s` of `fn`; `ptrs[v]` is value v's device address.
 /// Returns 0 or the cuda::Status (a cudaError_t) of a launcher that refused.
 cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
-                uint8_t *const *ptrs, const CallContext &ctx);
+                         uint8_t *const *ptrs, const CallContext &ctx);
 
 /// The TCC_ERROR_DATA / TCC_ERROR_FORMAT message for error word value
 /// `word` (>= 0) of call `s`, as the CPU backend words it. `readInt(v, i)`

@@ -72,8 +72,7 @@ void CallCheck::wantScalar(const Value &v, const std::string &name,
     bad(name + " is " + describe(v) + ", not a " + data::dtypeName(dtype) +
         " scalar");
 }
-void CallCheck::wantRank(const Value &v, const std::string &name,
-                         size_t rank) {
+void CallCheck::wantRank(const Value &v, const std::string &name, size_t rank) {
   if (v.shape.size() != rank)
     bad(name + " is " + describe(v) + ", not of rank " + std::to_string(rank));
 }
@@ -146,8 +145,10 @@ void checkGemm(CallCheck &c) {
   c.wantRank(b, "b", 2);
   if (a.dtype != b.dtype)
     c.bad("a is " + describe(a) + " but b is " + describe(b));
-  int64_t m = a.shape[at.transposeA ? 1 : 0], k = a.shape[at.transposeA ? 0 : 1];
-  int64_t k2 = b.shape[at.transposeB ? 1 : 0], n = b.shape[at.transposeB ? 0 : 1];
+  int64_t m = a.shape[at.transposeA ? 1 : 0],
+          k = a.shape[at.transposeA ? 0 : 1];
+  int64_t k2 = b.shape[at.transposeB ? 1 : 0],
+          n = b.shape[at.transposeB ? 0 : 1];
   if (k != k2)
     c.bad("a " + describe(a) + " and b " + describe(b) + " contract dims of " +
           std::to_string(k) + " and " + std::to_string(k2));
@@ -281,12 +282,10 @@ void checkGatherGrad(CallCheck &c) {
   shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
   shape.insert(shape.end(), o.shape.begin() + axis + 1, o.shape.end());
   if (o.dtype != g.dtype)
-    c.bad("data_grad is " + describe(o) + " but result_grad is " +
-          describe(g));
+    c.bad("data_grad is " + describe(o) + " but result_grad is " + describe(g));
   if (g.shape != shape)
-    c.bad("result_grad is " + describe(g) + ", expected " +
-          shapeString(shape) + " for indices " + describe(indices) + " into " +
-          describe(o));
+    c.bad("result_grad is " + describe(g) + ", expected " + shapeString(shape) +
+          " for indices " + describe(indices) + " into " + describe(o));
 }
 
 void checkDropout(CallCheck &c) {

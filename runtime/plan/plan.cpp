@@ -6,10 +6,10 @@
 
 #include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <limits>
 
 namespace tcc::rt {

@@ -1,4 +1,5 @@
-//===- plan_json.h - manifest.json and plan.json, written and read -*- C++ -*-=//
+//===- plan_json.h - manifest.json and plan.json, written and read -*- C++
+//-*-=//
 //
 // The one reader and the one writer of the schema in plan.h. The writer is
 // the compiler's (lib/Artifact); the reader is the runtime loader's, and

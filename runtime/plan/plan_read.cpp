@@ -125,9 +125,9 @@ public:
     for (auto &[name, t] : names)
       if (s == name)
         return t;
-    bad(sub(where, "dtype"),
-        "unknown dtype '" + s + "' (expected f32, f64, i32, i64, bool, bf16 "
-                                "or f16)");
+    bad(sub(where, "dtype"), "unknown dtype '" + s +
+                                 "' (expected f32, f64, i32, i64, bool, bf16 "
+                                 "or f16)");
   }
 
   /// dtype + shape, with element and byte counts that cannot overflow.
@@ -177,7 +177,6 @@ std::string describe(const TensorDesc &t) {
   return std::string(data::dtypeName(t.dtype)) + " " + shapeString(t.shape);
 }
 
-
 /// The fields of a training artifact's manifest.
 void readTrainingManifest(const JsonFile &file, const json &doc, Manifest &m) {
   m.fingerprint = file.stringField(doc, "", "fingerprint");
@@ -207,7 +206,8 @@ void readTrainingManifest(const JsonFile &file, const json &doc, Manifest &m) {
     if (file.optField(sched, "schedule", "warmup"))
       s.warmup = file.intField(sched, "schedule", "warmup");
     s.total = file.intField(sched, "schedule", "total");
-    if (s.kind == Schedule::Cosine && file.optField(sched, "schedule", "min_lr"))
+    if (s.kind == Schedule::Cosine &&
+        file.optField(sched, "schedule", "min_lr"))
       s.minLr = file.numberField(sched, "schedule", "min_lr");
     if (s.warmup < 0 || s.total <= s.warmup)
       file.bad("schedule", "needs 0 <= warmup < total, got warmup " +
@@ -324,8 +324,8 @@ void checkArity(const JsonFile &file, const std::string &sw, Step &step) {
 
 /// A collective step's fields: which collective, its reduction (not for
 /// all_gather), world_size (not for all_reduce), bucket and stream.
-void readCollective(const JsonFile &file, const json &sj,
-                    const std::string &sw, Step &step) {
+void readCollective(const JsonFile &file, const json &sj, const std::string &sw,
+                    Step &step) {
   std::string op = file.stringField(sj, sw, "op");
   if (op == "all_reduce")
     step.collective = CollectiveOp::AllReduce;
@@ -394,8 +394,8 @@ void checkCollective(const JsonFile &file, const std::string &sw,
   }
 }
 
-void readFunction(const JsonFile &file, const json &doc,
-                  const PlanContext &ctx, Function &fn) {
+void readFunction(const JsonFile &file, const json &doc, const PlanContext &ctx,
+                  Function &fn) {
   const Plan &art = ctx.plan;
   const std::string where = "functions." + fn.name;
   fn.arenaBytes = file.intField(doc, where, "arena_bytes");
@@ -419,11 +419,10 @@ void readFunction(const JsonFile &file, const json &doc,
     auto slot = [&](const std::vector<TensorDesc> &slots, const char *what) {
       v.index = file.intField(vj, vw, "index");
       if (v.index < 0 || v.index >= int64_t(slots.size()))
-        file.bad(vw + ".index", std::string(what) + " index " +
-                                    std::to_string(v.index) +
-                                    " is out of range (" +
-                                    std::to_string(slots.size()) + " " + what +
-                                    (slots.size() == 1 ? ")" : "s)"));
+        file.bad(vw + ".index",
+                 std::string(what) + " index " + std::to_string(v.index) +
+                     " is out of range (" + std::to_string(slots.size()) + " " +
+                     what + (slots.size() == 1 ? ")" : "s)"));
       const TensorDesc &t = slots[v.index];
       if (t.dtype != v.dtype || t.bytes != v.bytes)
         file.bad(vw, describe(v) + " (" + std::to_string(v.bytes) +
@@ -456,11 +455,10 @@ void readFunction(const JsonFile &file, const json &doc,
       v.storage = Storage::Working;
       v.index = file.intField(vj, vw, "index");
       if (v.index < 0 || v.index >= int64_t(art.params.size()))
-        file.bad(vw + ".index", "param index " + std::to_string(v.index) +
-                                    " is out of range (" +
-                                    std::to_string(art.params.size()) +
-                                    (art.params.size() == 1 ? " param)"
-                                                            : " params)"));
+        file.bad(vw + ".index",
+                 "param index " + std::to_string(v.index) +
+                     " is out of range (" + std::to_string(art.params.size()) +
+                     (art.params.size() == 1 ? " param)" : " params)"));
       const TensorDesc &p = art.params[v.index];
       if (!p.working)
         file.bad(vw, "the working copy of param " + std::to_string(v.index) +
@@ -493,8 +491,8 @@ void readFunction(const JsonFile &file, const json &doc,
                                         "'constants')")
                           : ctx.constantsFile));
       if (c->dtype != v.dtype || c->bytes != v.bytes)
-        file.bad(vw, describe(v) + " does not fit constant '" + v.name +
-                         "', " + describe(*c));
+        file.bad(vw, describe(v) + " does not fit constant '" + v.name + "', " +
+                         describe(*c));
     } else {
       file.bad(vw + ".storage",
                "unknown storage '" + storage +
@@ -526,8 +524,8 @@ void readFunction(const JsonFile &file, const json &doc,
       step.kind = Step::Call;
       std::string op = file.stringField(sj, sw, "op");
       if (!parseOp(op, step.op))
-        file.bad(sw + ".op", "unknown op '" + op + "' (library ops: " +
-                                 libraryOpNames() + ")");
+        file.bad(sw + ".op", "unknown op '" + op +
+                                 "' (library ops: " + libraryOpNames() + ")");
       sw += " (" + op + ")";
     } else if (kind == "collective") {
       step.kind = Step::Collective;
@@ -572,10 +570,11 @@ void readFunction(const JsonFile &file, const json &doc,
                                       std::to_string(step.outputs.size()));
       const Value &out = fn.values[step.outputs[0]];
       if (step.elements != out.elements)
-        file.bad(sw + ".elements",
-                 std::to_string(step.elements) + " elements, but output value " +
-                     std::to_string(step.outputs[0]) + " (" + describe(out) +
-                     ") has " + std::to_string(out.elements));
+        file.bad(sw + ".elements", std::to_string(step.elements) +
+                                       " elements, but output value " +
+                                       std::to_string(step.outputs[0]) + " (" +
+                                       describe(out) + ") has " +
+                                       std::to_string(out.elements));
     }
     fn.steps.push_back(std::move(step));
   }
@@ -610,8 +609,8 @@ void readFunction(const JsonFile &file, const json &doc,
       if (fn.lossValue >= 0)
         file.bad(rw, "a second loss result");
       if (v.elements != 1 || (v.dtype != DType::F32 && v.dtype != DType::F64))
-        file.bad(rw, "the loss is " + describe(v) +
-                         ", not an f32 or f64 scalar");
+        file.bad(rw,
+                 "the loss is " + describe(v) + ", not an f32 or f64 scalar");
       fn.lossValue = r.value;
     } else if (role == "param" || role == "opt_state") {
       bool param = role == "param";
@@ -643,8 +642,8 @@ void readFunction(const JsonFile &file, const json &doc,
                          std::to_string(r.index) + "] has no 'working')");
       if (v.dtype != *p.working || v.elements != p.elements)
         file.bad(rw, "value " + std::to_string(r.value) + " (" + describe(v) +
-                         ") does not fit the working copy of param '" +
-                         p.name + "' (" + data::dtypeName(*p.working) + " " +
+                         ") does not fit the working copy of param '" + p.name +
+                         "' (" + data::dtypeName(*p.working) + " " +
                          shapeString(p.shape) + ")");
       if (!seen.insert({int(r.role), r.index}).second)
         file.bad(rw, "a second result for the working copy of param '" +
@@ -680,8 +679,8 @@ void readParamWorking(const JsonFile &file, const json &list,
     else if (name == "f16")
       dtype = DType::F16;
     else
-      file.bad(where, "unknown working dtype '" + name +
-                          "' (expected bf16 or f16)");
+      file.bad(where,
+               "unknown working dtype '" + name + "' (expected bf16 or f16)");
     if (params[i].dtype != DType::F32)
       file.bad(where, "parameter '" + params[i].name + "' is " +
                           describe(params[i]) +
@@ -709,7 +708,6 @@ void readOptStateInit(const JsonFile &file, const json &list,
     slots[i].init = v;
   }
 }
-
 
 } // namespace
 
@@ -796,8 +794,8 @@ Plan readPlanJson(const std::string &path, const Manifest &manifest,
   for (const Function &fn : art.functions)
     for (size_t i = 0; i < fn.inputs.size(); ++i) {
       const TensorDesc &in = fn.inputs[i];
-      std::string w = "functions." + fn.name + ".inputs[" + std::to_string(i) +
-                      "]";
+      std::string w =
+          "functions." + fn.name + ".inputs[" + std::to_string(i) + "]";
       const TensorDesc *t = nullptr;
       for (const TensorDesc &ti : train->inputs)
         if (ti.name == in.name)
@@ -810,8 +808,7 @@ Plan readPlanJson(const std::string &path, const Manifest &manifest,
       if (manifest.accum > 1 &&
           (in.shape.empty() || in.shape[0] != manifest.accum))
         file.bad(w, "input '" + in.name + "' is " + describe(in) +
-                        ", but with accum " +
-                        std::to_string(manifest.accum) +
+                        ", but with accum " + std::to_string(manifest.accum) +
                         " its leading dim must be the accumulation count");
     }
   return art;

@@ -148,8 +148,8 @@ std::string writeManifestJson(const Manifest &m) {
     out += "  " + json(key).dump() + ": " + value.dump() + ",\n";
   out += "  \"files\": {";
   static const char *const order[] = {
-      "plan",          "weights",        "constants",    "kernel_source",
-      "kernel_prelude", "host_kernels",  "cuda_kernels"};
+      "plan",           "weights",      "constants",   "kernel_source",
+      "kernel_prelude", "host_kernels", "cuda_kernels"};
   std::vector<std::string> keys(std::begin(order), std::end(order));
   for (const auto &entry : m.files)
     if (std::find(keys.begin(), keys.end(), entry.first) == keys.end())
@@ -179,13 +179,16 @@ std::string writePlanJson(const Plan &plan) {
     out += "    " + json(fn.name).dump() + ": {\n";
     out += "      \"arena_bytes\": " + std::to_string(fn.arenaBytes) + ",\n";
     list(out, "      ", "inputs", fn.inputs, tensor, false);
-    list(out, "      ", "values", fn.values,
-         [](size_t i, const Value &v) { return valueJson(int64_t(i), v); },
-         false);
-    list(out, "      ", "steps", fn.steps,
-         [](size_t, const Step &s) { return stepJson(s); }, false);
-    list(out, "      ", "results", fn.results,
-         [](size_t, const Result &r) { return resultJson(r); }, true);
+    list(
+        out, "      ", "values", fn.values,
+        [](size_t i, const Value &v) { return valueJson(int64_t(i), v); },
+        false);
+    list(
+        out, "      ", "steps", fn.steps,
+        [](size_t, const Step &s) { return stepJson(s); }, false);
+    list(
+        out, "      ", "results", fn.results,
+        [](size_t, const Result &r) { return resultJson(r); }, true);
     out += f + 1 < plan.functions.size() ? "    },\n" : "    }\n";
   }
   out += "  }\n}\n";

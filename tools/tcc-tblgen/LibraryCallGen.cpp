@@ -101,9 +101,10 @@ Kind attrKind(const llvm::Record *def, const NamedAttribute &named) {
     return Kind::Float;
   llvm::PrintFatalError(def->getLoc(),
                         "library call attribute '" + named.name + "' is a " +
-                            base + "; the runtime's op table takes BoolAttr, "
-                                   "I64Attr and F64Attr (with or without a "
-                                   "default)");
+                            base +
+                            "; the runtime's op table takes BoolAttr, "
+                            "I64Attr and F64Attr (with or without a "
+                            "default)");
 }
 
 /// The numeric value of an ODS default ("false", "-100", "1e-8").
@@ -152,9 +153,8 @@ std::vector<CallOp> collectOps(const RecordKeeper &records) {
     for (int i = 0; i < op.getNumResults(); ++i) {
       const NamedTypeConstraint &result = op.getResult(i);
       if (result.isVariadic())
-        llvm::PrintFatalError(def->getLoc(),
-                              "library call result '" + result.name +
-                                  "' is variadic");
+        llvm::PrintFatalError(def->getLoc(), "library call result '" +
+                                                 result.name + "' is variadic");
       call.results.push_back({result.name.str(), result.isOptional()});
     }
     for (const NamedAttribute &named : op.getAttributes()) {
@@ -196,13 +196,14 @@ bool emitCallDefs(const RecordKeeper &records, raw_ostream &os) {
       operands.push_back(operand.name);
     for (int i = 0; i < op.getNumResults(); ++i)
       results.push_back(op.getResult(i).name);
-    os << formatv("auto {0}::{1}::getCallOperands()\n    -> "
-                  "::llvm::SmallVector<::mlir::Value> {{\n  return {{{2}};\n}\n",
-                  op.getCppNamespace(), op.getCppClassName(),
-                  getters(operands));
-    os << formatv("auto {0}::{1}::getCallResults()\n    -> "
-                  "::llvm::SmallVector<::mlir::Value> {{\n  return {{{2}};\n}\n\n",
-                  op.getCppNamespace(), op.getCppClassName(), getters(results));
+    os << formatv(
+        "auto {0}::{1}::getCallOperands()\n    -> "
+        "::llvm::SmallVector<::mlir::Value> {{\n  return {{{2}};\n}\n",
+        op.getCppNamespace(), op.getCppClassName(), getters(operands));
+    os << formatv(
+        "auto {0}::{1}::getCallResults()\n    -> "
+        "::llvm::SmallVector<::mlir::Value> {{\n  return {{{2}};\n}\n\n",
+        op.getCppNamespace(), op.getCppClassName(), getters(results));
   }
   return false;
 }
@@ -236,7 +237,8 @@ bool emitRuntimeTable(const RecordKeeper &records, raw_ostream &os) {
 
   os << "// runtime/plan/library_ops.inc: the library calls of the runtime, "
         "written by\n"
-        "// `tcc-tblgen -gen-runtime-op-table` from the tcc ops that implement\n"
+        "// `tcc-tblgen -gen-runtime-op-table` from the tcc ops that "
+        "implement\n"
         "// LibraryCallOpInterface (dialects/tcc/*.td). Do not edit: after "
         "changing an\n"
         "// op, run `cmake --build build --target tcc-update-op-table`. The "
@@ -288,9 +290,8 @@ mlir::GenRegistration
     genCallDefs("gen-library-call-defs",
                 "Generate getCallOperands/getCallResults of library calls",
                 emitCallDefs);
-mlir::GenRegistration
-    genRuntimeTable("gen-runtime-op-table",
-                    "Generate the runtime's library op table",
-                    emitRuntimeTable);
+mlir::GenRegistration genRuntimeTable("gen-runtime-op-table",
+                                      "Generate the runtime's library op table",
+                                      emitRuntimeTable);
 
 } // namespace

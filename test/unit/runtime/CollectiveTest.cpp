@@ -68,8 +68,7 @@ TEST(Collective, ProfileNamesTheCollective) {
   size_t count = 0;
   ASSERT_EQ(tcc_profile_step(s, nullptr, nullptr, 0, &count), TCC_OK);
   std::vector<tcc_profile_record> records(count);
-  ASSERT_EQ(tcc_profile_step(s, nullptr, records.data(), count, &count),
-            TCC_OK)
+  ASSERT_EQ(tcc_profile_step(s, nullptr, records.data(), count, &count), TCC_OK)
       << tcc_last_error();
   ASSERT_EQ(count, 10u);
   EXPECT_EQ(records[7].kind, TCC_PROFILE_COLLECTIVE);
