@@ -33,11 +33,9 @@ static LogicalResult lowerModule(ModuleOp module, ArrayRef<StringRef> roots,
   });
   LowerConfig config;
   config.roots.assign(roots.begin(), roots.end());
-  if (failed(runStages(module, lowerStages(config), error, afterStage,
-                       timing))) {
-    if (error.empty())
-      error = "lowering failed: " +
-              (firstError.empty() ? std::string("a pass failed") : firstError);
+  if (failed(runStages(module, lowerStages(config), afterStage, timing))) {
+    error = "lowering failed: " +
+            (firstError.empty() ? std::string("a pass failed") : firstError);
     return failure();
   }
   return success();

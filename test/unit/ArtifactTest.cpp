@@ -2,6 +2,7 @@
 // tcc compile: attribute -> JSON for library calls (every kind, defaults of
 // ops that do not spell their attributes), the double format, the path
 // checks, and a hand-written planned module written and read back.
+#include "ErrorCapture.h"
 #include "TestUtil.h"
 
 #include "exec/ExecOps.h"
@@ -172,7 +173,8 @@ TEST_F(ArtifactTest, WritesAHandWrittenStep) {
   fs::remove_all(dir);
   tcc::TrainConfig config;
   std::string error;
-  ASSERT_TRUE(tcc::parseLoss("cross_entropy(y,labels)", config.loss, error));
+  config.loss = testutil::expectSuccess(
+      tcc::parseLoss(UnknownLoc::get(&context), "cross_entropy(y,labels)"));
   artifact::ArtifactOptions options;
   options.source = "/some/where/model.mlir";
   options.cudaKernels = false;
@@ -542,7 +544,8 @@ TEST_F(ArtifactTest, WritesOptStateInit) {
   };
   tcc::TrainConfig config;
   std::string error;
-  ASSERT_TRUE(tcc::parseLoss("cross_entropy(y,labels)", config.loss, error));
+  config.loss = testutil::expectSuccess(
+      tcc::parseLoss(UnknownLoc::get(&context), "cross_entropy(y,labels)"));
   artifact::ArtifactOptions options;
   options.cudaKernels = false;
   std::string dir = testutil::tempPath("artifact", "init.tcc");
