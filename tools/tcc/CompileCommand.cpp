@@ -118,10 +118,10 @@ int runCompile() {
   CommandErrors errors(context, modelFlags.model);
   // The command line's problems are named in their messages.
   Location flagLoc = UnknownLoc::get(&context);
-  std::string error;
   // Before the (possibly long) compile: a bad -o fails at once.
-  if (kind == "artifact" && !artifact::checkArtifactPath(output, error))
-    return fail("compile: " + error);
+  if (kind == "artifact" &&
+      failed(artifact::checkArtifactPath(flagLoc, output)))
+    return errors.report("compile: ");
   // An artifact (or the IR it is written from) without training flags is an
   // inference artifact; --emit=mlir prints a training step and needs them.
   bool inference = kind != "mlir" && !trainFlags.anyTrainingOnly();
@@ -137,9 +137,11 @@ int runCompile() {
   if (cudaArch.getNumOccurrences()) {
     if (noCuda)
       return fail("compile: --cuda-arch has no effect with --no-cuda");
-    if (!codegen::parseCudaArchs(cudaArch, options.kernelBuild.cudaArchs,
-                                 error))
-      return fail("compile: " + error);
+    FailureOr<std::vector<std::string>> archs =
+        codegen::parseCudaArchs(flagLoc, cudaArch);
+    if (failed(archs))
+      return errors.report("compile: ");
+    options.kernelBuild.cudaArchs = *archs;
   }
   // An inference compile takes the precision flags only.
   TrainConfig config;
@@ -226,15 +228,14 @@ int runCompile() {
       return log.record(stage.name, stage.pass, *lowered);
     };
     TimingScope *passes = timing ? &scope : nullptr;
-    if (failed(inference ? artifact::lowerInferenceModule(*lowered, error,
-                                                          lowering, passes)
-                         : artifact::lowerTrainModule(*lowered, error,
-                                                      lowering, passes)))
-      return fail("compile: " + error);
+    if (failed(inference
+                   ? artifact::lowerInferenceModule(*lowered, lowering, passes)
+                   : artifact::lowerTrainModule(*lowered, lowering, passes)))
+      return errors.report("compile: ");
     if (!report.empty() &&
         failed(report::writeReport(*module, *lowered, log.reportRows(),
-                                   config.precision, report, error)))
-      return fail(error);
+                                   config.precision, report)))
+      return errors.report();
   }
   if (kind == "mlir")
     return done(writeModule(*module, output));
@@ -243,11 +244,11 @@ int runCompile() {
   TimingScope artifactScope = stage("artifact");
   options.timing = timing ? &artifactScope : nullptr;
   artifact::ArtifactSummary summary;
-  if (failed(inference ? artifact::writeInferenceArtifact(
-                             *module, options, output, &summary, error)
+  if (failed(inference ? artifact::writeInferenceArtifact(*module, options,
+                                                          output, &summary)
                        : artifact::writeArtifact(*module, config, options,
-                                                 output, &summary, error)))
-    return fail("compile: " + error);
+                                                 output, &summary)))
+    return errors.report("compile: ");
   artifactScope.stop();
   llvm::outs() << artifact::formatSummary(summary) << "\n";
   if (timeStages) {

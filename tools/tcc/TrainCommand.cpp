@@ -123,8 +123,8 @@ int runTrain() {
   artifactOptions.cudaKernels = !artifactPath.empty();
   artifact::ArtifactSummary summary;
   if (failed(artifact::writeArtifact(*module, *config, artifactOptions, path,
-                                     &summary, error)))
-    return fail(error);
+                                     &summary)))
+    return errors.report("train: ");
   if (!artifactPath.empty())
     std::cout << artifact::formatSummary(summary) << "\n";
   std::unique_ptr<run::SessionEngine> engine =
