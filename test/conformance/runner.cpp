@@ -134,15 +134,22 @@ std::vector<fs::path> numbered(const fs::path &dir, const std::string &prefix) {
   return paths;
 }
 
-bool readTensor(const fs::path &path, Array &array, std::string &error) {
+bool readTensor(const fs::path &path, FirstError &errors, Array &array,
+                std::string &error) {
   std::ifstream in(path, std::ios::binary);
   onnx::TensorProto proto;
   if (!in || !proto.ParseFromIstream(&in)) {
     error = path.string() + ": not a TensorProto";
     return false;
   }
-  if (!tcc::tensorProtoToArray(proto, array, error))
+  mlir::FailureOr<Array> decoded = tcc::tensorProtoToArray(proto, [&] {
+    return mlir::emitError(errors.loc) << path.string() << ": ";
+  });
+  if (mlir::failed(decoded)) {
+    error = errors.take();
     return false;
+  }
+  array = std::move(*decoded);
   array.name = proto.name();
   return true;
 }
@@ -222,19 +229,19 @@ bool bindInputs(mlir::func::FuncOp func, const std::vector<Array> &arrays,
 
 /// The inputs and expected outputs of one data set directory; with
 /// `boundShapes` without the integer inputs (constants of the module).
-bool readDataSet(const fs::path &dir, bool boundShapes,
+bool readDataSet(const fs::path &dir, bool boundShapes, FirstError &errors,
                  std::vector<Array> &inputs, std::vector<Array> &expected,
                  std::string &error) {
   inputs.clear();
   expected.clear();
   for (const fs::path &p : numbered(dir, "input_")) {
     inputs.emplace_back();
-    if (!readTensor(p, inputs.back(), error))
+    if (!readTensor(p, errors, inputs.back(), error))
       return false;
   }
   for (const fs::path &p : numbered(dir, "output_")) {
     expected.emplace_back();
-    if (!readTensor(p, expected.back(), error))
+    if (!readTensor(p, errors, expected.back(), error))
       return false;
   }
   if (boundShapes) // these became constants of the imported module
@@ -265,10 +272,10 @@ std::string compareAll(const std::vector<Array> &results,
 }
 
 Result runDataSet(mlir::func::FuncOp func, const fs::path &dir,
-                  bool boundShapes) {
+                  bool boundShapes, FirstError &errors) {
   std::string error;
   std::vector<Array> inputs, expected, bound, results;
-  if (!readDataSet(dir, boundShapes, inputs, expected, error))
+  if (!readDataSet(dir, boundShapes, errors, inputs, expected, error))
     return fail(error);
   std::string set = dir.filename().string();
   if (!bindInputs(func, inputs, bound, error) ||
@@ -398,10 +405,10 @@ std::string apiError(const char *call, tcc_status status) {
 /// when every input's name is among the arrays, else in order), runs
 /// forward and compares the outputs.
 std::string runCompiledSet(tcc_session *s, const fs::path &set,
-                           bool boundShapes) {
+                           bool boundShapes, FirstError &errors) {
   std::string error;
   std::vector<Array> inputs, expected;
-  if (!readDataSet(set, boundShapes, inputs, expected, error))
+  if (!readDataSet(set, boundShapes, errors, inputs, expected, error))
     return error;
   int32_t n = tcc_num_inputs(s);
   std::vector<tcc_tensor_info> infos(n);
@@ -479,7 +486,7 @@ CompiledResult runCompiledJob(const CompiledJob &job, const fs::path &dir,
   if (st != TCC_OK)
     return compiledFail(apiError("tcc_session_open", st));
   for (const fs::path &set : job.sets) {
-    std::string why = runCompiledSet(session.s, set, job.boundShapes);
+    std::string why = runCompiledSet(session.s, set, job.boundShapes, errors);
     if (!why.empty())
       return compiledFail(set.filename().string() + ": " + why);
   }
@@ -505,15 +512,16 @@ struct Runner {
   /// (ImportOptions::constantInputs), which is how a user would compile it.
   Result runTest(const fs::path &dir, bool importOnly) {
     fs::path model = dir / "model.onnx";
-    tcc::ImportError importError;
+    tcc::ImportFailure importFailure;
     mlir::OwningOpRef<mlir::ModuleOp> module =
-        tcc::importOnnxFile(context, model.string(), {}, importError);
+        tcc::importOnnxFile(context, model.string(), {}, &importFailure);
     bool bindShapes = false;
     if (!module) {
-      if (importError.kind == tcc::ImportError::Unsupported)
-        return {Outcome::Unsupported, importError.message};
-      if (importError.message.find("only known at run time") == std::string::npos)
-        return fail("import: " + importError.message);
+      std::string why = errors.take();
+      if (importFailure == tcc::ImportFailure::Unsupported)
+        return {Outcome::Unsupported, why};
+      if (why.find("only known at run time") == std::string::npos)
+        return fail("import: " + why);
       bindShapes = true;
     }
     std::vector<fs::path> sets;
@@ -531,16 +539,17 @@ struct Runner {
         std::string error;
         for (const fs::path &p : numbered(set, "input_")) {
           Array a;
-          if (!readTensor(p, a, error))
+          if (!readTensor(p, errors, a, error))
             return fail(error);
           if (a.dtype == DType::I64 || a.dtype == DType::I32)
             options.constantInputs[a.name] = a;
         }
-        module = tcc::importOnnxFile(context, model.string(), options, importError);
+        module = tcc::importOnnxFile(context, model.string(), options,
+                                     &importFailure);
         if (!module)
-          return importError.kind == tcc::ImportError::Unsupported
-                     ? Result{Outcome::Unsupported, importError.message}
-                     : fail("import: " + importError.message);
+          return importFailure == tcc::ImportFailure::Unsupported
+                     ? Result{Outcome::Unsupported, errors.take()}
+                     : fail("import: " + errors.take());
       }
       std::set<std::string> ops = modelOpTypes(model);
       supportedOps.insert(ops.begin(), ops.end());
@@ -549,7 +558,7 @@ struct Runner {
       auto func = module->lookupSymbol<mlir::func::FuncOp>("forward");
       if (!func)
         return fail("import produced no func.func @forward");
-      Result r = runDataSet(func, set, bindShapes);
+      Result r = runDataSet(func, set, bindShapes, errors);
       if (r.outcome != Outcome::Pass)
         return r;
       if (collectCompiled && (bindShapes || passed.empty())) {

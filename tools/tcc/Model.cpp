@@ -98,11 +98,7 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, const ModelFlags &flags,
   for (const std::string &s : flags.inputShapes)
     if (failed(parseInputShape(flagLoc, s, options)))
       return nullptr;
-  ImportError error;
-  OwningOpRef<ModuleOp> module = importOnnxFile(context, path, options, error);
-  if (!module)
-    emitError(flagLoc) << error.message;
-  return module;
+  return importOnnxFile(context, path, options);
 }
 
 int writeModule(ModuleOp module, const std::string &path) {
