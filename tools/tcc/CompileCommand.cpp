@@ -235,7 +235,7 @@ int runCompile() {
     if (!report.empty() &&
         failed(report::writeReport(*module, *lowered, log.reportRows(),
                                    config.precision, report)))
-      return errors.report();
+      return errors.report("compile: ");
   }
   if (kind == "mlir")
     return done(writeModule(*module, output));
