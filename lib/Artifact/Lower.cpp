@@ -4,14 +4,11 @@
 // exec dialect verifies the memory plan.
 #include "tcc/Artifact/Artifact.h"
 
-#include "Plan.h"
-
 #include "exec/ExecOps.h"
 #include "exec/MemoryPlan.h"
 #include "tcc/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Diagnostics.h"
 
 using namespace mlir;
 
@@ -19,49 +16,30 @@ namespace tcc::artifact {
 
 /// Runs tcc::lowerStages with `roots`.
 static LogicalResult lowerModule(ModuleOp module, ArrayRef<StringRef> roots,
-                                 std::string &error, AfterStage afterStage,
-                                 TimingScope *timing) {
+                                 AfterStage afterStage, TimingScope *timing) {
   MLIRContext *context = module.getContext();
   context->getOrLoadDialect<exec::ExecDialect>();
   context->getOrLoadDialect<func::FuncDialect>();
-
-  std::string firstError;
-  ScopedDiagnosticHandler handler(context, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
-      firstError = describeLoc(diag.getLocation()) + ": " + diag.str();
-    return success();
-  });
   LowerConfig config;
   config.roots.assign(roots.begin(), roots.end());
-  if (failed(runStages(module, lowerStages(config), error, afterStage,
-                       timing))) {
-    if (error.empty())
-      error = "lowering failed: " +
-              (firstError.empty() ? std::string("a pass failed") : firstError);
-    return failure();
-  }
-  return success();
+  return runStages(module, lowerStages(config), afterStage, timing);
 }
 
-LogicalResult lowerTrainModule(ModuleOp module, std::string &error,
-                               AfterStage afterStage, TimingScope *timing) {
+LogicalResult lowerTrainModule(ModuleOp module, AfterStage afterStage,
+                               TimingScope *timing) {
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
-  if (!train || train.isExternal()) {
-    error = "the module has no @train_step (build it with tcc compile or "
-            "--tcc-build-train-step)";
-    return failure();
-  }
-  return lowerModule(module, trainingRoots(), error, afterStage, timing);
+  if (!train || train.isExternal())
+    return module.emitError("the module has no @train_step (build it with tcc "
+                            "compile or --tcc-build-train-step)");
+  return lowerModule(module, trainingRoots(), afterStage, timing);
 }
 
-LogicalResult lowerInferenceModule(ModuleOp module, std::string &error,
-                                   AfterStage afterStage, TimingScope *timing) {
+LogicalResult lowerInferenceModule(ModuleOp module, AfterStage afterStage,
+                                   TimingScope *timing) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
-  if (!forward || forward.isExternal()) {
-    error = "the module has no @forward";
-    return failure();
-  }
-  return lowerModule(module, inferenceRoots(), error, afterStage, timing);
+  if (!forward || forward.isExternal())
+    return module.emitError("the module has no @forward");
+  return lowerModule(module, inferenceRoots(), afterStage, timing);
 }
 
 } // namespace tcc::artifact

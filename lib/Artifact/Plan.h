@@ -15,6 +15,7 @@
 #include "tcc/Artifact/Artifact.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Types.h"
 
 #include <optional>
@@ -38,18 +39,16 @@ std::optional<data::DType> toDType(mlir::Type element);
 /// DenseResourceElementsAttr of static `type`, named `name`, that streams
 /// the attribute's bytes when the file is written: a weight is never
 /// copied whole. Checks up front that the value holds the bytes `type`
-/// needs.
-bool elementsSource(mlir::Attribute value, mlir::Type type,
-                    const std::string &name, data::TensorSource &out,
-                    std::string &error);
+/// needs; a value that does not is an error started by `emitError` (which
+/// names what holds it) and continued with `'name': why`.
+mlir::FailureOr<data::TensorSource>
+elementsSource(mlir::Attribute value, mlir::Type type, const std::string &name,
+               llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
 
 /// Reads `lowered` (after lowerTrainModule or lowerInferenceModule) into the
-/// plan of an artifact of `kind`.
-bool buildPlan(mlir::ModuleOp lowered, rt::Kind kind, PlanData &out,
-               std::string &error);
-
-/// "loc" text a user can look up: file:line:col, or node 'name' for ONNX.
-std::string describeLoc(mlir::Location loc);
+/// plan of an artifact of `kind`. What the runtime cannot run is an error at
+/// the op, function or parameter at fault.
+mlir::FailureOr<PlanData> buildPlan(mlir::ModuleOp lowered, rt::Kind kind);
 
 } // namespace tcc::artifact
 

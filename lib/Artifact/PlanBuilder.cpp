@@ -27,15 +27,10 @@ namespace {
 
 using rt::Storage;
 
-std::string opText(Operation *op) {
-  return "'" + op->getName().getStringRef().str() + "' at " +
-         describeLoc(op->getLoc());
-}
-
 /// A library call's attributes, by its op's schema (library_ops.inc, which
 /// tcc-tblgen wrote from the same op definitions): the op's inherent
 /// attribute where it has one, else the ODS default.
-bool callAttrs(Operation *op, rt::Step &step, std::string &error) {
+LogicalResult callAttrs(Operation *op, rt::Step &step) {
   step.attrs = rt::defaultAttrs(step.op);
   for (const rt::AttrSpec &spec : rt::opSchema(step.op).attrs) {
     std::optional<Attribute> value = op->getInherentAttr(spec.name);
@@ -62,13 +57,11 @@ bool callAttrs(Operation *op, rt::Step &step, std::string &error) {
       }
       break;
     }
-    if (!ok) {
-      error = "op " + opText(op) + ": attribute '" + spec.name +
-              "' is not a finite value of its kind";
-      return false;
-    }
+    if (!ok)
+      return op->emitOpError() << "attribute '" << spec.name
+                               << "' is not a finite value of its kind";
   }
-  return true;
+  return success();
 }
 
 /// A collective op's step fields (exec.all_reduce, reduce_scatter,
@@ -102,39 +95,41 @@ class FunctionBuilder {
 public:
   FunctionBuilder(PlanData &data, const llvm::StringMap<int64_t> &paramIndex,
                   llvm::StringMap<int64_t> &stateIndex,
-                  DenseMap<std::pair<Attribute, Type>, std::string> &constants,
-                  std::string &error)
+                  DenseMap<std::pair<Attribute, Type>, std::string> &constants)
       : data(data), plan(data.plan), paramIndex(paramIndex),
-        stateIndex(stateIndex),
-        constantNames(constants), error(error) {}
+        stateIndex(stateIndex), constantNames(constants) {}
 
   /// `isTrain`: @train_step (which introduces the optimizer state);
   /// `inference`: @forward of an inference plan (results are outputs).
-  bool build(func::FuncOp func, bool isTrain, bool inference,
-             rt::Function &fp);
+  LogicalResult build(func::FuncOp func, bool isTrain, bool inference,
+                      rt::Function &fp);
 
 private:
-  bool describe(Value v, rt::Value &desc, const std::string &what);
+  LogicalResult describe(Value v, rt::Value &desc);
   int64_t add(Value v, rt::Value desc) {
     ids[v] = values->size();
     values->push_back(std::move(desc));
     return ids[v];
   }
-  bool idOf(Value v, Operation *user, int64_t &id);
-  bool bindArgument(func::FuncOp func, BlockArgument arg, bool isTrain,
-                    rt::Function &fp);
-  bool readInit(func::FuncOp func, unsigned i, rt::TensorDesc &state);
-  bool bindResults(Operation *op);
-  bool constant(ConstantOp op);
-  bool step(Operation *op, rt::Function &fp);
-  bool results(func::FuncOp func, func::ReturnOp ret, rt::Function &fp);
+  LogicalResult idOf(Value v, Operation *user, int64_t &id);
+  LogicalResult bindArgument(func::FuncOp func, BlockArgument arg, bool isTrain,
+                             rt::Function &fp);
+  LogicalResult readInit(func::FuncOp func, unsigned i, rt::TensorDesc &state);
+  LogicalResult bindResults(Operation *op);
+  LogicalResult constant(ConstantOp op);
+  LogicalResult step(Operation *op, rt::Function &fp);
+  LogicalResult results(func::FuncOp func, func::ReturnOp ret,
+                        rt::Function &fp);
+  /// An error about the function being built, named in the message.
+  InFlightDiagnostic fail(func::FuncOp func) {
+    return func.emitError() << "@" << fn;
+  }
 
   PlanData &data;
   rt::Plan &plan;
   const llvm::StringMap<int64_t> &paramIndex;
   llvm::StringMap<int64_t> &stateIndex;
   DenseMap<std::pair<Attribute, Type>, std::string> &constantNames;
-  std::string &error;
 
   std::string fn;
   bool inference = false;
@@ -142,19 +137,23 @@ private:
   DenseMap<Value, int64_t> ids;
 };
 
-bool FunctionBuilder::describe(Value v, rt::Value &desc,
-                               const std::string &what) {
+/// The dtype and shape of `v`; a type the runtime does not support is an
+/// error at the op that makes `v` (or the function that takes it).
+LogicalResult FunctionBuilder::describe(Value v, rt::Value &desc) {
   auto tensor = llvm::dyn_cast<RankedTensorType>(v.getType());
   std::optional<data::DType> dtype =
       tensor && tensor.hasStaticShape() ? toDType(tensor.getElementType())
                                         : std::nullopt;
   if (!dtype) {
-    std::string s;
-    llvm::raw_string_ostream os(s);
-    os << v.getType();
-    error = "@" + fn + ": " + what + " has type " + s +
-            ", which the runtime does not support";
-    return false;
+    if (auto arg = llvm::dyn_cast<BlockArgument>(v))
+      return emitError(arg.getLoc())
+             << "@" << fn << ": argument #" << arg.getArgNumber()
+             << " has type " << v.getType()
+             << ", which the runtime does not support";
+    return v.getDefiningOp()->emitOpError()
+           << "result #" << llvm::cast<OpResult>(v).getResultNumber()
+           << " has type " << v.getType()
+           << ", which the runtime does not support";
   }
   // Only the type: a reshape alias keeps its operand's storage.
   rt::Value typed = rt::Value::make(
@@ -164,121 +163,106 @@ bool FunctionBuilder::describe(Value v, rt::Value &desc,
   desc.shape = std::move(typed.shape);
   desc.elements = typed.elements;
   desc.bytes = typed.bytes;
-  return true;
+  return success();
 }
 
-bool FunctionBuilder::idOf(Value v, Operation *user, int64_t &id) {
+LogicalResult FunctionBuilder::idOf(Value v, Operation *user, int64_t &id) {
   if (!v) {
     id = -1;
-    return true;
+    return success();
   }
   auto it = ids.find(v);
-  if (it == ids.end()) {
-    error = "@" + fn + ": op " + opText(user) +
-            " reads a value the plan does not hold";
-    return false;
-  }
+  if (it == ids.end())
+    return user->emitOpError("reads a value the plan does not hold");
   id = it->second;
-  return true;
+  return success();
 }
 
 /// The optional initial value of optimizer state argument `i`
 /// (`tcc.init = <float>`, e.g. a loss scale of 65536) into `state.init`.
-bool FunctionBuilder::readInit(func::FuncOp func, unsigned i,
-                               rt::TensorDesc &state) {
+LogicalResult FunctionBuilder::readInit(func::FuncOp func, unsigned i,
+                                        rt::TensorDesc &state) {
   Attribute attr = func.getArgAttr(i, kInitAttr);
   if (!attr)
-    return true;
+    return success();
   double v;
   if (auto f = dyn_cast<FloatAttr>(attr))
     v = f.getValueAsDouble();
   else if (auto n = dyn_cast<IntegerAttr>(attr))
     v = double(n.getValue().getSExtValue());
-  else {
-    error = "@" + fn + ": " + kInitAttr.str() + " of optimizer state '" +
-            state.name + "' is not a number";
-    return false;
-  }
+  else
+    return fail(func) << ": " << kInitAttr << " of optimizer state '"
+                      << state.name << "' is not a number";
   std::string why = rt::initUnfit(v, state.dtype);
-  if (!why.empty()) {
-    error = "@" + fn + ": optimizer state '" + state.name + "' (" +
-            data::dtypeName(state.dtype) + "): " + kInitAttr.str() + " = " +
-            rt::formatNumber(v) + " " + why;
-    return false;
-  }
+  if (!why.empty())
+    return fail(func) << ": optimizer state '" << state.name << "' ("
+                      << data::dtypeName(state.dtype) << "): " << kInitAttr
+                      << " = " << rt::formatNumber(v) << " " << why;
   state.init = v;
-  return true;
+  return success();
 }
 
-bool FunctionBuilder::bindArgument(func::FuncOp func, BlockArgument arg,
-                                   bool isTrain, rt::Function &fp) {
+LogicalResult FunctionBuilder::bindArgument(func::FuncOp func,
+                                            BlockArgument arg, bool isTrain,
+                                            rt::Function &fp) {
   unsigned i = arg.getArgNumber();
   rt::Value desc;
-  std::string what = "argument #" + std::to_string(i);
-  if (!describe(arg, desc, what))
-    return false;
+  if (failed(describe(arg, desc)))
+    return failure();
   if (auto name = func.getArgAttrOfType<StringAttr>(i, kParamAttr)) {
     auto it = paramIndex.find(name.getValue());
-    if (it == paramIndex.end()) {
-      error = "@" + fn + " takes an unknown parameter '" + name.str() + "'";
-      return false;
-    }
+    if (it == paramIndex.end())
+      return fail(func) << " takes an unknown parameter '" << name.getValue()
+                        << "'";
     desc.storage = Storage::Param;
     desc.index = it->second;
   } else if (auto name = func.getArgAttrOfType<StringAttr>(i, kOptStateAttr)) {
     auto it = stateIndex.find(name.getValue());
     if (it == stateIndex.end()) {
-      if (!isTrain) {
-        error = "@" + fn + " takes optimizer state '" + name.str() +
-                "' that @train_step does not have";
-        return false;
-      }
+      if (!isTrain)
+        return fail(func) << " takes optimizer state '" << name.getValue()
+                          << "' that @train_step does not have";
       it = stateIndex.insert({name.getValue(), plan.optState.size()}).first;
       plan.optState.push_back(
           rt::TensorDesc::make(name.str(), desc.dtype, desc.shape));
-      if (!readInit(func, i, plan.optState.back()))
-        return false;
+      if (failed(readInit(func, i, plan.optState.back())))
+        return failure();
     }
     desc.storage = Storage::OptState;
     desc.index = it->second;
   } else if (auto name = func.getArgAttrOfType<StringAttr>(i, kWorkingAttr)) {
     auto it = paramIndex.find(name.getValue());
-    if (it == paramIndex.end()) {
-      error = "@" + fn + " takes a working copy of an unknown parameter '" +
-              name.str() + "'";
-      return false;
-    }
+    if (it == paramIndex.end())
+      return fail(func) << " takes a working copy of an unknown parameter '"
+                        << name.getValue() << "'";
     rt::TensorDesc &param = plan.params[it->second];
     if (param.dtype != data::DType::F32 || desc.shape != param.shape ||
         (desc.dtype != data::DType::BF16 && desc.dtype != data::DType::F16) ||
-        (param.working && *param.working != desc.dtype)) {
-      error = "@" + fn + ": the working copy of parameter '" + name.str() +
-              "' must be one bf16/f16 tensor of its f32 shape";
-      return false;
-    }
+        (param.working && *param.working != desc.dtype))
+      return fail(func) << ": the working copy of parameter '"
+                        << name.getValue()
+                        << "' must be one bf16/f16 tensor of its f32 shape";
     param.working = desc.dtype;
     desc.storage = Storage::Working;
     desc.index = it->second;
   } else if (func.getArgAttr(i, kStepAttr)) {
-    if (desc.dtype != data::DType::I64 || !desc.shape.empty()) {
-      error = "@" + fn + ": the step argument must be tensor<i64>";
-      return false;
-    }
+    if (desc.dtype != data::DType::I64 || !desc.shape.empty())
+      return fail(func) << ": the step argument must be tensor<i64>";
     desc.storage = Storage::Step;
   } else if (auto name = func.getArgAttrOfType<StringAttr>(i, kNameAttr)) {
     desc.storage = Storage::Input;
     desc.index = fp.inputs.size();
     fp.inputs.push_back(rt::TensorDesc::make(name.str(), desc.dtype, desc.shape));
   } else {
-    error = "@" + fn + ": " + what + " has no tcc.* attribute to bind by";
-    return false;
+    return fail(func) << ": argument #" << i
+                      << " has no tcc.* attribute to bind by";
   }
   add(arg, std::move(desc));
-  return true;
+  return success();
 }
 
 /// The storage of `op`'s results from tcc-plan-memory's annotations.
-bool FunctionBuilder::bindResults(Operation *op) {
+LogicalResult FunctionBuilder::bindResults(Operation *op) {
   unsigned n = op->getNumResults();
   auto offset = op->getAttrOfType<IntegerAttr>(kOffsetAttr);
   auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr);
@@ -289,9 +273,8 @@ bool FunctionBuilder::bindResults(Operation *op) {
   for (unsigned r = 0; r < n; ++r) {
     Value result = op->getResult(r);
     rt::Value desc;
-    if (!describe(result, desc, "result #" + std::to_string(r) + " of op " +
-                                    opText(op)))
-      return false;
+    if (failed(describe(result, desc)))
+      return failure();
     int64_t off = -1, inplaceOf = -1;
     StringRef where;
     if (n == 1) {
@@ -318,38 +301,37 @@ bool FunctionBuilder::bindResults(Operation *op) {
       desc.index = arg.index;
       desc.offset = arg.offset;
     } else {
-      error = "@" + fn + ": result #" + std::to_string(r) + " of op " +
-              opText(op) + " has no memory plan (run tcc-plan-memory)";
-      return false;
+      return op->emitOpError()
+             << "result #" << r << " has no memory plan (run tcc-plan-memory)";
     }
     add(result, std::move(desc));
   }
-  return true;
+  return success();
 }
 
-bool FunctionBuilder::constant(ConstantOp op) {
+LogicalResult FunctionBuilder::constant(ConstantOp op) {
   rt::Value desc;
-  if (!describe(op.getResult(), desc, "constant " + opText(op)))
-    return false;
+  if (failed(describe(op.getResult(), desc)))
+    return failure();
   desc.storage = Storage::Constant;
   auto key = std::make_pair(Attribute(op.getValue()), op.getType());
   auto it = constantNames.find(key);
   if (it == constantNames.end()) {
     std::string name = "const_" + std::to_string(data.constants.size());
-    data::TensorSource array;
-    if (!elementsSource(op.getValue(), op.getType(), name, array, error)) {
-      error = "@" + fn + ": constant " + opText(op) + ": " + error;
-      return false;
-    }
-    data.constants.push_back(std::move(array));
+    FailureOr<data::TensorSource> array =
+        elementsSource(op.getValue(), op.getType(), name,
+                       [&] { return op.emitOpError() << "value "; });
+    if (failed(array))
+      return failure();
+    data.constants.push_back(std::move(*array));
     it = constantNames.insert({key, name}).first;
   }
   desc.name = it->second;
   add(op.getResult(), std::move(desc));
-  return true;
+  return success();
 }
 
-bool FunctionBuilder::step(Operation *op, rt::Function &fp) {
+LogicalResult FunctionBuilder::step(Operation *op, rt::Function &fp) {
   rt::Step s;
   SmallVector<Value> ins, outs;
   if (auto fusion = llvm::dyn_cast<exec::FusionOp>(op)) {
@@ -372,13 +354,11 @@ bool FunctionBuilder::step(Operation *op, rt::Function &fp) {
     s.kind = rt::Step::Call;
     std::string name =
         callee->getName().getStringRef().drop_front(strlen("tcc.")).str();
-    if (!rt::parseOp(name, s.op)) {
-      error = "op " + opText(callee) + " is not in the runtime's op table "
-              "(runtime/plan/library_ops.inc is stale)";
-      return false;
-    }
-    if (!callAttrs(callee, s, error))
-      return false;
+    if (!rt::parseOp(name, s.op))
+      return callee->emitOpError("is not in the runtime's op table "
+                                 "(runtime/plan/library_ops.inc is stale)");
+    if (failed(callAttrs(callee, s)))
+      return failure();
     for (Value v : call.getCallOperands())
       ins.push_back(v ? wrapper.getInputs()[cast<BlockArgument>(v)
                                                 .getArgNumber()]
@@ -388,36 +368,33 @@ bool FunctionBuilder::step(Operation *op, rt::Function &fp) {
                        : Value());
   }
   for (Value in : ins)
-    if (!idOf(in, op, s.inputs.emplace_back()))
-      return false;
-  if (!bindResults(op))
-    return false;
+    if (failed(idOf(in, op, s.inputs.emplace_back())))
+      return failure();
+  if (failed(bindResults(op)))
+    return failure();
   for (Value out : outs)
-    if (!idOf(out, op, s.outputs.emplace_back()))
-      return false;
+    if (failed(idOf(out, op, s.outputs.emplace_back())))
+      return failure();
   fp.steps.push_back(std::move(s));
-  return true;
+  return success();
 }
 
-bool FunctionBuilder::results(func::FuncOp func, func::ReturnOp ret,
-                              rt::Function &fp) {
+LogicalResult FunctionBuilder::results(func::FuncOp func, func::ReturnOp ret,
+                                       rt::Function &fp) {
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     rt::Result r;
-    if (!idOf(v, ret, r.value))
-      return false;
+    if (failed(idOf(v, ret, r.value)))
+      return failure();
     if (inference) {
       // Every result is an output, by its name.
       auto name = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
-      if (!name || name.getValue().empty()) {
-        error = "@" + fn + ": result #" + std::to_string(i) +
-                " has no tcc.name to read it by";
-        return false;
-      }
+      if (!name || name.getValue().empty())
+        return fail(func) << ": result #" << i
+                          << " has no tcc.name to read it by";
       for (const rt::Result &other : fp.results)
-        if (other.name == name.getValue()) {
-          error = "@" + fn + ": two results are named '" + name.str() + "'";
-          return false;
-        }
+        if (other.name == name.getValue())
+          return fail(func)
+                 << ": two results are named '" << name.getValue() << "'";
       r.role = rt::Role::Output;
       r.name = name.str();
       fp.results.push_back(r);
@@ -425,153 +402,137 @@ bool FunctionBuilder::results(func::FuncOp func, func::ReturnOp ret,
     }
     if (auto name = func.getResultAttrOfType<StringAttr>(i, kParamAttr)) {
       auto it = paramIndex.find(name.getValue());
-      if (it == paramIndex.end()) {
-        error = "@" + fn + " returns an unknown parameter '" + name.str() + "'";
-        return false;
-      }
+      if (it == paramIndex.end())
+        return fail(func) << " returns an unknown parameter '"
+                          << name.getValue() << "'";
       r.role = rt::Role::Param;
       r.index = it->second;
     } else if (auto name =
                    func.getResultAttrOfType<StringAttr>(i, kOptStateAttr)) {
       auto it = stateIndex.find(name.getValue());
-      if (it == stateIndex.end()) {
-        error = "@" + fn + " returns an unknown optimizer state '" +
-                name.str() + "'";
-        return false;
-      }
+      if (it == stateIndex.end())
+        return fail(func) << " returns an unknown optimizer state '"
+                          << name.getValue() << "'";
       r.role = rt::Role::OptState;
       r.index = it->second;
     } else if (auto name =
                    func.getResultAttrOfType<StringAttr>(i, kWorkingAttr)) {
       auto it = paramIndex.find(name.getValue());
-      if (it == paramIndex.end() || !plan.params[it->second].working) {
-        error = "@" + fn + " returns a working copy of parameter '" +
-                name.str() + "' that it does not take";
-        return false;
-      }
+      if (it == paramIndex.end() || !plan.params[it->second].working)
+        return fail(func) << " returns a working copy of parameter '"
+                          << name.getValue() << "' that it does not take";
       r.role = rt::Role::Working;
       r.index = it->second;
     } else if (auto name = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
                name && name.getValue() == "loss") {
       r.role = rt::Role::Loss;
     } else {
-      error = "@" + fn + ": result #" + std::to_string(i) +
-              " has no tcc.* attribute to bind by";
-      return false;
+      return fail(func) << ": result #" << i
+                        << " has no tcc.* attribute to bind by";
     }
     fp.results.push_back(r);
   }
-  return true;
+  return success();
 }
 
-bool FunctionBuilder::build(func::FuncOp func, bool isTrain, bool inference,
-                            rt::Function &fp) {
+LogicalResult FunctionBuilder::build(func::FuncOp func, bool isTrain,
+                                     bool inference, rt::Function &fp) {
   fn = func.getSymName().str();
   this->inference = inference;
   fp.name = fn;
   values = &fp.values;
   ids.clear();
   auto arena = func->getAttrOfType<IntegerAttr>(kArenaBytesAttr);
-  if (!arena || !func.getBody().hasOneBlock()) {
-    error = "@" + fn + " has no memory plan (run tcc-plan-memory)";
-    return false;
-  }
+  if (!arena || !func.getBody().hasOneBlock())
+    return fail(func) << " has no memory plan (run tcc-plan-memory)";
   fp.arenaBytes = arena.getInt();
   Block &block = func.getBody().front();
   for (BlockArgument arg : block.getArguments())
-    if (!bindArgument(func, arg, isTrain, fp))
-      return false;
+    if (failed(bindArgument(func, arg, isTrain, fp)))
+      return failure();
 
   for (Operation &op : block) {
     if (auto ret = llvm::dyn_cast<func::ReturnOp>(op)) {
-      if (!results(func, ret, fp))
-        return false;
+      if (failed(results(func, ret, fp)))
+        return failure();
     } else if (auto reshape = llvm::dyn_cast<ReshapeOp>(op)) {
       // An alias: the operand's storage under the result's shape.
       int64_t src;
-      if (!idOf(reshape.getInput(), &op, src))
-        return false;
+      if (failed(idOf(reshape.getInput(), &op, src)))
+        return failure();
       rt::Value desc = (*values)[src];
-      if (!describe(reshape.getResult(), desc, "reshape " + opText(&op)))
-        return false;
+      if (failed(describe(reshape.getResult(), desc)))
+        return failure();
       add(reshape.getResult(), std::move(desc));
     } else if (auto c = llvm::dyn_cast<ConstantOp>(op)) {
-      if (!constant(c))
-        return false;
+      if (failed(constant(c)))
+        return failure();
     } else if (auto get = llvm::dyn_cast<GetParamOp>(op)) {
       rt::Value desc;
-      if (!describe(get.getResult(), desc, "op " + opText(&op)))
-        return false;
+      if (failed(describe(get.getResult(), desc)))
+        return failure();
       auto it = paramIndex.find(get.getName());
-      if (it == paramIndex.end()) {
-        error = "@" + fn + ": op " + opText(&op) + " reads unknown parameter '" +
-                get.getName().str() + "'";
-        return false;
-      }
+      if (it == paramIndex.end())
+        return get.emitOpError()
+               << "reads unknown parameter '" << get.getName() << "'";
       desc.storage = Storage::Param;
       desc.index = it->second;
       add(get.getResult(), std::move(desc));
     } else if (llvm::isa<exec::FusionOp, exec::CallOp, exec::AllReduceOp,
                          exec::ReduceScatterOp, exec::AllGatherOp>(op)) {
-      if (!step(&op, fp))
-        return false;
+      if (failed(step(&op, fp)))
+        return failure();
     } else {
-      error = "op " + opText(&op) +
-              " has no kernel or library call in the runtime";
-      return false;
+      return op.emitOpError("has no kernel or library call in the runtime");
     }
   }
-  return true;
+  return success();
 }
 
 } // namespace
 
-bool buildPlan(ModuleOp lowered, rt::Kind kind, PlanData &data,
-               std::string &error) {
+FailureOr<PlanData> buildPlan(ModuleOp lowered, rt::Kind kind) {
+  PlanData data;
   rt::Plan &plan = data.plan;
   llvm::StringMap<int64_t> paramIndex, stateIndex;
   for (ParamOp p : lowered.getOps<ParamOp>()) {
     std::string name = p.getSymName().str();
-    data::TensorSource &weight = data.weights.emplace_back();
-    if (!elementsSource(p.getInitialValue(), p.getType(), name, weight,
-                        error)) {
-      error = "parameter " + error;
-      return false;
-    }
+    FailureOr<data::TensorSource> weight =
+        elementsSource(p.getInitialValue(), p.getType(), name,
+                       [&] { return p.emitError() << "parameter "; });
+    if (failed(weight))
+      return failure();
     paramIndex[name] = plan.params.size();
-    plan.params.push_back(rt::TensorDesc::make(name, weight.dtype, weight.shape));
+    plan.params.push_back(
+        rt::TensorDesc::make(name, weight->dtype, weight->shape));
+    data.weights.push_back(std::move(*weight));
   }
 
   DenseMap<std::pair<Attribute, Type>, std::string> constants;
-  FunctionBuilder builder(data, paramIndex, stateIndex, constants, error);
+  FunctionBuilder builder(data, paramIndex, stateIndex, constants);
   if (kind == rt::Kind::Inference) {
     auto forward = lowered.lookupSymbol<func::FuncOp>("forward");
-    if (!forward || forward.isExternal()) {
-      error = "the module has no @forward";
-      return false;
-    }
-    if (!builder.build(forward, /*isTrain=*/false, /*inference=*/true,
-                       plan.functions.emplace_back()))
-      return false;
-    if (!plan.optState.empty()) {
-      error = "@forward takes optimizer state '" + plan.optState[0].name +
-              "'; an inference artifact has none";
-      return false;
-    }
-    return true;
+    if (!forward || forward.isExternal())
+      return lowered.emitError("the module has no @forward");
+    if (failed(builder.build(forward, /*isTrain=*/false, /*inference=*/true,
+                             plan.functions.emplace_back())))
+      return failure();
+    if (!plan.optState.empty())
+      return forward.emitError()
+             << "@forward takes optimizer state '" << plan.optState[0].name
+             << "'; an inference artifact has none";
+    return data;
   }
   auto train = lowered.lookupSymbol<func::FuncOp>("train_step");
-  if (!train || train.isExternal()) {
-    error = "the module has no @train_step";
-    return false;
-  }
-  if (!builder.build(train, /*isTrain=*/true, /*inference=*/false,
-                     plan.functions.emplace_back()))
-    return false;
+  if (!train || train.isExternal())
+    return lowered.emitError("the module has no @train_step");
+  if (failed(builder.build(train, /*isTrain=*/true, /*inference=*/false,
+                           plan.functions.emplace_back())))
+    return failure();
   if (auto eval = lowered.lookupSymbol<func::FuncOp>("eval_step")) {
-    if (!builder.build(eval, /*isTrain=*/false, /*inference=*/false,
-                       plan.functions.emplace_back()))
-      return false;
+    if (failed(builder.build(eval, /*isTrain=*/false, /*inference=*/false,
+                             plan.functions.emplace_back())))
+      return failure();
     // The runtime binds inputs by name, once for both functions.
     for (const rt::TensorDesc &in : plan.functions.back().inputs) {
       const std::vector<rt::TensorDesc> &trainInputs = plan.functions[0].inputs;
@@ -579,14 +540,12 @@ bool buildPlan(ModuleOp lowered, rt::Kind kind, PlanData &data,
         return t.name == in.name;
       });
       if (it == trainInputs.end() || it->dtype != in.dtype ||
-          it->shape != in.shape) {
-        error = "@eval_step's batch input '" + in.name +
-                "' does not match @train_step's";
-        return false;
-      }
+          it->shape != in.shape)
+        return eval.emitError() << "@eval_step's batch input '" << in.name
+                                << "' does not match @train_step's";
     }
   }
-  return true;
+  return data;
 }
 
 } // namespace tcc::artifact

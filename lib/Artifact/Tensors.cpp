@@ -1,11 +1,9 @@
-// Element types, tensor values and locations as the artifact writes them.
+// Element types and tensor values as the artifact writes them.
 #include "Plan.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
-#include "mlir/IR/Location.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <cstring>
@@ -31,13 +29,6 @@ std::optional<DType> toDType(Type element) {
   if (element.isSignlessInteger(1))
     return DType::Bool;
   return std::nullopt;
-}
-
-static std::string typeText(Type type) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << type;
-  return s;
 }
 
 /// Passes `count` copies of the `size`-byte `element` to `sink`, a buffer
@@ -73,15 +64,15 @@ static void writeBools(const data::ByteSink &sink, const Range &values) {
   sink(chunk.data(), chunk.size());
 }
 
-bool elementsSource(Attribute value, Type type, const std::string &name,
-                    data::TensorSource &out, std::string &error) {
+FailureOr<data::TensorSource>
+elementsSource(Attribute value, Type type, const std::string &name,
+               llvm::function_ref<InFlightDiagnostic()> emitError) {
   auto tensor = llvm::dyn_cast<RankedTensorType>(type);
   std::optional<DType> dtype =
       tensor ? toDType(tensor.getElementType()) : std::nullopt;
-  if (!tensor || !tensor.hasStaticShape() || !dtype) {
-    error = "'" + name + "' has unsupported type " + typeText(type);
-    return false;
-  }
+  if (!tensor || !tensor.hasStaticShape() || !dtype)
+    return emitError() << "'" << name << "' has unsupported type " << type;
+  data::TensorSource out;
   out.name = name;
   out.dtype = *dtype;
   out.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
@@ -96,65 +87,41 @@ bool elementsSource(Attribute value, Type type, const std::string &name,
       out.write = [dense](const data::ByteSink &sink) {
         writeBools(sink, dense.getValues<bool>());
       };
-      return true;
+      return out;
     }
     ArrayRef<char> raw = dense.getRawData();
     if (dense.isSplat() && raw.size() == elementBytes) {
       out.write = [raw, elementBytes, count](const data::ByteSink &sink) {
         writeRepeated(sink, raw.data(), elementBytes, count);
       };
-      return true;
+      return out;
     }
     if (raw.size() == count * elementBytes) {
       out.write = [raw](const data::ByteSink &sink) {
         sink(raw.data(), raw.size());
       };
-      return true;
+      return out;
     }
   } else if (auto resource = llvm::dyn_cast<DenseResourceElementsAttr>(value)) {
     AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob) {
-      error = "'" + name + "': its dense resource '" +
-              resource.getRawHandle().getKey().str() + "' has no data";
-      return false;
-    }
+    StringRef key = resource.getRawHandle().getKey();
+    if (!blob)
+      return emitError() << "'" << name << "': its dense resource '" << key
+                         << "' has no data";
     ArrayRef<char> raw = blob->getData();
-    if (raw.size() != count * elementBytes) {
-      error = "'" + name + "': its dense resource '" +
-              resource.getRawHandle().getKey().str() + "' holds " +
-              std::to_string(raw.size()) + " bytes, " + typeText(type) +
-              " needs " + std::to_string(count * elementBytes);
-      return false;
-    }
+    if (raw.size() != count * elementBytes)
+      return emitError() << "'" << name << "': its dense resource '" << key
+                         << "' holds " << raw.size() << " bytes, " << type
+                         << " needs " << count * elementBytes;
     if (isBool)
       out.write = [raw](const data::ByteSink &sink) { writeBools(sink, raw); };
     else
       out.write = [raw](const data::ByteSink &sink) {
         sink(raw.data(), raw.size());
       };
-    return true;
+    return out;
   }
-  error = "'" + name + "': unsupported value for " + typeText(type);
-  return false;
-}
-
-std::string describeLoc(Location loc) {
-  if (auto file = llvm::dyn_cast<FileLineColLoc>(loc))
-    return file.getFilename().str() + ":" + std::to_string(file.getLine()) +
-           ":" + std::to_string(file.getColumn());
-  if (auto name = llvm::dyn_cast<NameLoc>(loc))
-    return "node '" + name.getName().str() + "'";
-  if (auto fused = llvm::dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations()) {
-      std::string text = describeLoc(inner);
-      if (text != "an unknown location")
-        return text;
-    }
-  if (auto call = llvm::dyn_cast<CallSiteLoc>(loc))
-    return describeLoc(call.getCallee());
-  if (auto opaque = llvm::dyn_cast<OpaqueLoc>(loc))
-    return describeLoc(opaque.getFallbackLocation());
-  return "an unknown location";
+  return emitError() << "'" << name << "': unsupported value for " << type;
 }
 
 } // namespace tcc::artifact

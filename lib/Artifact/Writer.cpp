@@ -2,6 +2,9 @@
 // directory, is fsynced, and the directory is renamed into place (swapped
 // atomically with an earlier artifact) only when it is complete; any error
 // removes the temporary directory, so no half-written artifact survives.
+//
+// A file that cannot be written has no place in the IR: its error is at an
+// unknown location and names the file.
 #include "tcc/Artifact/Artifact.h"
 
 #include "Plan.h"
@@ -32,46 +35,49 @@ namespace fs = std::filesystem;
 namespace tcc::artifact {
 namespace {
 
-/// Thrown inside writeFiles, caught in writeArtifact.
-struct WriteError {
-  std::string message;
-};
+/// Starts an error diagnostic; one that starts none keeps a failure quiet.
+using ErrorFn = llvm::function_ref<InFlightDiagnostic()>;
 
 std::string errnoText() { return std::strerror(errno); }
 
-void fsyncPath(const fs::path &path, bool isDir) {
+LogicalResult fsyncPath(ErrorFn fail, const fs::path &path, bool isDir) {
   int fd = ::open(path.c_str(), O_RDONLY | (isDir ? O_DIRECTORY : 0));
   if (fd < 0)
-    throw WriteError{"cannot open '" + path.string() +
-                     "' to sync: " + errnoText()};
+    return fail() << "cannot open '" << path.string()
+                  << "' to sync: " << errnoText();
   // Some filesystems cannot sync a directory; the rename is still atomic.
   if (::fsync(fd) != 0 && errno != EINVAL) {
     std::string err = errnoText();
     ::close(fd);
-    throw WriteError{"cannot sync '" + path.string() + "': " + err};
+    return fail() << "cannot sync '" << path.string() << "': " << err;
   }
   ::close(fd);
+  return success();
 }
 
-void writeSynced(const fs::path &path, const std::string &text, bool sync) {
+LogicalResult writeSynced(ErrorFn fail, const fs::path &path,
+                          const std::string &text, bool sync) {
   std::FILE *f = std::fopen(path.c_str(), "wb");
   if (!f)
-    throw WriteError{"cannot write '" + path.string() + "': " + errnoText()};
+    return fail() << "cannot write '" << path.string() << "': " << errnoText();
   bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() &&
             std::fflush(f) == 0 && (!sync || ::fsync(fileno(f)) == 0);
   std::string err = errnoText();
   ok = std::fclose(f) == 0 && ok;
   if (!ok)
-    throw WriteError{"cannot write '" + path.string() + "': " + err};
+    return fail() << "cannot write '" << path.string() << "': " << err;
+  return success();
 }
 
-void writeTensors(const fs::path &path,
-                  const std::vector<data::TensorSource> &t) {
+LogicalResult writeTensors(ErrorFn fail, const fs::path &path,
+                           const std::vector<data::TensorSource> &t) {
   try {
     data::streamSafetensors(path.string(), t);
   } catch (const data::Error &e) {
-    throw WriteError{e.what()};
+    // runtime/data reports by exception; the message names the file.
+    return fail() << e.what();
   }
+  return success();
 }
 
 /// Whether `dir` holds a manifest.json of format "tcc-artifact".
@@ -116,41 +122,44 @@ struct TempDir {
 };
 
 /// Moves the complete `tmp` to `final`, replacing an earlier artifact.
-void moveIntoPlace(const fs::path &tmp, const fs::path &final) {
+LogicalResult moveIntoPlace(ErrorFn fail, const fs::path &tmp,
+                            const fs::path &final) {
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(final, ec))) {
     if (std::rename(tmp.c_str(), final.c_str()) != 0)
-      throw WriteError{"cannot rename the artifact into place at '" +
-                       final.string() + "': " + errnoText()};
-    return;
+      return fail() << "cannot rename the artifact into place at '"
+                    << final.string() << "': " << errnoText();
+    return success();
   }
   // Checked again now: something may have appeared since the start.
   if (fs::is_symlink(final, ec) || !fs::is_directory(final, ec) ||
       !isArtifactDir(final))
-    throw WriteError{"'" + final.string() +
-                     "' exists and is not a tcc artifact; not replacing it"};
+    return fail() << "'" << final.string()
+                  << "' exists and is not a tcc artifact; not replacing it";
 #if defined(__linux__) && defined(RENAME_EXCHANGE)
   // One atomic swap: at no instant is there no artifact at `final`.
   if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final.c_str(),
                   RENAME_EXCHANGE) == 0) {
     fs::remove_all(tmp, ec); // now the old artifact
-    return;
+    return success();
   }
   if (errno != EINVAL && errno != ENOSYS)
-    throw WriteError{"cannot replace '" + final.string() + "': " + errnoText()};
+    return fail() << "cannot replace '" << final.string()
+                  << "': " << errnoText();
 #endif
   fs::path old = tmp;
   old += ".old";
   if (std::rename(final.c_str(), old.c_str()) != 0)
-    throw WriteError{"cannot move the old artifact '" + final.string() +
-                     "' away: " + errnoText()};
+    return fail() << "cannot move the old artifact '" << final.string()
+                  << "' away: " << errnoText();
   if (std::rename(tmp.c_str(), final.c_str()) != 0) {
     std::string err = errnoText();
     std::rename(old.c_str(), final.c_str());
-    throw WriteError{"cannot rename the artifact into place at '" +
-                     final.string() + "': " + err};
+    return fail() << "cannot rename the artifact into place at '"
+                  << final.string() << "': " << err;
   }
   fs::remove_all(old, ec);
+  return success();
 }
 
 std::string fingerprintOf(const rt::Plan &plan, const TrainConfig &config) {
@@ -227,14 +236,16 @@ rt::Manifest manifestOf(const ArtifactOptions &options,
 }
 
 /// `from` as `to`: a hard link where the filesystem allows, else a copy.
-void linkOrCopy(const fs::path &from, const fs::path &to) {
+LogicalResult linkOrCopy(ErrorFn fail, const fs::path &from,
+                         const fs::path &to) {
   std::error_code ec;
   fs::create_hard_link(from, to, ec);
   if (!ec)
-    return;
+    return success();
   if (!fs::copy_file(from, to, ec) || ec)
-    throw WriteError{"cannot copy '" + from.string() + "' to '" + to.string() +
-                     "': " + ec.message()};
+    return fail() << "cannot copy '" << from.string() << "' to '" << to.string()
+                  << "': " << ec.message();
+  return success();
 }
 
 /// A timing scope nested in `parent`, or an inactive one.
@@ -245,33 +256,33 @@ TimingScope nestedScope(TimingScope *parent, StringRef name) {
 /// Writes every file into `dir` (which exists and is empty); kernels/host.so
 /// is options.prebuiltHostKernels when given, else compiled from `source`.
 /// The kernels compile while the other files are written.
-void writeFiles(const fs::path &dir, const PlanData &data,
-                const codegen::KernelSource &source,
-                const std::string &manifest, bool cuda,
-                const ArtifactOptions &options,
-                codegen::KernelBuildReport &report) {
+LogicalResult writeFiles(Location loc, const fs::path &dir,
+                         const PlanData &data,
+                         const codegen::KernelSource &source,
+                         const std::string &manifest, bool cuda,
+                         const ArtifactOptions &options,
+                         codegen::KernelBuildReport &report) {
+  auto fail = [loc] { return emitError(loc); };
   auto fsyncIf = [&](const fs::path &path, bool isDir) {
-    if (options.sync)
-      fsyncPath(path, isDir);
+    return options.sync ? fsyncPath(fail, path, isDir) : success();
   };
   fs::path kernels = dir / "kernels";
   std::error_code ec;
   if (!fs::create_directory(kernels, ec) || ec)
-    throw WriteError{"cannot create '" + kernels.string() +
-                     "': " + (ec ? ec.message() : std::string("exists"))};
+    return fail() << "cannot create '" << kernels.string()
+                  << "': " << (ec ? ec.message() : std::string("exists"));
 
   const std::string &prebuiltHost = options.prebuiltHostKernels;
   std::string hostSo =
       prebuiltHost.empty() ? (kernels / "host.so").string() : std::string();
   std::string fatbin = cuda ? (kernels / "kernels.fatbin").string() : "";
-  std::string buildError;
-  bool built = true;
+  LogicalResult built = success();
   std::thread build;
   if (!hostSo.empty() || !fatbin.empty())
     build = std::thread([&] {
       TimingScope scope = nestedScope(options.timing, "kernel build");
-      built = codegen::buildKernels(source, hostSo, fatbin, options.kernelBuild,
-                                    buildError, &report,
+      built = codegen::buildKernels(loc, source, hostSo, fatbin,
+                                    options.kernelBuild, &report,
                                     options.timing ? &scope : nullptr);
     });
   struct Join {
@@ -284,69 +295,68 @@ void writeFiles(const fs::path &dir, const PlanData &data,
 
   {
     TimingScope scope = nestedScope(options.timing, "write plan.json");
-    writeSynced(dir / "plan.json", rt::writePlanJson(data.plan), options.sync);
+    if (failed(writeSynced(fail, dir / "plan.json",
+                           rt::writePlanJson(data.plan), options.sync)))
+      return failure();
   }
   {
     TimingScope scope = nestedScope(options.timing, "write weights");
-    writeTensors(dir / "weights.safetensors", data.weights);
-    if (!data.constants.empty())
-      writeTensors(dir / "constants.safetensors", data.constants);
+    if (failed(writeTensors(fail, dir / "weights.safetensors", data.weights)) ||
+        (!data.constants.empty() &&
+         failed(writeTensors(fail, dir / "constants.safetensors",
+                             data.constants))))
+      return failure();
   }
-  writeSynced(kernels / "kernels.cc", source.text(), options.sync);
+  if (failed(writeSynced(fail, kernels / "kernels.cc", source.text(),
+                         options.sync)))
+    return failure();
   // The prelude kernels.cc includes, so the source rebuilds from the
   // artifact alone: `nvcc -I OUT.tcc -x cu OUT.tcc/kernels/kernels.cc`.
   std::error_code copyError;
   fs::copy_file(codegen::kernelPreludePath(), kernels / "tcc_kernel.h",
                 fs::copy_options::overwrite_existing, copyError);
   if (copyError)
-    throw WriteError{"cannot copy the kernel prelude '" +
-                     codegen::kernelPreludePath() +
-                     "': " + copyError.message()};
-  if (!prebuiltHost.empty())
-    linkOrCopy(prebuiltHost, kernels / "host.so");
+    return fail() << "cannot copy the kernel prelude '"
+                  << codegen::kernelPreludePath()
+                  << "': " << copyError.message();
+  if (!prebuiltHost.empty() &&
+      failed(linkOrCopy(fail, prebuiltHost, kernels / "host.so")))
+    return failure();
   if (build.joinable())
     build.join();
-  if (!built)
-    throw WriteError{"compiling the kernels failed: " + buildError};
-  fsyncIf(kernels / "host.so", /*isDir=*/false);
-  if (cuda)
-    fsyncIf(kernels / "kernels.fatbin", /*isDir=*/false);
+  if (failed(built) || failed(fsyncIf(kernels / "host.so", /*isDir=*/false)) ||
+      (cuda && failed(fsyncIf(kernels / "kernels.fatbin", /*isDir=*/false))))
+    return failure();
   // The manifest last: a directory with a manifest is complete.
-  writeSynced(dir / "manifest.json", manifest, options.sync);
-  fsyncIf(kernels, /*isDir=*/true);
-  fsyncIf(dir, /*isDir=*/true);
+  if (failed(writeSynced(fail, dir / "manifest.json", manifest, options.sync)))
+    return failure();
+  return success(succeeded(fsyncIf(kernels, /*isDir=*/true)) &&
+                 succeeded(fsyncIf(dir, /*isDir=*/true)));
 }
 
 } // namespace
 
-bool checkArtifactPath(llvm::StringRef path, std::string &error) {
-  if (path.empty() || path == "-") {
-    error = "the artifact needs a directory path, e.g. -o model.tcc";
-    return false;
-  }
+LogicalResult checkArtifactPath(Location loc, llvm::StringRef path) {
+  if (path.empty() || path == "-")
+    return emitError(loc)
+           << "the artifact needs a directory path, e.g. -o model.tcc";
   fs::path out = normalized(path);
   fs::path parent = parentOf(out);
   std::error_code ec;
-  if (!fs::is_directory(parent, ec)) {
-    error = "cannot write '" + path.str() + "': directory '" +
-            parent.string() + "' does not exist";
-    return false;
-  }
+  if (!fs::is_directory(parent, ec))
+    return emitError(loc) << "cannot write '" << path << "': directory '"
+                          << parent.string() << "' does not exist";
   fs::file_status status = fs::symlink_status(out, ec);
-  if (fs::exists(status)) {
-    if (fs::is_symlink(status) || !fs::is_directory(status) ||
-        !isArtifactDir(out)) {
-      error = "'" + path.str() +
-              "' exists and is not a tcc artifact; refusing to replace it";
-      return false;
-    }
-  }
-  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
-    error = "cannot write '" + path.str() + "': directory '" +
-            parent.string() + "' is not writable: " + errnoText();
-    return false;
-  }
-  return true;
+  if (fs::exists(status) && (fs::is_symlink(status) ||
+                             !fs::is_directory(status) || !isArtifactDir(out)))
+    return emitError(loc)
+           << "'" << path
+           << "' exists and is not a tcc artifact; refusing to replace it";
+  if (::access(parent.c_str(), W_OK | X_OK) != 0)
+    return emitError(loc) << "cannot write '" << path << "': directory '"
+                          << parent.string()
+                          << "' is not writable: " << errnoText();
+  return success();
 }
 
 /// Lowers a copy of `module` into `lowered` (kernels renamed with
@@ -355,43 +365,35 @@ bool checkArtifactPath(llvm::StringRef path, std::string &error) {
 static LogicalResult prepare(ModuleOp module, rt::Kind kind,
                              const ArtifactOptions &options,
                              OwningOpRef<ModuleOp> &lowered, PlanData &plan,
-                             codegen::KernelSource &kernelSource,
-                             std::string &error) {
+                             codegen::KernelSource &kernelSource) {
   lowered = module.clone();
   {
     TimingScope scope = nestedScope(options.timing, "lowering");
     TimingScope *passes = options.timing ? &scope : nullptr;
     if (failed(kind == rt::Kind::Training
-                   ? lowerTrainModule(*lowered, error, nullptr, passes)
-                   : lowerInferenceModule(*lowered, error, nullptr, passes)))
+                   ? lowerTrainModule(*lowered, nullptr, passes)
+                   : lowerInferenceModule(*lowered, nullptr, passes)))
       return failure();
   }
   if (!options.kernelPrefix.empty())
     lowered->walk([&](exec::FusionOp fusion) {
       fusion.setName(options.kernelPrefix + fusion.getName().str());
     });
-
-  std::string firstError;
-  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
-    if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
-      firstError = describeLoc(d.getLocation()) + ": " + d.str();
-    return success();
-  });
   {
     TimingScope scope = nestedScope(options.timing, "kernel source");
-    FailureOr<codegen::KernelSource> source = failure();
     // Before the plan: the plan names each kernel step's shared symbol.
-    if (succeeded(codegen::shareIdenticalKernels(*lowered)))
-      source = codegen::emitKernels(*lowered);
-    if (failed(source)) {
-      error = "kernel code generation failed: " + firstError;
+    if (failed(codegen::shareIdenticalKernels(*lowered)))
       return failure();
-    }
+    FailureOr<codegen::KernelSource> source = codegen::emitKernels(*lowered);
+    if (failed(source))
+      return failure();
     kernelSource = std::move(*source);
   }
   TimingScope scope = nestedScope(options.timing, "plan");
-  if (!buildPlan(*lowered, kind, plan, error))
+  FailureOr<PlanData> built = buildPlan(*lowered, kind);
+  if (failed(built))
     return failure();
+  plan = std::move(*built);
   return success();
 }
 
@@ -399,14 +401,14 @@ static LogicalResult prepare(ModuleOp module, rt::Kind kind,
 static LogicalResult writeOfKind(ModuleOp module, rt::Kind kind,
                                  const TrainConfig *config,
                                  const ArtifactOptions &options, StringRef path,
-                                 ArtifactSummary *summary, std::string &error) {
-  if (!checkArtifactPath(path, error))
+                                 ArtifactSummary *summary) {
+  Location files = UnknownLoc::get(module.getContext());
+  if (failed(checkArtifactPath(files, path)))
     return failure();
   OwningOpRef<ModuleOp> lowered;
   PlanData plan;
   codegen::KernelSource kernelSource;
-  if (failed(
-          prepare(module, kind, options, lowered, plan, kernelSource, error)))
+  if (failed(prepare(module, kind, options, lowered, plan, kernelSource)))
     return failure();
 
   bool cuda = options.cudaKernels && codegen::cudaCompilerAvailable();
@@ -420,26 +422,21 @@ static LogicalResult writeOfKind(ModuleOp module, rt::Kind kind,
   TempDir tmp;
   tmp.path = parentOf(final) / ("." + final.filename().string() + ".tmp-" +
                                 std::to_string(::getpid()));
-  try {
-    std::error_code ec;
-    fs::remove_all(tmp.path, ec); // an earlier failed run of this process id
-    if (!fs::create_directory(tmp.path, ec) || ec)
-      throw WriteError{"cannot create '" + tmp.path.string() +
-                       "': " + (ec ? ec.message() : std::string("exists"))};
-    writeFiles(tmp.path, plan, kernelSource, manifest, cuda, options,
-               buildReport);
-    moveIntoPlace(tmp.path, final);
-    tmp.keep = true;
-  } catch (const WriteError &e) {
-    error = e.message;
+  std::error_code ec;
+  fs::remove_all(tmp.path, ec); // an earlier failed run of this process id
+  if (!fs::create_directory(tmp.path, ec) || ec)
+    return emitError(files)
+           << "cannot create '" << tmp.path.string()
+           << "': " << (ec ? ec.message() : std::string("exists"));
+  if (failed(writeFiles(files, tmp.path, plan, kernelSource, manifest, cuda,
+                        options, buildReport)) ||
+      failed(moveIntoPlace([&] { return emitError(files); }, tmp.path, final)))
     return failure();
-  }
-  try {
-    // Makes the rename durable; the artifact is complete either way.
-    if (options.sync)
-      fsyncPath(parentOf(final), /*isDir=*/true);
-  } catch (const WriteError &) {
-  }
+  tmp.keep = true;
+  // Makes the rename durable; the artifact is complete either way.
+  if (options.sync)
+    (void)fsyncPath([] { return InFlightDiagnostic(); }, parentOf(final),
+                    /*isDir=*/true);
 
   if (summary) {
     *summary = ArtifactSummary();
@@ -456,33 +453,31 @@ static LogicalResult writeOfKind(ModuleOp module, rt::Kind kind,
 
 LogicalResult writeArtifact(ModuleOp module, const TrainConfig &config,
                             const ArtifactOptions &options, StringRef path,
-                            ArtifactSummary *summary, std::string &error) {
+                            ArtifactSummary *summary) {
   return writeOfKind(module, rt::Kind::Training, &config, options, path,
-                     summary, error);
+                     summary);
 }
 
 FailureOr<std::string> kernelSource(ModuleOp module, rt::Kind kind,
-                                    const ArtifactOptions &options,
-                                    std::string &error) {
+                                    const ArtifactOptions &options) {
   OwningOpRef<ModuleOp> lowered;
   PlanData plan;
   codegen::KernelSource source;
-  if (failed(prepare(module, kind, options, lowered, plan, source, error)))
+  if (failed(prepare(module, kind, options, lowered, plan, source)))
     return failure();
   return source.text();
 }
 
-bool compileHostKernels(const std::string &source, const std::string &soPath,
-                        std::string &error) {
-  return codegen::compileHostSharedObject(source, soPath, error);
+LogicalResult compileHostKernels(Location loc, const std::string &source,
+                                 const std::string &soPath) {
+  return codegen::compileHostSharedObject(loc, source, soPath);
 }
 
 LogicalResult writeInferenceArtifact(ModuleOp module,
                                      const ArtifactOptions &options,
-                                     StringRef path, ArtifactSummary *summary,
-                                     std::string &error) {
+                                     StringRef path, ArtifactSummary *summary) {
   return writeOfKind(module, rt::Kind::Inference, nullptr, options, path,
-                     summary, error);
+                     summary);
 }
 
 std::string formatSummary(const ArtifactSummary &s) {

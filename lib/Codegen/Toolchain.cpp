@@ -7,6 +7,7 @@
 
 #include "KernelCache.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
@@ -42,17 +43,18 @@ struct TempDir {
   }
 };
 
-bool makeTempDir(TempDir &dir, std::string &error) {
+/// Starts an error diagnostic; one that starts none keeps a failure quiet.
+using ErrorFn = llvm::function_ref<mlir::InFlightDiagnostic()>;
+
+mlir::LogicalResult makeTempDir(ErrorFn fail, TempDir &dir) {
   if (std::error_code ec =
-          llvm::sys::fs::createUniqueDirectory("tcc-kernels", dir.path)) {
-    error = "cannot create a temporary directory: " + ec.message();
-    return false;
-  }
-  return true;
+          llvm::sys::fs::createUniqueDirectory("tcc-kernels", dir.path))
+    return fail() << "cannot create a temporary directory: " << ec.message();
+  return mlir::success();
 }
 
-bool writeFile(const std::string &path, llvm::StringRef text,
-               std::string &error) {
+mlir::LogicalResult writeFile(ErrorFn fail, const std::string &path,
+                              llvm::StringRef text) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (!ec) {
@@ -64,14 +66,15 @@ bool writeFile(const std::string &path, llvm::StringRef text,
     }
   }
   if (ec)
-    error = "cannot write " + path + ": " + ec.message();
-  return !ec;
+    return fail() << "cannot write " << path << ": " << ec.message();
+  return mlir::success();
 }
 
-/// Runs `tool` with `args`; on failure `error` holds its output (stdout and
-/// stderr, through the file `log`).
-bool runTool(llvm::StringRef tool, std::vector<std::string> args,
-             const std::string &log, std::string &error) {
+/// Runs `tool` with `args`, its stdout and stderr into the file `log`; a
+/// failure is reported with that output.
+mlir::LogicalResult runTool(ErrorFn fail, llvm::StringRef tool,
+                            std::vector<std::string> args,
+                            const std::string &log) {
   args.insert(args.begin(), tool.str());
   std::vector<llvm::StringRef> argv(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {
@@ -81,15 +84,14 @@ bool runTool(llvm::StringRef tool, std::vector<std::string> args,
                                      redirects, /*SecondsToWait=*/0,
                                      /*MemoryLimit=*/0, &execError);
   if (rc == 0)
-    return true;
+    return mlir::success();
   std::string output;
   if (auto buffer = llvm::MemoryBuffer::getFile(log))
     output = (*buffer)->getBuffer().str();
-  error = tool.str() + " failed";
+  mlir::InFlightDiagnostic diag = fail() << tool << " failed";
   if (!execError.empty())
-    error += " (" + execError + ")";
-  error += ":\n" + output;
-  return false;
+    diag << " (" << execError << ")";
+  return diag << ":\n" << output;
 }
 
 // -ffp-contract=off: a fused multiply-add would round differently from the
@@ -116,7 +118,7 @@ llvm::StringRef archNumber(llvm::StringRef arch) {
 /// One compiler or linker run: `output` from `run`.
 struct Job {
   std::string label, output;
-  std::function<bool(std::string &error)> run;
+  std::function<mlir::LogicalResult(ErrorFn fail)> run;
   /// Its cache entry; empty: not cached (an intermediate file whose
   /// result is cached further on).
   std::string key = {};
@@ -126,10 +128,12 @@ struct Job {
 };
 
 /// Runs `jobs` on up to `parallel` threads, each taking its output from
-/// `cache` when it holds the job's key. Stops at the first failure.
-bool runJobs(std::vector<Job> &jobs, unsigned parallel,
-             const KernelCache &cache, mlir::TimingScope *timing,
-             KernelBuildReport &report, std::string &error) {
+/// `cache` when it holds the job's key. Stops starting jobs at the first
+/// failure (a job that runs beside it may report its own).
+mlir::LogicalResult runJobs(ErrorFn fail, std::vector<Job> &jobs,
+                            unsigned parallel, const KernelCache &cache,
+                            mlir::TimingScope *timing,
+                            KernelBuildReport &report) {
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex mutex;
@@ -143,16 +147,15 @@ bool runJobs(std::vector<Job> &jobs, unsigned parallel,
       mlir::TimingScope scope =
           timing ? timing->nest(job.label + (hit ? " (cached)" : ""))
                  : mlir::TimingScope();
-      std::string jobError;
-      bool ok = hit || job.run(jobError);
+      bool ok = hit || mlir::succeeded(job.run(fail));
       if (ok && !hit && !job.key.empty())
         cache.store(job.key, job.output);
+      if (!ok)
+        failed = true;
       std::lock_guard<std::mutex> lock(mutex);
       report.cached += hit;
       report.compiled += !hit;
       report.corrupt += fetched == KernelCache::Fetch::Corrupt;
-      if (!ok && !failed.exchange(true))
-        error = jobError;
     }
   };
   std::vector<std::thread> threads;
@@ -161,7 +164,7 @@ bool runJobs(std::vector<Job> &jobs, unsigned parallel,
   worker();
   for (std::thread &t : threads)
     t.join();
-  return !failed;
+  return mlir::failure(failed);
 }
 
 /// The runs that make one output file: compiles, then links, then the
@@ -173,13 +176,11 @@ struct Output {
 
 /// Copies the finished `from` to `to` (the temporary directory may be on
 /// another filesystem than the output).
-bool deliver(const std::string &from, const std::string &to,
-             std::string &error) {
-  if (std::error_code ec = llvm::sys::fs::copy_file(from, to)) {
-    error = "cannot write " + to + ": " + ec.message();
-    return false;
-  }
-  return true;
+mlir::LogicalResult deliver(ErrorFn fail, const std::string &from,
+                            const std::string &to) {
+  if (std::error_code ec = llvm::sys::fs::copy_file(from, to))
+    return fail() << "cannot write " << to << ": " << ec.message();
+  return mlir::success();
 }
 
 } // namespace
@@ -188,21 +189,22 @@ std::vector<std::string> defaultCudaArchs() {
   return {"sm_80", "sm_90", "compute_90"};
 }
 
-bool parseCudaArchs(llvm::StringRef text, std::vector<std::string> &archs,
-                    std::string &error) {
-  // What this nvcc builds, when there is one to ask.
+mlir::FailureOr<std::vector<std::string>> parseCudaArchs(mlir::Location loc,
+                                                         llvm::StringRef text) {
+  // What this nvcc builds, when there is one to ask; when it cannot say,
+  // the entries are only checked for their form.
   llvm::SmallVector<llvm::StringRef> known;
   std::string listing;
   TempDir dir;
-  std::string runError;
-  if (cudaCompilerAvailable() && makeTempDir(dir, runError)) {
+  auto quiet = [] { return mlir::InFlightDiagnostic(); };
+  if (cudaCompilerAvailable() && mlir::succeeded(makeTempDir(quiet, dir))) {
     for (const char *flag : {"--list-gpu-code", "--list-gpu-arch"})
-      if (runTool(TCC_NVCC, {flag}, dir.file(flag), runError))
+      if (mlir::succeeded(runTool(quiet, TCC_NVCC, {flag}, dir.file(flag))))
         if (auto out = llvm::MemoryBuffer::getFile(dir.file(flag)))
           listing += (*out)->getBuffer().str() + "\n";
     llvm::SplitString(listing, known, " \t\r\n");
   }
-  archs.clear();
+  std::vector<std::string> archs;
   llvm::SmallVector<llvm::StringRef> entries;
   text.split(entries, ',');
   for (llvm::StringRef entry : entries) {
@@ -214,20 +216,19 @@ bool parseCudaArchs(llvm::StringRef text, std::vector<std::string> &archs,
                       llvm::all_of(digits, llvm::isDigit) &&
                       number.size() - digits.size() <= 1;
     std::string base = (kind + "_" + digits).str();
-    if (!wellFormed || (!known.empty() && !llvm::is_contained(known, base))) {
-      error = "--cuda-arch '" + e.str() + "': ";
-      if (!wellFormed)
-        error += "expected sm_XY (SASS) or compute_XY (PTX), e.g. "
-                 "--cuda-arch sm_90 or sm_80,sm_90,compute_90";
-      else
-        error += "not an architecture this nvcc builds (" +
-                 llvm::join(known, ", ") + ")";
-      return false;
-    }
+    if (!wellFormed)
+      return mlir::emitError(loc)
+             << "--cuda-arch '" << e
+             << "': expected sm_XY (SASS) or compute_XY (PTX), e.g. "
+                "--cuda-arch sm_90 or sm_80,sm_90,compute_90";
+    if (!known.empty() && !llvm::is_contained(known, base))
+      return mlir::emitError(loc) << "--cuda-arch '" << e
+                                  << "': not an architecture this nvcc builds ("
+                                  << llvm::join(known, ", ") << ")";
     if (!llvm::is_contained(archs, e.str()))
       archs.push_back(e.str());
   }
-  return true;
+  return archs;
 }
 
 std::string defaultKernelCacheDir() {
@@ -256,8 +257,8 @@ public:
         const KernelBuildOptions &options)
       : options(options), units(source.units(units)), whole(source.text()) {}
 
-  /// Writes the sources; false with `error` set when that fails.
-  bool prepare(bool needWhole, std::string &error);
+  /// Writes the sources.
+  mlir::LogicalResult prepare(ErrorFn fail, bool needWhole);
   /// The runs that make host.so in the temporary directory.
   Output host() const;
   /// The runs that make kernels.fatbin of `sass` and `ptx` architectures.
@@ -286,22 +287,20 @@ private:
   TempDir tmp;
 };
 
-bool Build::prepare(bool needWhole, std::string &error) {
-  if (!makeTempDir(tmp, error))
-    return false;
+mlir::LogicalResult Build::prepare(ErrorFn fail, bool needWhole) {
+  if (mlir::failed(makeTempDir(fail, tmp)))
+    return mlir::failure();
   auto buffer = llvm::MemoryBuffer::getFile(kernelPreludePath());
-  if (!buffer) {
-    error = "cannot read the kernel prelude " + kernelPreludePath();
-    return false;
-  }
+  if (!buffer)
+    return fail() << "cannot read the kernel prelude " << kernelPreludePath();
   prelude = (*buffer)->getBuffer().str();
   for (auto [i, unit] : llvm::enumerate(units)) {
     unitFiles.push_back(tmp.file("unit" + std::to_string(i) + ".cc"));
-    if (!writeFile(unitFiles.back(), unit, error))
-      return false;
+    if (mlir::failed(writeFile(fail, unitFiles.back(), unit)))
+      return mlir::failure();
   }
   wholeFile = tmp.file("kernels.cc");
-  return !needWhole || writeFile(wholeFile, whole, error);
+  return needWhole ? writeFile(fail, wholeFile, whole) : mlir::success();
 }
 
 Output Build::host() const {
@@ -314,9 +313,9 @@ Output Build::host() const {
     std::vector<std::string> args = kHostFlags;
     args.insert(args.end(), {"-c", "-o", object, "-x", "c++", unitFiles[i]});
     out.compiles.push_back({"host c++ " + unitLabel(i), object,
-                            [=](std::string &e) {
-                              return runTool(TCC_HOST_CXX, args,
-                                             object + ".log", e);
+                            [=](ErrorFn fail) {
+                              return runTool(fail, TCC_HOST_CXX, args,
+                                             object + ".log");
                             },
                             k});
     objects.push_back(object);
@@ -326,8 +325,8 @@ Output Build::host() const {
   std::vector<std::string> args{"-shared", "-o", so};
   args.insert(args.end(), objects.begin(), objects.end());
   out.final = Job{"host link", so,
-                  [=](std::string &e) {
-                    return runTool(TCC_HOST_CXX, args, so + ".log", e);
+                  [=](ErrorFn fail) {
+                    return runTool(fail, TCC_HOST_CXX, args, so + ".log");
                   },
                   KernelCache::key(std::vector<llvm::StringRef>(
                       objectKeys.begin(), objectKeys.end()))};
@@ -352,9 +351,9 @@ Output Build::cuda(llvm::ArrayRef<std::string> sass,
     std::vector<std::string> args = flags;
     args.insert(args.end(), {"-o", ptxFile, "-x", "cu", wholeFile});
     out.compiles.push_back({"nvcc ptx (" + arch + ")", ptxFile,
-                            [=](std::string &e) {
-                              return runTool(TCC_NVCC, args, ptxFile + ".log",
-                                             e);
+                            [=](ErrorFn fail) {
+                              return runTool(fail, TCC_NVCC, args,
+                                             ptxFile + ".log");
                             },
                             k});
     images.push_back("--image3=kind=ptx,sm=" + archNumber(arch).str() +
@@ -380,8 +379,8 @@ Output Build::cuda(llvm::ArrayRef<std::string> sass,
     out.compiles.push_back(
         {"nvcc " + unitLabel(i) + " (" + llvm::join(sass, ",") + ")",
          unitFatbin,
-         [=](std::string &e) {
-           return runTool(TCC_NVCC, args, unitFatbin + ".log", e);
+         [=](ErrorFn fail) {
+           return runTool(fail, TCC_NVCC, args, unitFatbin + ".log");
          },
          k});
     unitFatbins.push_back(unitFatbin);
@@ -392,9 +391,9 @@ Output Build::cuda(llvm::ArrayRef<std::string> sass,
     std::string cubin = tmp.file(arch + ".cubin");
     std::vector<std::string> args{"--arch=" + arch, "-o", cubin};
     args.insert(args.end(), unitFatbins.begin(), unitFatbins.end());
-    out.links.push_back({"nvlink " + arch, cubin, [=](std::string &e) {
-                           return runTool(cudaTool("nvlink"), args,
-                                          cubin + ".log", e);
+    out.links.push_back({"nvlink " + arch, cubin, [=](ErrorFn fail) {
+                           return runTool(fail, cudaTool("nvlink"), args,
+                                          cubin + ".log");
                          }});
     images.push_back("--image3=kind=elf,sm=" + archNumber(arch).str() +
                      ",file=" + cubin);
@@ -404,8 +403,8 @@ Output Build::cuda(llvm::ArrayRef<std::string> sass,
   args.insert(args.end(), images.begin(), images.end());
   out.final =
       Job{"fatbinary", fatbin,
-          [=](std::string &e) {
-            return runTool(cudaTool("fatbinary"), args, fatbin + ".log", e);
+          [=](ErrorFn fail) {
+            return runTool(fail, cudaTool("fatbinary"), args, fatbin + ".log");
           },
           KernelCache::key(std::vector<llvm::StringRef>(fatbinKeys.begin(),
                                                         fatbinKeys.end()))};
@@ -414,26 +413,27 @@ Output Build::cuda(llvm::ArrayRef<std::string> sass,
 
 } // namespace
 
-bool buildKernels(const KernelSource &source, const std::string &hostSo,
-                  const std::string &fatbin, const KernelBuildOptions &options,
-                  std::string &error, KernelBuildReport *reportOut,
-                  mlir::TimingScope *timing) {
+mlir::LogicalResult buildKernels(mlir::Location loc, const KernelSource &source,
+                                 const std::string &hostSo,
+                                 const std::string &fatbin,
+                                 const KernelBuildOptions &options,
+                                 KernelBuildReport *reportOut,
+                                 mlir::TimingScope *timing) {
+  auto fail = [loc] {
+    return mlir::emitError(loc) << "compiling the kernels failed: ";
+  };
   KernelBuildReport report;
   report.jobs = options.jobs
                     ? options.jobs
                     : std::max(1u, std::thread::hardware_concurrency());
-  if (!fatbin.empty() && !cudaCompilerAvailable()) {
-    error = "CUDA is not available: nvcc was not found when tcc was "
-            "configured";
-    return false;
-  }
+  if (!fatbin.empty() && !cudaCompilerAvailable())
+    return fail() << "CUDA is not available: nvcc was not found when tcc was "
+                     "configured";
   std::vector<std::string> sass, ptx;
   for (const std::string &arch : options.cudaArchs)
     (llvm::StringRef(arch).starts_with("sm_") ? sass : ptx).push_back(arch);
-  if (!fatbin.empty() && sass.empty() && ptx.empty()) {
-    error = "no CUDA architecture to build";
-    return false;
-  }
+  if (!fatbin.empty() && sass.empty() && ptx.empty())
+    return fail() << "no CUDA architecture to build";
 
   // A few kernels per unit: each compiler run costs a fraction of a second
   // before it reads a kernel, which splitting must not multiply needlessly.
@@ -441,8 +441,8 @@ bool buildKernels(const KernelSource &source, const std::string &hostSo,
   unsigned units = std::clamp<size_t>(
       llvm::divideCeil(source.kernels.size(), kKernelsPerUnit), 1, report.jobs);
   Build build(source, units, options);
-  if (!build.prepare(!fatbin.empty() && !ptx.empty(), error))
-    return false;
+  if (mlir::failed(build.prepare(fail, !fatbin.empty() && !ptx.empty())))
+    return mlir::failure();
   report.units = build.unitCount();
 
   // The finished files first: on a warm cache nothing runs at all. Then
@@ -472,24 +472,26 @@ bool buildKernels(const KernelSource &source, const std::string &hostSo,
     phases[out->links.empty() ? 1 : 2].push_back(std::move(final));
   }
   for (std::vector<Job> &phase : phases)
-    if (!runJobs(phase, report.jobs, cache, timing, report, error))
-      return false;
-  if ((!hostSo.empty() && !deliver(build.file("host.so"), hostSo, error)) ||
+    if (mlir::failed(runJobs(fail, phase, report.jobs, cache, timing, report)))
+      return mlir::failure();
+  if ((!hostSo.empty() &&
+       mlir::failed(deliver(fail, build.file("host.so"), hostSo))) ||
       (!fatbin.empty() &&
-       !deliver(build.file("kernels.fatbin"), fatbin, error)))
-    return false;
+       mlir::failed(deliver(fail, build.file("kernels.fatbin"), fatbin))))
+    return mlir::failure();
   if (reportOut)
     *reportOut = report;
-  return true;
+  return mlir::success();
 }
 
-bool compileHostSharedObject(const std::string &source,
-                             const std::string &outPath, std::string &error) {
+mlir::LogicalResult compileHostSharedObject(mlir::Location loc,
+                                            const std::string &source,
+                                            const std::string &outPath) {
   KernelSource one;
   one.header = source;
   KernelBuildOptions options;
   options.jobs = 1;
-  return buildKernels(one, outPath, "", options, error);
+  return buildKernels(loc, one, outPath, "", options);
 }
 
 std::string kernelPreludePath() {
@@ -498,22 +500,23 @@ std::string kernelPreludePath() {
 
 bool cudaCompilerAvailable() { return !llvm::StringRef(TCC_NVCC).empty(); }
 
-bool compileCudaPtx(const std::string &source, const std::string &arch,
-                    const std::string &outPath, std::string &error) {
-  if (!cudaCompilerAvailable()) {
-    error = "CUDA is not available: nvcc was not found when tcc was "
-            "configured";
-    return false;
-  }
+mlir::LogicalResult compileCudaPtx(mlir::Location loc,
+                                   const std::string &source,
+                                   const std::string &arch,
+                                   const std::string &outPath) {
+  auto fail = [loc] { return mlir::emitError(loc); };
+  if (!cudaCompilerAvailable())
+    return fail() << "CUDA is not available: nvcc was not found when tcc was "
+                     "configured";
   TempDir tmp;
-  if (!makeTempDir(tmp, error) ||
-      !writeFile(tmp.file("kernels.cu"), source, error))
-    return false;
+  if (mlir::failed(makeTempDir(fail, tmp)) ||
+      mlir::failed(writeFile(fail, tmp.file("kernels.cu"), source)))
+    return mlir::failure();
   std::vector<std::string> args{"-ptx"};
   args.insert(args.end(), kNvccFlags.begin(), kNvccFlags.end());
   args.insert(args.end(), {"-arch=" + arch, "-o", outPath, "-x", "cu",
                            tmp.file("kernels.cu")});
-  return runTool(TCC_NVCC, args, tmp.file("log"), error);
+  return runTool(fail, TCC_NVCC, args, tmp.file("log"));
 }
 
 } // namespace tcc::codegen

@@ -16,10 +16,10 @@ static FailureOr<DenseElementsAttr> tensorAttr(NodeImporter &n,
                                                const onnx::TensorProto &t) {
   if (failed(n.elementType(t.data_type())))
     return failure();
-  std::string error;
-  DenseElementsAttr attr = tensorProtoToElementsAttr(*n.context(), t, error);
+  DenseElementsAttr attr =
+      tensorProtoToElementsAttr(*n.context(), t, [&] { return n.emitError(); });
   if (!attr)
-    return n.fail(error);
+    return failure();
   return attr;
 }
 

@@ -15,6 +15,7 @@
 #include "onnx/onnx_pb.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -34,14 +35,19 @@ struct ValueInfo {
 
 /// State shared by all nodes of the graph being imported.
 struct GraphState {
-  GraphState(mlir::MLIRContext &context, std::string path, ImportError &error)
+  GraphState(mlir::MLIRContext &context, std::string path)
       : context(context), builder(&context), path(std::move(path)),
-        error(error) {}
+        loc(mlir::NameLoc::get(mlir::StringAttr::get(&context, this->path))) {}
 
   mlir::MLIRContext &context;
   mlir::OpBuilder builder;
   std::string path;
-  ImportError &error;
+  /// The model file: the module's location and that of every import error.
+  /// A node is named in the message as ONNX knows it (name or index, and op
+  /// type), which an unnamed node's location ("Op#12") cannot say.
+  mlir::Location loc;
+  /// Why the import failed, once it has.
+  ImportFailure failure = ImportFailure::Invalid;
   int64_t opset = 0;
   std::unordered_map<std::string, ValueInfo> values;
   /// Names read by some node or listed as graph outputs: outputs that are not
@@ -50,8 +56,11 @@ struct GraphState {
   /// ONNX shape inference's result types, where it knew a static shape.
   std::unordered_map<std::string, mlir::RankedTensorType> inferred;
 
-  /// Records the first error; always returns failure.
-  mlir::LogicalResult fail(ImportError::Kind kind, const llvm::Twine &message);
+  /// Starts the error of a failure of `kind` at the model's location.
+  mlir::InFlightDiagnostic emitError(ImportFailure kind);
+  /// Reports `message` (made printable: names come from the file) as the
+  /// error of a failure of `kind`; always returns failure.
+  mlir::LogicalResult fail(ImportFailure kind, const llvm::Twine &message);
 };
 
 /// The view of one node that a converter works with. Errors name the file,
@@ -145,8 +154,11 @@ public:
 
   //===--- Errors ---------------------------------------------------------===//
 
-  /// Invalid input: "<file>: node '<name>' (op '<type>'): <message>".
+  /// Invalid input: "node '<name>' (op '<type>'): <message>" at the model
+  /// file's location.
   mlir::LogicalResult fail(const llvm::Twine &message);
+  /// Starts an Invalid error about this node ("node ... (op ...): ").
+  mlir::InFlightDiagnostic emitError();
   /// Valid model, but tcc does not handle it.
   mlir::LogicalResult unsupported(const llvm::Twine &message);
   /// Input `i` (the `what` of the op) is not known at import time.
@@ -178,6 +190,20 @@ struct LoadedModel {
 /// Reads and prepares the model at `graph.path` (see ModelLoader.cpp).
 mlir::LogicalResult loadModel(GraphState &graph, const ImportOptions &options,
                               LoadedModel &loaded);
+
+/// Holds back the diagnostics of the ops the importer builds or cleans up:
+/// their failure is reported as the importer's own error, which names the
+/// node and says why (unsupported, or tcc's internal error).
+class HeldError {
+public:
+  explicit HeldError(mlir::MLIRContext &context);
+  /// Stops holding back; the first error's message ("" when none).
+  std::string release();
+
+private:
+  std::string first;
+  std::optional<mlir::ScopedDiagnosticHandler> handler;
+};
 
 /// `text` with line breaks and runs of blanks folded into single spaces:
 /// library messages can span lines, import errors are one.

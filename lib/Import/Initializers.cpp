@@ -95,7 +95,6 @@ struct MatrixView {
   data::Array decoded; ///< holds the elements when raw_data does not
 
   bool load(const TP &t) {
-    std::string error;
     std::optional<data::DType> dtype = onnxToDType(t.data_type());
     if (!dtype || t.dims_size() != 2)
       return false;
@@ -109,8 +108,13 @@ struct MatrixView {
       data = reinterpret_cast<const uint8_t *>(t.raw_data().data());
       return true;
     }
-    if (!tensorProtoToArray(t, decoded, error))
+    // A tensor that does not decode is no tied weight; its error is
+    // reported where it is imported.
+    mlir::FailureOr<data::Array> array =
+        tensorProtoToArray(t, [] { return mlir::InFlightDiagnostic(); });
+    if (mlir::failed(array))
       return false;
+    decoded = std::move(*array);
     data = decoded.bytes.data();
     return true;
   }

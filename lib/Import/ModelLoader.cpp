@@ -60,7 +60,7 @@ LogicalResult Loader::readModel() {
   // holds the first (a 124M-parameter model is 500 MB of each).
   int fd = ::open(graph.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return graph.fail(ImportError::Invalid,
+    return graph.fail(ImportFailure::Invalid,
                       "cannot open file: " + std::string(std::strerror(errno)));
   struct CloseFd {
     int fd;
@@ -68,25 +68,25 @@ LogicalResult Loader::readModel() {
   } closer{fd};
   struct stat st;
   if (::fstat(fd, &st) != 0)
-    return graph.fail(ImportError::Invalid,
+    return graph.fail(ImportFailure::Invalid,
                       "cannot open file: " + std::string(std::strerror(errno)));
   if (S_ISDIR(st.st_mode))
-    return graph.fail(ImportError::Invalid,
+    return graph.fail(ImportFailure::Invalid,
                       "cannot open file: " +
                           std::string(std::strerror(EISDIR)));
   if (uint64_t(st.st_size) > uint64_t(INT_MAX))
-    return graph.fail(ImportError::Unsupported,
+    return graph.fail(ImportFailure::Unsupported,
                       "models over 2 GiB (protobuf's limit) are not supported");
   google::protobuf::io::FileInputStream file(fd, /*block_size=*/1 << 20);
   google::protobuf::io::CodedInputStream stream(&file);
   stream.SetTotalBytesLimit(INT_MAX);
   if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage() ||
       file.GetErrno() != 0)
-    return graph.fail(ImportError::Invalid,
+    return graph.fail(ImportFailure::Invalid,
                       "not a valid ONNX model (protobuf parse failed; the file "
                       "is truncated or not ONNX)");
   if (!model.has_graph())
-    return graph.fail(ImportError::Invalid,
+    return graph.fail(ImportFailure::Invalid,
                       "not a valid ONNX model (no graph; the file is empty, "
                       "truncated or not ONNX)");
   return success();
@@ -102,17 +102,17 @@ LogicalResult Loader::checkOpsAndOpset() {
     const onnx::NodeProto &node = model.graph().node(i);
     bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
     if (!defaultDomain || !table.count(node.op_type()))
-      return graph.fail(ImportError::Unsupported,
+      return graph.fail(ImportFailure::Unsupported,
                         describeNode(node, i) + ": unsupported op");
   }
   for (const onnx::OperatorSetIdProto &o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx")
       graph.opset = o.version();
   if (graph.opset == 0)
-    return graph.fail(ImportError::Invalid,
+    return graph.fail(ImportFailure::Invalid,
                       "not a valid ONNX model (no ai.onnx opset import)");
   if (graph.opset < kMinOpset || graph.opset > kMaxOpset)
-    return graph.fail(ImportError::Unsupported,
+    return graph.fail(ImportFailure::Unsupported,
                       "opset " + std::to_string(graph.opset) +
                           " is not supported (tcc imports opsets " +
                           std::to_string(kMinOpset) + " to " +
@@ -120,7 +120,7 @@ LogicalResult Loader::checkOpsAndOpset() {
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
-    return graph.fail(ImportError::Invalid,
+    return graph.fail(ImportFailure::Invalid,
                       "invalid ONNX model: " + oneLine(e.what()));
   }
   return success();
@@ -137,13 +137,13 @@ LogicalResult Loader::resolveInputShapes() {
       names.push_back(in.name());
   for (const auto &[name, dims] : options.inputShapes)
     if (!llvm::is_contained(names, name))
-      return graph.fail(ImportError::Invalid,
+      return graph.fail(ImportFailure::Invalid,
                         "--input-shape names '" + name +
                             "', which is not a graph input (inputs: " +
                             llvm::join(names, ", ") + ")");
   for (const auto &entry : options.constantInputs)
     if (!llvm::is_contained(names, entry.first))
-      return graph.fail(ImportError::Invalid,
+      return graph.fail(ImportFailure::Invalid,
                         "constant input '" + entry.first +
                             "' is not a graph input (inputs: " +
                             llvm::join(names, ", ") + ")");
@@ -153,28 +153,29 @@ LogicalResult Loader::resolveInputShapes() {
       continue;
     const std::string &name = in.name();
     if (!in.type().has_tensor_type())
-      return graph.fail(ImportError::Unsupported,
+      return graph.fail(ImportFailure::Unsupported,
                         "input '" + name + "' is not a tensor");
     const onnx::TypeProto::Tensor &tt = in.type().tensor_type();
     Type elem = onnxElementType(graph.context, tt.elem_type());
     if (!elem)
-      return graph.fail(ImportError::Unsupported,
+      return graph.fail(ImportFailure::Unsupported,
                         "input '" + name + "' has unsupported dtype " +
                             onnxDTypeName(tt.elem_type()));
     std::vector<int64_t> dims;
     auto given = options.inputShapes.find(name);
     auto fixed = options.constantInputs.find(name);
     if (fixed != options.constantInputs.end()) {
-      std::string error;
       DenseElementsAttr value =
-          arrayToElementsAttr(graph.context, fixed->second, error);
+          arrayToElementsAttr(graph.context, fixed->second, [&] {
+            return graph.emitError(ImportFailure::Unsupported)
+                   << "constant input '" << printable(name) << "': ";
+          });
       if (!value)
-        return graph.fail(ImportError::Unsupported,
-                          "constant input '" + name + "': " + error);
+        return failure();
       dims = fixed->second.shape;
       if (value.getElementType() != elem ||
           (tt.has_shape() && tt.shape().dim_size() != int(dims.size())))
-        return graph.fail(ImportError::Invalid,
+        return graph.fail(ImportFailure::Invalid,
                           "constant input '" + name + "' is " +
                               data::dtypeName(fixed->second.dtype) + "[" +
                               dimsStr(dims) +
@@ -184,16 +185,16 @@ LogicalResult Loader::resolveInputShapes() {
       dims = given->second;
       if (tt.has_shape() && tt.shape().dim_size() != int(dims.size()))
         return graph.fail(
-            ImportError::Invalid,
+            ImportFailure::Invalid,
             "--input-shape " + name + "=" + dimsStr(dims) + " has rank " +
                 std::to_string(dims.size()) + ", but the model's input '" +
                 name + "' has rank " + std::to_string(tt.shape().dim_size()));
       if (llvm::any_of(dims, [](int64_t d) { return d < 0; }))
-        return graph.fail(ImportError::Invalid,
+        return graph.fail(ImportFailure::Invalid,
                           "--input-shape " + name + "=" + dimsStr(dims) +
                               " has a negative dimension");
     } else if (!tt.has_shape()) {
-      return graph.fail(ImportError::Invalid,
+      return graph.fail(ImportFailure::Invalid,
                         "input '" + name +
                             "' has no shape in the model; give "
                             "it one with --input-shape " +
@@ -217,7 +218,7 @@ LogicalResult Loader::resolveInputShapes() {
       }
       if (dynamic >= 0) {
         const std::string &param = tt.shape().dim(dynamic).dim_param();
-        return graph.fail(ImportError::Invalid,
+        return graph.fail(ImportFailure::Invalid,
                           "input '" + name + "' has dynamic dimension " +
                               std::to_string(dynamic) +
                               (param.empty() ? "" : " ('" + param + "')") +

@@ -9,7 +9,6 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
-#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 
@@ -22,20 +21,26 @@ static std::string typeStr(Type type) {
   return s;
 }
 
-LogicalResult GraphState::fail(ImportError::Kind kind,
-                               const llvm::Twine &message) {
-  if (error.message.empty()) {
-    error.kind = kind;
-    // Names come from the file; a control character in one must not break
-    // the one-line contract of error messages.
-    for (char c : path + ": " + message.str()) {
-      if (static_cast<unsigned char>(c) < 0x20)
-        error.message += llvm::formatv("\\x{0:x-2}", unsigned(c)).str();
-      else
-        error.message += c;
-    }
-  }
-  return failure();
+InFlightDiagnostic GraphState::emitError(ImportFailure kind) {
+  failure = kind;
+  return mlir::emitError(loc);
+}
+
+LogicalResult GraphState::fail(ImportFailure kind, const llvm::Twine &message) {
+  return emitError(kind) << printable(message.str());
+}
+
+HeldError::HeldError(MLIRContext &context) {
+  handler.emplace(&context, [this](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && first.empty())
+      first = diag.str();
+    return success();
+  });
+}
+
+std::string HeldError::release() {
+  handler.reset();
+  return first;
 }
 
 std::string describeNode(const onnx::NodeProto &node, int index) {
@@ -60,12 +65,17 @@ NodeImporter::NodeImporter(GraphState &graph, const onnx::NodeProto &node,
 //===----------------------------------------------------------------------===//
 
 LogicalResult NodeImporter::fail(const llvm::Twine &message) {
-  return graph_.fail(ImportError::Invalid,
+  return graph_.fail(ImportFailure::Invalid,
                      describeNode(node_, index_) + ": " + message);
 }
 
+InFlightDiagnostic NodeImporter::emitError() {
+  return graph_.emitError(ImportFailure::Invalid)
+         << printable(describeNode(node_, index_)) << ": ";
+}
+
 LogicalResult NodeImporter::unsupported(const llvm::Twine &message) {
-  return graph_.fail(ImportError::Unsupported,
+  return graph_.fail(ImportFailure::Unsupported,
                      describeNode(node_, index_) + ": " + message);
 }
 
@@ -215,24 +225,22 @@ LogicalResult NodeImporter::setConstant(int i, DenseElementsAttr value) {
 
 FailureOr<Operation *> NodeImporter::createInferred(OperationState &state,
                                                     InferFn infer) {
-  std::string message;
-  ScopedDiagnosticHandler handler(context(), [&](Diagnostic &diag) {
-    if (message.empty())
-      message = diag.str();
-    return success();
-  });
+  // Checked before the op is kept: what the op says is this node's error.
+  HeldError held(*context());
   llvm::SmallVector<Type> types;
   if (failed(infer(context(), loc_, state.operands,
                    state.attributes.getDictionary(context()),
-                   state.getRawProperties(), state.regions, types)))
-    return fail(message.empty() ? "invalid operands" : message);
+                   state.getRawProperties(), state.regions, types))) {
+    std::string why = held.release();
+    return fail(why.empty() ? "invalid operands" : why);
+  }
   state.addTypes(types);
   Operation *op = builder().create(state);
   // ONNX's type constraints are wider than some tcc ops' (and its checker
   // does not check types), so the op's own constraints decide.
   if (failed(verify(op, /*verifyRecursively=*/false))) {
     op->erase();
-    return unsupported(message);
+    return unsupported(held.release());
   }
   return op;
 }

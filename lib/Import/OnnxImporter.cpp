@@ -46,10 +46,11 @@ bool isLargeTensor(const onnx::TensorProto &t) {
 class Importer {
 public:
   Importer(MLIRContext &context, const std::string &path,
-           const ImportOptions &options, ImportError &error)
-      : graph(context, path, error), options(options) {}
+           const ImportOptions &options)
+      : graph(context, path), options(options) {}
 
   OwningOpRef<ModuleOp> run();
+  ImportFailure failureKind() const { return graph.failure; }
 
 private:
   LogicalResult convertGraph(ModuleOp module);
@@ -65,7 +66,7 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
   const onnx::GraphProto &g = model.graph();
   MLIRContext &ctx = graph.context;
   OpBuilder &b = graph.builder;
-  Location loc = NameLoc::get(StringAttr::get(&ctx, graph.path));
+  Location loc = graph.loc;
   InitializerPlan plan = planInitializers(g);
 
   b.setInsertionPointToEnd(module.getBody());
@@ -75,29 +76,33 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
     if (plan.transposeOf.count(t.name()))
       continue;
     if (t.name() == "forward")
-      return graph.fail(ImportError::Unsupported,
+      return graph.fail(ImportFailure::Unsupported,
                         "initializer 'forward' clashes with the name of the "
                         "imported function");
     if (!onnxElementType(ctx, t.data_type()))
-      return graph.fail(ImportError::Unsupported,
+      return graph.fail(ImportFailure::Unsupported,
                         "initializer '" + t.name() +
                             "' has unsupported dtype " +
                             onnxDTypeName(t.data_type()));
-    std::string error;
+    auto initializerError = [&] {
+      return graph.emitError(ImportFailure::Invalid) << "initializer ";
+    };
     bool param = plan.isParam.lookup(t.name());
     if (!param && !isLargeTensor(t)) {
       // Shapes, axes, indices, masks: known at import time and folded.
-      DenseElementsAttr value = tensorProtoToElementsAttr(ctx, t, error);
+      DenseElementsAttr value =
+          tensorProtoToElementsAttr(ctx, t, initializerError);
       if (!value)
-        return graph.fail(ImportError::Invalid, "initializer " + error);
+        return failure();
       graph.values[t.name()] = ValueInfo{nullptr, value};
       continue;
     }
     // Weights and large constants keep their bytes in one resource blob,
     // taken over from the message: never a dense attribute, never copied.
-    DenseResourceElementsAttr value = takeTensorProtoAsResource(ctx, t, error);
+    DenseResourceElementsAttr value =
+        takeTensorProtoAsResource(ctx, t, initializerError);
     if (!value)
-      return graph.fail(ImportError::Invalid, "initializer " + error);
+      return failure();
     if (param) {
       ParamOp::create(b, loc, t.name(), llvm::cast<ElementsAttr>(value));
       params.emplace_back(t.name(),
@@ -158,7 +163,7 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
   for (const onnx::ValueInfoProto &out : g.output()) {
     auto it = graph.values.find(out.name());
     if (it == graph.values.end())
-      return graph.fail(ImportError::Invalid,
+      return graph.fail(ImportFailure::Invalid,
                         "graph output '" + out.name() + "' is never computed");
     ValueInfo &info = it->second;
     if (!info.value)
@@ -167,7 +172,7 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
     Type elem =
         llvm::cast<RankedTensorType>(info.value.getType()).getElementType();
     if (declared != 0 && onnxElementType(ctx, declared) != elem)
-      return graph.fail(ImportError::Invalid,
+      return graph.fail(ImportFailure::Invalid,
                         "graph output '" + out.name() + "' is declared " +
                             onnxDTypeName(declared) +
                             " but computed as another type");
@@ -191,14 +196,8 @@ void eraseDeadOps(Block &block) {
 }
 
 LogicalResult Importer::finish(ModuleOp module) {
-  std::string diagnostic;
-  ScopedDiagnosticHandler handler(&graph.context, [&](Diagnostic &diag) {
-    if (diagnostic.empty() && diag.getSeverity() == DiagnosticSeverity::Error) {
-      llvm::raw_string_ostream os(diagnostic);
-      os << diag.getLocation() << ": " << diag;
-    }
-    return success();
-  });
+  // What fails here is tcc's own doing, and said so.
+  HeldError held(graph.context);
   auto func = llvm::cast<func::FuncOp>(module.lookupSymbol("forward"));
   if (options.raiseGelu)
     raiseGelu(func);
@@ -214,14 +213,14 @@ LogicalResult Importer::finish(ModuleOp module) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     if (failed(pm.run(module)))
-      return graph.fail(ImportError::Invalid,
+      return graph.fail(ImportFailure::Invalid,
                         "internal error: post-import passes failed: " +
-                            oneLine(diagnostic));
+                            oneLine(held.release()));
   }
   if (failed(verify(module)))
-    return graph.fail(ImportError::Invalid,
+    return graph.fail(ImportFailure::Invalid,
                       "internal error: imported IR does not verify: " +
-                          oneLine(diagnostic));
+                          oneLine(held.release()));
   return success();
 }
 
@@ -229,8 +228,7 @@ OwningOpRef<ModuleOp> Importer::run() {
   registerImportDialects(graph.context);
   if (failed(loadModel(graph, options, loaded)))
     return nullptr;
-  OwningOpRef<ModuleOp> module = ModuleOp::create(
-      NameLoc::get(StringAttr::get(&graph.context, graph.path)));
+  OwningOpRef<ModuleOp> module = ModuleOp::create(graph.loc);
   {
     TimingScope scope =
         options.timing ? options.timing->nest("convert") : TimingScope();
@@ -248,17 +246,22 @@ OwningOpRef<ModuleOp> Importer::run() {
 OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context,
                                      const std::string &path,
                                      const ImportOptions &options,
-                                     ImportError &error) {
-  error = ImportError{ImportError::Invalid, ""};
+                                     ImportFailure *failure) {
+  onnx_import::Importer importer(context, path, options);
+  OwningOpRef<ModuleOp> module;
   try {
-    return onnx_import::Importer(context, path, options, error).run();
+    module = importer.run();
   } catch (const std::exception &e) {
     // Library code (protobuf, ONNX) throws; nothing may escape to the caller.
-    error = ImportError{
-        ImportError::Invalid,
-        path + ": internal error: " + onnx_import::oneLine(e.what())};
+    emitError(NameLoc::get(StringAttr::get(&context, path)))
+        << "internal error: " << onnx_import::oneLine(e.what());
+    if (failure)
+      *failure = ImportFailure::Invalid;
     return nullptr;
   }
+  if (!module && failure)
+    *failure = importer.failureKind();
+  return module;
 }
 
 } // namespace tcc

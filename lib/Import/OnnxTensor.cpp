@@ -7,6 +7,7 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cstring>
 #include <limits>
@@ -120,28 +121,41 @@ static void copyField(const Field &field, std::vector<uint8_t> &out) {
   }
 }
 
+std::string printable(llvm::StringRef text) {
+  std::string out;
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20)
+      out += llvm::formatv("\\x{0:x-2}", unsigned(c)).str();
+    else
+      out += c;
+  }
+  return out;
+}
+
+/// The start of an error about `tensor`: "tensor 'name': ".
+static InFlightDiagnostic tensorError(TensorErrorFn emitError,
+                                      const onnx::TensorProto &tensor) {
+  return emitError() << "tensor '" << printable(tensor.name()) << "': ";
+}
+
 /// Checks what tensorProtoToArray and takeTensorProtoAsResource both need
 /// before touching the data: where it is stored, its dtype and its shape.
 /// Sets `array`'s name, dtype and shape and the byte count the shape needs.
-static bool readTensorHeader(const onnx::TensorProto &tensor,
-                             data::Array &array, uint64_t &expectedBytes,
-                             std::string &error) {
-  std::string what = "tensor '" + tensor.name() + "': ";
-  if (tensor.data_location() == TP::EXTERNAL ||
-      tensor.external_data_size() > 0) {
-    error = what + "external data is not supported (save the model with its "
-                   "tensors inside the .onnx file)";
-    return false;
-  }
-  if (tensor.has_segment()) {
-    error = what + "segmented tensors are not supported";
-    return false;
-  }
+static LogicalResult readTensorHeader(const onnx::TensorProto &tensor,
+                                      data::Array &array,
+                                      uint64_t &expectedBytes,
+                                      TensorErrorFn emitError) {
+  if (tensor.data_location() == TP::EXTERNAL || tensor.external_data_size() > 0)
+    return tensorError(emitError, tensor)
+           << "external data is not supported (save the model with its "
+              "tensors inside the .onnx file)";
+  if (tensor.has_segment())
+    return tensorError(emitError, tensor)
+           << "segmented tensors are not supported";
   std::optional<data::DType> dtype = onnxToDType(tensor.data_type());
-  if (!dtype) {
-    error = what + "unsupported dtype " + onnxDTypeName(tensor.data_type());
-    return false;
-  }
+  if (!dtype)
+    return tensorError(emitError, tensor)
+           << "unsupported dtype " << onnxDTypeName(tensor.data_type());
   array.name = tensor.name();
   array.dtype = *dtype;
   array.shape.clear();
@@ -150,38 +164,33 @@ static bool readTensorHeader(const onnx::TensorProto &tensor,
   const uint64_t maxElems = (uint64_t(1) << 62) / elemSize;
   uint64_t numel = 1;
   for (int64_t d : tensor.dims()) {
-    if (d < 0) {
-      error = what + "negative dimension " + std::to_string(d);
-      return false;
-    }
-    if (d != 0 && numel > maxElems / uint64_t(d)) {
-      error = what + "too many elements";
-      return false;
-    }
+    if (d < 0)
+      return tensorError(emitError, tensor) << "negative dimension " << d;
+    if (d != 0 && numel > maxElems / uint64_t(d))
+      return tensorError(emitError, tensor) << "too many elements";
     numel *= uint64_t(d);
     array.shape.push_back(d);
   }
   expectedBytes = numel * elemSize;
-  return true;
+  return success();
 }
 
-bool tensorProtoToArray(const onnx::TensorProto &tensor, data::Array &array,
-                        std::string &error) {
+FailureOr<data::Array> tensorProtoToArray(const onnx::TensorProto &tensor,
+                                          TensorErrorFn emitError) {
+  data::Array array;
   uint64_t expectedBytes;
-  if (!readTensorHeader(tensor, array, expectedBytes, error))
-    return false;
-  std::string what = "tensor '" + tensor.name() + "': ";
+  if (failed(readTensorHeader(tensor, array, expectedBytes, emitError)))
+    return failure();
   uint64_t numel = expectedBytes / data::dtypeSize(array.dtype);
 
   if (tensor.has_raw_data()) {
     const std::string &raw = tensor.raw_data();
-    if (raw.size() != expectedBytes) {
-      error = what + "raw_data holds " + std::to_string(raw.size()) +
-              " bytes, the shape needs " + std::to_string(expectedBytes);
-      return false;
-    }
+    if (raw.size() != expectedBytes)
+      return tensorError(emitError, tensor)
+             << "raw_data holds " << raw.size() << " bytes, the shape needs "
+             << expectedBytes;
     array.bytes.assign(raw.begin(), raw.end());
-    return true;
+    return array;
   }
 
   uint64_t count = 0;
@@ -235,15 +244,13 @@ bool tensorProtoToArray(const onnx::TensorProto &tensor, data::Array &array,
       array.bytes[i] = tensor.int32_data(int(i)) != 0;
     break;
   default:
-    error = what + "unsupported dtype " + onnxDTypeName(tensor.data_type());
-    return false;
+    return tensorError(emitError, tensor)
+           << "unsupported dtype " << onnxDTypeName(tensor.data_type());
   }
-  if (count != numel) {
-    error = what + "holds " + std::to_string(count) +
-            " values, the shape needs " + std::to_string(numel);
-    return false;
-  }
-  return true;
+  if (count != numel)
+    return tensorError(emitError, tensor)
+           << "holds " << count << " values, the shape needs " << numel;
+  return array;
 }
 
 /// `bytes` (owned by `owner`, freed with it) as a blob aligned for elements
@@ -263,15 +270,15 @@ static AsmResourceBlob blobOf(Owner *owner, ArrayRef<char> bytes,
 
 DenseResourceElementsAttr takeTensorProtoAsResource(MLIRContext &context,
                                                     onnx::TensorProto &tensor,
-                                                    std::string &error) {
+                                                    TensorErrorFn emitError) {
   data::Array array;
   uint64_t expectedBytes;
-  if (!readTensorHeader(tensor, array, expectedBytes, error))
+  if (failed(readTensorHeader(tensor, array, expectedBytes, emitError)))
     return nullptr;
   Type elem = onnxElementType(context, tensor.data_type());
   if (!elem) {
-    error = "tensor '" + tensor.name() + "': unsupported dtype " +
-            onnxDTypeName(tensor.data_type());
+    tensorError(emitError, tensor)
+        << "unsupported dtype " << onnxDTypeName(tensor.data_type());
     return nullptr;
   }
   auto type = RankedTensorType::get(array.shape, elem);
@@ -286,9 +293,10 @@ DenseResourceElementsAttr takeTensorProtoAsResource(MLIRContext &context,
     blob = blobOf(raw, ArrayRef<char>(raw->data(), raw->size()), alignment);
   } else {
     // Typed fields (and a raw_data of the wrong size, which this reports).
-    if (!tensorProtoToArray(tensor, array, error))
+    FailureOr<data::Array> decoded = tensorProtoToArray(tensor, emitError);
+    if (failed(decoded))
       return nullptr;
-    auto *bytes = new std::vector<uint8_t>(std::move(array.bytes));
+    auto *bytes = new std::vector<uint8_t>(std::move(decoded->bytes));
     blob = blobOf(bytes,
                   ArrayRef<char>(reinterpret_cast<const char *>(bytes->data()),
                                  bytes->size()),
@@ -299,7 +307,7 @@ DenseResourceElementsAttr takeTensorProtoAsResource(MLIRContext &context,
 
 DenseElementsAttr arrayToElementsAttr(MLIRContext &context,
                                       const data::Array &array,
-                                      std::string &error) {
+                                      TensorErrorFn emitError) {
   Type elem;
   switch (array.dtype) {
   case data::DType::F32:
@@ -318,16 +326,16 @@ DenseElementsAttr arrayToElementsAttr(MLIRContext &context,
     elem = IntegerType::get(&context, 1);
     break;
   default:
-    error = "array '" + array.name + "': unsupported dtype " +
-            data::dtypeName(array.dtype);
+    emitError() << "array '" << printable(array.name) << "': unsupported dtype "
+                << data::dtypeName(array.dtype);
     return nullptr;
   }
   size_t elemSize = data::dtypeSize(array.dtype);
   int64_t numel = array.numElements();
   if (array.bytes.size() != size_t(numel) * elemSize) {
-    error = "array '" + array.name + "': holds " +
-            std::to_string(array.bytes.size()) + " bytes, the shape needs " +
-            std::to_string(size_t(numel) * elemSize);
+    emitError() << "array '" << printable(array.name) << "': holds "
+                << array.bytes.size() << " bytes, the shape needs "
+                << size_t(numel) * elemSize;
     return nullptr;
   }
   auto type = RankedTensorType::get(array.shape, elem);
@@ -361,15 +369,17 @@ DenseElementsAttr arrayToElementsAttr(MLIRContext &context,
 
 DenseElementsAttr tensorProtoToElementsAttr(MLIRContext &context,
                                             const onnx::TensorProto &tensor,
-                                            std::string &error) {
-  data::Array array;
-  if (!tensorProtoToArray(tensor, array, error))
+                                            TensorErrorFn emitError) {
+  // Named in ONNX's terms, before the array would name its own dtype.
+  if (!onnxElementType(context, tensor.data_type())) {
+    tensorError(emitError, tensor)
+        << "unsupported dtype " << onnxDTypeName(tensor.data_type());
     return nullptr;
-  DenseElementsAttr attr = arrayToElementsAttr(context, array, error);
-  if (!attr)
-    error = "tensor '" + tensor.name() + "': unsupported dtype " +
-            onnxDTypeName(tensor.data_type());
-  return attr;
+  }
+  FailureOr<data::Array> array = tensorProtoToArray(tensor, emitError);
+  if (failed(array))
+    return nullptr;
+  return arrayToElementsAttr(context, *array, emitError);
 }
 
 } // namespace tcc

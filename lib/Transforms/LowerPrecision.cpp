@@ -142,12 +142,14 @@ struct LowerPrecisionPass : impl::LowerPrecisionBase<LowerPrecisionPass> {
 
   void runOnOperation() override {
     PrecisionPolicy policy;
-    std::string error;
-    if (!parsePrecision(precision, policy.precision, error) ||
-        !parsePrecisionOverrides(policyText, policy, error, &getContext())) {
-      getOperation().emitError(error);
+    Location loc = getOperation().getLoc();
+    FailureOr<Precision> p = parsePrecision(loc, precision);
+    if (failed(p))
       return signalPassFailure();
-    }
+    policy.precision = *p;
+    if (failed(parsePrecisionOverrides(loc, policyText, policy,
+                                       /*checkOpKinds=*/true)))
+      return signalPassFailure();
     if (failed(lowerPrecision(getOperation(), policy)))
       signalPassFailure();
   }

@@ -7,6 +7,7 @@
 #include "tcc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -74,8 +75,7 @@ SmallVector<PipelineStage> lowerStages(const LowerConfig &config) {
 }
 
 LogicalResult runStages(ModuleOp module, ArrayRef<PipelineStage> stages,
-                        std::string &error, AfterStage afterStage,
-                        TimingScope *timing) {
+                        AfterStage afterStage, TimingScope *timing) {
   for (const PipelineStage &stage : stages) {
     PassManager pm(module.getContext());
     stage.add(pm);
@@ -83,7 +83,7 @@ LogicalResult runStages(ModuleOp module, ArrayRef<PipelineStage> stages,
       pm.enableTiming(*timing);
     if (failed(pm.run(module)))
       return failure();
-    if (afterStage && failed(afterStage(stage, error)))
+    if (afterStage && failed(afterStage(stage)))
       return failure();
   }
   return success();
@@ -181,15 +181,26 @@ LogicalResult buildTrainPipeline(OpPassManager &pm, StringRef text,
   step.lossScale = o.lossScale;
   step.lossScaleInit = o.lossScaleInit;
   step.lossScaleGrowthInterval = o.lossScaleGrowthInterval;
-  // No context here to check op kinds against; tcc-lower-precision checks
-  // them when it runs.
-  PrecisionPolicy precision;
-  TrainConfig config;
+  // A pipeline is built before there is a module (or a context) to report
+  // on: MLIR takes its errors as text. The flag parsers' diagnostics go
+  // there from a context of their own, which has no ops registered, so
+  // tcc-lower-precision checks the op kinds when it runs.
+  MLIRContext context(MLIRContext::Threading::DISABLED);
   std::string error;
-  if (!parsePrecisionPolicy(o.precision, o.precisionPolicy, precision, error) ||
-      !parseTrainStepOptions(step, precision, config, error))
+  ScopedDiagnosticHandler toText(&context, [&](Diagnostic &diag) {
+    if (error.empty())
+      error = diag.str();
+    return success();
+  });
+  Location loc = UnknownLoc::get(&context);
+  FailureOr<PrecisionPolicy> precision =
+      parsePrecisionPolicy(loc, o.precision, o.precisionPolicy);
+  if (failed(precision))
     return errorHandler("tcc-train-pipeline: " + error);
-  for (const PipelineStage &stage : trainStages(config))
+  FailureOr<TrainConfig> config = parseTrainStepOptions(loc, step, *precision);
+  if (failed(config))
+    return errorHandler("tcc-train-pipeline: " + error);
+  for (const PipelineStage &stage : trainStages(*config))
     stage.add(pm);
   return success();
 }

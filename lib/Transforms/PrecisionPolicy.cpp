@@ -1,6 +1,7 @@
 // The mixed-precision policy table and its command-line spelling.
 #include "tcc/Transforms/Precision.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
 #include "llvm/ADT/StringExtras.h"
@@ -53,18 +54,16 @@ OpPrecision opPrecision(const PrecisionPolicy &policy, llvm::StringRef op) {
   return OpPrecision::Low;
 }
 
-bool parsePrecision(llvm::StringRef text, Precision &out, std::string &error) {
+mlir::FailureOr<Precision> parsePrecision(mlir::Location loc,
+                                          llvm::StringRef text) {
   if (text == "fp32" || text == "f32")
-    out = Precision::FP32;
-  else if (text == "bf16")
-    out = Precision::BF16;
-  else if (text == "fp16" || text == "f16")
-    out = Precision::FP16;
-  else {
-    error = "--precision '" + text.str() + "': expected fp32, bf16 or fp16";
-    return false;
-  }
-  return true;
+    return Precision::FP32;
+  if (text == "bf16")
+    return Precision::BF16;
+  if (text == "fp16" || text == "f16")
+    return Precision::FP16;
+  return mlir::emitError(loc)
+         << "--precision '" << text << "': expected fp32, bf16 or fp16";
 }
 
 llvm::StringRef precisionName(Precision p) {
@@ -79,54 +78,53 @@ llvm::StringRef precisionName(Precision p) {
   return "?";
 }
 
-bool parsePrecisionOverrides(llvm::StringRef text, PrecisionPolicy &policy,
-                             std::string &error, mlir::MLIRContext *context) {
+mlir::LogicalResult parsePrecisionOverrides(mlir::Location loc,
+                                            llvm::StringRef text,
+                                            PrecisionPolicy &policy,
+                                            bool checkOpKinds) {
   llvm::SmallVector<llvm::StringRef> items;
   text.split(items, ',', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef item : items) {
     auto [op, cls] = item.trim().split('=');
     op = op.trim();
     cls = cls.trim();
-    std::string where = "--precision-policy '" + item.trim().str() + "': ";
-    if (op.empty() || cls.empty()) {
-      error = where + "expected OP=low or OP=fp32";
-      return false;
-    }
-    if (context && !mlir::RegisteredOperationName::lookup(
-                       ("tcc." + op).str(), context)) {
-      error = where + "'" + op.str() + "' is not a tcc op kind";
-      return false;
-    }
-    if (isFixed(op)) {
-      error = where + "the precision of " + op.str() +
-              " is fixed by the lowering";
-      return false;
-    }
+    auto fail = [&] {
+      return mlir::emitError(loc)
+             << "--precision-policy '" << item.trim() << "': ";
+    };
+    if (op.empty() || cls.empty())
+      return fail() << "expected OP=low or OP=fp32";
+    if (checkOpKinds && !mlir::RegisteredOperationName::lookup(
+                            ("tcc." + op).str(), loc.getContext()))
+      return fail() << "'" << op << "' is not a tcc op kind";
+    if (isFixed(op))
+      return fail() << "the precision of " << op << " is fixed by the lowering";
     if (cls == "low")
       policy.overrides[op] = OpPrecision::Low;
     else if (cls == "fp32")
       policy.overrides[op] = OpPrecision::FP32;
-    else {
-      error = where + "expected low or fp32, not '" + cls.str() + "'";
-      return false;
-    }
+    else
+      return fail() << "expected low or fp32, not '" << cls << "'";
   }
-  return true;
+  return mlir::success();
 }
 
-bool parsePrecisionPolicy(llvm::StringRef precision, llvm::StringRef overrides,
-                          PrecisionPolicy &policy, std::string &error,
-                          mlir::MLIRContext *context) {
-  PrecisionPolicy p;
-  if (!parsePrecision(precision, p.precision, error) ||
-      !parsePrecisionOverrides(overrides, p, error, context))
-    return false;
-  if (!overrides.empty() && p.precision == Precision::FP32) {
-    error = "--precision-policy needs --precision bf16 or fp16";
-    return false;
-  }
-  policy = std::move(p);
-  return true;
+mlir::FailureOr<PrecisionPolicy> parsePrecisionPolicy(mlir::Location loc,
+                                                      llvm::StringRef precision,
+                                                      llvm::StringRef overrides,
+                                                      bool checkOpKinds) {
+  PrecisionPolicy policy;
+  mlir::FailureOr<Precision> p = parsePrecision(loc, precision);
+  if (mlir::failed(p))
+    return mlir::failure();
+  policy.precision = *p;
+  if (mlir::failed(
+          parsePrecisionOverrides(loc, overrides, policy, checkOpKinds)))
+    return mlir::failure();
+  if (!overrides.empty() && policy.precision == Precision::FP32)
+    return mlir::emitError(loc)
+           << "--precision-policy needs --precision bf16 or fp16";
+  return policy;
 }
 
 std::string describeOverrides(const PrecisionPolicy &policy) {

@@ -1,11 +1,13 @@
 // Parsers of the training flags (--loss, --optimizer, --lr-schedule, ...),
 // shared by the tcc driver, tcc-build-train-step and tcc-train-pipeline.
-// Every error is one line naming the flag and the offending text, because
-// that is what the user typed and has to fix.
+// Every error is a diagnostic of one line naming the flag and the offending
+// text, because that is what the user typed and has to fix.
 #include "tcc/Transforms/Passes.h"
 #include "tcc/Transforms/TrainStep.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Regex.h"
 
@@ -13,84 +15,78 @@
 #include <cstdio>
 #include <cstdlib>
 
+using namespace mlir;
 using llvm::StringRef;
 
 namespace tcc {
 
-static bool fail(std::string &error, StringRef flag, StringRef text,
-                 const llvm::Twine &why) {
-  error = ("--" + flag + " '" + text + "': " + why).str();
-  return false;
+/// Starts an error about `--flag` given as `text`: the message names what
+/// the user typed, and the caller streams why it is wrong.
+static InFlightDiagnostic flagError(Location loc, StringRef flag,
+                                    StringRef text) {
+  return emitError(loc) << "--" << flag << " '" << text << "': ";
 }
 
+using ErrorFn = llvm::function_ref<InFlightDiagnostic()>;
+
 /// `key=value,key=value` into `out`; keys must be unique and in `known`.
-static bool parseKeyValues(StringRef list, llvm::ArrayRef<StringRef> known,
-                           llvm::StringMap<StringRef> &out, std::string &why) {
+static LogicalResult parseKeyValues(ErrorFn fail, StringRef list,
+                                    llvm::ArrayRef<StringRef> known,
+                                    llvm::StringMap<StringRef> &out) {
   if (list.trim().empty())
-    return true;
+    return success();
   llvm::SmallVector<StringRef> items;
   list.split(items, ',');
   for (StringRef item : items) {
     auto [key, value] = item.split('=');
     key = key.trim();
     value = value.trim();
-    if (!item.contains('=') || key.empty() || value.empty()) {
-      why = "expected KEY=VALUE, got '" + item.trim().str() + "'";
-      return false;
-    }
-    if (!llvm::is_contained(known, key)) {
-      why = "unknown key '" + key.str() + "' (expected ";
-      for (auto [i, k] : llvm::enumerate(known))
-        why += (i ? ", " : "") + k.str();
-      why += ")";
-      return false;
-    }
-    if (!out.try_emplace(key, value).second) {
-      why = "'" + key.str() + "' is given twice";
-      return false;
-    }
+    if (!item.contains('=') || key.empty() || value.empty())
+      return fail() << "expected KEY=VALUE, got '" << item.trim() << "'";
+    if (!llvm::is_contained(known, key))
+      return fail() << "unknown key '" << key << "' (expected "
+                    << llvm::join(known, ", ") << ")";
+    if (!out.try_emplace(key, value).second)
+      return fail() << "'" << key << "' is given twice";
   }
-  return true;
+  return success();
 }
 
-/// A finite double; `why` explains a failure.
-static bool toDouble(StringRef key, StringRef value, double &out,
-                     std::string &why) {
-  if (value.getAsDouble(out) || !std::isfinite(out)) {
-    why = key.str() + "='" + value.str() + "' is not a number";
-    return false;
-  }
-  return true;
+/// A finite double.
+static LogicalResult toDouble(ErrorFn fail, StringRef key, StringRef value,
+                              double &out) {
+  if (value.getAsDouble(out) || !std::isfinite(out))
+    return fail() << key << "='" << value << "' is not a number";
+  return success();
 }
 
-static bool toInt(StringRef key, StringRef value, int64_t &out,
-                  std::string &why) {
-  if (value.getAsInteger(10, out) || out < 0) {
-    why = key.str() + "='" + value.str() + "' is not a non-negative integer";
-    return false;
-  }
-  return true;
+static LogicalResult toInt(ErrorFn fail, StringRef key, StringRef value,
+                           int64_t &out) {
+  if (value.getAsInteger(10, out) || out < 0)
+    return fail() << key << "='" << value << "' is not a non-negative integer";
+  return success();
 }
 
-bool parseLoss(StringRef text, LossSpec &spec, std::string &error) {
+FailureOr<LossSpec> parseLoss(Location loc, StringRef text) {
+  auto fail = [&] { return flagError(loc, "loss", text); };
   static const char *usage =
       "expected cross_entropy(LOGITS,LABELS[,ignore_index=N]), "
       "mse(OUTPUT,TARGET) or the name of a scalar output";
   StringRef t = text.trim();
   if (t.empty())
-    return fail(error, "loss", text, usage);
+    return fail() << usage;
   size_t open = t.find('(');
   if (open == StringRef::npos) {
     if (t.contains(')') || t.contains(','))
-      return fail(error, "loss", text, usage);
-    spec = LossSpec();
+      return fail() << usage;
+    LossSpec spec;
     spec.kind = LossSpec::Output;
     spec.output = t.str();
-    return true;
+    return spec;
   }
   StringRef fn = t.take_front(open).trim();
   if (!t.ends_with(")"))
-    return fail(error, "loss", text, "missing ')'; " + llvm::Twine(usage));
+    return fail() << "missing ')'; " << usage;
   llvm::SmallVector<StringRef> args;
   t.drop_front(open + 1).drop_back().split(args, ',');
   for (StringRef &a : args)
@@ -102,51 +98,46 @@ bool parseLoss(StringRef text, LossSpec &spec, std::string &error) {
       auto [key, value] = args[2].split('=');
       if (key.trim() != "ignore_index" ||
           value.trim().getAsInteger(10, s.ignoreIndex))
-        return fail(error, "loss", text,
-                    "third argument must be ignore_index=N, got '" + args[2] +
-                        "'");
+        return fail() << "third argument must be ignore_index=N, got '"
+                      << args[2] << "'";
       args.pop_back();
     }
   } else if (fn == "mse") {
     s.kind = LossSpec::Mse;
   } else {
-    return fail(error, "loss", text, "unknown loss '" + fn + "'; " + usage);
+    return fail() << "unknown loss '" << fn << "'; " << usage;
   }
   if (args.size() != 2 || args[0].empty() || args[1].empty())
-    return fail(error, "loss", text,
-                fn + " takes an output and a new input name, e.g. " +
-                    (s.kind == LossSpec::Mse ? "mse(y,target)"
-                                             : "cross_entropy(logits,labels)"));
+    return fail() << fn << " takes an output and a new input name, e.g. "
+                  << (s.kind == LossSpec::Mse ? "mse(y,target)"
+                                              : "cross_entropy(logits,labels)");
   if (args[0] == args[1])
-    return fail(error, "loss", text,
-                "the output and the input must have different names");
+    return fail() << "the output and the input must have different names";
   s.output = args[0].str();
   s.label = args[1].str();
-  spec = s;
-  return true;
+  return s;
 }
 
-bool parseOptimizer(StringRef text, OptimizerSpec &spec, std::string &error) {
+FailureOr<OptimizerSpec> parseOptimizer(Location loc, StringRef text) {
+  auto fail = [&] { return flagError(loc, "optimizer", text); };
   auto [kind, list] = text.trim().split(':');
   kind = kind.trim();
   OptimizerSpec s;
   llvm::StringMap<StringRef> kv;
-  std::string why;
   if (kind == "sgd") {
     s.kind = OptimizerSpec::Sgd;
-    if (!parseKeyValues(list, {"lr", "momentum", "weight_decay", "nesterov"},
-                        kv, why))
-      return fail(error, "optimizer", text, why);
+    if (failed(parseKeyValues(
+            fail, list, {"lr", "momentum", "weight_decay", "nesterov"}, kv)))
+      return failure();
   } else if (kind == "adamw") {
     s.kind = OptimizerSpec::AdamW;
     s.weightDecay = 0.01; // torch.optim.AdamW's default
-    if (!parseKeyValues(list, {"lr", "beta1", "beta2", "eps", "weight_decay"},
-                        kv, why))
-      return fail(error, "optimizer", text, why);
+    if (failed(parseKeyValues(
+            fail, list, {"lr", "beta1", "beta2", "eps", "weight_decay"}, kv)))
+      return failure();
   } else {
-    return fail(error, "optimizer", text,
-                "unknown optimizer '" + kind +
-                    "' (expected sgd:KEY=VALUE,... or adamw:KEY=VALUE,...)");
+    return fail() << "unknown optimizer '" << kind
+                  << "' (expected sgd:KEY=VALUE,... or adamw:KEY=VALUE,...)";
   }
   struct Field {
     StringRef key;
@@ -159,149 +150,147 @@ bool parseOptimizer(StringRef text, OptimizerSpec &spec, std::string &error) {
                 {"eps", &s.eps}};
   for (Field f : fields)
     if (auto it = kv.find(f.key);
-        it != kv.end() && !toDouble(f.key, it->second, *f.value, why))
-      return fail(error, "optimizer", text, why);
+        it != kv.end() && failed(toDouble(fail, f.key, it->second, *f.value)))
+      return failure();
   if (auto it = kv.find("nesterov"); it != kv.end()) {
     StringRef v = it->second;
     if (v != "0" && v != "1" && v != "true" && v != "false")
-      return fail(error, "optimizer", text,
-                  "nesterov='" + v + "' must be 0 or 1");
+      return fail() << "nesterov='" << v << "' must be 0 or 1";
     s.nesterov = v == "1" || v == "true";
   }
   // The checks torch.optim makes in its constructors.
   if (s.lr < 0)
-    return fail(error, "optimizer", text, "lr must be >= 0");
+    return fail() << "lr must be >= 0";
   if (s.momentum < 0)
-    return fail(error, "optimizer", text, "momentum must be >= 0");
+    return fail() << "momentum must be >= 0";
   if (s.weightDecay < 0)
-    return fail(error, "optimizer", text, "weight_decay must be >= 0");
+    return fail() << "weight_decay must be >= 0";
   if (s.eps < 0)
-    return fail(error, "optimizer", text, "eps must be >= 0");
+    return fail() << "eps must be >= 0";
   if (!(s.beta1 >= 0 && s.beta1 < 1) || !(s.beta2 >= 0 && s.beta2 < 1))
-    return fail(error, "optimizer", text, "beta1 and beta2 must be in [0, 1)");
+    return fail() << "beta1 and beta2 must be in [0, 1)";
   if (s.nesterov && s.momentum <= 0)
-    return fail(error, "optimizer", text, "nesterov needs momentum > 0");
-  spec = s;
-  return true;
+    return fail() << "nesterov needs momentum > 0";
+  return s;
 }
 
-bool parseSchedule(StringRef text, ScheduleSpec &spec, std::string &error) {
+FailureOr<ScheduleSpec> parseSchedule(Location loc, StringRef text) {
+  auto fail = [&] { return flagError(loc, "lr-schedule", text); };
   auto [kind, list] = text.trim().split(':');
   kind = kind.trim();
   ScheduleSpec s;
   llvm::StringMap<StringRef> kv;
-  std::string why;
   if (kind == "constant") {
     if (!list.trim().empty())
-      return fail(error, "lr-schedule", text, "constant takes no parameters");
-    spec = s;
-    return true;
+      return fail() << "constant takes no parameters";
+    return s;
   }
   if (kind == "cosine") {
     s.kind = ScheduleSpec::Cosine;
-    if (!parseKeyValues(list, {"warmup", "total", "min"}, kv, why))
-      return fail(error, "lr-schedule", text, why);
+    if (failed(parseKeyValues(fail, list, {"warmup", "total", "min"}, kv)))
+      return failure();
   } else if (kind == "linear") {
     s.kind = ScheduleSpec::Linear;
-    if (!parseKeyValues(list, {"warmup", "total"}, kv, why))
-      return fail(error, "lr-schedule", text, why);
+    if (failed(parseKeyValues(fail, list, {"warmup", "total"}, kv)))
+      return failure();
   } else {
-    return fail(error, "lr-schedule", text,
-                "unknown schedule '" + kind +
-                    "' (expected constant, cosine:warmup=W,total=N,min=M or "
-                    "linear:warmup=W,total=N)");
+    return fail() << "unknown schedule '" << kind
+                  << "' (expected constant, cosine:warmup=W,total=N,min=M or "
+                     "linear:warmup=W,total=N)";
   }
   if (auto it = kv.find("warmup");
-      it != kv.end() && !toInt("warmup", it->second, s.warmup, why))
-    return fail(error, "lr-schedule", text, why);
+      it != kv.end() && failed(toInt(fail, "warmup", it->second, s.warmup)))
+    return failure();
   if (auto it = kv.find("min"); it != kv.end()) {
-    if (!toDouble("min", it->second, s.minLr, why))
-      return fail(error, "lr-schedule", text, why);
+    if (failed(toDouble(fail, "min", it->second, s.minLr)))
+      return failure();
     if (s.minLr < 0)
-      return fail(error, "lr-schedule", text, "min must be >= 0");
+      return fail() << "min must be >= 0";
   }
   auto total = kv.find("total");
   if (total == kv.end())
-    return fail(error, "lr-schedule", text,
-                "total=N (the step the decay ends at) is required");
-  if (!toInt("total", total->second, s.total, why))
-    return fail(error, "lr-schedule", text, why);
+    return fail() << "total=N (the step the decay ends at) is required";
+  if (failed(toInt(fail, "total", total->second, s.total)))
+    return failure();
   // The decay divides by total - warmup.
   if (s.total <= s.warmup)
-    return fail(error, "lr-schedule", text,
-                "total must be greater than warmup");
-  spec = s;
-  return true;
+    return fail() << "total must be greater than warmup";
+  return s;
 }
 
-bool parseLossScale(StringRef text, LossScaleSpec &spec, std::string &error) {
+LogicalResult parseLossScale(Location loc, StringRef text,
+                             LossScaleSpec &spec) {
   StringRef t = text.trim();
   if (t == "none") {
     spec.kind = LossScaleSpec::None;
-    return true;
+    return success();
   }
   if (t == "dynamic") {
     spec.kind = LossScaleSpec::Dynamic;
-    return true;
+    return success();
   }
   double v;
   if (t.getAsDouble(v) || !(v > 0 && std::isfinite(v)))
-    return fail(error, "loss-scale", text,
-                "expected none, dynamic or a positive number (a static scale)");
+    return flagError(loc, "loss-scale", text)
+           << "expected none, dynamic or a positive number (a static scale)";
   spec.kind = LossScaleSpec::Static;
   spec.scale = v;
-  return true;
+  return success();
 }
 
-bool checkConfig(const TrainConfig &config, std::string &error) {
-  if (config.accum < 1) {
-    error =
-        "--accum '" + std::to_string(config.accum) + "': must be at least 1";
-    return false;
-  }
+/// `v` as the flag's text in a message ("1e+39").
+static std::string numberText(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", v);
+  return text;
+}
+
+LogicalResult checkConfig(Location loc, const TrainConfig &config) {
+  if (config.accum < 1)
+    return flagError(loc, "accum", std::to_string(config.accum))
+           << "must be at least 1";
   if (config.gradClip &&
-      !(*config.gradClip > 0 && std::isfinite(*config.gradClip))) {
-    char text[32];
-    std::snprintf(text, sizeof(text), "%g", *config.gradClip);
-    error =
-        "--grad-clip '" + std::string(text) + "': must be a positive number";
-    return false;
-  }
+      !(*config.gradClip > 0 && std::isfinite(*config.gradClip)))
+    return flagError(loc, "grad-clip", numberText(*config.gradClip))
+           << "must be a positive number";
   const LossScaleSpec &ls = config.lossScale;
-  if (!(ls.scale > 0 && std::isfinite(ls.scale) && ls.scale <= 3.4e38)) {
-    char text[32];
-    std::snprintf(text, sizeof(text), "%g", ls.scale);
-    error = "--loss-scale-init '" + std::string(text) +
-            "': must be a positive float32 number";
-    return false;
-  }
-  if (ls.growthInterval < 1) {
-    error = "--loss-scale-growth-interval '" +
-            std::to_string(ls.growthInterval) + "': must be at least 1";
-    return false;
-  }
+  if (!(ls.scale > 0 && std::isfinite(ls.scale) && ls.scale <= 3.4e38))
+    return flagError(loc, "loss-scale-init", numberText(ls.scale))
+           << "must be a positive float32 number";
+  if (ls.growthInterval < 1)
+    return flagError(loc, "loss-scale-growth-interval",
+                     std::to_string(ls.growthInterval))
+           << "must be at least 1";
   for (auto [flag, regex] :
        {std::pair<StringRef, StringRef>{"freeze", config.freeze},
         {"no-decay", config.noDecay}}) {
     std::string why;
     if (!regex.empty() && !llvm::Regex(regex).isValid(why))
-      return fail(error, flag, regex, "invalid regex: " + why);
+      return flagError(loc, flag, regex) << "invalid regex: " << why;
   }
-  return true;
+  return success();
 }
 
 bool matchesParamRegex(StringRef regex, StringRef name) {
   return !regex.empty() && llvm::Regex(regex).match(name);
 }
 
-bool parseTrainStepOptions(const BuildTrainStepOptions &options,
-                           const PrecisionPolicy &precision,
-                           TrainConfig &config, std::string &error) {
+FailureOr<TrainConfig>
+parseTrainStepOptions(Location loc, const BuildTrainStepOptions &options,
+                      const PrecisionPolicy &precision) {
   TrainConfig c;
-  if (!parseLoss(options.loss, c.loss, error) ||
-      !parseOptimizer(options.optimizer, c.optimizer, error) ||
-      !parseSchedule(options.lrSchedule, c.schedule, error))
-    return false;
+  FailureOr<LossSpec> loss = parseLoss(loc, options.loss);
+  if (failed(loss))
+    return failure();
+  c.loss = *loss;
+  FailureOr<OptimizerSpec> optimizer = parseOptimizer(loc, options.optimizer);
+  if (failed(optimizer))
+    return failure();
+  c.optimizer = *optimizer;
+  FailureOr<ScheduleSpec> schedule = parseSchedule(loc, options.lrSchedule);
+  if (failed(schedule))
+    return failure();
+  c.schedule = *schedule;
   if (options.gradClip != 0)
     c.gradClip = options.gradClip;
   c.accum = options.accum;
@@ -315,24 +304,21 @@ bool parseTrainStepOptions(const BuildTrainStepOptions &options,
   if (precision.precision == Precision::FP16)
     scaling.kind = LossScaleSpec::Dynamic;
   if (!options.lossScale.empty() &&
-      !parseLossScale(options.lossScale, scaling, error))
-    return false;
+      failed(parseLossScale(loc, options.lossScale, scaling)))
+    return failure();
   // A value that would be silently ignored is a mistake in the command.
   BuildTrainStepOptions defaults;
   bool initSet = options.lossScaleInit != defaults.lossScaleInit;
   if (scaling.kind != LossScaleSpec::Dynamic &&
       (initSet ||
-       options.lossScaleGrowthInterval != defaults.lossScaleGrowthInterval)) {
-    error = std::string(initSet ? "--loss-scale-init"
-                                : "--loss-scale-growth-interval") +
-            " needs dynamic loss scaling (--loss-scale dynamic, the default "
-            "with --precision fp16)";
-    return false;
-  }
-  if (!checkConfig(c, error))
-    return false;
-  config = std::move(c);
-  return true;
+       options.lossScaleGrowthInterval != defaults.lossScaleGrowthInterval))
+    return emitError(loc)
+           << (initSet ? "--loss-scale-init" : "--loss-scale-growth-interval")
+           << " needs dynamic loss scaling (--loss-scale dynamic, the default "
+              "with --precision fp16)";
+  if (failed(checkConfig(loc, c)))
+    return failure();
+  return c;
 }
 
 /// The shortest of %.15g..%.17g that reads back as `v`.

@@ -514,9 +514,8 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
 } // namespace
 
 LogicalResult buildTrainStep(ModuleOp module, const TrainConfig &config) {
-  std::string error;
-  if (!checkConfig(config, error))
-    return module.emitError(error);
+  if (failed(checkConfig(module.getLoc(), config)))
+    return failure();
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward)
     return module.emitError(

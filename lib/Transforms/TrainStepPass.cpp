@@ -33,13 +33,9 @@ struct BuildTrainStepPass : impl::BuildTrainStepBase<BuildTrainStepPass> {
     options.lossScaleGrowthInterval = lossScaleGrowthInterval;
     // @forward's precision is only what its types say; the config's is for
     // manifests, which this pass does not write.
-    TrainConfig config;
-    std::string error;
-    if (!parseTrainStepOptions(options, PrecisionPolicy(), config, error)) {
-      module.emitError(error);
-      return signalPassFailure();
-    }
-    if (failed(tcc::buildTrainStep(module, config)))
+    FailureOr<TrainConfig> config =
+        parseTrainStepOptions(module.getLoc(), options, PrecisionPolicy());
+    if (failed(config) || failed(tcc::buildTrainStep(module, *config)))
       signalPassFailure();
   }
 };

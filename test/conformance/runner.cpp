@@ -38,6 +38,7 @@
 #include "onnx/onnx_pb.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 
 #include <unistd.h>
@@ -54,6 +55,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <utility>
 
 namespace fs = std::filesystem;
 using tcc::data::Array;
@@ -72,6 +74,31 @@ struct Result {
 };
 
 Result fail(std::string reason) { return {Outcome::Fail, std::move(reason)}; }
+
+/// The compiler libraries report a failure as MLIR diagnostics. The runner is
+/// the program at the top: it keeps the first error of a failure as the
+/// test's reason.
+class FirstError {
+public:
+  explicit FirstError(mlir::MLIRContext &context)
+      : loc(mlir::UnknownLoc::get(&context)),
+        handler(&context, [this](mlir::Diagnostic &diag) {
+          if (diag.getSeverity() == mlir::DiagnosticSeverity::Error &&
+              message.empty())
+            message = diag.str();
+          return mlir::success();
+        }) {}
+
+  /// The first error since the last take() ("" when none); forgets it.
+  std::string take() { return std::exchange(message, std::string()); }
+
+  /// Where the runner's own calls report (a kernel build: no IR to blame).
+  mlir::Location loc;
+
+private:
+  std::string message;
+  mlir::ScopedDiagnosticHandler handler;
+};
 
 /// Tests whose shipped expected outputs are not what their own graph
 /// computes, so no correct implementation can match them. They still run:
@@ -107,15 +134,22 @@ std::vector<fs::path> numbered(const fs::path &dir, const std::string &prefix) {
   return paths;
 }
 
-bool readTensor(const fs::path &path, Array &array, std::string &error) {
+bool readTensor(const fs::path &path, FirstError &errors, Array &array,
+                std::string &error) {
   std::ifstream in(path, std::ios::binary);
   onnx::TensorProto proto;
   if (!in || !proto.ParseFromIstream(&in)) {
     error = path.string() + ": not a TensorProto";
     return false;
   }
-  if (!tcc::tensorProtoToArray(proto, array, error))
+  mlir::FailureOr<Array> decoded = tcc::tensorProtoToArray(proto, [&] {
+    return mlir::emitError(errors.loc) << path.string() << ": ";
+  });
+  if (mlir::failed(decoded)) {
+    error = errors.take();
     return false;
+  }
+  array = std::move(*decoded);
   array.name = proto.name();
   return true;
 }
@@ -195,19 +229,19 @@ bool bindInputs(mlir::func::FuncOp func, const std::vector<Array> &arrays,
 
 /// The inputs and expected outputs of one data set directory; with
 /// `boundShapes` without the integer inputs (constants of the module).
-bool readDataSet(const fs::path &dir, bool boundShapes,
+bool readDataSet(const fs::path &dir, bool boundShapes, FirstError &errors,
                  std::vector<Array> &inputs, std::vector<Array> &expected,
                  std::string &error) {
   inputs.clear();
   expected.clear();
   for (const fs::path &p : numbered(dir, "input_")) {
     inputs.emplace_back();
-    if (!readTensor(p, inputs.back(), error))
+    if (!readTensor(p, errors, inputs.back(), error))
       return false;
   }
   for (const fs::path &p : numbered(dir, "output_")) {
     expected.emplace_back();
-    if (!readTensor(p, expected.back(), error))
+    if (!readTensor(p, errors, expected.back(), error))
       return false;
   }
   if (boundShapes) // these became constants of the imported module
@@ -238,10 +272,10 @@ std::string compareAll(const std::vector<Array> &results,
 }
 
 Result runDataSet(mlir::func::FuncOp func, const fs::path &dir,
-                  bool boundShapes) {
+                  bool boundShapes, FirstError &errors) {
   std::string error;
   std::vector<Array> inputs, expected, bound, results;
-  if (!readDataSet(dir, boundShapes, inputs, expected, error))
+  if (!readDataSet(dir, boundShapes, errors, inputs, expected, error))
     return fail(error);
   std::string set = dir.filename().string();
   if (!bindInputs(func, inputs, bound, error) ||
@@ -300,7 +334,7 @@ std::string withoutNumbers(const std::string &s) {
 /// has no kernel or library call for) and, if so, its reason class.
 bool writerRefusal(const std::string &error, std::string &reasonClass) {
   static const std::regex noKernel(
-      "op '([^']+)' at .* has no kernel or library call in the runtime");
+      "'([^']+)' op has no kernel or library call in the runtime");
   static const std::regex badType(
       "has type (tensor<(?:[0-9]+x)*([a-z0-9]+)>|[^,]*), which the runtime "
       "does not support");
@@ -371,10 +405,10 @@ std::string apiError(const char *call, tcc_status status) {
 /// when every input's name is among the arrays, else in order), runs
 /// forward and compares the outputs.
 std::string runCompiledSet(tcc_session *s, const fs::path &set,
-                           bool boundShapes) {
+                           bool boundShapes, FirstError &errors) {
   std::string error;
   std::vector<Array> inputs, expected;
-  if (!readDataSet(set, boundShapes, inputs, expected, error))
+  if (!readDataSet(set, boundShapes, errors, inputs, expected, error))
     return error;
   int32_t n = tcc_num_inputs(s);
   std::vector<tcc_tensor_info> infos(n);
@@ -423,22 +457,22 @@ std::string runCompiledSet(tcc_session *s, const fs::path &set,
 /// Writes job's artifact (kernels from `kernelsSo`) into `dir`, opens it
 /// and runs every data set.
 CompiledResult runCompiledJob(const CompiledJob &job, const fs::path &dir,
-                              const std::string &kernelsSo) {
+                              const std::string &kernelsSo,
+                              FirstError &errors) {
   tcc::artifact::ArtifactOptions options;
   options.source = "model.onnx";
   options.cudaKernels = false;
   options.kernelPrefix = job.prefix;
   options.prebuiltHostKernels = kernelsSo;
   options.sync = false; // scratch artifacts: read back at once
-  std::string error;
   fs::path path =
       dir / (job.test +
              (job.boundShapes ? "." + job.sets[0].filename().string()
                               : std::string()) +
              ".tcc");
   if (mlir::failed(tcc::artifact::writeInferenceArtifact(
-          *job.module, options, path.string(), nullptr, error))) {
-    std::string reasonClass;
+          *job.module, options, path.string(), nullptr))) {
+    std::string error = errors.take(), reasonClass;
     if (writerRefusal(error, reasonClass))
       return {CompiledOutcome::NotCompiled, error, reasonClass};
     return compiledFail("compile: " + error);
@@ -452,7 +486,7 @@ CompiledResult runCompiledJob(const CompiledJob &job, const fs::path &dir,
   if (st != TCC_OK)
     return compiledFail(apiError("tcc_session_open", st));
   for (const fs::path &set : job.sets) {
-    std::string why = runCompiledSet(session.s, set, job.boundShapes);
+    std::string why = runCompiledSet(session.s, set, job.boundShapes, errors);
     if (!why.empty())
       return compiledFail(set.filename().string() + ": " + why);
   }
@@ -461,6 +495,7 @@ CompiledResult runCompiledJob(const CompiledJob &job, const fs::path &dir,
 
 struct Runner {
   mlir::MLIRContext context;
+  FirstError errors{context};
   std::set<std::string> supportedOps;
   int boundShapeTests = 0;
   /// The tests (or data sets) that passed in the interpreter, to compile.
@@ -477,15 +512,16 @@ struct Runner {
   /// (ImportOptions::constantInputs), which is how a user would compile it.
   Result runTest(const fs::path &dir, bool importOnly) {
     fs::path model = dir / "model.onnx";
-    tcc::ImportError importError;
+    tcc::ImportFailure importFailure;
     mlir::OwningOpRef<mlir::ModuleOp> module =
-        tcc::importOnnxFile(context, model.string(), {}, importError);
+        tcc::importOnnxFile(context, model.string(), {}, &importFailure);
     bool bindShapes = false;
     if (!module) {
-      if (importError.kind == tcc::ImportError::Unsupported)
-        return {Outcome::Unsupported, importError.message};
-      if (importError.message.find("only known at run time") == std::string::npos)
-        return fail("import: " + importError.message);
+      std::string why = errors.take();
+      if (importFailure == tcc::ImportFailure::Unsupported)
+        return {Outcome::Unsupported, why};
+      if (why.find("only known at run time") == std::string::npos)
+        return fail("import: " + why);
       bindShapes = true;
     }
     std::vector<fs::path> sets;
@@ -503,16 +539,17 @@ struct Runner {
         std::string error;
         for (const fs::path &p : numbered(set, "input_")) {
           Array a;
-          if (!readTensor(p, a, error))
+          if (!readTensor(p, errors, a, error))
             return fail(error);
           if (a.dtype == DType::I64 || a.dtype == DType::I32)
             options.constantInputs[a.name] = a;
         }
-        module = tcc::importOnnxFile(context, model.string(), options, importError);
+        module = tcc::importOnnxFile(context, model.string(), options,
+                                     &importFailure);
         if (!module)
-          return importError.kind == tcc::ImportError::Unsupported
-                     ? Result{Outcome::Unsupported, importError.message}
-                     : fail("import: " + importError.message);
+          return importFailure == tcc::ImportFailure::Unsupported
+                     ? Result{Outcome::Unsupported, errors.take()}
+                     : fail("import: " + errors.take());
       }
       std::set<std::string> ops = modelOpTypes(model);
       supportedOps.insert(ops.begin(), ops.end());
@@ -521,7 +558,7 @@ struct Runner {
       auto func = module->lookupSymbol<mlir::func::FuncOp>("forward");
       if (!func)
         return fail("import produced no func.func @forward");
-      Result r = runDataSet(func, set, bindShapes);
+      Result r = runDataSet(func, set, bindShapes, errors);
       if (r.outcome != Outcome::Pass)
         return r;
       if (collectCompiled && (bindShapes || passed.empty())) {
@@ -569,7 +606,7 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 /// Compiles and runs every job; prints failures (and with `verbose` every
 /// outcome) and returns the counts.
 CompiledSummary runCompiled(std::vector<CompiledJob> &jobs, const fs::path &dir,
-                            bool verbose) {
+                            bool verbose, FirstError &errors) {
   auto start = std::chrono::steady_clock::now();
   CompiledSummary sum;
   std::vector<CompiledResult> results(jobs.size());
@@ -587,11 +624,10 @@ CompiledSummary runCompiled(std::vector<CompiledJob> &jobs, const fs::path &dir,
     tcc::artifact::ArtifactOptions options;
     options.cudaKernels = false;
     options.kernelPrefix = job.prefix;
-    std::string error;
     mlir::FailureOr<std::string> source = tcc::artifact::kernelSource(
-        *job.module, tcc::artifact::Kind::Inference, options, error);
+        *job.module, tcc::artifact::Kind::Inference, options);
     if (mlir::failed(source)) {
-      std::string reasonClass;
+      std::string error = errors.take(), reasonClass;
       if (writerRefusal(error, reasonClass))
         finish(i, {CompiledOutcome::NotCompiled, error, reasonClass});
       else
@@ -605,10 +641,12 @@ CompiledSummary runCompiled(std::vector<CompiledJob> &jobs, const fs::path &dir,
 
   // 2. One compiler run for all of them.
   auto kernelStart = std::chrono::steady_clock::now();
-  std::string kernelsSo = (dir / "kernels.so").string(), error;
-  bool built = tcc::artifact::compileHostKernels(combined, kernelsSo, error);
+  std::string kernelsSo = (dir / "kernels.so").string();
+  bool built = mlir::succeeded(
+      tcc::artifact::compileHostKernels(errors.loc, combined, kernelsSo));
   sum.kernelSeconds = secondsSince(kernelStart);
   if (!built) {
+    errors.take();
     // Find the jobs whose kernels do not compile; the others still run,
     // each with a shared object of its own.
     std::cout << "COMPILED-FAIL (kernels of all tests together do not compile; "
@@ -618,24 +656,24 @@ CompiledSummary runCompiled(std::vector<CompiledJob> &jobs, const fs::path &dir,
         continue;
       tcc::artifact::ArtifactOptions options;
       options.kernelPrefix = jobs[i].prefix;
-      std::string e;
       mlir::FailureOr<std::string> source = tcc::artifact::kernelSource(
-          *jobs[i].module, tcc::artifact::Kind::Inference, options, e);
+          *jobs[i].module, tcc::artifact::Kind::Inference, options);
       std::string so = (dir / (jobs[i].prefix + "kernels.so")).string();
       if (mlir::failed(source) ||
-          !tcc::artifact::compileHostKernels(*source, so, e)) {
-        finish(i, compiledFail("compiling the kernels failed: " +
-                               e.substr(0, e.find('\n', 200))));
+          mlir::failed(
+              tcc::artifact::compileHostKernels(errors.loc, *source, so))) {
+        std::string e = errors.take();
+        finish(i, compiledFail(e.substr(0, e.find('\n', 200))));
         continue;
       }
-      finish(i, runCompiledJob(jobs[i], dir, so));
+      finish(i, runCompiledJob(jobs[i], dir, so, errors));
     }
   }
 
   // 3. Each artifact, written with the shared kernels, run on its sets.
   for (size_t i = 0; i < jobs.size(); ++i)
     if (!done[i])
-      finish(i, runCompiledJob(jobs[i], dir, kernelsSo));
+      finish(i, runCompiledJob(jobs[i], dir, kernelsSo, errors));
 
   for (size_t i = 0; i < jobs.size(); ++i) {
     const CompiledJob &job = jobs[i];
@@ -806,7 +844,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   size_t jobCount = runner.jobs.size();
-  CompiledSummary sum = runCompiled(runner.jobs, work.path, verbose);
+  CompiledSummary sum =
+      runCompiled(runner.jobs, work.path, verbose, runner.errors);
   std::cout.setf(std::ios::fixed);
   std::cout.precision(1);
   std::cout << "conformance (compiled): " << sum.passed << " passed, "

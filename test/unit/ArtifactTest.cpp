@@ -2,6 +2,7 @@
 // tcc compile: attribute -> JSON for library calls (every kind, defaults of
 // ops that do not spell their attributes), the double format, the path
 // checks, and a hand-written planned module written and read back.
+#include "ErrorCapture.h"
 #include "TestUtil.h"
 
 #include "exec/ExecOps.h"
@@ -49,38 +50,56 @@ protected:
     return module;
   }
 
+  /// The first error since the last call: what the failure just checked
+  /// said (it is forgotten).
+  std::string lastError() {
+    std::string message = errors.first();
+    errors.clear();
+    return message;
+  }
+
   MLIRContext context;
+  testutil::ErrorCapture errors{context};
 };
 
 TEST_F(ArtifactTest, PathChecks) {
   std::string root = testutil::tempPath("artifact", "paths");
   fs::remove_all(root);
   fs::create_directories(root);
-  std::string error;
-  EXPECT_TRUE(artifact::checkArtifactPath(root + "/new.tcc", error)) << error;
-  EXPECT_FALSE(artifact::checkArtifactPath(root + "/missing/new.tcc", error));
-  EXPECT_EQ(error, "cannot write '" + root + "/missing/new.tcc': directory '" +
-                       root + "/missing' does not exist");
-  EXPECT_FALSE(artifact::checkArtifactPath("-", error));
+  Location loc = UnknownLoc::get(&context);
+  EXPECT_TRUE(succeeded(artifact::checkArtifactPath(loc, root + "/new.tcc")))
+      << lastError();
+  EXPECT_TRUE(
+      failed(artifact::checkArtifactPath(loc, root + "/missing/new.tcc")));
+  EXPECT_EQ(lastError(), "cannot write '" + root +
+                             "/missing/new.tcc': directory '" + root +
+                             "/missing' does not exist");
+  EXPECT_TRUE(failed(artifact::checkArtifactPath(loc, "-")));
+  EXPECT_EQ(lastError(),
+            "the artifact needs a directory path, e.g. -o model.tcc");
 
   // A directory that is not an artifact, a file: refused.
   fs::create_directories(root + "/other.tcc");
   std::ofstream(root + "/other.tcc/notes.txt") << "mine\n";
-  EXPECT_FALSE(artifact::checkArtifactPath(root + "/other.tcc", error));
-  EXPECT_EQ(error, "'" + root + "/other.tcc' exists and is not a tcc "
-                                "artifact; refusing to replace it");
+  EXPECT_TRUE(failed(artifact::checkArtifactPath(loc, root + "/other.tcc")));
+  EXPECT_EQ(lastError(), "'" + root +
+                             "/other.tcc' exists and is not a tcc "
+                             "artifact; refusing to replace it");
   std::ofstream(root + "/file.tcc") << "x";
-  EXPECT_FALSE(artifact::checkArtifactPath(root + "/file.tcc", error));
+  EXPECT_TRUE(failed(artifact::checkArtifactPath(loc, root + "/file.tcc")));
   // A manifest of another format is not an artifact either.
   fs::create_directories(root + "/fake.tcc");
   std::ofstream(root + "/fake.tcc/manifest.json") << "{\"format\": \"x\"}";
-  EXPECT_FALSE(artifact::checkArtifactPath(root + "/fake.tcc", error));
+  EXPECT_TRUE(failed(artifact::checkArtifactPath(loc, root + "/fake.tcc")));
   // An earlier artifact may be replaced (trailing slash or not).
   fs::create_directories(root + "/old.tcc");
   std::ofstream(root + "/old.tcc/manifest.json")
       << "{\"format\": \"tcc-artifact\", \"version\": 1}";
-  EXPECT_TRUE(artifact::checkArtifactPath(root + "/old.tcc", error)) << error;
-  EXPECT_TRUE(artifact::checkArtifactPath(root + "/old.tcc/", error)) << error;
+  errors.clear();
+  EXPECT_TRUE(succeeded(artifact::checkArtifactPath(loc, root + "/old.tcc")))
+      << lastError();
+  EXPECT_TRUE(succeeded(artifact::checkArtifactPath(loc, root + "/old.tcc/")))
+      << lastError();
   fs::remove_all(root);
 }
 
@@ -171,15 +190,15 @@ TEST_F(ArtifactTest, WritesAHandWrittenStep) {
   std::string dir = testutil::tempPath("artifact", "step.tcc");
   fs::remove_all(dir);
   tcc::TrainConfig config;
-  std::string error;
-  ASSERT_TRUE(tcc::parseLoss("cross_entropy(y,labels)", config.loss, error));
+  config.loss = testutil::expectSuccess(
+      tcc::parseLoss(UnknownLoc::get(&context), "cross_entropy(y,labels)"));
   artifact::ArtifactOptions options;
   options.source = "/some/where/model.mlir";
   options.cudaKernels = false;
   artifact::ArtifactSummary summary;
-  ASSERT_TRUE(succeeded(artifact::writeArtifact(*module, config, options, dir,
-                                                &summary, error)))
-      << error;
+  ASSERT_TRUE(succeeded(
+      artifact::writeArtifact(*module, config, options, dir, &summary)))
+      << lastError();
   // The caller's module is not lowered in place; @forward (whose transpose
   // has no kernel) is not part of the artifact.
   EXPECT_FALSE(module->lookupSymbol<func::FuncOp>("train_step")->hasAttr(
@@ -329,9 +348,9 @@ TEST_F(ArtifactTest, WritesAHandWrittenStep) {
   }
 
   // Written again over itself: replaced, and no temporary left beside it.
-  ASSERT_TRUE(succeeded(artifact::writeArtifact(*module, config, options, dir,
-                                                nullptr, error)))
-      << error;
+  ASSERT_TRUE(succeeded(
+      artifact::writeArtifact(*module, config, options, dir, nullptr)))
+      << lastError();
   for (const auto &entry : fs::directory_iterator(fs::path(dir).parent_path()))
     EXPECT_EQ(entry.path().filename().string().find("step.tcc.tmp"),
               std::string::npos);
@@ -366,10 +385,9 @@ TEST_F(ArtifactTest, WritesAnInferenceArtifact) {
   options.source = "/some/where/model.onnx";
   options.cudaKernels = false;
   artifact::ArtifactSummary summary;
-  std::string error;
   ASSERT_TRUE(succeeded(
-      artifact::writeInferenceArtifact(*module, options, dir, &summary, error)))
-      << error;
+      artifact::writeInferenceArtifact(*module, options, dir, &summary)))
+      << lastError();
   EXPECT_EQ(summary.kind, artifact::Kind::Inference);
   EXPECT_TRUE(summary.fingerprint.empty());
   ASSERT_EQ(summary.functions.size(), 1u);
@@ -445,14 +463,14 @@ TEST_F(ArtifactTest, WritesAnInferenceArtifact) {
   )mlir");
   ASSERT_TRUE(unnamed);
   EXPECT_TRUE(failed(artifact::writeInferenceArtifact(
-      *unnamed, options, root + "/unnamed.tcc", nullptr, error)));
-  EXPECT_EQ(error, "@forward: result #0 has no tcc.name to read it by");
+      *unnamed, options, root + "/unnamed.tcc", nullptr)));
+  EXPECT_EQ(lastError(), "@forward: result #0 has no tcc.name to read it by");
   EXPECT_FALSE(fs::exists(root + "/unnamed.tcc"));
   // Without @forward there is nothing to compile.
   OwningOpRef<ModuleOp> empty = parse("module {}");
   EXPECT_TRUE(failed(artifact::writeInferenceArtifact(
-      *empty, options, root + "/empty.tcc", nullptr, error)));
-  EXPECT_EQ(error, "the module has no @forward");
+      *empty, options, root + "/empty.tcc", nullptr)));
+  EXPECT_EQ(lastError(), "the module has no @forward");
   fs::remove_all(root);
 }
 
@@ -464,14 +482,14 @@ TEST_F(ArtifactTest, KernelsOfSeveralArtifactsInOneSharedObject) {
   std::string root = testutil::tempPath("artifact", "shared-kernels");
   fs::remove_all(root);
   fs::create_directories(root);
-  std::string error, combined;
+  std::string combined;
   std::vector<std::string> sources;
   for (const char *prefix : {"a_", "b_"}) {
     artifact::ArtifactOptions options;
     options.kernelPrefix = prefix;
-    FailureOr<std::string> source = artifact::kernelSource(
-        *module, artifact::Kind::Inference, options, error);
-    ASSERT_TRUE(succeeded(source)) << error;
+    FailureOr<std::string> source =
+        artifact::kernelSource(*module, artifact::Kind::Inference, options);
+    ASSERT_TRUE(succeeded(source)) << lastError();
     EXPECT_NE(source->find(std::string("TCC_KERNEL(") + prefix + "fused_0)"),
               std::string::npos)
         << *source;
@@ -479,7 +497,9 @@ TEST_F(ArtifactTest, KernelsOfSeveralArtifactsInOneSharedObject) {
     combined += *source;
   }
   std::string so = root + "/kernels.so";
-  ASSERT_TRUE(artifact::compileHostKernels(combined, so, error)) << error;
+  ASSERT_TRUE(succeeded(
+      artifact::compileHostKernels(UnknownLoc::get(&context), combined, so)))
+      << lastError();
   for (size_t i = 0; i < 2; ++i) {
     artifact::ArtifactOptions options;
     options.cudaKernels = false;
@@ -487,9 +507,9 @@ TEST_F(ArtifactTest, KernelsOfSeveralArtifactsInOneSharedObject) {
     options.prebuiltHostKernels = so;
     options.sync = false;
     std::string dir = root + "/" + std::to_string(i) + ".tcc";
-    ASSERT_TRUE(succeeded(artifact::writeInferenceArtifact(
-        *module, options, dir, nullptr, error)))
-        << error;
+    ASSERT_TRUE(succeeded(
+        artifact::writeInferenceArtifact(*module, options, dir, nullptr)))
+        << lastError();
     std::vector<uint8_t> cc = testutil::readFile(dir + "/kernels/kernels.cc");
     EXPECT_EQ(std::string(cc.begin(), cc.end()), sources[i]);
     EXPECT_EQ(fs::file_size(dir + "/kernels/host.so"), fs::file_size(so));
@@ -509,8 +529,9 @@ TEST_F(ArtifactTest, KernelsOfSeveralArtifactsInOneSharedObject) {
   options.cudaKernels = false;
   options.prebuiltHostKernels = root + "/missing.so";
   EXPECT_TRUE(failed(artifact::writeInferenceArtifact(
-      *module, options, root + "/missing.tcc", nullptr, error)));
-  EXPECT_NE(error.find("missing.so"), std::string::npos) << error;
+      *module, options, root + "/missing.tcc", nullptr)));
+  std::string missing = lastError();
+  EXPECT_NE(missing.find("missing.so"), std::string::npos) << missing;
   EXPECT_FALSE(fs::exists(root + "/missing.tcc"));
   fs::remove_all(root);
 }
@@ -541,8 +562,8 @@ TEST_F(ArtifactTest, WritesOptStateInit) {
     return parse(text.c_str());
   };
   tcc::TrainConfig config;
-  std::string error;
-  ASSERT_TRUE(tcc::parseLoss("cross_entropy(y,labels)", config.loss, error));
+  config.loss = testutil::expectSuccess(
+      tcc::parseLoss(UnknownLoc::get(&context), "cross_entropy(y,labels)"));
   artifact::ArtifactOptions options;
   options.cudaKernels = false;
   std::string dir = testutil::tempPath("artifact", "init.tcc");
@@ -550,9 +571,9 @@ TEST_F(ArtifactTest, WritesOptStateInit) {
 
   OwningOpRef<ModuleOp> m = module("f32", "6.553600e+04 : f64");
   ASSERT_TRUE(m);
-  ASSERT_TRUE(succeeded(
-      artifact::writeArtifact(*m, config, options, dir, nullptr, error)))
-      << error;
+  ASSERT_TRUE(
+      succeeded(artifact::writeArtifact(*m, config, options, dir, nullptr)))
+      << lastError();
   std::vector<uint8_t> bytes = testutil::readFile(dir + "/plan.json");
   std::string plan(bytes.begin(), bytes.end());
   EXPECT_NE(plan.find("    {\"name\":\"loss_scale\",\"dtype\":\"f32\","
@@ -571,17 +592,17 @@ TEST_F(ArtifactTest, WritesOptStateInit) {
   // Refused: a value the state's dtype cannot hold, a non-number.
   m = module("f16", "6.553600e+04 : f64");
   ASSERT_TRUE(m);
-  EXPECT_TRUE(failed(
-      artifact::writeArtifact(*m, config, options, dir, nullptr, error)));
-  EXPECT_EQ(error, "@train_step: optimizer state 'loss_scale' (f16): "
-                   "tcc.init = 65536 is beyond the range of f16 "
-                   "(largest finite 65504)");
+  EXPECT_TRUE(
+      failed(artifact::writeArtifact(*m, config, options, dir, nullptr)));
+  EXPECT_EQ(lastError(), "@train_step: optimizer state 'loss_scale' (f16): "
+                         "tcc.init = 65536 is beyond the range of f16 "
+                         "(largest finite 65504)");
   m = module("f32", "\"big\"");
   ASSERT_TRUE(m);
-  EXPECT_TRUE(failed(
-      artifact::writeArtifact(*m, config, options, dir, nullptr, error)));
-  EXPECT_EQ(error, "@train_step: tcc.init of optimizer state 'loss_scale' is "
-                   "not a number");
+  EXPECT_TRUE(
+      failed(artifact::writeArtifact(*m, config, options, dir, nullptr)));
+  EXPECT_EQ(lastError(), "@train_step: tcc.init of optimizer state "
+                         "'loss_scale' is not a number");
   EXPECT_FALSE(fs::exists(dir));
 }
 

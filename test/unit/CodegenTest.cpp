@@ -164,11 +164,11 @@ TEST_F(CodegenTest, CudaFatbinCompiles) {
     FailureOr<codegen::KernelSource> source = codegen::emitKernels(*module);
     ASSERT_TRUE(succeeded(source));
     std::string fatbin = tempPath("codegen", "kernels.fatbin");
-    std::string error;
     auto start = std::chrono::steady_clock::now();
-    ASSERT_TRUE(codegen::buildKernels(*source, "", fatbin,
-                                      codegen::KernelBuildOptions(), error))
-        << error << "\n"
+    ASSERT_TRUE(
+        succeeded(codegen::buildKernels(UnknownLoc::get(&context), *source, "",
+                                        fatbin, codegen::KernelBuildOptions())))
+        << errors.first() << "\n"
         << source->text();
     double seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)

@@ -13,6 +13,7 @@
 #define TCC_TEST_UNIT_CODEGENTESTUTIL_H
 
 #include "CodegenTestModules.h"
+#include "ErrorCapture.h"
 #include "TestUtil.h"
 
 #include "data/half.h"
@@ -269,9 +270,9 @@ protected:
     if (failed(source))
       return 0;
     std::string so = tempPath("codegen", "kernels.so");
-    std::string error;
-    bool built = codegen::compileHostSharedObject(*source, so, error);
-    EXPECT_TRUE(built) << error << "\n" << *source;
+    bool built = succeeded(codegen::compileHostSharedObject(
+        UnknownLoc::get(&context), *source, so));
+    EXPECT_TRUE(built) << errors.first() << "\n" << *source;
     if (!built)
       return 0;
     void *handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -294,6 +295,7 @@ protected:
             specials, ranges.lookup(i)));
       OwningOpRef<ModuleOp> wrapper = wrapFusion(fusion);
       std::vector<Array> want;
+      std::string error;
       ASSERT_TRUE(tcc::interp::run(
           wrapper->lookupSymbol<func::FuncOp>("kernel"), inputs, want, error))
           << symbol << ": " << error;
@@ -350,12 +352,12 @@ protected:
       return 0;
     std::string hostSo = tempPath("codegen", "vector-host.so");
     std::string emuSo = tempPath("codegen", "vector-emulated.so");
-    std::string error;
-    bool built = codegen::compileHostSharedObject(*source, hostSo, error) &&
-                 codegen::compileHostSharedObject(
-                     "#define TCC_KERNEL_EMULATE_CUDA 1\n" + *source, emuSo,
-                     error);
-    EXPECT_TRUE(built) << error << "\n" << *source;
+    Location loc = UnknownLoc::get(&context);
+    bool built =
+        succeeded(codegen::compileHostSharedObject(loc, *source, hostSo)) &&
+        succeeded(codegen::compileHostSharedObject(
+            loc, "#define TCC_KERNEL_EMULATE_CUDA 1\n" + *source, emuSo));
+    EXPECT_TRUE(built) << errors.first() << "\n" << *source;
     if (!built)
       return 0;
     void *host = dlopen(hostSo.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -486,6 +488,9 @@ protected:
   }
 
   MLIRContext context;
+  /// What a failing compiler call said (the kernel builds report at an
+  /// unknown location of this context).
+  testutil::ErrorCapture errors{context};
 };
 
 } // namespace codegentest

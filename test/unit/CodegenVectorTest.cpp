@@ -83,9 +83,10 @@ TEST_F(CodegenTest, CudaPtxHasVectorAccesses) {
   ASSERT_TRUE(module);
   FailureOr<std::string> source = codegen::emitKernelSource(*module);
   ASSERT_TRUE(succeeded(source));
-  std::string ptx = tempPath("codegen", "kernels.ptx"), error;
-  ASSERT_TRUE(codegen::compileCudaPtx(*source, "compute_90", ptx, error))
-      << error;
+  std::string ptx = tempPath("codegen", "kernels.ptx");
+  ASSERT_TRUE(succeeded(codegen::compileCudaPtx(UnknownLoc::get(&context),
+                                                *source, "compute_90", ptx)))
+      << errors.first();
   std::vector<uint8_t> bytes = readFile(ptx);
   std::string text(bytes.begin(), bytes.end());
   EXPECT_CONTAINS(text, "ld.global.nc.v4.u32");

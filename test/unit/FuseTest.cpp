@@ -103,11 +103,16 @@ protected:
     });
     OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kMlp, &context);
     tcc::TrainConfig config;
-    std::string error;
-    EXPECT_TRUE(tcc::parseLoss("mse(y,target)", config.loss, error)) << error;
-    EXPECT_TRUE(tcc::parseOptimizer("adamw:lr=0.01,weight_decay=0.1",
-                                    config.optimizer, error))
-        << error;
+    Location flags = UnknownLoc::get(&context);
+    FailureOr<tcc::LossSpec> loss = tcc::parseLoss(flags, "mse(y,target)");
+    FailureOr<tcc::OptimizerSpec> optimizer =
+        tcc::parseOptimizer(flags, "adamw:lr=0.01,weight_decay=0.1");
+    if (failed(loss) || failed(optimizer)) {
+      ADD_FAILURE() << "bad training flags: " << diag;
+      return nullptr;
+    }
+    config.loss = *loss;
+    config.optimizer = *optimizer;
     config.gradClip = 0.5;
     if (!module || failed(tcc::buildTrainStep(*module, config)) ||
         failed(verify(*module))) {

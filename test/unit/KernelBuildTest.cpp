@@ -102,13 +102,8 @@ TEST_F(CodegenTest, IdenticalKernelsShareOneSymbol) {
 
   // One symbol for two different kernels is an error on the op.
   module->walk([](tcc::exec::FusionOp f) { f.setName("clash"); });
-  std::string diagnostic;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
-    diagnostic = d.str();
-    return success();
-  });
   EXPECT_TRUE(failed(codegen::emitKernels(*module)));
-  EXPECT_CONTAINS(diagnostic, "duplicate kernel symbol tcc_clash");
+  EXPECT_CONTAINS(errors.first(), "duplicate kernel symbol tcc_clash");
 }
 
 TEST_F(CodegenTest, UnitsSplitEvenlyAndKeepEveryKernel) {
@@ -190,23 +185,28 @@ codegen::KernelSource tenKernels(std::vector<std::string> &names) {
 // build takes the finished file from the cache; with every entry corrupted
 // each is detected when read and rebuilt.
 TEST(KernelBuild, UnitsLinkIntoOneObjectAndComeFromTheCache) {
+  MLIRContext context;
+  ErrorCapture errors(context);
+  Location loc = UnknownLoc::get(&context);
   std::vector<std::string> names;
   codegen::KernelSource source = tenKernels(names);
   codegen::KernelBuildOptions options;
   options.jobs = 2;
   options.cacheDir = tempPath("kbuild", "cache");
   llvm::sys::fs::remove_directories(options.cacheDir);
-  std::string so = tempPath("kbuild", "host.so"), error;
+  std::string so = tempPath("kbuild", "host.so");
   codegen::KernelBuildReport report;
-  ASSERT_TRUE(codegen::buildKernels(source, so, "", options, error, &report))
-      << error;
+  ASSERT_TRUE(
+      succeeded(codegen::buildKernels(loc, source, so, "", options, &report)))
+      << errors.first();
   EXPECT_EQ(report.units, 2u);
   EXPECT_EQ(report.cached, 0u);
   EXPECT_EQ(report.compiled, 3u); // two objects, the link
   EXPECT_EQ(exported(so, names), names);
 
-  ASSERT_TRUE(codegen::buildKernels(source, so, "", options, error, &report))
-      << error;
+  ASSERT_TRUE(
+      succeeded(codegen::buildKernels(loc, source, so, "", options, &report)))
+      << errors.first();
   EXPECT_EQ(report.compiled, 0u);
   EXPECT_EQ(report.cached, 1u); // the shared object itself
   EXPECT_EQ(exported(so, names), names);
@@ -224,39 +224,46 @@ TEST(KernelBuild, UnitsLinkIntoOneObjectAndComeFromTheCache) {
       ++damaged;
     }
   EXPECT_EQ(damaged, 3);
-  ASSERT_TRUE(codegen::buildKernels(source, so, "", options, error, &report))
-      << error;
+  ASSERT_TRUE(
+      succeeded(codegen::buildKernels(loc, source, so, "", options, &report)))
+      << errors.first();
   EXPECT_EQ(report.corrupt, 3u);
   EXPECT_EQ(report.compiled, 3u);
   EXPECT_EQ(exported(so, names), names);
-  ASSERT_TRUE(codegen::buildKernels(source, so, "", options, error, &report));
+  ASSERT_TRUE(
+      succeeded(codegen::buildKernels(loc, source, so, "", options, &report)));
   EXPECT_EQ(report.cached, 1u) << "the rebuilt entries are whole again";
 
   // A compile error is the compiler's message, and no output is left.
   source.kernels.push_back("this is not C++\n");
   std::string bad = tempPath("kbuild", "bad.so");
-  EXPECT_FALSE(codegen::buildKernels(source, bad, "", options, error));
-  EXPECT_CONTAINS(error, "failed:");
+  EXPECT_TRUE(failed(codegen::buildKernels(loc, source, bad, "", options)));
+  EXPECT_CONTAINS(errors.first(), "compiling the kernels failed: ");
+  EXPECT_CONTAINS(errors.first(), " failed:\n");
   EXPECT_FALSE(exists(bad));
 }
 
 TEST(CudaArch, ParsesListsAndRejectsOneClearly) {
-  std::vector<std::string> archs;
-  std::string error;
-  ASSERT_TRUE(codegen::parseCudaArchs("sm_90", archs, error)) << error;
-  EXPECT_EQ(archs, std::vector<std::string>{"sm_90"});
-  ASSERT_TRUE(
-      codegen::parseCudaArchs("sm_80, sm_90,compute_90,sm_90", archs, error));
-  EXPECT_EQ(archs, codegen::defaultCudaArchs());
+  MLIRContext context;
+  ErrorCapture errors(context);
+  Location loc = UnknownLoc::get(&context);
+  EXPECT_EQ(expectSuccess(codegen::parseCudaArchs(loc, "sm_90")),
+            std::vector<std::string>{"sm_90"});
+  EXPECT_EQ(expectSuccess(
+                codegen::parseCudaArchs(loc, "sm_80, sm_90,compute_90,sm_90")),
+            codegen::defaultCudaArchs());
   for (const char *bad : {"sm90", "gfx90a", "sm_", "sm_9x", "", "sm_90,,"}) {
-    EXPECT_FALSE(codegen::parseCudaArchs(bad, archs, error)) << bad;
-    EXPECT_CONTAINS(error, "--cuda-arch '");
-    EXPECT_CONTAINS(error, "expected sm_XY (SASS) or compute_XY (PTX)");
+    errors.clear();
+    EXPECT_TRUE(failed(codegen::parseCudaArchs(loc, bad))) << bad;
+    EXPECT_CONTAINS(errors.first(), "--cuda-arch '");
+    EXPECT_CONTAINS(errors.first(),
+                    "expected sm_XY (SASS) or compute_XY (PTX)");
   }
   if (codegen::cudaCompilerAvailable()) {
-    EXPECT_FALSE(codegen::parseCudaArchs("sm_80,sm_91", archs, error));
-    EXPECT_CONTAINS(error, "--cuda-arch 'sm_91': not an architecture this "
-                           "nvcc builds (");
+    errors.clear();
+    EXPECT_TRUE(failed(codegen::parseCudaArchs(loc, "sm_80,sm_91")));
+    EXPECT_CONTAINS(errors.first(), "--cuda-arch 'sm_91': not an "
+                                    "architecture this nvcc builds (");
   }
 }
 
@@ -279,11 +286,11 @@ TEST_F(CodegenTest, FatbinHoldsTheArchitecturesAskedFor) {
     codegen::KernelBuildOptions options;
     options.cudaArchs = c.archs;
     options.jobs = 2;
-    std::string fatbin = tempPath("kbuild", "kernels.fatbin"), error;
+    std::string fatbin = tempPath("kbuild", "kernels.fatbin");
     codegen::KernelBuildReport report;
-    ASSERT_TRUE(
-        codegen::buildKernels(*source, "", fatbin, options, error, &report))
-        << error;
+    ASSERT_TRUE(succeeded(codegen::buildKernels(
+        UnknownLoc::get(&context), *source, "", fatbin, options, &report)))
+        << errors.first();
     std::vector<int> sass, ptx;
     fatbinArchs(fatbin, sass, ptx);
     std::sort(sass.begin(), sass.end());

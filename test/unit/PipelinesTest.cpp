@@ -3,6 +3,8 @@
 // back (the train pipeline creates the pass that way, so a lossy spelling
 // would change what `tcc compile` builds), and the stages come in the order
 // the docs and the dump files name them.
+#include "ErrorCapture.h"
+
 #include "tcc/Transforms/Pipelines.h"
 #include "tcc/Transforms/Passes.h"
 
@@ -19,12 +21,14 @@ using tcc::TrainConfig;
 /// The config of `options` under `precision` ("fp32", "bf16", "fp16").
 TrainConfig parse(const BuildTrainStepOptions &options,
                   const std::string &precision = "fp32") {
-  tcc::PrecisionPolicy policy;
-  std::string error;
-  EXPECT_TRUE(tcc::parsePrecisionPolicy(precision, "", policy, error)) << error;
-  TrainConfig config;
-  EXPECT_TRUE(tcc::parseTrainStepOptions(options, policy, config, error))
-      << error;
+  mlir::MLIRContext context;
+  testutil::ErrorCapture errors(context);
+  mlir::Location loc = mlir::UnknownLoc::get(&context);
+  tcc::PrecisionPolicy policy =
+      testutil::expectSuccess(tcc::parsePrecisionPolicy(loc, precision, ""));
+  TrainConfig config =
+      testutil::expectSuccess(tcc::parseTrainStepOptions(loc, options, policy));
+  EXPECT_EQ(errors.first(), "");
   return config;
 }
 
@@ -72,22 +76,27 @@ TEST(PipelinesTest, TrainStepOptionsRoundTrip) {
 }
 
 TEST(PipelinesTest, OptionErrorsNameTheOption) {
+  mlir::MLIRContext context;
+  testutil::ErrorCapture errors(context);
+  mlir::Location loc = mlir::UnknownLoc::get(&context);
   tcc::PrecisionPolicy policy;
-  TrainConfig config;
-  std::string error;
   BuildTrainStepOptions o;
   o.loss = "mse(y,target)";
   o.lossScaleInit = 1024;
-  EXPECT_FALSE(tcc::parseTrainStepOptions(o, policy, config, error));
-  EXPECT_EQ(error.rfind("--loss-scale-init needs dynamic loss scaling", 0), 0u)
-      << error;
+  EXPECT_TRUE(failed(tcc::parseTrainStepOptions(loc, o, policy)));
+  EXPECT_EQ(
+      errors.first().rfind("--loss-scale-init needs dynamic loss scaling", 0),
+      0u)
+      << errors.first();
   o.lossScaleInit = BuildTrainStepOptions().lossScaleInit;
   o.gradClip = -1;
-  EXPECT_FALSE(tcc::parseTrainStepOptions(o, policy, config, error));
-  EXPECT_EQ(error, "--grad-clip '-1': must be a positive number");
-  EXPECT_FALSE(
-      tcc::parsePrecisionPolicy("fp32", "softmax=fp32", policy, error));
-  EXPECT_EQ(error, "--precision-policy needs --precision bf16 or fp16");
+  errors.clear();
+  EXPECT_TRUE(failed(tcc::parseTrainStepOptions(loc, o, policy)));
+  EXPECT_EQ(errors.first(), "--grad-clip '-1': must be a positive number");
+  errors.clear();
+  EXPECT_TRUE(failed(tcc::parsePrecisionPolicy(loc, "fp32", "softmax=fp32")));
+  EXPECT_EQ(errors.first(),
+            "--precision-policy needs --precision bf16 or fp16");
 }
 
 std::vector<std::string> names(llvm::ArrayRef<tcc::PipelineStage> stages) {

@@ -3,6 +3,7 @@
 // loss, its gradient and the torch.optim updates (written out below in
 // double), the nanoGPT learning-rate schedule, and gradient accumulation
 // against one larger batch.
+#include "ErrorCapture.h"
 #include "TestUtil.h"
 
 #include "tcc/Interp/Interpreter.h"
@@ -87,6 +88,9 @@ protected:
     return results;
   }
 
+  /// Where the tests' training flags come from.
+  Location flags() { return UnknownLoc::get(&context); }
+
   MLIRContext context;
 };
 
@@ -130,11 +134,9 @@ void expectNear(const Array &got, const std::vector<double> &want, double tol,
 
 TEST_F(TrainStepTest, SgdMomentumTwoSteps) {
   tcc::TrainConfig config;
-  std::string error;
-  ASSERT_TRUE(tcc::parseLoss("mse(y,target)", config.loss, error)) << error;
-  ASSERT_TRUE(tcc::parseOptimizer("sgd:lr=0.1,momentum=0.9,weight_decay=0.01",
-                                  config.optimizer, error))
-      << error;
+  config.loss = expectSuccess(tcc::parseLoss(flags(), "mse(y,target)"));
+  config.optimizer = expectSuccess(tcc::parseOptimizer(
+      flags(), "sgd:lr=0.1,momentum=0.9,weight_decay=0.01"));
   auto module = build(withBatch(kLinear, 4), config);
   ASSERT_TRUE(module);
   // (w, b, w.momentum_buffer, b.momentum_buffer, step, x, target)
@@ -170,12 +172,9 @@ TEST_F(TrainStepTest, SgdMomentumTwoSteps) {
 
 TEST_F(TrainStepTest, AdamWTwoStepsWithNoDecayAndFreeze) {
   tcc::TrainConfig config;
-  std::string error;
-  ASSERT_TRUE(tcc::parseLoss("mse(y,target)", config.loss, error)) << error;
-  ASSERT_TRUE(tcc::parseOptimizer(
-      "adamw:lr=0.01,beta1=0.8,beta2=0.9,eps=1e-6,weight_decay=0.1",
-      config.optimizer, error))
-      << error;
+  config.loss = expectSuccess(tcc::parseLoss(flags(), "mse(y,target)"));
+  config.optimizer = expectSuccess(tcc::parseOptimizer(
+      flags(), "adamw:lr=0.01,beta1=0.8,beta2=0.9,eps=1e-6,weight_decay=0.1"));
   config.noDecay = "^b$";
   auto module = build(withBatch(kLinear, 4), config);
   ASSERT_TRUE(module);
@@ -233,10 +232,8 @@ TEST_F(TrainStepTest, AdamWTwoStepsWithNoDecayAndFreeze) {
 
 TEST_F(TrainStepTest, GradClip) {
   tcc::TrainConfig config;
-  std::string error;
-  ASSERT_TRUE(tcc::parseLoss("mse(y,target)", config.loss, error)) << error;
-  ASSERT_TRUE(tcc::parseOptimizer("sgd:lr=1", config.optimizer, error))
-      << error;
+  config.loss = expectSuccess(tcc::parseLoss(flags(), "mse(y,target)"));
+  config.optimizer = expectSuccess(tcc::parseOptimizer(flags(), "sgd:lr=1"));
   config.gradClip = 0.5;
   auto module = build(withBatch(kLinear, 4), config);
   ASSERT_TRUE(module);
@@ -301,11 +298,10 @@ TEST_F(TrainStepTest, LearningRateSchedules) {
        {"constant", "cosine:warmup=10,total=100,min=6e-5",
         "linear:warmup=10,total=100"}) {
     tcc::TrainConfig config;
-    std::string error;
-    ASSERT_TRUE(tcc::parseLoss("loss", config.loss, error)) << error;
-    ASSERT_TRUE(tcc::parseOptimizer("sgd:lr=6e-4", config.optimizer, error))
-        << error;
-    ASSERT_TRUE(tcc::parseSchedule(schedule, config.schedule, error)) << error;
+    config.loss = expectSuccess(tcc::parseLoss(flags(), "loss"));
+    config.optimizer =
+        expectSuccess(tcc::parseOptimizer(flags(), "sgd:lr=6e-4"));
+    config.schedule = expectSuccess(tcc::parseSchedule(flags(), schedule));
     auto module = build(kScalar, config);
     ASSERT_TRUE(module);
     for (int64_t it : {0, 1, 5, 9, 10, 11, 37, 54, 99, 100, 101, 1000}) {
@@ -338,10 +334,9 @@ TEST_F(TrainStepTest, AccumulationMatchesLargerBatchMse) {
   for (float v : kT)
     t2.push_back(1.0f - v);
   tcc::TrainConfig config;
-  std::string error;
-  ASSERT_TRUE(tcc::parseLoss("mse(y,target)", config.loss, error)) << error;
-  ASSERT_TRUE(tcc::parseOptimizer("adamw:lr=0.01", config.optimizer, error))
-      << error;
+  config.loss = expectSuccess(tcc::parseLoss(flags(), "mse(y,target)"));
+  config.optimizer =
+      expectSuccess(tcc::parseOptimizer(flags(), "adamw:lr=0.01"));
   auto big = build(withBatch(kLinear, 8), config);
   config.accum = 2;
   auto accum = build(withBatch(kLinear, 4), config);
@@ -388,13 +383,10 @@ TEST_F(TrainStepTest, AccumulationMatchesLargerBatchCrossEntropy) {
   // First micro-batch: 3 counted labels, second: 1.
   std::vector<int64_t> labels = {0, 2, -100, 1, -100, -100, 2, -100};
   tcc::TrainConfig config;
-  std::string error;
-  ASSERT_TRUE(
-      tcc::parseLoss("cross_entropy(logits,labels)", config.loss, error))
-      << error;
-  ASSERT_TRUE(
-      tcc::parseOptimizer("sgd:lr=0.5,momentum=0.9", config.optimizer, error))
-      << error;
+  config.loss =
+      expectSuccess(tcc::parseLoss(flags(), "cross_entropy(logits,labels)"));
+  config.optimizer =
+      expectSuccess(tcc::parseOptimizer(flags(), "sgd:lr=0.5,momentum=0.9"));
   config.gradClip = 10.0;
   auto big = build(withBatch(kClassifier, 8), config);
   config.accum = 2;
@@ -430,33 +422,37 @@ TEST_F(TrainStepTest, AccumulationMatchesLargerBatchCrossEntropy) {
 }
 
 TEST(TrainFlagsTest, ParseErrorsNameTheFlag) {
-  tcc::LossSpec loss;
-  tcc::OptimizerSpec opt;
-  tcc::ScheduleSpec schedule;
-  std::string error;
-  EXPECT_TRUE(tcc::parseLoss("cross_entropy(logits, labels, ignore_index=-1)",
-                             loss, error));
+  MLIRContext context;
+  ErrorCapture errors(context);
+  Location loc = UnknownLoc::get(&context);
+  tcc::LossSpec loss = expectSuccess(
+      tcc::parseLoss(loc, "cross_entropy(logits, labels, ignore_index=-1)"));
   EXPECT_EQ(loss.ignoreIndex, -1);
   EXPECT_EQ(loss.label, "labels");
-  EXPECT_FALSE(tcc::parseLoss("huber(y,t)", loss, error));
-  EXPECT_EQ(error.rfind("--loss 'huber(y,t)': unknown loss 'huber'", 0), 0u)
-      << error;
-  EXPECT_FALSE(tcc::parseLoss("mse(y)", loss, error));
-  EXPECT_TRUE(tcc::parseOptimizer("adamw", opt, error));
+  EXPECT_TRUE(failed(tcc::parseLoss(loc, "huber(y,t)")));
+  EXPECT_EQ(
+      errors.first().rfind("--loss 'huber(y,t)': unknown loss 'huber'", 0), 0u)
+      << errors.first();
+  EXPECT_TRUE(failed(tcc::parseLoss(loc, "mse(y)")));
+  tcc::OptimizerSpec opt = expectSuccess(tcc::parseOptimizer(loc, "adamw"));
   EXPECT_EQ(opt.weightDecay, 0.01); // torch.optim.AdamW's default
-  EXPECT_FALSE(tcc::parseOptimizer("adamw:lr=abc", opt, error));
-  EXPECT_EQ(error, "--optimizer 'adamw:lr=abc': lr='abc' is not a number");
-  EXPECT_FALSE(tcc::parseOptimizer("sgd:nesterov=1", opt, error));
-  EXPECT_FALSE(tcc::parseOptimizer("sgd:beta1=0.9", opt, error));
-  EXPECT_FALSE(tcc::parseSchedule("cosine:warmup=10", schedule, error));
-  EXPECT_FALSE(
-      tcc::parseSchedule("cosine:warmup=10,total=10", schedule, error));
-  EXPECT_TRUE(tcc::parseSchedule("linear:total=5", schedule, error));
+  errors.clear();
+  EXPECT_TRUE(failed(tcc::parseOptimizer(loc, "adamw:lr=abc")));
+  EXPECT_EQ(errors.first(),
+            "--optimizer 'adamw:lr=abc': lr='abc' is not a number");
+  EXPECT_TRUE(failed(tcc::parseOptimizer(loc, "sgd:nesterov=1")));
+  EXPECT_TRUE(failed(tcc::parseOptimizer(loc, "sgd:beta1=0.9")));
+  EXPECT_TRUE(failed(tcc::parseSchedule(loc, "cosine:warmup=10")));
+  EXPECT_TRUE(failed(tcc::parseSchedule(loc, "cosine:warmup=10,total=10")));
+  tcc::ScheduleSpec schedule =
+      expectSuccess(tcc::parseSchedule(loc, "linear:total=5"));
   EXPECT_EQ(schedule.warmup, 0);
   tcc::TrainConfig config;
   config.freeze = "(";
-  EXPECT_FALSE(tcc::checkConfig(config, error));
-  EXPECT_EQ(error.rfind("--freeze '(': invalid regex", 0), 0u) << error;
+  errors.clear();
+  EXPECT_TRUE(failed(tcc::checkConfig(loc, config)));
+  EXPECT_EQ(errors.first().rfind("--freeze '(': invalid regex", 0), 0u)
+      << errors.first();
   EXPECT_TRUE(tcc::matchesParamRegex("bias|ln", "h.0.ln_1.weight"));
   EXPECT_FALSE(tcc::matchesParamRegex("", "anything"));
 }

@@ -90,25 +90,6 @@ static cl::opt<std::string>
 
 bool compileChosen() { return static_cast<bool>(compileCmd); }
 
-/// Where a diagnostic points, in terms a user can look up: "file:line:col: "
-/// in a .mlir model, "model.onnx: " for the graph as a whole (the importer
-/// names it after the file) and "node 'name': " for an ONNX node.
-static std::string where(Location loc) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  if (auto file = llvm::dyn_cast<FileLineColLoc>(loc))
-    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
-       << file.getColumn() << ": ";
-  else if (auto name = llvm::dyn_cast<NameLoc>(loc))
-    os << (name.getName() == modelFlags.model
-               ? name.getName().str()
-               : "node '" + name.getName().str() + "'")
-       << ": ";
-  return s;
-}
-
-/// Whether any training flag was given: without one, `compile` builds an
-/// inference artifact of @forward.
 /// What to write: --emit, else what the -o name says.
 static std::string emitKind() {
   if (!emit.empty())
@@ -133,10 +114,14 @@ int runCompile() {
   if (kind != "artifact" && kind != "mlir" && kind != "lowered")
     return fail("compile: --emit '" + kind +
                 "' is not supported (expected artifact, mlir or lowered)");
-  std::string error;
+  MLIRContext context;
+  CommandErrors errors(context, modelFlags.model);
+  // The command line's problems are named in their messages.
+  Location flagLoc = UnknownLoc::get(&context);
   // Before the (possibly long) compile: a bad -o fails at once.
-  if (kind == "artifact" && !artifact::checkArtifactPath(output, error))
-    return fail("compile: " + error);
+  if (kind == "artifact" &&
+      failed(artifact::checkArtifactPath(flagLoc, output)))
+    return errors.report("compile: ");
   // An artifact (or the IR it is written from) without training flags is an
   // inference artifact; --emit=mlir prints a training step and needs them.
   bool inference = kind != "mlir" && !trainFlags.anyTrainingOnly();
@@ -152,17 +137,28 @@ int runCompile() {
   if (cudaArch.getNumOccurrences()) {
     if (noCuda)
       return fail("compile: --cuda-arch has no effect with --no-cuda");
-    if (!codegen::parseCudaArchs(cudaArch, options.kernelBuild.cudaArchs,
-                                 error))
-      return fail("compile: " + error);
+    FailureOr<std::vector<std::string>> archs =
+        codegen::parseCudaArchs(flagLoc, cudaArch);
+    if (failed(archs))
+      return errors.report("compile: ");
+    options.kernelBuild.cudaArchs = *archs;
   }
+  // An inference compile takes the precision flags only.
   TrainConfig config;
-  if (inference ? !trainFlags.toPrecision(config.precision)
-                : !trainFlags.toConfig(config))
-    return 1;
+  if (inference) {
+    FailureOr<PrecisionPolicy> policy = trainFlags.toPrecision(flagLoc);
+    if (failed(policy))
+      return errors.report();
+    config.precision = *policy;
+  } else {
+    FailureOr<TrainConfig> parsed = trainFlags.toConfig(flagLoc);
+    if (failed(parsed))
+      return errors.report();
+    config = *parsed;
+  }
   StageLog log;
-  if (!log.open(dumpDir, error))
-    return fail("compile: " + error);
+  if (failed(log.open(flagLoc, dumpDir)))
+    return errors.report("compile: ");
   // --time: MLIR's timing report (stderr), with each pass manager's passes
   // nested in their stage.
   DefaultTimingManager timingManager;
@@ -185,16 +181,16 @@ int runCompile() {
   auto stage = [&](StringRef name) {
     return timing ? timing->nest(name) : TimingScope();
   };
-  MLIRContext context;
   OwningOpRef<ModuleOp> module;
   {
     TimingScope scope = stage("import");
     module = loadModel(context, modelFlags, timing ? &scope : nullptr);
   }
   if (!module)
-    return 1;
-  if (failed(log.record("import", modelFlags.model, *module, error)))
-    return fail("compile: " + error);
+    return errors.report();
+  // From here on the failures are the compile's own.
+  if (failed(log.record("import", modelFlags.model, *module)))
+    return errors.report("compile: ");
   if (!report.empty()) {
     bool isMlir = llvm::StringRef(modelFlags.model).ends_with(".mlir");
     unsigned attentions = 0;
@@ -208,21 +204,17 @@ int runCompile() {
   }
 
   // The stages of tcc-train-pipeline (for inference: the forward model's
-  // only), each logged as it completes. runStagesOrReport prints a logging
-  // error as it is, so it gets this command's prefix here.
-  auto trained = [&](const PipelineStage &stage, std::string &why) {
-    if (succeeded(log.record(stage.name, stage.pass, *module, why)))
-      return success();
-    why = "compile: " + why;
-    return failure();
+  // only), each logged as it completes.
+  auto trained = [&](const PipelineStage &stage) {
+    return log.record(stage.name, stage.pass, *module);
   };
   {
     TimingScope scope = stage("training step");
-    if (!runStagesOrReport(*module,
-                           inference ? forwardStages(config.precision)
-                                     : trainStages(config),
-                           where, trained, timing ? &scope : nullptr))
-      return 1;
+    if (failed(runStages(*module,
+                         inference ? forwardStages(config.precision)
+                                   : trainStages(config),
+                         trained, timing ? &scope : nullptr)))
+      return errors.report("compile: ");
   }
   // Then tcc-lower-pipeline's, on a copy: the output of --emit=lowered, and
   // what --report and --dump-dir show of an artifact (the writer lowers its
@@ -232,19 +224,18 @@ int runCompile() {
       (log.dumping() && kind == "artifact")) {
     TimingScope scope = stage("lowering");
     lowered = module->clone();
-    auto lowering = [&](const PipelineStage &stage, std::string &why) {
-      return log.record(stage.name, stage.pass, *lowered, why);
+    auto lowering = [&](const PipelineStage &stage) {
+      return log.record(stage.name, stage.pass, *lowered);
     };
     TimingScope *passes = timing ? &scope : nullptr;
-    if (failed(inference ? artifact::lowerInferenceModule(*lowered, error,
-                                                          lowering, passes)
-                         : artifact::lowerTrainModule(*lowered, error,
-                                                      lowering, passes)))
-      return fail("compile: " + error);
+    if (failed(inference
+                   ? artifact::lowerInferenceModule(*lowered, lowering, passes)
+                   : artifact::lowerTrainModule(*lowered, lowering, passes)))
+      return errors.report("compile: ");
     if (!report.empty() &&
         failed(report::writeReport(*module, *lowered, log.reportRows(),
-                                   config.precision, report, error)))
-      return fail(error);
+                                   config.precision, report)))
+      return errors.report("compile: ");
   }
   if (kind == "mlir")
     return done(writeModule(*module, output));
@@ -253,11 +244,11 @@ int runCompile() {
   TimingScope artifactScope = stage("artifact");
   options.timing = timing ? &artifactScope : nullptr;
   artifact::ArtifactSummary summary;
-  if (failed(inference ? artifact::writeInferenceArtifact(
-                             *module, options, output, &summary, error)
+  if (failed(inference ? artifact::writeInferenceArtifact(*module, options,
+                                                          output, &summary)
                        : artifact::writeArtifact(*module, config, options,
-                                                 output, &summary, error)))
-    return fail("compile: " + error);
+                                                 output, &summary)))
+    return errors.report("compile: ");
   artifactScope.stop();
   llvm::outs() << artifact::formatSummary(summary) << "\n";
   if (timeStages) {

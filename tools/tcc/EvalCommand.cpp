@@ -98,9 +98,10 @@ int runEval() {
   if (inputsPath.empty())
     return fail("eval: --inputs FILE.npz is required");
   mlir::MLIRContext context;
+  CommandErrors errors(context, flags.model);
   mlir::OwningOpRef<mlir::ModuleOp> module = loadModel(context, flags);
   if (!module)
-    return 1;
+    return errors.report();
   auto func = module->lookupSymbol<mlir::func::FuncOp>(entry);
   if (!func)
     return fail("'" + flags.model + "' has no function '" + entry + "'");

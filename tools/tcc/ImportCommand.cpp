@@ -18,9 +18,10 @@ bool importChosen() { return static_cast<bool>(importCmd); }
 
 int runImport() {
   mlir::MLIRContext context;
+  CommandErrors errors(context, flags.model);
   mlir::OwningOpRef<mlir::ModuleOp> module = loadModel(context, flags);
   if (!module)
-    return 1;
+    return errors.report();
   return writeModule(*module, output);
 }
 

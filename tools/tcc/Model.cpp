@@ -35,90 +35,70 @@ ModelFlags::ModelFlags(cl::SubCommand &sub)
                                 "ops instead of raising it to tcc.attention"),
                        cl::sub(sub), cl::cat(flagCategory())) {}
 
-int fail(const llvm::Twine &message) {
-  llvm::errs() << "tcc: " << message << "\n";
-  return 1;
-}
-
-/// Parses `name=8x1024` into `options`; false (after printing) when malformed.
-static bool parseInputShape(llvm::StringRef flag, ImportOptions &options) {
+/// Parses `name=8x1024` into `options`; fails with an error naming the flag
+/// when it is malformed.
+static LogicalResult parseInputShape(Location loc, llvm::StringRef flag,
+                                     ImportOptions &options) {
   auto [name, dims] = flag.rsplit('=');
-  if (name.empty() || dims.empty() || !flag.contains('=')) {
-    fail("--input-shape '" + flag + "': expected NAME=DIMxDIM..., e.g. input_ids=8x1024");
-    return false;
-  }
+  if (name.empty() || dims.empty() || !flag.contains('='))
+    return emitError(loc) << "--input-shape '" << flag
+                          << "': expected NAME=DIMxDIM..., e.g. "
+                             "input_ids=8x1024";
   std::vector<int64_t> shape;
   llvm::SmallVector<llvm::StringRef> parts;
   dims.split(parts, 'x');
   for (llvm::StringRef p : parts) {
     int64_t d;
-    if (p.getAsInteger(10, d) || d <= 0) {
-      fail("--input-shape '" + flag + "': '" + p + "' is not a positive dimension");
-      return false;
-    }
+    if (p.getAsInteger(10, d) || d <= 0)
+      return emitError(loc) << "--input-shape '" << flag << "': '" << p
+                            << "' is not a positive dimension";
     shape.push_back(d);
   }
   options.inputShapes[name.str()] = shape;
-  return true;
+  return success();
 }
 
-static OwningOpRef<ModuleOp> parseMlir(MLIRContext &context, const std::string &path) {
-  std::string firstError;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
-      llvm::raw_string_ostream os(firstError);
-      if (auto loc = llvm::dyn_cast<FileLineColLoc>(diag.getLocation()))
-        os << loc.getFilename().getValue() << ":" << loc.getLine() << ":" << loc.getColumn();
-      else
-        os << diag.getLocation();
-      os << ": " << diag;
-    }
-    return success();
-  });
-  llvm::SourceMgr sourceMgr;
-  std::string includeErr;
+static OwningOpRef<ModuleOp> parseMlir(MLIRContext &context,
+                                       const std::string &path) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer) {
-    fail("cannot read '" + path + "': " + buffer.getError().message());
+    emitError(UnknownLoc::get(&context))
+        << "cannot read '" << path << "': " << buffer.getError().message();
     return nullptr;
   }
+  llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!module) {
-    fail(firstError.empty() ? "cannot parse '" + path + "'" : llvm::Twine(firstError));
-    return nullptr;
-  }
-  return module;
+  return parseSourceFile<ModuleOp>(sourceMgr, &context);
 }
 
 OwningOpRef<ModuleOp> loadModel(MLIRContext &context, const ModelFlags &flags,
                                 TimingScope *timing) {
   registerImportDialects(context);
+  // The command line's problems are named in their messages.
+  Location flagLoc = UnknownLoc::get(&context);
   const std::string &path = flags.model;
   llvm::StringRef ext = llvm::StringRef(path).rsplit('.').second;
   if (ext == "mlir") {
     if (!flags.inputShapes.empty()) {
-      fail("--input-shape applies to ONNX models; '" + path + "' already has static shapes");
+      emitError(flagLoc) << "--input-shape applies to ONNX models; '" << path
+                         << "' already has static shapes";
       return nullptr;
     }
     TimingScope scope = timing ? timing->nest("parse") : TimingScope();
     return parseMlir(context, path);
   }
   if (ext != "onnx") {
-    fail("'" + path + "': unknown model format (expected .onnx or .mlir)");
+    emitError(flagLoc) << "'" << path
+                       << "': unknown model format (expected .onnx or .mlir)";
     return nullptr;
   }
   ImportOptions options;
   options.raiseAttention = !flags.noRaiseAttention;
   options.timing = timing;
   for (const std::string &s : flags.inputShapes)
-    if (!parseInputShape(s, options))
+    if (failed(parseInputShape(flagLoc, s, options)))
       return nullptr;
-  ImportError error;
-  OwningOpRef<ModuleOp> module = importOnnxFile(context, path, options, error);
-  if (!module)
-    fail(error.message);
-  return module;
+  return importOnnxFile(context, path, options);
 }
 
 int writeModule(ModuleOp module, const std::string &path) {

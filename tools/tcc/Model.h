@@ -3,6 +3,8 @@
 #ifndef TCC_TOOLS_TCC_MODEL_H
 #define TCC_TOOLS_TCC_MODEL_H
 
+#include "Errors.h"
+
 #include "tcc/Import/OnnxImporter.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -22,8 +24,9 @@ struct ModelFlags {
   llvm::cl::opt<bool> noRaiseAttention;
 };
 
-/// Loads `flags.model`; on failure prints one line to stderr and returns null.
-/// With `timing`, the parse or the importer's stages are timed in it.
+/// Loads `flags.model`; on failure reports an error diagnostic (for the
+/// command's CommandErrors to print) and returns null. With `timing`, the
+/// parse or the importer's stages are timed in it.
 mlir::OwningOpRef<mlir::ModuleOp>
 loadModel(mlir::MLIRContext &context, const ModelFlags &flags,
           mlir::TimingScope *timing = nullptr);
@@ -31,9 +34,6 @@ loadModel(mlir::MLIRContext &context, const ModelFlags &flags,
 /// Prints `module` as MLIR text to `path` ("-": stdout); returns the exit
 /// code, 1 after one line to stderr when the file cannot be written.
 int writeModule(mlir::ModuleOp module, const std::string &path);
-
-/// Prints `tcc: <message>` to stderr and returns 1, for `return fail(...)`.
-int fail(const llvm::Twine &message);
 
 } // namespace tcc::driver
 

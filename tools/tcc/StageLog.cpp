@@ -1,6 +1,7 @@
 // The stage dumps and report rows of `tcc compile`; see StageLog.h.
 #include "StageLog.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -16,38 +17,32 @@ static bool isStageDump(llvm::StringRef file) {
          file[2] == '-' && file.ends_with(".mlir");
 }
 
-bool StageLog::open(const std::string &dumpDir, std::string &error) {
+mlir::LogicalResult StageLog::open(mlir::Location loc,
+                                   const std::string &dumpDir) {
   if (dumpDir.empty())
-    return true;
-  std::string where = "--dump-dir '" + dumpDir + "': ";
-  if (fs::exists(dumpDir) && !fs::is_directory(dumpDir)) {
-    error = where + "exists and is not a directory";
-    return false;
-  }
-  if (std::error_code ec = fs::create_directories(dumpDir)) {
-    error = where + "cannot create the directory: " + ec.message();
-    return false;
-  }
+    return mlir::success();
+  auto fail = [&] {
+    return mlir::emitError(loc) << "--dump-dir '" << dumpDir << "': ";
+  };
+  if (fs::exists(dumpDir) && !fs::is_directory(dumpDir))
+    return fail() << "exists and is not a directory";
+  if (std::error_code ec = fs::create_directories(dumpDir))
+    return fail() << "cannot create the directory: " << ec.message();
   std::error_code ec;
   for (fs::directory_iterator it(dumpDir, ec), end; it != end && !ec;
        it.increment(ec))
     if (isStageDump(llvm::sys::path::filename(it->path())))
-      if (std::error_code removeError = fs::remove(it->path())) {
-        error = where + "cannot remove '" + it->path() +
-                "': " + removeError.message();
-        return false;
-      }
-  if (ec) {
-    error = where + "cannot list the directory: " + ec.message();
-    return false;
-  }
+      if (std::error_code removeError = fs::remove(it->path()))
+        return fail() << "cannot remove '" << it->path()
+                      << "': " << removeError.message();
+  if (ec)
+    return fail() << "cannot list the directory: " << ec.message();
   dir = dumpDir;
-  return true;
+  return mlir::success();
 }
 
 mlir::LogicalResult StageLog::record(llvm::StringRef name, llvm::StringRef note,
-                                     mlir::ModuleOp module,
-                                     std::string &error) {
+                                     mlir::ModuleOp module) {
   // The function a stage is about: the step once it exists.
   llvm::StringRef function =
       module.lookupSymbol("train_step") ? "train_step" : "forward";
@@ -68,11 +63,10 @@ mlir::LogicalResult StageLog::record(llvm::StringRef name, llvm::StringRef note,
     out.close();
     ec = out.error();
   }
-  if (ec) {
-    error =
-        "--dump-dir: cannot write '" + path.str().str() + "': " + ec.message();
-    return mlir::failure();
-  }
+  if (ec)
+    return mlir::emitError(mlir::UnknownLoc::get(module.getContext()))
+           << "--dump-dir: cannot write '" << path.str()
+           << "': " << ec.message();
   return mlir::success();
 }
 

@@ -20,15 +20,16 @@ class StageLog {
 public:
   /// Dumps into `dumpDir` (none when empty): creates it, and removes the
   /// NN-*.mlir files of an earlier run, so that it holds this compile's
-  /// stages only. False with a one-line `error` naming --dump-dir and the
-  /// path when it cannot.
-  bool open(const std::string &dumpDir, std::string &error);
+  /// stages only. When it cannot, an error at `loc` naming --dump-dir and
+  /// the path.
+  mlir::LogicalResult open(mlir::Location loc, const std::string &dumpDir);
   bool dumping() const { return !dir.empty(); }
 
   /// Stage `name` has left `module` as it is: writes DIR/NN-name.mlir and
-  /// adds a report row with `note`.
+  /// adds a report row with `note`. A file it cannot write is an error
+  /// naming --dump-dir and the file.
   mlir::LogicalResult record(llvm::StringRef name, llvm::StringRef note,
-                             mlir::ModuleOp module, std::string &error);
+                             mlir::ModuleOp module);
   /// A report row about work inside a stage (no dump).
   void note(report::ReportStage row) { rows.push_back(std::move(row)); }
 

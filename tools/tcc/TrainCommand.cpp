@@ -84,21 +84,23 @@ int runTrain() {
   if (reference && !artifactPath.empty())
     return fail("train: --artifact and --reference exclude each other (the "
                 "interpreter compiles nothing)");
-  TrainConfig config;
-  if (!trainFlags.toConfig(config))
-    return 1;
   MLIRContext context;
+  CommandErrors errors(context, modelFlags.model);
+  FailureOr<TrainConfig> config =
+      trainFlags.toConfig(UnknownLoc::get(&context));
+  if (failed(config))
+    return errors.report();
   OwningOpRef<ModuleOp> module = loadModel(context, modelFlags);
   if (!module)
-    return 1;
-  if (!runStagesOrReport(*module, trainStages(config)))
-    return 1;
+    return errors.report();
+  if (failed(runStages(*module, trainStages(*config))))
+    return errors.report("train: ");
 
   if (reference) {
     interp::ReferenceTrainer trainer;
     interp::Options interpOptions;
     interpOptions.promoteToF64 = f64;
-    if (!trainer.init(*module, config, interpOptions, error))
+    if (!trainer.init(*module, *config, interpOptions, error))
       return fail(error);
     options.logDoubles = f64;
     return run::runTraining(trainer, options, std::cout, std::cerr);
@@ -120,9 +122,9 @@ int runTrain() {
   // The run needs the host kernels only; --artifact keeps a complete one.
   artifactOptions.cudaKernels = !artifactPath.empty();
   artifact::ArtifactSummary summary;
-  if (failed(artifact::writeArtifact(*module, config, artifactOptions, path,
-                                     &summary, error)))
-    return fail(error);
+  if (failed(artifact::writeArtifact(*module, *config, artifactOptions, path,
+                                     &summary)))
+    return errors.report("train: ");
   if (!artifactPath.empty())
     std::cout << artifact::formatSummary(summary) << "\n";
   std::unique_ptr<run::SessionEngine> engine =

@@ -6,6 +6,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 
+using namespace mlir;
 namespace cl = llvm::cl;
 
 namespace tcc::driver {
@@ -89,27 +90,19 @@ bool TrainFlags::anyTrainingOnly() const {
          lossScaleGrowthInterval.getNumOccurrences();
 }
 
-bool TrainFlags::toPrecision(PrecisionPolicy &policy) const {
-  std::string error;
-  // Op kinds are checked against the dialect's registered ops.
-  mlir::MLIRContext context;
-  context.getOrLoadDialect<TccDialect>();
-  if (!parsePrecisionPolicy(precision, precisionPolicy, policy, error,
-                            &context)) {
-    fail(error);
-    return false;
-  }
-  return true;
+FailureOr<PrecisionPolicy> TrainFlags::toPrecision(Location loc) const {
+  loc.getContext()->getOrLoadDialect<TccDialect>();
+  return parsePrecisionPolicy(loc, precision, precisionPolicy,
+                              /*checkOpKinds=*/true);
 }
 
-bool TrainFlags::toConfig(TrainConfig &config) const {
-  if (loss.empty()) {
-    fail("--loss is required, e.g. --loss 'cross_entropy(logits,labels)'");
-    return false;
-  }
-  PrecisionPolicy policy;
-  if (!toPrecision(policy))
-    return false;
+FailureOr<TrainConfig> TrainFlags::toConfig(Location loc) const {
+  if (loss.empty())
+    return emitError(loc)
+           << "--loss is required, e.g. --loss 'cross_entropy(logits,labels)'";
+  FailureOr<PrecisionPolicy> policy = toPrecision(loc);
+  if (failed(policy))
+    return failure();
   // Flags left out take the option's defaults, so that a given
   // --loss-scale-init is checked against the scaling it needs.
   BuildTrainStepOptions options;
@@ -127,43 +120,16 @@ bool TrainFlags::toConfig(TrainConfig &config) const {
     options.lossScaleInit = lossScaleInit;
   if (lossScaleGrowthInterval.getNumOccurrences())
     options.lossScaleGrowthInterval = lossScaleGrowthInterval;
-  std::string error;
-  if (!parseTrainStepOptions(options, policy, config, error)) {
-    fail(error);
-    return false;
-  }
+  FailureOr<TrainConfig> config = parseTrainStepOptions(loc, options, *policy);
+  if (failed(config))
+    return failure();
   // The option's 0 means "no clipping"; a --grad-clip given must clip.
   if (gradClip.getNumOccurrences()) {
-    config.gradClip = gradClip;
-    if (!checkConfig(config, error)) {
-      fail(error);
-      return false;
-    }
+    config->gradClip = gradClip;
+    if (failed(checkConfig(loc, *config)))
+      return failure();
   }
-  return true;
-}
-
-bool runStagesOrReport(mlir::ModuleOp module,
-                       llvm::ArrayRef<PipelineStage> stages,
-                       const std::function<std::string(mlir::Location)> &where,
-                       AfterStage afterStage, mlir::TimingScope *timing) {
-  // Passes report through diagnostics; the CLI contract is one line.
-  std::string firstError;
-  mlir::ScopedDiagnosticHandler handler(
-      module.getContext(), [&](mlir::Diagnostic &diag) {
-        if (diag.getSeverity() == mlir::DiagnosticSeverity::Error &&
-            firstError.empty())
-          firstError = (where ? where(diag.getLocation()) : "") + diag.str();
-        return mlir::success();
-      });
-  std::string error;
-  if (mlir::failed(runStages(module, stages, error, afterStage, timing))) {
-    fail(!error.empty()       ? error
-         : firstError.empty() ? "a pass failed without saying why"
-                              : firstError);
-    return false;
-  }
-  return true;
+  return config;
 }
 
 } // namespace tcc::driver

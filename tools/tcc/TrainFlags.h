@@ -4,13 +4,11 @@
 #ifndef TCC_TOOLS_TCC_TRAINFLAGS_H
 #define TCC_TOOLS_TCC_TRAINFLAGS_H
 
-#include "tcc/Transforms/Pipelines.h"
 #include "tcc/Transforms/TrainStep.h"
 
-#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Location.h"
 #include "llvm/Support/CommandLine.h"
 
-#include <functional>
 #include <string>
 
 namespace tcc::driver {
@@ -33,23 +31,14 @@ struct TrainFlags {
   /// Whether a flag that only a training step uses was given (--precision
   /// and --precision-policy also apply to an inference artifact).
   bool anyTrainingOnly() const;
-  /// --precision and --precision-policy; false after printing one line.
-  bool toPrecision(PrecisionPolicy &policy) const;
+  /// --precision and --precision-policy, op kinds checked against the tcc
+  /// dialect (loaded into loc's context).
+  mlir::FailureOr<PrecisionPolicy> toPrecision(mlir::Location loc) const;
 
-  /// Parses and checks the flags into `config`. On a bad or missing value
-  /// prints one line naming the flag (`tcc: --loss '...': ...`) and returns
-  /// false.
-  bool toConfig(TrainConfig &config) const;
+  /// Parses and checks the flags into a config. A bad or missing value is an
+  /// error diagnostic at `loc` naming the flag (`--loss '...': ...`).
+  mlir::FailureOr<TrainConfig> toConfig(mlir::Location loc) const;
 };
-
-/// Runs `stages` (tcc::trainStages, tcc::forwardStages) on `module`. On
-/// failure prints one line and returns false: what `afterStage` said, or the
-/// first error diagnostic, prefixed with `where` of its location when given.
-/// With `timing`, every pass is timed in it.
-bool runStagesOrReport(
-    mlir::ModuleOp module, llvm::ArrayRef<PipelineStage> stages,
-    const std::function<std::string(mlir::Location)> &where = nullptr,
-    AfterStage afterStage = nullptr, mlir::TimingScope *timing = nullptr);
 
 } // namespace tcc::driver
 

@@ -104,18 +104,18 @@ std::string formatSummary(const ArtifactSummary &summary);
 /// Whether an artifact may be written at `path`: its parent directory
 /// exists and `path` is absent or an earlier artifact (a directory whose
 /// manifest.json says "tcc-artifact"), which is replaced only once the new
-/// one is complete. Anything else (a file, another directory) is refused.
-bool checkArtifactPath(llvm::StringRef path, std::string &error);
+/// one is complete. Anything else (a file, another directory) is refused
+/// with an error at `loc` that names the path.
+mlir::LogicalResult checkArtifactPath(mlir::Location loc, llvm::StringRef path);
 
 /// Lowers a training module in place for execution with tcc::lowerStages
 /// (what tcc-lower-pipeline runs): drops every function but @train_step and
 /// @eval_step (and what they call), fuses, wraps library calls, plans
 /// memory (which the exec dialect verifies). `afterStage`, when given, sees
 /// the module after each stage (`tcc compile --dump-dir`, `--report`); with
-/// `timing`, each pass is timed in it (MLIR's pass timing). On failure
-/// `error` is one line naming the pass, op and location, or what
-/// `afterStage` said.
-mlir::LogicalResult lowerTrainModule(mlir::ModuleOp module, std::string &error,
+/// `timing`, each pass is timed in it (MLIR's pass timing). An op the
+/// runtime cannot run is an error at that op.
+mlir::LogicalResult lowerTrainModule(mlir::ModuleOp module,
                                      AfterStage afterStage = nullptr,
                                      mlir::TimingScope *timing = nullptr);
 
@@ -123,7 +123,6 @@ mlir::LogicalResult lowerTrainModule(mlir::ModuleOp module, std::string &error,
 /// only and lowers it with the same stages
 /// (`tcc-lower-pipeline=kind=inference`).
 mlir::LogicalResult lowerInferenceModule(mlir::ModuleOp module,
-                                         std::string &error,
                                          AfterStage afterStage = nullptr,
                                          mlir::TimingScope *timing = nullptr);
 
@@ -131,13 +130,15 @@ mlir::LogicalResult lowerInferenceModule(mlir::ModuleOp module,
 /// directory `path` (docs/artifact.md). Everything is written into a
 /// temporary sibling directory that replaces `path` only when complete: on
 /// any error nothing is left behind and an existing artifact at `path` is
-/// unchanged. `summary` (may be null) receives what was written.
+/// unchanged. `summary` (may be null) receives what was written. What the
+/// runtime cannot run is an error at the op at fault; a file that cannot be
+/// written, or a kernel that does not compile, an error (at an unknown
+/// location) that names the file or the compiler run.
 mlir::LogicalResult writeArtifact(mlir::ModuleOp module,
                                   const TrainConfig &config,
                                   const ArtifactOptions &options,
                                   llvm::StringRef path,
-                                  ArtifactSummary *summary,
-                                  std::string &error);
+                                  ArtifactSummary *summary);
 
 /// The same for an inference artifact (manifest "kind": "inference"): the
 /// plan's one function is @forward of `module` — its arguments are the
@@ -147,8 +148,7 @@ mlir::LogicalResult writeArtifact(mlir::ModuleOp module,
 mlir::LogicalResult writeInferenceArtifact(mlir::ModuleOp module,
                                            const ArtifactOptions &options,
                                            llvm::StringRef path,
-                                           ArtifactSummary *summary,
-                                           std::string &error);
+                                           ArtifactSummary *summary);
 
 /// The kernels/kernels.cc that writeArtifact (`kind` Training) or
 /// writeInferenceArtifact would write for `module` with `options`, after
@@ -156,16 +156,16 @@ mlir::LogicalResult writeInferenceArtifact(mlir::ModuleOp module,
 /// only kernels/tcc_kernel.h (include-guarded), so the sources of several
 /// artifacts with distinct kernelPrefix concatenate into one translation
 /// unit for compileHostKernels — one compiler run for many artifacts.
-mlir::FailureOr<std::string> kernelSource(mlir::ModuleOp module,
-                                          Kind kind,
-                                          const ArtifactOptions &options,
-                                          std::string &error);
+mlir::FailureOr<std::string> kernelSource(mlir::ModuleOp module, Kind kind,
+                                          const ArtifactOptions &options);
 
 /// Compiles a kernel source (or several concatenated) with the host C++
 /// compiler into the shared object `soPath`, as the writer builds
-/// kernels/host.so. On failure `error` holds the compiler's diagnostics.
-bool compileHostKernels(const std::string &source, const std::string &soPath,
-                        std::string &error);
+/// kernels/host.so. A failure is an error at `loc` holding the compiler's
+/// output.
+mlir::LogicalResult compileHostKernels(mlir::Location loc,
+                                       const std::string &source,
+                                       const std::string &soPath);
 
 } // namespace tcc::artifact
 

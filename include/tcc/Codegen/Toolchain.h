@@ -17,6 +17,8 @@
 
 #include "tcc/Codegen/KernelEmitter.h"
 
+#include "mlir/IR/Location.h"
+#include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <string>
@@ -36,10 +38,10 @@ std::vector<std::string> defaultCudaArchs();
 /// Parses a --cuda-arch value: a comma-separated list of sm_XY (SASS for
 /// that GPU) and compute_XY (PTX), each optionally with nvcc's a/f suffix,
 /// whose number nvcc builds (checked against `nvcc --list-gpu-code` when
-/// nvcc is available). Duplicates are dropped. False with `error` naming
-/// the first entry that is not one.
-bool parseCudaArchs(llvm::StringRef text, std::vector<std::string> &archs,
-                    std::string &error);
+/// nvcc is available). Duplicates are dropped. The first entry that is not
+/// one is an error at `loc` naming the flag and the entry.
+mlir::FailureOr<std::vector<std::string>> parseCudaArchs(mlir::Location loc,
+                                                         llvm::StringRef text);
 
 /// Where kernels are cached when the user names no directory:
 /// $TCC_CACHE_DIR, else $XDG_CACHE_HOME/tcc, else $HOME/.cache/tcc; empty
@@ -69,19 +71,25 @@ struct KernelBuildReport {
 /// -std=c++17 -ffp-contract=off) and the fatbin `fatbin` (nvcc with
 /// --fmad=false, so the device rounds like the interpreter; SASS for each
 /// sm_XY, PTX for each compute_XY of options.cudaArchs); an empty path
-/// skips that output. On failure returns false with the compiler's
-/// diagnostics in `error`; nothing is left at the output paths. With
-/// `timing`, each compiler run (and each file taken from the cache) is timed
-/// in it; `report` (may be null) receives what ran.
-bool buildKernels(const KernelSource &source, const std::string &hostSo,
-                  const std::string &fatbin, const KernelBuildOptions &options,
-                  std::string &error, KernelBuildReport *report = nullptr,
-                  mlir::TimingScope *timing = nullptr);
+/// skips that output. A failure is an error diagnostic at `loc` (the build
+/// has no place in the IR), "compiling the kernels failed: " and what: the
+/// compiler run and its output, or the file it could not write. Nothing is
+/// left at the output paths. With `timing`, each
+/// compiler run (and each file taken from the cache) is timed in it;
+/// `report` (may be null) receives what ran. The compiler runs on worker
+/// threads, which may report too: MLIR's diagnostics are thread-safe.
+mlir::LogicalResult buildKernels(mlir::Location loc, const KernelSource &source,
+                                 const std::string &hostSo,
+                                 const std::string &fatbin,
+                                 const KernelBuildOptions &options,
+                                 KernelBuildReport *report = nullptr,
+                                 mlir::TimingScope *timing = nullptr);
 
 /// buildKernels of one source text into a shared object, without a cache:
 /// for tests and for the kernels of several artifacts compiled together.
-bool compileHostSharedObject(const std::string &source,
-                             const std::string &outPath, std::string &error);
+mlir::LogicalResult compileHostSharedObject(mlir::Location loc,
+                                            const std::string &source,
+                                            const std::string &outPath);
 
 /// The prelude every generated source includes as "kernels/tcc_kernel.h"
 /// (runtime/kernels/tcc_kernel.h of this build).
@@ -92,9 +100,11 @@ bool cudaCompilerAvailable();
 
 /// Compiles `source` with nvcc (the fatbin's flags) into the PTX of one
 /// virtual architecture (`arch`, e.g. "compute_90") in `outPath`: what the
-/// device code looks like, for tests and inspection.
-bool compileCudaPtx(const std::string &source, const std::string &arch,
-                    const std::string &outPath, std::string &error);
+/// device code looks like, for tests and inspection. Fails as buildKernels.
+mlir::LogicalResult compileCudaPtx(mlir::Location loc,
+                                   const std::string &source,
+                                   const std::string &arch,
+                                   const std::string &outPath);
 
 } // namespace tcc::codegen
 

@@ -33,21 +33,23 @@ struct ImportOptions {
   mlir::TimingScope *timing = nullptr;
 };
 
-/// Why an import failed. `Unsupported` means a valid model uses something tcc
-/// does not handle (an op, an attribute value, a dtype); `Invalid` means the
-/// input itself is wrong (missing file, bad protobuf, bad --input-shape).
-struct ImportError {
-  enum Kind { Unsupported, Invalid } kind;
-  std::string message; ///< one line, naming the file, node and op
-};
+/// Why an import failed, for callers that treat the two differently (ONNX's
+/// conformance tests count what tcc does not support and fail on the rest).
+/// `Unsupported` means a valid model uses something tcc does not handle (an
+/// op, an attribute value, a dtype); `Invalid` means the input itself is
+/// wrong (missing file, bad protobuf, bad --input-shape).
+enum class ImportFailure { Unsupported, Invalid };
 
 /// Imports `path` into a module holding `tcc.param`s and `func.func @forward`
-/// (arguments/results carry `tcc.name` attributes with the ONNX names).
-/// On failure returns null and fills `error`.
-mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext &context,
-                                                 const std::string &path,
-                                                 const ImportOptions &options,
-                                                 ImportError &error);
+/// (arguments/results carry `tcc.name` attributes with the ONNX names). The
+/// module, the parameters and @forward are at the file's location,
+/// NameLoc(`path`); each node's ops at NameLoc(node name, or "Op#index").
+/// On failure returns null after one error diagnostic at the file's
+/// location whose message names the node and op where there is one
+/// ("node 'rem' (op 'Mod'): ..."), and sets `failure` (when given).
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxFile(mlir::MLIRContext &context, const std::string &path,
+               const ImportOptions &options, ImportFailure *failure = nullptr);
 
 /// Dialects the importer's output uses; load them before importing/parsing.
 void registerImportDialects(mlir::MLIRContext &context);

@@ -11,6 +11,8 @@
 #include "data/npz.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Support/LLVM.h"
 
 #include <optional>
 #include <string>
@@ -33,34 +35,45 @@ std::optional<data::DType> onnxToDType(int32_t onnxType);
 /// null for every other type.
 mlir::Type onnxElementType(mlir::MLIRContext &context, int32_t onnxType);
 
-/// Decodes `tensor` (raw_data or the typed fields; bool, 8/16-bit ints and
-/// 16-bit floats come from int32_data as ONNX stores them). Fails for external
-/// data, segments, strings, complex numbers and size mismatches, with a
-/// one-line message naming the tensor.
-bool tensorProtoToArray(const onnx::TensorProto &tensor, data::Array &array,
-                        std::string &error);
+/// Starts the error diagnostic of a tensor that cannot be decoded, which
+/// the decoder continues with "tensor 'name': why". The caller decides where
+/// it is and what it is about ("initializer "); one that starts no
+/// diagnostic keeps the failure quiet.
+using TensorErrorFn = llvm::function_ref<mlir::InFlightDiagnostic()>;
 
-/// `array` as a dense attribute of a supported tcc element type; null (with
-/// `error` set) for other dtypes. Arrays whose elements are all equal become
-/// splats, which keeps zero biases and all-ones scales short in the IR.
+/// Decodes `tensor` (raw_data or the typed fields; bool, 8/16-bit ints and
+/// 16-bit floats come from int32_data as ONNX stores them). Fails for
+/// external data, segments, strings, complex numbers and size mismatches.
+mlir::FailureOr<data::Array> tensorProtoToArray(const onnx::TensorProto &tensor,
+                                                TensorErrorFn emitError);
+
+/// `array` as a dense attribute of a supported tcc element type; null for
+/// other dtypes (the error names the array). Arrays whose elements are all
+/// equal become splats, which keeps zero biases and all-ones scales short
+/// in the IR.
 mlir::DenseElementsAttr arrayToElementsAttr(mlir::MLIRContext &context,
                                             const data::Array &array,
-                                            std::string &error);
+                                            TensorErrorFn emitError);
 
 /// tensorProtoToArray followed by arrayToElementsAttr.
 mlir::DenseElementsAttr
 tensorProtoToElementsAttr(mlir::MLIRContext &context,
-                          const onnx::TensorProto &tensor, std::string &error);
+                          const onnx::TensorProto &tensor,
+                          TensorErrorFn emitError);
 
 /// `tensor` (a tcc element type) as a dense resource named after it, for
 /// weights and other large tensors: the packed array (i1 one byte per
 /// element) in a blob of the context's builtin dialect, aligned for its
 /// element type. raw_data is moved into the blob, not copied, so `tensor`
-/// no longer holds it; the typed fields are decoded. Null (with `error`
-/// set, as tensorProtoToArray words it) on the same problems.
+/// no longer holds it; the typed fields are decoded. Null on the problems
+/// tensorProtoToArray reports.
 mlir::DenseResourceElementsAttr
 takeTensorProtoAsResource(mlir::MLIRContext &context, onnx::TensorProto &tensor,
-                          std::string &error);
+                          TensorErrorFn emitError);
+
+/// `text` with control characters as \xNN: names in an ONNX file are
+/// arbitrary bytes, and an error message stays one line.
+std::string printable(llvm::StringRef text);
 
 } // namespace tcc
 

@@ -30,12 +30,13 @@ int64_t countFunctionOps(mlir::ModuleOp module, llvm::StringRef name);
 /// ran), the precision policy `policy` (the compile's --precision and
 /// --precision-policy) as a table, and @train_step before lowering (in
 /// `trained`) and after (in `lowered`, which tcc::lowerStages produced):
-/// kernel counts, fusion groups, the memory plan and estimated cost. On
-/// failure `error` is one line naming the flag (--report) and the cause.
+/// kernel counts, fusion groups, the memory plan and estimated cost. A file
+/// it cannot write is an error (at an unknown location) naming the flag
+/// (--report) and the cause.
 mlir::LogicalResult writeReport(mlir::ModuleOp trained, mlir::ModuleOp lowered,
                                 llvm::ArrayRef<ReportStage> stages,
                                 const PrecisionPolicy &policy,
-                                const std::string &path, std::string &error);
+                                const std::string &path);
 
 } // namespace tcc::report
 

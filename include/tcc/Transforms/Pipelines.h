@@ -63,17 +63,16 @@ llvm::ArrayRef<llvm::StringRef> inferenceRoots();
 llvm::SmallVector<PipelineStage> lowerStages(const LowerConfig &config);
 
 /// Called after each stage with the module as the stage left it; failing
-/// stops the run, with `error` saying why.
-using AfterStage = llvm::function_ref<mlir::LogicalResult(
-    const PipelineStage &stage, std::string &error)>;
+/// (after its own error diagnostic) stops the run.
+using AfterStage =
+    llvm::function_ref<mlir::LogicalResult(const PipelineStage &stage)>;
 
 /// Runs `stages` in order on `module`, each in a pass manager of its own so
 /// that `afterStage` (when given) sees the module between stages; with
 /// `timing` every pass is timed in it (MLIR's pass timing). A failing pass
-/// reports through diagnostics (and leaves `error` empty).
+/// reports through diagnostics.
 mlir::LogicalResult runStages(mlir::ModuleOp module,
                               llvm::ArrayRef<PipelineStage> stages,
-                              std::string &error,
                               AfterStage afterStage = nullptr,
                               mlir::TimingScope *timing = nullptr);
 

@@ -44,19 +44,26 @@ llvm::ArrayRef<PolicyRow> defaultPolicyTable();
 /// The class of op kind `op` ("reduce_sum") under `policy`.
 OpPrecision opPrecision(const PrecisionPolicy &policy, llvm::StringRef op);
 
+/// The precision flags' parsers. A malformed value is an error diagnostic
+/// at `loc` (where the flags came from: the command line, a pass's op)
+/// naming the flag, e.g. `--precision 'fp8': expected fp32, bf16 or fp16`.
+///
 /// "fp32" | "bf16" | "fp16".
-bool parsePrecision(llvm::StringRef text, Precision &out, std::string &error);
+mlir::FailureOr<Precision> parsePrecision(mlir::Location loc,
+                                          llvm::StringRef text);
 llvm::StringRef precisionName(Precision p);
-/// "OP=low|fp32[,OP=...]" into policy.overrides; OP must name a tcc op
-/// (checked when `context` is given) whose precision is not fixed.
-bool parsePrecisionOverrides(llvm::StringRef text, PrecisionPolicy &policy,
-                             std::string &error,
-                             mlir::MLIRContext *context = nullptr);
+/// "OP=low|fp32[,OP=...]" into policy.overrides; OP must not be an op whose
+/// precision is fixed, and with `checkOpKinds` it must name an op that loc's
+/// context has registered (tcc.OP; the tcc dialect must be loaded).
+mlir::LogicalResult parsePrecisionOverrides(mlir::Location loc,
+                                            llvm::StringRef text,
+                                            PrecisionPolicy &policy,
+                                            bool checkOpKinds = false);
 /// The precision flags (--precision, --precision-policy) as a policy; the
 /// overrides need bf16 or fp16, as they change nothing at fp32.
-bool parsePrecisionPolicy(llvm::StringRef precision, llvm::StringRef overrides,
-                          PrecisionPolicy &policy, std::string &error,
-                          mlir::MLIRContext *context = nullptr);
+mlir::FailureOr<PrecisionPolicy>
+parsePrecisionPolicy(mlir::Location loc, llvm::StringRef precision,
+                     llvm::StringRef overrides, bool checkOpKinds = false);
 /// "layer_norm=fp32,softmax=fp32": the overrides in --precision-policy's
 /// syntax, sorted ("" without any).
 std::string describeOverrides(const PrecisionPolicy &policy);

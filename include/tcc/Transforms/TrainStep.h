@@ -66,21 +66,22 @@ struct TrainConfig {
   LossScaleSpec lossScale;
 };
 
-/// Flag parsers: false with a one-line `error` naming the flag and the
-/// offending text when the value is malformed.
-bool parseLoss(llvm::StringRef text, LossSpec &spec, std::string &error);
-bool parseOptimizer(llvm::StringRef text, OptimizerSpec &spec,
-                    std::string &error);
-bool parseSchedule(llvm::StringRef text, ScheduleSpec &spec,
-                   std::string &error);
+/// Flag parsers. A malformed value is an error diagnostic at `loc` (where
+/// the flags came from: the command line, a pass's op) naming the flag and
+/// the offending text, e.g. `--loss 'huber(y,t)': unknown loss 'huber'...`.
+mlir::FailureOr<LossSpec> parseLoss(mlir::Location loc, llvm::StringRef text);
+mlir::FailureOr<OptimizerSpec> parseOptimizer(mlir::Location loc,
+                                              llvm::StringRef text);
+mlir::FailureOr<ScheduleSpec> parseSchedule(mlir::Location loc,
+                                            llvm::StringRef text);
 /// "none" | "dynamic" | a positive number (a static scale), keeping the
 /// spec's scale and growth interval for "dynamic".
-bool parseLossScale(llvm::StringRef text, LossScaleSpec &spec,
-                    std::string &error);
+mlir::LogicalResult parseLossScale(mlir::Location loc, llvm::StringRef text,
+                                   LossScaleSpec &spec);
 /// Checks the values the parsers do not see: accum >= 1, grad clip > 0 and
 /// valid `--freeze` / `--no-decay` regexes. Same error contract as the
 /// parsers.
-bool checkConfig(const TrainConfig &config, std::string &error);
+mlir::LogicalResult checkConfig(mlir::Location loc, const TrainConfig &config);
 
 /// tcc-build-train-step's options (Passes.h): the training flags' text.
 struct BuildTrainStepOptions;
@@ -90,9 +91,9 @@ struct BuildTrainStepOptions;
 /// checkConfig; under fp16 dynamic loss scaling is the default; a loss-scale
 /// init or growth interval other than its default needs dynamic scaling.
 /// Same error contract as the parsers.
-bool parseTrainStepOptions(const BuildTrainStepOptions &options,
-                           const PrecisionPolicy &precision,
-                           TrainConfig &config, std::string &error);
+mlir::FailureOr<TrainConfig>
+parseTrainStepOptions(mlir::Location loc, const BuildTrainStepOptions &options,
+                      const PrecisionPolicy &precision);
 
 /// The options that parseTrainStepOptions reads back as `config` (given its
 /// precision): pipelines create tcc-build-train-step from a config with
