@@ -242,7 +242,7 @@ bool Loop::checkpoint(double loss) {
                  ? int(options.keepCheckpoints)
                  : INT_MAX;
   try {
-    checkpoint::pruneCheckpoints(options.checkpointDir, keep);
+    checkpoint::pruneCheckpoints(options.checkpointDir, keep, /*run=*/0);
   } catch (const data::Error &e) {
     fail(e.what());
     return false;
