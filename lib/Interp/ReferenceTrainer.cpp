@@ -7,6 +7,7 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/compat.h"
 #include "checkpoint/fingerprint.h"
+#include "data/finite.h"
 #include "data/half.h"
 #include "plan/schedule.h"
 #include "tcc/TccOps.h"
@@ -17,7 +18,6 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <optional>
 
@@ -481,17 +481,29 @@ double ReferenceTrainer::learningRate(int64_t it) const {
   return rt::learningRate(schedule, it);
 }
 
+bool ReferenceTrainer::findNonFinite(std::string &name, std::string &) const {
+  name.clear();
+  for (const std::vector<data::Array> *arrays : {&paramValues, &stateValues})
+    for (const data::Array &a : *arrays)
+      if (!data::allFinite(a)) {
+        name = a.name;
+        return true;
+      }
+  return true;
+}
+
 bool ReferenceTrainer::saveCheckpoint(const std::string &dir,
-                                   int64_t dataPosition, double loss,
-                                   std::string &written, std::string &error) {
+                                      int64_t dataPosition,
+                                      const nlohmann::json &extra,
+                                      std::string &written,
+                                      std::string &error) {
   checkpoint::CheckpointState state;
   state.step = steps;
   state.dataPosition = dataPosition;
   state.modelFingerprint = fingerprint();
   state.rng = nlohmann::json::object(); // dropout masks derive from the step
-  state.extra = {{"train_config", configText}};
-  state.extra["loss"] = std::isfinite(loss) ? nlohmann::json(loss)
-                                            : nlohmann::json(nullptr);
+  state.extra = extra;
+  state.extra["train_config"] = configText;
   try {
     written = checkpoint::saveCheckpoint(dir, paramValues, stateValues, state);
   } catch (const data::Error &e) {

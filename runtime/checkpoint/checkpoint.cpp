@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iterator>
 #include <system_error>
+#include <tuple>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -33,6 +34,7 @@ using nlohmann::json;
 const char *const ParamsFile = "params.safetensors";
 const char *const OptimizerFile = "optimizer.safetensors";
 const char *const StateFile = "state.json";
+const char *const RunField = "run";
 
 static const char *const ReservedKeys[] = {"format_version", "step",
                                            "data_position", "model", "rng"};
@@ -109,31 +111,6 @@ static bool isComplete(const fs::path &stepDir) {
     if (!fs::is_regular_file(stepDir / file, ec))
       return false;
   return true;
-}
-
-/// Complete step-<N> directories of `dir`, newest first; none when `dir`
-/// does not exist.
-static std::vector<std::pair<int64_t, std::string>>
-completeSteps(const std::string &dir) {
-  std::vector<std::pair<int64_t, std::string>> steps;
-  std::error_code ec;
-  if (!fs::exists(dir, ec))
-    return steps;
-  if (!fs::is_directory(dir, ec))
-    fail(dir, "not a directory");
-  fs::directory_iterator it(dir, ec), end;
-  if (ec)
-    fail(dir, "cannot list: " + ec.message());
-  for (; it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    std::optional<int64_t> n = parseStepName(name);
-    if (n && it->is_directory(ec) && isComplete(it->path()))
-      steps.emplace_back(*n, it->path().string());
-  }
-  if (ec)
-    fail(dir, "cannot list: " + ec.message());
-  std::sort(steps.rbegin(), steps.rend());
-  return steps;
 }
 
 /// The testing hook of checkpoint.h: TCC_CHECKPOINT_FAULT=POINT[:N] ends
@@ -255,13 +232,6 @@ std::string saveCheckpoint(const std::string &dir,
   return final;
 }
 
-std::optional<std::string> latestCheckpoint(const std::string &dir) {
-  auto steps = completeSteps(dir);
-  if (steps.empty())
-    return std::nullopt;
-  return steps.front().second;
-}
-
 static int64_t intField(const json &doc, const char *key,
                         const std::string &path) {
   auto it = doc.find(key);
@@ -308,6 +278,50 @@ static CheckpointState readState(const std::string &path) {
   return st;
 }
 
+/// The run of a checkpoint whose state.json at `path` holds `state`.
+static int64_t runOf(const CheckpointState &state, const std::string &path) {
+  auto it = state.extra.find(RunField);
+  if (it == state.extra.end())
+    return 0;
+  if (!it->is_number_integer() || it->get<int64_t>() < 0)
+    fail(path, std::string("'") + RunField + "' is not a non-negative integer");
+  return it->get<int64_t>();
+}
+
+std::vector<StepDir> listCheckpoints(const std::string &dir) {
+  std::vector<StepDir> steps;
+  std::error_code ec;
+  if (!fs::exists(dir, ec))
+    return steps;
+  if (!fs::is_directory(dir, ec))
+    fail(dir, "not a directory");
+  fs::directory_iterator it(dir, ec), end;
+  if (ec)
+    fail(dir, "cannot list: " + ec.message());
+  for (; it != end; it.increment(ec)) {
+    std::optional<int64_t> n = parseStepName(it->path().filename().string());
+    if (n && it->is_directory(ec) && isComplete(it->path()))
+      steps.push_back({*n, 0, it->path().string()});
+  }
+  if (ec)
+    fail(dir, "cannot list: " + ec.message());
+  for (StepDir &s : steps) {
+    std::string state = join(s.path, StateFile);
+    s.run = runOf(readState(state), state);
+  }
+  std::sort(steps.begin(), steps.end(), [](const StepDir &a, const StepDir &b) {
+    return std::tie(a.run, a.step) > std::tie(b.run, b.step);
+  });
+  return steps;
+}
+
+std::optional<std::string> latestCheckpoint(const std::string &dir) {
+  std::vector<StepDir> steps = listCheckpoints(dir);
+  if (steps.empty())
+    return std::nullopt;
+  return steps.front().path;
+}
+
 Checkpoint loadCheckpoint(const std::string &stepDir) {
   Checkpoint ckpt;
   ckpt.dir = stepDir;
@@ -344,18 +358,20 @@ static bool isStaleTemp(const std::string &name) {
   return ::kill(pid_t(*pid), 0) != 0 && errno == ESRCH;
 }
 
-void pruneCheckpoints(const std::string &dir, int keepLast) {
+void pruneCheckpoints(const std::string &dir, int keepLast, int64_t run) {
   if (keepLast < 1)
     fail(dir, "must keep at least one checkpoint");
-  auto steps = completeSteps(dir);
-  // Renamed first, so a kill mid-delete leaves a ".old-<pid>" directory
-  // the cleanup below removes later, never a half-deleted step-<N>.
-  for (size_t i = size_t(keepLast); i < steps.size(); ++i) {
-    std::string doomed = join(dir, ".step-" + std::to_string(steps[i].first) +
-                                       ".old-" + std::to_string(::getpid()));
+  int kept = 0;
+  for (const StepDir &s : listCheckpoints(dir)) {
+    if (s.run != run || ++kept <= keepLast)
+      continue;
+    // Renamed first, so a kill mid-delete leaves a ".old-<pid>" directory
+    // the cleanup below removes later, never a half-deleted step-<N>.
+    std::string doomed = join(dir, ".step-" + std::to_string(s.step) + ".old-" +
+                                       std::to_string(::getpid()));
     std::error_code renameError;
-    fs::rename(steps[i].second, doomed, renameError);
-    removeAll(renameError ? steps[i].second : doomed);
+    fs::rename(s.path, doomed, renameError);
+    removeAll(renameError ? s.path : doomed);
   }
   std::error_code ec;
   std::vector<std::string> stale;

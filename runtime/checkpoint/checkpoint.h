@@ -12,10 +12,12 @@
 //                                        "data_position": ..., "model": ...,
 //                                        "rng": ..., caller's extra fields}
 //
-// N is the number of optimizer steps done. A checkpoint is written into
-// DIR/.step-<N>.tmp-<pid>/, fsynced, and renamed to DIR/step-<N> only when
-// complete, so a crash mid-save leaves the last good checkpoint untouched and
-// at worst a temp directory that latestCheckpoint ignores.
+// N is the number of optimizer steps done. Several runs may leave checkpoints
+// in one DIR; the caller's extra field "run" (RunField) tells them apart. A
+// checkpoint is written into DIR/.step-<N>.tmp-<pid>/, fsynced, and renamed to
+// DIR/step-<N> only when complete, so a crash mid-save leaves the last good
+// checkpoint untouched and at worst a temp directory that latestCheckpoint
+// ignores.
 //
 // Errors are tcc::data::Error, one line naming the path.
 //
@@ -87,9 +89,28 @@ std::string saveCheckpoint(const std::string &dir,
                            const std::vector<Array> &optState,
                            const CheckpointState &state);
 
-/// The complete step-<N> directory (all three files present) with the largest
-/// N, or nullopt when DIR has none or does not exist. Temp directories and
-/// names other than step-<decimal N> are ignored.
+/// The extra state.json field naming the run that wrote a checkpoint: a run
+/// number >= 1, which the training loop (runtime/run) gives each new run in a
+/// directory (one more than the highest there) and keeps on resume. A
+/// checkpoint without it counts as run 0.
+extern const char *const RunField; // "run"
+
+/// A complete checkpoint: a step-<N> directory with all three files.
+struct StepDir {
+  int64_t step = 0;
+  /// Its state.json's RunField.
+  int64_t run = 0;
+  std::string path;
+};
+
+/// The complete checkpoints of DIR, newest first: the highest run first and
+/// within a run the highest step; none when DIR does not exist. Temp
+/// directories and names other than step-<decimal N> are ignored. Reads each
+/// state.json for its run, so a malformed one is an Error naming it.
+std::vector<StepDir> listCheckpoints(const std::string &dir);
+
+/// The newest of listCheckpoints(dir), or nullopt when DIR has none or does
+/// not exist.
 std::optional<std::string> latestCheckpoint(const std::string &dir);
 
 /// Reads a step directory. Refuses a state.json of another format_version,
@@ -97,10 +118,10 @@ std::optional<std::string> latestCheckpoint(const std::string &dir);
 /// step-<N> directory name.
 Checkpoint loadCheckpoint(const std::string &stepDir);
 
-/// Keeps the newest `keepLast` (>= 1) complete checkpoints and removes the
-/// older ones, and removes temp directories left by saves of processes that
-/// are no longer running on this host.
-void pruneCheckpoints(const std::string &dir, int keepLast);
+/// Keeps the newest `keepLast` (>= 1) complete checkpoints of run `run` and
+/// removes its older ones (never another run's), and removes temp directories
+/// left by saves of processes that are no longer running on this host.
+void pruneCheckpoints(const std::string &dir, int keepLast, int64_t run);
 
 /// "A there, B here" for the fields in which two training-configuration
 /// lines (the manifest's and checkpoint's "train_config", as the compiler's

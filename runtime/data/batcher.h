@@ -55,7 +55,8 @@ public:
   /// The next batch: one Array per input, in the order of the inputs, named
   /// and shaped as the input. Samples are taken from position() on and wrap
   /// to sample 0 at the end, so data holding exactly B samples repeats one
-  /// batch and data with fewer than B samples repeats within a batch.
+  /// batch and data with fewer than B samples repeats within a batch (which
+  /// the training loop refuses unless --allow-repeat).
   std::vector<Array> next();
 
   /// Index of the sample the next batch starts with, in [0, numSamples()).

@@ -15,25 +15,25 @@
 namespace tcc::run {
 
 const char *runFlagsHelp() {
-  return "  --data FILE             training data: .npz/.npy arrays named after "
-         "the\n"
-         "                          batch inputs, or a uint16 token file (.bin)\n"
-         "  --steps N               total optimizer steps (a resumed run "
-         "continues to N)\n"
-         "  --checkpoint-dir DIR    write DIR/step-N checkpoints (always after "
-         "the last step)\n"
-         "  --checkpoint-every K    also every K steps\n"
-         "  --keep-checkpoints K    keep only the newest K checkpoints\n"
-         "  --resume                continue from the latest checkpoint in "
-         "--checkpoint-dir\n"
-         "  --eval-data FILE        evaluation data (mean loss over its full "
-         "batches)\n"
-         "  --eval-every K          evaluate every K steps (default: after the "
-         "last)\n"
-         "  --log FILE.csv          step,loss,lr,seconds,throughput,elapsed "
-         "rows\n"
-         "  --progress MODE         auto (one live line on a terminal), lines, "
-         "none\n";
+  return R"(  --data FILE             training data: .npz/.npy arrays named after the
+                          batch inputs, or a uint16 token file (.bin)
+  --steps N               total optimizer steps (a resumed run continues to N)
+  --checkpoint-dir DIR    write DIR/step-N checkpoints (always after the last)
+  --checkpoint-every K    also every K steps
+  --keep-checkpoints K    keep only this run's newest K checkpoints
+  --resume                continue the newest run in --checkpoint-dir (and
+                          append to its --log)
+  --overwrite             start a new run where another run left checkpoints
+                          (they stay) or a --log (it is replaced)
+  --on-nan POLICY         at a NaN/inf loss: stop (default), skip (back to the
+                          last checkpoint, leaving out the batches since it)
+                          or continue
+  --allow-repeat          train on .npz data of fewer samples than one batch
+  --eval-data FILE        evaluation data (mean loss over its full batches)
+  --eval-every K          evaluate every K steps (default: after the last)
+  --log FILE.csv          step,loss,lr,seconds,throughput,elapsed rows
+  --progress MODE         auto (one live line on a terminal), lines, none
+)";
 }
 
 namespace {
@@ -132,11 +132,10 @@ bool parseRunFlags(std::vector<std::string> &args, RunOptions &o,
   struct StringFlag {
     const char *name;
     std::string *value;
-  } strings[] = {{"--data", &o.data},
-                 {"--checkpoint-dir", &o.checkpointDir},
-                 {"--eval-data", &o.evalData},
-                 {"--log", &o.log},
-                 {"--progress", &o.progress}};
+  } strings[] = {
+      {"--data", &o.data},          {"--checkpoint-dir", &o.checkpointDir},
+      {"--eval-data", &o.evalData}, {"--log", &o.log},
+      {"--progress", &o.progress},  {"--on-nan", &o.onNan}};
   struct IntFlag {
     const char *name;
     int64_t *value;
@@ -144,13 +143,22 @@ bool parseRunFlags(std::vector<std::string> &args, RunOptions &o,
               {"--checkpoint-every", &o.checkpointEvery},
               {"--keep-checkpoints", &o.keepCheckpoints},
               {"--eval-every", &o.evalEvery}};
+  struct BoolFlag {
+    const char *name;
+    bool *value;
+  } bools[] = {{"--resume", &o.resume},
+               {"--overwrite", &o.overwrite},
+               {"--allow-repeat", &o.allowRepeat}};
   for (size_t i = 0; i < args.size();) {
     bool matched = false;
-    if (args[i] == "--resume") {
-      o.resume = true;
-      args.erase(args.begin() + i);
+    for (BoolFlag &f : bools)
+      if (args[i] == f.name) {
+        *f.value = matched = true;
+        args.erase(args.begin() + i);
+        break;
+      }
+    if (matched)
       continue;
-    }
     for (StringFlag &f : strings) {
       if (!takeValue(args, i, f.name, *f.value, matched, error))
         return false;

@@ -15,6 +15,8 @@
 #include "data/batcher.h"
 #include "data/npz.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -50,16 +52,21 @@ public:
     return false;
   }
 
-  /// Writes DIR/step-<stepsDone()> with the data position and the last
-  /// loss; `written` receives the step directory.
+  /// `name` receives the first parameter or optimizer-state slot that
+  /// holds a NaN or an infinity, "" when every value is finite.
+  virtual bool findNonFinite(std::string &name, std::string &error) const = 0;
+
+  /// Writes DIR/step-<stepsDone()> with the data position; the fields of
+  /// `extra` (a JSON object: the loop's "loss" and "run") are added to its
+  /// state.json. `written` receives the step directory.
   virtual bool saveCheckpoint(const std::string &dir, int64_t dataPosition,
-                              double loss, std::string &written,
+                              const nlohmann::json &extra, std::string &written,
                               std::string &error) = 0;
-  /// Restores the latest checkpoint under `dir`; refuses one of another
-  /// model or configuration, saying what differs.
-  virtual bool restoreCheckpoint(const std::string &dir,
-                                 int64_t &dataPosition, std::string &from,
-                                 std::string &error) = 0;
+  /// Restores `path`: a step directory, or the latest checkpoint under a
+  /// checkpoint directory; refuses one of another model or configuration,
+  /// saying what differs.
+  virtual bool restoreCheckpoint(const std::string &path, int64_t &dataPosition,
+                                 std::string &from, std::string &error) = 0;
 };
 
 } // namespace tcc::run

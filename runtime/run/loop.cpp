@@ -3,14 +3,16 @@
 
 #include "checkpoint/checkpoint.h"
 #include "data/prefetch.h"
+#include "run/csvlog.h"
+#include "run/interrupt.h"
 
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <new>
 #include <optional>
@@ -139,11 +141,31 @@ public:
   int run();
 
 private:
+  /// What the run does after a non-finite value: goes on, has gone back to
+  /// its last checkpoint (--on-nan skip), or stops with exit status 1.
+  enum class Next { Train, Rewound, Stop };
+
   int runSteps();
+  bool openFeeds();
+  bool startRun();
+  bool prepareOutputs();
+  /// Prints the run's one error line; returns exit status 1.
   int fail(const std::string &message) {
     endLiveLine();
     err << "tcc: " << message << "\n";
     return 1;
+  }
+  bool reject(const std::string &message) {
+    fail(message);
+    return false;
+  }
+  Next stop(const std::string &message) {
+    fail(message);
+    return Next::Stop;
+  }
+  void warn(const std::string &message) {
+    endLiveLine();
+    err << "tcc: warning: " << message << "\n";
   }
   void endLiveLine() {
     if (liveLine) {
@@ -151,50 +173,136 @@ private:
       liveLine = false;
     }
   }
-  bool openLog(int64_t resumedStep);
+  std::string lastSaved() const {
+    return lastCheckpoint.empty() ? "no checkpoint written"
+                                  : "last checkpoint: " + lastCheckpoint;
+  }
   bool evaluate();
-  bool checkpoint(double loss);
+  Next checkpoint(double loss);
+  Next nonFinite(const std::string &what);
+  int interrupted(double loss);
   void progress(int64_t done, double loss, double seconds);
 
   Engine &engine;
   const RunOptions &options;
   std::ostream &out, &err;
   Feed train, eval;
-  std::ofstream log;
+  CsvLog log;
   bool live = false, liveLine = false;
   Clock::time_point runStart;
-  int64_t firstStep = 0;
+  /// Steps this process ran (a rewind does not take them back): the pace.
+  int64_t stepsRun = 0;
   int64_t tokens = 0, samples = 0;
   LossScale lossScale;
+  /// This run's number in the checkpoint directory (checkpoint::RunField).
+  int64_t runNumber = 1;
+  /// This run's newest checkpoint ("" before the first) and its step.
+  std::string lastCheckpoint;
+  int64_t savedStep = -1;
+  /// --on-nan: skip has gone back since the last checkpoint; continue has
+  /// warned once.
+  bool rewound = false, warnedNonFinite = false;
 };
 
-bool Loop::openLog(int64_t resumedStep) {
-  std::string kept =
-      "step,loss,lr,seconds,throughput,elapsed" + lossScale.csvHeader() + "\n";
-  if (options.resume) {
-    std::ifstream old(options.log);
-    std::string line;
-    bool header = true;
-    while (std::getline(old, line)) {
-      if (header) {
-        header = false;
-        continue;
-      }
-      long long step;
-      if (std::sscanf(line.c_str(), "%lld,", &step) == 1 &&
-          step <= resumedStep)
-        kept += line + "\n";
+bool Loop::openFeeds() {
+  try {
+    openFeed(train, options.data, engine);
+    if (train.arrays &&
+        train.arrays->numSamples() < train.arrays->batchSize() &&
+        !options.allowRepeat)
+      return reject(options.data + ": " +
+                    std::to_string(train.arrays->numSamples()) +
+                    " samples, fewer than one batch of " +
+                    std::to_string(train.arrays->batchSize()) +
+                    ": every batch would repeat samples (--allow-repeat "
+                    "trains on it anyway)");
+    if (!options.evalData.empty()) {
+      openFeed(eval, options.evalData, engine);
+      if (eval.arrays && eval.arrays->numSamples() < eval.arrays->batchSize())
+        return reject(options.evalData + ": " +
+                      std::to_string(eval.arrays->numSamples()) +
+                      " samples, fewer than one batch of " +
+                      std::to_string(eval.arrays->batchSize()));
     }
+  } catch (const data::Error &e) {
+    return reject(e.what());
   }
-  errno = 0;
-  log.open(options.log, std::ios::trunc);
-  if (!log) {
-    fail("--log " + options.log + ": cannot open for writing" +
-         (errno ? std::string(": ") + std::strerror(errno) : ""));
-    return false;
+  return true;
+}
+
+/// Resumes the newest run of --checkpoint-dir, or numbers a new one there,
+/// refusing to start it beside another run's checkpoints without
+/// --overwrite: its retention would delete them and a later --resume would
+/// take theirs.
+bool Loop::startRun() {
+  std::vector<checkpoint::StepDir> found;
+  try {
+    found = checkpoint::listCheckpoints(options.checkpointDir);
+  } catch (const data::Error &e) {
+    return reject((options.resume ? "--resume: " : "") + std::string(e.what()));
   }
-  log << kept;
-  log.flush();
+  if (!options.resume) {
+    if (!found.empty() && !options.overwrite)
+      return reject("--checkpoint-dir " + options.checkpointDir + ": holds " +
+                    std::to_string(found.size()) +
+                    " checkpoints of another run (newest " + found[0].path +
+                    "); --resume continues it, --overwrite starts a new run "
+                    "beside them");
+    runNumber = found.empty() ? 1 : found[0].run + 1;
+    return true;
+  }
+  if (found.empty())
+    return reject("--resume: no checkpoint in '" + options.checkpointDir + "'");
+  int64_t position = 0;
+  std::string from, error;
+  if (!engine.restoreCheckpoint(found[0].path, position, from, error))
+    return reject("--resume: " + error);
+  if (engine.stepsDone() > options.steps)
+    return reject("--resume: '" + from + "' is at step " +
+                  std::to_string(engine.stepsDone()) + ", past --steps " +
+                  std::to_string(options.steps));
+  try {
+    train.source().seek(position);
+  } catch (const data::Error &e) {
+    return reject("--resume: '" + from +
+                  "': data position does not fit: " + e.what());
+  }
+  runNumber = found[0].run;
+  lastCheckpoint = from;
+  savedStep = engine.stepsDone();
+  out << "resuming from " << from << " (step " << engine.stepsDone() << ")\n";
+  return true;
+}
+
+/// The checkpoint directory and the log, found writable before the first
+/// step rather than at the first save after hours of training.
+bool Loop::prepareOutputs() {
+  if (!options.checkpointDir.empty()) {
+    std::error_code ec;
+    std::string why;
+    if (!std::filesystem::create_directories(options.checkpointDir, ec) && ec)
+      why = ec.message();
+    else if (!std::filesystem::is_directory(options.checkpointDir, ec))
+      why = "not a directory";
+    else if (::access(options.checkpointDir.c_str(), W_OK) != 0)
+      why = std::strerror(errno);
+    if (!why.empty())
+      return reject("--checkpoint-dir " + options.checkpointDir +
+                    ": cannot create or write: " + why);
+  }
+  if (!options.log.empty()) {
+    std::string header =
+        "step,loss,lr,seconds,throughput,elapsed" + lossScale.csvHeader();
+    std::string error;
+    bool opened =
+        options.resume
+            ? log.resume(options.log, header, engine.stepsDone(), error)
+            : log.create(options.log, header, options.overwrite, error);
+    if (!opened)
+      return reject(error);
+  }
+  if (options.checkpointDir.empty())
+    warn("no --checkpoint-dir: the trained parameters are not saved");
   return true;
 }
 
@@ -210,6 +318,8 @@ bool Loop::evaluate() {
     batches = (eval.tokens->numTokens() - 1) / (s.shape[0] * s.shape[1]);
   }
   for (int64_t b = 0; b < batches; ++b) {
+    if (InterruptScope::received())
+      return true; // the checkpoint matters more than this evaluation
     double loss;
     std::string error;
     std::vector<data::Array> batch =
@@ -221,40 +331,114 @@ bool Loop::evaluate() {
     sum += loss;
   }
   endLiveLine();
-  out << "eval step " << engine.stepsDone() << ": loss " << format("%.6f", sum / batches)
-      << "\n";
+  out << "eval step " << engine.stepsDone() << ": loss "
+      << format("%.6f", sum / batches) << "\n";
   return true;
 }
 
-bool Loop::checkpoint(double loss) {
-  std::string written, error;
-  if (!engine.saveCheckpoint(options.checkpointDir,
-                             train.prefetch->position(), loss, written,
-                             error)) {
-    fail(error);
-    return false;
+/// Saves the state after the step just done, unless it holds a NaN or an
+/// infinity: such a checkpoint would only be resumed into more of them.
+Loop::Next Loop::checkpoint(double loss) {
+  std::string bad, written, error;
+  if (!engine.findNonFinite(bad, error))
+    return stop(error);
+  int64_t done = engine.stepsDone();
+  if (!bad.empty()) {
+    std::string what = "'" + bad + "' holds a NaN or an infinity";
+    if (options.onNan != "continue")
+      return nonFinite(what);
+    std::string at = "step " + std::to_string(done) + ": " + what;
+    if (done == options.steps)
+      return stop(at + ": the final checkpoint is not written (" + lastSaved() +
+                  ")");
+    warn(at + ": no checkpoint written (--on-nan continue)");
+    return Next::Train;
   }
+  nlohmann::json extra = {{checkpoint::RunField, runNumber}};
+  extra["loss"] = std::isfinite(loss)
+                      ? nlohmann::json(loss)
+                      : nlohmann::json(nullptr); // no NaN in JSON
+  if (!engine.saveCheckpoint(options.checkpointDir, train.prefetch->position(),
+                             extra, written, error))
+    return stop(error);
   endLiveLine();
   out << "checkpoint " << written << "\n";
+  lastCheckpoint = written;
+  savedStep = done;
+  rewound = false;
   // Also removes the temp directories of saves that a crash interrupted.
   int keep = options.keepCheckpoints > 0 &&
                      options.keepCheckpoints < int64_t(INT_MAX)
                  ? int(options.keepCheckpoints)
                  : INT_MAX;
   try {
-    checkpoint::pruneCheckpoints(options.checkpointDir, keep);
+    checkpoint::pruneCheckpoints(options.checkpointDir, keep, runNumber);
   } catch (const data::Error &e) {
-    fail(e.what());
-    return false;
+    return stop(e.what());
   }
-  return true;
+  return Next::Train;
+}
+
+/// --on-nan for `what` ("the loss is nan", "'w' holds a NaN ...") after
+/// the step just done. Skipping goes back to this run's last checkpoint and
+/// on with the batch after this step's, leaving out the batches of the
+/// steps since the checkpoint (what large-model trainings do after a loss
+/// spike); a second non-finite value before the next checkpoint stops.
+Loop::Next Loop::nonFinite(const std::string &what) {
+  int64_t done = engine.stepsDone();
+  std::string at = "step " + std::to_string(done) + ": " + what;
+  if (options.onNan == "continue") {
+    if (!warnedNonFinite)
+      warn(at + "; training on (--on-nan continue)");
+    warnedNonFinite = true;
+    return Next::Train;
+  }
+  if (options.onNan == "stop")
+    return stop(at + "; stopped (" + lastSaved() +
+                "; --on-nan skip or continue trains on)");
+  if (lastCheckpoint.empty())
+    return stop(at + "; stopped: --on-nan skip has no checkpoint of this "
+                     "run to go back to");
+  if (rewound)
+    return stop(at + " again before a new checkpoint; stopped (" + lastSaved() +
+                ")");
+  int64_t position = 0;
+  std::string from, error;
+  if (!engine.restoreCheckpoint(lastCheckpoint, position, from, error))
+    return stop("--on-nan skip: " + error);
+  if (log.isOpen() && !log.rewind(engine.stepsDone(), error))
+    return stop(error);
+  lossScale.read(engine);
+  rewound = true;
+  int64_t first = engine.stepsDone() + 1;
+  warn(at + "; back to " + from + ", leaving out the batch" +
+       (first == done ? " of step "
+                      : "es of steps " + std::to_string(first) + "-") +
+       std::to_string(done) + " (--on-nan skip)");
+  return Next::Rewound;
+}
+
+/// After SIGINT or SIGTERM: saves the last step unless it is saved, says
+/// where, and returns 128 + the signal.
+int Loop::interrupted(double loss) {
+  int signal = InterruptScope::received();
+  if (!options.checkpointDir.empty() && savedStep != engine.stepsDone() &&
+      checkpoint(loss) == Next::Stop)
+    return 1;
+  std::string saved =
+      options.checkpointDir.empty() ? "nothing saved (no --checkpoint-dir)"
+      : lastCheckpoint.empty()      ? "no checkpoint written"
+                               : "--resume continues from " + lastCheckpoint;
+  endLiveLine();
+  err << "tcc: " << signalName(signal) << ": stopped after step "
+      << engine.stepsDone() << "; " << saved << "\n";
+  return 128 + signal;
 }
 
 void Loop::progress(int64_t done, double loss, double seconds) {
   double elapsed =
       std::chrono::duration<double>(Clock::now() - runStart).count();
-  int64_t thisRun = done - firstStep;
-  double rate = elapsed > 0 ? thisRun / elapsed : 0;
+  double rate = elapsed > 0 ? stepsRun / elapsed : 0;
   double eta = rate > 0 ? (options.steps - done) / rate : 0;
   double throughput =
       seconds > 0 ? double(tokens ? tokens : samples) / seconds : 0;
@@ -276,13 +460,12 @@ void Loop::progress(int64_t done, double loss, double seconds) {
     out << line.str() << "\n";
   }
   out.flush();
-  if (log.is_open()) {
-    log << done << "," << format(options.logDoubles ? "%.17g" : "%.9g", loss)
-        << "," << format("%.17g", lr) << "," << format("%.6f", seconds) << ","
-        << format("%.6g", throughput) << "," << format("%.3f", elapsed)
-        << lossScale.csvFields() << "\n";
-    log.flush();
-  }
+  if (log.isOpen())
+    log.row(std::to_string(done) + "," +
+            format(options.logDoubles ? "%.17g" : "%.9g", loss) + "," +
+            format("%.17g", lr) + "," + format("%.6f", seconds) + "," +
+            format("%.6g", throughput) + "," + format("%.3f", elapsed) +
+            lossScale.csvFields());
 }
 
 int Loop::run() {
@@ -296,38 +479,10 @@ int Loop::run() {
 }
 
 int Loop::runSteps() {
-  try {
-    openFeed(train, options.data, engine);
-    if (!options.evalData.empty()) {
-      openFeed(eval, options.evalData, engine);
-      if (eval.arrays && eval.arrays->numSamples() < eval.arrays->batchSize())
-        return fail(options.evalData + ": " +
-                    std::to_string(eval.arrays->numSamples()) +
-                    " samples, fewer than one batch of " +
-                    std::to_string(eval.arrays->batchSize()));
-    }
-  } catch (const data::Error &e) {
-    return fail(e.what());
-  }
-  if (options.resume) {
-    int64_t position = 0;
-    std::string from, error;
-    if (!engine.restoreCheckpoint(options.checkpointDir, position, from,
-                                  error))
-      return fail("--resume: " + error);
-    if (engine.stepsDone() > options.steps)
-      return fail("--resume: '" + from + "' is at step " +
-                  std::to_string(engine.stepsDone()) + ", past --steps " +
-                  std::to_string(options.steps));
-    try {
-      train.source().seek(position);
-    } catch (const data::Error &e) {
-      return fail("--resume: '" + from +
-                  "': data position does not fit: " + e.what());
-    }
-    out << "resuming from " << from << " (step " << engine.stepsDone()
-        << ")\n";
-  }
+  if (!openFeeds())
+    return 1;
+  if (!options.checkpointDir.empty() && !startRun())
+    return 1;
   train.prefetch = std::make_unique<data::Prefetcher>(train.source());
   if (engine.stepsDone() == options.steps) {
     out << "nothing to do: the checkpoint is at step " << options.steps
@@ -335,34 +490,21 @@ int Loop::runSteps() {
     return 0;
   }
   lossScale.read(engine); // the log's columns depend on it
-  if (!options.log.empty() && !openLog(engine.stepsDone()))
+  if (!prepareOutputs())
     return 1;
-  if (options.checkpointDir.empty()) {
-    err << "tcc: warning: no --checkpoint-dir: the trained parameters are "
-           "not saved\n";
-  } else {
-    // Found now, not at the first save after hours of training.
-    std::error_code ec;
-    std::string why;
-    if (!std::filesystem::create_directories(options.checkpointDir, ec) && ec)
-      why = ec.message();
-    else if (!std::filesystem::is_directory(options.checkpointDir, ec))
-      why = "not a directory";
-    else if (::access(options.checkpointDir.c_str(), W_OK) != 0)
-      why = std::strerror(errno);
-    if (!why.empty())
-      return fail("--checkpoint-dir " + options.checkpointDir +
-                  ": cannot create or write: " + why);
-  }
 
   live = options.progress == "auto" && isatty(STDOUT_FILENO);
   const std::vector<data::InputSpec> &specs = engine.batchSpecs();
   tokens = tokensPerStep(specs);
   samples = specs.empty() || specs[0].shape.empty() ? 1 : specs[0].shape[0];
   runStart = Clock::now();
-  firstStep = engine.stepsDone();
+  if (savedStep < 0)
+    savedStep = engine.stepsDone(); // the initial state: nothing to save
+  InterruptScope interrupts;
   double loss = 0;
   while (engine.stepsDone() < options.steps) {
+    if (InterruptScope::received())
+      return interrupted(loss);
     std::vector<data::Array> batch;
     try {
       batch = train.prefetch->next();
@@ -370,6 +512,7 @@ int Loop::runSteps() {
       return fail(e.what());
     }
     std::string error;
+    double skippedBefore = lossScale.skipped;
     auto start = Clock::now();
     bool last = engine.stepsDone() + 1 == options.steps;
     bool stepped = last && options.lastStep
@@ -378,16 +521,33 @@ int Loop::runSteps() {
     if (!stepped)
       return fail(error);
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    ++stepsRun;
     int64_t done = engine.stepsDone();
     progress(done, loss, seconds);
+    // A step that dynamic loss scaling skipped on an overflow changed
+    // nothing: its non-finite loss is the scaler's business (precision.md).
+    bool scalerSkipped =
+        lossScale.hasSkipped && lossScale.skipped > skippedBefore;
+    if (!std::isfinite(loss) && !scalerSkipped) {
+      Next next =
+          nonFinite(std::string("the loss is ") + (std::isnan(loss) ? "nan"
+                                                   : loss > 0       ? "inf"
+                                                                    : "-inf"));
+      if (next == Next::Stop)
+        return 1;
+      if (next == Next::Rewound)
+        continue;
+    }
     bool evalDue = options.evalEvery ? done % options.evalEvery == 0
                                      : done == options.steps;
-    if ((eval.arrays || eval.tokens) && evalDue && !evaluate())
+    if ((eval.arrays || eval.tokens) && evalDue &&
+        !InterruptScope::received() && !evaluate())
       return 1;
-    if (!options.checkpointDir.empty() &&
-        ((options.checkpointEvery && done % options.checkpointEvery == 0) ||
-         done == options.steps) &&
-        !checkpoint(loss))
+    bool saveDue =
+        (options.checkpointEvery && done % options.checkpointEvery == 0) ||
+        done == options.steps;
+    if (!options.checkpointDir.empty() && saveDue &&
+        checkpoint(loss) == Next::Stop)
       return 1;
   }
   endLiveLine();
@@ -412,6 +572,9 @@ bool checkRunOptions(const RunOptions &o, const std::string &command,
                         "steps, got " + std::to_string(o.steps));
   if (o.resume && o.checkpointDir.empty())
     return reject("--resume needs --checkpoint-dir DIR to resume from");
+  if (o.resume && o.overwrite)
+    return reject("--resume continues a run, --overwrite starts a new one: "
+                  "give one of them");
   if (o.checkpointEvery < 0 || (o.checkpointEvery && o.checkpointDir.empty()))
     return reject("--checkpoint-every needs a positive K and --checkpoint-dir");
   if (o.keepCheckpoints < 0 || (o.keepCheckpoints && o.checkpointDir.empty()))
@@ -421,6 +584,12 @@ bool checkRunOptions(const RunOptions &o, const std::string &command,
   if (o.progress != "auto" && o.progress != "lines" && o.progress != "none")
     return reject("--progress must be auto, lines or none, got '" +
                   o.progress + "'");
+  if (o.onNan != "stop" && o.onNan != "skip" && o.onNan != "continue")
+    return reject("--on-nan must be stop, skip or continue, got '" + o.onNan +
+                  "'");
+  if (o.onNan == "skip" && o.checkpointDir.empty())
+    return reject("--on-nan skip goes back to the last checkpoint: it needs "
+                  "--checkpoint-dir");
   return true;
 }
 

@@ -20,9 +20,19 @@ struct RunOptions {
   bool stepsGiven = false;
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
-  /// Keep only the newest K checkpoints (0: keep all).
+  /// Keep only the newest K checkpoints of this run (0: keep all).
   int64_t keepCheckpoints = 0;
+  /// Continue the newest run in checkpointDir (and its log).
   bool resume = false;
+  /// Start a new run where another run left checkpoints or a log: its
+  /// checkpoints stay (but a resume takes this run's), its log is replaced.
+  bool overwrite = false;
+  /// What a non-finite loss (or state about to be checkpointed) does:
+  /// "stop" the run, "skip" back to this run's last checkpoint leaving out
+  /// the batches since, or "continue" training on.
+  std::string onNan = "stop";
+  /// Train on .npz data with fewer samples than one batch (repeating them).
+  bool allowRepeat = false;
   std::string evalData;
   int64_t evalEvery = 0;
   /// CSV: step,loss,lr,seconds,throughput,elapsed.
@@ -46,7 +56,9 @@ bool checkRunOptions(const RunOptions &options, const std::string &command,
                      std::string &error);
 
 /// Runs training to `options.steps`. Progress goes to `out`, problems to
-/// `err` as "tcc: error: ..." lines. Returns the process exit code.
+/// `err` as "tcc: ..." lines. Returns the process exit code: 0, 1 on an
+/// error or a non-finite loss, 128 + the signal when SIGINT or SIGTERM
+/// stopped it (interrupt.h).
 int runTraining(Engine &engine, const RunOptions &options, std::ostream &out,
                 std::ostream &err);
 

@@ -1,14 +1,12 @@
 #include "run/session_engine.h"
 
+#include "data/finite.h"
 #include "data/half.h"
 #include "plan/plan.h"
 
-#include <cmath>
-#include <cstdio>
 #include <cstring>
 
 namespace tcc::run {
-
 
 static std::string lastError() { return tcc_last_error(); }
 
@@ -129,15 +127,41 @@ bool SessionEngine::optStateScalar(const std::string &name,
   return false;
 }
 
-bool SessionEngine::saveCheckpoint(const std::string &dir,
-                                   int64_t dataPosition, double loss,
+bool SessionEngine::findNonFinite(std::string &name, std::string &error) const {
+  // One slot at a time through one buffer: a copy of the model's state at
+  // once would double its host memory.
+  std::vector<uint8_t> bytes;
+  auto scan = [&](int32_t count, auto info, auto read) {
+    for (int32_t i = 0; i < count; ++i) {
+      tcc_tensor_info t;
+      if (info(handle, i, &t) != TCC_OK)
+        return false;
+      bytes.resize(t.bytes);
+      if (read(handle, t.name, bytes.data(), t.bytes) != TCC_OK)
+        return false;
+      if (!data::allFinite(rt::fromApiDType(t.dtype), bytes.data(),
+                           bytes.size())) {
+        name = t.name;
+        return true;
+      }
+    }
+    return true;
+  };
+  name.clear();
+  if (scan(tcc_num_params(handle), tcc_param_info, tcc_read_param) &&
+      (!name.empty() ||
+       scan(tcc_num_opt_state(handle), tcc_opt_state_info, tcc_read_opt_state)))
+    return true;
+  error = lastError();
+  return false;
+}
+
+bool SessionEngine::saveCheckpoint(const std::string &dir, int64_t dataPosition,
+                                   const nlohmann::json &extra,
                                    std::string &written, std::string &error) {
-  char extra[64] = "{\"loss\": null}"; // JSON has no NaN
-  if (std::isfinite(loss))
-    std::snprintf(extra, sizeof extra, "{\"loss\": %.17g}", loss);
   const char *path = nullptr;
-  if (tcc_save_checkpoint(handle, dir.c_str(), dataPosition, extra, &path) !=
-      TCC_OK) {
+  if (tcc_save_checkpoint(handle, dir.c_str(), dataPosition,
+                          extra.dump().c_str(), &path) != TCC_OK) {
     error = lastError();
     return false;
   }
@@ -145,16 +169,16 @@ bool SessionEngine::saveCheckpoint(const std::string &dir,
   return true;
 }
 
-bool SessionEngine::restoreCheckpoint(const std::string &dir,
+bool SessionEngine::restoreCheckpoint(const std::string &path,
                                       int64_t &dataPosition, std::string &from,
                                       std::string &error) {
   const char *used = nullptr;
-  if (tcc_restore_checkpoint(handle, dir.c_str(), &dataPosition, &used) !=
+  if (tcc_restore_checkpoint(handle, path.c_str(), &dataPosition, &used) !=
       TCC_OK) {
     error = lastError();
     return false;
   }
-  from = used ? used : dir;
+  from = used ? used : path;
   return true;
 }
 

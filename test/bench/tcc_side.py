@@ -235,11 +235,12 @@ class GpuMemoryPoller:
 def run_tcc(a, c, art, data, work, env=None):
     """tcc-run ART --data DATA --steps warmup+steps --log; -> dict with the
     per-step seconds and losses of the log (all steps), the wall time and
-    the peak process memory (cuda; None when NVML cannot see it)."""
+    the peak process memory (cuda; None when NVML cannot see it). Each call
+    replaces the log of the last (--overwrite)."""
     log = os.path.join(work, "tcc-log.csv")
     cmd = [os.path.join(a.tcc, "tcc-run"), art, "--data", data,
-           "--steps", str(a.warmup + a.steps), "--log", log, "--progress", "none",
-           "--backend", a.device]
+           "--steps", str(a.warmup + a.steps), "--log", log, "--overwrite",
+           "--progress", "none", "--backend", a.device]
     extra = dict(env or {})
     if a.tf32:
         extra["TCC_CUDA_TF32"] = "1"

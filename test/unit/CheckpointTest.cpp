@@ -281,11 +281,47 @@ TEST(Checkpoint, PruneKeepsNewestAndClearsStaleTemps) {
   for (const std::string &d : {dead, deadOld, alive})
     fs::create_directories(tmp / d);
 
-  pruneCheckpoints(tmp.path, 2);
+  pruneCheckpoints(tmp.path, 2, /*run=*/0);
   std::vector<std::string> want{alive, "step-4", "step-5"};
   std::sort(want.begin(), want.end());
   EXPECT_EQ(entries(tmp.path), want);
   expectSameArrays(loadCheckpoint(tmp / "step-5").params, params(5));
-  EXPECT_EQ(errorOf([&] { pruneCheckpoints(tmp.path, 0); }),
+  EXPECT_EQ(errorOf([&] { pruneCheckpoints(tmp.path, 0, 0); }),
             tmp.path + ": must keep at least one checkpoint");
+}
+
+CheckpointState stateOfRun(int64_t step, int64_t run) {
+  CheckpointState st = stateAt(step);
+  st.extra[RunField] = run;
+  return st;
+}
+
+// Two runs in one directory: run 2 (started with --overwrite beside run 1's
+// checkpoints) is the newest whatever its steps, and pruning run 2 leaves
+// run 1's checkpoints alone.
+TEST(Checkpoint, RunsAreListedAndPrunedApart) {
+  TempDir tmp("runs");
+  for (int64_t step : {10, 20, 30, 40})
+    saveCheckpoint(tmp.path, params(1), optState(), stateOfRun(step, 1));
+  for (int64_t step : {5, 10, 15})
+    saveCheckpoint(tmp.path, params(2), optState(), stateOfRun(step, 2));
+  std::vector<std::pair<int64_t, int64_t>> listed;
+  for (const StepDir &s : listCheckpoints(tmp.path))
+    listed.emplace_back(s.run, s.step);
+  // step-10 of run 1 was replaced by run 2's.
+  EXPECT_EQ(listed, (std::vector<std::pair<int64_t, int64_t>>{
+                        {2, 15}, {2, 10}, {2, 5}, {1, 40}, {1, 30}, {1, 20}}));
+  EXPECT_EQ(latestCheckpoint(tmp.path), tmp / "step-15");
+
+  pruneCheckpoints(tmp.path, 1, /*run=*/2);
+  EXPECT_EQ(
+      entries(tmp.path),
+      (std::vector<std::string>{"step-15", "step-20", "step-30", "step-40"}));
+
+  json state = readJson(tmp / "step-40/state.json");
+  state[RunField] = "one";
+  writeText(tmp / "step-40/state.json", state.dump());
+  EXPECT_EQ(errorOf([&] { listCheckpoints(tmp.path); }),
+            tmp / "step-40/state.json" +
+                ": 'run' is not a non-negative integer");
 }

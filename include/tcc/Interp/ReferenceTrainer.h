@@ -57,8 +57,9 @@ public:
   int64_t stepsDone() const override { return steps; }
   double learningRate(int64_t it) const override;
   bool optStateScalar(const std::string &name, double &value) const override;
+  bool findNonFinite(std::string &name, std::string &error) const override;
   bool saveCheckpoint(const std::string &dir, int64_t dataPosition,
-                      double loss, std::string &written,
+                      const nlohmann::json &extra, std::string &written,
                       std::string &error) override;
   bool restoreCheckpoint(const std::string &dir, int64_t &dataPosition,
                          std::string &from, std::string &error) override;

@@ -32,8 +32,12 @@ public:
   }
   int64_t stepsDone() const override { return 0; }
   double learningRate(int64_t) const override { return 0; }
-  bool saveCheckpoint(const std::string &, int64_t, double, std::string &,
-                      std::string &) override {
+  bool findNonFinite(std::string &name, std::string &) const override {
+    name.clear();
+    return true;
+  }
+  bool saveCheckpoint(const std::string &, int64_t, const nlohmann::json &,
+                      std::string &, std::string &) override {
     return true;
   }
   bool restoreCheckpoint(const std::string &, int64_t &, std::string &,

@@ -3,7 +3,8 @@
 
     ckpt.py ls DIR                  every entry of DIR, sorted, one a line
     ckpt.py check DIR [--step N]    the newest complete step-<N> of DIR (all
-                                    three files, as latestCheckpoint picks it)
+                                    three files; the highest "run", then the
+                                    highest N, as latestCheckpoint picks it)
                                     must load: state.json parses with its
                                     "step" = N, both safetensors files are
                                     complete (header, every tensor's bytes,
@@ -29,16 +30,27 @@ class Bad(Exception):
     pass
 
 
+def run_of(path):
+    """The "run" of step directory `path`'s state.json (0 without one)."""
+    state_path = os.path.join(path, "state.json")
+    try:
+        with open(state_path) as f:
+            return json.load(f).get("run", 0)
+    except ValueError as e:
+        raise Bad("%s: not JSON: %s" % (state_path, e))
+
+
 def complete_steps(root):
-    """[(N, path)] of the complete step-<N> directories, newest first."""
+    """[(N, path)] of the complete step-<N> directories, newest first: the
+    highest run first, then the highest step (as listCheckpoints orders)."""
     out = []
     for name in os.listdir(root):
         m = re.fullmatch(r"step-(0|[1-9][0-9]*)", name)
         path = os.path.join(root, name)
         if m and os.path.isdir(path) and all(
                 os.path.isfile(os.path.join(path, f)) for f in FILES):
-            out.append((int(m.group(1)), path))
-    return sorted(out, reverse=True)
+            out.append((run_of(path), int(m.group(1)), path))
+    return [(n, path) for _, n, path in sorted(out, reverse=True)]
 
 
 def check_safetensors(path):
