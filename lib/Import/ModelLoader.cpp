@@ -97,17 +97,28 @@ LogicalResult Loader::checkOpsAndOpset() {
   // no ai.onnx opset at all, and "unsupported op" is the useful message.
   // Before the checker too, whose message for an op it does not know either
   // is less direct than ours.
+  for (const onnx::OperatorSetIdProto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      graph.opset = o.version();
+  // Every unsupported node at once: a user converting a model wants the
+  // whole list, not one op per attempt.
   const ConverterTable &table = converterTable();
+  std::vector<std::string> unsupported;
   for (int i = 0; i < model.graph().node_size(); ++i) {
     const onnx::NodeProto &node = model.graph().node(i);
     bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
     if (!defaultDomain || !table.count(node.op_type()))
-      return graph.fail(ImportFailure::Unsupported,
-                        describeNode(node, i) + ": unsupported op");
+      unsupported.push_back(describeNode(node, i));
   }
-  for (const onnx::OperatorSetIdProto &o : model.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx")
-      graph.opset = o.version();
+  std::string opset =
+      graph.opset ? " (opset " + std::to_string(graph.opset) + ")" : "";
+  if (unsupported.size() == 1)
+    return graph.fail(ImportFailure::Unsupported,
+                      unsupported[0] + ": unsupported op" + opset);
+  if (!unsupported.empty())
+    return graph.fail(ImportFailure::Unsupported,
+                      std::to_string(unsupported.size()) + " unsupported ops" +
+                          opset + ": " + llvm::join(unsupported, ", "));
   if (graph.opset == 0)
     return graph.fail(ImportFailure::Invalid,
                       "not a valid ONNX model (no ai.onnx opset import)");

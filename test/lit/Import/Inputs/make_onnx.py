@@ -284,6 +284,15 @@ def unsupported_op():
     return model([node], [vi("x", F, [2, 3])], [vi("y", F, [2, 3])])
 
 
+def several_unsupported():
+    """Three ops tcc does not import, among supported ones."""
+    nodes = [helper.make_node("Hardmax", ["x"], ["a"], name="/h.0/Hardmax"),
+             helper.make_node("Relu", ["a"], ["b"], name="/h.0/Relu"),
+             helper.make_node("Det", ["b"], ["c"], name="/h.1/Det"),
+             helper.make_node("Hardmax", ["c"], ["y"])]
+    return model(nodes, [vi("x", F, [3, 3])], [vi("y", F, [])])
+
+
 def mod_fmod():
     """An attribute value tcc does not implement."""
     node = helper.make_node("Mod", ["x", "y"], ["z"], name="rem", fmod=1)
