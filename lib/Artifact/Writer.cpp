@@ -370,9 +370,11 @@ static LogicalResult prepare(ModuleOp module, rt::Kind kind,
   {
     TimingScope scope = nestedScope(options.timing, "lowering");
     TimingScope *passes = options.timing ? &scope : nullptr;
+    AfterStage afterStage =
+        options.afterStage ? AfterStage(options.afterStage) : nullptr;
     if (failed(kind == rt::Kind::Training
-                   ? lowerTrainModule(*lowered, nullptr, passes)
-                   : lowerInferenceModule(*lowered, nullptr, passes)))
+                   ? lowerTrainModule(*lowered, afterStage, passes)
+                   : lowerInferenceModule(*lowered, afterStage, passes)))
       return failure();
   }
   if (!options.kernelPrefix.empty())

@@ -133,7 +133,8 @@ struct Job {
 mlir::LogicalResult runJobs(ErrorFn fail, std::vector<Job> &jobs,
                             unsigned parallel, const KernelCache &cache,
                             mlir::TimingScope *timing,
-                            KernelBuildReport &report) {
+                            KernelBuildReport &report,
+                            const std::function<void(const Job &)> &finished) {
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex mutex;
@@ -156,6 +157,8 @@ mlir::LogicalResult runJobs(ErrorFn fail, std::vector<Job> &jobs,
       report.cached += hit;
       report.compiled += !hit;
       report.corrupt += fetched == KernelCache::Fetch::Corrupt;
+      if (ok && finished)
+        finished(job);
     }
   };
   std::vector<std::thread> threads;
@@ -471,8 +474,22 @@ mlir::LogicalResult buildKernels(mlir::Location loc, const KernelSource &source,
     // The host link needs only its objects: it runs beside nvlink.
     phases[out->links.empty() ? 1 : 2].push_back(std::move(final));
   }
+  KernelBuildProgress progress;
   for (std::vector<Job> &phase : phases)
-    if (mlir::failed(runJobs(fail, phase, report.jobs, cache, timing, report)))
+    progress.total += phase.size();
+  // The fatbin was not in the cache: nvcc runs.
+  progress.cuda = outputs[0] && outputs[0]->final->storeOnly;
+  auto finished = [&](const Job &job) {
+    ++progress.done;
+    progress.label = job.label;
+    options.progress(progress);
+  };
+  if (options.progress)
+    options.progress(progress);
+  for (std::vector<Job> &phase : phases)
+    if (mlir::failed(runJobs(
+            fail, phase, report.jobs, cache, timing, report,
+            options.progress ? finished : std::function<void(const Job &)>())))
       return mlir::failure();
   if ((!hostSo.empty() &&
        mlir::failed(deliver(fail, build.file("host.so"), hostSo))) ||

@@ -5,6 +5,7 @@
 #include "exec/inspect.h"
 #include "plan/schedule.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -34,6 +35,74 @@ const char *runFlagsHelp() {
   --log FILE.csv          step,loss,lr,seconds,throughput,elapsed rows
   --progress MODE         auto (one live line on a terminal), lines, none
 )";
+}
+
+std::vector<std::string> flagsInHelp(const std::string &help) {
+  std::vector<std::string> flags;
+  size_t start = 0;
+  while (start < help.size()) {
+    size_t end = help.find('\n', start);
+    if (end == std::string::npos)
+      end = help.size();
+    size_t first = help.find_first_not_of(' ', start);
+    if (first < end && help[first] == '-') {
+      size_t stop = help.find_first_of(" =,\n", first);
+      flags.push_back(help.substr(first, std::min(stop, end) - first));
+    }
+    start = end + 1;
+  }
+  return flags;
+}
+
+namespace {
+
+/// The Levenshtein distance of `a` and `b`.
+size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+} // namespace
+
+std::string closestName(const std::string &name,
+                        const std::vector<std::string> &known) {
+  // Dashes do not count: -steps, --steps and steps are the same mistake.
+  auto bare = [](const std::string &flag) {
+    return flag.substr(std::min(flag.find_first_not_of('-'), flag.size()));
+  };
+  std::string best;
+  size_t bestDistance = std::max<size_t>(2, bare(name).size() / 3) + 1;
+  for (const std::string &candidate : known) {
+    size_t d = editDistance(bare(name), bare(candidate));
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+std::string unknownFlagMessage(const std::string &arg,
+                               const std::vector<std::string> &known) {
+  std::string name = arg.substr(0, arg.find('='));
+  if (name != arg && std::find(known.begin(), known.end(), name) != known.end())
+    return "flag '" + name + "' takes no value, got '" + arg + "'";
+  std::string best = closestName(name, known);
+  if (best.empty())
+    return "unknown flag '" + arg + "' (see --help)";
+  return "unknown flag '" + arg + "'; did you mean '" + best + "'?";
 }
 
 namespace {
@@ -182,25 +251,31 @@ bool parseRunFlags(std::vector<std::string> &args, RunOptions &o,
   return true;
 }
 
+/// The command as the user typed it, for a usage line: `program` is the
+/// messages' prefix, "run" or "inspect" in the tcc driver.
+static std::string asTyped(const std::string &program) {
+  return program.rfind("tcc-run", 0) == 0 ? program : "tcc " + program;
+}
+
+/// The flags of `tcc run` besides the loop's.
+static const char *kRunOnlyHelp =
+    R"(  --backend NAME          cpu (default), or cuda (the artifact needs
+                          kernels.fatbin)
+  --device N              the device to run on: a CUDA device ordinal
+                          (default 0, the first GPU); cpu has only 0
+  --profile               time each plan step of the last step; print the time
+                          per op family and the slowest steps
+  --profile-json FILE     also write that profile as JSON (implies --profile)
+)";
+
 int runCommand(const std::string &program, std::vector<std::string> args) {
+  const std::string flagsHelp = std::string(runFlagsHelp()) + kRunOnlyHelp;
   auto usage = [&] {
-    std::cout
-        << "usage: " << program << " ARTIFACT.tcc --data FILE --steps N "
-        << "[flags]\n\nTrains a compiled artifact (tcc compile -o "
-           "ARTIFACT.tcc).\n\n"
-        << runFlagsHelp()
-        << "  --backend NAME          cpu (default), or cuda (the artifact "
-           "needs\n"
-        << "                          kernels.fatbin)\n"
-        << "  --device N              the device to run on: a CUDA device "
-           "ordinal\n"
-        << "                          (default 0, the first GPU); cpu has "
-           "only 0\n"
-        << "  --profile               time each plan step of the last step; "
-           "print the time\n"
-        << "                          per op family and the slowest steps\n"
-        << "  --profile-json FILE     also write that profile as JSON "
-           "(implies --profile)\n";
+    std::cout << "usage: " << asTyped(program)
+              << " ARTIFACT.tcc --data FILE --steps N "
+              << "[flags]\n\nTrains a compiled artifact (tcc compile -o "
+                 "ARTIFACT.tcc).\n\n"
+              << flagsHelp;
     return 0;
   };
   for (const std::string &a : args)
@@ -240,7 +315,8 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
   std::string artifact;
   for (const std::string &a : args) {
     if (a.size() > 1 && a[0] == '-')
-      return fail(program + ": unknown flag '" + a + "' (see --help)");
+      return fail(program + ": " +
+                  unknownFlagMessage(a, flagsInHelp(flagsHelp + "  --help\n")));
     if (!artifact.empty())
       return fail(program + ": one artifact expected, got '" + artifact +
                   "' and '" + a + "'");
@@ -273,7 +349,7 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
 
 int inspectCommand(const std::string &program, std::vector<std::string> args) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << "usage: " << program
+    std::cout << "usage: " << asTyped(program)
               << " ARTIFACT.tcc\n\nPrints an artifact's inputs, parameters, "
                  "kernels, memory plan and peak memory.\n";
     return 0;

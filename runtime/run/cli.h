@@ -25,8 +25,26 @@ bool parseRunFlags(std::vector<std::string> &args, RunOptions &options,
 /// The --help text of the loop's flags.
 const char *runFlagsHelp();
 
+/// The flags a --help text documents: the `--name` (or `-n`) that starts
+/// each of its lines after the indent. The help is the one list of a
+/// command's flags, so the unknown-flag message suggests from it.
+std::vector<std::string> flagsInHelp(const std::string &help);
+
+/// The entry of `known` closest to `name` (dashes aside) when one is a few
+/// edits from it (at most 2, or a third of its length); "" when none is.
+std::string closestName(const std::string &name,
+                        const std::vector<std::string> &known);
+
+/// The message for a command-line argument `arg` that is not one of
+/// `known`: "unknown flag '--precison'; did you mean '--precision'?" when
+/// a flag is close to it (closestName), "flag '--resume' takes no value,
+/// got '--resume=1'", else "unknown flag '--x' (see --help)".
+std::string unknownFlagMessage(const std::string &arg,
+                               const std::vector<std::string> &known);
+
 /// `tcc run ARTIFACT [flags]` / `tcc-run ARTIFACT [flags]`; `args` excludes
-/// the program and command names. `program` prefixes messages.
+/// the program and command names. `program` prefixes messages ("run" in
+/// the tcc driver, "tcc-run"); the usage line names the command as typed.
 int runCommand(const std::string &program, std::vector<std::string> args);
 
 /// `tcc inspect ARTIFACT` / `tcc-run inspect ARTIFACT`.

@@ -5,14 +5,11 @@
 
 namespace tcc::driver {
 
-// Each command reports whether it was chosen on the command line and runs.
-bool importChosen();
+// The commands with LLVM flags, each run after LLVM's parser has filled in
+// its cl::SubCommand's flags (tcc.cpp's table lists every command).
 int runImport();
-bool evalChosen();
 int runEval();
-bool compileChosen();
 int runCompile();
-bool trainChosen();
 int runTrain();
 /// The loop flags of `tcc train`, taken out of argv (run::parseRunFlags)
 /// before LLVM's parser sees it.

@@ -5,18 +5,10 @@
 // (--emit=lowered). Without any training flag the model itself is compiled:
 // an inference artifact whose one function is @forward.
 #include "Commands.h"
-#include "Model.h"
-#include "StageLog.h"
+#include "Compile.h"
 #include "TrainFlags.h"
 
-#include "tcc/Artifact/Artifact.h"
-#include "tcc/Codegen/Toolchain.h"
-#include "tcc/Report/Report.h"
-#include "tcc/TccOps.h"
-
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Support/Timing.h"
-#include "llvm/Support/raw_ostream.h"
 
 namespace cl = llvm::cl;
 using namespace mlir;
@@ -44,51 +36,12 @@ static cl::opt<std::string>
                     "for --emit=mlir|lowered (default: stdout)"),
            cl::value_desc("file"), cl::init("-"), cl::sub(compileCmd),
            cl::cat(flagCategory()));
-static cl::opt<bool> noCuda(
-    "no-cuda", cl::desc("Do not build kernels/kernels.fatbin even when nvcc "
-                        "is available (the artifact then runs on the CPU only)"),
+static BuildFlags buildFlags(compileCmd);
+static cl::opt<std::string> progressMode(
+    "progress", cl::value_desc("mode"), cl::init("auto"),
+    cl::desc("Stage progress on stderr: auto (when stderr is a terminal), "
+             "lines (always), none"),
     cl::sub(compileCmd), cl::cat(flagCategory()));
-static cl::opt<std::string> dumpDir(
-    "dump-dir", cl::value_desc("dir"),
-    cl::desc("Also write the IR after every stage into this directory: "
-             "00-import.mlir, 01-lower-precision.mlir, "
-             "02-build-train-step.mlir, ..., NN-plan-memory.mlir (created; "
-             "earlier NN-*.mlir files in it are removed)"),
-    cl::sub(compileCmd), cl::cat(flagCategory()));
-static cl::opt<std::string> cudaArch(
-    "cuda-arch", cl::value_desc("sm_XY,..."),
-    cl::desc("CUDA architectures kernels/kernels.fatbin holds: sm_XY for "
-             "that GPU's machine code, compute_XY for PTX that newer GPUs "
-             "compile when they load it, comma-separated (default "
-             "sm_80,sm_90,compute_90; an H100 needs sm_90)"),
-    cl::sub(compileCmd), cl::cat(flagCategory()));
-static cl::opt<unsigned>
-    jobs("jobs", cl::value_desc("N"),
-         cl::desc("Compiler processes building the kernels at once (default "
-                  "0: one per hardware thread)"),
-         cl::init(0), cl::sub(compileCmd), cl::cat(flagCategory()));
-static cl::alias jobsShort("j", cl::desc("Alias for --jobs"),
-                           cl::aliasopt(jobs), cl::cat(flagCategory()));
-static cl::opt<bool> noKernelCache(
-    "no-kernel-cache",
-    cl::desc("Compile every kernel instead of taking compiled kernels from "
-             "the cache ($TCC_CACHE_DIR, else $XDG_CACHE_HOME/tcc or "
-             "~/.cache/tcc), and do not add to it"),
-    cl::sub(compileCmd), cl::cat(flagCategory()));
-static cl::opt<bool> timeStages(
-    "time",
-    cl::desc("Print to stderr how long each stage took (import, training "
-             "step, each lowering pass, kernel source, each compiler run, "
-             "plan and weight files) and what the kernel build took from "
-             "its cache"),
-    cl::sub(compileCmd), cl::cat(flagCategory()));
-static cl::opt<std::string>
-    report("report", cl::value_desc("file.html"),
-           cl::desc("Also write a self-contained HTML report: pipeline "
-                    "stages, kernels, fusion groups, memory plan, FLOPs"),
-           cl::sub(compileCmd), cl::cat(flagCategory()));
-
-bool compileChosen() { return static_cast<bool>(compileCmd); }
 
 /// What to write: --emit, else what the -o name says.
 static std::string emitKind() {
@@ -114,156 +67,35 @@ int runCompile() {
   if (kind != "artifact" && kind != "mlir" && kind != "lowered")
     return fail("compile: --emit '" + kind +
                 "' is not supported (expected artifact, mlir or lowered)");
+  if (std::string error = checkProgressMode(progressMode); !error.empty())
+    return fail("compile: " + error);
   MLIRContext context;
   CommandErrors errors(context, modelFlags.model);
-  // The command line's problems are named in their messages.
-  Location flagLoc = UnknownLoc::get(&context);
-  // Before the (possibly long) compile: a bad -o fails at once.
-  if (kind == "artifact" &&
-      failed(artifact::checkArtifactPath(flagLoc, output)))
-    return errors.report("compile: ");
   // An artifact (or the IR it is written from) without training flags is an
   // inference artifact; --emit=mlir prints a training step and needs them.
-  bool inference = kind != "mlir" && !trainFlags.anyTrainingOnly();
-  if (inference && !report.empty())
+  CompileJob job;
+  job.prefix = "compile: ";
+  job.kind = kind;
+  job.output = output;
+  job.inference = kind != "mlir" && !trainFlags.anyTrainingOnly();
+  if (job.inference && !buildFlags.report.empty())
     return fail("compile: --report describes a training step; give the "
                 "training flags (--loss ...)");
-  artifact::ArtifactOptions options;
-  options.source = modelFlags.model;
-  options.cudaKernels = !noCuda;
-  options.kernelBuild.jobs = jobs;
-  options.kernelBuild.cacheDir =
-      noKernelCache ? "" : codegen::defaultKernelCacheDir();
-  if (cudaArch.getNumOccurrences()) {
-    if (noCuda)
-      return fail("compile: --cuda-arch has no effect with --no-cuda");
-    FailureOr<std::vector<std::string>> archs =
-        codegen::parseCudaArchs(flagLoc, cudaArch);
-    if (failed(archs))
-      return errors.report("compile: ");
-    options.kernelBuild.cudaArchs = *archs;
-  }
   // An inference compile takes the precision flags only.
-  TrainConfig config;
-  if (inference) {
+  Location flagLoc = UnknownLoc::get(&context);
+  if (job.inference) {
     FailureOr<PrecisionPolicy> policy = trainFlags.toPrecision(flagLoc);
     if (failed(policy))
       return errors.report();
-    config.precision = *policy;
+    job.config.precision = *policy;
   } else {
     FailureOr<TrainConfig> parsed = trainFlags.toConfig(flagLoc);
     if (failed(parsed))
       return errors.report();
-    config = *parsed;
+    job.config = *parsed;
   }
-  StageLog log;
-  if (failed(log.open(flagLoc, dumpDir)))
-    return errors.report("compile: ");
-  // --time: MLIR's timing report (stderr), with each pass manager's passes
-  // nested in their stage.
-  DefaultTimingManager timingManager;
-  timingManager.setEnabled(timeStages);
-  // Only a compile that succeeded is reported: a failure stays one line.
-  struct ReportOnSuccess {
-    DefaultTimingManager &manager;
-    bool succeeded = false;
-    ~ReportOnSuccess() {
-      if (!succeeded)
-        manager.setEnabled(false);
-    }
-  } timingReport{timingManager};
-  auto done = [&](int rc) {
-    timingReport.succeeded = rc == 0;
-    return rc;
-  };
-  TimingScope rootScope = timingManager.getRootScope();
-  TimingScope *timing = timeStages ? &rootScope : nullptr;
-  auto stage = [&](StringRef name) {
-    return timing ? timing->nest(name) : TimingScope();
-  };
-  OwningOpRef<ModuleOp> module;
-  {
-    TimingScope scope = stage("import");
-    module = loadModel(context, modelFlags, timing ? &scope : nullptr);
-  }
-  if (!module)
-    return errors.report();
-  // From here on the failures are the compile's own.
-  if (failed(log.record("import", modelFlags.model, *module)))
-    return errors.report("compile: ");
-  if (!report.empty()) {
-    bool isMlir = llvm::StringRef(modelFlags.model).ends_with(".mlir");
-    unsigned attentions = 0;
-    module->walk([&](tcc::AttentionOp) { ++attentions; });
-    log.note({"raise-attention", "@forward",
-              report::countFunctionOps(*module, "forward"),
-              isMlir || modelFlags.noRaiseAttention
-                  ? std::string("not run")
-                  : "in the importer; " + std::to_string(attentions) +
-                        " tcc.attention"});
-  }
-
-  // The stages of tcc-train-pipeline (for inference: the forward model's
-  // only), each logged as it completes.
-  auto trained = [&](const PipelineStage &stage) {
-    return log.record(stage.name, stage.pass, *module);
-  };
-  {
-    TimingScope scope = stage("training step");
-    if (failed(runStages(*module,
-                         inference ? forwardStages(config.precision)
-                                   : trainStages(config),
-                         trained, timing ? &scope : nullptr)))
-      return errors.report("compile: ");
-  }
-  // Then tcc-lower-pipeline's, on a copy: the output of --emit=lowered, and
-  // what --report and --dump-dir show of an artifact (the writer lowers its
-  // own copy the same way).
-  OwningOpRef<ModuleOp> lowered;
-  if (kind == "lowered" || !report.empty() ||
-      (log.dumping() && kind == "artifact")) {
-    TimingScope scope = stage("lowering");
-    lowered = module->clone();
-    auto lowering = [&](const PipelineStage &stage) {
-      return log.record(stage.name, stage.pass, *lowered);
-    };
-    TimingScope *passes = timing ? &scope : nullptr;
-    if (failed(inference
-                   ? artifact::lowerInferenceModule(*lowered, lowering, passes)
-                   : artifact::lowerTrainModule(*lowered, lowering, passes)))
-      return errors.report("compile: ");
-    if (!report.empty() &&
-        failed(report::writeReport(*module, *lowered, log.reportRows(),
-                                   config.precision, report)))
-      return errors.report("compile: ");
-  }
-  if (kind == "mlir")
-    return done(writeModule(*module, output));
-  if (kind == "lowered")
-    return done(writeModule(*lowered, output));
-  TimingScope artifactScope = stage("artifact");
-  options.timing = timing ? &artifactScope : nullptr;
-  artifact::ArtifactSummary summary;
-  if (failed(inference ? artifact::writeInferenceArtifact(*module, options,
-                                                          output, &summary)
-                       : artifact::writeArtifact(*module, config, options,
-                                                 output, &summary)))
-    return errors.report("compile: ");
-  artifactScope.stop();
-  llvm::outs() << artifact::formatSummary(summary) << "\n";
-  if (timeStages) {
-    const codegen::KernelBuildReport &k = summary.kernelBuild;
-    llvm::errs() << "kernels: " << summary.kernels << " generated, "
-                 << summary.distinctKernels << " distinct, " << k.units
-                 << " units, " << k.jobs << " jobs; cache "
-                 << (options.kernelBuild.cacheDir.empty()
-                         ? std::string("off")
-                         : options.kernelBuild.cacheDir)
-                 << ": " << k.cached << " files reused, " << k.compiled
-                 << " compiler runs, " << k.corrupt
-                 << " corrupt entries rebuilt\n";
-  }
-  return done(0);
+  Progress progress(progressMode);
+  return compileModel(context, errors, modelFlags, buildFlags, job, progress);
 }
 
 } // namespace tcc::driver

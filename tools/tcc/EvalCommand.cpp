@@ -36,7 +36,6 @@ static cl::opt<bool> f64("f64", cl::desc("Compute in float64 (every f32 value pr
 static cl::opt<std::string> entry("entry", cl::desc("Function to run (default: forward)"),
                                   cl::init("forward"), cl::sub(evalCmd), cl::cat(flagCategory()));
 
-bool evalChosen() { return static_cast<bool>(evalCmd); }
 
 static double elementAsDouble(const Array &a, int64_t i) {
   switch (a.dtype) {

@@ -14,7 +14,6 @@ static cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"
                                    cl::value_desc("file"), cl::init("-"),
                                    cl::sub(importCmd), cl::cat(flagCategory()));
 
-bool importChosen() { return static_cast<bool>(importCmd); }
 
 int runImport() {
   mlir::MLIRContext context;

@@ -7,6 +7,7 @@
 // the runtime's own parser (runtime/run/cli.h) before LLVM's, so `tcc run`,
 // `tcc-run` and `tcc train` accept them identically.
 #include "Commands.h"
+#include "Compile.h"
 #include "Model.h"
 #include "TrainFlags.h"
 
@@ -37,6 +38,7 @@ static const std::string trainDescription =
 static cl::SubCommand trainCmd("train", trainDescription);
 static ModelFlags modelFlags(trainCmd);
 static TrainFlags trainFlags(trainCmd);
+static BuildFlags buildFlags(trainCmd);
 static cl::opt<bool> reference(
     "reference",
     cl::desc("Train in the reference interpreter (exact, slow) instead of "
@@ -56,8 +58,6 @@ static cl::opt<std::string>
     backend("backend", cl::value_desc("name"), cl::init("cpu"),
             cl::desc("Runtime backend: cpu or cuda"), cl::sub(trainCmd),
             cl::cat(flagCategory()));
-
-bool trainChosen() { return static_cast<bool>(trainCmd); }
 
 run::RunOptions &trainRunOptions() {
   static run::RunOptions options;
@@ -90,13 +90,16 @@ int runTrain() {
       trainFlags.toConfig(UnknownLoc::get(&context));
   if (failed(config))
     return errors.report();
-  OwningOpRef<ModuleOp> module = loadModel(context, modelFlags);
-  if (!module)
-    return errors.report();
-  if (failed(runStages(*module, trainStages(*config))))
-    return errors.report("train: ");
 
   if (reference) {
+    if (const cl::Option *o = buildFlags.firstGiven())
+      return fail("train: --" + o->ArgStr +
+                  " is for the compiled step; --reference compiles nothing");
+    OwningOpRef<ModuleOp> module = loadModel(context, modelFlags);
+    if (!module)
+      return errors.report();
+    if (failed(runStages(*module, trainStages(*config))))
+      return errors.report("train: ");
     interp::ReferenceTrainer trainer;
     interp::Options interpOptions;
     interpOptions.promoteToF64 = f64;
@@ -117,16 +120,20 @@ int runTrain() {
     temp.path = dir.str().str();
     path = temp.path + "/model.tcc";
   }
-  artifact::ArtifactOptions artifactOptions;
-  artifactOptions.source = modelFlags.model;
-  // The run needs the host kernels only; --artifact keeps a complete one.
-  artifactOptions.cudaKernels = !artifactPath.empty();
-  artifact::ArtifactSummary summary;
-  if (failed(artifact::writeArtifact(*module, *config, artifactOptions, path,
-                                     &summary)))
-    return errors.report("train: ");
-  if (!artifactPath.empty())
-    std::cout << artifact::formatSummary(summary) << "\n";
+  CompileJob job;
+  job.prefix = "train: ";
+  job.kind = "artifact";
+  job.output = path;
+  job.config = *config;
+  // The run needs the host kernels only, unless it runs on the GPU;
+  // --artifact keeps a complete one (and prints its summary).
+  job.cuda = !artifactPath.empty() || backend == "cuda";
+  job.printSummary = !artifactPath.empty();
+  // The loop's --progress (auto, lines, none) covers the compile too.
+  Progress progress(options.progress);
+  if (int rc =
+          compileModel(context, errors, modelFlags, buildFlags, job, progress))
+    return rc;
   std::unique_ptr<run::SessionEngine> engine =
       run::SessionEngine::open(path, backend, /*device=*/0, error);
   if (!engine)

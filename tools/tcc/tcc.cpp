@@ -1,9 +1,13 @@
-// The tcc driver: one binary, one subcommand per user task.
+// The tcc driver: one binary, one subcommand per user task, all of them in
+// one table (`commands` below): adding a subcommand is one row.
 #include "Commands.h"
 #include "Model.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -12,23 +16,168 @@
 #include <string>
 #include <vector>
 
+namespace cl = llvm::cl;
+using namespace tcc::driver;
+
+namespace {
+
+int runArtifact(std::vector<std::string> args) {
+  return tcc::run::runCommand("run", std::move(args));
+}
+int inspectArtifact(std::vector<std::string> args) {
+  return tcc::run::inspectCommand("inspect", std::move(args));
+}
+
+/// One tcc subcommand. A command with LLVM flags declares a cl::SubCommand
+/// of the same name in its file and runs (`run`) after LLVM's parser; one
+/// that parses its own flags (the runtime's) gets the arguments after its
+/// name (`parse`).
+struct Command {
+  llvm::StringLiteral name;
+  /// What follows `tcc NAME` in a typical use: the usage line of its help.
+  const char *synopsis;
+  /// One line in `tcc --help`.
+  const char *summary;
+  int (*run)() = nullptr;
+  int (*parse)(std::vector<std::string>) = nullptr;
+  /// Also takes the training loop's flags (tcc run's), which the runtime's
+  /// parser takes out of the arguments before LLVM's sees them.
+  bool loopFlags = false;
+};
+
+const Command commands[] = {
+    {"import", "MODEL.onnx -o MODEL.mlir", "convert an ONNX model to tcc IR",
+     runImport},
+    {"eval", "MODEL --inputs in.npz",
+     "run the forward pass in the reference interpreter", runEval},
+    {"compile",
+     "MODEL --loss L --optimizer O -o OUT.tcc  (no --loss: inference)",
+     "compile the training step (or the forward pass) to an artifact",
+     runCompile},
+    {"train", "MODEL --loss L --data D.npz --steps N",
+     "compile and train in one command (compile -o + run)", runTrain, nullptr,
+     /*loopFlags=*/true},
+    {"run", "OUT.tcc --data D.npz --steps N",
+     "train a compiled artifact (the same as tcc-run)", nullptr, runArtifact},
+    {"inspect", "OUT.tcc",
+     "print an artifact's inputs, parameters, kernels and memory plan", nullptr,
+     inspectArtifact},
+};
+
+void printHelp() {
+  llvm::outs() << "tcc: ahead-of-time compiler for deep-learning training "
+                  "graphs\n\nusage: tcc COMMAND [flags]\n\ncommands:\n";
+  for (const Command &c : commands)
+    llvm::outs() << "  " << llvm::left_justify(c.name, 9) << c.summary << "\n";
+  llvm::outs() << "\nRun 'tcc COMMAND --help' for a command's usage and "
+                  "flags.\n";
+}
+
+/// A flag as typed: -o, --loss.
+std::string dashed(llvm::StringRef name) {
+  return (name.size() == 1 ? "-" : "--") + name.str();
+}
+
+/// Checks `args` (after the command name) against the flags of `sub` and
+/// `extra` before LLVM's parser, which reports an unknown flag in three
+/// lines and then its value as one positional argument too many. Returns
+/// the one-line message for the first argument that is wrong, or "".
+std::string checkArguments(cl::SubCommand &sub,
+                           llvm::ArrayRef<std::string> args,
+                           const std::vector<std::string> &extra) {
+  auto options = cl::getRegisteredOptions(sub);
+  std::vector<std::string> documented = extra;
+  documented.push_back("--help");
+  for (auto &[name, option] : options)
+    if (option->getOptionHiddenFlag() == cl::NotHidden &&
+        llvm::is_contained(option->Categories, &flagCategory()))
+      documented.push_back(dashed(name));
+  llvm::sort(documented); // a tie goes to the same flag every time
+  size_t maxPositionals = 0;
+  for (cl::Option *p : sub.PositionalOpts)
+    maxPositionals += p->getNumOccurrencesFlag() == cl::ZeroOrMore ||
+                              p->getNumOccurrencesFlag() == cl::OneOrMore
+                          ? args.size()
+                          : 1;
+  std::vector<std::string> positionals;
+  for (size_t i = 0; i < args.size(); ++i) {
+    llvm::StringRef arg = args[i];
+    if (arg == "--") {
+      positionals.insert(positionals.end(), args.begin() + i + 1, args.end());
+      break;
+    }
+    if (arg.size() < 2 || !arg.starts_with("-")) {
+      positionals.push_back(arg.str());
+      continue;
+    }
+    auto [name, value] =
+        arg.drop_while([](char c) { return c == '-'; }).split('=');
+    auto found = options.find(name);
+    if (found == options.end()) {
+      if (name == "help" || name == "h" || name == "help-hidden")
+        continue;
+      // `-o=x` aside, a value only follows a flag that takes one.
+      return tcc::run::unknownFlagMessage(arg.str(), documented);
+    }
+    if (!arg.contains('=') &&
+        found->second->getValueExpectedFlag() == cl::ValueRequired)
+      ++i;
+  }
+  if (positionals.size() > maxPositionals)
+    return "unexpected argument '" + positionals[maxPositionals] + "' after '" +
+           positionals[maxPositionals - 1] + "' (see --help)";
+  return "";
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  // The runtime's commands parse their own flags (the same as tcc-run's).
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && args[0] == "run")
-    return tcc::run::runCommand("run", {args.begin() + 1, args.end()});
-  if (!args.empty() && args[0] == "inspect")
-    return tcc::run::inspectCommand("inspect", {args.begin() + 1, args.end()});
-  std::vector<char *> kept(argv, argv + argc);
-  if (!args.empty() && args[0] == "train") {
-    std::vector<std::string> rest(args.begin() + 1, args.end());
-    std::string error;
-    if (!tcc::run::parseRunFlags(rest, tcc::driver::trainRunOptions(),
-                                 error)) {
-      llvm::errs() << "tcc: train: " << error << "\n";
+  if (args.empty()) {
+    llvm::errs() << "tcc: no command given; run 'tcc --help'\n";
+    return 1;
+  }
+  if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    printHelp();
+    return 0;
+  }
+  if (args[0] == "--version") {
+    llvm::outs() << "tcc " TCC_VERSION " (LLVM/MLIR " LLVM_VERSION_STRING ")\n";
+    return 0;
+  }
+  const Command *command = llvm::find_if(
+      commands, [&](const Command &c) { return c.name == args[0]; });
+  if (command == std::end(commands)) {
+    std::vector<std::string> names;
+    for (const Command &c : commands)
+      names.push_back(c.name.str());
+    if (llvm::StringRef(args[0]).starts_with("-")) {
+      llvm::errs() << "tcc: unknown flag '" << args[0]
+                   << "' before the command (tcc COMMAND [flags]; see 'tcc "
+                      "--help')\n";
       return 1;
     }
+    std::string best = tcc::run::closestName(args[0], names);
+    llvm::errs() << "tcc: unknown command '" << args[0] << "'"
+                 << (best.empty() ? std::string(" (see 'tcc --help')")
+                                  : "; did you mean '" + best + "'?")
+                 << "\n";
+    return 1;
+  }
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command->parse)
+    return command->parse(std::move(rest));
+
+  std::vector<std::string> extra;
+  std::vector<char *> kept(argv, argv + argc);
+  if (command->loopFlags) {
+    std::string error;
+    if (!tcc::run::parseRunFlags(rest, trainRunOptions(), error)) {
+      llvm::errs() << "tcc: " << command->name << ": " << error << "\n";
+      return 1;
+    }
+    extra = tcc::run::flagsInHelp(tcc::run::runFlagsHelp());
     // Keep argv's own strings for the flags LLVM still has to parse.
     kept.assign({argv[0], argv[1]});
     for (int i = 2, j = 0; i < argc && j < int(rest.size()); ++i)
@@ -39,38 +188,17 @@ int main(int argc, char **argv) {
     argc = int(kept.size());
     argv = kept.data();
   }
-  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
-    os << "tcc " TCC_VERSION " (LLVM/MLIR " LLVM_VERSION_STRING ")\n";
-  });
-  llvm::cl::HideUnrelatedOptions(tcc::driver::flagCategory());
-  llvm::cl::ParseCommandLineOptions(
-      argc, argv,
-      "tcc: ahead-of-time compiler for deep-learning training graphs\n\n"
-      "  tcc import MODEL.onnx -o MODEL.mlir   convert ONNX to tcc IR\n"
-      "  tcc eval MODEL --inputs in.npz        run the forward pass in the "
-      "reference interpreter\n"
-      "  tcc compile MODEL --loss L --optimizer O -o OUT.tcc\n"
-      "                                        compile the training step to an "
-      "artifact\n"
-      "  tcc compile MODEL -o OUT.tcc          an inference artifact of the "
-      "forward pass\n"
-      "  tcc run OUT.tcc --data D.npz --steps N\n"
-      "                                        train an artifact (as tcc-run)\n"
-      "  tcc inspect OUT.tcc                   inputs, parameters, kernels, "
-      "memory plan\n"
-      "  tcc train MODEL --loss L --data D.npz --steps N\n"
-      "                                        compile and run in one "
-      "command\n\n"
-      "Run 'tcc <command> --help' for a command's flags.\n");
-  using namespace tcc::driver;
-  if (importChosen())
-    return runImport();
-  if (evalChosen())
-    return runEval();
-  if (compileChosen())
-    return runCompile();
-  if (trainChosen())
-    return runTrain();
-  llvm::errs() << "tcc: no command given; run 'tcc --help'\n";
-  return 1;
+  for (cl::SubCommand *sub : cl::getRegisteredSubcommands())
+    if (sub->getName() == command->name) {
+      std::string message = checkArguments(*sub, rest, extra);
+      if (!message.empty()) {
+        llvm::errs() << "tcc: " << command->name << ": " << message << "\n";
+        return 1;
+      }
+    }
+  cl::HideUnrelatedOptions(flagCategory());
+  std::string overview =
+      ("tcc " + command->name + " " + command->synopsis).str();
+  cl::ParseCommandLineOptions(argc, argv, overview);
+  return command->run();
 }

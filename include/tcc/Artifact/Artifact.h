@@ -23,6 +23,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace tcc::artifact {
@@ -49,6 +50,9 @@ struct ArtifactOptions {
   /// When set, the writer's stages (lowering pass by pass, kernel source,
   /// each compiler run, the plan and weight files) are timed in it.
   mlir::TimingScope *timing = nullptr;
+  /// When set, sees the writer's lowered module after each lowering stage
+  /// (what `tcc compile` shows as its progress).
+  std::function<mlir::LogicalResult(const PipelineStage &)> afterStage;
   /// Prepended to every kernel's name ("c7_": exec.fusion "fused_0" becomes
   /// symbol tcc_c7_fused_0), so that the kernels of several artifacts can
   /// be compiled together into one shared object without clashing.

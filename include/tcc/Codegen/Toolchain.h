@@ -21,6 +21,7 @@
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,14 @@ mlir::FailureOr<std::vector<std::string>> parseCudaArchs(mlir::Location loc,
 /// when none of them is set.
 std::string defaultKernelCacheDir();
 
+/// Where a kernel build is, for a progress display.
+struct KernelBuildProgress {
+  unsigned done = 0;  ///< compiler runs finished
+  unsigned total = 0; ///< compiler runs the build needs (not cached)
+  bool cuda = false;  ///< nvcc runs among them
+  std::string label;  ///< the run that just finished; "" before the first
+};
+
 /// How a kernel build runs.
 struct KernelBuildOptions {
   /// parseCudaArchs's form: what the fatbin holds.
@@ -56,6 +65,9 @@ struct KernelBuildOptions {
   unsigned jobs = 0;
   /// The kernel cache's directory; empty: compile everything.
   std::string cacheDir;
+  /// When set, called once before the first compiler run (done 0) and after
+  /// each, from the build's threads one at a time.
+  std::function<void(const KernelBuildProgress &)> progress;
 };
 
 /// What a kernel build did.
