@@ -52,6 +52,7 @@ struct Loader {
   LogicalResult checkOpsAndOpset();
   LogicalResult resolveInputShapes();
   LogicalResult inferShapes();
+  void noteEvalModeExport();
 };
 
 LogicalResult Loader::readModel() {
@@ -287,6 +288,43 @@ LogicalResult Loader::inferShapes() {
 
 } // namespace
 
+/// torch.onnx.export's defaults (eval mode, constant folding) leave marks:
+/// Linear weights pre-transposed into new initializers named
+/// "onnx::MatMul_N", and parameters equal by value deduplicated into
+/// Identity copies of one initializer. Such a model imports and trains, but
+/// the folded weights are copies apart from the PyTorch parameters (and
+/// dropout and batch norm lose their training behaviour), so a warning says
+/// how to export for training. One Identity alone is also what a training
+/// export of tied weights looks like.
+void Loader::noteEvalModeExport() {
+  const onnx::GraphProto &g = model.graph();
+  llvm::StringSet<> initializers;
+  int folded = 0, copies = 0;
+  for (const onnx::TensorProto &t : g.initializer()) {
+    initializers.insert(t.name());
+    folded += llvm::StringRef(t.name()).starts_with("onnx::MatMul_");
+  }
+  for (const onnx::NodeProto &node : g.node())
+    copies += node.op_type() == "Identity" && node.input_size() == 1 &&
+              initializers.contains(node.input(0));
+  if (folded == 0 && copies < 2)
+    return;
+  std::string marks;
+  if (folded)
+    marks = std::to_string(folded) + " weights folded into onnx::MatMul_N "
+                                     "initializers";
+  if (copies)
+    marks += (folded ? ", " : "") + std::to_string(copies) +
+             " Identity copies of initializers";
+  emitWarning(graph.loc)
+      << "looks like an eval-mode export (" << marks
+      << "): such weights train as copies apart from the PyTorch "
+         "parameters; export with "
+         "training=torch.onnx.TrainingMode.TRAINING, "
+         "do_constant_folding=False (see the user guide, \"Exporting from "
+         "PyTorch\")";
+}
+
 LogicalResult loadModel(GraphState &graph, const ImportOptions &options,
                         LoadedModel &loaded) {
   Loader loader{graph, options, loaded};
@@ -300,6 +338,7 @@ LogicalResult loadModel(GraphState &graph, const ImportOptions &options,
       failed(loader.resolveInputShapes()) ||
       failed(timed("onnx shape inference", &Loader::inferShapes)))
     return failure();
+  loader.noteEvalModeExport();
   return success();
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Export a reference model to ONNX together with its inputs and outputs.
 
-    /usr/bin/python3 test/models/export.py --model {mlp,gpt,bert,mlp_loss,bert_sce} --out DIR
+    /usr/bin/python3 test/models/export.py --model {mlp,gpt,bert,mlp_loss,bert_sce} --out DIR [--eval-mode]
 
 writes
     DIR/model.onnx     opset 17, static shapes, parameters as named initializers
@@ -99,7 +99,15 @@ def export_onnx(model, inputs, output_names, onnx_path):
     check_contract(onnx_path, model, input_names, output_names)
 
 
-def export(name, out_dir):
+def export_eval_mode(model, inputs, output_names, onnx_path):
+    """torch.onnx.export's defaults (eval mode, constant folding): what a
+    user who skips the export contract gets, and what tcc warns about."""
+    torch.onnx.export(model, tuple(inputs.values()), onnx_path,
+                      opset_version=OPSET, input_names=list(inputs),
+                      output_names=output_names)
+
+
+def export(name, out_dir, eval_mode=False):
     torch.set_num_threads(1)  # fixed reduction order -> identical expected.npz
     model, inputs, output_names = MODELS[name]()
     input_names = list(inputs)
@@ -111,7 +119,8 @@ def export(name, out_dir):
         outputs = (outputs,)
 
     os.makedirs(out_dir, exist_ok=True)
-    export_onnx(model, inputs, output_names, os.path.join(out_dir, "model.onnx"))
+    (export_eval_mode if eval_mode else export_onnx)(
+        model, inputs, output_names, os.path.join(out_dir, "model.onnx"))
 
     save_npz(os.path.join(out_dir, "inputs.npz"),
              {n: t.numpy() for n, t in inputs.items()})
@@ -123,8 +132,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, choices=sorted(MODELS))
     p.add_argument("--out", required=True, help="output directory (created)")
+    p.add_argument("--eval-mode", action="store_true",
+                   help="export with torch.onnx.export's defaults (eval mode, "
+                        "constant folding) instead of the export contract")
     a = p.parse_args()
-    export(a.model, a.out)
+    export(a.model, a.out, a.eval_mode)
 
 
 if __name__ == "__main__":

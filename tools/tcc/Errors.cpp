@@ -17,8 +17,11 @@ int fail(const llvm::Twine &message) {
 
 CommandErrors::CommandErrors(MLIRContext &context, llvm::StringRef model)
     : model(model.str()), handler(&context, [this](Diagnostic &diag) {
-        // Warnings and remarks are for tcc-opt; the CLI contract is one
-        // line, about the first error.
+        // A warning (an eval-mode ONNX export) is one line as it comes;
+        // remarks are for tcc-opt; an error is one line, about the first.
+        if (diag.getSeverity() == DiagnosticSeverity::Warning)
+          llvm::errs() << "tcc: warning: " << where(diag.getLocation())
+                       << diag.str() << "\n";
         if (diag.getSeverity() == DiagnosticSeverity::Error && !firstLoc) {
           firstLoc = diag.getLocation();
           firstMessage = diag.str();

@@ -24,7 +24,8 @@ int fail(const llvm::Twine &message);
 
 class CommandErrors {
 public:
-  /// Takes every diagnostic of `context` while it lives. `model` is the
+  /// Takes every diagnostic of `context` while it lives, printing a warning
+  /// at once as `tcc: warning: <where><message>`. `model` is the
   /// model file as the command line names it: a diagnostic at its location
   /// (the imported graph as a whole) says so.
   CommandErrors(mlir::MLIRContext &context, llvm::StringRef model);
