@@ -11,6 +11,7 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libfmt-dev nlohmann-json3-dev libgtest-dev libopenblas-dev
   python3 python3-numpy python3-onnx python3-torch
+  chromium python3-pil  # screenshots of the compile report (test/lit/Tools)
 )
 
 missing=()

@@ -22,6 +22,15 @@ config.substitutions.append(("%mlir-include", config.mlir_include_dir))
 # ~/.cache; tests of the cache itself name their own directory.
 config.environment["TCC_CACHE_DIR"] = os.path.join(config.tcc_obj_root, "test", "kernel-cache")
 
+# `REQUIRES: chromium`: screenshots of the HTML report (Debian's chromium,
+# which scripts/bootstrap.sh installs).
+import shutil
+if shutil.which("chromium"):
+    config.available_features.add("chromium")
+else:
+    lit_config.note("chromium not found: the report screenshot test is "
+                    "skipped (scripts/bootstrap.sh installs it)")
+
 # `REQUIRES: nvcc`: tests that build CUDA fatbins.
 if config.tcc_nvcc and not config.tcc_nvcc.endswith("NOTFOUND"):
     config.available_features.add("nvcc")

@@ -1,4 +1,7 @@
-// The HTML report of `tcc compile --report`; see Report.h.
+// The HTML report of `tcc compile --report`; see Report.h. Written for an
+// ML engineer: launches, cost and memory by model layer (the ONNX node
+// names PyTorch writes, kept in each op's location), a memory timeline with
+// axes, units and a legend, human units, and the buffers at the peak.
 #include "tcc/Report/Report.h"
 
 #include "exec/ExecOps.h"
@@ -15,7 +18,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <vector>
 
 using namespace mlir;
 
@@ -62,11 +67,14 @@ static int64_t attentionFlops(Value query, Value key) {
   return 4 * q[0] * q[1] * q[2] * k[2] * q[3];
 }
 
-/// What a launch runs: a library call's op, else the op itself.
-static llvm::StringRef launchName(Operation *op) {
+/// What a launch runs: a library call's op, a generated kernel by its
+/// name, else the op itself.
+static std::string launchName(Operation *op) {
   if (auto call = llvm::dyn_cast<exec::CallOp>(op))
-    return call.getCallee()->getName().getStringRef();
-  return op->getName().getStringRef();
+    return call.getCallee()->getName().getStringRef().str();
+  if (auto fusion = llvm::dyn_cast<exec::FusionOp>(op))
+    return "kernel " + fusion.getName().str();
+  return op->getName().getStringRef().str();
 }
 
 /// Estimated FLOPs of one launch.
@@ -137,6 +145,81 @@ static std::string withCommas(int64_t n) {
   return out;
 }
 
+/// Bytes in binary units, as an ML engineer reads them: "512 B",
+/// "12.0 KiB", "1.50 MiB", "3.20 GiB".
+static std::string humanBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (u < 4 && std::abs(bytes) >= 1024) {
+    bytes /= 1024;
+    ++u;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (u == 0)
+    os << llvm::format("%.0f B", bytes);
+  else
+    os << llvm::format(bytes < 10 ? "%.2f %s" : "%.1f %s", bytes, units[u]);
+  return text;
+}
+
+/// FLOPs in decimal units: "800 FLOP", "4.50 MFLOP", "1.23 GFLOP".
+static std::string humanFlops(double flops) {
+  const char *units[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"};
+  int u = 0;
+  while (u < 5 && flops >= 1000) {
+    flops /= 1000;
+    ++u;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (u == 0)
+    os << llvm::format("%.0f FLOP", flops);
+  else
+    os << llvm::format(flops < 10 ? "%.2f %s" : "%.1f %s", flops, units[u]);
+  return text;
+}
+
+/// The first ONNX node name in `loc` (through fused and call-site
+/// locations), or "".
+static std::string nodeName(Location loc) {
+  if (auto name = llvm::dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = llvm::dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (std::string n = nodeName(inner); !n.empty())
+        return n;
+  if (auto call = llvm::dyn_cast<CallSiteLoc>(loc))
+    return nodeName(call.getCallee());
+  return "";
+}
+
+/// The model layer an op belongs to: the module path of the ONNX node name
+/// PyTorch writes (/h.0/attn/MatMul is in /h.0/attn), kept through fusion
+/// and differentiation in the op's location. Ops the importer named after
+/// the graph (`model`, e.g. parameters and what the optimizer does with
+/// them) and ops without a name are "(whole model)".
+static std::string layerOf(Operation *op, llvm::StringRef model) {
+  std::string name = nodeName(op->getLoc());
+  if (name.empty() || name == model)
+    return "(whole model)";
+  size_t slash = name.rfind('/');
+  if (slash == std::string::npos)
+    return "(top level)";
+  return slash == 0 ? "/" : name.substr(0, slash);
+}
+
+/// Ticks for an axis from 0 to `max`: a step of 1, 2 or 5 times a power of
+/// ten giving at most about `count` of them.
+static double tickStep(double max, int count) {
+  double raw = std::max(max, 1e-9) / count;
+  double power = std::pow(10, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * power >= raw)
+      return m * power;
+  return 10 * power;
+}
+
 /// The arena offset the plan gave result `resultNumber` of `op`, or -1.
 static int64_t plannedOffset(Operation *op, unsigned resultNumber) {
   if (auto offset = op->getAttrOfType<IntegerAttr>(kOffsetAttr))
@@ -146,50 +229,166 @@ static int64_t plannedOffset(Operation *op, unsigned resultNumber) {
   return -1;
 }
 
-/// The memory plan as an SVG: x is the op index, y the arena offset; one
-/// rectangle per arena buffer from its def to its last use.
+/// Where the live arena bytes peak: the op index and the bytes.
+struct LivePeak {
+  int64_t op = 0;
+  int64_t bytes = 0;
+};
+
+static bool planned(const Buffer &buffer) {
+  return buffer.def && buffer.region == BufferRegion::Arena &&
+         plannedOffset(buffer.def, buffer.resultNumber) >= 0;
+}
+
+static LivePeak livePeak(const BufferLiveness &live) {
+  std::vector<int64_t> delta(live.numOps + 2, 0);
+  for (const Buffer &buffer : live.buffers)
+    if (planned(buffer)) {
+      delta[std::max<int64_t>(0, buffer.start)] += buffer.bytes;
+      delta[std::min<int64_t>(live.numOps, buffer.end) + 1] -= buffer.bytes;
+    }
+  LivePeak peak;
+  int64_t sum = 0;
+  for (int64_t i = 0; i < live.numOps; ++i) {
+    sum += delta[i];
+    if (sum > peak.bytes)
+      peak = {i, sum};
+  }
+  return peak;
+}
+
+/// The memory plan as an SVG: x is the op index in execution order, y the
+/// arena offset, with ticks and units on both axes; one rectangle per arena
+/// buffer from its def to its last use, coloured by model layer (the legend
+/// names the layers that hold the most bytes at the peak, the rest grey);
+/// the arena size and the peak of live bytes marked.
 static void writeTimeline(llvm::raw_ostream &os, const BufferLiveness &live,
-                          int64_t arenaBytes) {
-  const double width = 960, height = 400, left = 80, top = 20, bottom = 30;
-  double plotW = width - left - 10, plotH = height - top - bottom;
+                          int64_t arenaBytes, const LivePeak &peak,
+                          llvm::function_ref<std::string(Operation *)> layer) {
+  const double width = 1180, height = 460, left = 90, top = 20, bottom = 60,
+               legendW = 300;
+  double plotW = width - left - legendW - 20, plotH = height - top - bottom;
   double numOps = std::max<int64_t>(1, live.numOps);
-  double maxBytes = std::max<int64_t>(1, arenaBytes) * 1.05;
+  // y in the unit that suits the arena.
+  const char *unit = "B";
+  double scale = 1;
+  for (const char *u : {"KiB", "MiB", "GiB"})
+    if (arenaBytes >= scale * 1024 * 4) {
+      scale *= 1024;
+      unit = u;
+    }
+  double maxY = std::max<int64_t>(1, arenaBytes) * 1.08 / scale;
   auto x = [&](double i) { return left + i / numOps * plotW; };
   auto f = [](double v) { return llvm::format("%.1f", v); };
-  auto y = [&](double b) { return top + plotH - b / maxBytes * plotH; };
+  auto num = [](double v) {
+    std::string text;
+    llvm::raw_string_ostream(text) << llvm::format("%.1f", v);
+    return text;
+  };
+  auto y = [&](double b) { return top + plotH - b / scale / maxY * plotH; };
+  // The layers holding the most bytes at the peak get colours.
+  std::map<std::string, int64_t> atPeak;
+  for (const Buffer &buffer : live.buffers)
+    if (planned(buffer) && buffer.start <= peak.op && peak.op <= buffer.end)
+      atPeak[layer(buffer.def)] += buffer.bytes;
+  std::vector<std::pair<int64_t, std::string>> ranked;
+  for (auto &[name, bytes] : atPeak)
+    ranked.push_back({-bytes, name});
+  llvm::sort(ranked);
+  const char *palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
+                           "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+                           "#9c755f", "#86bcb6"};
+  std::map<std::string, const char *> colour;
+  for (size_t i = 0; i < ranked.size() && i < std::size(palette); ++i)
+    colour[ranked[i].second] = palette[i];
+  auto colourOf = [&](const std::string &name) {
+    auto it = colour.find(name);
+    return it == colour.end() ? "#c8c8c8" : it->second;
+  };
+
   os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << f(width)
-     << "\" height=\"" << f(height) << "\" class=\"timeline\">\n";
-  os << "<rect x=\"" << f(left) << "\" y=\"" << f(top) << "\" width=\"" << f(plotW)
-     << "\" height=\"" << f(plotH) << "\" fill=\"#fafafa\" stroke=\"#999\"/>\n";
-  unsigned n = 0;
+     << "\" height=\"" << f(height)
+     << "\" class=\"timeline\" font-family=\"sans-serif\" "
+        "font-size=\"12\">\n";
+  os << "<rect x=\"" << f(left) << "\" y=\"" << f(top) << "\" width=\""
+     << f(plotW) << "\" height=\"" << f(plotH)
+     << "\" fill=\"#fafafa\" stroke=\"#999\"/>\n";
+  // Grid and ticks: y in `unit`, x in ops.
+  double yStep = tickStep(maxY, 8);
+  for (double v = 0; v <= maxY; v += yStep) {
+    double py = top + plotH - v / maxY * plotH;
+    os << "<line x1=\"" << f(left - 5) << "\" x2=\"" << f(left + plotW)
+       << "\" y1=\"" << f(py) << "\" y2=\"" << f(py)
+       << "\" stroke=\"#e4e4e4\"/>\n<text x=\"" << f(left - 8) << "\" y=\""
+       << f(py + 4) << "\" text-anchor=\"end\">" << llvm::format("%g", v) << " "
+       << unit << "</text>\n";
+  }
+  double xStep = std::max(1.0, tickStep(numOps, 10));
+  for (double v = 0; v <= numOps; v += xStep) {
+    double px = x(v);
+    os << "<line x1=\"" << f(px) << "\" x2=\"" << f(px) << "\" y1=\""
+       << f(top + plotH) << "\" y2=\"" << f(top + plotH + 5)
+       << "\" stroke=\"#666\"/>\n<text x=\"" << f(px) << "\" y=\""
+       << f(top + plotH + 18) << "\" text-anchor=\"middle\">"
+       << llvm::format("%g", v) << "</text>\n";
+  }
+  os << "<text x=\"" << f(left + plotW / 2) << "\" y=\"" << f(height - 14)
+     << "\" text-anchor=\"middle\">op of @train_step, in execution order "
+        "(forward, then backward and optimizer)</text>\n";
+  os << "<text transform=\"translate(16," << f(top + plotH / 2)
+     << ") rotate(-90)\" text-anchor=\"middle\">arena offset (" << unit
+     << ")</text>\n";
   for (const Buffer &buffer : live.buffers) {
-    if (!buffer.def || buffer.region != BufferRegion::Arena)
+    if (!planned(buffer))
       continue;
     int64_t offset = plannedOffset(buffer.def, buffer.resultNumber);
-    if (offset < 0)
-      continue;
-    double hue = (n++ * 47) % 360;
+    std::string name = layer(buffer.def);
     os << "<rect x=\"" << f(x(buffer.start)) << "\" y=\""
        << f(y(offset + buffer.bytes)) << "\" width=\""
-       << f(std::max(1.0, x(buffer.end + 1) - x(buffer.start))) << "\" height=\""
-       << f(std::max(0.5, y(offset) - y(offset + buffer.bytes)))
-       << "\" fill=\"hsl(" << f(hue) << ",60%,60%)\" stroke=\"#333\" "
-       << "stroke-width=\"0.3\"><title>"
-       << escape(launchName(buffer.def)) << " ops "
-       << buffer.start << "-" << buffer.end << ", offset " << offset << ", "
-       << buffer.bytes << " bytes</title></rect>\n";
+       << f(std::max(1.0, x(buffer.end + 1) - x(buffer.start)))
+       << "\" height=\""
+       << f(std::max(0.5, y(offset) - y(offset + buffer.bytes))) << "\" fill=\""
+       << colourOf(name) << "\" stroke=\"#333\" stroke-width=\"0.3\"><title>"
+       << escape(launchName(buffer.def)) << " in " << escape(name) << ", ops "
+       << buffer.start << "-" << buffer.end << ", offset " << humanBytes(offset)
+       << ", " << humanBytes(buffer.bytes) << "</title></rect>\n";
   }
   os << "<line x1=\"" << f(left) << "\" x2=\"" << f(left + plotW) << "\" y1=\""
      << f(y(arenaBytes)) << "\" y2=\"" << f(y(arenaBytes))
      << "\" stroke=\"#c00\" stroke-dasharray=\"6,3\"/>\n";
-  os << "<text x=\"" << f(left + 4) << "\" y=\"" << f(y(arenaBytes) - 4)
-     << "\" fill=\"#c00\" font-size=\"12\">peak " << arenaBytes
-     << " bytes</text>\n";
-  os << "<text x=\"" << f(left) << "\" y=\"" << f(height - 8)
-     << "\" font-size=\"12\">op 0</text><text x=\"" << f(left + plotW - 60)
-     << "\" y=\"" << f(height - 8) << "\" font-size=\"12\">op "
-     << live.numOps - 1 << "</text>\n";
-  os << "<text x=\"4\" y=\"" << f(y(0)) << "\" font-size=\"12\">0 B</text>\n";
+  os << "<line x1=\"" << f(x(peak.op + 0.5)) << "\" x2=\""
+     << f(x(peak.op + 0.5)) << "\" y1=\"" << f(top) << "\" y2=\""
+     << f(top + plotH) << "\" stroke=\"#000\" stroke-dasharray=\"2,3\"/>\n";
+  // Legend.
+  double lx = left + plotW + 20, ly = top + 10;
+  auto entry = [&](llvm::StringRef swatch, const std::string &text) {
+    os << swatch << "<text x=\"" << f(lx + 24) << "\" y=\"" << f(ly + 4)
+       << "\">" << escape(text) << "</text>\n";
+    ly += 18;
+  };
+  entry(("<line x1=\"" + num(lx) + "\" x2=\"" + num(lx + 18) + "\" y1=\"" +
+         num(ly) + "\" y2=\"" + num(ly) +
+         "\" stroke=\"#c00\" stroke-dasharray=\"6,3\"/>"),
+        "arena " + humanBytes(arenaBytes));
+  entry(("<line x1=\"" + num(lx + 9) + "\" x2=\"" + num(lx + 9) + "\" y1=\"" +
+         num(ly - 7) + "\" y2=\"" + num(ly + 7) +
+         "\" stroke=\"#000\" stroke-dasharray=\"2,3\"/>"),
+        "peak live " + humanBytes(peak.bytes) + " at op " +
+            std::to_string(peak.op));
+  ly += 6;
+  os << "<text x=\"" << f(lx) << "\" y=\"" << f(ly + 4)
+     << "\" font-weight=\"bold\">buffers by layer (bytes at the peak)"
+        "</text>\n";
+  ly += 18;
+  for (size_t i = 0; i < ranked.size() && i < std::size(palette); ++i)
+    entry(("<rect x=\"" + num(lx) + "\" y=\"" + num(ly - 6) +
+           "\" width=\"18\" height=\"12\" fill=\"" + palette[i] +
+           "\" stroke=\"#333\" stroke-width=\"0.3\"/>"),
+          ranked[i].second + "  " + humanBytes(-ranked[i].first));
+  if (ranked.size() > std::size(palette))
+    entry("<rect x=\"" + num(lx) + "\" y=\"" + num(ly - 6) +
+              "\" width=\"18\" height=\"12\" fill=\"#c8c8c8\"/>",
+          "other layers");
   os << "</svg>\n";
 }
 
@@ -268,6 +467,105 @@ LogicalResult writeReport(ModuleOp trained, ModuleOp lowered,
      << "code{font-size:90%}\n</style></head><body>\n"
      << "<h1>tcc compile report</h1>\n";
 
+  std::string model;
+  if (auto name = llvm::dyn_cast<NameLoc>(trained.getLoc()))
+    model = name.getName().str();
+  auto layer = [&](Operation *op) { return layerOf(op, model); };
+  LivePeak peak = livePeak(*live);
+
+  // By model layer: the launches, their cost, and the arena buffers they
+  // define, in the order the layers first run.
+  struct LayerRow {
+    int64_t first = 0, launches = 0, flops = 0, bytesMoved = 0, defined = 0,
+            atPeak = 0;
+  };
+  std::map<std::string, LayerRow> layers;
+  int64_t index = 0;
+  for (Operation &op : func.getBody().front()) {
+    std::string name = layer(&op);
+    if (!layers.count(name))
+      layers[name].first = index;
+    ++index;
+    if (!launchesKernel(&op))
+      continue;
+    LayerRow &row = layers[name];
+    ++row.launches;
+    row.flops += launchFlops(&op);
+    row.bytesMoved += launchBytes(&op);
+  }
+  for (const Buffer &buffer : live->buffers)
+    if (planned(buffer)) {
+      LayerRow &row = layers[layer(buffer.def)];
+      row.defined += buffer.bytes;
+      if (buffer.start <= peak.op && peak.op <= buffer.end)
+        row.atPeak += buffer.bytes;
+    }
+  std::vector<std::pair<std::string, LayerRow>> layerRows(layers.begin(),
+                                                          layers.end());
+  llvm::stable_sort(layerRows, [](const auto &a, const auto &b) {
+    return a.second.first < b.second.first;
+  });
+  os << "<p>@train_step per step: " << humanFlops(flops) << ", "
+     << humanBytes(bytes) << " moved, " << kernelsAfter
+     << " launches after fusion (" << kernelsBefore << " before); arena "
+     << humanBytes(arenaBytes) << ", live buffers peak at "
+     << humanBytes(peak.bytes) << ". Model: <code>" << escape(model)
+     << "</code>.</p>\n";
+  os << "<h2>By model layer</h2>\n<p>Each launch of @train_step (forward, "
+     << "backward and optimizer) under the layer of the ONNX node it comes "
+     << "from (PyTorch's module path, e.g. <code>/h.0/attn</code>); "
+     << "<i>(whole model)</i> is what belongs to no one node, such as the "
+     << "optimizer's updates.</p>\n<table><tr><th>layer</th><th>launches"
+     << "</th><th>FLOPs</th><th>bytes moved</th><th>arena buffers it "
+     << "defines</th><th>live at the peak</th></tr>\n";
+  for (const auto &[name, row] : layerRows) {
+    if (!row.launches && !row.defined)
+      continue;
+    os << "<tr><td>" << escape(name) << "</td><td class=\"n\">" << row.launches
+       << "</td><td class=\"n\">" << humanFlops(row.flops)
+       << "</td><td class=\"n\">" << humanBytes(row.bytesMoved)
+       << "</td><td class=\"n\">" << humanBytes(row.defined)
+       << "</td><td class=\"n\">" << humanBytes(row.atPeak) << "</td></tr>\n";
+  }
+  os << "</table>\n";
+
+  os << "<h2>Memory plan</h2>\n<p>Arena: " << humanBytes(arenaBytes) << " ("
+     << withCommas(arenaBytes) << " bytes) over " << live->numOps
+     << " ops of @train_step; live buffers peak at " << humanBytes(peak.bytes)
+     << " at op " << peak.op << " ("
+     << escape(launchName(&*std::next(func.getBody().front().begin(), peak.op)))
+     << ").</p>\n";
+  writeTimeline(os, *live, arenaBytes, peak, layer);
+
+  // The buffers live at the peak, largest first.
+  std::vector<const Buffer *> atPeak;
+  for (const Buffer &buffer : live->buffers)
+    if (planned(buffer) && buffer.start <= peak.op && peak.op <= buffer.end)
+      atPeak.push_back(&buffer);
+  llvm::stable_sort(atPeak, [](const Buffer *a, const Buffer *b) {
+    return a->bytes > b->bytes;
+  });
+  os << "<h3>Largest buffers at the peak</h3>\n<table><tr><th>size</th>"
+     << "<th>made by</th><th>layer</th><th>type</th><th>live ops</th></tr>\n";
+  for (const Buffer *buffer : llvm::ArrayRef(atPeak).take_front(10))
+    os << "<tr><td class=\"n\">" << humanBytes(buffer->bytes) << "</td><td>"
+       << escape(launchName(buffer->def)) << "</td><td>"
+       << escape(layer(buffer->def)) << "</td><td><code>"
+       << typeString(buffer->value.getType()) << "</code></td><td>"
+       << buffer->start << "&ndash;" << buffer->end << "</td></tr>\n";
+  os << "</table>\n<p>" << atPeak.size() << " buffers live at op " << peak.op
+     << ".</p>\n";
+
+  os << "<h2>Estimated cost per step</h2>\n<table><tr><th>FLOPs</th>"
+     << "<th>bytes moved</th></tr>\n<tr><td class=\"n\">" << humanFlops(flops)
+     << " (" << withCommas(flops) << ")</td><td class=\"n\">"
+     << humanBytes(bytes) << " (" << withCommas(bytes)
+     << ")</td></tr></table>\n"
+     << "<p>FLOPs: 2&middot;M&middot;N&middot;K per matmul/gemm, "
+     << "4&middot;B&middot;H&middot;Tq&middot;Tk&middot;D per attention "
+        "(2&times; "
+     << "for its gradient), 1 per element otherwise. Bytes moved: operands "
+     << "plus results of every launch.</p>\n";
   os << "<h2>Pipeline stages</h2>\n<table><tr><th>stage</th><th>function"
      << "</th><th>ops</th><th>note</th></tr>\n";
   for (const ReportStage &stage : stages)
@@ -297,19 +595,7 @@ LogicalResult writeReport(ModuleOp trained, ModuleOp lowered,
   });
   os << "</table>\n<p>" << groups << " fusion groups.</p>\n";
 
-  os << "<h2>Memory plan</h2>\n<p>Arena: " << arenaBytes << " bytes ("
-     << withCommas(arenaBytes) << ") over " << live->numOps
-     << " ops of @train_step.</p>\n";
-  writeTimeline(os, *live, arenaBytes);
-
-  os << "<h2>Estimated cost per step</h2>\n<table><tr><th>FLOPs</th>"
-     << "<th>bytes moved</th></tr>\n<tr><td class=\"n\">" << flops
-     << " (" << withCommas(flops) << ")</td><td class=\"n\">" << bytes
-     << " (" << withCommas(bytes) << ")</td></tr></table>\n"
-     << "<p>FLOPs: 2&middot;M&middot;N&middot;K per matmul/gemm, "
-     << "4&middot;B&middot;H&middot;Tq&middot;Tk&middot;D per attention (2&times; "
-     << "for its gradient), 1 per element otherwise. Bytes moved: operands "
-     << "plus results of every launch.</p>\n</body></html>\n";
+  os << "</body></html>\n";
   out.keep();
   return success();
 }
