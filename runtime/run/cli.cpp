@@ -354,7 +354,13 @@ int inspectCommand(const std::string &program, std::vector<std::string> args) {
                  "kernels, memory plan and peak memory.\n";
     return 0;
   }
-  if (args.size() != 1 || args[0].empty() || args[0][0] == '-') {
+  for (const std::string &a : args)
+    if (a.size() > 1 && a[0] == '-') {
+      std::cerr << "tcc: " << program << ": "
+                << unknownFlagMessage(a, {"--help"}) << "\n";
+      return 1;
+    }
+  if (args.size() != 1 || args[0].empty()) {
     std::cerr << "tcc: " << program
               << ": expected one artifact directory (see --help)\n";
     return 1;
