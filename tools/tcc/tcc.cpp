@@ -110,22 +110,24 @@ std::string checkArguments(cl::SubCommand &sub,
       positionals.push_back(arg.str());
       continue;
     }
-    auto [name, value] =
-        arg.drop_while([](char c) { return c == '-'; }).split('=');
+    llvm::StringRef name =
+        arg.drop_while([](char c) { return c == '-'; }).split('=').first;
     auto found = options.find(name);
     if (found == options.end()) {
       if (name == "help" || name == "h" || name == "help-hidden")
         continue;
-      // `-o=x` aside, a value only follows a flag that takes one.
       return tcc::run::unknownFlagMessage(arg.str(), documented);
     }
+    // The next argument is this flag's value, whatever it looks like.
     if (!arg.contains('=') &&
         found->second->getValueExpectedFlag() == cl::ValueRequired)
       ++i;
   }
   if (positionals.size() > maxPositionals)
-    return "unexpected argument '" + positionals[maxPositionals] + "' after '" +
-           positionals[maxPositionals - 1] + "' (see --help)";
+    return "unexpected argument '" + positionals[maxPositionals] + "'" +
+           (maxPositionals ? " after '" + positionals[maxPositionals - 1] + "'"
+                           : std::string()) +
+           " (see --help)";
   return "";
 }
 
