@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <utility>
 
 namespace tcc::run {
@@ -18,6 +19,13 @@ const char *runFlagsHelp() {
   return R"(  --data FILE             training data: .npz/.npy arrays named after the
                           batch inputs, or a uint16 token file (.bin)
   --steps N               total optimizer steps (a resumed run continues to N)
+  --epochs N              in place of --steps: N passes over the data
+  --more-steps N          with --resume, in place of --steps: N steps past
+                          the checkpoint
+  --shuffle               read the samples in a shuffled order per epoch (a
+                          token file: random windows, as nanoGPT); resumed
+                          runs continue the checkpoint's order
+  --seed S                the shuffle's seed (default 0)
   --checkpoint-dir DIR    write DIR/step-N checkpoints (always after the last)
   --checkpoint-every K    also every K steps
   --keep-checkpoints K    keep only this run's newest K checkpoints
@@ -31,7 +39,16 @@ const char *runFlagsHelp() {
   --allow-repeat          train on .npz data of fewer samples than one batch
   --eval-data FILE        evaluation data (mean loss over its full batches)
   --eval-every K          evaluate every K steps (default: after the last)
-  --log FILE.csv          step,loss,lr,seconds,throughput,elapsed rows
+  --eval-batches N        evaluate on the first N batches of --eval-data
+  --early-stop patience=P,min_delta=D
+                          stop when P evaluations in a row did not lower the
+                          eval loss by more than D (min_delta default 0)
+  --save-best             keep the checkpoint of the lowest eval loss in
+                          CHECKPOINT_DIR/best
+  --tensorboard DIR       write TensorBoard event files (loss, lr,
+                          throughput, loss scale, eval loss) into DIR
+  --log FILE.csv          step,loss,lr,seconds,throughput,elapsed rows (and
+                          eval_loss with --eval-data)
   --progress MODE         auto (one live line on a terminal), lines, none
 )";
 }
@@ -125,30 +142,74 @@ bool parseProfileFlags(std::vector<std::string> &args, ProfileFlags &p,
   return true;
 }
 
+/// "patience=P,min_delta=D" (min_delta optional).
+bool parseEarlyStop(const std::string &text, RunOptions &o,
+                    std::string &error) {
+  error = "--early-stop expects patience=P[,min_delta=D], got '" + text + "'";
+  std::stringstream in(text);
+  std::string item;
+  bool patience = false;
+  while (std::getline(in, item, ',')) {
+    size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      return false;
+    std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    char *end = nullptr;
+    if (key == "patience") {
+      errno = 0;
+      o.patience = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end || errno || o.patience < 1)
+        return false;
+      patience = true;
+    } else if (key == "min_delta") {
+      o.minDelta = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end || !(o.minDelta >= 0))
+        return false;
+    } else {
+      return false;
+    }
+  }
+  if (!patience)
+    return false;
+  error.clear();
+  return true;
+}
+
 } // namespace
 
 bool parseRunFlags(std::vector<std::string> &args, RunOptions &o,
                    std::string &error) {
+  std::string earlyStop;
   struct StringFlag {
     const char *name;
     std::string *value;
-  } strings[] = {
-      {"--data", &o.data},          {"--checkpoint-dir", &o.checkpointDir},
-      {"--eval-data", &o.evalData}, {"--log", &o.log},
-      {"--progress", &o.progress},  {"--on-nan", &o.onNan}};
+  } strings[] = {{"--data", &o.data},
+                 {"--checkpoint-dir", &o.checkpointDir},
+                 {"--eval-data", &o.evalData},
+                 {"--log", &o.log},
+                 {"--progress", &o.progress},
+                 {"--on-nan", &o.onNan},
+                 {"--tensorboard", &o.tensorboard},
+                 {"--early-stop", &earlyStop}};
   struct IntFlag {
     const char *name;
     int64_t *value;
   } ints[] = {{"--steps", &o.steps},
               {"--checkpoint-every", &o.checkpointEvery},
               {"--keep-checkpoints", &o.keepCheckpoints},
-              {"--eval-every", &o.evalEvery}};
+              {"--eval-every", &o.evalEvery},
+              {"--epochs", &o.epochs},
+              {"--more-steps", &o.moreSteps},
+              {"--seed", &o.seed},
+              {"--eval-batches", &o.evalBatches}};
   struct BoolFlag {
     const char *name;
     bool *value;
   } bools[] = {{"--resume", &o.resume},
                {"--overwrite", &o.overwrite},
-               {"--allow-repeat", &o.allowRepeat}};
+               {"--allow-repeat", &o.allowRepeat},
+               {"--shuffle", &o.shuffle},
+               {"--save-best", &o.saveBest}};
   for (size_t i = 0; i < args.size();) {
     bool matched = false;
     for (BoolFlag &f : bools)
@@ -175,11 +236,13 @@ bool parseRunFlags(std::vector<std::string> &args, RunOptions &o,
         return false;
       if (matched && f.value == &o.steps)
         o.stepsGiven = true;
+      if (matched && f.value == &o.seed)
+        o.seedGiven = true;
     }
     if (!matched)
       ++i;
   }
-  return true;
+  return earlyStop.empty() || parseEarlyStop(earlyStop, o, error);
 }
 
 int runCommand(const std::string &program, std::vector<std::string> args) {
