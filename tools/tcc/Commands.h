@@ -3,6 +3,9 @@
 
 #include "run/loop.h"
 
+#include <string>
+#include <vector>
+
 namespace tcc::driver {
 
 // Each command reports whether it was chosen on the command line and runs.
@@ -17,6 +20,9 @@ int runTrain();
 /// The loop flags of `tcc train`, taken out of argv (run::parseRunFlags)
 /// before LLVM's parser sees it.
 run::RunOptions &trainRunOptions();
+/// `tcc generate ARTIFACT ...` (GenerateCommand.cpp); `args` excludes the
+/// program and command names. Parses its own flags, as `tcc run` does.
+int generateCommand(std::vector<std::string> args);
 
 } // namespace tcc::driver
 

@@ -20,6 +20,8 @@ int main(int argc, char **argv) {
     return tcc::run::runCommand("run", {args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "inspect")
     return tcc::run::inspectCommand("inspect", {args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "generate")
+    return tcc::driver::generateCommand({args.begin() + 1, args.end()});
   std::vector<char *> kept(argv, argv + argc);
   if (!args.empty() && args[0] == "train") {
     std::vector<std::string> rest(args.begin() + 1, args.end());
@@ -58,6 +60,9 @@ int main(int argc, char **argv) {
       "                                        train an artifact (as tcc-run)\n"
       "  tcc inspect OUT.tcc                   inputs, parameters, kernels, "
       "memory plan\n"
+      "  tcc generate GEN.tcc --prompt-tokens 1,2 --checkpoint DIR\n"
+      "                                        continue a token sequence with "
+      "a language model\n"
       "  tcc train MODEL --loss L --data D.npz --steps N\n"
       "                                        compile and run in one "
       "command\n\n"
