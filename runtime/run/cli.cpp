@@ -3,6 +3,7 @@
 #include "run/session_engine.h"
 
 #include "exec/inspect.h"
+#include "plan/plan.h"
 #include "plan/schedule.h"
 
 #include <cerrno>
@@ -175,6 +176,81 @@ bool parseEarlyStop(const std::string &text, RunOptions &o,
   return true;
 }
 
+/// `tcc run INFERENCE.tcc --inputs IN.npz [--outputs OUT.npz]
+/// [--checkpoint DIR]`: one forward pass through the C API; prints each
+/// output's name, dtype, shape and first values.
+int forward(const std::string &artifact, const std::string &backend,
+            int32_t device, const std::string &inputs,
+            const std::string &outputs, const std::string &checkpointPath) {
+  auto fail = [](const std::string &message) {
+    std::cerr << "tcc: " << message << "\n";
+    return 1;
+  };
+  if (inputs.empty())
+    return fail("run: --inputs FILE.npz is required to run an inference "
+                "artifact");
+  std::string error;
+  std::unique_ptr<SessionEngine> engine =
+      SessionEngine::open(artifact, backend, device, error);
+  if (!engine)
+    return fail(error);
+  tcc_session *s = engine->session();
+  if (tcc_num_outputs(s) == 0)
+    return fail("run: " + artifact +
+                " is a training artifact: --inputs and --checkpoint run an "
+                "inference artifact (tcc compile MODEL -o OUT.tcc, without "
+                "--loss); train this one with --data");
+  if (!checkpointPath.empty()) {
+    std::string from;
+    if (!loadCheckpointParams(s, checkpointPath, from, error))
+      return fail(error);
+    std::cout << "parameters from " << from << "\n";
+  }
+  std::vector<data::Array> arrays, results;
+  try {
+    arrays = data::readNpz(inputs);
+  } catch (const data::Error &e) {
+    return fail(e.what());
+  }
+  for (int32_t i = 0, n = tcc_num_inputs(s); i < n; ++i) {
+    tcc_tensor_info info;
+    tcc_input_info(s, i, &info);
+    const data::Array *a = data::findArray(arrays, info.name);
+    if (!a)
+      return fail(inputs + ": no array for input '" + info.name + "'");
+    if (tcc_bind_input(s, info.name, a->bytes.data(), a->bytes.size()) !=
+        TCC_OK)
+      return fail(inputs + ": " + tcc_last_error());
+  }
+  if (tcc_forward(s) != TCC_OK)
+    return fail(tcc_last_error());
+  for (int32_t i = 0, n = tcc_num_outputs(s); i < n; ++i) {
+    tcc_tensor_info info;
+    tcc_output_info(s, i, &info);
+    data::Array a;
+    a.name = info.name;
+    a.dtype = rt::fromApiDType(info.dtype);
+    a.shape.assign(info.shape, info.shape + info.rank);
+    a.bytes.resize(info.bytes);
+    if (tcc_read_output(s, info.name, a.bytes.data(), a.bytes.size()) != TCC_OK)
+      return fail(tcc_last_error());
+    std::cout << "output '" << a.name << "' " << data::dtypeName(a.dtype)
+              << "[";
+    for (size_t d = 0; d < a.shape.size(); ++d)
+      std::cout << (d ? "x" : "") << a.shape[d];
+    std::cout << "]\n";
+    results.push_back(std::move(a));
+  }
+  if (!outputs.empty()) {
+    try {
+      data::writeNpz(outputs, results);
+    } catch (const data::Error &e) {
+      return fail(e.what());
+    }
+  }
+  return 0;
+}
+
 } // namespace
 
 bool parseRunFlags(std::vector<std::string> &args, RunOptions &o,
@@ -263,7 +339,16 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
            "print the time\n"
         << "                          per op family and the slowest steps\n"
         << "  --profile-json FILE     also write that profile as JSON "
-           "(implies --profile)\n";
+           "(implies --profile)\n"
+        << "\nAn inference artifact (tcc compile MODEL -o OUT.tcc, without "
+           "--loss) runs its\nforward pass instead:\n\n"
+        << "  " << program
+        << " OUT.tcc --inputs IN.npz [--outputs OUT.npz] [--checkpoint DIR]\n"
+        << "  --inputs FILE.npz       one array per input, named after it\n"
+        << "  --outputs FILE.npz      write the outputs, named after them\n"
+        << "  --checkpoint DIR        the parameters of a training checkpoint "
+           "(a step-N\n"
+        << "                          directory, or the latest under DIR)\n";
     return 0;
   };
   for (const std::string &a : args)
@@ -277,13 +362,16 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
   RunOptions options;
   ProfileFlags profileFlags;
   std::string error, backend = "cpu", deviceText = "0";
+  std::string inputs, outputs, checkpointPath;
   if (!parseRunFlags(args, options, error) ||
       !parseProfileFlags(args, profileFlags, error))
     return fail(program + ": " + error);
   for (size_t i = 0; i < args.size();) {
     bool matched = false;
-    for (auto [flag, value] : {std::pair{"--backend", &backend},
-                               std::pair{"--device", &deviceText}}) {
+    for (auto [flag, value] :
+         {std::pair{"--backend", &backend}, std::pair{"--device", &deviceText},
+          std::pair{"--inputs", &inputs}, std::pair{"--outputs", &outputs},
+          std::pair{"--checkpoint", &checkpointPath}}) {
       if (!takeValue(args, i, flag, *value, matched, error))
         return fail(program + ": " + error);
       if (matched)
@@ -312,6 +400,15 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
   if (artifact.empty())
     return fail(program + ": no artifact given (the OUT.tcc directory that "
                           "`tcc compile -o OUT.tcc` wrote)");
+  if (!inputs.empty() || !outputs.empty() || !checkpointPath.empty()) {
+    if (!options.data.empty() || options.stepsGiven || profileFlags.on)
+      return fail(program + ": --inputs runs an inference artifact's forward "
+                            "pass: it takes no training flags");
+    if (!checkArtifactPath(artifact, error))
+      return fail(error);
+    return forward(artifact, backend, int32_t(device), inputs, outputs,
+                   checkpointPath);
+  }
   if (!checkRunOptions(options, program, error))
     return fail(error);
   if (!checkArtifactPath(artifact, error))
