@@ -23,6 +23,8 @@ run::RunOptions &trainRunOptions();
 /// `tcc generate ARTIFACT ...` (GenerateCommand.cpp); `args` excludes the
 /// program and command names. Parses its own flags, as `tcc run` does.
 int generateCommand(std::vector<std::string> args);
+/// `tcc plot LOG.csv -o CURVES.html` (PlotCommand.cpp), likewise.
+int plotCommand(std::vector<std::string> args);
 
 } // namespace tcc::driver
 

@@ -22,6 +22,8 @@ int main(int argc, char **argv) {
     return tcc::run::inspectCommand("inspect", {args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "generate")
     return tcc::driver::generateCommand({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "plot")
+    return tcc::driver::plotCommand({args.begin() + 1, args.end()});
   std::vector<char *> kept(argv, argv + argc);
   if (!args.empty() && args[0] == "train") {
     std::vector<std::string> rest(args.begin() + 1, args.end());
@@ -63,6 +65,8 @@ int main(int argc, char **argv) {
       "  tcc generate GEN.tcc --prompt-tokens 1,2 --checkpoint DIR\n"
       "                                        continue a token sequence with "
       "a language model\n"
+      "  tcc plot LOG.csv -o CURVES.html       loss, eval loss and learning "
+      "rate curves\n"
       "  tcc train MODEL --loss L --data D.npz --steps N\n"
       "                                        compile and run in one "
       "command\n\n"
