@@ -261,8 +261,10 @@ private:
   /// --on-nan: skip has gone back since the last checkpoint; continue has
   /// warned once.
   bool rewound = false, warnedNonFinite = false;
-  /// The last evaluation's mean loss (NaN before the first).
+  /// The last evaluation's mean loss (NaN before the first), and whether
+  /// the last evaluate() got to the end (a signal cuts it short).
   double evalLoss = NAN;
+  bool evalDone = false;
   /// The lowest eval loss and its step (--save-best); the --early-stop
   /// reference (lowered only by more than min_delta) and the evaluations
   /// since it was.
@@ -341,7 +343,7 @@ bool Loop::startRun() {
     shuffled = state["data_order"].value("shuffle", false);
     seed = state["data_order"].value("seed", int64_t(0));
   }
-  if ((options.shuffle && !shuffled) ||
+  if (((options.shuffle || options.seedGiven) && !shuffled) ||
       (shuffled && options.seedGiven && options.seed != seed))
     return reject("--resume: '" + from + "' read the data " +
                   (shuffled ? "shuffled with --seed " + std::to_string(seed)
@@ -367,7 +369,6 @@ bool Loop::startRun() {
   runNumber = found[0].run;
   lastCheckpoint = from;
   savedStep = engine.stepsDone();
-  out << "resuming from " << from << " (step " << engine.stepsDone() << ")\n";
   return true;
 }
 
@@ -471,8 +472,10 @@ bool Loop::evaluate() {
   if (options.evalBatches > 0)
     batches = std::min(batches, options.evalBatches);
   for (int64_t b = 0; b < batches; ++b) {
-    if (InterruptScope::received())
-      return true; // the checkpoint matters more than this evaluation
+    if (InterruptScope::received()) {
+      evalDone = false; // the checkpoint matters more than this evaluation
+      return true;
+    }
     double loss;
     std::string error;
     std::vector<data::Array> batch =
@@ -484,6 +487,7 @@ bool Loop::evaluate() {
     sum += loss;
   }
   evalLoss = sum / double(batches);
+  evalDone = true;
   endLiveLine();
   out << "eval step " << engine.stepsDone() << ": loss "
       << format("%.6f", evalLoss) << "\n";
@@ -698,6 +702,9 @@ int Loop::runSteps() {
     applyOrder();
   if (!resolveSteps())
     return 1;
+  if (options.resume)
+    out << "resuming from " << lastCheckpoint << " (step " << engine.stepsDone()
+        << ")\n";
   train.prefetch = std::make_unique<data::Prefetcher>(train.source());
   if (engine.stepsDone() == options.steps) {
     out << "nothing to do: the checkpoint is at step " << options.steps
@@ -763,9 +770,11 @@ int Loop::runSteps() {
         flushRow();
         return 1;
       }
-      flushRow(format("%.9g", evalLoss));
-      if (!afterEvaluation(loss, stopEarly))
-        return 1;
+      if (evalDone) {
+        flushRow(format("%.9g", evalLoss));
+        if (!afterEvaluation(loss, stopEarly))
+          return 1;
+      }
     }
     flushRow();
     bool saveDue =
