@@ -18,7 +18,8 @@ namespace tcc::run {
 
 const char *runFlagsHelp() {
   return R"(  --data FILE             training data: .npz/.npy arrays named after the
-                          batch inputs, or a uint16 token file (.bin)
+                          batch inputs, or a uint16 token file (.bin); a
+                          pattern such as 'train_*.bin' reads several shards
   --steps N               total optimizer steps (a resumed run continues to N)
   --epochs N              in place of --steps: N passes over the data
   --more-steps N          with --resume, in place of --steps: N steps past
