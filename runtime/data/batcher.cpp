@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "data/batcher.h"
+#include "data/random.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -165,7 +166,45 @@ Batcher Batcher::open(const std::string &path, std::vector<InputSpec> inputs) {
   return Batcher(std::move(arrays), std::move(inputs), path);
 }
 
+int64_t Batcher::shuffledSample(int64_t g) {
+  int64_t epoch = g / samples;
+  if (epoch != permEpoch) {
+    perm = epochPermutation(seed, uint64_t(epoch), samples);
+    permEpoch = epoch;
+  }
+  return perm[size_t(g % samples)];
+}
+
+void Batcher::shuffle(uint64_t s) {
+  shuffled = true;
+  seed = s;
+  pos = 0;
+  permEpoch = -1;
+}
+
 std::vector<Array> Batcher::next() {
+  if (shuffled) {
+    std::vector<int64_t> order(static_cast<size_t>(batch));
+    for (int64_t i = 0; i < batch; ++i)
+      order[size_t(i)] = shuffledSample(pos + i);
+    std::vector<Array> out;
+    for (const Feed &f : feeds) {
+      Array a;
+      a.name = f.spec.name;
+      a.dtype = f.spec.dtype;
+      a.shape = f.spec.shape;
+      size_t srcSample = size_t(f.sampleElems) * dtypeSize(f.data.dtype),
+             dstSample = size_t(f.sampleElems) * dtypeSize(a.dtype);
+      a.bytes.resize(size_t(batch) * dstSample);
+      for (int64_t i = 0; i < batch; ++i)
+        convert(f.data.bytes.data() + size_t(order[size_t(i)]) * srcSample,
+                f.data.dtype, a.bytes.data() + size_t(i) * dstSample, a.dtype,
+                f.sampleElems);
+      out.push_back(std::move(a));
+    }
+    pos += batch;
+    return out;
+  }
   std::vector<Array> out;
   out.reserve(feeds.size());
   for (const Feed &f : feeds) {
@@ -191,7 +230,7 @@ std::vector<Array> Batcher::next() {
 }
 
 void Batcher::seek(int64_t position) {
-  if (position < 0 || position >= samples)
+  if (position < 0 || (!shuffled && position >= samples))
     fail(source + ": ", "position " + std::to_string(position) +
                             " is outside the " + std::to_string(samples) +
                             " samples");
@@ -204,16 +243,10 @@ static constexpr int32_t LlmcMagic = 20240520, LlmcVersion = 1,
 static constexpr size_t LlmcHeaderInts = 256,
                         LlmcHeaderBytes = LlmcHeaderInts * sizeof(int32_t);
 
-TokenBatcher::TokenBatcher(const std::string &path, int64_t batch,
-                           int64_t seqLen, std::string inputName,
-                           std::string targetName)
-    : path(path), inputName(std::move(inputName)),
-      targetName(std::move(targetName)), batch(batch), seqLen(seqLen) {
+/// Reads one uint16 token file (raw, or llm.c's shard) into `tokens`.
+static void readTokenFile(const std::string &path,
+                          std::vector<uint16_t> &tokens) {
   std::string ctx = path + ": ";
-  if (batch < 1 || seqLen < 1 || batch > (INT64_MAX - 1) / seqLen)
-    fail(ctx, "invalid batch shape " + std::to_string(batch) + "x" +
-                  std::to_string(seqLen));
-
   std::FILE *f = std::fopen(path.c_str(), "rb");
   if (!f)
     fail(ctx, std::string("cannot open: ") + std::strerror(errno));
@@ -259,16 +292,60 @@ TokenBatcher::TokenBatcher(const std::string &path, int64_t batch,
   if (!tokens.empty())
     readAt(long(tokenStart), tokens.data(), tokens.size() * 2);
   std::fclose(f);
+}
 
-  if (int64_t(tokens.size()) < batch * seqLen + 1)
-    fail(ctx, std::to_string(tokens.size()) + " tokens, but a batch of " +
-                  std::to_string(batch) + "x" + std::to_string(seqLen) +
-                  " needs at least " + std::to_string(batch * seqLen + 1));
+TokenBatcher::TokenBatcher(const std::string &path, int64_t batch,
+                           int64_t seqLen, std::string inputName,
+                           std::string targetName)
+    : TokenBatcher(std::vector<std::string>{path}, batch, seqLen,
+                   std::move(inputName), std::move(targetName)) {}
+
+TokenBatcher::TokenBatcher(const std::vector<std::string> &paths, int64_t batch,
+                           int64_t seqLen, std::string inputName,
+                           std::string targetName)
+    : path(paths.empty() ? std::string() : paths.front()),
+      inputName(std::move(inputName)), targetName(std::move(targetName)),
+      batch(batch), seqLen(seqLen) {
+  if (paths.empty())
+    fail("", "no token files");
+  if (batch < 1 || seqLen < 1 || batch > (INT64_MAX - 1) / seqLen)
+    fail(path + ": ", "invalid batch shape " + std::to_string(batch) + "x" +
+                          std::to_string(seqLen));
+  shards.resize(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) {
+    readTokenFile(paths[i], shards[i]);
+    if (int64_t(shards[i].size()) < batch * seqLen + 1)
+      fail(paths[i] + ": ",
+           std::to_string(shards[i].size()) + " tokens, but a batch of " +
+               std::to_string(batch) + "x" + std::to_string(seqLen) +
+               " needs at least " + std::to_string(batch * seqLen + 1));
+    starts.push_back(total);
+    total += int64_t(shards[i].size());
+  }
+}
+
+size_t TokenBatcher::shardOf(int64_t p) const {
+  return size_t(std::upper_bound(starts.begin(), starts.end(), p) -
+                starts.begin() - 1);
+}
+
+int64_t TokenBatcher::batchesPerPass() const {
+  int64_t n = 0;
+  for (const std::vector<uint16_t> &s : shards)
+    n += (int64_t(s.size()) - 1) / (batch * seqLen);
+  return n;
+}
+
+void TokenBatcher::randomWindows(uint64_t s) {
+  random = true;
+  seed = s;
+  pos = 0;
 }
 
 void TokenBatcher::wrapIfShort() {
-  if (pos + batch * seqLen + 1 > numTokens())
-    pos = 0;
+  size_t k = shardOf(pos);
+  if (pos + batch * seqLen + 1 > starts[k] + int64_t(shards[k].size()))
+    pos = k + 1 < shards.size() ? starts[k + 1] : 0;
 }
 
 std::vector<Array> TokenBatcher::next() {
@@ -280,10 +357,33 @@ std::vector<Array> TokenBatcher::next() {
     a.dtype = DType::I64;
     a.shape = {batch, seqLen};
     a.bytes.resize(size_t(n) * sizeof(int64_t));
-    int64_t *dst = a.data<int64_t>();
-    const uint16_t *src = tokens.data() + pos + k;
-    for (int64_t i = 0; i < n; ++i)
-      dst[i] = src[i];
+  }
+  int64_t *x = out[0].data<int64_t>(), *y = out[1].data<int64_t>();
+  if (random) {
+    // Windows of T+1 tokens; shard i has size - T starts.
+    int64_t windows = 0;
+    for (const std::vector<uint16_t> &s : shards)
+      windows += int64_t(s.size()) - seqLen;
+    SplitMix64 rng = streamAt(seed, uint64_t(pos));
+    for (int64_t r = 0; r < batch; ++r) {
+      int64_t w = int64_t(rng.below(uint64_t(windows)));
+      size_t k = 0;
+      while (w >= int64_t(shards[k].size()) - seqLen)
+        w -= int64_t(shards[k++].size()) - seqLen;
+      const uint16_t *src = shards[k].data() + w;
+      for (int64_t t = 0; t < seqLen; ++t) {
+        x[r * seqLen + t] = src[t];
+        y[r * seqLen + t] = src[t + 1];
+      }
+    }
+    ++pos;
+    return out;
+  }
+  size_t k = shardOf(pos);
+  const uint16_t *src = shards[k].data() + (pos - starts[k]);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = src[i];
+    y[i] = src[i + 1];
   }
   pos += n;
   wrapIfShort();
@@ -291,6 +391,13 @@ std::vector<Array> TokenBatcher::next() {
 }
 
 void TokenBatcher::seek(int64_t position) {
+  if (random) {
+    if (position < 0)
+      fail(path + ": ", "position " + std::to_string(position) +
+                            " is not a number of batches");
+    pos = position;
+    return;
+  }
   if (position < 0 || position >= numTokens())
     fail(path + ": ", "position " + std::to_string(position) +
                           " is outside the " + std::to_string(numTokens()) +

@@ -12,7 +12,10 @@
 //    y = x shifted by one token, as int64 [B, T].
 //
 // Both expose position() and seek() so a checkpoint can record where the next
-// batch starts and a resumed run continues with exactly that batch.
+// batch starts and a resumed run continues with exactly that batch. Both read
+// in order unless told otherwise: shuffle(seed) makes Batcher read each epoch
+// in a permutation drawn from the seed, randomWindows(seed) makes
+// TokenBatcher cut random windows as nanoGPT's get_batch does (random.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,11 +62,18 @@ public:
   /// the training loop refuses unless --allow-repeat).
   std::vector<Array> next();
 
-  /// Index of the sample the next batch starts with, in [0, numSamples()).
+  /// Index of the sample the next batch starts with, in [0, numSamples());
+  /// when shuffled, the number of samples read since the start (epoch
+  /// position() / numSamples(), its sample position() % numSamples()).
   int64_t position() const { return pos; }
   /// Makes the next batch start at sample `position`, which must lie in
-  /// [0, numSamples()).
+  /// [0, numSamples()) (any position >= 0 when shuffled).
   void seek(int64_t position);
+
+  /// Reads the samples as one stream of epochs, epoch e in the order
+  /// epochPermutation(seed, e) (random.h); batches run across epochs as in
+  /// order. Call before the first next() or seek(); position restarts at 0.
+  void shuffle(uint64_t seed);
 
   int64_t numSamples() const { return samples; }
   int64_t batchSize() const { return batch; }
@@ -74,12 +84,20 @@ private:
     Array data;
     int64_t sampleElems;
   };
+  /// The sample at stream position `g` of a shuffled feed.
+  int64_t shuffledSample(int64_t g);
+
   std::vector<Feed> feeds;
   std::string source;
   int64_t samples = 0, batch = 0, pos = 0;
+  bool shuffled = false;
+  uint64_t seed = 0;
+  /// The permutation of epoch `permEpoch` (-1: none yet).
+  std::vector<int64_t> perm;
+  int64_t permEpoch = -1;
 };
 
-/// Language-model batches from a uint16 token file.
+/// Language-model batches from uint16 token files (shards).
 ///
 /// Format: llm.c's shard when the file starts with a 1024-byte header of
 /// int32 {20240520, 1, ntokens, 0...} followed by exactly ntokens uint16
@@ -92,30 +110,55 @@ private:
 /// then advances by B*T. As llm.c's loader does, when the next batch would
 /// run past the end it starts again at token 0 instead of joining the end of
 /// the file to its start, so a file of exactly B*T+1 tokens repeats one batch.
+///
+/// Several shards read as llm.c reads them: in the order given, each as
+/// above, the next batch moving on to the next shard (after the last, the
+/// first) where it would run past the end of one; positions count tokens
+/// through the shards one after another.
+///
+/// With randomWindows(seed), row r of batch k is the T+1 tokens from a start
+/// drawn uniformly (streamAt(seed, k), one draw per row) among the starts of
+/// all shards whose window lies inside one shard, as nanoGPT's get_batch
+/// draws torch.randint(len(data) - T); positions count batches.
 class TokenBatcher {
 public:
   /// The whole file is read into memory. Throws Error when the file holds
   /// fewer than B*T+1 tokens.
   TokenBatcher(const std::string &path, int64_t batch, int64_t seqLen,
                std::string inputName, std::string targetName);
+  /// Shards in this order; each must hold B*T+1 tokens.
+  TokenBatcher(const std::vector<std::string> &paths, int64_t batch,
+               int64_t seqLen, std::string inputName, std::string targetName);
 
   /// {x named inputName, y named targetName}, both int64 [B, T].
   std::vector<Array> next();
 
-  /// Token index the next batch starts at.
+  /// Token index the next batch starts at (random windows: batches drawn).
   int64_t position() const { return pos; }
   /// Makes the next batch start at token `position` in [0, numTokens()); a
   /// position too close to the end for a whole batch starts again at 0.
+  /// Random windows: any number of batches drawn >= 0.
   void seek(int64_t position);
 
-  int64_t numTokens() const { return int64_t(tokens.size()); }
+  /// Draws random windows from `seed`; call before next() or seek().
+  void randomWindows(uint64_t seed);
+
+  int64_t numTokens() const { return total; }
+  /// Batches in one pass through the shards in order.
+  int64_t batchesPerPass() const;
 
 private:
   void wrapIfShort();
+  /// The shard holding global token `p`.
+  size_t shardOf(int64_t p) const;
 
   std::string path, inputName, targetName;
-  std::vector<uint16_t> tokens;
-  int64_t batch, seqLen, pos = 0;
+  std::vector<std::vector<uint16_t>> shards;
+  /// Global index of each shard's first token.
+  std::vector<int64_t> starts;
+  int64_t total = 0, batch, seqLen, pos = 0;
+  bool random = false;
+  uint64_t seed = 0;
 };
 
 } // namespace tcc::data

@@ -3,6 +3,7 @@
 #include "run/session_engine.h"
 
 #include "exec/inspect.h"
+#include "plan/plan.h"
 #include "plan/schedule.h"
 
 #include <algorithm>
@@ -11,14 +12,23 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <utility>
 
 namespace tcc::run {
 
 const char *runFlagsHelp() {
   return R"(  --data FILE             training data: .npz/.npy arrays named after the
-                          batch inputs, or a uint16 token file (.bin)
+                          batch inputs, or a uint16 token file (.bin); a
+                          pattern such as 'train_*.bin' reads several shards
   --steps N               total optimizer steps (a resumed run continues to N)
+  --epochs N              in place of --steps: N passes over the data
+  --more-steps N          with --resume, in place of --steps: N steps past
+                          the checkpoint
+  --shuffle               read the samples in a shuffled order per epoch (a
+                          token file: random windows, as nanoGPT); resumed
+                          runs continue the checkpoint's order
+  --seed S                the shuffle's seed (default 0)
   --checkpoint-dir DIR    write DIR/step-N checkpoints (always after the last)
   --checkpoint-every K    also every K steps
   --keep-checkpoints K    keep only this run's newest K checkpoints
@@ -32,7 +42,16 @@ const char *runFlagsHelp() {
   --allow-repeat          train on .npz data of fewer samples than one batch
   --eval-data FILE        evaluation data (mean loss over its full batches)
   --eval-every K          evaluate every K steps (default: after the last)
-  --log FILE.csv          step,loss,lr,seconds,throughput,elapsed rows
+  --eval-batches N        evaluate on the first N batches of --eval-data
+  --early-stop patience=P,min_delta=D
+                          stop when P evaluations in a row did not lower the
+                          eval loss by more than D (min_delta default 0)
+  --save-best             keep the checkpoint of the lowest eval loss in
+                          CHECKPOINT_DIR/best
+  --tensorboard DIR       write TensorBoard event files (loss, lr,
+                          throughput, loss scale, eval loss) into DIR
+  --log FILE.csv          step,loss,lr,seconds,throughput,elapsed rows (and
+                          eval_loss with --eval-data)
   --progress MODE         auto (one live line on a terminal), lines, none
 )";
 }
@@ -194,30 +213,149 @@ bool parseProfileFlags(std::vector<std::string> &args, ProfileFlags &p,
   return true;
 }
 
+/// "patience=P,min_delta=D" (min_delta optional).
+bool parseEarlyStop(const std::string &text, RunOptions &o,
+                    std::string &error) {
+  error = "--early-stop expects patience=P[,min_delta=D], got '" + text + "'";
+  std::stringstream in(text);
+  std::string item;
+  bool patience = false;
+  while (std::getline(in, item, ',')) {
+    size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      return false;
+    std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    char *end = nullptr;
+    if (key == "patience") {
+      errno = 0;
+      o.patience = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end || errno || o.patience < 1)
+        return false;
+      patience = true;
+    } else if (key == "min_delta") {
+      o.minDelta = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end || !(o.minDelta >= 0))
+        return false;
+    } else {
+      return false;
+    }
+  }
+  if (!patience)
+    return false;
+  error.clear();
+  return true;
+}
+
+/// `tcc run INFERENCE.tcc --inputs IN.npz [--outputs OUT.npz]
+/// [--checkpoint DIR]`: one forward pass through the C API; prints each
+/// output's name, dtype, shape and first values.
+int forward(const std::string &artifact, const std::string &backend,
+            int32_t device, const std::string &inputs,
+            const std::string &outputs, const std::string &checkpointPath) {
+  auto fail = [](const std::string &message) {
+    std::cerr << "tcc: " << message << "\n";
+    return 1;
+  };
+  if (inputs.empty())
+    return fail("run: --inputs FILE.npz is required to run an inference "
+                "artifact");
+  std::string error;
+  std::unique_ptr<SessionEngine> engine =
+      SessionEngine::open(artifact, backend, device, error);
+  if (!engine)
+    return fail(error);
+  tcc_session *s = engine->session();
+  if (tcc_num_outputs(s) == 0)
+    return fail("run: " + artifact +
+                " is a training artifact: --inputs and --checkpoint run an "
+                "inference artifact (tcc compile MODEL -o OUT.tcc, without "
+                "--loss); train this one with --data");
+  if (!checkpointPath.empty()) {
+    std::string from;
+    if (!loadCheckpointParams(s, checkpointPath, from, error))
+      return fail(error);
+    std::cout << "parameters from " << from << "\n";
+  }
+  std::vector<data::Array> arrays, results;
+  try {
+    arrays = data::readNpz(inputs);
+  } catch (const data::Error &e) {
+    return fail(e.what());
+  }
+  for (int32_t i = 0, n = tcc_num_inputs(s); i < n; ++i) {
+    tcc_tensor_info info;
+    tcc_input_info(s, i, &info);
+    const data::Array *a = data::findArray(arrays, info.name);
+    if (!a)
+      return fail(inputs + ": no array for input '" + info.name + "'");
+    if (tcc_bind_input(s, info.name, a->bytes.data(), a->bytes.size()) !=
+        TCC_OK)
+      return fail(inputs + ": " + tcc_last_error());
+  }
+  if (tcc_forward(s) != TCC_OK)
+    return fail(tcc_last_error());
+  for (int32_t i = 0, n = tcc_num_outputs(s); i < n; ++i) {
+    tcc_tensor_info info;
+    tcc_output_info(s, i, &info);
+    data::Array a;
+    a.name = info.name;
+    a.dtype = rt::fromApiDType(info.dtype);
+    a.shape.assign(info.shape, info.shape + info.rank);
+    a.bytes.resize(info.bytes);
+    if (tcc_read_output(s, info.name, a.bytes.data(), a.bytes.size()) != TCC_OK)
+      return fail(tcc_last_error());
+    std::cout << "output '" << a.name << "' " << data::dtypeName(a.dtype)
+              << "[";
+    for (size_t d = 0; d < a.shape.size(); ++d)
+      std::cout << (d ? "x" : "") << a.shape[d];
+    std::cout << "]\n";
+    results.push_back(std::move(a));
+  }
+  if (!outputs.empty()) {
+    try {
+      data::writeNpz(outputs, results);
+    } catch (const data::Error &e) {
+      return fail(e.what());
+    }
+  }
+  return 0;
+}
+
 } // namespace
 
 bool parseRunFlags(std::vector<std::string> &args, RunOptions &o,
                    std::string &error) {
+  std::string earlyStop;
   struct StringFlag {
     const char *name;
     std::string *value;
-  } strings[] = {
-      {"--data", &o.data},          {"--checkpoint-dir", &o.checkpointDir},
-      {"--eval-data", &o.evalData}, {"--log", &o.log},
-      {"--progress", &o.progress},  {"--on-nan", &o.onNan}};
+  } strings[] = {{"--data", &o.data},
+                 {"--checkpoint-dir", &o.checkpointDir},
+                 {"--eval-data", &o.evalData},
+                 {"--log", &o.log},
+                 {"--progress", &o.progress},
+                 {"--on-nan", &o.onNan},
+                 {"--tensorboard", &o.tensorboard},
+                 {"--early-stop", &earlyStop}};
   struct IntFlag {
     const char *name;
     int64_t *value;
   } ints[] = {{"--steps", &o.steps},
               {"--checkpoint-every", &o.checkpointEvery},
               {"--keep-checkpoints", &o.keepCheckpoints},
-              {"--eval-every", &o.evalEvery}};
+              {"--eval-every", &o.evalEvery},
+              {"--epochs", &o.epochs},
+              {"--more-steps", &o.moreSteps},
+              {"--seed", &o.seed},
+              {"--eval-batches", &o.evalBatches}};
   struct BoolFlag {
     const char *name;
     bool *value;
   } bools[] = {{"--resume", &o.resume},
                {"--overwrite", &o.overwrite},
-               {"--allow-repeat", &o.allowRepeat}};
+               {"--allow-repeat", &o.allowRepeat},
+               {"--shuffle", &o.shuffle},
+               {"--save-best", &o.saveBest}};
   for (size_t i = 0; i < args.size();) {
     bool matched = false;
     for (BoolFlag &f : bools)
@@ -244,11 +382,13 @@ bool parseRunFlags(std::vector<std::string> &args, RunOptions &o,
         return false;
       if (matched && f.value == &o.steps)
         o.stepsGiven = true;
+      if (matched && f.value == &o.seed)
+        o.seedGiven = true;
     }
     if (!matched)
       ++i;
   }
-  return true;
+  return earlyStop.empty() || parseEarlyStop(earlyStop, o, error);
 }
 
 /// The command as the user typed it, for a usage line: `program` is the
@@ -266,6 +406,14 @@ static const char *kRunOnlyHelp =
   --profile               time each plan step of the last step; print the time
                           per op family and the slowest steps
   --profile-json FILE     also write that profile as JSON (implies --profile)
+
+An inference artifact (tcc compile MODEL -o OUT.tcc, without --loss) runs its
+forward pass instead: ARTIFACT.tcc --inputs IN.npz [--outputs OUT.npz]
+[--checkpoint DIR]
+  --inputs FILE.npz       one array per input, named after it
+  --outputs FILE.npz      write the outputs, named after them
+  --checkpoint DIR        the parameters of a training checkpoint (a step-N
+                          directory, or the latest under DIR)
 )";
 
 int runCommand(const std::string &program, std::vector<std::string> args) {
@@ -289,13 +437,16 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
   RunOptions options;
   ProfileFlags profileFlags;
   std::string error, backend = "cpu", deviceText = "0";
+  std::string inputs, outputs, checkpointPath;
   if (!parseRunFlags(args, options, error) ||
       !parseProfileFlags(args, profileFlags, error))
     return fail(program + ": " + error);
   for (size_t i = 0; i < args.size();) {
     bool matched = false;
-    for (auto [flag, value] : {std::pair{"--backend", &backend},
-                               std::pair{"--device", &deviceText}}) {
+    for (auto [flag, value] :
+         {std::pair{"--backend", &backend}, std::pair{"--device", &deviceText},
+          std::pair{"--inputs", &inputs}, std::pair{"--outputs", &outputs},
+          std::pair{"--checkpoint", &checkpointPath}}) {
       if (!takeValue(args, i, flag, *value, matched, error))
         return fail(program + ": " + error);
       if (matched)
@@ -325,6 +476,15 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
   if (artifact.empty())
     return fail(program + ": no artifact given (the OUT.tcc directory that "
                           "`tcc compile -o OUT.tcc` wrote)");
+  if (!inputs.empty() || !outputs.empty() || !checkpointPath.empty()) {
+    if (!options.data.empty() || options.stepsGiven || profileFlags.on)
+      return fail(program + ": --inputs runs an inference artifact's forward "
+                            "pass: it takes no training flags");
+    if (!checkArtifactPath(artifact, error))
+      return fail(error);
+    return forward(artifact, backend, int32_t(device), inputs, outputs,
+                   checkpointPath);
+  }
   if (!checkRunOptions(options, program, error))
     return fail(error);
   if (!checkArtifactPath(artifact, error))

@@ -5,7 +5,9 @@
 #include "data/prefetch.h"
 #include "run/csvlog.h"
 #include "run/interrupt.h"
+#include "run/tensorboard.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -13,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <new>
 #include <optional>
@@ -45,8 +48,49 @@ struct Feed {
   }
 };
 
-/// Opens `path` for `engine`'s batch inputs: a .bin token file needs two
-/// int64 [B, T] inputs, one of them the loss's target.
+/// Whether `name` matches `pattern` of literal characters, `*` (any run)
+/// and `?` (any one character).
+bool wildcardMatch(const char *pattern, const char *name) {
+  if (*pattern == '*')
+    return wildcardMatch(pattern + 1, name) ||
+           (*name && wildcardMatch(pattern, name + 1));
+  if (!*pattern)
+    return !*name;
+  return *name && (*pattern == '?' || *pattern == *name) &&
+         wildcardMatch(pattern + 1, name + 1);
+}
+
+/// The token files `path` names: itself, or when its file name holds `*`
+/// or `?` the matching files of its directory in name order (the shards of
+/// nanoGPT's and llm.c's data scripts sort in their order).
+std::vector<std::string> tokenFiles(const std::string &path) {
+  std::filesystem::path p(path);
+  std::string pattern = p.filename().string();
+  if (pattern.find_first_of("*?") == std::string::npos)
+    return {path};
+  std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto &entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.is_regular_file() &&
+        wildcardMatch(pattern.c_str(),
+                      entry.path().filename().string().c_str()))
+      files.push_back((p.has_parent_path()
+                           ? p.parent_path() / entry.path().filename()
+                           : entry.path().filename())
+                          .string());
+  if (ec)
+    throw data::Error(path + ": cannot list " + dir.string() + ": " +
+                      ec.message());
+  if (files.empty())
+    throw data::Error(path + ": no file matches");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+/// Opens `path` for `engine`'s batch inputs: a .bin token file (or a
+/// pattern of several) needs two int64 [B, T] inputs, one of them the
+/// loss's target.
 void openFeed(Feed &feed, const std::string &path, const Engine &engine) {
   const std::vector<data::InputSpec> &specs = engine.batchSpecs();
   if (!endsWith(path, ".bin")) {
@@ -64,7 +108,8 @@ void openFeed(Feed &feed, const std::string &path, const Engine &engine) {
                       ": a token file feeds models with exactly two int64 "
                       "[B, T] batch inputs, the tokens and the loss's "
                       "targets; this model's inputs do not fit");
-  feed.tokens.emplace(path, x->shape[0], x->shape[1], x->name, y->name);
+  feed.tokens.emplace(tokenFiles(path), x->shape[0], x->shape[1], x->name,
+                      y->name);
 }
 
 /// Elements of the first integer input of rank >= 2 (tokens per step), or 0.
@@ -148,6 +193,14 @@ private:
   int runSteps();
   bool openFeeds();
   bool startRun();
+  /// The data order of the run (options.shuffle, options.seed) applied to
+  /// the training feed.
+  void applyOrder();
+  /// --epochs and --more-steps as a number of steps; false when the
+  /// checkpoint resumed is past it.
+  bool resolveSteps();
+  /// The loop's state.json fields of a checkpoint at this point.
+  nlohmann::json checkpointExtra(double loss) const;
   bool prepareOutputs();
   /// Prints the run's one error line; returns exit status 1.
   int fail(const std::string &message) {
@@ -178,13 +231,19 @@ private:
                                   : "last checkpoint: " + lastCheckpoint;
   }
   bool evaluate();
+  /// After an evaluation: --save-best and --early-stop's count; true when
+  /// the run stops early.
+  bool afterEvaluation(double loss, bool &stopEarly);
+  /// Writes the step's log row (once), with the eval loss when evaluated.
+  void flushRow(const std::string &evalField = "");
   Next checkpoint(double loss);
   Next nonFinite(const std::string &what);
   int interrupted(double loss);
   void progress(int64_t done, double loss, double seconds);
 
   Engine &engine;
-  const RunOptions &options;
+  /// A copy: --epochs, --more-steps and a resumed data order resolve into it.
+  RunOptions options;
   std::ostream &out, &err;
   Feed train, eval;
   CsvLog log;
@@ -202,6 +261,19 @@ private:
   /// --on-nan: skip has gone back since the last checkpoint; continue has
   /// warned once.
   bool rewound = false, warnedNonFinite = false;
+  /// The last evaluation's mean loss (NaN before the first), and whether
+  /// the last evaluate() got to the end (a signal cuts it short).
+  double evalLoss = NAN;
+  bool evalDone = false;
+  /// The lowest eval loss and its step (--save-best); the --early-stop
+  /// reference (lowered only by more than min_delta) and the evaluations
+  /// since it was.
+  double bestLoss = INFINITY, stopBest = INFINITY;
+  int64_t bestStep = -1, sinceBest = 0;
+  /// The log row of the step just done, until flushRow writes it.
+  std::string pendingRow;
+  bool rowPending = false;
+  EventWriter events;
 };
 
 bool Loop::openFeeds() {
@@ -257,10 +329,37 @@ bool Loop::startRun() {
   std::string from, error;
   if (!engine.restoreCheckpoint(found[0].path, position, from, error))
     return reject("--resume: " + error);
-  if (engine.stepsDone() > options.steps)
-    return reject("--resume: '" + from + "' is at step " +
-                  std::to_string(engine.stepsDone()) + ", past --steps " +
-                  std::to_string(options.steps));
+  // The loop's own fields of state.json: the data order, the evaluations.
+  nlohmann::json state;
+  try {
+    std::ifstream in(std::filesystem::path(from) / checkpoint::StateFile);
+    state = nlohmann::json::parse(in);
+  } catch (const std::exception &e) {
+    return reject("--resume: '" + from + "': state.json: " + e.what());
+  }
+  bool shuffled = false;
+  int64_t seed = 0;
+  if (state.contains("data_order")) {
+    shuffled = state["data_order"].value("shuffle", false);
+    seed = state["data_order"].value("seed", int64_t(0));
+  }
+  if (((options.shuffle || options.seedGiven) && !shuffled) ||
+      (shuffled && options.seedGiven && options.seed != seed))
+    return reject("--resume: '" + from + "' read the data " +
+                  (shuffled ? "shuffled with --seed " + std::to_string(seed)
+                            : std::string("in order")) +
+                  "; a resumed run continues that order (leave out --shuffle "
+                  "and --seed)");
+  options.shuffle = shuffled;
+  options.seed = seed;
+  if (state.contains("eval")) {
+    const nlohmann::json &e = state["eval"];
+    bestLoss = e.value("best_loss", double(INFINITY));
+    bestStep = e.value("best_step", int64_t(-1));
+    stopBest = e.value("early_stop_best", double(INFINITY));
+    sinceBest = e.value("since_best", int64_t(0));
+  }
+  applyOrder();
   try {
     train.source().seek(position);
   } catch (const data::Error &e) {
@@ -270,12 +369,60 @@ bool Loop::startRun() {
   runNumber = found[0].run;
   lastCheckpoint = from;
   savedStep = engine.stepsDone();
-  out << "resuming from " << from << " (step " << engine.stepsDone() << ")\n";
   return true;
 }
 
 /// The checkpoint directory and the log, found writable before the first
 /// step rather than at the first save after hours of training.
+void Loop::applyOrder() {
+  if (!options.shuffle)
+    return;
+  if (train.arrays)
+    train.arrays->shuffle(uint64_t(options.seed));
+  else
+    train.tokens->randomWindows(uint64_t(options.seed));
+}
+
+bool Loop::resolveSteps() {
+  if (options.epochs > 0) {
+    // Batches run across epochs as one stream: the last may end early in
+    // the following epoch.
+    double batches =
+        train.arrays
+            ? double(options.epochs) * double(train.arrays->numSamples()) /
+                  double(train.arrays->batchSize())
+            : double(options.epochs) * double(train.tokens->batchesPerPass());
+    options.steps = int64_t(std::ceil(batches));
+  }
+  if (options.moreSteps > 0)
+    options.steps = engine.stepsDone() + options.moreSteps;
+  if (engine.stepsDone() > options.steps)
+    return reject("--resume: '" + lastCheckpoint + "' is at step " +
+                  std::to_string(engine.stepsDone()) + ", past " +
+                  (options.epochs
+                       ? "--epochs " + std::to_string(options.epochs) + " (" +
+                             std::to_string(options.steps) + " steps)"
+                       : "--steps " + std::to_string(options.steps)) +
+                  " (--more-steps N trains N steps past it)");
+  return true;
+}
+
+nlohmann::json Loop::checkpointExtra(double loss) const {
+  nlohmann::json extra = {{checkpoint::RunField, runNumber}};
+  extra["loss"] = std::isfinite(loss)
+                      ? nlohmann::json(loss)
+                      : nlohmann::json(nullptr); // no NaN in JSON
+  extra["data_order"] = {{"shuffle", options.shuffle}, {"seed", options.seed}};
+  if (bestStep >= 0 && (options.saveBest || options.patience)) {
+    extra["eval"] = {{"best_loss", bestLoss},
+                     {"best_step", bestStep},
+                     {"since_best", sinceBest}};
+    if (std::isfinite(stopBest))
+      extra["eval"]["early_stop_best"] = stopBest;
+  }
+  return extra;
+}
+
 bool Loop::prepareOutputs() {
   if (!options.checkpointDir.empty()) {
     std::error_code ec;
@@ -291,14 +438,20 @@ bool Loop::prepareOutputs() {
                     ": cannot create or write: " + why);
   }
   if (!options.log.empty()) {
-    std::string header =
-        "step,loss,lr,seconds,throughput,elapsed" + lossScale.csvHeader();
+    std::string header = "step,loss,lr,seconds,throughput,elapsed" +
+                         lossScale.csvHeader() +
+                         (options.evalData.empty() ? "" : ",eval_loss");
     std::string error;
     bool opened =
         options.resume
             ? log.resume(options.log, header, engine.stepsDone(), error)
             : log.create(options.log, header, options.overwrite, error);
     if (!opened)
+      return reject(error);
+  }
+  if (!options.tensorboard.empty()) {
+    std::string error;
+    if (!events.open(options.tensorboard, error))
       return reject(error);
   }
   if (options.checkpointDir.empty())
@@ -314,12 +467,15 @@ bool Loop::evaluate() {
     batches = eval.arrays->numSamples() / eval.arrays->batchSize();
   } else {
     eval.tokens->seek(0);
-    const data::InputSpec &s = engine.batchSpecs()[0];
-    batches = (eval.tokens->numTokens() - 1) / (s.shape[0] * s.shape[1]);
+    batches = eval.tokens->batchesPerPass();
   }
+  if (options.evalBatches > 0)
+    batches = std::min(batches, options.evalBatches);
   for (int64_t b = 0; b < batches; ++b) {
-    if (InterruptScope::received())
-      return true; // the checkpoint matters more than this evaluation
+    if (InterruptScope::received()) {
+      evalDone = false; // the checkpoint matters more than this evaluation
+      return true;
+    }
     double loss;
     std::string error;
     std::vector<data::Array> batch =
@@ -330,10 +486,63 @@ bool Loop::evaluate() {
     }
     sum += loss;
   }
+  evalLoss = sum / double(batches);
+  evalDone = true;
   endLiveLine();
   out << "eval step " << engine.stepsDone() << ": loss "
-      << format("%.6f", sum / batches) << "\n";
+      << format("%.6f", evalLoss) << "\n";
   return true;
+}
+
+bool Loop::afterEvaluation(double loss, bool &stopEarly) {
+  stopEarly = false;
+  int64_t done = engine.stepsDone();
+  if (events.isOpen())
+    events.scalars(done, {{"eval/loss", evalLoss}});
+  bool best = evalLoss < bestLoss;
+  if (best) {
+    bestLoss = evalLoss;
+    bestStep = done;
+  }
+  if (options.patience > 0) {
+    if (evalLoss < stopBest - options.minDelta) {
+      stopBest = evalLoss;
+      sinceBest = 0;
+    } else {
+      ++sinceBest;
+    }
+  }
+  if (best && options.saveBest) {
+    std::string dir =
+        (std::filesystem::path(options.checkpointDir) / "best").string();
+    std::string written, error;
+    if (!engine.saveCheckpoint(dir, train.prefetch->position(),
+                               checkpointExtra(loss), written, error))
+      return reject(error);
+    try {
+      checkpoint::pruneCheckpoints(dir, 1, runNumber);
+    } catch (const data::Error &e) {
+      return reject(e.what());
+    }
+    out << "best checkpoint " << written << " (eval loss "
+        << format("%.6f", evalLoss) << ")\n";
+  }
+  if (options.patience > 0 && sinceBest >= options.patience) {
+    out << "early stop at step " << done << ": " << sinceBest
+        << " evaluations without an eval loss below "
+        << format("%.6f", stopBest - options.minDelta) << " (best "
+        << format("%.6f", bestLoss) << " at step " << bestStep << ")\n";
+    stopEarly = true;
+  }
+  return true;
+}
+
+void Loop::flushRow(const std::string &evalField) {
+  if (!rowPending)
+    return;
+  rowPending = false;
+  if (log.isOpen())
+    log.row(pendingRow + (options.evalData.empty() ? "" : "," + evalField));
 }
 
 /// Saves the state after the step just done, unless it holds a NaN or an
@@ -354,12 +563,8 @@ Loop::Next Loop::checkpoint(double loss) {
     warn(at + ": no checkpoint written (--on-nan continue)");
     return Next::Train;
   }
-  nlohmann::json extra = {{checkpoint::RunField, runNumber}};
-  extra["loss"] = std::isfinite(loss)
-                      ? nlohmann::json(loss)
-                      : nlohmann::json(nullptr); // no NaN in JSON
   if (!engine.saveCheckpoint(options.checkpointDir, train.prefetch->position(),
-                             extra, written, error))
+                             checkpointExtra(loss), written, error))
     return stop(error);
   endLiveLine();
   out << "checkpoint " << written << "\n";
@@ -460,12 +665,22 @@ void Loop::progress(int64_t done, double loss, double seconds) {
     out << line.str() << "\n";
   }
   out.flush();
-  if (log.isOpen())
-    log.row(std::to_string(done) + "," +
-            format(options.logDoubles ? "%.17g" : "%.9g", loss) + "," +
-            format("%.17g", lr) + "," + format("%.6f", seconds) + "," +
-            format("%.6g", throughput) + "," + format("%.3f", elapsed) +
-            lossScale.csvFields());
+  pendingRow = std::to_string(done) + "," +
+               format(options.logDoubles ? "%.17g" : "%.9g", loss) + "," +
+               format("%.17g", lr) + "," + format("%.6f", seconds) + "," +
+               format("%.6g", throughput) + "," + format("%.3f", elapsed) +
+               lossScale.csvFields();
+  rowPending = true;
+  if (events.isOpen()) {
+    std::vector<std::pair<std::string, double>> scalars = {
+        {"train/loss", loss},
+        {"train/lr", lr},
+        {tokens ? "train/tokens_per_second" : "train/samples_per_second",
+         throughput}};
+    if (lossScale.present)
+      scalars.push_back({"train/loss_scale", lossScale.scale});
+    events.scalars(done, scalars);
+  }
 }
 
 int Loop::run() {
@@ -483,6 +698,13 @@ int Loop::runSteps() {
     return 1;
   if (!options.checkpointDir.empty() && !startRun())
     return 1;
+  if (!options.resume)
+    applyOrder();
+  if (!resolveSteps())
+    return 1;
+  if (options.resume)
+    out << "resuming from " << lastCheckpoint << " (step " << engine.stepsDone()
+        << ")\n";
   train.prefetch = std::make_unique<data::Prefetcher>(train.source());
   if (engine.stepsDone() == options.steps) {
     out << "nothing to do: the checkpoint is at step " << options.steps
@@ -529,6 +751,7 @@ int Loop::runSteps() {
     bool scalerSkipped =
         lossScale.hasSkipped && lossScale.skipped > skippedBefore;
     if (!std::isfinite(loss) && !scalerSkipped) {
+      flushRow();
       Next next =
           nonFinite(std::string("the loss is ") + (std::isnan(loss) ? "nan"
                                                    : loss > 0       ? "inf"
@@ -540,15 +763,28 @@ int Loop::runSteps() {
     }
     bool evalDue = options.evalEvery ? done % options.evalEvery == 0
                                      : done == options.steps;
+    bool stopEarly = false;
     if ((eval.arrays || eval.tokens) && evalDue &&
-        !InterruptScope::received() && !evaluate())
-      return 1;
+        !InterruptScope::received()) {
+      if (!evaluate()) {
+        flushRow();
+        return 1;
+      }
+      if (evalDone) {
+        flushRow(format("%.9g", evalLoss));
+        if (!afterEvaluation(loss, stopEarly))
+          return 1;
+      }
+    }
+    flushRow();
     bool saveDue =
         (options.checkpointEvery && done % options.checkpointEvery == 0) ||
-        done == options.steps;
+        done == options.steps || stopEarly;
     if (!options.checkpointDir.empty() && saveDue &&
         checkpoint(loss) == Next::Stop)
       return 1;
+    if (stopEarly)
+      break;
   }
   endLiveLine();
   return 0;
@@ -564,12 +800,31 @@ bool checkRunOptions(const RunOptions &o, const std::string &command,
   };
   if (o.data.empty())
     return reject("--data FILE.npz is required (or a .bin token file)");
-  if (o.steps <= 0)
+  int lengths = int(o.stepsGiven) + int(o.epochs != 0) + int(o.moreSteps != 0);
+  if (lengths > 1)
+    return reject("give one of --steps, --epochs and --more-steps");
+  if (o.epochs < 0)
+    return reject("--epochs must be a positive number of passes over the "
+                  "data, got " +
+                  std::to_string(o.epochs));
+  if (o.moreSteps < 0 || (o.moreSteps && !o.resume))
+    return reject("--more-steps needs a positive N and --resume (a new run "
+                  "takes --steps)");
+  if (o.steps <= 0 && !o.epochs && !o.moreSteps)
     return reject(o.steps == 0 && !o.stepsGiven
                       ? "--steps N (the total number of optimizer steps) is "
-                        "required"
+                        "required (or --epochs N)"
                       : "--steps must be a positive number of optimizer "
-                        "steps, got " + std::to_string(o.steps));
+                        "steps, got " +
+                            std::to_string(o.steps));
+  if (o.seedGiven && !o.shuffle && !o.resume)
+    return reject("--seed seeds --shuffle: give --shuffle too");
+  if (o.evalBatches < 0 || (o.evalBatches && o.evalData.empty()))
+    return reject("--eval-batches needs a positive N and --eval-data");
+  if (o.patience && o.evalData.empty())
+    return reject("--early-stop watches the eval loss: it needs --eval-data");
+  if (o.saveBest && (o.evalData.empty() || o.checkpointDir.empty()))
+    return reject("--save-best needs --eval-data and --checkpoint-dir");
   if (o.resume && o.checkpointDir.empty())
     return reject("--resume needs --checkpoint-dir DIR to resume from");
   if (o.resume && o.overwrite)

@@ -18,6 +18,17 @@ struct RunOptions {
   /// Total optimizer steps (a resumed run continues up to it).
   int64_t steps = 0;
   bool stepsGiven = false;
+  /// In place of --steps: passes over the data (steps = ceil(epochs *
+  /// samples / B); a token file's pass is its batchesPerPass()).
+  int64_t epochs = 0;
+  /// In place of --steps on --resume: this many steps past the checkpoint.
+  int64_t moreSteps = 0;
+  /// Read the data in a shuffled order (token files: random windows) drawn
+  /// from `seed` (data/random.h). Stored in the checkpoints; a resume
+  /// continues the checkpoint's order.
+  bool shuffle = false;
+  int64_t seed = 0;
+  bool seedGiven = false;
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
   /// Keep only the newest K checkpoints of this run (0: keep all).
@@ -35,7 +46,18 @@ struct RunOptions {
   bool allowRepeat = false;
   std::string evalData;
   int64_t evalEvery = 0;
-  /// CSV: step,loss,lr,seconds,throughput,elapsed.
+  /// Evaluate on at most this many batches (0: all of --eval-data).
+  int64_t evalBatches = 0;
+  /// --early-stop patience=P,min_delta=D: stop when P evaluations in a row
+  /// have not lowered the eval loss by more than D below its best.
+  int64_t patience = 0;
+  double minDelta = 0;
+  /// Keep the checkpoint of the lowest eval loss in CHECKPOINT_DIR/best.
+  bool saveBest = false;
+  /// Write TensorBoard event files into this directory.
+  std::string tensorboard;
+  /// CSV: step,loss,lr,seconds,throughput,elapsed[,loss_scale,skipped]
+  /// [,eval_loss].
   std::string log;
   /// Losses in the log with 17 significant digits instead of 9 (f64 runs).
   bool logDoubles = false;

@@ -1,10 +1,12 @@
 #include "run/session_engine.h"
 
+#include "checkpoint/checkpoint.h"
 #include "data/finite.h"
 #include "data/half.h"
 #include "plan/plan.h"
 
 #include <cstring>
+#include <filesystem>
 
 namespace tcc::run {
 
@@ -179,6 +181,53 @@ bool SessionEngine::restoreCheckpoint(const std::string &path,
     return false;
   }
   from = used ? used : path;
+  return true;
+}
+
+bool loadCheckpointParams(tcc_session *session, const std::string &path,
+                          std::string &from, std::string &error) {
+  checkpoint::Checkpoint ck;
+  try {
+    std::string dir = path;
+    if (!std::filesystem::exists(std::filesystem::path(path) /
+                                 checkpoint::StateFile)) {
+      std::optional<std::string> latest = checkpoint::latestCheckpoint(path);
+      if (!latest) {
+        error = "--checkpoint " + path + ": no checkpoint there";
+        return false;
+      }
+      dir = *latest;
+    }
+    ck = checkpoint::loadCheckpoint(dir);
+  } catch (const data::Error &e) {
+    error = std::string("--checkpoint: ") + e.what();
+    return false;
+  }
+  from = ck.dir;
+  for (int32_t i = 0, n = tcc_num_params(session); i < n; ++i) {
+    tcc_tensor_info info;
+    if (tcc_param_info(session, i, &info) != TCC_OK) {
+      error = lastError();
+      return false;
+    }
+    const data::Array *a = data::findArray(ck.params, info.name);
+    std::vector<int64_t> shape(info.shape, info.shape + info.rank);
+    if (!a) {
+      error = from + ": no parameter '" + info.name +
+              "' (a checkpoint of another model?)";
+      return false;
+    }
+    if (a->dtype != rt::fromApiDType(info.dtype) || a->shape != shape) {
+      error = from + ": parameter '" + info.name +
+              "' differs in dtype or shape from the artifact's";
+      return false;
+    }
+    if (tcc_write_param(session, info.name, a->bytes.data(), a->bytes.size()) !=
+        TCC_OK) {
+      error = lastError();
+      return false;
+    }
+  }
   return true;
 }
 

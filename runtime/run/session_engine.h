@@ -53,6 +53,14 @@ private:
   std::vector<data::InputSpec> specs;
 };
 
+/// Writes the parameters of the checkpoint `path` (a step directory, or the
+/// latest checkpoint under a checkpoint directory) into `session`, which
+/// may be an inference artifact of the model trained: every parameter of
+/// the session must be in the checkpoint with its dtype and shape. `from`
+/// receives the step directory read.
+bool loadCheckpointParams(tcc_session *session, const std::string &path,
+                          std::string &from, std::string &error);
+
 } // namespace tcc::run
 
 #endif // TCC_RUNTIME_RUN_SESSION_ENGINE_H

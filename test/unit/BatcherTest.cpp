@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -312,4 +313,87 @@ TEST(TokenBatcher, Errors) {
   std::remove(path.c_str());
   EXPECT_EQ(errorOf([&] { TokenBatcher(path, 1, 1, "x", "y"); }),
             path + ": cannot open: No such file or directory");
+}
+
+TEST(Batcher, ShuffledEpochsArePermutations) {
+  // 5 samples, batches of 2: 15 samples of the stream are 3 epochs, each
+  // of them every sample once; the same seed repeats the order, seeking
+  // into the stream continues it.
+  auto stream = [](uint64_t seed, int64_t from, int steps) {
+    Batcher b(fiveSamples(), xy(2), "d.npz");
+    b.shuffle(seed);
+    b.seek(from);
+    std::vector<int64_t> ys;
+    for (int i = 0; i < steps; ++i) {
+      std::vector<Array> batch = b.next();
+      const int64_t *y = batch[1].data<int64_t>();
+      ys.insert(ys.end(), y, y + 2);
+      // x follows y: x[s] = {10s, 10s+1}.
+      EXPECT_EQ(batch[0].data<float>()[0], 10.f * y[0]);
+      EXPECT_EQ(batch[0].data<float>()[3], 10.f * y[1] + 1);
+    }
+    EXPECT_EQ(b.position(), from + 2 * steps);
+    return ys;
+  };
+  std::vector<int64_t> ys = stream(7, 0, 8);
+  ASSERT_EQ(ys.size(), 16u);
+  for (int e = 0; e < 3; ++e) {
+    std::vector<int64_t> epoch(ys.begin() + 5 * e, ys.begin() + 5 * e + 5);
+    std::sort(epoch.begin(), epoch.end());
+    EXPECT_EQ(epoch, range(0, 5)) << "epoch " << e;
+  }
+  EXPECT_EQ(stream(7, 0, 8), ys);
+  EXPECT_NE(stream(8, 0, 8), ys);
+  std::vector<int64_t> tail = stream(7, 6, 5);
+  EXPECT_EQ(tail, std::vector<int64_t>(ys.begin() + 6, ys.end()));
+}
+
+TEST(TokenBatcher, ShardsInOrderAndRandomWindows) {
+  // Shards of 6 and 7 tokens (t = 0..5 and 100..106), batches of 1x2 read
+  // 3 tokens: shard 0 at 0, 2 (4+3 > 6), shard 1 at 0, 2, 4, then shard 0.
+  std::string a = tempPath("shard_a.bin"), b = tempPath("shard_b.bin");
+  std::vector<uint16_t> ta = {0, 1, 2, 3, 4, 5}, tb;
+  for (uint16_t t = 100; t < 107; ++t)
+    tb.push_back(t);
+  writeTokens(a, ta);
+  writeTokens(b, tb, {20240520, 1, 7});
+  TokenBatcher seq({a, b}, 1, 2, "x", "y");
+  EXPECT_EQ(seq.numTokens(), 13);
+  EXPECT_EQ(seq.batchesPerPass(), 2 + 3);
+  std::vector<int64_t> starts;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<Array> batch = seq.next();
+    starts.push_back(batch[0].data<int64_t>()[0]);
+    EXPECT_EQ(batch[1].data<int64_t>()[0], starts.back() + 1);
+  }
+  EXPECT_EQ(starts, (std::vector<int64_t>{0, 2, 100, 102, 104, 0}));
+
+  // Random windows of 3 tokens lie inside one shard: starts 0..3 of shard
+  // 0 and 100..104 of shard 1; a seed repeats them.
+  auto draw = [&](uint64_t seed) {
+    TokenBatcher r({a, b}, 1, 2, "x", "y");
+    r.randomWindows(seed);
+    std::vector<int64_t> s;
+    for (int i = 0; i < 100; ++i) {
+      std::vector<Array> batch = r.next();
+      for (int row = 0; row < 1; ++row) {
+        int64_t x0 = batch[0].data<int64_t>()[2 * row];
+        EXPECT_TRUE((x0 >= 0 && x0 <= 3) || (x0 >= 100 && x0 <= 104)) << x0;
+        EXPECT_EQ(batch[0].data<int64_t>()[2 * row + 1], x0 + 1);
+        EXPECT_EQ(batch[1].data<int64_t>()[2 * row + 1], x0 + 2);
+        s.push_back(x0);
+      }
+    }
+    EXPECT_EQ(r.position(), 100);
+    return s;
+  };
+  std::vector<int64_t> s = draw(3);
+  EXPECT_EQ(draw(3), s);
+  EXPECT_NE(draw(4), s);
+  // All 9 starts turn up in 100 draws.
+  std::sort(s.begin(), s.end());
+  s.erase(std::unique(s.begin(), s.end()), s.end());
+  EXPECT_EQ(s, (std::vector<int64_t>{0, 1, 2, 3, 100, 101, 102, 103, 104}));
+  std::remove(a.c_str());
+  std::remove(b.c_str());
 }

@@ -3,6 +3,9 @@
 
 #include "run/loop.h"
 
+#include <string>
+#include <vector>
+
 namespace tcc::driver {
 
 // The commands with LLVM flags, each run after LLVM's parser has filled in
@@ -14,6 +17,11 @@ int runTrain();
 /// The loop flags of `tcc train`, taken out of argv (run::parseRunFlags)
 /// before LLVM's parser sees it.
 run::RunOptions &trainRunOptions();
+/// `tcc generate ARTIFACT ...` (GenerateCommand.cpp); `args` excludes the
+/// program and command names. Parses its own flags, as `tcc run` does.
+int generateCommand(std::vector<std::string> args);
+/// `tcc plot LOG.csv -o CURVES.html` (PlotCommand.cpp), likewise.
+int plotCommand(std::vector<std::string> args);
 
 } // namespace tcc::driver
 

@@ -62,6 +62,12 @@ const Command commands[] = {
     {"inspect", "OUT.tcc",
      "print an artifact's inputs, parameters, kernels and memory plan", nullptr,
      inspectArtifact},
+    {"generate", "GEN.tcc --checkpoint DIR --prompt-tokens 1,2,3",
+     "continue a token sequence with a language model's inference artifact",
+     nullptr, generateCommand},
+    {"plot", "LOG.csv -o CURVES.html",
+     "draw a run's loss, eval loss and learning-rate curves", nullptr,
+     plotCommand},
 };
 
 void printHelp() {
