@@ -10,6 +10,7 @@
 
 #include "api/tcc_runtime.h"
 #include "data/random.h"
+#include "run/cli.h"
 #include "run/session_engine.h"
 
 #include <algorithm>
@@ -86,6 +87,10 @@ int generateCommand(std::vector<std::string> args) {
       continue;
     }
     size_t eq = arg.find('=');
+    static const std::vector<std::string> known = tcc::run::flagsInHelp(usage);
+    if (std::find(known.begin(), known.end(), arg.substr(0, eq)) ==
+        known.end())
+      return fail(tcc::run::unknownFlagMessage(arg, known));
     if (eq != std::string::npos) {
       value = arg.substr(eq + 1);
       arg = arg.substr(0, eq);

@@ -6,6 +6,8 @@
 // legend; each series is a <polyline class="series" data-name=COLUMN>.
 #include "Commands.h"
 
+#include "run/cli.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +28,8 @@ Draws the curves of a training run's --log CSV (tcc run / tcc train): loss
 and eval loss, learning rate, throughput, loss scale. One self-contained HTML
 file of inline SVG charts. (PNG is not written: save the page as an image
 from a browser.)
+
+  --output FILE, -o FILE  the HTML file to write
 )";
 
 int fail(const std::string &message) {
@@ -155,7 +159,8 @@ int plotCommand(std::vector<std::string> args) {
         return fail(args[i] + " needs a file name");
       out = args[++i];
     } else if (args[i].size() > 1 && args[i][0] == '-') {
-      return fail("unknown flag '" + args[i] + "' (see --help)");
+      return fail(
+          tcc::run::unknownFlagMessage(args[i], tcc::run::flagsInHelp(usage)));
     } else if (!log.empty()) {
       return fail("one log expected, got '" + log + "' and '" + args[i] + "'");
     } else {

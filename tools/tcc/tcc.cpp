@@ -74,7 +74,7 @@ void printHelp() {
   llvm::outs() << "tcc: ahead-of-time compiler for deep-learning training "
                   "graphs\n\nusage: tcc COMMAND [flags]\n\ncommands:\n";
   for (const Command &c : commands)
-    llvm::outs() << "  " << llvm::left_justify(c.name, 9) << c.summary << "\n";
+    llvm::outs() << "  " << llvm::left_justify(c.name, 10) << c.summary << "\n";
   llvm::outs() << "\nRun 'tcc COMMAND --help' for a command's usage and "
                   "flags.\n";
 }
