@@ -14,9 +14,15 @@
 #include "tcc/Report/Report.h"
 #include "tcc/TccOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/Timing.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdio>
+#include <optional>
 
 namespace cl = llvm::cl;
 using namespace mlir;
@@ -88,7 +94,82 @@ static cl::opt<std::string>
                     "stages, kernels, fusion groups, memory plan, FLOPs"),
            cl::sub(compileCmd), cl::cat(flagCategory()));
 
+static cl::opt<std::string> memoryBudget(
+    "memory-budget", cl::value_desc("SIZE"),
+    cl::desc("Bytes the training session may allocate (parameters, working "
+             "copies, optimizer state, arena, inputs): a number of bytes or "
+             "with a unit, 512MiB, 20GiB, 1.5GB; activations are recomputed "
+             "in the backward pass until the planned total fits (--remat)"),
+    cl::sub(compileCmd), cl::cat(flagCategory()));
+static cl::opt<std::string> rematMode(
+    "remat", cl::value_desc("auto|off"),
+    cl::desc("Activation rematerialisation under --memory-budget: auto (the "
+             "default with a budget) recomputes the cheapest saved values "
+             "until the plan fits; off only checks the budget"),
+    cl::sub(compileCmd), cl::cat(flagCategory()));
+
 bool compileChosen() { return static_cast<bool>(compileCmd); }
+
+/// --memory-budget's SIZE in bytes: digits (a decimal fraction with a
+/// unit), then nothing or B, KB, MB, GB, TB (powers of 1000) or KiB, MiB,
+/// GiB, TiB (powers of 1024).
+static std::optional<int64_t> parseSize(llvm::StringRef text) {
+  llvm::StringRef number =
+      text.take_while([](char c) { return llvm::isDigit(c) || c == '.'; });
+  llvm::StringRef unit = text.drop_front(number.size());
+  static const std::pair<llvm::StringRef, double> units[] = {
+      {"", 1},
+      {"B", 1},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"TB", 1e12},
+      {"KiB", 1024.0},
+      {"MiB", 1048576.0},
+      {"GiB", 1073741824.0},
+      {"TiB", 1099511627776.0}};
+  double value;
+  if (number.empty() || number.getAsDouble(value) || !(value > 0))
+    return std::nullopt;
+  for (auto [name, scale] : units)
+    if (unit == name) {
+      double bytes = value * scale;
+      if (bytes >= 9.2e18 || bytes != std::floor(bytes))
+        return std::nullopt;
+      return int64_t(bytes);
+    }
+  return std::nullopt;
+}
+
+/// The line the compile prints under a budget: what the plan takes and
+/// what recomputation costs (the pass's tcc.remat on @train_step).
+static std::string budgetLine(ModuleOp module, int64_t budget,
+                              const artifact::SessionBytes &unbudgeted) {
+  std::string text = "memory budget " + std::to_string(budget) + " bytes: ";
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  auto remat = step ? step->getAttrOfType<DictionaryAttr>("tcc.remat")
+                    : DictionaryAttr();
+  auto get = [&](llvm::StringRef key) {
+    auto a = remat ? remat.getAs<IntegerAttr>(key) : IntegerAttr();
+    return a ? a.getInt() : int64_t(0);
+  };
+  int64_t arena = remat ? get("arena_after") : unbudgeted.arena;
+  text += "planned session " +
+          std::to_string(unbudgeted.outsideArena() + arena) + " bytes (arena " +
+          std::to_string(arena) + ", unbudgeted " +
+          std::to_string(unbudgeted.arena) + "; outside the arena " +
+          std::to_string(unbudgeted.outsideArena()) + ")";
+  if (!remat)
+    return text + ", nothing recomputed";
+  auto values = remat.getAs<ArrayAttr>("recomputed");
+  int64_t extra = get("extra_flops"), total = get("step_flops");
+  char percent[32];
+  std::snprintf(percent, sizeof percent, "%.2f",
+                total ? 100.0 * double(extra) / double(total) : 0.0);
+  return text + ", " + std::to_string(values ? values.size() : 0) +
+         " ops recomputed, +" + std::to_string(extra) + " FLOPs per step (+" +
+         percent + "%)";
+}
 
 /// What to write: --emit, else what the -o name says.
 static std::string emitKind() {
@@ -156,6 +237,20 @@ int runCompile() {
       return errors.report();
     config = *parsed;
   }
+  std::optional<int64_t> budget;
+  if (memoryBudget.getNumOccurrences()) {
+    budget = parseSize(memoryBudget);
+    if (!budget)
+      return fail("compile: --memory-budget '" + memoryBudget +
+                  "' is not a size (bytes, or with a unit: 512MiB, 20GiB)");
+    if (inference)
+      return fail("compile: --memory-budget applies to a training step; give "
+                  "the training flags (--loss ...)");
+  }
+  if (rematMode.getNumOccurrences() && rematMode != "auto" &&
+      rematMode != "off")
+    return fail("compile: --remat '" + rematMode +
+                "' is not supported (expected auto or off)");
   StageLog log;
   if (failed(log.open(flagLoc, dumpDir)))
     return errors.report("compile: ");
@@ -216,6 +311,27 @@ int runCompile() {
                          trained, timing ? &scope : nullptr)))
       return errors.report("compile: ");
   }
+  // Under a budget: the unbudgeted plan first, then (unless --remat=off)
+  // tcc-rematerialize for what the arena may take beside the rest.
+  std::optional<artifact::SessionBytes> unbudgeted;
+  if (budget) {
+    TimingScope scope = stage("rematerialize");
+    FailureOr<artifact::SessionBytes> planned = artifact::planSession(*module);
+    if (failed(planned))
+      return errors.report("compile: ");
+    unbudgeted = *planned;
+    if (rematMode == "off" && planned->total() > *budget)
+      return fail("compile: memory budget " + std::to_string(*budget) +
+                  " bytes cannot be met with --remat=off: the planned session "
+                  "is " +
+                  std::to_string(planned->total()) + " bytes (arena " +
+                  std::to_string(planned->arena) + ")");
+    if (rematMode != "off" &&
+        failed(runStages(
+            *module, {rematerializeStage({*budget, planned->outsideArena()})},
+            trained, timing ? &scope : nullptr)))
+      return errors.report("compile: ");
+  }
   // Then tcc-lower-pipeline's, on a copy: the output of --emit=lowered, and
   // what --report and --dump-dir show of an artifact (the writer lowers its
   // own copy the same way).
@@ -251,6 +367,8 @@ int runCompile() {
     return errors.report("compile: ");
   artifactScope.stop();
   llvm::outs() << artifact::formatSummary(summary) << "\n";
+  if (budget)
+    llvm::outs() << budgetLine(*module, *budget, *unbudgeted) << "\n";
   if (timeStages) {
     const codegen::KernelBuildReport &k = summary.kernelBuild;
     llvm::errs() << "kernels: " << summary.kernels << " generated, "
