@@ -466,14 +466,19 @@ def Rematerialize : Pass<"tcc-rematerialize", "mlir::ModuleOp"> {
       layout ops and views none. Candidates are taken cheapest per saved
       byte first: elementwise chains, casts, layer norm, GELU, dropout
       before GEMMs and attention.
-    - The budget is checked against the real plan: for a candidate set the
-      module is copied, rewritten and lowered with `tcc-lower-pipeline`
-      (fusion and memory planning included), and the largest
-      `exec.arena_bytes` over its functions is the arena. The smallest
-      prefix of the ranked candidates that fits is found by bisection, then
-      the most expensive choices are dropped again while the plan still
-      fits. When even recomputing everything does not fit, the pass fails
-      with one error naming the smallest total and what dominates it.
+    - The budget is checked against the real plan: for a set of decisions
+      the module is copied, rewritten and lowered with
+      `tcc-lower-pipeline` (fusion and memory planning included), and the
+      largest `exec.arena_bytes` over its functions is the arena.
+    - First, at no cost, each optimizer update moves up to right after the
+      last use of the parameter it overwrites and its gradient, so
+      gradients die as the backward pass makes them (not with global-norm
+      clipping or dynamic loss scaling, whose updates wait for every
+      gradient). Then the candidates are taken in the ranking's order,
+      each kept when the measured plan does not grow with it, until the
+      plan fits; then the most expensive choices are dropped again while
+      it still fits. When nothing fits, the pass fails with one error
+      naming the smallest total it reached and what dominates it.
     - Recomputed ops are clones of the forward ops with the same operands
       (dropout with the same seed and offset draws the same mask), marked
       `tcc.remat`, which also keeps CSE from merging them back: the step's
