@@ -362,6 +362,75 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
       return measure(module, a, chosenOf(picks), early);
     };
 
+    FailureOr<std::pair<int64_t, std::string>> before = arenaOf({});
+    if (failed(before))
+      return signalPassFailure();
+    SmallVector<const Candidate *> picks;
+    int64_t after = before->first;
+    if (before->first > arenaBudget) {
+      early = true;
+      FailureOr<std::pair<int64_t, std::string>> now = arenaOf({});
+      if (failed(now))
+        return signalPassFailure();
+      after = now->first;
+      std::string peakFunction = now->second;
+      // Greedy in the ranking's order, measured: a candidate stays when
+      // the plan does not grow with it (recomputing a value whose operand
+      // is recomputed too moves that operand's clone earlier, so more is
+      // not always less).
+      for (const Candidate &c : list) {
+        if (after <= arenaBudget)
+          break;
+        picks.push_back(&c);
+        FailureOr<std::pair<int64_t, std::string>> m = arenaOf(picks);
+        if (failed(m))
+          return signalPassFailure();
+        if (m->first <= after) {
+          after = m->first;
+          peakFunction = m->second;
+        } else {
+          picks.pop_back();
+        }
+      }
+      if (after > arenaBudget) {
+        int64_t total = fixedBytes + after;
+        auto diag = module.emitError()
+                    << "memory budget " << int64_t(budget)
+                    << " bytes cannot be met: the smallest session tcc plans "
+                       "is "
+                    << total << " bytes, ";
+        if (fixedBytes >= after)
+          diag << "dominated by the " << int64_t(fixedBytes)
+               << " bytes outside the arena (parameters, working copies, "
+                  "optimizer state, inputs, constants; arena "
+               << after << " bytes)";
+        else
+          diag << "dominated by @" << peakFunction << "'s arena of " << after
+               << " bytes (" << int64_t(fixedBytes)
+               << " bytes outside the arena)";
+        return signalPassFailure();
+      }
+      // Drop the most expensive choices the plan does not need.
+      SmallVector<const Candidate *> byCost(picks);
+      llvm::stable_sort(byCost, [](const Candidate *x, const Candidate *y) {
+        return x->time > y->time;
+      });
+      for (const Candidate *c :
+           ArrayRef(byCost).take_front(std::min(kPruneTries, byCost.size()))) {
+        SmallVector<const Candidate *> without;
+        for (const Candidate *p : picks)
+          if (p != c)
+            without.push_back(p);
+        FailureOr<std::pair<int64_t, std::string>> m = arenaOf(without);
+        if (failed(m))
+          return signalPassFailure();
+        if (m->first <= arenaBudget) {
+          picks = without;
+          after = m->first;
+        }
+      }
+    }
+
     llvm::DenseSet<unsigned> chosen = chosenOf(picks);
     int64_t stepFlops = 0, extraFlops = 0;
     for (Operation *op : a.ops)

@@ -314,12 +314,19 @@ int runCompile() {
   // Under a budget: the unbudgeted plan first, then (unless --remat=off)
   // tcc-rematerialize for what the arena may take beside the rest.
   std::optional<artifact::SessionBytes> unbudgeted;
+  OwningOpRef<ModuleOp> unbudgetedLowered;
   if (budget) {
     TimingScope scope = stage("rematerialize");
     FailureOr<artifact::SessionBytes> planned = artifact::planSession(*module);
     if (failed(planned))
       return errors.report("compile: ");
     unbudgeted = *planned;
+    // --report charts the step without the budget beside the one with it.
+    if (!report.empty()) {
+      unbudgetedLowered = module->clone();
+      if (failed(artifact::lowerTrainModule(*unbudgetedLowered)))
+        return errors.report("compile: ");
+    }
     if (rematMode == "off" && planned->total() > *budget)
       return fail("compile: memory budget " + std::to_string(*budget) +
                   " bytes cannot be met with --remat=off: the planned session "
@@ -349,8 +356,9 @@ int runCompile() {
                    : artifact::lowerTrainModule(*lowered, lowering, passes)))
       return errors.report("compile: ");
     if (!report.empty() &&
-        failed(report::writeReport(*module, *lowered, log.reportRows(),
-                                   config.precision, report)))
+        failed(report::writeReport(
+            *module, *lowered, log.reportRows(), config.precision, report,
+            unbudgetedLowered ? *unbudgetedLowered : ModuleOp())))
       return errors.report("compile: ");
   }
   if (kind == "mlir")
