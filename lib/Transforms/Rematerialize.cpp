@@ -17,7 +17,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
-#include <numeric>
+#include <functional>
 
 using namespace mlir;
 
@@ -33,7 +33,7 @@ namespace {
 /// later still; the ranking, not the unit, is what matters).
 constexpr int64_t kFlopsPerByte = 8;
 
-/// Candidates whose removal is tried after the bisection (the most
+/// Chosen candidates whose removal is tried once the plan fits (the most
 /// expensive first): each try is one lowering.
 constexpr size_t kPruneTries = 64;
 
