@@ -56,6 +56,20 @@ def Tcc_LibraryCallOpInterface : OpInterface<"LibraryCallOpInterface"> {
         The results in ODS order, null for an absent optional result.
       }],
       "::llvm::SmallVector<::mlir::Value>", "getCallResults">,
+    InterfaceMethod<[{
+        Floating-point operations of one execution, the compute half of the
+        cost model that rematerialisation ranks recomputation by
+        (docs/architecture.md). The default, a few operations per result
+        element, fits the normalisations, softmax, dropout, the loss and
+        embedding; contractions (GEMMs, attention) declare their own.
+      }],
+      "int64_t", "getFlops", (ins), "", [{
+        int64_t elements = 0;
+        for (::mlir::Value r : $_op->getResults())
+          if (auto t = ::llvm::dyn_cast<::mlir::RankedTensorType>(r.getType()))
+            elements += t.getNumElements();
+        return 5 * elements;
+      }]>,
   ];
 }
 

@@ -26,4 +26,36 @@ Value AdamwUpdateOp::getInPlaceOperand(unsigned result) {
   return operands[result];
 }
 
+namespace {
+int64_t elementsOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType()).getNumElements();
+}
+int64_t dimFromEnd(Value v, int64_t fromEnd) {
+  ArrayRef<int64_t> shape =
+      llvm::cast<RankedTensorType>(v.getType()).getShape();
+  return shape[shape.size() - fromEnd];
+}
+} // namespace
+
+// A multiply and an add per result element and contracted index.
+int64_t MatmulOp::getFlops() {
+  int64_t k = dimFromEnd(getLhs(), getTransposeLhs() ? 2 : 1);
+  return 2 * elementsOf(getResult()) * k;
+}
+
+int64_t GemmOp::getFlops() {
+  int64_t k = dimFromEnd(getA(), getTransposeA() ? 2 : 1);
+  int64_t mn = elementsOf(getResult());
+  return 2 * mn * k + (getC() ? 2 * mn : 0);
+}
+
+// q @ k^T and p @ v over every (query, key) pair, half of them when causal.
+int64_t AttentionOp::getFlops() {
+  int64_t rows = elementsOf(getQuery()) / dimFromEnd(getQuery(), 1);
+  int64_t keys = dimFromEnd(getKey(), 2);
+  int64_t perPair = 2 * (dimFromEnd(getQuery(), 1) + dimFromEnd(getValue(), 1));
+  int64_t flops = rows * keys * perPair;
+  return getCausal() ? flops / 2 : flops;
+}
+
 } // namespace tcc

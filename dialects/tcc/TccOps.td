@@ -21,6 +21,9 @@ defvar Tcc_Vjp = DeclareOpInterfaceMethods<Tcc_DifferentiableOpInterface>;
 // A library call (LibraryCallOpInterface); its two accessors are generated
 // by tcc-tblgen -gen-library-call-defs.
 defvar Tcc_LibraryCall = DeclareOpInterfaceMethods<Tcc_LibraryCallOpInterface>;
+// A library call that counts its own FLOPs (a contraction).
+defvar Tcc_ContractionCall =
+    DeclareOpInterfaceMethods<Tcc_LibraryCallOpInterface, ["getFlops"]>;
 
 def Tcc_Tensor : StaticShapeTensorOf<[AnyType]>;
 def Tcc_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
@@ -327,7 +330,7 @@ def Tcc_DropoutOp : Tcc_Op<"dropout", [InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryC
 // Contractions and attention
 //===----------------------------------------------------------------------===//
 
-def Tcc_MatmulOp : Tcc_Op<"matmul", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
+def Tcc_MatmulOp : Tcc_Op<"matmul", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_ContractionCall]> {
   let callFamily = "GEMM";
   let summary = "batched matrix product with optional transposes, batch dims broadcast";
   let description = [{
@@ -341,7 +344,7 @@ def Tcc_MatmulOp : Tcc_Op<"matmul", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_Libr
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
+def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_ContractionCall]> {
   let callFamily = "GEMM";
   let summary = "alpha * op(a) @ op(b) + beta * c, c broadcast to [M, N]";
   let arguments = (ins Tcc_FloatTensor:$a, Tcc_FloatTensor:$b,
@@ -354,7 +357,7 @@ def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryC
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_AttentionOp : Tcc_Op<"attention", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
+def Tcc_AttentionOp : Tcc_Op<"attention", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_ContractionCall]> {
   let callFamily = "attention";
   let summary = "scaled dot-product attention, optionally causal and key-padded";
   let description = [{

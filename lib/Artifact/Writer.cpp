@@ -482,6 +482,28 @@ LogicalResult writeInferenceArtifact(ModuleOp module,
                      summary);
 }
 
+FailureOr<SessionBytes> planSession(ModuleOp module) {
+  OwningOpRef<ModuleOp> lowered = module.clone();
+  if (failed(lowerTrainModule(*lowered)))
+    return failure();
+  FailureOr<PlanData> data = buildPlan(*lowered, rt::Kind::Training);
+  if (failed(data))
+    return failure();
+  ArtifactSummary s;
+  summarize(*lowered, *data, s);
+  SessionBytes bytes;
+  bytes.arena = s.arenaBytes;
+  bytes.params = s.paramBytes;
+  bytes.working = s.workingBytes;
+  bytes.optState = s.optStateBytes;
+  bytes.constants = s.constantBytes;
+  for (const rt::Function &f : data->plan.functions)
+    if (f.name == "train_step")
+      for (const rt::TensorDesc &in : f.inputs)
+        bytes.inputs += in.bytes;
+  return bytes;
+}
+
 std::string formatSummary(const ArtifactSummary &s) {
   bool inference = s.kind == rt::Kind::Inference;
   std::string text = "wrote " + s.path + (inference ? " (inference)" : "") +

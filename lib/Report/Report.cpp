@@ -424,10 +424,98 @@ static void writePrecision(llvm::raw_ostream &os, ModuleOp module,
   os << "</table>\n";
 }
 
+/// Arena bytes live at each op of a planned one-block function.
+static std::vector<int64_t> liveBytes(const BufferLiveness &live) {
+  std::vector<int64_t> curve(std::max<int64_t>(1, live.numOps), 0);
+  for (const Buffer &buffer : live.buffers)
+    if (buffer.def && buffer.region == BufferRegion::Arena)
+      for (int64_t i = std::max<int64_t>(0, buffer.start);
+           i <= buffer.end && i < int64_t(curve.size()); ++i)
+        curve[i] += buffer.bytes;
+  return curve;
+}
+
+/// tcc-rematerialize's decisions (`tcc.remat` on @train_step) and the live
+/// arena bytes of the step without and with the budget on one chart (x:
+/// the position in each step, as the two have different op counts).
+static LogicalResult writeMemoryBudget(llvm::raw_ostream &os,
+                                       func::FuncOp trained,
+                                       const BufferLiveness &after,
+                                       ModuleOp unbudgeted) {
+  auto remat = trained->getAttrOfType<DictionaryAttr>("tcc.remat");
+  if (!remat || !unbudgeted)
+    return success();
+  auto get = [&](StringRef key) {
+    auto a = remat.getAs<IntegerAttr>(key);
+    return a ? a.getInt() : int64_t(0);
+  };
+  auto before = unbudgeted.lookupSymbol<func::FuncOp>("train_step");
+  if (!before || before.isExternal())
+    return success();
+  FailureOr<BufferLiveness> live = computeBufferLiveness(before);
+  if (failed(live))
+    return failure();
+  int64_t budget = get("budget"), fixed = get("fixed_bytes");
+  int64_t extra = get("extra_flops"), total = get("step_flops");
+  auto values = remat.getAs<ArrayAttr>("recomputed");
+  os << "<h2>Memory budget</h2>\n<table><tr><th>budget</th><th>outside the "
+     << "arena</th><th>arena before</th><th>arena after</th><th>planned "
+     << "session</th><th>updates moved early</th><th>extra FLOPs per "
+     << "step</th></tr>\n<tr><td class=\"n\">" << withCommas(budget)
+     << "</td><td class=\"n\">" << withCommas(fixed) << "</td><td class=\"n\">"
+     << withCommas(get("arena_before")) << "</td><td class=\"n\">"
+     << withCommas(get("arena_after")) << "</td><td class=\"n\">"
+     << withCommas(fixed + get("arena_after")) << "</td><td class=\"n\">"
+     << get("early_updates") << "</td><td class=\"n\">" << withCommas(extra)
+     << llvm::format(" (+%.2f%%)", total ? 100.0 * extra / total : 0.0)
+     << "</td></tr></table>\n<p>Recomputed in the backward pass ("
+     << (values ? values.size() : 0) << " ops):</p>\n<ul>\n";
+  if (values)
+    for (Attribute v : values)
+      os << "<li><code>" << escape(llvm::cast<StringAttr>(v).getValue())
+         << "</code></li>\n";
+  os << "</ul>\n";
+
+  std::vector<int64_t> curves[] = {liveBytes(*live), liveBytes(after)};
+  const char *colors[] = {"#36c", "#c33"};
+  const double width = 960, height = 300, left = 80, top = 20, bottom = 30;
+  double plotW = width - left - 10, plotH = height - top - bottom;
+  int64_t peak = 1;
+  for (const std::vector<int64_t> &c : curves)
+    for (int64_t b : c)
+      peak = std::max(peak, b);
+  double maxBytes = peak * 1.05;
+  auto f = [](double v) { return llvm::format("%.1f", v); };
+  auto y = [&](double b) { return top + plotH - b / maxBytes * plotH; };
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << f(width)
+     << "\" height=\"" << f(height) << "\" class=\"budget\">\n"
+     << "<rect x=\"" << f(left) << "\" y=\"" << f(top) << "\" width=\""
+     << f(plotW) << "\" height=\"" << f(plotH)
+     << "\" fill=\"#fafafa\" stroke=\"#999\"/>\n";
+  for (unsigned k = 0; k < 2; ++k) {
+    const std::vector<int64_t> &c = curves[k];
+    double last = double(std::max<size_t>(1, c.size() - 1));
+    os << "<polyline fill=\"none\" stroke=\"" << colors[k]
+       << "\" stroke-width=\"1.5\" points=\"";
+    for (size_t i = 0; i < c.size(); ++i)
+      os << f(left + plotW * double(i) / last) << "," << f(y(c[i])) << " ";
+    os << "\"/>\n";
+  }
+  os << "<text x=\"" << f(left + 4) << "\" y=\"" << f(top + 14)
+     << "\" font-size=\"12\" fill=\"" << colors[0]
+     << "\">live arena bytes without the budget</text>\n<text x=\""
+     << f(left + 4) << "\" y=\"" << f(top + 28) << "\" font-size=\"12\" fill=\""
+     << colors[1] << "\">with the budget</text>\n<text x=\"4\" y=\""
+     << f(y(peak)) << "\" font-size=\"12\">" << peak << " B</text>\n"
+     << "<text x=\"4\" y=\"" << f(y(0)) << "\" font-size=\"12\">0 B</text>\n"
+     << "</svg>\n";
+  return success();
+}
+
 LogicalResult writeReport(ModuleOp trained, ModuleOp lowered,
                           ArrayRef<ReportStage> stages,
                           const PrecisionPolicy &policy,
-                          const std::string &path) {
+                          const std::string &path, ModuleOp unbudgeted) {
   Location flag = UnknownLoc::get(trained.getContext());
   std::error_code ec;
   llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_Text);
@@ -595,7 +683,10 @@ LogicalResult writeReport(ModuleOp trained, ModuleOp lowered,
   });
   os << "</table>\n<p>" << groups << " fusion groups.</p>\n";
 
-  os << "</body></html>\n";
+  if (failed(writeMemoryBudget(os, before, *live, unbudgeted)))
+    return failure();
+  os << "</body></html>
+";
   out.keep();
   return success();
 }

@@ -37,6 +37,15 @@ SmallVector<PipelineStage> trainStages(const TrainConfig &config) {
   return stages;
 }
 
+PipelineStage rematerializeStage(const MemoryBudget &budget) {
+  RematerializeOptions options;
+  options.budget = budget.budget;
+  options.fixedBytes = budget.fixedBytes;
+  return {"rematerialize", "tcc-rematerialize", [options](OpPassManager &pm) {
+            pm.addPass(createRematerialize(options));
+          }};
+}
+
 ArrayRef<StringRef> trainingRoots() {
   static const StringRef roots[] = {"train_step", "eval_step"};
   return roots;

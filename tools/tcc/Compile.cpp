@@ -5,9 +5,15 @@
 #include "tcc/Report/Report.h"
 #include "tcc/TccOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/Timing.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdio>
+#include <optional>
 
 namespace cl = llvm::cl;
 using namespace mlir;
@@ -55,14 +61,90 @@ BuildFlags::BuildFlags(cl::SubCommand &sub)
                        "02-build-train-step.mlir, ..., NN-plan-memory.mlir "
                        "(created; earlier NN-*.mlir files in it are "
                        "removed)"),
-              cl::sub(sub), cl::cat(flagCategory())) {}
+              cl::sub(sub), cl::cat(flagCategory())),
+      memoryBudget(
+          "memory-budget", cl::value_desc("SIZE"),
+          cl::desc("Bytes the training session may allocate (parameters, "
+                   "working copies, optimizer state, arena, inputs): a number "
+                   "of bytes or with a unit, 512MiB, 20GiB, 1.5GB; "
+                   "activations are recomputed in the backward pass until "
+                   "the planned total fits (--remat)"),
+          cl::sub(sub), cl::cat(flagCategory())),
+      remat("remat", cl::value_desc("auto|off"),
+            cl::desc("Activation rematerialisation under --memory-budget: "
+                     "auto (the default with a budget) recomputes the "
+                     "cheapest saved values until the plan fits; off only "
+                     "checks the budget"),
+            cl::sub(sub), cl::cat(flagCategory())) {}
 
 const cl::Option *BuildFlags::firstGiven() const {
   for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-           &noCuda, &cudaArch, &jobs, &noKernelCache, &time, &report, &dumpDir})
+           &noCuda, &cudaArch, &jobs, &noKernelCache, &time, &report, &dumpDir,
+           &memoryBudget, &remat})
     if (o->getNumOccurrences())
       return o;
   return nullptr;
+}
+
+/// --memory-budget's SIZE in bytes: digits (a decimal fraction with a
+/// unit), then nothing or B, KB, MB, GB, TB (powers of 1000) or KiB, MiB,
+/// GiB, TiB (powers of 1024).
+static std::optional<int64_t> parseSize(llvm::StringRef text) {
+  llvm::StringRef number =
+      text.take_while([](char c) { return llvm::isDigit(c) || c == '.'; });
+  llvm::StringRef unit = text.drop_front(number.size());
+  static const std::pair<llvm::StringRef, double> units[] = {
+      {"", 1},
+      {"B", 1},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"TB", 1e12},
+      {"KiB", 1024.0},
+      {"MiB", 1048576.0},
+      {"GiB", 1073741824.0},
+      {"TiB", 1099511627776.0}};
+  double value;
+  if (number.empty() || number.getAsDouble(value) || !(value > 0))
+    return std::nullopt;
+  for (auto [name, scale] : units)
+    if (unit == name) {
+      double bytes = value * scale;
+      if (bytes >= 9.2e18 || bytes != std::floor(bytes))
+        return std::nullopt;
+      return int64_t(bytes);
+    }
+  return std::nullopt;
+}
+
+/// The line the compile prints under a budget: what the plan takes and
+/// what recomputation costs (the pass's tcc.remat on @train_step).
+static std::string budgetLine(ModuleOp module, int64_t budget,
+                              const artifact::SessionBytes &unbudgeted) {
+  std::string text = "memory budget " + std::to_string(budget) + " bytes: ";
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  auto remat = step ? step->getAttrOfType<DictionaryAttr>("tcc.remat")
+                    : DictionaryAttr();
+  auto get = [&](llvm::StringRef key) {
+    auto a = remat ? remat.getAs<IntegerAttr>(key) : IntegerAttr();
+    return a ? a.getInt() : int64_t(0);
+  };
+  int64_t arena = remat ? get("arena_after") : unbudgeted.arena;
+  text += "planned session " +
+          std::to_string(unbudgeted.outsideArena() + arena) + " bytes (arena " +
+          std::to_string(arena) + ", unbudgeted " +
+          std::to_string(unbudgeted.arena) + "; outside the arena " +
+          std::to_string(unbudgeted.outsideArena()) + ")";
+  if (!remat)
+    return text + ", nothing recomputed";
+  auto values = remat.getAs<ArrayAttr>("recomputed");
+  int64_t extra = get("extra_flops"), total = get("step_flops");
+  char percent[32];
+  std::snprintf(percent, sizeof percent, "%.2f",
+                total ? 100.0 * double(extra) / double(total) : 0.0);
+  return text + ", " + std::to_string(values ? values.size() : 0) +
+         " ops recomputed, +" + std::to_string(extra) + " FLOPs per step (+" +
+         percent + "%)";
 }
 
 int compileModel(MLIRContext &context, const CommandErrors &errors,
@@ -76,6 +158,21 @@ int compileModel(MLIRContext &context, const CommandErrors &errors,
   if (kind == "artifact" &&
       failed(artifact::checkArtifactPath(flagLoc, job.output)))
     return errors.report(job.prefix);
+  std::optional<int64_t> budget;
+  if (build.memoryBudget.getNumOccurrences()) {
+    budget = parseSize(build.memoryBudget);
+    if (!budget)
+      return fail(job.prefix + "--memory-budget '" + build.memoryBudget +
+                  "' is not a size (bytes, or with a unit: 512MiB, 20GiB)");
+    if (job.inference)
+      return fail(job.prefix + "--memory-budget applies to a training step; "
+                               "give the training flags (--loss ...)");
+  }
+  const std::string &rematMode = build.remat;
+  if (build.remat.getNumOccurrences() && rematMode != "auto" &&
+      rematMode != "off")
+    return fail(job.prefix + "--remat '" + rematMode +
+                "' is not supported (expected auto or off)");
   artifact::ArtifactOptions options;
   options.source = modelFlags.model;
   options.cudaKernels = job.cuda && !build.noCuda;
@@ -153,6 +250,34 @@ int compileModel(MLIRContext &context, const CommandErrors &errors,
                          trained, timing ? &scope : nullptr)))
       return errors.report(job.prefix);
   }
+  // Under a budget: the unbudgeted plan first, then (unless --remat=off)
+  // tcc-rematerialize for what the arena may take beside the rest.
+  std::optional<artifact::SessionBytes> unbudgeted;
+  OwningOpRef<ModuleOp> unbudgetedLowered;
+  if (budget) {
+    TimingScope scope = stage("rematerialize");
+    FailureOr<artifact::SessionBytes> planned = artifact::planSession(*module);
+    if (failed(planned))
+      return errors.report(job.prefix);
+    unbudgeted = *planned;
+    // --report charts the step without the budget beside the one with it.
+    if (!report.empty()) {
+      unbudgetedLowered = module->clone();
+      if (failed(artifact::lowerTrainModule(*unbudgetedLowered)))
+        return errors.report(job.prefix);
+    }
+    if (rematMode == "off" && planned->total() > *budget)
+      return fail(job.prefix + "memory budget " + std::to_string(*budget) +
+                  " bytes cannot be met with --remat=off: the planned session "
+                  "is " +
+                  std::to_string(planned->total()) + " bytes (arena " +
+                  std::to_string(planned->arena) + ")");
+    if (rematMode != "off" &&
+        failed(runStages(
+            *module, {rematerializeStage({*budget, planned->outsideArena()})},
+            trained, timing ? &scope : nullptr)))
+      return errors.report(job.prefix);
+  }
   // Then tcc-lower-pipeline's, on a copy: the output of --emit=lowered, and
   // what --report and --dump-dir show of an artifact (the writer lowers its
   // own copy the same way, and shows its stages as progress).
@@ -172,8 +297,9 @@ int compileModel(MLIRContext &context, const CommandErrors &errors,
                    : artifact::lowerTrainModule(*lowered, lowering, passes)))
       return errors.report(job.prefix);
     if (!report.empty() &&
-        failed(report::writeReport(*module, *lowered, log.reportRows(),
-                                   job.config.precision, report)))
+        failed(report::writeReport(
+            *module, *lowered, log.reportRows(), job.config.precision, report,
+            unbudgetedLowered ? *unbudgetedLowered : ModuleOp())))
       return errors.report(job.prefix);
   }
   if (kind == "mlir")
@@ -199,6 +325,8 @@ int compileModel(MLIRContext &context, const CommandErrors &errors,
   artifactScope.stop();
   if (job.printSummary)
     llvm::outs() << artifact::formatSummary(summary) << "\n";
+  if (budget)
+    llvm::outs() << budgetLine(*module, *budget, *unbudgeted) << "\n";
   if (build.time) {
     const codegen::KernelBuildReport &k = summary.kernelBuild;
     llvm::errs() << "kernels: " << summary.kernels << " generated, "

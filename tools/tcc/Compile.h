@@ -1,6 +1,6 @@
 // What `tcc compile` and `tcc train` share: the flags of how a model is
 // built (--no-cuda, --cuda-arch, -j, --no-kernel-cache, --time, --report,
-// --dump-dir) and the compile itself, from the model file to the artifact
+// --dump-dir, --memory-budget, --remat) and the compile itself, from the model file to the artifact
 // or IR, with its stage progress.
 #ifndef TCC_TOOLS_TCC_COMPILE_H
 #define TCC_TOOLS_TCC_COMPILE_H
@@ -27,6 +27,8 @@ struct BuildFlags {
   llvm::cl::opt<bool> time;
   llvm::cl::opt<std::string> report;
   llvm::cl::opt<std::string> dumpDir;
+  llvm::cl::opt<std::string> memoryBudget;
+  llvm::cl::opt<std::string> remat;
 
   /// The first of these flags the command line gave, or null.
   const llvm::cl::Option *firstGiven() const;

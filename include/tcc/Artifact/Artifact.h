@@ -99,6 +99,22 @@ struct ArtifactSummary {
   codegen::KernelBuildReport kernelBuild;
 };
 
+/// The bytes a session of a training artifact allocates, by purpose, as
+/// the runtime sums them (tcc_memory, `tcc inspect`).
+struct SessionBytes {
+  int64_t arena = 0; ///< the largest arena over the functions
+  int64_t params = 0, working = 0, optState = 0, inputs = 0, constants = 0;
+  int64_t outsideArena() const {
+    return params + working + optState + inputs + constants;
+  }
+  int64_t total() const { return arena + outsideArena(); }
+};
+
+/// The session bytes of the artifact `module` (a training module, after
+/// tcc-build-train-step) would be written as: lowers a copy and reads its
+/// plan, as the writer does.
+mlir::FailureOr<SessionBytes> planSession(mlir::ModuleOp module);
+
 /// "wrote OUT.tcc: 7 kernels (host), train_step 7 launches + 9 library
 /// calls, eval_step ..., arena N bytes, params N bytes, ..."; for an
 /// inference artifact "wrote OUT.tcc (inference): 2 kernels (host), forward

@@ -32,11 +32,15 @@ int64_t countFunctionOps(mlir::ModuleOp module, llvm::StringRef name);
 /// `trained`) and after (in `lowered`, which tcc::lowerStages produced):
 /// kernel counts, fusion groups, the memory plan and estimated cost. A file
 /// it cannot write is an error (at an unknown location) naming the flag
-/// (--report) and the cause.
+/// (--report) and the cause. Under `--memory-budget` (@train_step carries
+/// tcc-rematerialize's `tcc.remat`), `unbudgeted` is the lowered step
+/// without the budget: a "Memory budget" section shows what was
+/// recomputed and both steps' live arena bytes on one chart.
 mlir::LogicalResult writeReport(mlir::ModuleOp trained, mlir::ModuleOp lowered,
                                 llvm::ArrayRef<ReportStage> stages,
                                 const PrecisionPolicy &policy,
-                                const std::string &path);
+                                const std::string &path,
+                                mlir::ModuleOp unbudgeted = nullptr);
 
 } // namespace tcc::report
 

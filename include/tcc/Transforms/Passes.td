@@ -444,6 +444,80 @@ def LowerCalls : Pass<"tcc-lower-calls", "mlir::func::FuncOp"> {
   let dependentDialects = ["::tcc::exec::ExecDialect"];
 }
 
+def Rematerialize : Pass<"tcc-rematerialize", "mlir::ModuleOp"> {
+  let summary = "Recompute forward values in the backward pass to fit a memory budget";
+  let description = [{
+    Runs on a training module (after `tcc-build-train-step`, before
+    lowering). The forward part of `@train_step` is every op its loss (the
+    first result) depends on; a forward value that a later op (the
+    backward pass) reads is *saved*: it stays live from the forward to its
+    backward use. For each saved value the pass decides whether to keep it
+    or recompute it right before its first backward use, so that the step's
+    planned arena fits `budget - fixed-bytes` at the least recompute cost.
+
+    - Candidates: each saved value with the forward ops it needs that
+      nothing else keeps (operands the backward does not read), so a
+      clone has the shape of the original (a GEMM whose bias add is
+      recomputed is recomputed with it and fuses the same way).
+    - Cost model (docs/architecture.md): per op a roofline time in FLOP
+      units, `max(flops, 8 x bytes moved)`; FLOPs from
+      `LibraryCallOpInterface::getFlops` (contractions count 2*M*N*K),
+      elementwise ops one per element, reductions one per input element,
+      layout ops and views none. Candidates are taken cheapest per saved
+      byte first: elementwise chains, casts, layer norm, GELU, dropout
+      before GEMMs and attention.
+    - The budget is checked against the real plan: for a set of decisions
+      the module is copied, rewritten and lowered with
+      `tcc-lower-pipeline` (fusion and memory planning included), and the
+      largest `exec.arena_bytes` over its functions is the arena.
+    - First, at no cost, each optimizer update moves up to right after the
+      last use of the parameter it overwrites and its gradient, so
+      gradients die as the backward pass makes them (not with global-norm
+      clipping or dynamic loss scaling, whose updates wait for every
+      gradient). Then the candidates are taken in the ranking's order,
+      each kept when the measured plan does not grow with it, until the
+      plan fits; then the most expensive choices are dropped again while
+      it still fits. When nothing fits, the pass fails with one error
+      naming the smallest total it reached and what dominates it.
+    - Recomputed ops are clones of the forward ops with the same operands
+      (dropout with the same seed and offset draws the same mask), marked
+      `tcc.remat`, which also keeps CSE from merging them back: the step's
+      results are bitwise those of the unbudgeted step.
+    - `@train_step` gets `tcc.remat`, a dictionary for reports: the budget,
+      the arena before and after, the step's and the recompute's FLOPs and
+      the recomputed values.
+
+    With `budget = 0` (the default) the pass does nothing.
+
+    Before (budget below the arena that keeps `%g`):
+    ```mlir
+    %g = tcc.gelu %h ...            // forward, read by the backward
+    %y = tcc.matmul %g, %w ...
+    ...
+    %dw = tcc.matmul %g, %dy {transpose_lhs = true} ...
+    ```
+    After:
+    ```mlir
+    %g = tcc.gelu %h ...
+    %y = tcc.matmul %g, %w ...
+    ...
+    %g2 = tcc.gelu %h {tcc.remat} ...
+    %dw = tcc.matmul %g2, %dy {transpose_lhs = true} ...
+    ```
+  }];
+  let options = [
+    Option<"budget", "budget", "int64_t", /*default=*/"0",
+           "bytes the session may take (0: no budget, nothing changes)">,
+    Option<"fixedBytes", "fixed-bytes", "int64_t", /*default=*/"0",
+           "bytes of the session outside the arena (parameters, working "
+           "copies, optimizer state, inputs, constants); the arena gets "
+           "budget minus these">,
+    Option<"order", "order", "std::string", /*default=*/"\"best\"",
+           "tcc-plan-memory's placement order in the plans it measures">,
+  ];
+  let dependentDialects = ["::tcc::exec::ExecDialect"];
+}
+
 def PlanMemory : Pass<"tcc-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Plan one static arena per step function: buffer offsets by liveness";
   let description = [{

@@ -46,6 +46,18 @@ forwardStages(const PrecisionPolicy &precision);
 /// build-train-step (tcc-build-train-step with `config`).
 llvm::SmallVector<PipelineStage> trainStages(const TrainConfig &config);
 
+/// The session memory budget of `tcc compile --memory-budget`: `budget`
+/// bytes for the whole session, `fixedBytes` of them outside the arena
+/// (parameters, working copies, optimizer state, inputs, constants).
+struct MemoryBudget {
+  int64_t budget = 0;
+  int64_t fixedBytes = 0;
+};
+
+/// rematerialize: tcc-rematerialize with `budget` on a training module
+/// (after trainStages, before lowerStages).
+PipelineStage rematerializeStage(const MemoryBudget &budget);
+
 /// What tcc-lower-pipeline lowers: the functions an artifact runs (with what
 /// they call) and how the memory planner places buffers.
 struct LowerConfig {

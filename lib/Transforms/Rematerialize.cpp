@@ -1,0 +1,464 @@
+// tcc-rematerialize: recomputes saved forward values of @train_step in the
+// backward pass until the planned session fits a memory budget. Decisions
+// are measured with the real lowering (tcc-lower-pipeline on a copy), never
+// estimated; the cost model only ranks the candidates.
+#include "tcc/Transforms/Passes.h"
+#include "tcc/Transforms/Pipelines.h"
+
+#include "exec/ExecOps.h"
+#include "exec/MemoryPlan.h"
+#include "tcc/TccTraits.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <algorithm>
+#include <functional>
+
+using namespace mlir;
+
+namespace tcc {
+
+#define GEN_PASS_DEF_REMATERIALIZE
+#include "tcc/Transforms/Passes.h.inc"
+
+namespace {
+
+/// FLOPs one byte of memory traffic is worth in the roofline cost: a CPU
+/// core's machine balance (a GPU's is 100-300, which ranks contractions
+/// later still; the ranking, not the unit, is what matters).
+constexpr int64_t kFlopsPerByte = 8;
+
+/// Chosen candidates whose removal is tried once the plan fits (the most
+/// expensive first): each try is one lowering.
+constexpr size_t kPruneTries = 64;
+
+int64_t elements(Type type) {
+  auto t = llvm::dyn_cast<RankedTensorType>(type);
+  return t ? t.getNumElements() : 0;
+}
+
+int64_t bytesOf(Type type) {
+  auto t = llvm::dyn_cast<RankedTensorType>(type);
+  if (!t || !t.getElementType().isIntOrFloat())
+    return 0;
+  int64_t width = std::max<int64_t>(8, t.getElementTypeBitWidth());
+  return t.getNumElements() * (width / 8);
+}
+
+/// An op's recompute cost: its FLOPs and the bytes it reads and writes.
+struct Cost {
+  int64_t flops = 0, bytes = 0;
+  int64_t time() const { return std::max(flops, kFlopsPerByte * bytes); }
+};
+
+Cost costOf(Operation *op) {
+  Cost c;
+  if (op->hasTrait<OpClass::View>())
+    return c; // an alias: no kernel, no traffic
+  for (Value v : op->getOperands())
+    c.bytes += bytesOf(v.getType());
+  for (Value v : op->getResults())
+    c.bytes += bytesOf(v.getType());
+  if (auto call = llvm::dyn_cast<LibraryCallOpInterface>(op)) {
+    c.flops = call.getFlops();
+  } else if (op->hasTrait<OpClass::Layout>()) {
+    c.flops = 0;
+  } else if (op->hasTrait<OpClass::Structured>()) {
+    for (Value v : op->getOperands()) // a reduction: one per input element
+      c.flops += elements(v.getType());
+  } else {
+    for (Value v : op->getResults())
+      c.flops += elements(v.getType());
+  }
+  return c;
+}
+
+/// How an op is named in reports: its kind and, when the model gave one,
+/// the name of the node it came from.
+std::string describe(Operation *op) {
+  std::string text = op->getName().getStringRef().str();
+  Location loc = op->getLoc();
+  if (auto fused = llvm::dyn_cast<FusedLoc>(loc))
+    if (!fused.getLocations().empty())
+      loc = fused.getLocations().front();
+  if (auto name = llvm::dyn_cast<NameLoc>(loc))
+    text += " " + name.getName().str();
+  std::string type;
+  llvm::raw_string_ostream os(type);
+  os << op->getResult(0).getType();
+  return text + " : " + type;
+}
+
+/// The forward part of a step and its saved values.
+struct Analysis {
+  SmallVector<Operation *> ops; ///< the body, in order (positions)
+  llvm::DenseMap<Operation *, unsigned> position;
+  llvm::DenseSet<Operation *> forward;
+  /// Forward values read after the forward (by the backward pass).
+  llvm::DenseSet<Value> saved;
+};
+
+Analysis analyze(func::FuncOp step) {
+  Analysis a;
+  Block &body = step.getBody().front();
+  for (Operation &op : body) {
+    a.position[&op] = a.ops.size();
+    a.ops.push_back(&op);
+  }
+  Operation *ret = body.getTerminator();
+  SmallVector<Operation *> work;
+  if (Operation *loss = ret->getOperand(0).getDefiningOp())
+    work.push_back(loss);
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (!a.forward.insert(op).second)
+      continue;
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        work.push_back(def);
+  }
+  for (Operation *op : a.forward)
+    for (Value r : op->getResults())
+      for (Operation *user : r.getUsers())
+        if (user != ret && !a.forward.contains(user))
+          a.saved.insert(r);
+  return a;
+}
+
+/// Whether an op may be recomputed: a forward op with storage in the arena
+/// and nothing but tensor results and operands.
+bool recomputable(const Analysis &a, Operation *op) {
+  if (!a.forward.contains(op) || op->getNumRegions() != 0 ||
+      op->getNumResults() == 0 || llvm::isa<ConstantOp, GetParamOp>(op))
+    return false;
+  return llvm::all_of(op->getResultTypes(),
+                      [](Type t) { return llvm::isa<RankedTensorType>(t); });
+}
+
+/// One decision the pass can take: recompute a saved value's op with the
+/// forward ops only it keeps alive.
+struct Candidate {
+  unsigned root;               ///< position of the saved value's op
+  SmallVector<unsigned> ops;   ///< positions of the ops recomputed
+  int64_t time = 0, flops = 0; ///< recompute cost
+  int64_t bytes = 0;           ///< storage of the recomputed values
+};
+
+SmallVector<Candidate> candidates(const Analysis &a) {
+  SmallVector<Candidate> list;
+  for (Operation *op : a.ops) {
+    if (!recomputable(a, op) || llvm::none_of(op->getResults(), [&](Value r) {
+          return a.saved.contains(r);
+        }))
+      continue;
+    Candidate c;
+    c.root = a.position.lookup(op);
+    llvm::SetVector<Operation *> closure;
+    closure.insert(op);
+    for (size_t i = 0; i < closure.size(); ++i)
+      for (Value v : closure[i]->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        // An operand the backward reads stays (or is a candidate itself);
+        // one only this chain reads is recomputed with it.
+        if (def && recomputable(a, def) && !a.saved.contains(v))
+          closure.insert(def);
+      }
+    for (Operation *member : closure) {
+      c.ops.push_back(a.position.lookup(member));
+      Cost cost = costOf(member);
+      c.time += cost.time();
+      c.flops += cost.flops;
+      if (!member->hasTrait<OpClass::View>())
+        for (Value r : member->getResults())
+          c.bytes += bytesOf(r.getType());
+    }
+    if (c.bytes > 0)
+      list.push_back(std::move(c));
+  }
+  // Cheapest per byte freed first (the knapsack's greedy order); position
+  // breaks ties so the order is deterministic.
+  llvm::stable_sort(list, [](const Candidate &x, const Candidate &y) {
+    return static_cast<__int128>(x.time) * y.bytes <
+           static_cast<__int128>(y.time) * x.bytes;
+  });
+  return list;
+}
+
+/// Rewrites `step` (whose body has the analysed one's positions): every
+/// op at a position in `chosen` is cloned right before the first op after
+/// the forward that reads it, and those ops read the clone.
+void recompute(func::FuncOp step, const llvm::DenseSet<unsigned> &chosen,
+               const Analysis &a) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : step.getBody().front())
+    ops.push_back(&op);
+  llvm::DenseSet<Operation *> recomputed;
+  for (unsigned p : chosen)
+    recomputed.insert(ops[p]);
+  Operation *ret = step.getBody().front().getTerminator();
+  llvm::DenseMap<Operation *, Operation *> clones;
+  OpBuilder b(step.getContext());
+  std::function<Operation *(Operation *, Operation *)> materialize =
+      [&](Operation *op, Operation *before) -> Operation * {
+    if (Operation *c = clones.lookup(op))
+      return c;
+    IRMapping map;
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp(); def && recomputed.contains(def))
+        map.map(v, materialize(def, before)
+                       ->getResult(llvm::cast<OpResult>(v).getResultNumber()));
+    b.setInsertionPoint(before);
+    Operation *c = b.clone(*op, map);
+    c->setAttr("tcc.remat", b.getUnitAttr());
+    clones[op] = c;
+    return c;
+  };
+  for (auto [p, op] : llvm::enumerate(ops)) {
+    if (op == ret || a.forward.contains(a.ops[p]))
+      continue;
+    for (OpOperand &use : op->getOpOperands()) {
+      Operation *def = use.get().getDefiningOp();
+      if (def && recomputed.contains(def))
+        use.set(materialize(def, op)->getResult(
+            llvm::cast<OpResult>(use.get()).getResultNumber()));
+    }
+  }
+}
+
+/// Whether `op` computes a scalar from scalar arguments and constants only
+/// (the learning rate, AdamW's step count), so it may move anywhere earlier
+/// at no cost.
+bool scalarOnly(Operation *op, llvm::DenseMap<Operation *, bool> &memo) {
+  if (auto it = memo.find(op); it != memo.end())
+    return it->second;
+  auto scalar = [](Value v) { return elements(v.getType()) <= 1; };
+  bool only = op->getNumRegions() == 0 && isMemoryEffectFree(op) &&
+              llvm::all_of(op->getResults(), scalar);
+  for (Value v : op->getOperands()) {
+    if (!only)
+      break;
+    if (Operation *def = v.getDefiningOp())
+      only = scalarOnly(def, memo);
+    else
+      only = scalar(v);
+  }
+  return memo[op] = only;
+}
+
+/// Moves each in-place update (an optimizer step) of `step` up to right
+/// after the last op it must follow: the producers of its operands (the
+/// gradient) and the other readers of the storage it overwrites (the
+/// parameter's last use in the backward), with the argument-only ops it
+/// reads (the learning rate and step count). Its gradient then dies at once
+/// instead of living to the end of the backward pass. The same ops compute the
+/// same values: only the order changes. Returns the number of updates moved.
+int64_t updateEarly(func::FuncOp step) {
+  Block &body = step.getBody().front();
+  SmallVector<Operation *> updates;
+  for (Operation &op : body)
+    if (llvm::isa<InPlaceOpInterface>(op))
+      updates.push_back(&op);
+  llvm::DenseMap<Operation *, bool> memo;
+  int64_t moved = 0;
+  for (Operation *update : updates) {
+    Operation *anchor = nullptr;
+    auto follow = [&](Operation *op) {
+      op = body.findAncestorOpInBlock(*op);
+      if (op && op != update && (!anchor || anchor->isBeforeInBlock(op)))
+        anchor = op;
+    };
+    llvm::SetVector<Operation *> chain;
+    SmallVector<Value> work(update->getOperands());
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (llvm::isa<BlockArgument>(v)) {
+        for (Operation *user : v.getUsers())
+          follow(user);
+        continue;
+      }
+      Operation *def = v.getDefiningOp();
+      if (!scalarOnly(def, memo)) {
+        follow(def);
+      } else if (chain.insert(def)) {
+        for (Value operand : def->getOperands())
+          if (!llvm::isa<BlockArgument>(operand))
+            work.push_back(operand);
+      }
+    }
+    if (!anchor || !anchor->isBeforeInBlock(update) ||
+        anchor->getNextNode() == update)
+      continue;
+    SmallVector<Operation *> late;
+    for (Operation *op : chain)
+      if (anchor->isBeforeInBlock(op))
+        late.push_back(op);
+    llvm::sort(
+        late, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+    // anchor, the late scalar ops in their order, the update.
+    update->moveAfter(anchor);
+    for (Operation *op : llvm::reverse(late))
+      op->moveAfter(anchor);
+    ++moved;
+  }
+  return moved;
+}
+
+struct RematerializePass : impl::RematerializeBase<RematerializePass> {
+  using Base::Base;
+
+  /// The largest planned arena over the functions of `module` lowered
+  /// after recomputing the ops of `chosen`, and the function that has it.
+  FailureOr<std::pair<int64_t, std::string>>
+  measure(ModuleOp module, const Analysis &a,
+          const llvm::DenseSet<unsigned> &chosen, bool early) {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    auto step = copy->lookupSymbol<func::FuncOp>("train_step");
+    recompute(step, chosen, a);
+    if (early)
+      updateEarly(step);
+    LowerConfig config;
+    config.roots.assign(trainingRoots().begin(), trainingRoots().end());
+    config.order = order;
+    PassManager pm(module.getContext());
+    for (const PipelineStage &stage : lowerStages(config))
+      stage.add(pm);
+    if (failed(pm.run(*copy)))
+      return failure();
+    std::pair<int64_t, std::string> peak{0, ""};
+    for (auto f : copy->getOps<func::FuncOp>())
+      if (auto bytes = f->getAttrOfType<IntegerAttr>(kArenaBytesAttr))
+        if (bytes.getInt() > peak.first)
+          peak = std::make_pair(bytes.getInt(), f.getSymName().str());
+    return peak;
+  }
+
+  void runOnOperation() override {
+    if (budget <= 0)
+      return;
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!step || step.isExternal()) {
+      module.emitError("tcc-rematerialize: the module has no @train_step");
+      return signalPassFailure();
+    }
+    int64_t arenaBudget = budget - fixedBytes;
+    Analysis a = analyze(step);
+    SmallVector<Candidate> list = candidates(a);
+    auto chosenOf = [&](ArrayRef<const Candidate *> picks) {
+      llvm::DenseSet<unsigned> set;
+      for (const Candidate *c : picks)
+        set.insert(c->ops.begin(), c->ops.end());
+      return set;
+    };
+    // Past the unbudgeted plan every plan moves the updates early first:
+    // it costs nothing.
+    bool early = false;
+    auto arenaOf = [&](ArrayRef<const Candidate *> picks) {
+      return measure(module, a, chosenOf(picks), early);
+    };
+
+    FailureOr<std::pair<int64_t, std::string>> before = arenaOf({});
+    if (failed(before))
+      return signalPassFailure();
+    SmallVector<const Candidate *> picks;
+    int64_t after = before->first;
+    if (before->first > arenaBudget) {
+      early = true;
+      FailureOr<std::pair<int64_t, std::string>> now = arenaOf({});
+      if (failed(now))
+        return signalPassFailure();
+      after = now->first;
+      std::string peakFunction = now->second;
+      // Greedy in the ranking's order, measured: a candidate stays when
+      // the plan does not grow with it (recomputing a value whose operand
+      // is recomputed too moves that operand's clone earlier, so more is
+      // not always less).
+      for (const Candidate &c : list) {
+        if (after <= arenaBudget)
+          break;
+        picks.push_back(&c);
+        FailureOr<std::pair<int64_t, std::string>> m = arenaOf(picks);
+        if (failed(m))
+          return signalPassFailure();
+        if (m->first <= after) {
+          after = m->first;
+          peakFunction = m->second;
+        } else {
+          picks.pop_back();
+        }
+      }
+      if (after > arenaBudget) {
+        int64_t total = fixedBytes + after;
+        auto diag = module.emitError()
+                    << "memory budget " << int64_t(budget)
+                    << " bytes cannot be met: the smallest session tcc plans "
+                       "is "
+                    << total << " bytes, ";
+        if (fixedBytes >= after)
+          diag << "dominated by the " << int64_t(fixedBytes)
+               << " bytes outside the arena (parameters, working copies, "
+                  "optimizer state, inputs, constants; arena "
+               << after << " bytes)";
+        else
+          diag << "dominated by @" << peakFunction << "'s arena of " << after
+               << " bytes (" << int64_t(fixedBytes)
+               << " bytes outside the arena)";
+        return signalPassFailure();
+      }
+      // Drop the most expensive choices the plan does not need.
+      SmallVector<const Candidate *> byCost(picks);
+      llvm::stable_sort(byCost, [](const Candidate *x, const Candidate *y) {
+        return x->time > y->time;
+      });
+      for (const Candidate *c :
+           ArrayRef(byCost).take_front(std::min(kPruneTries, byCost.size()))) {
+        SmallVector<const Candidate *> without;
+        for (const Candidate *p : picks)
+          if (p != c)
+            without.push_back(p);
+        FailureOr<std::pair<int64_t, std::string>> m = arenaOf(without);
+        if (failed(m))
+          return signalPassFailure();
+        if (m->first <= arenaBudget) {
+          picks = without;
+          after = m->first;
+        }
+      }
+    }
+
+    llvm::DenseSet<unsigned> chosen = chosenOf(picks);
+    int64_t stepFlops = 0, extraFlops = 0;
+    for (Operation *op : a.ops)
+      stepFlops += costOf(op).flops;
+    Builder b(module.getContext());
+    SmallVector<Attribute> names;
+    SmallVector<unsigned> positions(chosen.begin(), chosen.end());
+    llvm::sort(positions);
+    for (unsigned p : positions) {
+      extraFlops += costOf(a.ops[p]).flops;
+      names.push_back(b.getStringAttr(describe(a.ops[p])));
+    }
+    recompute(step, chosen, a);
+    int64_t moved = early ? updateEarly(step) : 0;
+    NamedAttribute fields[] = {
+        b.getNamedAttr("budget", b.getI64IntegerAttr(budget)),
+        b.getNamedAttr("fixed_bytes", b.getI64IntegerAttr(fixedBytes)),
+        b.getNamedAttr("arena_before", b.getI64IntegerAttr(before->first)),
+        b.getNamedAttr("arena_after", b.getI64IntegerAttr(after)),
+        b.getNamedAttr("early_updates", b.getI64IntegerAttr(moved)),
+        b.getNamedAttr("step_flops", b.getI64IntegerAttr(stepFlops)),
+        b.getNamedAttr("extra_flops", b.getI64IntegerAttr(extraFlops)),
+        b.getNamedAttr("recomputed", b.getArrayAttr(names)),
+    };
+    step->setAttr("tcc.remat", b.getDictionaryAttr(fields));
+  }
+};
+
+} // namespace
+
+} // namespace tcc

@@ -1,0 +1,37 @@
+"""Reads the "session memory" table of `tcc inspect` output (stdin).
+
+  session_memory.py budget          prints total - arena // 2: the issue's
+                                    "done when" budget (the unbudgeted total
+                                    minus half the unbudgeted arena)
+  session_memory.py fits BUDGET     exits 1 unless total <= BUDGET; prints
+                                    "total T <= BUDGET"
+"""
+import re
+import sys
+
+
+def table(text):
+    rows = {}
+    for m in re.finditer(r"^  (arena|parameters|working copies|optimizer|inputs|constants|total)\s+([\d,]+) bytes$",
+                         text, re.M):
+        rows[m.group(1)] = int(m.group(2).replace(",", ""))
+    if "total" not in rows or "arena" not in rows:
+        sys.exit("session_memory.py: no session memory table in the input")
+    return rows
+
+
+def main():
+    rows = table(sys.stdin.read())
+    if sys.argv[1:] == ["budget"]:
+        print(rows["total"] - rows["arena"] // 2)
+    elif len(sys.argv) == 3 and sys.argv[1] == "fits":
+        budget = int(sys.argv[2])
+        ok = rows["total"] <= budget
+        print(f"total {rows['total']} {'<=' if ok else '>'} {budget}")
+        sys.exit(0 if ok else 1)
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
