@@ -685,8 +685,7 @@ LogicalResult writeReport(ModuleOp trained, ModuleOp lowered,
 
   if (failed(writeMemoryBudget(os, before, *live, unbudgeted)))
     return failure();
-  os << "</body></html>
-";
+  os << "</body></html>\n";
   out.keep();
   return success();
 }
