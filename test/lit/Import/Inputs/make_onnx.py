@@ -321,8 +321,31 @@ def dynamic_reshape():
 
 
 def opset11():
+    """Squeeze's axes and Split's sizes are attributes before opset 13."""
+    nodes = [helper.make_node("Squeeze", ["x"], ["s"], name="squeeze", axes=[1]),
+             helper.make_node("Split", ["s"], ["a", "b"], name="split", axis=1,
+                              split=[1, 2]),
+             helper.make_node("Softmax", ["b"], ["y"], name="softmax", axis=0)]
+    return model(nodes, [vi("x", F, [4, 1, 3])],
+                 [vi("a", F, [4, 1]), vi("y", F, [4, 2])], opset=11)
+
+
+def opset18():
     node = helper.make_node("Relu", ["x"], ["y"], name="relu")
-    return model([node], [vi("x", F, [2])], [vi("y", F, [2])], opset=11)
+    return model([node], [vi("x", F, [2])], [vi("y", F, [2])], opset=18)
+
+
+def dropout6_training():
+    """Dropout-6 in training mode (is_test=0): no adapter upgrades it."""
+    node = helper.make_node("Dropout", ["x"], ["y"], name="drop", is_test=0)
+    return model([node], [vi("x", F, [2])], [vi("y", F, [2])], opset=6)
+
+
+def reshape1_shape_attr():
+    """Reshape-1's shape attribute: ONNX 1.12's converter turns it into a
+    Constant whose dims do not match its values, which tcc then reports."""
+    node = helper.make_node("Reshape", ["x"], ["y"], name="view", shape=[3, 2])
+    return model([node], [vi("x", F, [2, 3])], [vi("y", F, [3, 2])], opset=1)
 
 
 def bad_model():
