@@ -237,6 +237,10 @@ struct InitializerPlan {
   /// Anonymous initializer -> named one it is the transpose of (PyTorch's
   /// constant folding duplicates a tied weight as W^T).
   llvm::StringMap<std::string> transposeOf;
+  /// (copy, parameter): an Identity whose output becomes a parameter of its
+  /// own, with the parameter's initial value (an eval-mode export's merged
+  /// initializers), in node order.
+  std::vector<std::pair<std::string, std::string>> untied;
 };
 InitializerPlan planInitializers(const onnx::GraphProto &graph);
 

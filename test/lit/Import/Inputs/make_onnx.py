@@ -354,6 +354,46 @@ def bad_model():
     return model([node], [vi("x", F, [2])], [vi("y", F, [2])])
 
 
+def mask_buffer():
+    """nanoGPT's causal mask: a float buffer tril(ones(4, 4)) of shape
+    [1, 1, 4, 4], sliced to T=3, compared with 0 and used by Where (its
+    masked_fill); x is the attention scores [1, 1, 3, 3]."""
+    bias = np.tril(np.ones((4, 4), np.float32)).reshape(1, 1, 4, 4)
+    nodes = [const("starts", np.array([0, 0], np.int64)),
+             const("ends", np.array([3, 3], np.int64)),
+             const("axes", np.array([2, 3], np.int64)),
+             const("zero", np.array(0.0, np.float32)),
+             const("ninf", np.array(-np.inf, np.float32)),
+             helper.make_node("Slice", ["attn.bias", "starts", "ends", "axes"],
+                              ["/attn/Slice_output_0"], name="/attn/Slice"),
+             helper.make_node("Equal", ["/attn/Slice_output_0", "zero"],
+                              ["/attn/Equal_output_0"], name="/attn/Equal"),
+             helper.make_node("Where", ["/attn/Equal_output_0", "ninf", "x"],
+                              ["y"], name="/attn/Where")]
+    return model(nodes, [vi("x", F, [1, 1, 3, 3])], [vi("y", F, [1, 1, 3, 3])],
+                 [init("attn.bias", bias)])
+
+
+def eval_mode_copies():
+    """torch.onnx.export in eval mode merges initializers of equal value:
+    the second LayerNorm's fresh weight and bias are Identity copies of the
+    first's. A tied weight (w read by both MatMuls) is never an Identity."""
+    nodes = [helper.make_node("Identity", ["ln1.weight"], ["ln2.weight"],
+                              name="Identity_0"),
+             helper.make_node("Identity", ["ln1.bias"], ["ln2.bias"],
+                              name="Identity_1"),
+             helper.make_node("LayerNormalization", ["x", "ln1.weight", "ln1.bias"],
+                              ["/ln1/out"], name="/ln1/LayerNormalization", axis=-1),
+             helper.make_node("MatMul", ["/ln1/out", "w"], ["/mm1"], name="/mm1/MatMul"),
+             helper.make_node("LayerNormalization", ["/mm1", "ln2.weight", "ln2.bias"],
+                              ["/ln2/out"], name="/ln2/LayerNormalization", axis=-1),
+             helper.make_node("MatMul", ["/ln2/out", "w"], ["y"], name="/mm2/MatMul")]
+    return model(nodes, [vi("x", F, [2, 4])], [vi("y", F, [2, 4])],
+                 [init("ln1.weight", np.ones(4, np.float32)),
+                  init("ln1.bias", np.zeros(4, np.float32)),
+                  init("w", np.arange(16, dtype=np.float32).reshape(4, 4) / 16)])
+
+
 def truncated(path):
     data = elementwise().SerializeToString()
     with open(path, "wb") as f:
