@@ -57,8 +57,11 @@ def check_contract(onnx_path, model, input_names, output_names):
     assert graph_inputs == input_names, (graph_inputs, input_names)
     assert [o.name for o in graph.output] == output_names
     # named_parameters() lists a tied parameter once, under its first name.
+    # Persistent buffers (nanoGPT's mask) are initializers too, not trained.
     params = dict(model.named_parameters())
-    assert sorted(inits) == sorted(params), (sorted(inits), sorted(params))
+    buffers = {n for n in model.state_dict() if n not in params}
+    assert sorted(inits) == sorted(set(params) | (buffers & set(inits))), \
+        (sorted(inits), sorted(params))
     for n, p in params.items():
         assert np.array_equal(inits[n], p.detach().numpy()), n
 

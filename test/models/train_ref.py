@@ -172,7 +172,7 @@ def make_data(model_name, model, inputs, out_shape, loss, K):
     kind, _, extra = loss
     g = _gen()
     data = {}
-    if model_name == "gpt":
+    if model_name.startswith("gpt"):
         T = inputs["idx"].shape[1]
         V = model.cfg.vocab_size
         stream = torch.randint(0, V, (K * T + 1,), generator=g)

@@ -374,6 +374,22 @@ def mask_buffer():
                  [init("attn.bias", bias)])
 
 
+def tril_mask():
+    """A causal mask built in forward, torch.tril(torch.ones(3, 3,
+    dtype=torch.bool)): a Trilu of a constant, which folds, then a Trilu of
+    the computed scores x (upper, k=1), which becomes a where."""
+    nodes = [const("ones", np.ones((3, 3), np.bool_)),
+             const("one", np.array(1, np.int64)),
+             const("ninf", np.array(-np.inf, np.float32)),
+             helper.make_node("Trilu", ["ones"], ["/Trilu_output_0"],
+                              name="/Trilu", upper=0),
+             helper.make_node("Where", ["/Trilu_output_0", "x", "ninf"],
+                              ["/Where_output_0"], name="/Where"),
+             helper.make_node("Trilu", ["/Where_output_0", "one"], ["y"],
+                              name="/Trilu_1", upper=1)]
+    return model(nodes, [vi("x", F, [2, 3, 3])], [vi("y", F, [2, 3, 3])])
+
+
 def eval_mode_copies():
     """torch.onnx.export in eval mode merges initializers of equal value:
     the second LayerNorm's fresh weight and bias are Identity copies of the
