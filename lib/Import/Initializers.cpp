@@ -4,7 +4,7 @@
 // every one of its uses is a *data* slot, i.e. an input no gradient flows
 // through: Reshape/Expand/Tile shapes, Slice bounds, Squeeze/Unsqueeze/Split/
 // Reduce* axes, Gather indices, Where's condition, Dropout's ratio and
-// training_mode, any input of a comparison, logical op, Shape, Size,
+// training_mode, a loss's labels and class weights, any input of a comparison, logical op, Shape, Size,
 // ConstantOfShape or Range, and a Cast to a non-float type. Such initializers,
 // and all integer and bool ones, become constants that the importer folds.
 // A use whose outputs are themselves only read as data, through any chain of
@@ -58,6 +58,9 @@ static bool isDataSlot(const onnx::NodeProto &node, int slot) {
   if (op == "Where")
     return slot == 0;
   if (op == "Dropout")
+    return slot >= 1;
+  // Labels and class weights: PyTorch gives a loss's weight no gradient.
+  if (op == "SoftmaxCrossEntropyLoss" || op == "NegativeLogLikelihoodLoss")
     return slot >= 1;
   if (op.starts_with("Reduce"))
     return slot == 1;

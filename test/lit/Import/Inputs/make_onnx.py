@@ -374,6 +374,15 @@ def mask_buffer():
                  [init("attn.bias", bias)])
 
 
+def weighted_sce():
+    """Class-weighted SoftmaxCrossEntropyLoss: the weights initializer is a
+    constant (PyTorch gives it no gradient), the loss the picked form."""
+    node = helper.make_node("SoftmaxCrossEntropyLoss", ["x", "y", "w"], ["loss"],
+                            name="sce", ignore_index=2)
+    return model([node], [vi("x", F, [3, 4]), vi("y", I64, [3])], [vi("loss", F, [])],
+                 [init("w", np.array([1.0, 2.0, 0.5, 4.0], np.float32))])
+
+
 def tril_mask():
     """A causal mask built in forward, torch.tril(torch.ones(3, 3,
     dtype=torch.bool)): a Trilu of a constant, which folds, then a Trilu of
