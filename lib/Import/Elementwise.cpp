@@ -257,6 +257,51 @@ static LogicalResult convertWhere(NodeImporter &n) {
   return failed(op) ? failure() : n.setOutput(0, *op);
 }
 
+/// Trilu: x where element (i, j) of the last two dimensions lies in the kept
+/// triangle (upper: j - i >= k, lower: j - i <= k), else 0. The triangle is
+/// an import-time bool mask [N, M], so the Trilu of a constant (a causal
+/// mask built in forward as tril(ones(T, T))) folds, and that of a computed
+/// value is a tcc.where whose gradient masks the same way.
+static LogicalResult convertTrilu(NodeImporter &n) {
+  if (failed(n.expectInputs(1, 2)) || failed(n.expectAttrs({"upper"})))
+    return failure();
+  int64_t k = 0;
+  if (n.hasInput(1)) {
+    FailureOr<llvm::SmallVector<int64_t>> ks = n.intsInput(1, "k");
+    if (failed(ks))
+      return failure();
+    if (ks->size() != 1)
+      return n.fail("k must hold one value");
+    k = (*ks)[0];
+  }
+  bool upper = n.intAttr("upper", 1) != 0;
+  RankedTensorType type = n.inputType(0);
+  if (type.getRank() < 2)
+    return n.fail("the input must have rank 2 or more, not " +
+                  std::to_string(type.getRank()));
+  int64_t rows = type.getDimSize(type.getRank() - 2),
+          cols = type.getDimSize(type.getRank() - 1);
+  llvm::SmallVector<bool> keep;
+  keep.reserve(rows * cols);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      keep.push_back(upper ? j - i >= k : j - i <= k);
+  auto mask = DenseElementsAttr::get(
+      RankedTensorType::get({rows, cols}, IntegerType::get(n.context(), 1)),
+      llvm::ArrayRef<bool>(keep));
+  Type elem = type.getElementType();
+  DenseElementsAttr zero =
+      splatOf(RankedTensorType::get({}, elem), 0.0);
+  if (DenseElementsAttr x = n.constantInput(0)) {
+    auto c = toLit(mask), a = toLit(x), b = toLit(zero);
+    if (c && a && b)
+      if (auto r = foldWhere(*c, *a, *b))
+        return n.setConstant(0, fromLit(*r));
+  }
+  auto op = n.create<WhereOp>(n.constant(mask), n.input(0), n.constant(zero));
+  return failed(op) ? failure() : n.setOutput(0, *op);
+}
+
 static LogicalResult castTo(NodeImporter &n, Type elem) {
   if (DenseElementsAttr c = n.constantInput(0)) {
     if (c.getElementType() == elem)
@@ -335,6 +380,7 @@ void registerElementwiseConverters(ConverterTable &table) {
   table["Sin"] = convertUnary<Unary::Sin>;
   table["Not"] = convertUnary<Unary::Not>;
   table["Where"] = convertWhere;
+  table["Trilu"] = convertTrilu;
   table["Cast"] = convertCast;
   table["CastLike"] = convertCastLike;
   table["Clip"] = convertClip;

@@ -49,6 +49,9 @@ struct GraphState {
   /// Why the import failed, once it has.
   ImportFailure failure = ImportFailure::Invalid;
   int64_t opset = 0;
+  /// The model's own opset when ONNX's version converter upgraded it (0
+  /// otherwise); errors then say so, since they describe the upgraded nodes.
+  int64_t upgradedFrom = 0;
   std::unordered_map<std::string, ValueInfo> values;
   /// Names read by some node or listed as graph outputs: outputs that are not
   /// in here may be left undefined (e.g. Dropout's mask, LayerNorm's mean).
@@ -234,6 +237,10 @@ struct InitializerPlan {
   /// Anonymous initializer -> named one it is the transpose of (PyTorch's
   /// constant folding duplicates a tied weight as W^T).
   llvm::StringMap<std::string> transposeOf;
+  /// (copy, parameter): an Identity whose output becomes a parameter of its
+  /// own, with the parameter's initial value (an eval-mode export's merged
+  /// initializers), in node order.
+  std::vector<std::pair<std::string, std::string>> untied;
 };
 InitializerPlan planInitializers(const onnx::GraphProto &graph);
 

@@ -4,11 +4,17 @@
 // every one of its uses is a *data* slot, i.e. an input no gradient flows
 // through: Reshape/Expand/Tile shapes, Slice bounds, Squeeze/Unsqueeze/Split/
 // Reduce* axes, Gather indices, Where's condition, Dropout's ratio and
-// training_mode, any input of a comparison, logical op, Shape, Size,
+// training_mode, a loss's labels and class weights, any input of a comparison, logical op, Shape, Size,
 // ConstantOfShape or Range, and a Cast to a non-float type. Such initializers,
 // and all integer and bool ones, become constants that the importer folds.
-// Uses through Identity count as uses of the initializer itself. Unused float
-// initializers stay parameters, so the names in a checkpoint match the model.
+// A use whose outputs are themselves only read as data, through any chain of
+// ops, is a data use too: nanoGPT's mask buffer, sliced and compared with 0,
+// is a constant, not a parameter. Unused float initializers stay parameters,
+// so the names in a checkpoint match the model.
+//
+// An Identity of a parameter whose output has a parameter's name is an
+// eval-mode export's merged copy (see planInitializers) and is untied into a
+// parameter of its own, initialised with the same value.
 //
 // PyTorch's constant folding (do_constant_folding=True) stores a weight used
 // as `x @ W.T` as a second, anonymous initializer "onnx::MatMul_N" = W^T. For a
@@ -53,6 +59,9 @@ static bool isDataSlot(const onnx::NodeProto &node, int slot) {
     return slot == 0;
   if (op == "Dropout")
     return slot >= 1;
+  // Labels and class weights: PyTorch gives a loss's weight no gradient.
+  if (op == "SoftmaxCrossEntropyLoss" || op == "NegativeLogLikelihoodLoss")
+    return slot >= 1;
   if (op.starts_with("Reduce"))
     return slot == 1;
   return slot == 1 &&
@@ -65,23 +74,50 @@ using Uses =
     std::unordered_map<std::string,
                        std::vector<std::pair<const onnx::NodeProto *, int>>>;
 
-/// True when `name` (directly or through Identity) is only read as data.
-static bool onlyDataUses(const Uses &uses, const std::string &name,
-                         int depth = 0) {
-  auto it = uses.find(name);
-  if (it == uses.end())
-    return true;
-  for (auto [node, slot] : it->second) {
-    if (node->op_type() == "Identity" && node->output_size() == 1 &&
-        depth < 16) {
-      if (!onlyDataUses(uses, node->output(0), depth + 1))
-        return false;
-      continue;
-    }
-    if (!isDataSlot(*node, slot))
-      return false;
+/// Whether values are only ever read as data: through any chain of ops
+/// (Slice of a mask buffer, then Equal; Unsqueeze, then Cast to bool), every
+/// path from the value ends in a data slot, so no gradient can reach it. A
+/// graph output, or a value nothing reads, is not data: the first may be the
+/// loss, the second keeps an unused weight a parameter.
+class DataUses {
+public:
+  DataUses(const Uses &uses, const llvm::StringSet<> &outputs)
+      : uses(uses), outputs(outputs) {}
+
+  bool onlyData(const std::string &name) {
+    if (auto it = memo.find(name); it != memo.end())
+      return it->second;
+    memo[name] = false; // a cycle (an invalid graph) is not data
+    bool data = !outputs.contains(name) && uses.count(name);
+    if (data)
+      for (auto [node, slot] : uses.at(name)) {
+        if (isDataSlot(*node, slot))
+          continue;
+        for (const std::string &out : node->output())
+          if (!out.empty() && !onlyData(out)) {
+            data = false;
+            break;
+          }
+        if (!data)
+          break;
+      }
+    memo[name] = data;
+    return data;
   }
-  return true;
+
+private:
+  const Uses &uses;
+  const llvm::StringSet<> &outputs;
+  std::unordered_map<std::string, bool> memo;
+};
+
+/// True for a value name PyTorch gives a parameter or buffer (`h.0.ln.weight`),
+/// not one it gives a node's output (`/h.0/attn/Mul_output_0`, `onnx::Mul_12`,
+/// `123`).
+static bool isParameterName(llvm::StringRef name) {
+  return !name.empty() && !name.starts_with("/") &&
+         !name.starts_with("onnx::") &&
+         name.find_first_not_of("0123456789") != llvm::StringRef::npos;
 }
 
 /// A matrix initializer's elements without a copy where the proto holds
@@ -148,10 +184,22 @@ InitializerPlan planInitializers(const onnx::GraphProto &graph) {
     outputs.insert(o.name());
 
   InitializerPlan plan;
-  for (const TP &t : graph.initializer()) {
-    bool unused = !uses.count(t.name()) && !outputs.contains(t.name());
+  DataUses data(uses, outputs);
+  for (const TP &t : graph.initializer())
     plan.isParam[t.name()] =
-        isFloatType(t.data_type()) && (unused || !onlyDataUses(uses, t.name()));
+        isFloatType(t.data_type()) && !data.onlyData(t.name());
+
+  // PyTorch's exporter in eval mode merges initializers of equal value: a
+  // fresh LayerNorm's weight in every layer becomes an Identity of the first
+  // one. Truly tied weights (a tied lm_head) are one initializer read twice,
+  // never an Identity, so each such copy is its own parameter again.
+  for (const onnx::NodeProto &node : graph.node()) {
+    if (node.op_type() != "Identity" || node.input_size() != 1 ||
+        node.output_size() != 1 || !plan.isParam.lookup(node.input(0)) ||
+        plan.isParam.count(node.output(0)) ||
+        !isParameterName(node.output(0)) || data.onlyData(node.output(0)))
+      continue;
+    plan.untied.push_back({node.output(0), node.input(0)});
   }
 
   // Only anonymous matrices are candidates, and only named parameters of

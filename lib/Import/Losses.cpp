@@ -3,7 +3,10 @@
 // The mean and sum reductions of SoftmaxCrossEntropyLoss become one
 // tcc.cross_entropy (the op training fuses with its gradient); the other
 // forms pick the label's log-probability with a one-hot select, built from
-// differentiable tcc ops. Class weights are not supported.
+// differentiable tcc ops. With class weights (input 2, [C]) every form is
+// the latter, each element's loss scaled by its label's weight, and the mean
+// divides by the sum of the counted labels' weights (ONNX's and PyTorch's
+// definition).
 #include "ConstFold.h"
 #include "Importer.h"
 
@@ -23,8 +26,6 @@ static LogicalResult loadLossNode(NodeImporter &n, Reduction &reduction,
   if (failed(n.expectInputs(2, 3)) ||
       failed(n.expectAttrs({"reduction", "ignore_index"})))
     return failure();
-  if (n.hasInput(2))
-    return n.unsupported("class weights are not supported");
   std::string r = "mean";
   if (const onnx::AttributeProto *a = n.attr("reduction"))
     r = a->s();
@@ -52,14 +53,24 @@ static LogicalResult loadLossNode(NodeImporter &n, Reduction &reduction,
   llvm::append_range(want, scores.getShape().drop_front(2));
   if (labels.getShape() != llvm::ArrayRef<int64_t>(want))
     return n.fail("labels must have the scores' shape without dim 1");
+  if (n.hasInput(2)) {
+    RankedTensorType weights = n.inputType(2);
+    if (weights.getRank() != 1 || weights.getDimSize(0) != scores.getDimSize(1))
+      return n.fail("class weights must be [C] = [" +
+                    std::to_string(scores.getDimSize(1)) + "]");
+    if (weights.getElementType() != scores.getElementType())
+      return n.fail("class weights must have the scores' element type");
+  }
   return success();
 }
 
-/// The per-element loss -logp[n, label, d...] as [N, d...] (zero where the
-/// label is ignore_index), and the number of counted labels when asked.
+/// The per-element loss -logp[n, label, d...] as [N, d...], times the
+/// label's class weight when `weights` ([C]) is given, zero where the label
+/// is ignore_index; and, when asked, the number of counted labels (with
+/// weights: the sum of their weights).
 static FailureOr<Value> pickLabels(NodeImporter &n, Value logp, Value labels,
                                    std::optional<int64_t> ignoreIndex,
-                                   Value *count) {
+                                   Value weights, Value *count) {
   // In i64, where every ignore_index fits.
   auto intType = IntegerType::get(n.context(), 64);
   labels = n.cast(labels, intType);
@@ -95,10 +106,38 @@ static FailureOr<Value> pickLabels(NodeImporter &n, Value logp, Value labels,
   if (failed(loss))
     return failure();
   Value result = *loss;
+  llvm::SmallVector<int64_t> all =
+      llvm::to_vector(llvm::seq<int64_t>(0, labelType.getRank()));
+
+  // The label's weight, picked by the same one-hot mask: [N, d...]. A label
+  // outside [0, C) (only ignore_index may be) picks no class, weight 0.
+  Value weight;
+  if (weights) {
+    auto row = n.reshape(weights, iotaShape);
+    if (failed(row))
+      return failure();
+    auto w = n.create<WhereOp>(*oneHot, *row, zero);
+    if (failed(w))
+      return failure();
+    auto perLabel = n.create<ReduceSumOp>(*w, llvm::ArrayRef<int64_t>{1}, false);
+    if (failed(perLabel))
+      return failure();
+    weight = *perLabel;
+    auto scaled = n.create<MulOp>(result, weight);
+    if (failed(scaled))
+      return failure();
+    result = *scaled;
+  }
 
   if (!ignoreIndex) {
-    if (count)
+    if (count && weight) {
+      auto c = n.create<ReduceSumOp>(weight, all, false);
+      if (failed(c))
+        return failure();
+      *count = *c;
+    } else if (count) {
       *count = n.scalar(elem, double(labelType.getNumElements()));
+    }
     return result;
   }
   Value ii =
@@ -112,8 +151,12 @@ static FailureOr<Value> pickLabels(NodeImporter &n, Value logp, Value labels,
     return failure();
   if (count) {
     Value kept = n.cast(*keep, elem);
-    llvm::SmallVector<int64_t> all =
-        llvm::to_vector(llvm::seq<int64_t>(0, labelType.getRank()));
+    if (weight) {
+      auto w = n.create<WhereOp>(*keep, weight, zero);
+      if (failed(w))
+        return failure();
+      kept = *w;
+    }
     auto c = n.create<ReduceSumOp>(kept, all, false);
     if (failed(c))
       return failure();
@@ -147,9 +190,10 @@ static LogicalResult convertSoftmaxCrossEntropy(NodeImporter &n) {
     return failure();
   Value scores = n.input(0), labels = n.input(1);
   int64_t rank = n.inputType(0).getRank();
+  Value weights = n.hasInput(2) ? n.input(2) : Value();
 
   Value logp;
-  if (reduction == Reduction::None || n.outputUsed(1)) {
+  if (reduction == Reduction::None || n.outputUsed(1) || weights) {
     auto op = n.create<LogSoftmaxOp>(scores, int64_t(1));
     if (failed(op))
       return failure();
@@ -158,7 +202,18 @@ static LogicalResult convertSoftmaxCrossEntropy(NodeImporter &n) {
       return failure();
   }
   if (reduction == Reduction::None) {
-    auto loss = pickLabels(n, logp, labels, ignoreIndex, nullptr);
+    auto loss = pickLabels(n, logp, labels, ignoreIndex, weights, nullptr);
+    return failed(loss) ? failure() : n.setOutput(0, *loss);
+  }
+  if (weights) {
+    // tcc.cross_entropy has no class weights: the picked form, reduced.
+    Value count;
+    auto perElement =
+        pickLabels(n, logp, labels, ignoreIndex, weights,
+                   reduction == Reduction::Mean ? &count : nullptr);
+    if (failed(perElement))
+      return failure();
+    auto loss = reduce(n, *perElement, count, reduction);
     return failed(loss) ? failure() : n.setOutput(0, *loss);
   }
 
@@ -191,8 +246,10 @@ static LogicalResult convertNegativeLogLikelihood(NodeImporter &n) {
   if (failed(loadLossNode(n, reduction, ignoreIndex)))
     return failure();
   Value count;
-  auto perElement = pickLabels(n, n.input(0), n.input(1), ignoreIndex,
-                               reduction == Reduction::Mean ? &count : nullptr);
+  auto perElement =
+      pickLabels(n, n.input(0), n.input(1), ignoreIndex,
+                 n.hasInput(2) ? n.input(2) : Value(),
+                 reduction == Reduction::Mean ? &count : nullptr);
   if (failed(perElement))
     return failure();
   auto loss = reduce(n, *perElement, count, reduction);

@@ -1,5 +1,6 @@
 // Reading and preparing an ONNX model before conversion: protobuf parsing,
-// the supported-op and opset checks, ONNX's checker, static input shapes
+// the supported-op and opset checks (models older than opset 13 upgraded by
+// ONNX's version converter), ONNX's checker, static input shapes
 // (from the model or ImportOptions), and ONNX's shape inference, whose
 // results the converters cross-check their types against.
 #include "Importer.h"
@@ -8,6 +9,7 @@
 
 #include "onnx/checker.h"
 #include "onnx/shape_inference/implementation.h"
+#include "onnx/version_converter/convert.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -49,7 +51,9 @@ struct Loader {
   onnx::ModelProto &model = loaded.model;
 
   LogicalResult readModel();
+  LogicalResult checkOps();
   LogicalResult checkOpsAndOpset();
+  LogicalResult upgradeOpset();
   LogicalResult resolveInputShapes();
   LogicalResult inferShapes();
   void noteEvalModeExport();
@@ -93,7 +97,7 @@ LogicalResult Loader::readModel() {
   return success();
 }
 
-LogicalResult Loader::checkOpsAndOpset() {
+LogicalResult Loader::checkOps() {
   // Ops first: a model made only of other domains' ops (training, ML) has
   // no ai.onnx opset at all, and "unsupported op" is the useful message.
   // Before the checker too, whose message for an op it does not know either
@@ -120,15 +124,22 @@ LogicalResult Loader::checkOpsAndOpset() {
     return graph.fail(ImportFailure::Unsupported,
                       std::to_string(unsupported.size()) + " unsupported ops" +
                           opset + ": " + llvm::join(unsupported, ", "));
+  return success();
+}
+
+LogicalResult Loader::checkOpsAndOpset() {
+  if (failed(checkOps()))
+    return failure();
   if (graph.opset == 0)
     return graph.fail(ImportFailure::Invalid,
                       "not a valid ONNX model (no ai.onnx opset import)");
-  if (graph.opset < kMinOpset || graph.opset > kMaxOpset)
+  if (graph.opset > kMaxOpset)
     return graph.fail(ImportFailure::Unsupported,
                       "opset " + std::to_string(graph.opset) +
                           " is not supported (tcc imports opsets " +
                           std::to_string(kMinOpset) + " to " +
-                          std::to_string(kMaxOpset) + ")");
+                          std::to_string(kMaxOpset) +
+                          ", and older ones by upgrading them)");
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
@@ -136,6 +147,45 @@ LogicalResult Loader::checkOpsAndOpset() {
                       "invalid ONNX model: " + oneLine(e.what()));
   }
   return success();
+}
+
+LogicalResult Loader::upgradeOpset() {
+  // ONNX's own version converter (the library the importer links, not rules
+  // of ours) rewrites every node to its opset-13 form: attributes that became
+  // inputs (Split's split, Squeeze's axes, ...), renamed ops. It runs on the
+  // checked model with its static input shapes, and some adapters (Softmax's
+  // axis) need the shapes that ONNX's inference gives the inner values.
+  if (graph.opset >= kMinOpset)
+    return success();
+  int64_t from = graph.opset;
+  try {
+    onnx::shape_inference::InferShapes(
+        model, onnx::OpSchemaRegistry::Instance(),
+        onnx::ShapeInferenceOptions(/*check_type=*/false, /*error_mode=*/0));
+  } catch (const std::exception &) {
+    // The converter says what it needed, should it need a shape.
+  }
+  onnx::ModelProto upgraded;
+  try {
+    upgraded = onnx::version_conversion::ConvertVersion(model, kMinOpset);
+  } catch (const std::exception &e) {
+    // Its adapters fail with assertions; the source location is noise.
+    std::string why = oneLine(e.what());
+    if (size_t at = why.find("failed: "); why.find("Assertion") != std::string::npos && at != std::string::npos)
+      why = why.substr(at + 8);
+    return graph.fail(ImportFailure::Unsupported,
+                      "opset " + std::to_string(from) +
+                          ": ONNX's version converter cannot upgrade the "
+                          "model to opset " +
+                          std::to_string(kMinOpset) + ": " + why);
+  }
+  // Shapes recorded in value_info are inferred again after the upgrade.
+  model = std::move(upgraded);
+  model.mutable_graph()->clear_value_info();
+  graph.opset = kMinOpset;
+  graph.upgradedFrom = from;
+  // An old op may become one tcc does not import.
+  return checkOps();
 }
 
 LogicalResult Loader::resolveInputShapes() {
@@ -291,10 +341,10 @@ LogicalResult Loader::inferShapes() {
 /// torch.onnx.export's defaults (eval mode, constant folding) leave marks:
 /// Linear weights pre-transposed into new initializers named
 /// "onnx::MatMul_N", and parameters equal by value deduplicated into
-/// Identity copies of one initializer. Such a model imports and trains, but
-/// the folded weights are copies apart from the PyTorch parameters (and
-/// dropout and batch norm lose their training behaviour), so a warning says
-/// how to export for training. One Identity alone is also what a training
+/// Identity copies of one initializer. Such a model imports and trains (the
+/// copies are untied, see Initializers.cpp), but the folded weights have
+/// names apart from the PyTorch parameters (and dropout and batch norm lose
+/// their training behaviour), so a warning says how to export for training. One Identity alone is also what a training
 /// export of tied weights looks like.
 void Loader::noteEvalModeExport() {
   const onnx::GraphProto &g = model.graph();
@@ -311,16 +361,16 @@ void Loader::noteEvalModeExport() {
     return;
   std::string marks;
   if (folded)
-    marks = std::to_string(folded) + " weights folded into onnx::MatMul_N "
-                                     "initializers";
+    marks = std::to_string(folded) +
+            " weights folded into onnx::MatMul_N initializers, which train "
+            "under those names, not PyTorch's";
   if (copies)
-    marks += (folded ? ", " : "") + std::to_string(copies) +
-             " Identity copies of initializers";
+    marks += (folded ? "; " : "") + std::to_string(copies) +
+             " Identity copies of initializers, each untied into a "
+             "parameter of its own";
   emitWarning(graph.loc)
       << "looks like an eval-mode export (" << marks
-      << "): such weights train as copies apart from the PyTorch "
-         "parameters; export with "
-         "training=torch.onnx.TrainingMode.TRAINING, "
+      << "); export with training=torch.onnx.TrainingMode.TRAINING, "
          "do_constant_folding=False (see the user guide, \"Exporting from "
          "PyTorch\")";
 }
@@ -336,6 +386,7 @@ LogicalResult loadModel(GraphState &graph, const ImportOptions &options,
   if (failed(timed("parse", &Loader::readModel)) ||
       failed(timed("onnx checker", &Loader::checkOpsAndOpset)) ||
       failed(loader.resolveInputShapes()) ||
+      failed(timed("onnx version converter", &Loader::upgradeOpset)) ||
       failed(timed("onnx shape inference", &Loader::inferShapes)))
     return failure();
   loader.noteEvalModeExport();

@@ -23,7 +23,11 @@ static std::string typeStr(Type type) {
 
 InFlightDiagnostic GraphState::emitError(ImportFailure kind) {
   failure = kind;
-  return mlir::emitError(loc);
+  InFlightDiagnostic diag = mlir::emitError(loc);
+  if (upgradedFrom)
+    diag << "opset " << upgradedFrom << ", upgraded to " << opset
+         << " by ONNX's version converter: ";
+  return diag;
 }
 
 LogicalResult GraphState::fail(ImportFailure kind, const llvm::Twine &message) {

@@ -72,6 +72,7 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
   b.setInsertionPointToEnd(module.getBody());
   std::vector<std::pair<std::string, RankedTensorType>> params;
   std::vector<std::pair<std::string, DenseResourceElementsAttr>> large;
+  llvm::StringMap<DenseResourceElementsAttr> paramValues;
   for (onnx::TensorProto &t : *model.mutable_graph()->mutable_initializer()) {
     if (plan.transposeOf.count(t.name()))
       continue;
@@ -107,9 +108,22 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
       ParamOp::create(b, loc, t.name(), llvm::cast<ElementsAttr>(value));
       params.emplace_back(t.name(),
                           llvm::cast<RankedTensorType>(value.getType()));
+      paramValues[t.name()] = value;
     } else {
       large.emplace_back(t.name(), value);
     }
+  }
+
+  // An eval-mode export's merged copies: parameters of their own, starting
+  // from the same bytes (one blob, read only at initialisation).
+  llvm::StringSet<> untied;
+  for (const auto &[copy, of] : plan.untied) {
+    DenseResourceElementsAttr value = paramValues.lookup(of);
+    if (!value)
+      continue; // not reached: planInitializers saw it is a parameter
+    ParamOp::create(b, loc, copy, llvm::cast<ElementsAttr>(value));
+    params.emplace_back(copy, llvm::cast<RankedTensorType>(value.getType()));
+    untied.insert(copy);
   }
 
   llvm::SmallVector<Type> argTypes;
@@ -148,6 +162,9 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
   const ConverterTable &table = converterTable();
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto &node = g.node(i);
+    if (node.op_type() == "Identity" && node.output_size() == 1 &&
+        untied.contains(node.output(0)))
+      continue;
     NodeImporter n(graph, node, i);
     for (const std::string &in : node.input())
       if (!in.empty() && !graph.values.count(in))

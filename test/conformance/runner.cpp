@@ -507,9 +507,10 @@ struct Runner {
   /// Imports and (unless `importOnly`) runs one test directory.
   ///
   /// tcc compiles static shapes, so a test that feeds a shape, axes or
-  /// split sizes as a graph input cannot import on its own. Such a test is
-  /// imported once per data set with its integer inputs bound as constants
-  /// (ImportOptions::constantInputs), which is how a user would compile it.
+  /// split sizes (or Range's scalar bounds) as a graph input cannot import
+  /// on its own. Such a test is imported once per data set with its integer
+  /// and scalar inputs bound as constants (ImportOptions::constantInputs),
+  /// which is how a user would compile it.
   Result runTest(const fs::path &dir, bool importOnly) {
     fs::path model = dir / "model.onnx";
     tcc::ImportFailure importFailure;
@@ -541,7 +542,8 @@ struct Runner {
           Array a;
           if (!readTensor(p, errors, a, error))
             return fail(error);
-          if (a.dtype == DType::I64 || a.dtype == DType::I32)
+          if (a.dtype == DType::I64 || a.dtype == DType::I32 ||
+              a.shape.empty())
             options.constantInputs[a.name] = a;
         }
         module = tcc::importOnnxFile(context, model.string(), options,

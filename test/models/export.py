@@ -57,18 +57,24 @@ def check_contract(onnx_path, model, input_names, output_names):
     assert graph_inputs == input_names, (graph_inputs, input_names)
     assert [o.name for o in graph.output] == output_names
     # named_parameters() lists a tied parameter once, under its first name.
+    # Persistent buffers (nanoGPT's mask) are initializers too, not trained.
     params = dict(model.named_parameters())
-    assert sorted(inits) == sorted(params), (sorted(inits), sorted(params))
+    buffers = {n for n in model.state_dict() if n not in params}
+    assert sorted(inits) == sorted(set(params) | (buffers & set(inits))), \
+        (sorted(inits), sorted(params))
     for n, p in params.items():
         assert np.array_equal(inits[n], p.detach().numpy()), n
 
 
-def export_onnx(model, inputs, output_names, onnx_path):
+def export_onnx(model, inputs, output_names, onnx_path, eval_mode=False):
     """torch.onnx.export with tcc's export contract, then check_contract.
 
     `inputs` is the ordered {graph input name: example tensor} dict of a
     MODELS builder; its shapes become the graph's static shapes. Also used by
     train_ref.py, so a training reference exports exactly the same graph.
+    `eval_mode` exports as torch.onnx.export's default does (EVAL: parameters
+    equal by value merged into Identity copies), which breaks the contract
+    on purpose, so the contract is not checked then.
     """
     input_names = list(inputs)
     args = tuple(inputs[n] for n in input_names)
@@ -90,13 +96,15 @@ def export_onnx(model, inputs, output_names, onnx_path):
         # Identity of the first one. TRAINING mode dedups only tensors that
         # really are shared (the tied wte/lm_head weight). The models have no
         # dropout or batch norm, so the traced ops are the same in both modes.
-        training=torch.onnx.TrainingMode.TRAINING,
+        training=(torch.onnx.TrainingMode.EVAL if eval_mode
+                  else torch.onnx.TrainingMode.TRAINING),
         opset_version=OPSET,
         input_names=input_names,
         output_names=output_names,
         # No dynamic_axes: tcc compiles for static shapes.
     )
-    check_contract(onnx_path, model, input_names, output_names)
+    if not eval_mode:
+        check_contract(onnx_path, model, input_names, output_names)
 
 
 def export_eval_mode(model, inputs, output_names, onnx_path):

@@ -61,6 +61,11 @@ class GPTConfig:
     n_layer = 2
     n_head = 2
     n_embd = 32
+    # How attention builds its causal mask: "constant" (a non-persistent
+    # buffer the exporter bakes into a Constant), "buffer" (nanoGPT's own
+    # persistent buffer `bias`, exported as an initializer) or "tril"
+    # (torch.tril(torch.ones(T, T, dtype=torch.bool)) computed in forward).
+    mask = "constant"
 
 
 class CausalSelfAttention(nn.Module):
@@ -77,14 +82,18 @@ class CausalSelfAttention(nn.Module):
         self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd)
         self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd)
         bs = cfg.block_size
-        # Non-persistent: not in state_dict, so the ONNX tracer bakes it in as
-        # a Constant node instead of an initializer. That keeps the contract
-        # "every initializer is a trainable parameter" which tcc relies on to
-        # decide what the optimizer updates.
-        self.register_buffer(
-            "causal_mask", torch.tril(torch.ones(bs, bs)).view(1, 1, bs, bs),
-            persistent=False,
-        )
+        self.mask = cfg.mask
+        if cfg.mask == "constant":
+            # Non-persistent: not in state_dict, so the ONNX tracer bakes it
+            # in as a Constant node instead of an initializer.
+            self.register_buffer(
+                "causal_mask", torch.tril(torch.ones(bs, bs)).view(1, 1, bs, bs),
+                persistent=False,
+            )
+        elif cfg.mask == "buffer":
+            # nanoGPT's: an initializer of the export that tcc must not train.
+            self.register_buffer(
+                "bias", torch.tril(torch.ones(bs, bs)).view(1, 1, bs, bs))
 
     def forward(self, x):
         B, T, C = x.size()
@@ -94,7 +103,13 @@ class CausalSelfAttention(nn.Module):
         k = k.view(B, T, self.n_head, hd).transpose(1, 2)
         v = v.view(B, T, self.n_head, hd).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        att = att.masked_fill(self.causal_mask[:, :, :T, :T] == 0, float("-inf"))
+        if self.mask == "constant":
+            att = att.masked_fill(self.causal_mask[:, :, :T, :T] == 0, float("-inf"))
+        elif self.mask == "buffer":
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        else:
+            causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+            att = att.masked_fill(~causal, float("-inf"))
         att = F.softmax(att, dim=-1)
         y = att @ v  # (B, nh, T, hd)
         y = y.transpose(1, 2).contiguous().view(B, T, C)
@@ -248,10 +263,12 @@ def build_mlp():
     return model.eval(), inputs, ["y"]
 
 
-def build_gpt():
+def build_gpt(mask="constant"):
     torch.manual_seed(SEED)
     gen = torch.Generator().manual_seed(SEED + 1)
-    model = TinyGPT()
+    cfg = GPTConfig()
+    cfg.mask = mask
+    model = TinyGPT(cfg)
     _perturb_layernorms(model, gen)
     B, T = 2, 8  # T < block_size, so the mask slice [:T, :T] is a real slice
     idx = torch.randint(0, model.cfg.vocab_size, (B, T), generator=gen)
@@ -342,6 +359,8 @@ def build_bert_sce():
 MODELS = {
     "mlp": build_mlp,
     "gpt": build_gpt,
+    "gpt_buffer": lambda: build_gpt(mask="buffer"),
+    "gpt_tril": lambda: build_gpt(mask="tril"),
     "bert": build_bert,
     "mlp_loss": build_mlp_loss,
     "bert_sce": build_bert_sce,

@@ -172,7 +172,7 @@ def make_data(model_name, model, inputs, out_shape, loss, K):
     kind, _, extra = loss
     g = _gen()
     data = {}
-    if model_name == "gpt":
+    if model_name.startswith("gpt"):
         T = inputs["idx"].shape[1]
         V = model.cfg.vocab_size
         stream = torch.randint(0, V, (K * T + 1,), generator=g)
@@ -282,8 +282,17 @@ def train(a):
     if kind == "output" and out_shape != ():
         raise UsageError("--loss %s: output is %s, not a scalar" % (out_name, list(out_shape)))
 
+    if a.fresh_norms:
+        # As freshly constructed: every LayerNorm weight 1 and bias 0, the
+        # values an eval-mode export merges into Identity copies.
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, torch.nn.LayerNorm):
+                    m.weight.fill_(1.0)
+                    m.bias.zero_()
     os.makedirs(a.out, exist_ok=True)
-    export_onnx(model, inputs, output_names, os.path.join(a.out, "model.onnx"))
+    export_onnx(model, inputs, output_names, os.path.join(a.out, "model.onnx"),
+                eval_mode=a.eval_mode_export)
 
     # Data.
     if a.data_npz:
@@ -437,6 +446,11 @@ def main(argv=None):
     p.add_argument("--no-decay", default="", help="regex (re.search on the name): weight_decay 0")
     p.add_argument("--accum", type=int, default=1, help="micro-batches per optimizer step")
     p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--fresh-norms", action="store_true",
+                   help="LayerNorm weights 1 and biases 0 before export and training")
+    p.add_argument("--eval-mode-export", action="store_true",
+                   help="export with training=EVAL (torch.onnx.export's default), "
+                        "which merges parameters equal by value into Identity copies")
     p.add_argument("--out", required=True, help="output directory (created)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--data-samples", type=int, default=0,

@@ -330,14 +330,102 @@ def dynamic_reshape():
 
 
 def opset11():
+    """Squeeze's axes and Split's sizes are attributes before opset 13."""
+    nodes = [helper.make_node("Squeeze", ["x"], ["s"], name="squeeze", axes=[1]),
+             helper.make_node("Split", ["s"], ["a", "b"], name="split", axis=1,
+                              split=[1, 2]),
+             helper.make_node("Softmax", ["b"], ["y"], name="softmax", axis=0)]
+    return model(nodes, [vi("x", F, [4, 1, 3])],
+                 [vi("a", F, [4, 1]), vi("y", F, [4, 2])], opset=11)
+
+
+def opset18():
     node = helper.make_node("Relu", ["x"], ["y"], name="relu")
-    return model([node], [vi("x", F, [2])], [vi("y", F, [2])], opset=11)
+    return model([node], [vi("x", F, [2])], [vi("y", F, [2])], opset=18)
+
+
+def dropout6_training():
+    """Dropout-6 in training mode (is_test=0): no adapter upgrades it."""
+    node = helper.make_node("Dropout", ["x"], ["y"], name="drop", is_test=0)
+    return model([node], [vi("x", F, [2])], [vi("y", F, [2])], opset=6)
+
+
+def reshape1_shape_attr():
+    """Reshape-1's shape attribute: ONNX 1.12's converter turns it into a
+    Constant whose dims do not match its values, which tcc then reports."""
+    node = helper.make_node("Reshape", ["x"], ["y"], name="view", shape=[3, 2])
+    return model([node], [vi("x", F, [2, 3])], [vi("y", F, [3, 2])], opset=1)
 
 
 def bad_model():
     """Refers to a value nothing defines: ONNX's checker rejects it."""
     node = helper.make_node("Add", ["x", "nowhere"], ["y"], name="add")
     return model([node], [vi("x", F, [2])], [vi("y", F, [2])])
+
+
+def mask_buffer():
+    """nanoGPT's causal mask: a float buffer tril(ones(4, 4)) of shape
+    [1, 1, 4, 4], sliced to T=3, compared with 0 and used by Where (its
+    masked_fill); x is the attention scores [1, 1, 3, 3]."""
+    bias = np.tril(np.ones((4, 4), np.float32)).reshape(1, 1, 4, 4)
+    nodes = [const("starts", np.array([0, 0], np.int64)),
+             const("ends", np.array([3, 3], np.int64)),
+             const("axes", np.array([2, 3], np.int64)),
+             const("zero", np.array(0.0, np.float32)),
+             const("ninf", np.array(-np.inf, np.float32)),
+             helper.make_node("Slice", ["attn.bias", "starts", "ends", "axes"],
+                              ["/attn/Slice_output_0"], name="/attn/Slice"),
+             helper.make_node("Equal", ["/attn/Slice_output_0", "zero"],
+                              ["/attn/Equal_output_0"], name="/attn/Equal"),
+             helper.make_node("Where", ["/attn/Equal_output_0", "ninf", "x"],
+                              ["y"], name="/attn/Where")]
+    return model(nodes, [vi("x", F, [1, 1, 3, 3])], [vi("y", F, [1, 1, 3, 3])],
+                 [init("attn.bias", bias)])
+
+
+def weighted_sce():
+    """Class-weighted SoftmaxCrossEntropyLoss: the weights initializer is a
+    constant (PyTorch gives it no gradient), the loss the picked form."""
+    node = helper.make_node("SoftmaxCrossEntropyLoss", ["x", "y", "w"], ["loss"],
+                            name="sce", ignore_index=2)
+    return model([node], [vi("x", F, [3, 4]), vi("y", I64, [3])], [vi("loss", F, [])],
+                 [init("w", np.array([1.0, 2.0, 0.5, 4.0], np.float32))])
+
+
+def tril_mask():
+    """A causal mask built in forward, torch.tril(torch.ones(3, 3,
+    dtype=torch.bool)): a Trilu of a constant, which folds, then a Trilu of
+    the computed scores x (upper, k=1), which becomes a where."""
+    nodes = [const("ones", np.ones((3, 3), np.bool_)),
+             const("one", np.array(1, np.int64)),
+             const("ninf", np.array(-np.inf, np.float32)),
+             helper.make_node("Trilu", ["ones"], ["/Trilu_output_0"],
+                              name="/Trilu", upper=0),
+             helper.make_node("Where", ["/Trilu_output_0", "x", "ninf"],
+                              ["/Where_output_0"], name="/Where"),
+             helper.make_node("Trilu", ["/Where_output_0", "one"], ["y"],
+                              name="/Trilu_1", upper=1)]
+    return model(nodes, [vi("x", F, [2, 3, 3])], [vi("y", F, [2, 3, 3])])
+
+
+def eval_mode_copies():
+    """torch.onnx.export in eval mode merges initializers of equal value:
+    the second LayerNorm's fresh weight and bias are Identity copies of the
+    first's. A tied weight (w read by both MatMuls) is never an Identity."""
+    nodes = [helper.make_node("Identity", ["ln1.weight"], ["ln2.weight"],
+                              name="Identity_0"),
+             helper.make_node("Identity", ["ln1.bias"], ["ln2.bias"],
+                              name="Identity_1"),
+             helper.make_node("LayerNormalization", ["x", "ln1.weight", "ln1.bias"],
+                              ["/ln1/out"], name="/ln1/LayerNormalization", axis=-1),
+             helper.make_node("MatMul", ["/ln1/out", "w"], ["/mm1"], name="/mm1/MatMul"),
+             helper.make_node("LayerNormalization", ["/mm1", "ln2.weight", "ln2.bias"],
+                              ["/ln2/out"], name="/ln2/LayerNormalization", axis=-1),
+             helper.make_node("MatMul", ["/ln2/out", "w"], ["y"], name="/mm2/MatMul")]
+    return model(nodes, [vi("x", F, [2, 4])], [vi("y", F, [2, 4])],
+                 [init("ln1.weight", np.ones(4, np.float32)),
+                  init("ln1.bias", np.zeros(4, np.float32)),
+                  init("w", np.arange(16, dtype=np.float32).reshape(4, 4) / 16)])
 
 
 def truncated(path):
