@@ -50,6 +50,7 @@ struct Loader {
 
   LogicalResult readModel();
   LogicalResult checkOpsAndOpset();
+  LogicalResult checkTensors(const onnx::GraphProto &g);
   LogicalResult resolveInputShapes();
   LogicalResult inferShapes();
 };
@@ -117,11 +118,51 @@ LogicalResult Loader::checkOpsAndOpset() {
                           " is not supported (tcc imports opsets " +
                           std::to_string(kMinOpset) + " to " +
                           std::to_string(kMaxOpset) + ")");
+  // Every tensor before ONNX's checker and shape inference, which parse
+  // them trusting their dims (a short raw_data is read past its end).
+  if (failed(checkTensors(model.graph())))
+    return failure();
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
     return graph.fail(ImportFailure::Invalid,
                       "invalid ONNX model: " + oneLine(e.what()));
+  }
+  return success();
+}
+
+LogicalResult Loader::checkTensors(const onnx::GraphProto &g) {
+  auto check = [&](const onnx::TensorProto &t, const std::string &where) {
+    return checkTensorProto(
+        t, [&] { return graph.emitError(ImportFailure::Invalid) << where; });
+  };
+  for (const onnx::TensorProto &t : g.initializer())
+    if (failed(check(t, "initializer ")))
+      return failure();
+  for (const onnx::SparseTensorProto &t : g.sparse_initializer())
+    if (failed(check(t.values(), "sparse initializer values ")) ||
+        failed(check(t.indices(), "sparse initializer indices ")))
+      return failure();
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto &node = g.node(i);
+    for (const onnx::AttributeProto &a : node.attribute()) {
+      std::string where = printable(describeNode(node, i)) + ": attribute '" +
+                          printable(a.name()) + "': ";
+      if (a.has_t() && failed(check(a.t(), where)))
+        return failure();
+      for (const onnx::TensorProto &t : a.tensors())
+        if (failed(check(t, where)))
+          return failure();
+      if (a.has_sparse_tensor() &&
+          (failed(check(a.sparse_tensor().values(), where)) ||
+           failed(check(a.sparse_tensor().indices(), where))))
+        return failure();
+      if (a.has_g() && failed(checkTensors(a.g())))
+        return failure();
+      for (const onnx::GraphProto &sub : a.graphs())
+        if (failed(checkTensors(sub)))
+          return failure();
+    }
   }
   return success();
 }
