@@ -90,6 +90,13 @@ LogicalResult Loader::readModel() {
     return graph.fail(ImportFailure::Invalid,
                       "not a valid ONNX model (no graph; the file is empty, "
                       "truncated or not ONNX)");
+  // Either would import, evaluate and compile to nothing at all.
+  if (model.graph().output_size() == 0)
+    return graph.fail(ImportFailure::Invalid,
+                      "the graph has no outputs: there is nothing to compute");
+  if (model.graph().node_size() == 0)
+    return graph.fail(ImportFailure::Invalid,
+                      "the graph has no nodes: there is nothing to compute");
   return success();
 }
 

@@ -363,6 +363,24 @@ def short_typed_reducesum():
     return model(nodes, [vi("x", F, [2])], [vi("y", F, [1])], [t])
 
 
+def no_nodes():
+    """The output is the input: nothing to compute."""
+    return model([], [vi("x", F, [2])], [vi("x", F, [2])])
+
+
+def no_outputs():
+    n = helper.make_node
+    return model([n("Relu", ["x"], ["y"], name="relu")], [vi("x", F, [2])], [])
+
+
+def huge_input():
+    """A [2^40, 64] f32 input: its plan needs an arena of 256 TiB."""
+    n = helper.make_node
+    nodes = [n("Relu", ["x"], ["r"], name="relu"),
+             n("Mul", ["r", "r"], ["y"], name="sq")]
+    return model(nodes, [vi("x", F, [1 << 40, 64])], [vi("y", F, [1 << 40, 64])])
+
+
 def truncated(path):
     data = elementwise().SerializeToString()
     with open(path, "wb") as f:
