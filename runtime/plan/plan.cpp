@@ -208,7 +208,12 @@ void checkIntegrity(const std::string &dir, const Manifest &manifest) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec))
       continue;
-    const FileIntegrity &want = manifest.integrity.at(rel);
+    auto record = manifest.integrity.find(rel);
+    if (record == manifest.integrity.end())
+      fail(TCC_ERROR_FORMAT, path + ": no size and SHA-256 for it in the "
+                                    "manifest's integrity (files." +
+                                 key + ")");
+    const FileIntegrity &want = record->second;
     uint64_t size = std::filesystem::file_size(path, ec);
     if (!ec && size != want.bytes)
       fail(TCC_ERROR_FORMAT, path + ": damaged: " + std::to_string(size) +

@@ -357,8 +357,9 @@ TEST_F(LoadError, DamagedFilesAreNamed) {
   art = linearRegression();
   art.manifest["integrity"] = json::object();
   expect(TCC_ERROR_FORMAT,
-         {file("manifest.json"),
-          "integrity: missing 'constants.safetensors' (files.constants)"});
+         {file("constants.safetensors"),
+          ": no size and SHA-256 for it in the manifest's integrity "
+          "(files.constants)"});
 }
 
 TEST_F(LoadError, UnknownOpDtypeStorage) {
