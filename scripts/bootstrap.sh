@@ -10,6 +10,7 @@ PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libfmt-dev nlohmann-json3-dev libgtest-dev libopenblas-dev
+  clang-14 libclang-rt-14-dev
   python3 python3-numpy python3-onnx python3-torch
   chromium python3-pil  # screenshots of the compile report (test/lit/Tools)
 )

@@ -446,6 +446,10 @@ LogicalResult FunctionBuilder::build(func::FuncOp func, bool isTrain,
   if (!arena || !func.getBody().hasOneBlock())
     return fail(func) << " has no memory plan (run tcc-plan-memory)";
   fp.arenaBytes = arena.getInt();
+  if (fp.arenaBytes > rt::kMaxArenaBytes)
+    return fail(func) << " needs an arena of " << fp.arenaBytes
+                      << " bytes, more than a process can address ("
+                      << rt::kMaxArenaBytes << "); are the input shapes right?";
   Block &block = func.getBody().front();
   for (BlockArgument arg : block.getArguments())
     if (failed(bindArgument(func, arg, isTrain, fp)))

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <signal.h>
 #include <thread>
 #include <unistd.h>
 
@@ -95,6 +96,29 @@ bool isArtifactDir(const fs::path &dir) {
   std::optional<llvm::StringRef> format =
       object ? object->getString("format") : std::nullopt;
   return format && *format == "tcc-artifact";
+}
+
+/// Removes the `.NAME.tmp-PID` directories in `parent` of compiles of NAME
+/// whose process no longer exists (killed before it could clean up); those
+/// of running compiles stay.
+void removeStaleTemporaries(const fs::path &parent, const std::string &name) {
+  std::string prefix = "." + name + ".tmp-";
+  std::error_code ec;
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::string file = it->path().filename().string();
+    if (file.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    std::string digits = file.substr(prefix.size());
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    pid_t pid = pid_t(std::stol(digits));
+    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      fs::remove_all(it->path(), ignored);
+    }
+  }
 }
 
 /// `path` without trailing slashes ("out.tcc/" names out.tcc).
@@ -259,7 +283,7 @@ TimingScope nestedScope(TimingScope *parent, StringRef name) {
 LogicalResult writeFiles(Location loc, const fs::path &dir,
                          const PlanData &data,
                          const codegen::KernelSource &source,
-                         const std::string &manifest, bool cuda,
+                         rt::Manifest manifest, bool cuda,
                          const ArtifactOptions &options,
                          codegen::KernelBuildReport &report) {
   auto fail = [loc] { return emitError(loc); };
@@ -327,8 +351,15 @@ LogicalResult writeFiles(Location loc, const fs::path &dir,
   if (failed(built) || failed(fsyncIf(kernels / "host.so", /*isDir=*/false)) ||
       (cuda && failed(fsyncIf(kernels / "kernels.fatbin", /*isDir=*/false))))
     return failure();
-  // The manifest last: a directory with a manifest is complete.
-  if (failed(writeSynced(fail, dir / "manifest.json", manifest, options.sync)))
+  // The manifest last, recording every file's size and SHA-256: a
+  // directory with a manifest is complete.
+  try {
+    manifest.integrity = rt::fileIntegrity(dir.string(), manifest);
+  } catch (const rt::Error &e) {
+    return fail() << e.what();
+  }
+  if (failed(writeSynced(fail, dir / "manifest.json",
+                         rt::writeManifestJson(manifest), options.sync)))
     return failure();
   return success(succeeded(fsyncIf(kernels, /*isDir=*/true)) &&
                  succeeded(fsyncIf(dir, /*isDir=*/true)));
@@ -396,6 +427,7 @@ static LogicalResult prepare(ModuleOp module, rt::Kind kind,
   if (failed(built))
     return failure();
   plan = std::move(*built);
+  plan.plan.kernels = rt::kernelTable(plan.plan);
   return success();
 }
 
@@ -416,8 +448,8 @@ static LogicalResult writeOfKind(ModuleOp module, rt::Kind kind,
   bool cuda = options.cudaKernels && codegen::cudaCompilerAvailable();
   std::string fingerprint =
       config ? fingerprintOf(plan.plan, *config) : std::string();
-  std::string manifest = rt::writeManifestJson(manifestOf(
-      options, config, fingerprint, !plan.constants.empty(), cuda));
+  rt::Manifest manifest =
+      manifestOf(options, config, fingerprint, !plan.constants.empty(), cuda);
 
   fs::path final = normalized(path);
   codegen::KernelBuildReport buildReport;
@@ -425,6 +457,7 @@ static LogicalResult writeOfKind(ModuleOp module, rt::Kind kind,
   tmp.path = parentOf(final) / ("." + final.filename().string() + ".tmp-" +
                                 std::to_string(::getpid()));
   std::error_code ec;
+  removeStaleTemporaries(parentOf(final), final.filename().string());
   fs::remove_all(tmp.path, ec); // an earlier failed run of this process id
   if (!fs::create_directory(tmp.path, ec) || ec)
     return emitError(files)

@@ -54,6 +54,7 @@ struct Loader {
   LogicalResult checkOps();
   LogicalResult checkOpsAndOpset();
   LogicalResult upgradeOpset();
+  LogicalResult checkTensors(const onnx::GraphProto &g);
   LogicalResult resolveInputShapes();
   LogicalResult inferShapes();
   void noteEvalModeExport();
@@ -94,6 +95,13 @@ LogicalResult Loader::readModel() {
     return graph.fail(ImportFailure::Invalid,
                       "not a valid ONNX model (no graph; the file is empty, "
                       "truncated or not ONNX)");
+  // Either would import, evaluate and compile to nothing at all.
+  if (model.graph().output_size() == 0)
+    return graph.fail(ImportFailure::Invalid,
+                      "the graph has no outputs: there is nothing to compute");
+  if (model.graph().node_size() == 0)
+    return graph.fail(ImportFailure::Invalid,
+                      "the graph has no nodes: there is nothing to compute");
   return success();
 }
 
@@ -140,6 +148,10 @@ LogicalResult Loader::checkOpsAndOpset() {
                           std::to_string(kMinOpset) + " to " +
                           std::to_string(kMaxOpset) +
                           ", and older ones by upgrading them)");
+  // Every tensor before ONNX's checker and shape inference, which parse
+  // them trusting their dims (a short raw_data is read past its end).
+  if (failed(checkTensors(model.graph())))
+    return failure();
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
@@ -184,8 +196,47 @@ LogicalResult Loader::upgradeOpset() {
   model.mutable_graph()->clear_value_info();
   graph.opset = kMinOpset;
   graph.upgradedFrom = from;
-  // An old op may become one tcc does not import.
+  // The converter's own tensors are checked like the model's were, and an
+  // old op may become one tcc does not import.
+  if (failed(checkTensors(model.graph())))
+    return failure();
   return checkOps();
+}
+
+LogicalResult Loader::checkTensors(const onnx::GraphProto &g) {
+  auto check = [&](const onnx::TensorProto &t, const std::string &where) {
+    return checkTensorProto(
+        t, [&] { return graph.emitError(ImportFailure::Invalid) << where; });
+  };
+  for (const onnx::TensorProto &t : g.initializer())
+    if (failed(check(t, "initializer ")))
+      return failure();
+  for (const onnx::SparseTensorProto &t : g.sparse_initializer())
+    if (failed(check(t.values(), "sparse initializer values ")) ||
+        failed(check(t.indices(), "sparse initializer indices ")))
+      return failure();
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto &node = g.node(i);
+    for (const onnx::AttributeProto &a : node.attribute()) {
+      std::string where = printable(describeNode(node, i)) + ": attribute '" +
+                          printable(a.name()) + "': ";
+      if (a.has_t() && failed(check(a.t(), where)))
+        return failure();
+      for (const onnx::TensorProto &t : a.tensors())
+        if (failed(check(t, where)))
+          return failure();
+      if (a.has_sparse_tensor() &&
+          (failed(check(a.sparse_tensor().values(), where)) ||
+           failed(check(a.sparse_tensor().indices(), where))))
+        return failure();
+      if (a.has_g() && failed(checkTensors(a.g())))
+        return failure();
+      for (const onnx::GraphProto &sub : a.graphs())
+        if (failed(checkTensors(sub)))
+          return failure();
+    }
+  }
+  return success();
 }
 
 LogicalResult Loader::resolveInputShapes() {

@@ -175,6 +175,59 @@ static LogicalResult readTensorHeader(const onnx::TensorProto &tensor,
   return success();
 }
 
+/// How many values `tensor`'s typed field for its dtype holds (those of
+/// raw_data aside); nullopt for a dtype tcc::data cannot hold.
+static std::optional<uint64_t>
+typedFieldCount(const onnx::TensorProto &tensor) {
+  switch (tensor.data_type()) {
+  case TP::FLOAT:
+    return tensor.float_data_size();
+  case TP::DOUBLE:
+    return tensor.double_data_size();
+  case TP::INT64:
+    return tensor.int64_data_size();
+  case TP::UINT32:
+  case TP::UINT64:
+    return tensor.uint64_data_size();
+  case TP::INT32:
+  case TP::INT16:
+  case TP::UINT16:
+  case TP::FLOAT16:
+  case TP::BFLOAT16:
+  case TP::INT8:
+  case TP::UINT8:
+  case TP::BOOL:
+    return tensor.int32_data_size();
+  default:
+    return std::nullopt;
+  }
+}
+
+LogicalResult checkTensorProto(const onnx::TensorProto &tensor,
+                               TensorErrorFn emitError) {
+  // Strings, complex numbers and undefined dtypes are left to the converter
+  // that reads them (which refuses them): ONNX parses none of them as a shape.
+  if (!onnxToDType(tensor.data_type()))
+    return success();
+  data::Array array;
+  uint64_t expectedBytes;
+  if (failed(readTensorHeader(tensor, array, expectedBytes, emitError)))
+    return failure();
+  if (tensor.has_raw_data()) {
+    if (tensor.raw_data().size() != expectedBytes)
+      return tensorError(emitError, tensor)
+             << "raw_data holds " << tensor.raw_data().size()
+             << " bytes, the shape needs " << expectedBytes;
+    return success();
+  }
+  uint64_t numel = expectedBytes / data::dtypeSize(array.dtype);
+  uint64_t count = typedFieldCount(tensor).value_or(0);
+  if (count != numel)
+    return tensorError(emitError, tensor)
+           << "holds " << count << " values, the shape needs " << numel;
+  return success();
+}
+
 FailureOr<data::Array> tensorProtoToArray(const onnx::TensorProto &tensor,
                                           TensorErrorFn emitError) {
   data::Array array;

@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 /** The artifact format version this runtime reads (manifest "version"). */
-#define TCC_ARTIFACT_VERSION 2
+#define TCC_ARTIFACT_VERSION 3
 
 typedef enum tcc_status {
   TCC_OK = 0,

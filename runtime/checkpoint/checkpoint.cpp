@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/digests.h"
 
 #include "data/safetensors.h"
 
@@ -214,9 +215,11 @@ std::string saveCheckpoint(const std::string &dir,
     fail(tmp.path, "cannot create directory: " +
                        (ec ? ec.message() : std::string("exists")));
 
-  data::writeSafetensors(join(tmp.path, ParamsFile), params);
+  data::writeSafetensors(join(tmp.path, ParamsFile), params,
+                         tensorDigests(params));
   faultPoint("after-params", state.step);
-  data::writeSafetensors(join(tmp.path, OptimizerFile), optState);
+  data::writeSafetensors(join(tmp.path, OptimizerFile), optState,
+                         tensorDigests(optState));
   writeSynced(join(tmp.path, StateFile), text);
   fsyncPath(tmp.path, /*isDir=*/true);
   faultPoint("before-rename", state.step);
@@ -337,8 +340,12 @@ Checkpoint loadCheckpoint(const std::string &stepDir) {
     fail(join(stepDir, StateFile), "step " + std::to_string(ckpt.state.step) +
                                        " does not match the directory name " +
                                        name.filename().string());
-  ckpt.params = data::readSafetensors(join(stepDir, ParamsFile));
-  ckpt.optState = data::readSafetensors(join(stepDir, OptimizerFile));
+  std::map<std::string, std::string> metadata;
+  ckpt.params = data::readSafetensors(join(stepDir, ParamsFile), &metadata);
+  checkTensorDigests(join(stepDir, ParamsFile), ckpt.params, metadata);
+  ckpt.optState =
+      data::readSafetensors(join(stepDir, OptimizerFile), &metadata);
+  checkTensorDigests(join(stepDir, OptimizerFile), ckpt.optState, metadata);
   return ckpt;
 }
 

@@ -149,6 +149,8 @@ Artifact loadArtifact(const std::string &dir) {
   if (!fs::is_directory(dir, ec))
     fail(TCC_ERROR_IO, dir + ": no such artifact directory");
   art.manifest = readManifestJson(joinPath(dir, "manifest.json"));
+  // Before anything reads a file, and before host.so is ever dlopen'ed.
+  checkIntegrity(dir, art.manifest);
   if (!art.file("constants").empty())
     art.constants = readSafetensorsHeader(art.file("constants"));
   static_cast<Plan &>(art) = readPlanJson(art.file("plan"), art.manifest,

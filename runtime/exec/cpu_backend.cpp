@@ -8,6 +8,7 @@
 #include "kernels/dropout_hash.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
 #endif
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <thread>
 
 namespace tcc::rt {
@@ -254,23 +256,30 @@ CpuBackend::CpuBackend(const SessionOptions &options, const Artifact &art)
     fail(TCC_ERROR_FORMAT, path + ": cannot load the host kernels: " +
                                (err ? err : "unknown dlopen error"));
   }
+  // Only the plan's kernel table is resolved, and only to code inside
+  // host.so itself: a name that dlsym would find in a library host.so
+  // depends on (libc's abort, free) is no kernel.
+  struct link_map *self = nullptr;
+  if (::dlinfo(handle, RTLD_DI_LINKMAP, &self) != 0 || !self)
+    fail(TCC_ERROR_FORMAT, path + ": cannot inspect the loaded host kernels");
+  std::map<std::string, KernelFn> table;
+  for (const KernelSignature &k : art.kernels) {
+    ::dlerror();
+    void *sym = ::dlsym(handle, k.symbol.c_str());
+    Dl_info info{};
+    if (!sym || !::dladdr(sym, &info) || !info.dli_fname ||
+        std::strcmp(info.dli_fname, self->l_name) != 0) {
+      ::dlclose(handle);
+      handle = nullptr;
+      fail(TCC_ERROR_FORMAT, path + ": no kernel '" + k.symbol + "'");
+    }
+    table[k.symbol] = reinterpret_cast<KernelFn>(sym);
+  }
   for (size_t f = 0; f < art.functions.size(); ++f) {
     const Function &fn = art.functions[f];
-    for (size_t s = 0; s < fn.steps.size(); ++s) {
-      const Step &step = fn.steps[s];
-      if (step.kind != Step::Kernel)
-        continue;
-      ::dlerror();
-      void *sym = ::dlsym(handle, step.symbol.c_str());
-      if (!sym) {
-        ::dlclose(handle);
-        handle = nullptr;
-        fail(TCC_ERROR_FORMAT, path + ": no kernel '" + step.symbol +
-                                   "' (" + fn.name + " step " +
-                                   std::to_string(s) + ")");
-      }
-      kernels[f][s] = reinterpret_cast<KernelFn>(sym);
-    }
+    for (size_t s = 0; s < fn.steps.size(); ++s)
+      if (fn.steps[s].kind == Step::Kernel)
+        kernels[f][s] = table.at(fn.steps[s].symbol);
   }
 }
 

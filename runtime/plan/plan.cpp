@@ -3,7 +3,9 @@
 #include "plan/plan.h"
 
 #include "data/half.h"
+#include "data/sha256.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -126,6 +128,107 @@ const Function *Plan::function(const std::string &name) const {
     if (fn.name == name)
       return &fn;
   return nullptr;
+}
+
+const KernelSignature *Plan::kernel(const std::string &symbol) const {
+  for (const KernelSignature &k : kernels)
+    if (k.symbol == symbol)
+      return &k;
+  return nullptr;
+}
+
+std::vector<KernelSignature> kernelTable(const Plan &plan) {
+  std::vector<KernelSignature> table;
+  // Per entry and input: whether every call had it the size of its output.
+  std::vector<std::vector<bool>> elementwise;
+  for (const Function &fn : plan.functions)
+    for (const Step &step : fn.steps) {
+      if (step.kind != Step::Kernel)
+        continue;
+      KernelSignature sig;
+      sig.symbol = step.symbol;
+      const Value &out = fn.values[step.outputs.at(0)];
+      sig.output = {out.dtype, out.elements};
+      std::vector<bool> same;
+      for (int64_t id : step.inputs) {
+        sig.inputs.push_back({fn.values[id].dtype, fn.values[id].elements});
+        same.push_back(fn.values[id].elements == out.elements);
+      }
+      auto it = std::find_if(
+          table.begin(), table.end(),
+          [&](const KernelSignature &k) { return k.symbol == step.symbol; });
+      if (it == table.end()) {
+        table.push_back(std::move(sig));
+        elementwise.push_back(std::move(same));
+        continue;
+      }
+      std::vector<bool> &was = elementwise[size_t(it - table.begin())];
+      bool ok = it->inputs.size() == sig.inputs.size() &&
+                it->output.dtype == sig.output.dtype;
+      for (size_t i = 0; ok && i < sig.inputs.size(); ++i) {
+        ok = it->inputs[i].dtype == sig.inputs[i].dtype;
+        it->inputs[i].elements =
+            std::min(it->inputs[i].elements, sig.inputs[i].elements);
+        was[i] = was[i] && same[i];
+      }
+      if (!ok)
+        throw std::logic_error("kernel '" + step.symbol +
+                               "' is shared by steps of different buffers");
+      if (it->output.elements != sig.output.elements)
+        it->output.elements = kOutputElements;
+    }
+  // Shared over several output sizes, an input always the output's size is
+  // elementwise: it must be the calling step's size, not the smallest's.
+  for (size_t k = 0; k < table.size(); ++k)
+    if (table[k].output.elements == kOutputElements)
+      for (size_t i = 0; i < table[k].inputs.size(); ++i)
+        if (elementwise[k][i])
+          table[k].inputs[i].elements = kOutputElements;
+  return table;
+}
+
+std::map<std::string, FileIntegrity> fileIntegrity(const std::string &dir,
+                                                   const Manifest &manifest) {
+  std::map<std::string, FileIntegrity> out;
+  for (const auto &[key, rel] : manifest.files) {
+    std::string path = (std::filesystem::path(dir) / rel).string();
+    try {
+      data::FileDigest d = data::digestFile(path);
+      out[rel] = {d.bytes, d.sha256};
+    } catch (const std::runtime_error &e) {
+      fail(TCC_ERROR_IO, e.what());
+    }
+  }
+  return out;
+}
+
+void checkIntegrity(const std::string &dir, const Manifest &manifest) {
+  for (const auto &[key, rel] : manifest.files) {
+    std::string path = (std::filesystem::path(dir) / rel).string();
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+      continue;
+    auto record = manifest.integrity.find(rel);
+    if (record == manifest.integrity.end())
+      fail(TCC_ERROR_FORMAT, path + ": no size and SHA-256 for it in the "
+                                    "manifest's integrity (files." +
+                                 key + ")");
+    const FileIntegrity &want = record->second;
+    uint64_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size != want.bytes)
+      fail(TCC_ERROR_FORMAT, path + ": damaged: " + std::to_string(size) +
+                                 " bytes, the manifest records " +
+                                 std::to_string(want.bytes));
+    data::FileDigest got;
+    try {
+      got = data::digestFile(path);
+    } catch (const std::runtime_error &e) {
+      fail(TCC_ERROR_IO, e.what());
+    }
+    if (got.bytes != want.bytes || got.sha256 != want.sha256)
+      fail(TCC_ERROR_FORMAT, path + ": damaged: its SHA-256 is " + got.sha256 +
+                                 ", the manifest records " + want.sha256);
+  }
 }
 
 std::string initUnfit(double v, DType dtype) {

@@ -34,6 +34,11 @@ constexpr int kArtifactVersion = TCC_ARTIFACT_VERSION;
 /// host allocations of a session are aligned to it too.
 constexpr int64_t kArenaAlignment = 64;
 
+/// The largest arena a plan may have: 128 TiB, the user address space of
+/// x86-64 and AArch64 Linux (47/48-bit), so no process could allocate more.
+/// The writer refuses to write a plan beyond it and the reader to read one.
+constexpr int64_t kMaxArenaBytes = INT64_C(1) << 47;
+
 /// A failure with the status the C API returns for it: the runtime's one
 /// error type (docs/architecture.md, "Error conventions").
 class Error : public std::runtime_error {
@@ -146,14 +151,51 @@ struct Function {
   int64_t lossValue = -1; ///< the loss result's value (set by the reader)
 };
 
+/// One buffer of a generated kernel: its dtype and its elements. For an
+/// input, `elements` is the fewest the kernel may be given (those of its
+/// fusion, or the fewest over the fusions sharing its code), or
+/// kOutputElements: exactly the calling step's output's (an elementwise
+/// input of fusions of several sizes). For the output, the count every
+/// call writes, or kOutputElements when the sharing fusions differ.
+constexpr int64_t kOutputElements = -1;
+struct KernelBuffer {
+  data::DType dtype = data::DType::F32;
+  int64_t elements = 0;
+};
+
+/// One generated kernel (plan "kernels"): the symbol host.so and the fatbin
+/// export, its inputs in the ABI's order and its output. The only symbols
+/// a backend resolves; every kernel step is checked against its entry.
+struct KernelSignature {
+  std::string symbol;
+  std::vector<KernelBuffer> inputs;
+  KernelBuffer output;
+};
+
 /// plan.json: persistent state and the step functions.
 struct Plan {
   std::vector<TensorDesc> params, optState;
+  /// The generated kernels the steps call, one entry per symbol.
+  std::vector<KernelSignature> kernels;
   /// train_step, eval_step; forward in an inference plan
   std::vector<Function> functions;
 
   /// The function called `name`, or null.
   const Function *function(const std::string &name) const;
+  /// The kernel table entry of `symbol`, or null.
+  const KernelSignature *kernel(const std::string &symbol) const;
+};
+
+/// The kernel table of `plan`'s kernel steps, in order of first use (the
+/// writer's), with the sizes KernelBuffer describes. Fails
+/// (std::logic_error) where two steps of one symbol differ in arity or
+/// dtypes, which shared kernel text cannot.
+std::vector<KernelSignature> kernelTable(const Plan &plan);
+
+/// A file's size and SHA-256 (manifest "integrity").
+struct FileIntegrity {
+  uint64_t bytes = 0;
+  std::string sha256;
 };
 
 /// manifest.json.
@@ -167,7 +209,21 @@ struct Manifest {
   int64_t accum = 1;
   /// "plan", "weights", ... -> path relative to the artifact directory.
   std::map<std::string, std::string> files;
+  /// Path in `files` -> its size and SHA-256, one for every file listed.
+  std::map<std::string, FileIntegrity> integrity;
 };
+
+/// The integrity record of each file of `manifest.files` in `dir` (which
+/// all exist): what the writer puts in `manifest.integrity`. rt::Error
+/// (TCC_ERROR_IO) naming a file that cannot be read.
+std::map<std::string, FileIntegrity> fileIntegrity(const std::string &dir,
+                                                   const Manifest &manifest);
+
+/// Checks every file of `manifest.files` in `dir` that exists against its
+/// integrity record before anything reads it: TCC_ERROR_FORMAT naming the
+/// file that is damaged (size or SHA-256). Missing files are left to the
+/// reader that needs them.
+void checkIntegrity(const std::string &dir, const Manifest &manifest);
 
 /// Why `v` cannot be every element of a `dtype` tensor (an optimizer
 /// state's "init"), or "": the writer and the reader check the same.

@@ -237,6 +237,107 @@ void readFiles(const JsonFile &file, const json &doc, Manifest &m) {
       file.bad("files", std::string("missing '") + key + "'");
 }
 
+/// The "integrity" object: a size and SHA-256 for every file of "files".
+void readIntegrity(const JsonFile &file, const json &doc, Manifest &m) {
+  const json &integrity = file.field(doc, "", "integrity");
+  if (!integrity.is_object())
+    file.bad("integrity", "expected an object, got " + brief(integrity));
+  for (auto it = integrity.begin(); it != integrity.end(); ++it) {
+    std::string where = "integrity." + it.key();
+    bool listed = false;
+    for (const auto &entry : m.files)
+      listed |= entry.second == it.key();
+    if (!listed)
+      file.bad(where, "'" + it.key() + "' is not a file of 'files'");
+    FileIntegrity rec;
+    int64_t bytes = file.intField(it.value(), where, "bytes");
+    if (bytes < 0)
+      file.bad(where + ".bytes", "is negative");
+    rec.bytes = uint64_t(bytes);
+    rec.sha256 = file.stringField(it.value(), where, "sha256");
+    if (rec.sha256.size() != 64 ||
+        rec.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+      file.bad(where + ".sha256", "expected 64 lowercase hex digits, got \"" +
+                                      rec.sha256.substr(0, 70) + "\"");
+    m.integrity[it.key()] = rec;
+  }
+}
+
+/// The plan's "kernels": one entry per symbol, each a generated kernel's
+/// name (tcc_ and identifier characters) and buffers.
+std::vector<KernelSignature> readKernels(const JsonFile &file,
+                                         const json &doc) {
+  const json &list = file.arrayField(doc, "", "kernels");
+  std::vector<KernelSignature> out;
+  auto buffer = [&](const json &j, const std::string &w) {
+    KernelBuffer b;
+    b.dtype = file.dtype(j, w);
+    if (file.field(j, w, "elements") == "output") {
+      b.elements = kOutputElements;
+      return b;
+    }
+    b.elements = file.intField(j, w, "elements");
+    if (b.elements < 0 || b.elements > (INT64_C(1) << 56))
+      file.bad(w + ".elements",
+               std::to_string(b.elements) + " is out of range");
+    return b;
+  };
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string w = JsonFile::at("kernels", i);
+    KernelSignature k;
+    k.symbol = file.stringField(list[i], w, "symbol");
+    if (k.symbol.size() <= 4 || k.symbol.compare(0, 4, "tcc_") != 0 ||
+        k.symbol.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+            std::string::npos)
+      file.bad(w + ".symbol", "'" + k.symbol +
+                                  "' is not a generated kernel's name "
+                                  "(tcc_ and letters, digits, _)");
+    for (const KernelSignature &other : out)
+      if (other.symbol == k.symbol)
+        file.bad(w + ".symbol", "duplicate kernel '" + k.symbol + "'");
+    const json &ins = file.arrayField(list[i], w, "inputs");
+    for (size_t j = 0; j < ins.size(); ++j)
+      k.inputs.push_back(buffer(ins[j], JsonFile::at(w + ".inputs", j)));
+    k.output = buffer(file.field(list[i], w, "output"), w + ".output");
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+/// A kernel step against its kernel table entry: the same arity, dtypes and
+/// output size, inputs of at least the elements the kernel reads.
+void checkKernelStep(const JsonFile &file, const std::string &sw,
+                     const Step &step, const Function &fn, const Plan &plan) {
+  const KernelSignature *k = plan.kernel(step.symbol);
+  if (!k)
+    file.bad(sw + ".symbol", "'" + step.symbol +
+                                 "' is not a kernel of the plan's kernel "
+                                 "table");
+  if (step.inputs.size() != k->inputs.size())
+    file.bad(sw + ".inputs", std::to_string(step.inputs.size()) +
+                                 " inputs, but kernel '" + step.symbol +
+                                 "' takes " + std::to_string(k->inputs.size()));
+  // An input needs at least its entry's elements, exactly the step's for
+  // "output"; the output exactly its entry's, or the step's for "output".
+  auto check = [&](const std::string &w, int64_t id, const KernelBuffer &b,
+                   bool output) {
+    const Value &v = fn.values[id];
+    bool perStep = b.elements == kOutputElements;
+    int64_t want = perStep ? step.elements : b.elements;
+    bool exact = output || perStep;
+    if (v.dtype != b.dtype || (exact ? v.elements != want : v.elements < want))
+      file.bad(w, "value " + std::to_string(id) + " (" + describe(v) +
+                      ") does not fit kernel '" + step.symbol + "', which " +
+                      (output ? "writes " : "reads ") +
+                      (exact ? "" : "up to ") + std::to_string(want) + " " +
+                      data::dtypeName(b.dtype) + " elements there");
+  };
+  for (size_t i = 0; i < step.inputs.size(); ++i)
+    check(JsonFile::at(sw + ".inputs", i), step.inputs[i], k->inputs[i], false);
+  check(JsonFile::at(sw + ".outputs", 0), step.outputs[0], k->output, true);
+}
+
 /// What a function's values and results are checked against.
 struct PlanContext {
   const Plan &plan;
@@ -401,6 +502,11 @@ void readFunction(const JsonFile &file, const json &doc, const PlanContext &ctx,
   fn.arenaBytes = file.intField(doc, where, "arena_bytes");
   if (fn.arenaBytes < 0)
     file.bad(where + ".arena_bytes", "is negative");
+  if (fn.arenaBytes > kMaxArenaBytes)
+    file.bad(where + ".arena_bytes",
+             std::to_string(fn.arenaBytes) +
+                 " bytes is more than a process can address (" +
+                 std::to_string(kMaxArenaBytes) + ")");
   fn.inputs = file.tensors(doc, where, "inputs");
 
   const json &values = file.arrayField(doc, where, "values");
@@ -575,6 +681,7 @@ void readFunction(const JsonFile &file, const json &doc, const PlanContext &ctx,
                                        std::to_string(step.outputs[0]) + " (" +
                                        describe(out) + ") has " +
                                        std::to_string(out.elements));
+      checkKernelStep(file, sw, step, fn, ctx.plan);
     }
     fn.steps.push_back(std::move(step));
   }
@@ -740,6 +847,7 @@ Manifest readManifestJson(const std::string &path) {
   if (m.kind == Kind::Training)
     readTrainingManifest(file, doc, m);
   readFiles(file, doc, m);
+  readIntegrity(file, doc, m);
   return m;
 }
 
@@ -764,6 +872,7 @@ Plan readPlanJson(const std::string &path, const Manifest &manifest,
   readParamWorking(file, file.arrayField(doc, "", "params"), art.params);
   art.optState = file.tensors(doc, "", "opt_state");
   readOptStateInit(file, file.arrayField(doc, "", "opt_state"), art.optState);
+  art.kernels = readKernels(file, doc);
   const json &fns = file.field(doc, "", "functions");
   if (!fns.is_object())
     file.bad("functions", "expected an object, got " + brief(fns));

@@ -93,6 +93,19 @@ json stepJson(const Step &s) {
   return j;
 }
 
+json kernelJson(const KernelSignature &k) {
+  auto buffer = [](const KernelBuffer &b) {
+    return json{{"dtype", data::dtypeName(b.dtype)},
+                {"elements", b.elements == kOutputElements ? json("output")
+                                                           : json(b.elements)}};
+  };
+  json inputs = json::array();
+  for (const KernelBuffer &b : k.inputs)
+    inputs.push_back(buffer(b));
+  return {
+      {"symbol", k.symbol}, {"inputs", inputs}, {"output", buffer(k.output)}};
+}
+
 json resultJson(const Result &r) {
   json j = {{"role", roleName(r.role)}};
   if (r.role == Role::Output)
@@ -163,6 +176,16 @@ std::string writeManifestJson(const Manifest &m) {
            ": " + json(it->second).dump();
     first = false;
   }
+  out += first ? "}" : "\n  }";
+  // One line per file, in path order.
+  out += ",\n  \"integrity\": {";
+  first = true;
+  for (const auto &[rel, rec] : m.integrity) {
+    out += std::string(first ? "\n" : ",\n") + "    " + json(rel).dump() +
+           ": {\"bytes\": " + std::to_string(rec.bytes) +
+           ", \"sha256\": " + json(rec.sha256).dump() + "}";
+    first = false;
+  }
   out += first ? "}\n}\n" : "\n  }\n}\n";
   return out;
 }
@@ -173,6 +196,9 @@ std::string writePlanJson(const Plan &plan) {
       "{\n  \"version\": " + std::to_string(kArtifactVersion) + ",\n";
   list(out, "  ", "params", plan.params, tensor, false);
   list(out, "  ", "opt_state", plan.optState, tensor, false);
+  list(
+      out, "  ", "kernels", plan.kernels,
+      [](size_t, const KernelSignature &k) { return kernelJson(k); }, false);
   out += "  \"functions\": {\n";
   for (size_t f = 0; f < plan.functions.size(); ++f) {
     const Function &fn = plan.functions[f];

@@ -94,8 +94,13 @@ bool CsvLog::openAppend(std::string &error) {
 }
 
 void CsvLog::row(const std::string &text) {
+  errno = 0;
   out << text << "\n";
   out.flush();
+  if (!out)
+    throw LogWriteError(
+        "--log " + path + ": cannot write" +
+        (errno ? std::string(": ") + std::strerror(errno) : std::string()));
 }
 
 } // namespace tcc::run

@@ -13,9 +13,17 @@
 
 #include <cstdint>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 namespace tcc::run {
+
+/// A row that could not be written (a full disk, an I/O error): the run
+/// stops with this one line rather than leave a log cut mid-row behind.
+class LogWriteError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
 
 class CsvLog {
 public:
@@ -33,7 +41,8 @@ public:
   bool rewind(int64_t step, std::string &error);
 
   bool isOpen() const { return out.is_open(); }
-  /// Appends one row (no newline) and flushes it.
+  /// Appends one row (no newline) and flushes it; throws LogWriteError
+  /// ("--log PATH: cannot write: why") when the bytes do not reach the file.
   void row(const std::string &text);
 
 private:

@@ -688,6 +688,8 @@ int Loop::run() {
     return runSteps();
   } catch (const std::bad_alloc &) {
     return fail("out of memory");
+  } catch (const LogWriteError &e) {
+    return fail(e.what());
   } catch (const std::exception &e) {
     return fail(std::string("internal error: ") + e.what());
   }

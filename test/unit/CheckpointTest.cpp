@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -325,3 +326,44 @@ TEST(Checkpoint, RunsAreListedAndPrunedApart) {
             tmp / "step-40/state.json" +
                 ": 'run' is not a non-negative integer");
 }
+
+namespace {
+
+/// Every tensor's SHA-256 is saved with it: a flipped byte in either file's
+/// tensor data is refused on load, naming the file and the tensor, where it
+/// used to resume silently. Files saved without checksums still load.
+TEST(CheckpointDigests, FlippedTensorBytesAreRefused) {
+  for (const char *file : {"params.safetensors", "optimizer.safetensors"}) {
+    TempDir dir(std::string("digest-") + file);
+    std::string step =
+        saveCheckpoint(dir.path, params(0.5f), optState(), stateAt(3));
+    std::map<std::string, std::string> meta;
+    tcc::data::readSafetensors(step + "/" + file, &meta);
+    EXPECT_EQ(meta.size(), std::string(file) == "params.safetensors" ? 2u : 5u);
+    EXPECT_EQ(loadCheckpoint(step).state.step, 3);
+    std::vector<uint8_t> bytes = readFile(step + "/" + file);
+    bytes[bytes.size() - 9] ^= 0x01; // inside the last tensor's data
+    writeFile(step + "/" + file, bytes);
+    try {
+      loadCheckpoint(step);
+      ADD_FAILURE() << "a flipped byte in " << file << " was not noticed";
+    } catch (const tcc::data::Error &e) {
+      std::string msg = e.what();
+      EXPECT_NE(msg.find(std::string(file) + ": tensor '"), std::string::npos)
+          << msg;
+      EXPECT_NE(msg.find("is damaged"), std::string::npos) << msg;
+    }
+  }
+}
+
+TEST(CheckpointDigests, FilesWithoutChecksumsStillLoad) {
+  TempDir dir("digest-none");
+  std::string step =
+      saveCheckpoint(dir.path, params(0.5f), optState(), stateAt(3));
+  // As a checkpoint written before checksums: the same tensors, no metadata.
+  tcc::data::writeSafetensors(step + "/params.safetensors", params(0.25f));
+  Checkpoint c = loadCheckpoint(step);
+  expectSameArrays(c.params, params(0.25f));
+}
+
+} // namespace

@@ -47,6 +47,14 @@ using TensorErrorFn = llvm::function_ref<mlir::InFlightDiagnostic()>;
 mlir::FailureOr<data::Array> tensorProtoToArray(const onnx::TensorProto &tensor,
                                                 TensorErrorFn emitError);
 
+/// Checks, without decoding, that `tensor`'s data holds exactly what its
+/// dims say (raw_data bytes or typed-field values) and that its dims, dtype
+/// and storage are ones tensorProtoToArray reads; dtypes tcc::data cannot
+/// hold (strings, complex) pass. The importer runs it on every tensor of a
+/// model before any ONNX library call, whose parsers trust the dims.
+mlir::LogicalResult checkTensorProto(const onnx::TensorProto &tensor,
+                                     TensorErrorFn emitError);
+
 /// `array` as a dense attribute of a supported tcc element type; null for
 /// other dtypes (the error names the array). Arrays whose elements are all
 /// equal become splats, which keeps zero biases and all-ones scales short

@@ -207,6 +207,7 @@ std::string verdictWith(const TempDir &dir, const TestArtifact &a,
   if (fatbinBytes)
     std::ofstream(dir / "kernels/kernels.fatbin", std::ios::binary)
         << *fatbinBytes;
+  rttest::reseal(dir.path); // the fatbin's verdict, not its damage
   return tcc::rt::cudaBackendVerdict(tcc::rt::loadArtifact(dir.path));
 }
 

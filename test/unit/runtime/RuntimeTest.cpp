@@ -198,8 +198,10 @@ protected:
   void expect(tcc_status status, std::vector<std::string> parts,
               const std::function<void()> &edit = {}) {
     art.write(dir.path);
-    if (edit)
+    if (edit) {
       edit();
+      reseal(dir.path); // the edit's own error, not "damaged"
+    }
     std::string msg;
     EXPECT_EQ(openStatus(dir.path, msg), status) << msg;
     for (const std::string &p : parts)
@@ -286,11 +288,78 @@ TEST_F(LoadError, MissingWeights) {
 TEST_F(LoadError, MissingSymbol) {
   trainSteps()[2]["symbol"] = "tcc_mean_sq5";
   expect(TCC_ERROR_FORMAT,
-         {file("kernels/host.so"), "no kernel 'tcc_mean_sq5'",
-          "train_step step 2"});
+         {file("kernels/host.so"), "no kernel 'tcc_mean_sq5'"});
   art = linearRegression();
   expect(TCC_ERROR_IO, {file("kernels/host.so")},
          [&] { fs::remove(dir / "kernels/host.so"); });
+}
+
+TEST_F(LoadError, KernelStepsAreCheckedAgainstTheKernelTable) {
+  // Step 1 is bias_sub(p [4,1], b [1], y [4,1]) -> d [4,1]. What a fuzzer
+  // found running: no inputs (the kernel read garbage), libc's abort called
+  // as a kernel, an input swapped for a smaller buffer.
+  json table = TestArtifact::kernelTableOf(art.plan);
+  art.plan["kernels"] = table;
+  trainSteps()[1]["inputs"] = json::array();
+  expect(TCC_ERROR_FORMAT, {file("plan.json"), "steps[1].inputs",
+                            "0 inputs, but kernel 'tcc_bias_sub' takes 3"});
+  art = linearRegression();
+  art.plan["kernels"] = table;
+  trainSteps()[1]["symbol"] = "abort";
+  expect(TCC_ERROR_FORMAT,
+         {"steps[1].symbol", "'abort' is not a kernel of the plan's kernel "
+                             "table"});
+  art = linearRegression();
+  art.plan["kernels"] = table;
+  art.plan["kernels"][0]["symbol"] = "free";
+  expect(TCC_ERROR_FORMAT, {file("plan.json"), "kernels[0].symbol",
+                            "'free' is not a generated kernel's name"});
+  art = linearRegression();
+  art.plan["kernels"] = table;
+  trainSteps()[1]["inputs"][0] = 12; // gb, f32 [1], for p, f32 [4, 1]
+  expect(TCC_ERROR_FORMAT,
+         {"steps[1].inputs[0]", "value 12 (f32 [1]) does not fit kernel "
+                                "'tcc_bias_sub', which reads up to 4 f32"});
+  art = linearRegression();
+  art.plan.erase("kernels");
+  art.plan["kernels"] = json::array();
+  expect(TCC_ERROR_FORMAT, {"is not a kernel of the plan's kernel table"});
+}
+
+/// Damage is found before anything reads the file, host.so before dlopen:
+/// a truncated or bit-flipped file names itself.
+TEST_F(LoadError, DamagedFilesAreNamed) {
+  auto damaged = [&](const char *name, bool truncate) {
+    art = linearRegression();
+    art.write(dir.path);
+    fs::path path = dir / name;
+    std::vector<uint8_t> bytes = testutil::readFile(path.string());
+    ASSERT_GT(bytes.size(), 100u);
+    if (truncate)
+      bytes.resize(bytes.size() / 2);
+    else
+      bytes[bytes.size() / 2] ^= 0x10;
+    testutil::writeFile(path.string(), bytes);
+    std::string msg;
+    EXPECT_EQ(openStatus(dir.path, msg), TCC_ERROR_FORMAT) << msg;
+    EXPECT_NE(msg.find(path.string() + ": damaged: "), std::string::npos)
+        << msg;
+    EXPECT_NE(
+        msg.find(truncate ? "bytes, the manifest records" : "its SHA-256 is "),
+        std::string::npos)
+        << msg;
+  };
+  for (const char *name :
+       {"kernels/host.so", "weights.safetensors", "plan.json"}) {
+    damaged(name, true);
+    damaged(name, false);
+  }
+  art = linearRegression();
+  art.manifest["integrity"] = json::object();
+  expect(TCC_ERROR_FORMAT,
+         {file("constants.safetensors"),
+          ": no size and SHA-256 for it in the manifest's integrity "
+          "(files.constants)"});
 }
 
 TEST_F(LoadError, UnknownOpDtypeStorage) {
@@ -429,6 +498,7 @@ TEST_F(LoadError, BackendRefusesWhatItCannotRun) {
 TEST(Runtime, CorruptedPlansAreRefusedOrRunNeverCrash) {
   TempDir dir("mutate");
   TestArtifact base = linearRegression();
+  base.plan["kernels"] = TestArtifact::kernelTableOf(base.plan);
   std::vector<json::json_pointer> numbers;
   std::function<void(const json &, const json::json_pointer &)> walk =
       [&](const json &j, const json::json_pointer &at) {
@@ -453,6 +523,7 @@ TEST(Runtime, CorruptedPlansAreRefusedOrRunNeverCrash) {
         continue;
       plan[at] = bad;
       std::ofstream(dir / "plan.json", std::ios::trunc) << plan.dump();
+      reseal(dir.path);
       tcc_session *s = nullptr;
       tcc_status st = tcc_session_open(dir.path.c_str(), nullptr, &s);
       if (st != TCC_OK) {

@@ -11,6 +11,7 @@
 
 #include "api/tcc_runtime.h"
 #include "data/safetensors.h"
+#include "data/sha256.h"
 
 #include "../TestUtil.h"
 
@@ -170,6 +171,37 @@ inline Array named(const std::string &name, Array a) {
   return a;
 }
 
+/// Records the size and SHA-256 of every file of DIR/manifest.json's
+/// "files" that exists in its "integrity", as the compiler does: for tests
+/// that edit a file on purpose and expect the error of the edit, not of
+/// the damage. A manifest that is not JSON is left alone.
+inline void reseal(const std::string &dir) {
+  fs::path path = fs::path(dir) / "manifest.json";
+  std::ifstream in(path);
+  json m = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  in.close();
+  if (m.is_discarded() || !m.is_object() || !m.contains("files") ||
+      !m["files"].is_object())
+    return;
+  json integrity = json::object();
+  for (auto &[key, rel] : m["files"].items()) {
+    if (!rel.is_string())
+      continue;
+    if (!fs::exists(fs::path(dir) / rel.get<std::string>())) {
+      // Removed on purpose: its record stays, the loader reports it missing.
+      if (m.contains("integrity") && m["integrity"].contains(rel))
+        integrity[rel.get<std::string>()] = m["integrity"][rel];
+      continue;
+    }
+    tcc::data::FileDigest d = tcc::data::digestFile(
+        (fs::path(dir) / rel.get<std::string>()).string());
+    integrity[rel.get<std::string>()] = {{"bytes", d.bytes},
+                                         {"sha256", d.sha256}};
+  }
+  m["integrity"] = integrity;
+  std::ofstream(path, std::ios::trunc) << m.dump(2);
+}
+
 /// An artifact in memory, written by write().
 struct TestArtifact {
   json manifest = {
@@ -202,8 +234,10 @@ struct TestArtifact {
     json m = manifest;
     if (!constants.empty())
       m["files"]["constants"] = "constants.safetensors";
-    std::ofstream(fs::path(dir) / "manifest.json") << m.dump(2);
-    std::ofstream(fs::path(dir) / "plan.json") << plan.dump(2);
+    json p = plan;
+    if (!p.contains("kernels"))
+      p["kernels"] = kernelTableOf(p);
+    std::ofstream(fs::path(dir) / "plan.json") << p.dump(2);
     tcc::data::writeSafetensors((fs::path(dir) / "weights.safetensors").string(),
                                 weights);
     if (!constants.empty())
@@ -214,6 +248,44 @@ struct TestArtifact {
     if (!so.empty())
       fs::copy_file(so, fs::path(dir) / "kernels" / "host.so",
                     fs::copy_options::overwrite_existing);
+    // The manifest last, with the files' sizes and digests (unless the
+    // test wrote its own "integrity").
+    std::ofstream(fs::path(dir) / "manifest.json") << m.dump(2);
+    if (!m.contains("integrity"))
+      reseal(dir);
+  }
+
+  /// The plan's kernel table as the compiler writes it: one entry per
+  /// symbol, from the first step that calls it.
+  static json kernelTableOf(const json &plan) {
+    json table = json::array();
+    for (auto &[name, fn] : plan["functions"].items()) {
+      if (!fn.contains("steps"))
+        continue;
+      for (const json &step : fn["steps"]) {
+        if (step.value("kind", "") != "kernel")
+          continue;
+        bool known = false;
+        for (const json &k : table)
+          known |= k["symbol"] == step["symbol"];
+        if (known)
+          continue;
+        auto buffer = [&](const json &id) {
+          const json &v = fn["values"][id.get<size_t>()];
+          int64_t elements = 1;
+          for (const json &d : v["shape"])
+            elements *= d.get<int64_t>();
+          return json{{"dtype", v["dtype"]}, {"elements", elements}};
+        };
+        json inputs = json::array();
+        for (const json &id : step["inputs"])
+          inputs.push_back(buffer(id));
+        table.push_back({{"symbol", step["symbol"]},
+                         {"inputs", inputs},
+                         {"output", buffer(step["outputs"][0])}});
+      }
+    }
+    return table;
   }
 };
 

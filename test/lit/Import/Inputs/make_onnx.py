@@ -428,6 +428,56 @@ def eval_mode_copies():
                   init("w", np.arange(16, dtype=np.float32).reshape(4, 4) / 16)])
 
 
+def _short_int64(name):
+    """An int64 tensor of dims [1] whose raw_data holds 1 byte, not 8."""
+    t = numpy_helper.from_array(np.asarray([0], np.int64), name)
+    t.raw_data = b"\x00"
+    return t
+
+
+def short_raw_constant():
+    """A Constant whose raw_data is shorter than its dims, as Unsqueeze's
+    axes: ONNX's shape inference would read past its end."""
+    n = helper.make_node
+    nodes = [n("Constant", [], ["axes"], name="axes", value=_short_int64("axes")),
+             n("Unsqueeze", ["x", "axes"], ["y"], name="unsq")]
+    return model(nodes, [vi("x", F, [2])], [vi("y", F, [1, 2])])
+
+
+def short_raw_initializer():
+    """The same as an initializer, as Reshape's shape."""
+    n = helper.make_node
+    nodes = [n("Reshape", ["x", "shape"], ["y"], name="view")]
+    return model(nodes, [vi("x", F, [2])], [vi("y", F, [2])],
+                 [_short_int64("shape")])
+
+
+def short_typed_reducesum():
+    """int64_data with 2 values for dims [3], as ReduceSum's axes."""
+    t = helper.make_tensor("axes", I64, [2], [0, 0])
+    t.dims[0] = 3
+    nodes = [helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="sum")]
+    return model(nodes, [vi("x", F, [2])], [vi("y", F, [1])], [t])
+
+
+def no_nodes():
+    """The output is the input: nothing to compute."""
+    return model([], [vi("x", F, [2])], [vi("x", F, [2])])
+
+
+def no_outputs():
+    n = helper.make_node
+    return model([n("Relu", ["x"], ["y"], name="relu")], [vi("x", F, [2])], [])
+
+
+def huge_input():
+    """A [2^40, 64] f32 input: its plan needs an arena of 256 TiB."""
+    n = helper.make_node
+    nodes = [n("Relu", ["x"], ["r"], name="relu"),
+             n("Mul", ["r", "r"], ["y"], name="sq")]
+    return model(nodes, [vi("x", F, [1 << 40, 64])], [vi("y", F, [1 << 40, 64])])
+
+
 def truncated(path):
     data = elementwise().SerializeToString()
     with open(path, "wb") as f:

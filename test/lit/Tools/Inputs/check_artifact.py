@@ -3,7 +3,8 @@
 without the runtime, and prints one line per fact for FileCheck.
 
     check_artifact.py files OUT.tcc
-        every file of manifest "files" exists; kernels.fatbin iff listed
+        every file of manifest "files" exists, with the size and SHA-256 of
+        its "integrity" entry; kernels.fatbin iff listed
     check_artifact.py plan OUT.tcc
         ids, storages, arena ranges, steps and results are consistent;
         prints per function the counts and the in-place results
@@ -18,6 +19,7 @@ Exits 1 with a message on the first inconsistency.
 """
 
 import ctypes
+import hashlib
 import json
 import os
 import re
@@ -69,6 +71,16 @@ def check_files(art):
         if not os.path.isfile(os.path.join(art, rel)):
             fail("manifest file %s '%s' is missing" % (key, rel))
         print("file %s %s" % (key, rel))
+    # Every listed file's size and SHA-256, by Python's hashlib.
+    integrity = m.get("integrity", {})
+    if set(integrity) != set(files.values()):
+        fail("integrity lists %s, files %s" % (sorted(integrity), sorted(files.values())))
+    for rel, rec in sorted(integrity.items()):
+        with open(os.path.join(art, rel), "rb") as f:
+            data = f.read()
+        if rec != {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}:
+            fail("integrity of %s is %s, the file has %d bytes, SHA-256 %s"
+                 % (rel, rec, len(data), hashlib.sha256(data).hexdigest()))
     for key, rel in (("constants", "constants.safetensors"),
                      ("cuda_kernels", "kernels/kernels.fatbin")):
         if (key in files) != os.path.exists(os.path.join(art, rel)):
