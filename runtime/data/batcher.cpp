@@ -183,27 +183,11 @@ void Batcher::shuffle(uint64_t s) {
 }
 
 std::vector<Array> Batcher::next() {
+  std::vector<int64_t> order;
   if (shuffled) {
-    std::vector<int64_t> order(static_cast<size_t>(batch));
+    order.resize(size_t(batch));
     for (int64_t i = 0; i < batch; ++i)
       order[size_t(i)] = shuffledSample(pos + i);
-    std::vector<Array> out;
-    for (const Feed &f : feeds) {
-      Array a;
-      a.name = f.spec.name;
-      a.dtype = f.spec.dtype;
-      a.shape = f.spec.shape;
-      size_t srcSample = size_t(f.sampleElems) * dtypeSize(f.data.dtype),
-             dstSample = size_t(f.sampleElems) * dtypeSize(a.dtype);
-      a.bytes.resize(size_t(batch) * dstSample);
-      for (int64_t i = 0; i < batch; ++i)
-        convert(f.data.bytes.data() + size_t(order[size_t(i)]) * srcSample,
-                f.data.dtype, a.bytes.data() + size_t(i) * dstSample, a.dtype,
-                f.sampleElems);
-      out.push_back(std::move(a));
-    }
-    pos += batch;
-    return out;
   }
   std::vector<Array> out;
   out.reserve(feeds.size());
@@ -215,9 +199,11 @@ std::vector<Array> Batcher::next() {
     size_t srcSample = size_t(f.sampleElems) * dtypeSize(f.data.dtype),
            dstSample = size_t(f.sampleElems) * dtypeSize(a.dtype);
     a.bytes.resize(size_t(batch) * dstSample);
-    // Copy runs of consecutive samples; a run ends at the end of the data.
+    // Copy runs of consecutive samples: in order, a run ends at the end of
+    // the data; shuffled, every sample is a run of its own.
     for (int64_t i = 0; i < batch;) {
-      int64_t s = (pos + i) % samples, run = std::min(batch - i, samples - s);
+      int64_t s = shuffled ? order[size_t(i)] : (pos + i) % samples;
+      int64_t run = shuffled ? 1 : std::min(batch - i, samples - s);
       convert(f.data.bytes.data() + size_t(s) * srcSample, f.data.dtype,
               a.bytes.data() + size_t(i) * dstSample, a.dtype,
               run * f.sampleElems);
@@ -225,7 +211,7 @@ std::vector<Array> Batcher::next() {
     }
     out.push_back(std::move(a));
   }
-  pos = (pos + batch % samples) % samples;
+  pos = shuffled ? pos + batch : (pos + batch % samples) % samples;
   return out;
 }
 

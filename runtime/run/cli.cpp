@@ -124,6 +124,19 @@ std::string unknownFlagMessage(const std::string &arg,
   return "unknown flag '" + arg + "'; did you mean '" + best + "'?";
 }
 
+bool toInt(const std::string &name, const std::string &text, int64_t &out,
+           std::string &error) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end || errno) {
+    error = name + " expects an integer, got '" + text + "'";
+    return false;
+  }
+  out = v;
+  return true;
+}
+
 namespace {
 
 /// Takes the value of `--name value` / `--name=value` at args[i].
@@ -148,18 +161,6 @@ bool takeValue(std::vector<std::string> &args, size_t i,
   return true;
 }
 
-bool toInt(const std::string &name, const std::string &text, int64_t &out,
-           std::string &error) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end || errno) {
-    error = name + " expects an integer, got '" + text + "'";
-    return false;
-  }
-  out = v;
-  return true;
-}
 
 /// The runtime's loader says "no such artifact directory" or names the
 /// missing manifest; the two common mistakes get a clearer word first: a

@@ -22,6 +22,11 @@ namespace tcc::run {
 bool parseRunFlags(std::vector<std::string> &args, RunOptions &options,
                    std::string &error);
 
+/// Parses `text` as a decimal int64 into `out`; false with "NAME expects an
+/// integer, got 'TEXT'" in `error` otherwise.
+bool toInt(const std::string &name, const std::string &text, int64_t &out,
+           std::string &error);
+
 /// The --help text of the loop's flags.
 const char *runFlagsHelp();
 

@@ -53,19 +53,6 @@ int fail(const std::string &message) {
   return 1;
 }
 
-bool toInt(const std::string &flag, const std::string &text, int64_t &out,
-           std::string &error) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end || errno) {
-    error = flag + " expects an integer, got '" + text + "'";
-    return false;
-  }
-  out = v;
-  return true;
-}
-
 } // namespace
 
 int generateCommand(std::vector<std::string> args) {
@@ -107,13 +94,13 @@ int generateCommand(std::vector<std::string> args) {
     else if (arg == "--backend")
       backend = value;
     else if (arg == "--max-new-tokens")
-      ok = toInt(arg, value, maxNew, error);
+      ok = tcc::run::toInt(arg, value, maxNew, error);
     else if (arg == "--top-k")
-      ok = toInt(arg, value, topK, error);
+      ok = tcc::run::toInt(arg, value, topK, error);
     else if (arg == "--seed")
-      ok = toInt(arg, value, seed, error);
+      ok = tcc::run::toInt(arg, value, seed, error);
     else if (arg == "--device")
-      ok = toInt(arg, value, device, error);
+      ok = tcc::run::toInt(arg, value, device, error);
     else if (arg == "--temperature") {
       char *end = nullptr;
       temperature = std::strtod(value.c_str(), &end);
@@ -138,7 +125,7 @@ int generateCommand(std::vector<std::string> args) {
     std::string item;
     while (std::getline(in, item, ',')) {
       int64_t t = 0;
-      if (!toInt("--prompt-tokens", item, t, error))
+      if (!tcc::run::toInt("--prompt-tokens", item, t, error))
         return fail(error);
       tokens.push_back(t);
     }
