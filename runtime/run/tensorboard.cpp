@@ -1,5 +1,8 @@
 #include "run/tensorboard.h"
 
+#include "run/csvlog.h"
+
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -114,6 +117,11 @@ void EventWriter::record(const std::string &bytes) {
   out.write(bytes.data(), std::streamsize(bytes.size()));
   out.write(reinterpret_cast<const char *>(&dataCrc), sizeof dataCrc);
   out.flush();
+  // As the CSV log: a full disk stops the run with one line, never a
+  // truncated event file behind an exit status of 0.
+  if (!out)
+    throw LogWriteError("--tensorboard " + file + ": cannot write: " +
+                        std::strerror(errno));
 }
 
 } // namespace tcc::run
