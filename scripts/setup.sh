@@ -10,7 +10,7 @@ build/bin/tcc eval examples/mlp/model.onnx --inputs examples/mlp/inputs.npz \
   --expected examples/mlp/expected.npz
 echo
 echo "== tcc compile: the MLP's training step (MSE loss, AdamW, cosine schedule) to an artifact"
-rm -rf build/example-checkpoints
+rm -rf build/example-checkpoints build/example-log.csv
 build/bin/tcc compile examples/mlp/model.onnx --loss 'mse(y,target)' \
   --optimizer adamw:lr=1e-2,weight_decay=0.01 \
   --lr-schedule cosine:warmup=5,total=40,min=1e-3 \
