@@ -325,6 +325,16 @@ std::optional<std::string> latestCheckpoint(const std::string &dir) {
   return steps.front().path;
 }
 
+std::string checkpointStepDir(const std::string &path) {
+  std::error_code ec;
+  if (fs::exists(fs::path(path) / StateFile, ec))
+    return path;
+  std::optional<std::string> latest = latestCheckpoint(path);
+  if (!latest)
+    fail(path, "no checkpoint there");
+  return *latest;
+}
+
 Checkpoint loadCheckpoint(const std::string &stepDir) {
   Checkpoint ckpt;
   ckpt.dir = stepDir;

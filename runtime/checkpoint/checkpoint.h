@@ -113,6 +113,11 @@ std::vector<StepDir> listCheckpoints(const std::string &dir);
 /// not exist.
 std::optional<std::string> latestCheckpoint(const std::string &dir);
 
+/// What a user's --checkpoint PATH names: PATH itself when it is a step
+/// directory (it holds state.json), else the newest complete checkpoint under
+/// it; an Error "PATH: no checkpoint there" when neither.
+std::string checkpointStepDir(const std::string &path);
+
 /// Reads a step directory. Refuses a state.json of another format_version,
 /// with missing or mistyped fields, or whose step differs from the N of a
 /// step-<N> directory name.

@@ -188,19 +188,9 @@ bool loadCheckpointParams(tcc_session *session, const std::string &path,
                           std::string &from, std::string &error) {
   checkpoint::Checkpoint ck;
   try {
-    std::string dir = path;
-    if (!std::filesystem::exists(std::filesystem::path(path) /
-                                 checkpoint::StateFile)) {
-      std::optional<std::string> latest = checkpoint::latestCheckpoint(path);
-      if (!latest) {
-        error = "--checkpoint " + path + ": no checkpoint there";
-        return false;
-      }
-      dir = *latest;
-    }
-    ck = checkpoint::loadCheckpoint(dir);
+    ck = checkpoint::loadCheckpoint(checkpoint::checkpointStepDir(path));
   } catch (const data::Error &e) {
-    error = std::string("--checkpoint: ") + e.what();
+    error = std::string("--checkpoint ") + e.what();
     return false;
   }
   from = ck.dir;

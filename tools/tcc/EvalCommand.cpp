@@ -3,7 +3,11 @@
 #include "Commands.h"
 #include "Model.h"
 
+#include "tcc/Import/OnnxTensor.h"
 #include "tcc/Interp/Interpreter.h"
+#include "tcc/TccOps.h"
+
+#include "checkpoint/checkpoint.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -33,6 +37,12 @@ static cl::opt<double> atol("atol", cl::desc("Absolute tolerance of --expected (
                             cl::init(1e-6), cl::sub(evalCmd), cl::cat(flagCategory()));
 static cl::opt<bool> f64("f64", cl::desc("Compute in float64 (every f32 value promoted)"),
                          cl::sub(evalCmd), cl::cat(flagCategory()));
+static cl::opt<std::string> checkpointPath(
+    "checkpoint",
+    cl::desc("Run with the parameters of a training checkpoint (a step-N "
+             "directory, or the newest under a checkpoint directory) instead "
+             "of the model's own"),
+    cl::value_desc("dir"), cl::sub(evalCmd), cl::cat(flagCategory()));
 static cl::opt<std::string> entry("entry", cl::desc("Function to run (default: forward)"),
                                   cl::init("forward"), cl::sub(evalCmd), cl::cat(flagCategory()));
 
@@ -93,6 +103,39 @@ static void printPreview(const Array &a) {
   llvm::outs() << (n > 6 ? " ...\n" : "\n");
 }
 
+/// Replaces every parameter's initial value in `module` by the checkpoint's
+/// (tcc run's names, which are the model's); false with `error` when the
+/// checkpoint is unreadable, lacks one or holds another dtype or shape.
+static bool loadCheckpointParams(mlir::ModuleOp module, const std::string &path,
+                                 std::string &error) {
+  checkpoint::Checkpoint ck;
+  try {
+    ck = checkpoint::loadCheckpoint(checkpoint::checkpointStepDir(path));
+  } catch (const data::Error &e) {
+    error = std::string("--checkpoint ") + e.what();
+    return false;
+  }
+  mlir::MLIRContext &context = *module.getContext();
+  for (ParamOp p : module.getOps<ParamOp>()) {
+    std::string name = p.getSymName().str();
+    const Array *a = data::findArray(ck.params, name);
+    if (!a) {
+      error = ck.dir + ": no parameter '" + name +
+              "' (a checkpoint of another model?)";
+      return false;
+    }
+    mlir::DenseElementsAttr value = arrayToElementsAttr(
+        context, *a, [&] { return mlir::InFlightDiagnostic(); });
+    if (!value || value.getType() != p.getInitialValue().getType()) {
+      error = ck.dir + ": parameter '" + name +
+              "' differs in dtype or shape from the model's";
+      return false;
+    }
+    p.setInitialValueAttr(value);
+  }
+  return true;
+}
+
 int runEval() {
   if (inputsPath.empty())
     return fail("eval: --inputs FILE.npz is required");
@@ -104,6 +147,11 @@ int runEval() {
   auto func = module->lookupSymbol<mlir::func::FuncOp>(entry);
   if (!func)
     return fail("'" + flags.model + "' has no function '" + entry + "'");
+  if (!checkpointPath.empty()) {
+    std::string error;
+    if (!loadCheckpointParams(*module, checkpointPath, error))
+      return fail("eval: " + error);
+  }
 
   std::vector<Array> named, expected, ordered, results;
   try {
