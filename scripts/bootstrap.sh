@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Installs what tcc needs (Debian packages), configures and builds it in
-# build/. Idempotent: packages already present are not reinstalled and the
-# build is incremental. Used by setup.sh and test.sh.
+# Installs what tcc needs (Debian packages, the pinned Python environment,
+# the ONNX C++ library), configures and builds it in build/. Idempotent:
+# packages already present are not reinstalled, the venv and ONNX are kept,
+# and the build is incremental. Used by setup.sh and test.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
   cmake ninja-build g++ zlib1g-dev
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
-  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  libprotobuf-dev protobuf-compiler libonnx-testdata
   libfmt-dev nlohmann-json3-dev libgtest-dev libopenblas-dev
   clang-14 libclang-rt-14-dev
-  python3 python3-numpy python3-onnx python3-torch
+  python3 python3-venv python3-numpy python3-onnx python3-torch
   chromium python3-pil  # screenshots of the compile report (test/lit/Tools)
 )
 
@@ -33,6 +34,11 @@ if ((${#missing[@]})); then
   "${SUDO[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+# The pinned Python environment (.venv), then the ONNX C++ library the
+# importer links, built from the same onnx version's source (.deps/).
+scripts/venv.sh
+scripts/onnx-lib.sh
 
 if [[ ! -f build/build.ninja ]]; then
   cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release

@@ -31,6 +31,15 @@ else:
     lit_config.note("chromium not found: the report screenshot test is "
                     "skipped (scripts/bootstrap.sh installs it)")
 
+# `REQUIRES: venv`: current PyTorch's exporters, from the project's pinned
+# environment (scripts/venv.sh, which the README's commands run).
+if os.access(config.venv_python, os.X_OK):
+    config.available_features.add("venv")
+    config.substitutions.append(("%venv-python", config.venv_python))
+else:
+    lit_config.note("%s not found: tests of current PyTorch's exports are "
+                    "skipped (scripts/venv.sh creates it)" % config.venv_python)
+
 # `REQUIRES: nvcc`: tests that build CUDA fatbins.
 if config.tcc_nvcc and not config.tcc_nvcc.endswith("NOTFOUND"):
     config.available_features.add("nvcc")

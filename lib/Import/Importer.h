@@ -53,6 +53,9 @@ struct GraphState {
   /// otherwise); errors then say so, since they describe the upgraded nodes.
   int64_t upgradedFrom = 0;
   std::unordered_map<std::string, ValueInfo> values;
+  /// ONNX sequence values (SplitToSequence's output), element by element;
+  /// they exist only at import time (see Sequence.cpp).
+  std::unordered_map<std::string, std::vector<ValueInfo>> sequences;
   /// Names read by some node or listed as graph outputs: outputs that are not
   /// in here may be left undefined (e.g. Dropout's mask, LayerNorm's mean).
   llvm::StringSet<> used;
@@ -117,6 +120,12 @@ public:
   bool outputUsed(int i) const;
   mlir::LogicalResult setOutput(int i, mlir::Value value);
   mlir::LogicalResult setConstant(int i, mlir::DenseElementsAttr value);
+  /// Output `i` as a sequence of `elements` (import-time only).
+  void setSequence(int i, std::vector<ValueInfo> elements);
+  /// The elements of sequence input `i`; fails when it is not a sequence.
+  mlir::FailureOr<const std::vector<ValueInfo> *> sequenceInput(int i);
+  /// Output `i` as `info` (a tensor value or a known constant).
+  mlir::LogicalResult setValueInfo(int i, const ValueInfo &info);
 
   //===--- Building -------------------------------------------------------===//
 
@@ -189,10 +198,24 @@ struct LoadedModel {
   std::vector<std::pair<std::string, mlir::RankedTensorType>> inputs;
   /// Graph inputs bound to values by ImportOptions::constantInputs.
   std::vector<std::pair<std::string, mlir::DenseElementsAttr>> fixedInputs;
+  /// What torch.export recorded each initializer as (the dynamo-based
+  /// exporter's value metadata): "PARAMETER", "BUFFER", ... by name; empty
+  /// for other exporters.
+  llvm::StringMap<std::string> torchKinds;
 };
 /// Reads and prepares the model at `graph.path` (see ModelLoader.cpp).
 mlir::LogicalResult loadModel(GraphState &graph, const ImportOptions &options,
                               LoadedModel &loaded);
+/// "[2x3]": a shape or a list of sizes, for messages.
+std::string shapeStr(llvm::ArrayRef<int64_t> shape);
+
+/// Ops whose inputs may be sequences (Sequence.cpp); every other op takes
+/// tensors only.
+bool takesSequences(llvm::StringRef opType);
+/// Reads every tensor of `model` stored as external data into its raw_data
+/// (see ExternalData.cpp).
+mlir::LogicalResult loadExternalData(GraphState &graph,
+                                     onnx::ModelProto &model);
 
 /// Holds back the diagnostics of the ops the importer builds or cleans up:
 /// their failure is reported as the importer's own error, which names the
@@ -229,6 +252,7 @@ void registerSliceGatherConverters(ConverterTable &table);
 void registerReduceConverters(ConverterTable &table);
 void registerNnConverters(ConverterTable &table);
 void registerLossConverters(ConverterTable &table);
+void registerSequenceConverters(ConverterTable &table);
 
 /// Decides which initializers become tcc.params; see Initializers.cpp.
 struct InitializerPlan {
@@ -242,7 +266,8 @@ struct InitializerPlan {
   /// initializers), in node order.
   std::vector<std::pair<std::string, std::string>> untied;
 };
-InitializerPlan planInitializers(const onnx::GraphProto &graph);
+InitializerPlan planInitializers(const onnx::GraphProto &graph,
+                                 const llvm::StringMap<std::string> &torchKinds);
 
 /// Recognises PyTorch's decompositions of exact and tanh GELU in `func` and
 /// replaces them by tcc.gelu.

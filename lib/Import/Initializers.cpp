@@ -173,7 +173,8 @@ static bool isTransposeOf(const MatrixView &a, const MatrixView &b) {
   return varies;
 }
 
-InitializerPlan planInitializers(const onnx::GraphProto &graph) {
+InitializerPlan planInitializers(const onnx::GraphProto &graph,
+                                 const llvm::StringMap<std::string> &torchKinds) {
   Uses uses;
   for (const onnx::NodeProto &node : graph.node())
     for (int i = 0; i < node.input_size(); ++i)
@@ -185,9 +186,15 @@ InitializerPlan planInitializers(const onnx::GraphProto &graph) {
 
   InitializerPlan plan;
   DataUses data(uses, outputs);
-  for (const TP &t : graph.initializer())
+  // torch.export's record, where the dynamo-based exporter left one, says
+  // which initializers are buffers (masks, position ids, rotary tables):
+  // never trained, however the graph uses them.
+  for (const TP &t : graph.initializer()) {
+    auto kind = torchKinds.find(t.name());
+    bool buffer = kind != torchKinds.end() && kind->second != "PARAMETER";
     plan.isParam[t.name()] =
-        isFloatType(t.data_type()) && !data.onlyData(t.name());
+        !buffer && isFloatType(t.data_type()) && !data.onlyData(t.name());
+  }
 
   // PyTorch's exporter in eval mode merges initializers of equal value: a
   // fresh LayerNorm's weight in every layer becomes an Identity of the first

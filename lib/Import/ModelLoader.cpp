@@ -8,6 +8,8 @@
 #include "tcc/Import/OnnxTensor.h"
 
 #include "onnx/checker.h"
+#include "onnx/common/version.h"
+#include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
 #include "onnx/version_converter/convert.h"
 
@@ -27,7 +29,17 @@ using namespace mlir;
 
 namespace tcc::onnx_import {
 
-constexpr int64_t kMinOpset = 13, kMaxOpset = 17;
+constexpr int64_t kMinOpset = 13;
+
+/// The newest ai.onnx opset the linked ONNX library defines (scripts/
+/// onnx-lib.sh builds the version the Python environment pins): its checker
+/// and shape inference know every op up to it, and the converters read each
+/// op in all its forms from opset 13 on.
+static int64_t maxOpset() {
+  const auto &ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto it = ranges.find(onnx::ONNX_DOMAIN);
+  return it == ranges.end() ? kMinOpset : it->second.second;
+}
 
 std::string oneLine(llvm::StringRef text) {
   llvm::SmallVector<llvm::StringRef> words;
@@ -58,6 +70,8 @@ struct Loader {
   LogicalResult resolveInputShapes();
   LogicalResult inferShapes();
   void noteEvalModeExport();
+  void noteOptimizedDynamoExport();
+  void readTorchKinds();
 };
 
 LogicalResult Loader::readModel() {
@@ -141,16 +155,19 @@ LogicalResult Loader::checkOpsAndOpset() {
   if (graph.opset == 0)
     return graph.fail(ImportFailure::Invalid,
                       "not a valid ONNX model (no ai.onnx opset import)");
-  if (graph.opset > kMaxOpset)
+  if (int64_t newest = maxOpset(); graph.opset > newest)
     return graph.fail(ImportFailure::Unsupported,
                       "opset " + std::to_string(graph.opset) +
                           " is not supported (tcc imports opsets " +
                           std::to_string(kMinOpset) + " to " +
-                          std::to_string(kMaxOpset) +
-                          ", and older ones by upgrading them)");
+                          std::to_string(newest) + ", the newest ONNX " +
+                          ONNX_VERSION_STRING +
+                          " defines, and older ones by upgrading them)");
   // Every tensor before ONNX's checker and shape inference, which parse
-  // them trusting their dims (a short raw_data is read past its end).
-  if (failed(checkTensors(model.graph())))
+  // them trusting their dims (a short raw_data is read past its end);
+  // tensors in external files are read in first.
+  if (failed(loadExternalData(graph, model)) ||
+      failed(checkTensors(model.graph())))
     return failure();
   try {
     onnx::checker::check_model(model);
@@ -408,6 +425,7 @@ void Loader::noteEvalModeExport() {
   for (const onnx::NodeProto &node : g.node())
     copies += node.op_type() == "Identity" && node.input_size() == 1 &&
               initializers.contains(node.input(0));
+  noteOptimizedDynamoExport();
   if (folded == 0 && copies < 2)
     return;
   std::string marks;
@@ -426,6 +444,52 @@ void Loader::noteEvalModeExport() {
          "PyTorch\")";
 }
 
+/// The dynamo-based exporter records each parameter's origin on its
+/// initializer (pkg.torch.export.graph_signature.InputSpec.kind). Its
+/// optimizer (on by default) folds weight transposes, slices and a tied
+/// weight's second use into new initializers (val_N, ...) that carry no
+/// record: they train under those names, and a tied weight comes untied.
+void Loader::readTorchKinds() {
+  const onnx::GraphProto &g = model.graph();
+  auto read = [&](const onnx::ValueInfoProto &vi) {
+    for (const onnx::StringStringEntryProto &kv : vi.metadata_props())
+      if (kv.key() == "pkg.torch.export.graph_signature.InputSpec.kind")
+        loaded.torchKinds[vi.name()] = kv.value();
+  };
+  for (const onnx::ValueInfoProto &vi : g.input())
+    read(vi);
+  for (const onnx::ValueInfoProto &vi : g.value_info())
+    read(vi);
+}
+
+void Loader::noteOptimizedDynamoExport() {
+  const onnx::GraphProto &g = model.graph();
+  auto recorded = [&](const onnx::TensorProto &t) {
+    return loaded.torchKinds.contains(t.name());
+  };
+  if (!llvm::any_of(g.initializer(), recorded))
+    return;
+  std::vector<std::string> made;
+  for (const onnx::TensorProto &t : g.initializer())
+    if (!recorded(t) && t.dims_size() >= 1 &&
+        (t.data_type() == onnx::TensorProto::FLOAT ||
+         t.data_type() == onnx::TensorProto::DOUBLE))
+      made.push_back(t.name());
+  if (made.empty())
+    return;
+  std::string names;
+  for (size_t i = 0; i < made.size() && i < 4; ++i)
+    names += (i ? ", " : "") + printable(made[i]);
+  if (made.size() > 4)
+    names += ", ...";
+  emitWarning(graph.loc)
+      << "looks like a dynamo export with its optimizer on (" << made.size()
+      << " float initializers without PyTorch's parameter record: " << names
+      << "); folded weights train under those names and tied weights come "
+         "untied; export with torch.onnx.export(..., dynamo=True, "
+         "optimize=False) (see the user guide, \"Exporting from PyTorch\")";
+}
+
 LogicalResult loadModel(GraphState &graph, const ImportOptions &options,
                         LoadedModel &loaded) {
   Loader loader{graph, options, loaded};
@@ -434,7 +498,18 @@ LogicalResult loadModel(GraphState &graph, const ImportOptions &options,
         options.timing ? options.timing->nest(name) : TimingScope();
     return (loader.*stage)();
   };
-  if (failed(timed("parse", &Loader::readModel)) ||
+  auto parse = [&]() -> LogicalResult {
+    if (failed(loader.readModel()))
+      return failure();
+    // Before resolveInputShapes, which may clear value_info.
+    loader.readTorchKinds();
+    return success();
+  };
+  TimingScope parseScope =
+      options.timing ? options.timing->nest("parse") : TimingScope();
+  LogicalResult parsed = parse();
+  parseScope.stop();
+  if (failed(parsed) ||
       failed(timed("onnx checker", &Loader::checkOpsAndOpset)) ||
       failed(loader.resolveInputShapes()) ||
       failed(timed("onnx version converter", &Loader::upgradeOpset)) ||

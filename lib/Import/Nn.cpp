@@ -221,6 +221,24 @@ static LogicalResult convertDropout(NodeImporter &n) {
   return n.setConstant(1, splatOf(maskType, 1));
 }
 
+/// Gelu (opset 20): PyTorch's exporters emit it for nn.GELU and F.gelu from
+/// opset 20 on; older exports spell it out and RaiseGelu.cpp raises them.
+static LogicalResult convertGelu(NodeImporter &n) {
+  if (failed(n.expectInputs(1, 1)) || failed(n.expectAttrs({"approximate"})) ||
+      failed(expectFloat(n, 0)))
+    return failure();
+  GeluApprox approx = GeluApprox::none;
+  if (const onnx::AttributeProto *a = n.attr("approximate")) {
+    if (a->s() == "tanh")
+      approx = GeluApprox::tanh;
+    else if (a->s() != "none")
+      return n.unsupported("attribute 'approximate' is '" + a->s() +
+                           "' (expected 'none' or 'tanh')");
+  }
+  auto op = n.create<GeluOp>(n.input(0), approx);
+  return failed(op) ? failure() : n.setOutput(0, *op);
+}
+
 void registerNnConverters(ConverterTable &table) {
   table["MatMul"] = convertMatMul;
   table["Gemm"] = convertGemm;
@@ -228,6 +246,7 @@ void registerNnConverters(ConverterTable &table) {
   table["LogSoftmax"] = convertSoftmax<LogSoftmaxOp>;
   table["LayerNormalization"] = convertLayerNorm;
   table["Dropout"] = convertDropout;
+  table["Gelu"] = convertGelu;
 }
 
 } // namespace tcc::onnx_import

@@ -223,6 +223,30 @@ LogicalResult NodeImporter::setConstant(int i, DenseElementsAttr value) {
   return checkInferred(*this, graph_, name, value.getType());
 }
 
+std::string shapeStr(llvm::ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+void NodeImporter::setSequence(int i, std::vector<ValueInfo> elements) {
+  if (i < node_.output_size() && !node_.output(i).empty())
+    graph_.sequences[node_.output(i)] = std::move(elements);
+}
+
+FailureOr<const std::vector<ValueInfo> *> NodeImporter::sequenceInput(int i) {
+  auto it = hasInput(i) ? graph_.sequences.find(node_.input(i))
+                        : graph_.sequences.end();
+  if (it == graph_.sequences.end())
+    return fail("input " + std::to_string(i) + " is not a sequence");
+  return &it->second;
+}
+
+LogicalResult NodeImporter::setValueInfo(int i, const ValueInfo &info) {
+  return info.value ? setOutput(i, info.value) : setConstant(i, info.constant);
+}
+
 //===----------------------------------------------------------------------===//
 // Building
 //===----------------------------------------------------------------------===//
@@ -316,6 +340,7 @@ const ConverterTable &converterTable() {
     registerReduceConverters(t);
     registerNnConverters(t);
     registerLossConverters(t);
+    registerSequenceConverters(t);
     return t;
   }();
   return table;

@@ -67,7 +67,7 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
   MLIRContext &ctx = graph.context;
   OpBuilder &b = graph.builder;
   Location loc = graph.loc;
-  InitializerPlan plan = planInitializers(g);
+  InitializerPlan plan = planInitializers(g, loaded.torchKinds);
 
   b.setInsertionPointToEnd(module.getBody());
   std::vector<std::pair<std::string, RankedTensorType>> params;
@@ -166,13 +166,20 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
         untied.contains(node.output(0)))
       continue;
     NodeImporter n(graph, node, i);
-    for (const std::string &in : node.input())
-      if (!in.empty() && !graph.values.count(in))
+    for (const std::string &in : node.input()) {
+      if (in.empty() || graph.values.count(in))
+        continue;
+      if (!graph.sequences.count(in))
         return n.fail("input '" + in + "' is not defined before this node");
+      if (!takesSequences(node.op_type()))
+        return n.unsupported("input '" + in +
+                             "' is a sequence, which this op does not take");
+    }
     if (failed(table.lookup(node.op_type())(n)))
       return failure();
     for (const std::string &out : node.output())
-      if (!out.empty() && graph.used.contains(out) && !graph.values.count(out))
+      if (!out.empty() && graph.used.contains(out) && !graph.values.count(out) &&
+          !graph.sequences.count(out))
         return n.fail("internal error: output '" + out + "' was not produced");
   }
 

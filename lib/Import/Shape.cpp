@@ -10,13 +10,6 @@ using namespace mlir;
 
 namespace tcc::onnx_import {
 
-static std::string shapeStr(llvm::ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "x" : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 /// Sets output 0 to input 0 reshaped to `shape` (element count checked).
 static LogicalResult setReshaped(NodeImporter &n,
                                  llvm::ArrayRef<int64_t> shape) {

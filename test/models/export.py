@@ -58,15 +58,55 @@ def check_contract(onnx_path, model, input_names, output_names):
     assert [o.name for o in graph.output] == output_names
     # named_parameters() lists a tied parameter once, under its first name.
     # Persistent buffers (nanoGPT's mask) are initializers too, not trained.
-    params = dict(model.named_parameters())
-    buffers = {n for n in model.state_dict() if n not in params}
+    # The dynamo exporter may name a tied weight by its second name
+    # (lm_head.weight for wte.weight): onnx_names maps them.
+    params = {onnx_names(model, inits).get(n, n): p
+              for n, p in model.named_parameters()}
+    # Buffers, persistent or not (the dynamo exporter keeps both).
+    buffers = {n for n, _ in model.named_buffers()} | \
+        {n for n in model.state_dict() if n not in params}
     assert sorted(inits) == sorted(set(params) | (buffers & set(inits))), \
         (sorted(inits), sorted(params))
     for n, p in params.items():
         assert np.array_equal(inits[n], p.detach().numpy()), n
 
 
-def export_onnx(model, inputs, output_names, onnx_path, eval_mode=False):
+def onnx_names(model, initializer_names):
+    """{parameter name: the state_dict alias the ONNX graph uses for it},
+    for the parameters whose first name is not an initializer (a tied
+    weight the dynamo exporter names after its second user)."""
+    out = {}
+    sd = model.state_dict(keep_vars=True)
+    for n, p in model.named_parameters():
+        if n in initializer_names:
+            continue
+        for alias, t in sd.items():
+            if t is p and alias in initializer_names:
+                out[n] = alias
+                break
+    return out
+
+
+# --exporter: which of torch.onnx.export's exporters, as a user calls it for
+# training. "torchscript" (the only one of Debian's torch 1.13) at opset 17;
+# with current torch (the project's .venv): "torchscript-current"
+# (dynamo=False at torch's default opset, 20 for torch 2.15), "dynamo" (the
+# default exporter with optimize=False, which keeps every parameter an
+# initializer under its own name) and "dynamo-optimized" (the defaults: its
+# optimizer folds weight transposes into new `val_N` initializers).
+EXPORTERS = ["torchscript", "torchscript-current", "dynamo", "dynamo-optimized"]
+
+
+def export_dynamo(model, args, onnx_path, input_names, output_names, optimize):
+    """The dynamo-based exporter (torch >= 2.5): static shapes, initializers
+    in MODEL.onnx.data as it writes them by default."""
+    model.train()
+    torch.onnx.export(model, args, onnx_path, dynamo=True, optimize=optimize,
+                      input_names=input_names, output_names=output_names)
+
+
+def export_onnx(model, inputs, output_names, onnx_path, eval_mode=False,
+                exporter="torchscript"):
     """torch.onnx.export with tcc's export contract, then check_contract.
 
     `inputs` is the ordered {graph input name: example tensor} dict of a
@@ -78,6 +118,14 @@ def export_onnx(model, inputs, output_names, onnx_path, eval_mode=False):
     """
     input_names = list(inputs)
     args = tuple(inputs[n] for n in input_names)
+    if exporter.startswith("dynamo"):
+        export_dynamo(model, args, onnx_path, input_names, output_names,
+                      optimize=exporter == "dynamo-optimized")
+        if exporter == "dynamo":
+            check_contract(onnx_path, model, input_names, output_names)
+        return
+    # torch >= 2.9 defaults to the dynamo-based exporter.
+    extra = {"dynamo": False} if int(torch.__version__.split(".")[0]) >= 2 else {}
     torch.onnx.export(
         model,
         args,
@@ -98,10 +146,11 @@ def export_onnx(model, inputs, output_names, onnx_path, eval_mode=False):
         # dropout or batch norm, so the traced ops are the same in both modes.
         training=(torch.onnx.TrainingMode.EVAL if eval_mode
                   else torch.onnx.TrainingMode.TRAINING),
-        opset_version=OPSET,
+        **({} if exporter == "torchscript-current" else {"opset_version": OPSET}),
         input_names=input_names,
         output_names=output_names,
         # No dynamic_axes: tcc compiles for static shapes.
+        **extra,
     )
     if not eval_mode:
         check_contract(onnx_path, model, input_names, output_names)

@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export import export_onnx, save_npz  # noqa: E402
+from export import EXPORTERS, export_onnx, onnx_names, save_npz  # noqa: E402
 from models import MODELS, mlm_labels  # noqa: E402
 
 IGNORE_INDEX = -100
@@ -291,8 +291,12 @@ def train(a):
                     m.weight.fill_(1.0)
                     m.bias.zero_()
     os.makedirs(a.out, exist_ok=True)
-    export_onnx(model, inputs, output_names, os.path.join(a.out, "model.onnx"),
-                eval_mode=a.eval_mode_export)
+    onnx_path = os.path.join(a.out, "model.onnx")
+    export_onnx(model, inputs, output_names, onnx_path,
+                eval_mode=a.eval_mode_export, exporter=a.exporter)
+    # Parameters by the names the ONNX graph gives them (and tcc's checkpoints).
+    import onnx
+    renamed = onnx_names(model, {t.name for t in onnx.load(onnx_path, load_external_data=False).graph.initializer})
 
     # Data.
     if a.data_npz:
@@ -306,10 +310,11 @@ def train(a):
     K = check_data(data, inputs, out_shape, loss)
     dtype = torch.float64 if a.dtype == "float64" else torch.float32
 
-    params = dict(model.named_parameters())  # a tied weight once, by its first name
+    # A tied weight once, by its first name or the one the ONNX graph uses.
+    params = {renamed.get(n, n): p for n, p in model.named_parameters()}
     save_npz(os.path.join(a.out, "params0.npz"), {n: p.detach().numpy() for n, p in params.items()})
     model = model.to(dtype).train()
-    params = dict(model.named_parameters())
+    params = {renamed.get(n, n): p for n, p in model.named_parameters()}
 
     # --freeze: no gradient, so no update, no weight decay, not in the clip norm.
     for n, p in params.items():
@@ -448,6 +453,8 @@ def main(argv=None):
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--fresh-norms", action="store_true",
                    help="LayerNorm weights 1 and biases 0 before export and training")
+    p.add_argument("--exporter", default="torchscript", choices=EXPORTERS,
+                   help="which torch.onnx.export path writes model.onnx (see export.py)")
     p.add_argument("--eval-mode-export", action="store_true",
                    help="export with training=EVAL (torch.onnx.export's default), "
                         "which merges parameters equal by value into Identity copies")

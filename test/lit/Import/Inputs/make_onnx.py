@@ -339,9 +339,101 @@ def opset11():
                  [vi("a", F, [4, 1]), vi("y", F, [4, 2])], opset=11)
 
 
-def opset18():
+def opset_future():
     node = helper.make_node("Relu", ["x"], ["y"], name="relu")
-    return model([node], [vi("x", F, [2])], [vi("y", F, [2])], opset=18)
+    return model([node], [vi("x", F, [2])], [vi("y", F, [2])], opset=29)
+
+
+def opset20_forms():
+    """What changed after opset 17 for ops tcc imports: Gelu (20), ReduceMean's
+    axes as an input and Split's num_outputs with a smaller last piece (18)."""
+    nodes = [helper.make_node("Gelu", ["x"], ["g"], name="gelu"),
+             helper.make_node("Gelu", ["g"], ["t"], name="gelu_tanh", approximate="tanh"),
+             const("axes", np.array([1], dtype=np.int64)),
+             helper.make_node("ReduceMean", ["t", "axes"], ["m"], name="mean"),
+             helper.make_node("Split", ["x"], ["a", "b", "c"], name="split", axis=1,
+                              num_outputs=3)]
+    return model(nodes, [vi("x", F, [2, 7])],
+                 [vi("m", F, [2, 1]), vi("a", F, [2, 3]), vi("b", F, [2, 3]),
+                  vi("c", F, [2, 1])], opset=20)
+
+
+def gelu_bad_approx():
+    node = helper.make_node("Gelu", ["x"], ["y"], name="gelu", approximate="sigmoid")
+    return model([node], [vi("x", F, [2])], [vi("y", F, [2])], opset=20)
+
+
+def sequences():
+    """torch.split as the dynamo exporter writes it without its optimizer."""
+    nodes = [const("two", np.array(2, dtype=np.int64)),
+             const("last", np.array(-1, dtype=np.int64)),
+             const("zero", np.array(0, dtype=np.int64)),
+             helper.make_node("SplitToSequence", ["x", "two"], ["seq"], name="split"),
+             helper.make_node("SequenceAt", ["seq", "last"], ["tail"], name="at_last"),
+             helper.make_node("SequenceLength", ["seq"], ["n"], name="length"),
+             helper.make_node("SplitToSequence", ["x"], ["rows"], name="rows", keepdims=0),
+             helper.make_node("SequenceAt", ["rows", "zero"], ["row0"], name="at_zero")]
+    return model(nodes, [vi("x", F, [5, 3])],
+                 [vi("tail", F, [1, 3]), vi("n", I64, []), vi("row0", F, [3])], opset=20)
+
+
+def sequence_misuse():
+    nodes = [helper.make_node("SplitToSequence", ["x"], ["seq"], name="split"),
+             helper.make_node("Relu", ["seq"], ["y"], name="relu")]
+    return model(nodes, [vi("x", F, [2, 3])], [vi("y", F, [2, 3])], opset=20)
+
+
+def sequence_position():
+    nodes = [const("five", np.array(5, dtype=np.int64)),
+             helper.make_node("SplitToSequence", ["x"], ["seq"], name="split"),
+             helper.make_node("SequenceAt", ["seq", "five"], ["y"], name="at")]
+    return model(nodes, [vi("x", F, [2, 3])], [vi("y", F, [1, 3])], opset=20)
+
+
+def _external(path, location, offset=0, length=None, write=True):
+    """y = x + w, with w in an external data file (as the dynamo exporter
+    writes initializers); also writes the inputs and PyTorch-free expected
+    outputs (numpy) next to OUT for tcc eval."""
+    import os
+    w = rand(2, 3)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = numpy_helper.from_array(w, "w")
+    t.ClearField("raw_data")
+    t.data_location = TensorProto.EXTERNAL
+    entries = {"location": location, "offset": str(offset),
+               "length": str(w.nbytes if length is None else length)}
+    for k, v in entries.items():
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    folder = os.path.dirname(os.path.abspath(path))
+    if write:
+        with open(os.path.join(folder, "weights.bin"), "wb") as f:
+            f.write(b"\0" * offset + w.tobytes())
+    graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+                              "g", [vi("x", F, [2, 3])], [vi("y", F, [2, 3])], [t])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    np.savez(path + ".inputs.npz", x=x)
+    np.savez(path + ".expected.npz", y=x + w)
+
+
+def external_ok(path):
+    _external(path, "weights.bin", offset=16)
+
+
+def external_missing(path):
+    _external(path, "absent.bin", write=False)
+
+
+def external_past_end(path):
+    _external(path, "weights.bin", length=4096)
+
+
+def external_absolute(path):
+    _external(path, "/etc/passwd")
+
+
+def external_parent(path):
+    _external(path, "../weights.bin")
 
 
 def dropout6_training():
@@ -491,8 +583,10 @@ def garbage(path):
 
 CASES = {name: fn for name, fn in globals().items()
          if callable(fn) and not name.startswith("_") and fn.__module__ == __name__
-         and name not in ("vi", "const", "init", "model", "rand", "main")}
-WRITERS = {"truncated", "garbage"}
+         and name not in ("vi", "const", "init", "model", "rand", "main")
+         and not name.startswith("_")}
+WRITERS = {"truncated", "garbage", "external_ok", "external_missing",
+           "external_past_end", "external_absolute", "external_parent"}
 
 
 def main():
