@@ -21,16 +21,19 @@ start=$SECONDS
 rm -rf "$DEST"
 mkdir -p "$DEST"
 tarball=$DEST/onnx-$VERSION.tar.gz
-# The sdist's address from PyPI's JSON API (pip download would build its
-# metadata, which needs ONNX's whole Python build).
+# The sdist's address from the package index's simple page (PEP 503; pip
+# download would build its metadata, which needs ONNX's whole Python build).
 python3 - "$VERSION" "$tarball" <<'PY'
-import json, sys, urllib.request
+import os, re, sys, urllib.request
 version, out = sys.argv[1], sys.argv[2]
-with urllib.request.urlopen(f"https://pypi.org/pypi/onnx/{version}/json", timeout=60) as r:
-    urls = [u["url"] for u in json.load(r)["urls"] if u["packagetype"] == "sdist"]
+index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
+with urllib.request.urlopen(index + "/onnx/", timeout=60) as r:
+    page = r.read().decode()
+name = re.escape("onnx-%s.tar.gz" % version)
+urls = re.findall(r'href="([^"#]*/%s)(?:#[^"]*)?"' % name, page)
 if not urls:
-    sys.exit(f"onnx-lib: PyPI lists no source distribution of onnx {version}")
-urllib.request.urlretrieve(urls[0], out)
+    sys.exit("onnx-lib: %s/onnx/ lists no onnx-%s.tar.gz" % (index, version))
+urllib.request.urlretrieve(urllib.request.urljoin(index + "/onnx/", urls[0]), out)
 PY
 echo "$SHA256  $tarball" | sha256sum -c --quiet - || {
   echo "onnx-lib: $tarball does not have the pinned SHA-256" >&2
