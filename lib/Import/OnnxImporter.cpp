@@ -186,6 +186,10 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
   llvm::SmallVector<Value> results;
   for (const onnx::ValueInfoProto &out : g.output()) {
     auto it = graph.values.find(out.name());
+    if (it == graph.values.end() && graph.sequences.count(out.name()))
+      return graph.fail(ImportFailure::Unsupported,
+                        "graph output '" + out.name() +
+                            "' is a sequence (tcc's outputs are tensors)");
     if (it == graph.values.end())
       return graph.fail(ImportFailure::Invalid,
                         "graph output '" + out.name() + "' is never computed");
