@@ -347,7 +347,29 @@ static LogicalResult convertClip(NodeImporter &n) {
   return n.setOutput(0, x);
 }
 
+/// IsNaN(x) = x != x (only NaN differs from itself); no float attributes
+/// (detect_*) exist on it, unlike IsInf.
+static LogicalResult convertIsNaN(NodeImporter &n) {
+  if (failed(n.expectInputs(1, 1)) || failed(n.expectAttrs({})))
+    return failure();
+  if (!llvm::isa<FloatType>(n.inputElementType(0)))
+    return n.fail("input must be a float tensor");
+  if (DenseElementsAttr c = n.constantInput(0))
+    if (auto lit = toLit(c)) {
+      Lit out;
+      out.type = RankedTensorType::get(lit->shape(),
+                                       IntegerType::get(n.context(), 1));
+      out.splat = lit->splat;
+      for (double v : lit->floats)
+        out.ints.push_back(v != v);
+      return n.setConstant(0, fromLit(out));
+    }
+  auto op = n.create<CmpOp>(CmpPredicate::ne, n.input(0), n.input(0));
+  return failed(op) ? failure() : n.setOutput(0, *op);
+}
+
 void registerElementwiseConverters(ConverterTable &table) {
+  table["IsNaN"] = convertIsNaN;
   table["Add"] = convertBinary<BinaryFn::Add>;
   table["Sub"] = convertBinary<BinaryFn::Sub>;
   table["Mul"] = convertBinary<BinaryFn::Mul>;

@@ -253,6 +253,7 @@ void registerReduceConverters(ConverterTable &table);
 void registerNnConverters(ConverterTable &table);
 void registerLossConverters(ConverterTable &table);
 void registerSequenceConverters(ConverterTable &table);
+void registerConstOnlyConverters(ConverterTable &table);
 
 /// Decides which initializers become tcc.params; see Initializers.cpp.
 struct InitializerPlan {

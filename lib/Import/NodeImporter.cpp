@@ -341,6 +341,7 @@ const ConverterTable &converterTable() {
     registerNnConverters(t);
     registerLossConverters(t);
     registerSequenceConverters(t);
+    registerConstOnlyConverters(t);
     return t;
   }();
   return table;

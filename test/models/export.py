@@ -164,7 +164,7 @@ def export_eval_mode(model, inputs, output_names, onnx_path):
                       output_names=output_names)
 
 
-def export(name, out_dir, eval_mode=False):
+def export(name, out_dir, eval_mode=False, exporter="torchscript"):
     torch.set_num_threads(1)  # fixed reduction order -> identical expected.npz
     model, inputs, output_names = MODELS[name]()
     input_names = list(inputs)
@@ -176,8 +176,11 @@ def export(name, out_dir, eval_mode=False):
         outputs = (outputs,)
 
     os.makedirs(out_dir, exist_ok=True)
-    (export_eval_mode if eval_mode else export_onnx)(
-        model, inputs, output_names, os.path.join(out_dir, "model.onnx"))
+    if eval_mode:
+        export_eval_mode(model, inputs, output_names, os.path.join(out_dir, "model.onnx"))
+    else:
+        export_onnx(model, inputs, output_names, os.path.join(out_dir, "model.onnx"),
+                    exporter=exporter)
 
     save_npz(os.path.join(out_dir, "inputs.npz"),
              {n: t.numpy() for n, t in inputs.items()})
@@ -192,8 +195,10 @@ def main():
     p.add_argument("--eval-mode", action="store_true",
                    help="export with torch.onnx.export's defaults (eval mode, "
                         "constant folding) instead of the export contract")
+    p.add_argument("--exporter", default="torchscript", choices=EXPORTERS,
+                   help="which torch.onnx.export path (see EXPORTERS)")
     a = p.parse_args()
-    export(a.model, a.out, a.eval_mode)
+    export(a.model, a.out, a.eval_mode, a.exporter)
 
 
 if __name__ == "__main__":

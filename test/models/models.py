@@ -356,7 +356,59 @@ def build_bert_sce():
 
 # name -> builder returning (model in eval mode, ordered {input name: tensor},
 # [output names]). Input order is the forward() argument order.
+# ------------------------------------------- Hugging Face transformers models
+#
+# Built from small configs with random weights (no download), as an ordinary
+# user's code builds them; transformers needs the project's venv. Dropout is
+# 0 so PyTorch's training and tcc's agree step by step. The wrappers return
+# the logits tensor (HF models return output objects).
+
+class HFLogits(nn.Module):
+    def __init__(self, model, names):
+        super().__init__()
+        self.m = model
+        self.names = names
+
+    def forward(self, *args):
+        kw = dict(zip(self.names, args))
+        if "input_ids" in kw and hasattr(self.m.config, "n_layer"):
+            kw["use_cache"] = False
+        return self.m(**kw).logits
+
+
+def build_hf_gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    cfg = GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=2, n_head=4,
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                     bos_token_id=0, eos_token_id=0)
+    model = HFLogits(GPT2LMHeadModel(cfg), ["input_ids"])
+    _perturb_layernorms(model, gen)
+    input_ids = torch.randint(0, cfg.vocab_size, (2, 8), generator=gen)
+    return model.eval(), {"input_ids": input_ids}, ["logits"]
+
+
+def build_hf_bert():
+    from transformers import BertConfig, BertForSequenceClassification
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    cfg = BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2,
+                     num_attention_heads=4, intermediate_size=64,
+                     max_position_embeddings=16, hidden_dropout_prob=0.0,
+                     attention_probs_dropout_prob=0.0, num_labels=3)
+    model = HFLogits(BertForSequenceClassification(cfg),
+                     ["input_ids", "attention_mask"])
+    _perturb_layernorms(model, gen)
+    input_ids = torch.randint(1, cfg.vocab_size, (2, 8), generator=gen)
+    attention_mask = torch.ones(2, 8, dtype=torch.long)
+    attention_mask[1, 5:] = 0
+    return model.eval(), {"input_ids": input_ids, "attention_mask": attention_mask}, ["logits"]
+
+
 MODELS = {
+    "hf_gpt2": build_hf_gpt2,
+    "hf_bert": build_hf_bert,
     "mlp": build_mlp,
     "gpt": build_gpt,
     "gpt_buffer": lambda: build_gpt(mask="buffer"),

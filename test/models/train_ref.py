@@ -193,6 +193,21 @@ def make_data(model_name, model, inputs, out_shape, loss, K):
             data["labels"] = labels
         elif kind == "cross_entropy":
             data[extra] = labels
+    elif model_name == "hf_gpt2":
+        T = inputs["input_ids"].shape[1]
+        V = model.m.config.vocab_size
+        stream = torch.randint(0, V, (K * T + 1,), generator=g)
+        data["input_ids"] = stream[:-1].view(K, T)
+        if kind == "cross_entropy":
+            data[extra] = stream[1:].view(K, T)
+    elif model_name == "hf_bert":
+        T = inputs["input_ids"].shape[1]
+        V = model.m.config.vocab_size
+        ids = torch.randint(1, V, (K, T), generator=g)
+        lengths = torch.randint(T // 2, T + 1, (K,), generator=g)
+        mask = (torch.arange(T)[None, :] < lengths[:, None]).long()
+        ids[mask == 0] = 0
+        data["input_ids"], data["attention_mask"] = ids, mask
     elif model_name in ("mlp", "mlp_loss"):
         data["x"] = torch.randn((K,) + tuple(inputs["x"].shape[1:]), generator=g)
         target = torch.randn((K, model.fc2.out_features), generator=g)

@@ -390,6 +390,31 @@ def sequence_position():
     return model(nodes, [vi("x", F, [2, 3])], [vi("y", F, [1, 3])], opset=20)
 
 
+def const_only():
+    """Index arithmetic evaluated at import time (constants in, constant out):
+    CumSum of [1..6] as 2x3 along axis 1, exclusive and reversed;
+    GatherElements picking [[3, 1], [6, 4]]; GatherND with batch_dims=1."""
+    a = np.arange(1, 7, dtype=np.int64).reshape(2, 3)
+    nodes = [const("a", a), const("ax", np.array(1, dtype=np.int64)),
+             const("ge_idx", np.array([[2, 0], [2, 0]], dtype=np.int64)),
+             const("nd_idx", np.array([[1], [0]], dtype=np.int64)),
+             helper.make_node("CumSum", ["a", "ax"], ["cs"], name="cs"),
+             helper.make_node("CumSum", ["a", "ax"], ["cs_ex_rev"], name="cs_ex_rev",
+                              exclusive=1, reverse=1),
+             helper.make_node("GatherElements", ["a", "ge_idx"], ["ge"], name="ge", axis=1),
+             helper.make_node("GatherND", ["a", "nd_idx"], ["nd"], name="nd", batch_dims=1),
+             helper.make_node("IsNaN", ["x"], ["nan"], name="isnan")]
+    return model(nodes, [vi("x", F, [3])],
+                 [vi("cs", I64, [2, 3]), vi("cs_ex_rev", I64, [2, 3]), vi("ge", I64, [2, 2]),
+                  vi("nd", I64, [2]), vi("nan", BOOL, [3])], opset=20)
+
+
+def cumsum_runtime():
+    nodes = [const("ax", np.array(0, dtype=np.int64)),
+             helper.make_node("CumSum", ["x", "ax"], ["y"], name="cumsum")]
+    return model(nodes, [vi("x", F, [3])], [vi("y", F, [3])], opset=20)
+
+
 def _external(path, location, offset=0, length=None, write=True):
     """y = x + w, with w in an external data file (as the dynamo exporter
     writes initializers); also writes the inputs and PyTorch-free expected

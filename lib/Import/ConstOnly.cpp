@@ -1,0 +1,244 @@
+// Ops tcc evaluates at import time only, on constants: the index and mask
+// arithmetic of today's exports (transformers' mask construction writes
+// CumSum and GatherND over aranges; token_type_ids are a GatherElements of a
+// buffer). Every input must be known when the model is imported; otherwise
+// the op is unsupported, naming the input computed at run time.
+#include "ConstFold.h"
+#include "Importer.h"
+
+using namespace mlir;
+
+namespace tcc::onnx_import {
+namespace {
+
+/// Every input's literal, or the unsupported error naming the first input
+/// only known at run time.
+FailureOr<llvm::SmallVector<Lit>> constantInputs(NodeImporter &n) {
+  llvm::SmallVector<Lit> lits;
+  for (int i = 0; i < n.numInputs(); ++i) {
+    if (!n.hasInput(i)) {
+      lits.emplace_back();
+      continue;
+    }
+    DenseElementsAttr c = n.constantInput(i);
+    if (!c)
+      return n.unsupported("input " + std::to_string(i) +
+                           " is computed at run time; tcc evaluates this op "
+                           "on import-time constants only");
+    std::optional<Lit> lit = toLit(c);
+    if (!lit)
+      return n.unsupported("input " + std::to_string(i) +
+                           " is too large to evaluate at import time");
+    lits.push_back(std::move(*lit));
+  }
+  return lits;
+}
+
+/// CumSum(x, axis): running sums along one axis; exclusive leaves out the
+/// element itself, reverse runs from the end.
+LogicalResult convertCumSum(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 2)) ||
+      failed(n.expectAttrs({"exclusive", "reverse"})))
+    return failure();
+  auto lits = constantInputs(n);
+  if (failed(lits))
+    return failure();
+  const Lit &x = (*lits)[0];
+  if ((*lits)[1].numElements() != 1)
+    return n.fail("axis must hold one value");
+  auto axis = n.normalizeAxis((*lits)[1].i(0), x.type.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  bool exclusive = n.intAttr("exclusive", 0), reverse = n.intAttr("reverse", 0);
+  std::vector<int64_t> strides = stridesOf(x.shape());
+  int64_t len = x.shape()[*axis], stride = strides[*axis];
+  Lit out = selectElements(x, x.type, {});
+  out.splat = false;
+  int64_t count = x.numElements();
+  if (x.isFloat())
+    out.floats.assign(count, 0.0);
+  else
+    out.ints.assign(count, 0);
+  for (int64_t base = 0; base < count; ++base) {
+    if ((base / stride) % len != 0)
+      continue; // not the first element of a line along the axis
+    double fsum = 0;
+    int64_t isum = 0;
+    for (int64_t k = 0; k < len; ++k) {
+      int64_t at = base + (reverse ? len - 1 - k : k) * stride;
+      if (exclusive) {
+        x.isFloat() ? out.floats[at] = fsum : out.ints[at] = isum;
+      }
+      if (x.isFloat())
+        fsum += x.f(at);
+      else
+        isum += x.i(at);
+      if (!exclusive) {
+        x.isFloat() ? out.floats[at] = fsum : out.ints[at] = isum;
+      }
+    }
+  }
+  return n.setConstant(0, fromLit(out));
+}
+
+/// The flat index of `index` (a multi-index, negatives allowed) in `shape`,
+/// or -1 when out of range.
+int64_t flatIndex(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> index,
+                  llvm::ArrayRef<int64_t> strides) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < index.size(); ++d) {
+    int64_t i = index[d] < 0 ? index[d] + shape[d] : index[d];
+    if (i < 0 || i >= shape[d])
+      return -1;
+    flat += i * strides[d];
+  }
+  return flat;
+}
+
+/// GatherElements(data, indices, axis): out[i] = data[i with i[axis] =
+/// indices[i]].
+LogicalResult convertGatherElements(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 2)) || failed(n.expectAttrs({"axis"})))
+    return failure();
+  auto lits = constantInputs(n);
+  if (failed(lits))
+    return failure();
+  const Lit &data = (*lits)[0], &indices = (*lits)[1];
+  int64_t rank = data.type.getRank();
+  if (indices.type.getRank() != rank)
+    return n.fail("indices have rank " +
+                  std::to_string(indices.type.getRank()) + ", data rank " +
+                  std::to_string(rank));
+  auto axis = n.normalizeAxis(n.intAttr("axis", 0), rank, "axis");
+  if (failed(axis))
+    return failure();
+  std::vector<int64_t> dataStrides = stridesOf(data.shape()),
+                       idxStrides = stridesOf(indices.shape());
+  std::vector<int64_t> src;
+  llvm::SmallVector<int64_t> multi(rank);
+  for (int64_t k = 0; k < indices.numElements(); ++k) {
+    for (int64_t d = 0, rest = k; d < rank; ++d) {
+      multi[d] = rest / idxStrides[d];
+      rest %= idxStrides[d];
+    }
+    multi[*axis] = indices.i(k);
+    int64_t flat = flatIndex(data.shape(), multi, dataStrides);
+    if (flat < 0)
+      return n.fail("index " + std::to_string(indices.i(k)) +
+                    " is out of range for dim " +
+                    std::to_string(data.shape()[*axis]));
+    src.push_back(flat);
+  }
+  auto type = RankedTensorType::get(indices.shape(),
+                                    data.type.getElementType());
+  Lit out = selectElements(data, type, src);
+  return n.setConstant(0, fromLit(out));
+}
+
+/// GatherND(data, indices, batch_dims): each innermost row of `indices`
+/// picks a slice of data (after batch_dims leading dims shared by both).
+/// GatherND of data computed at run time with known indices and no batch
+/// dims (advanced indexing, `mask[idx0, idx1]`, as the dynamo exporter
+/// writes it): the indexed dims are merged into one and gathered by flat
+/// row numbers, which the ordinary gather handles.
+LogicalResult gatherNDOfRuntimeData(NodeImporter &n, DenseElementsAttr idx) {
+  RankedTensorType data = n.inputType(0);
+  auto indices = toLit(idx);
+  if (!indices)
+    return n.unsupported("indices are too large to evaluate at import time");
+  int64_t r = data.getRank(), q = indices->type.getRank();
+  int64_t m = q ? indices->shape()[q - 1] : 0;
+  if (q < 1 || m < 1 || m > r)
+    return n.fail("index rows of length " + std::to_string(m) +
+                  " do not fit data rank " + std::to_string(r));
+  llvm::SmallVector<int64_t> merged{1};
+  for (int64_t d = 0; d < m; ++d)
+    merged[0] *= data.getDimSize(d);
+  for (int64_t d = m; d < r; ++d)
+    merged.push_back(data.getDimSize(d));
+  std::vector<int64_t> strides = stridesOf(data.getShape().take_front(m));
+  Lit flat;
+  flat.type = RankedTensorType::get(indices->shape().drop_back(),
+                                    IntegerType::get(n.context(), 64));
+  int64_t rows = indices->numElements() / m;
+  for (int64_t row = 0; row < rows; ++row) {
+    llvm::SmallVector<int64_t> multi;
+    for (int64_t j = 0; j < m; ++j)
+      multi.push_back(indices->i(row * m + j));
+    int64_t at = flatIndex(data.getShape().take_front(m), multi, strides);
+    if (at < 0)
+      return n.fail("index row " + std::to_string(row) + " is out of range");
+    flat.ints.push_back(at);
+  }
+  auto table = n.reshape(n.input(0), merged);
+  if (failed(table))
+    return failure();
+  auto op = n.create<GatherOp>(*table, n.constant(fromLit(flat)), int64_t(0));
+  return failed(op) ? failure() : n.setOutput(0, *op);
+}
+
+LogicalResult convertGatherND(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 2)) || failed(n.expectAttrs({"batch_dims"})))
+    return failure();
+  if (!n.constantInput(0) && n.intAttr("batch_dims", 0) == 0)
+    if (DenseElementsAttr idx = n.constantInput(1))
+      return gatherNDOfRuntimeData(n, idx);
+  auto lits = constantInputs(n);
+  if (failed(lits))
+    return failure();
+  const Lit &data = (*lits)[0], &indices = (*lits)[1];
+  int64_t b = n.intAttr("batch_dims", 0), r = data.type.getRank(),
+          q = indices.type.getRank();
+  if (q < 1 || b < 0 || b >= std::min(r, q))
+    return n.fail("batch_dims " + std::to_string(b) +
+                  " does not fit data rank " + std::to_string(r) +
+                  " and indices rank " + std::to_string(q));
+  int64_t m = indices.shape()[q - 1];
+  if (m < 1 || b + m > r)
+    return n.fail("index rows of length " + std::to_string(m) +
+                  " do not fit data rank " + std::to_string(r) +
+                  " after batch_dims " + std::to_string(b));
+  for (int64_t d = 0; d < b; ++d)
+    if (data.shape()[d] != indices.shape()[d])
+      return n.fail("batch dim " + std::to_string(d) + " differs");
+  llvm::SmallVector<int64_t> outShape(indices.shape().drop_back());
+  for (int64_t d = b + m; d < r; ++d)
+    outShape.push_back(data.shape()[d]);
+  int64_t sliceSize = 1;
+  for (int64_t d = b + m; d < r; ++d)
+    sliceSize *= data.shape()[d];
+  int64_t batch = 1;
+  for (int64_t d = 0; d < b; ++d)
+    batch *= data.shape()[d];
+  int64_t rows = indices.numElements() / m, rowsPerBatch = rows / batch;
+  std::vector<int64_t> strides = stridesOf(data.shape());
+  std::vector<int64_t> src;
+  llvm::SmallVector<int64_t> multi(b + m);
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t bi = row / rowsPerBatch;
+    for (int64_t d = b - 1, rest = bi; d >= 0; --d) {
+      multi[d] = rest % data.shape()[d];
+      rest /= data.shape()[d];
+    }
+    for (int64_t j = 0; j < m; ++j)
+      multi[b + j] = indices.i(row * m + j);
+    int64_t flat = flatIndex(data.shape().take_front(b + m), multi,
+                             llvm::ArrayRef<int64_t>(strides).take_front(b + m));
+    if (flat < 0)
+      return n.fail("index row " + std::to_string(row) + " is out of range");
+    for (int64_t e = 0; e < sliceSize; ++e)
+      src.push_back(flat + e);
+  }
+  auto type = RankedTensorType::get(outShape, data.type.getElementType());
+  return n.setConstant(0, fromLit(selectElements(data, type, src)));
+}
+
+} // namespace
+
+void registerConstOnlyConverters(ConverterTable &table) {
+  table["CumSum"] = convertCumSum;
+  table["GatherElements"] = convertGatherElements;
+  table["GatherND"] = convertGatherND;
+}
+
+} // namespace tcc::onnx_import
