@@ -270,6 +270,27 @@ struct Operand {
 /// becomes transpose(k', [0,2,1,3]) instead of a transpose of a transpose.
 /// Splat scalings on the way multiply into `scale` when it is given (the
 /// HF / SDPA spelling that pre-scales q and k by sqrt(scale)).
+/// `v` = reshape(transpose(reshape(x : [B, H, A, C] to [B*H, A, C]),
+/// [0, 2, 1]) to [B, H, C, A]): x with its last two dims swapped, as
+/// torch.export spells k.transpose(-2, -1) of a 4-D k (a batched 3-D
+/// transpose). Returns x.
+std::optional<Value> unfoldBatchedTranspose(Value v) {
+  auto outer = v.getDefiningOp<ReshapeOp>();
+  auto t = outer ? outer.getInput().getDefiningOp<TransposeOp>() : nullptr;
+  auto inner = t ? t.getInput().getDefiningOp<ReshapeOp>() : nullptr;
+  if (!inner || t.getPerm() != ArrayRef<int64_t>{0, 2, 1})
+    return std::nullopt;
+  Value x = inner.getInput();
+  auto xs = llvm::cast<RankedTensorType>(x.getType()).getShape();
+  auto ms = llvm::cast<RankedTensorType>(inner.getType()).getShape();
+  auto vs = llvm::cast<RankedTensorType>(v.getType()).getShape();
+  if (xs.size() != 4 || ms.size() != 3 || vs.size() != 4 ||
+      ms != ArrayRef<int64_t>{xs[0] * xs[1], xs[2], xs[3]} ||
+      vs != ArrayRef<int64_t>{xs[0], xs[1], xs[3], xs[2]})
+    return std::nullopt;
+  return x;
+}
+
 std::optional<Operand> resolveOperand(Value v, bool swapLast2, double *scale) {
   auto peel = [&](Value &x) {
     if (!scale)
@@ -280,6 +301,12 @@ std::optional<Operand> resolveOperand(Value v, bool swapLast2, double *scale) {
     }
   };
   peel(v);
+  if (swapLast2)
+    if (std::optional<Value> x = unfoldBatchedTranspose(v)) {
+      Operand op{*x};
+      peel(op.src);
+      return op;
+    }
   Operand op{v};
   if (swapLast2) {
     std::swap(op.perm[2], op.perm[3]);
@@ -330,17 +357,43 @@ bool isMaskedFill(Value v) {
   return c && *c <= kMaskedFloor;
 }
 
+/// `v` = where(p != p, 0, p) with the where's only user the caller; returns
+/// the where (null otherwise).
+WhereOp isNaNGuard(Value v) {
+  auto where = v.getDefiningOp<WhereOp>();
+  if (!where || !where->hasOneUse())
+    return nullptr;
+  auto cmp = where.getCondition().getDefiningOp<CmpOp>();
+  std::optional<double> fill = splatValue(where.getOnTrue());
+  Value p = where.getOnFalse();
+  if (!cmp || !cmp->hasOneUse() || cmp.getPredicate() != CmpPredicate::ne ||
+      cmp.getLhs() != p || cmp.getRhs() != p || !fill || *fill != 0.0 ||
+      where.getType() != p.getType())
+    return nullptr;
+  return where;
+}
+
 struct RaiseAttentionPattern : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(MatmulOp out,
                                 PatternRewriter &rewriter) const override {
-    auto softmax = out.getLhs().getDefiningOp<SoftmaxOp>();
+    // PyTorch's scaled_dot_product_attention decomposition guards the
+    // probabilities of fully masked rows: where(p != p, 0, p).
+    Value probs = out.getLhs();
+    WhereOp nanGuard = isNaNGuard(probs);
+    if (nanGuard)
+      probs = nanGuard.getOnFalse();
+    auto softmax = probs.getDefiningOp<SoftmaxOp>();
     if (!softmax)
       return rewriter.notifyMatchFailure(out, "lhs is not a softmax");
     if (out.getTransposeLhs())
       return rewriter.notifyMatchFailure(out, "probabilities are transposed");
-    if (!softmax->hasOneUse())
+    if (!llvm::all_of(softmax->getUsers(), [&](Operation *user) {
+          return nanGuard ? user == nanGuard.getOperation() ||
+                                user == nanGuard.getCondition().getDefiningOp()
+                          : user == out.getOperation();
+        }))
       return rewriter.notifyMatchFailure(out, "probabilities have other users");
     auto scoresType = llvm::cast<RankedTensorType>(softmax.getType());
     if (scoresType.getRank() != 4)
@@ -443,6 +496,13 @@ struct RaiseAttentionPattern : OpRewritePattern<MatmulOp> {
         out.getType().getShape() != ArrayRef<int64_t>{qs[0], qs[1], tq, vs[3]})
       return rewriter.notifyMatchFailure(
           out, "q, k and v shapes do not form [B, H, T, D] attention");
+
+    // No row of a causal mask is fully masked, so the guard never fires;
+    // with a key-padding bias it could (a row of -inf), and tcc.attention
+    // does not promise zeros there.
+    if (nanGuard && bias)
+      return rewriter.notifyMatchFailure(
+          out, "NaN guard around a key-padding bias");
 
     Location loc = out.getLoc();
     Type elem = scoresType.getElementType();

@@ -346,3 +346,32 @@ func.func @non_splat_scale(%q: tensor<2x2x4x16xf32>, %k: tensor<2x2x4x16xf32>, %
     }
   }
 #-}
+
+// torch 2.x's dynamo export of scaled_dot_product_attention (Hugging Face
+// GPT-2): q and k pre-scaled by sqrt(0.25), k^T as a batched 3-D transpose
+// (reshape to [B*H, T, D], transpose [0,2,1], reshape back), a constant
+// additive causal mask with a batch dim, and the NaN guard where(p != p, 0, p)
+// on the probabilities (dropped: no row of a causal mask is fully masked).
+// CHECK-LABEL: func.func @sdpa_dynamo
+// CHECK-SAME: (%[[Q:[^:]*]]: tensor<2x2x4x16xf32>, %[[K:[^:]*]]: tensor<2x2x4x16xf32>, %[[V:[^:]*]]: tensor<2x2x4x16xf32>)
+// CHECK: %[[O:.*]] = tcc.attention %[[Q]], %[[K]], %[[V]] {causal = true, scale = 2.500000e-01 : f64}
+// CHECK-NOT: tcc.softmax
+// CHECK-NOT: tcc.cmp
+// CHECK: return %[[O]]
+func.func @sdpa_dynamo(%q: tensor<2x2x4x16xf32>, %k: tensor<2x2x4x16xf32>, %v: tensor<2x2x4x16xf32>) -> tensor<2x2x4x16xf32> {
+  %k3 = tcc.reshape %k : (tensor<2x2x4x16xf32>) -> tensor<4x4x16xf32>
+  %kt3 = tcc.transpose %k3 {perm = array<i64: 0, 2, 1>} : (tensor<4x4x16xf32>) -> tensor<4x16x4xf32>
+  %kt = tcc.reshape %kt3 : (tensor<4x16x4xf32>) -> tensor<2x2x16x4xf32>
+  %c = tcc.constant dense<5.000000e-01> : tensor<f32>
+  %qs = tcc.mul %q, %c : (tensor<2x2x4x16xf32>, tensor<f32>) -> tensor<2x2x4x16xf32>
+  %ks = tcc.mul %kt, %c : (tensor<2x2x16x4xf32>, tensor<f32>) -> tensor<2x2x16x4xf32>
+  %s = tcc.matmul %qs, %ks : (tensor<2x2x4x16xf32>, tensor<2x2x16x4xf32>) -> tensor<2x2x4x4xf32>
+  %mask = tcc.constant dense<[[[[0.0, -3.40282347E+38, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, 0.0, -3.40282347E+38], [0.0, 0.0, 0.0, 0.0]]], [[[0.0, -3.40282347E+38, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, 0.0, -3.40282347E+38], [0.0, 0.0, 0.0, 0.0]]]]> : tensor<2x1x4x4xf32>
+  %m = tcc.add %s, %mask : (tensor<2x2x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = tcc.softmax %m {axis = 3 : i64} : (tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %nan = tcc.cmp ne, %p, %p : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xi1>
+  %zero = tcc.constant dense<0.000000e+00> : tensor<f32>
+  %g = tcc.where %nan, %zero, %p : (tensor<2x2x4x4xi1>, tensor<f32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %o = tcc.matmul %g, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x16xf32>) -> tensor<2x2x4x16xf32>
+  return %o : tensor<2x2x4x16xf32>
+}
