@@ -254,6 +254,7 @@ void registerNnConverters(ConverterTable &table);
 void registerLossConverters(ConverterTable &table);
 void registerSequenceConverters(ConverterTable &table);
 void registerConstOnlyConverters(ConverterTable &table);
+void registerAttentionConverters(ConverterTable &table);
 
 /// Decides which initializers become tcc.params; see Initializers.cpp.
 struct InitializerPlan {

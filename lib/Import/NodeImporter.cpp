@@ -342,6 +342,7 @@ const ConverterTable &converterTable() {
     registerLossConverters(t);
     registerSequenceConverters(t);
     registerConstOnlyConverters(t);
+    registerAttentionConverters(t);
     return t;
   }();
   return table;

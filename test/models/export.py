@@ -93,16 +93,21 @@ def onnx_names(model, initializer_names):
 # (dynamo=False at torch's default opset, 20 for torch 2.15), "dynamo" (the
 # default exporter with optimize=False, which keeps every parameter an
 # initializer under its own name) and "dynamo-optimized" (the defaults: its
-# optimizer folds weight transposes into new `val_N` initializers).
-EXPORTERS = ["torchscript", "torchscript-current", "dynamo", "dynamo-optimized"]
+# optimizer folds weight transposes into new `val_N` initializers),
+# "dynamo-opset23" (optimize=False at opset 23, where
+# scaled_dot_product_attention becomes ONNX's Attention op).
+EXPORTERS = ["torchscript", "torchscript-current", "dynamo", "dynamo-optimized",
+             "dynamo-opset23"]
 
 
-def export_dynamo(model, args, onnx_path, input_names, output_names, optimize):
+def export_dynamo(model, args, onnx_path, input_names, output_names, optimize,
+                  opset=None):
     """The dynamo-based exporter (torch >= 2.5): static shapes, initializers
     in MODEL.onnx.data as it writes them by default."""
     model.train()
+    extra = {"opset_version": opset} if opset else {}
     torch.onnx.export(model, args, onnx_path, dynamo=True, optimize=optimize,
-                      input_names=input_names, output_names=output_names)
+                      input_names=input_names, output_names=output_names, **extra)
 
 
 def export_onnx(model, inputs, output_names, onnx_path, eval_mode=False,
@@ -120,8 +125,9 @@ def export_onnx(model, inputs, output_names, onnx_path, eval_mode=False,
     args = tuple(inputs[n] for n in input_names)
     if exporter.startswith("dynamo"):
         export_dynamo(model, args, onnx_path, input_names, output_names,
-                      optimize=exporter == "dynamo-optimized")
-        if exporter == "dynamo":
+                      optimize=exporter == "dynamo-optimized",
+                      opset=23 if exporter == "dynamo-opset23" else None)
+        if exporter in ("dynamo", "dynamo-opset23"):
             check_contract(onnx_path, model, input_names, output_names)
         return
     # torch >= 2.9 defaults to the dynamo-based exporter.
