@@ -130,6 +130,7 @@ def resolve(a):
     a.strip_weights = a.stage == "compile" and not a.keep_weights
     if a.cuda_arch is None:
         a.cuda_arch = "sm_90"
+    a.tcc = os.path.abspath(a.tcc)  # the profile runs in the work directory
     return c
 
 
