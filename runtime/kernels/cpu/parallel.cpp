@@ -61,8 +61,8 @@ public:
 
   /// Runs the chunks of one parallel_for, or returns false when the pool
   /// is busy with another.
-  bool run(int64_t n, int64_t chunks,
-           void (*body)(void *, int64_t, int64_t), void *ctx) {
+  bool run(int64_t n, int64_t chunks, void (*body)(void *, int64_t, int64_t),
+           void *ctx) {
     std::unique_lock<std::mutex> region(busy, std::try_to_lock);
     if (!region.owns_lock())
       return false;

@@ -34,8 +34,7 @@ void parallel_for(int64_t n, int64_t min_chunk,
                   void *ctx);
 
 /// parallel_for with a callable f(begin, end).
-template <class F>
-void parallel_for(int64_t n, int64_t min_chunk, const F &f) {
+template <class F> void parallel_for(int64_t n, int64_t min_chunk, const F &f) {
   parallel_for(
       n, min_chunk,
       [](void *ctx, int64_t begin, int64_t end) {
