@@ -100,10 +100,9 @@ mlir::LogicalResult runTool(ErrorFn fail, llvm::StringRef tool,
 // (no fast-math: each element's arithmetic and rounding is the scalar
 // code's; only floating-point exception flags, which nothing reads, may
 // differ).
-const std::vector<std::string> kHostFlags = {"-O3", "-fno-trapping-math",
-                                             "-fPIC", "-std=c++17",
-                                             "-ffp-contract=off",
-                                             "-I" TCC_RUNTIME_INCLUDE_DIR};
+const std::vector<std::string> kHostFlags = {
+    "-O3",        "-fno-trapping-math", "-fPIC",
+    "-std=c++17", "-ffp-contract=off",  "-I" TCC_RUNTIME_INCLUDE_DIR};
 // --fmad=false: the device must not contract multiply-adds either.
 const std::vector<std::string> kNvccFlags = {"-std=c++17", "--fmad=false",
                                              "-I" TCC_RUNTIME_INCLUDE_DIR};

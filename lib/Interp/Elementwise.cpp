@@ -221,7 +221,8 @@ bool geluKernel(KernelContext &ctx) {
   if (llvm::cast<GeluOp>(ctx.op).getApproximate() == GeluApprox::tanh)
     // The kernels' formula (runtime/kernels/tcc_kernel.h): its float tanh
     // is a rational approximation, not libm's.
-    return unary<Domain::Float>(ctx, [](auto x) { return tcc_k::gelu_tanh(x); });
+    return unary<Domain::Float>(ctx,
+                                [](auto x) { return tcc_k::gelu_tanh(x); });
   return unary<Domain::Float>(ctx, [](auto x) {
     using T = decltype(x);
     return T(0.5) * x *

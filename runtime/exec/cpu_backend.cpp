@@ -326,7 +326,8 @@ namespace {
 /// them common (the tiny GPT of test/bench/gpt_bench.py: 0.45 s -> 0.23 s a
 /// step). Results change only below FLT_MIN (1.2e-38). The caller's
 /// floating-point environment is restored after the step. Threads the step
-/// runs on (kernels/cpu/parallel.h) take the mode; OpenBLAS's pool threads keep their own.
+/// runs on (kernels/cpu/parallel.h) take the mode; OpenBLAS's pool threads keep
+/// their own.
 class FlushSubnormals {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned saved = _mm_getcsr();

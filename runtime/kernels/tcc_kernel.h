@@ -324,8 +324,7 @@ template <class T> TCC_KERNEL_FN T gelu(T x) {
 }
 template <class T> TCC_KERNEL_FN T gelu_tanh(T x) {
   const T k = static_cast<T>(0.7978845608028654); // sqrt(2 / pi)
-  return T(0.5) * x *
-         (T(1) + gelu_tanh_of(k * (x + T(0.044715) * x * x * x)));
+  return T(0.5) * x * (T(1) + gelu_tanh_of(k * (x + T(0.044715) * x * x * x)));
 }
 // dy * gelu'(x), PyTorch's formulas (lib/Interp/Grad.cpp).
 template <class T> TCC_KERNEL_FN T gelu_grad(T v, T dy) {

@@ -1,8 +1,9 @@
 // Softmax cross-entropy and its logits gradient over contiguous rows, with
 // the interpreter's arithmetic (lib/Interp/Train.cpp): logsumexp and the
-// loss sum in double, probabilities never stored. Rows run on the worker
-// pool (parallel.h), each row on one thread; the loss sums the rows' terms
-// in row order afterwards, so the split changes no bit.
+// loss sum in double; the gradient keeps one row's exponentials (double).
+// Rows run on the worker pool (parallel.h), each row on one thread; the
+// loss sums the rows' terms in row order afterwards, so the split changes
+// no bit.
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/parallel.h"
 
@@ -81,6 +82,7 @@ int64_t cross_entropy_grad(const float *logits, const int64_t *labels,
     return bad;
   double g = lossSumGrad;
   parallel_for(rows, rowChunk(classes), [&](int64_t begin, int64_t end) {
+    std::vector<double> e(static_cast<std::size_t>(classes));
     for (int64_t r = begin; r < end; ++r) {
       int64_t label = labels[r];
       float *drow = dlogits + r * classes;
@@ -88,10 +90,29 @@ int64_t cross_entropy_grad(const float *logits, const int64_t *labels,
         std::fill(drow, drow + classes, 0.0f);
         continue;
       }
+      // p_j = exp(x_j - m) / sum_k exp(x_k - m): one exp per logit; the
+      // interpreter's exp(x_j - logsumexp) differs only by double rounding
+      // (~1e-16 relative) before the result rounds to float.
       const float *row = logits + r * classes;
-      double lse = logSumExp(row, classes);
+      double m = -INFINITY;
+      for (int64_t j = 0; j < classes; ++j)
+        if (double(row[j]) > m || std::isnan(double(row[j])))
+          m = row[j];
+      if (std::isinf(m)) { // no finite shift: the reference formula
+        double lse = logSumExp(row, classes);
+        for (int64_t j = 0; j < classes; ++j) {
+          double p = std::exp(double(row[j]) - lse);
+          drow[j] = static_cast<float>((p - (j == label ? 1.0 : 0.0)) * g);
+        }
+        continue;
+      }
+      double sum = 0;
       for (int64_t j = 0; j < classes; ++j) {
-        double p = std::exp(double(row[j]) - lse);
+        e[std::size_t(j)] = std::exp(double(row[j]) - m);
+        sum += e[std::size_t(j)];
+      }
+      for (int64_t j = 0; j < classes; ++j) {
+        double p = e[std::size_t(j)] / sum;
         drow[j] = static_cast<float>((p - (j == label ? 1.0 : 0.0)) * g);
       }
     }
