@@ -225,6 +225,10 @@ private:
   std::string gatherAt(GatherOp op, StringRef idx);
   std::string gatherGradAt(GatherGradOp op, StringRef idx);
   std::string reduceAt(Operation *op, ArrayRef<int64_t> axes, StringRef idx);
+  /// Writes the host's blocked loop of a kernel that yields a float sum or
+  /// mean over leading dims (a column reduction) and returns true, or
+  /// writes nothing and returns false for any other kernel.
+  bool writeColumnReduction();
 
   /// Fails the kernel with an error on `op`; returns "".
   std::string fail(Operation *op, const Twine &message) {
@@ -738,6 +742,66 @@ std::string KernelWriter::reduceAt(Operation *op, ArrayRef<int64_t> axes,
   return name;
 }
 
+bool KernelWriter::writeColumnReduction() {
+  Block &body = fusion.getBody().front();
+  auto yield = llvm::cast<exec::YieldOp>(body.getTerminator());
+  Operation *op = yield.getValues()[0].getDefiningOp();
+  if (!op || !llvm::isa<ReduceSumOp, ReduceMeanOp>(op))
+    return false;
+  Value input = op->getOperand(0);
+  Type elem = elementType(input);
+  if (!elem.isF32() && !elem.isF64())
+    return false;
+  ArrayRef<int64_t> in = shapeOf(input);
+  SmallVector<int64_t> axes(llvm::isa<ReduceSumOp>(op)
+                                ? llvm::cast<ReduceSumOp>(op).getAxes()
+                                : llvm::cast<ReduceMeanOp>(op).getAxes());
+  llvm::sort(axes);
+  for (size_t a = 0; a < axes.size(); ++a)
+    if (axes[a] != int64_t(a))
+      return false; // not the leading dims
+  int64_t count = product(in.take_front(axes.size()));
+  int64_t inner = product(in.drop_front(axes.size()));
+  if (axes.empty() || count < 2 || inner < 2)
+    return false;
+  // Output element i sums in[i + r * inner] over r in order, as the scalar
+  // loop does; the host computes Block consecutive outputs at once, with the
+  // loop over them innermost, so the compiler vectorises across outputs and
+  // each output's sum keeps its order (the same bits).
+  std::string type = ctype(input);
+  constexpr int64_t Block = 64;
+  os << "#if !TCC_KERNEL_GRID\n";
+  os << "  // A column reduction: " << Block
+     << " outputs at a time, each summed in order.\n";
+  depth = 1;
+  open("for (int64_t i0 = begin; i0 < end; i0 += " + std::to_string(Block) +
+       ")");
+  line("const int64_t n0 = end - i0 < " + std::to_string(Block) +
+       " ? end - i0 : " + std::to_string(Block) + ";");
+  line("double acc[" + std::to_string(Block) + "];");
+  line("for (int64_t l = 0; l < n0; ++l) acc[l] = 0.0;");
+  open("for (int64_t r = 0; r < " + std::to_string(count) + "; ++r)");
+  open("for (int64_t l = 0; l < n0; ++l)");
+  line("const int64_t i = i0 + l;");
+  std::string x = valueAt(input, "i + r * " + std::to_string(inner));
+  if (failed)
+    return true;
+  line("acc[l] = acc[l] + static_cast<double>(" + x + ");");
+  close();
+  close();
+  std::string result = llvm::isa<ReduceMeanOp>(op)
+                           ? "static_cast<" + type +
+                                 ">(acc[l] / static_cast<double>(" +
+                                 std::to_string(count) + "))"
+                           : "static_cast<" + type + ">(acc[l])";
+  line("for (int64_t l = 0; l < n0; ++l) out[i0 + l] = " + result + ";");
+  close();
+  line("return;");
+  os << "#endif\n";
+  next = 0;
+  return true;
+}
+
 LogicalResult KernelWriter::write() {
   Block &body = fusion.getBody().front();
   auto outType = llvm::cast<RankedTensorType>(fusion.getResult().getType());
@@ -840,6 +904,8 @@ LogicalResult KernelWriter::write() {
     laneArgs.clear();
     next = 0;
   }
+  if (writeColumnReduction() && failed)
+    return failure();
   depth = 1;
   open("TCC_FOR_EACH(i)");
   std::string result = outputElement();

@@ -6,6 +6,7 @@
 #include "tcc/TccOps.h"
 
 #include "kernels/dropout_hash.h"
+#include "kernels/tcc_kernel.h"
 
 using namespace mlir;
 using tcc::data::Array;
@@ -218,11 +219,10 @@ bool notKernel(KernelContext &ctx) {
 
 bool geluKernel(KernelContext &ctx) {
   if (llvm::cast<GeluOp>(ctx.op).getApproximate() == GeluApprox::tanh)
-    return unary<Domain::Float>(ctx, [](auto x) {
-      using T = decltype(x);
-      const T k = static_cast<T>(0.7978845608028654); // sqrt(2 / pi)
-      return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
-    });
+    // The kernels' formula (runtime/kernels/tcc_kernel.h): its float tanh
+    // is a rational approximation, not libm's.
+    return unary<Domain::Float>(ctx,
+                                [](auto x) { return tcc_k::gelu_tanh(x); });
   return unary<Domain::Float>(ctx, [](auto x) {
     using T = decltype(x);
     return T(0.5) * x *

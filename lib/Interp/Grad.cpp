@@ -8,6 +8,8 @@
 
 #include "tcc/TccOps.h"
 
+#include "kernels/tcc_kernel.h"
+
 #include <cstring>
 
 using namespace mlir;
@@ -53,20 +55,16 @@ bool geluGradKernel(KernelContext &ctx) {
     using T = decltype(tag);
     const T *px = x.data<T>(), *pg = dy.data<T>();
     T *po = ctx.out().data<T>();
-    const T sqrt2OverPi = static_cast<T>(0.7978845608028654);
-    const T kappa = static_cast<T>(0.044715);
     const T invSqrt2 = static_cast<T>(0.7071067811865476);
     const T invSqrt2Pi = static_cast<T>(0.3989422804014327);
     for (int64_t i = 0, n = x.numElements(); i < n; ++i) {
-      T v = px[i], d;
-      if (tanhForm) {
-        T t = std::tanh(sqrt2OverPi * (v + kappa * v * v * v));
-        d = T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * sqrt2OverPi *
-                                      (T(1) + T(3) * kappa * v * v);
-      } else {
-        T cdf = T(0.5) * (T(1) + std::erf(v * invSqrt2));
-        d = cdf + v * invSqrt2Pi * std::exp(T(-0.5) * v * v);
+      T v = px[i];
+      if (tanhForm) { // the kernels' formula (runtime/kernels/tcc_kernel.h)
+        po[i] = tcc_k::gelu_grad_tanh(v, pg[i]);
+        continue;
       }
+      T cdf = T(0.5) * (T(1) + std::erf(v * invSqrt2));
+      T d = cdf + v * invSqrt2Pi * std::exp(T(-0.5) * v * v);
       po[i] = pg[i] * d;
     }
     return true;

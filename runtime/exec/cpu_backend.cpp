@@ -5,6 +5,7 @@
 
 #include "data/half.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/dropout_hash.h"
 
 #include <dlfcn.h>
@@ -22,7 +23,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <thread>
 
 namespace tcc::rt {
 
@@ -36,39 +36,15 @@ const Value *operand(const Function &fn, const std::vector<int64_t> &ids,
   return ids[i] < 0 ? nullptr : &fn.values[ids[i]];
 }
 
-/// Threads for the generated kernels: a few, never more than the machine has.
-unsigned kernelThreads() {
-  static const unsigned n = [] {
-    unsigned hw = std::thread::hardware_concurrency();
-    return std::max(1u, std::min(hw == 0 ? 1u : hw, 8u));
-  }();
-  return n;
-}
-
-/// fn over [0, n), split into contiguous chunks on a few threads when n is
-/// large. Every element is computed by itself, so the split cannot change a
-/// result.
+/// fn over [0, n), split into contiguous chunks on the persistent worker
+/// threads (kernels/cpu/parallel.h) when n is large. Every element is
+/// computed by itself, so the split cannot change a result.
 void runKernel(KernelFn fn, const void *const *inputs, void *output,
                int64_t n) {
   constexpr int64_t MinChunk = int64_t(1) << 15;
-  int64_t threads = std::min<int64_t>(kernelThreads(), n / MinChunk);
-  if (threads <= 1) {
-    fn(inputs, output, 0, n);
-    return;
-  }
-  int64_t chunk = (n + threads - 1) / threads;
-  std::vector<std::thread> pool;
-  int64_t begin = 0;
-  for (; begin + chunk < n; begin += chunk) {
-    try {
-      pool.emplace_back(fn, inputs, output, begin, begin + chunk);
-    } catch (...) { // no thread to be had: compute this chunk here
-      fn(inputs, output, begin, begin + chunk);
-    }
-  }
-  fn(inputs, output, begin, n);
-  for (std::thread &t : pool)
-    t.join();
+  cpu::parallel_for(n, MinChunk, [&](int64_t begin, int64_t end) {
+    fn(inputs, output, begin, end);
+  });
 }
 
 /// Integer ids/labels as int64 (the CPU kernels' type).
@@ -330,7 +306,7 @@ void CpuBackend::runSteps(size_t f, int64_t step, double *ms) {
       runStep(f, i, fb.ptrs.data());
       continue;
     }
-    // Steps run on this thread and join the threads they start (kernel
+    // Steps run on this thread and wait for the pool threads they use (kernel
     // chunks, OpenBLAS), so the wall time around one is its whole cost.
     Clock::time_point start = Clock::now();
     runStep(f, i, fb.ptrs.data());
@@ -350,7 +326,8 @@ namespace {
 /// them common (the tiny GPT of test/bench/gpt_bench.py: 0.45 s -> 0.23 s a
 /// step). Results change only below FLT_MIN (1.2e-38). The caller's
 /// floating-point environment is restored after the step. Threads the step
-/// starts inherit the mode; OpenBLAS's pool threads keep their own.
+/// runs on (kernels/cpu/parallel.h) take the mode; OpenBLAS's pool threads keep
+/// their own.
 class FlushSubnormals {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned saved = _mm_getcsr();

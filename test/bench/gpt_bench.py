@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Train-step benchmark: tcc against PyTorch eager and torch.compile on a GPT.
 
-    gpt_bench.py [--config tiny|gpt2-124m] [--device cpu|cuda]
+    gpt_bench.py [--config tiny|small|gpt2-124m] [--device cpu|cuda]
                  [--precision fp32|bf16] [--tf32] [--batch B] [--seq T]
                  [--steps N] [--warmup W] [--baselines eager,compile]
                  [--stage all|compile|run] [--work DIR] [--tcc BUILD/bin]
@@ -63,7 +63,7 @@ def parse(argv):
                                 epilog="\n\n".join(__doc__.split("\n\n")[2:]))
     p.add_argument("--config", choices=sorted(gpt_model.CONFIGS), default="tiny")
     p.add_argument("--device", choices=["cpu", "cuda"], default=None,
-                   help="tcc-run --backend and PyTorch's device (default: cpu for tiny, "
+                   help="tcc-run --backend and PyTorch's device (default: cpu for tiny and small, "
                         "cuda for gpt2-124m)")
     p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
                    help="bf16: `tcc compile --precision bf16`, PyTorch under "
@@ -130,6 +130,7 @@ def resolve(a):
     a.strip_weights = a.stage == "compile" and not a.keep_weights
     if a.cuda_arch is None:
         a.cuda_arch = "sm_90"
+    a.tcc = os.path.abspath(a.tcc)  # the profile runs in the work directory
     return c
 
 

@@ -28,6 +28,9 @@ ADAMW = dict(lr=1e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
 CONFIGS = {
     "tiny": dict(layers=2, embd=128, heads=4, vocab=512, vocab_real=512,
                  seq=64, batch=8, steps=20, warmup=3, init="torch"),
+    # The mid-size CPU model of issue 19: 4 layers, d=256, 4 heads, seq 128.
+    "small": dict(layers=4, embd=256, heads=4, vocab=1024, vocab_real=1024,
+                  seq=128, batch=8, steps=10, warmup=2, init="gpt2"),
     "gpt2-124m": dict(layers=12, embd=768, heads=12, vocab=50304, vocab_real=50257,
                       seq=1024, batch=8, steps=20, warmup=5, init="gpt2"),
 }

@@ -153,7 +153,27 @@ def write_weights(art, model):
     tmp = path + ".tmp"
     write_safetensors(tmp, out, tags)
     os.replace(tmp, path)
+    reseal(art, path)
     return path
+
+
+def reseal(art, path):
+    """Records `path`'s new size and SHA-256 in the artifact manifest's
+    integrity table (the runtime refuses a file that does not match it)."""
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    mpath = os.path.join(art, "manifest.json")
+    with open(mpath) as f:
+        manifest = json.load(f)
+    rel = os.path.relpath(path, art)
+    manifest.setdefault("integrity", {})[rel] = dict(bytes=os.path.getsize(path),
+                                                     sha256=h.hexdigest())
+    with open(mpath + ".tmp", "w") as f:
+        json.dump(manifest, f, indent=1)
+    os.replace(mpath + ".tmp", mpath)
 
 
 def write_safetensors(path, arrays, tags):

@@ -25,7 +25,9 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 
 using namespace mlir;
 using namespace testutil;
@@ -153,6 +155,35 @@ TEST_F(CodegenTest, PreludeHalfConversionsMatchRuntime) {
     ASSERT_EQ(tcc_k::f32_to_bf16(f), tcc::data::floatToBf16(f)) << u;
     ASSERT_EQ(tcc_k::f32_to_f16(f), tcc::data::floatToF16(f)) << u;
   }
+}
+
+// The prelude's float tanh of the tanh-GELU (a rational approximation, no
+// libm call) against tanh in double on a sweep of floats: relative error
+// at most 3.9e-7 (libm's tanhf: 1.7e-7 on the same sweep), and the special
+// values exact.
+TEST_F(CodegenTest, PreludeGeluTanhIsAccurate) {
+  double worst = 0, worstLibm = 0;
+  for (uint32_t u = 0; u < 0x41300000u; u += 997) { // [0, 11)
+    for (float x : {tcc::data::bitsFloat(u), -tcc::data::bitsFloat(u)}) {
+      double t = std::tanh(double(x));
+      if (t == 0)
+        continue;
+      worst =
+          std::max(worst, std::fabs(tcc_k::gelu_tanh_of(x) - t) / std::fabs(t));
+      worstLibm =
+          std::max(worstLibm, std::fabs(std::tanh(x) - t) / std::fabs(t));
+    }
+  }
+  EXPECT_LE(worst, 3.9e-7);
+  EXPECT_GT(worst, worstLibm); // the sweep reaches the approximation's error
+  EXPECT_LE(worstLibm, 1.7e-7);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(tcc_k::gelu_tanh_of(inf), 1.0f);
+  EXPECT_EQ(tcc_k::gelu_tanh_of(-inf), -1.0f);
+  EXPECT_EQ(tcc_k::gelu_tanh_of(20.0f), 1.0f);
+  EXPECT_TRUE(std::signbit(tcc_k::gelu_tanh_of(-0.0f)));
+  EXPECT_TRUE(std::isnan(tcc_k::gelu_tanh_of(std::nanf(""))));
+  EXPECT_EQ(tcc_k::gelu_tanh_of(1e-5f), 1e-5f);
 }
 
 TEST_F(CodegenTest, CudaFatbinCompiles) {

@@ -10,6 +10,7 @@
 #include "TestUtil.h"
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/parallel.h"
 #include "tcc/Interp/Interpreter.h"
 #include "tcc/TccOps.h"
 
@@ -20,10 +21,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <random>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 using namespace mlir;
 using tcc::data::Array;
@@ -305,7 +311,9 @@ TEST_F(CpuKernelsTest, AttentionMatchesInterpreter) {
   };
   for (Case c :
        {Case{3, 6, false, MaskKind::None}, Case{5, 5, true, MaskKind::None},
-        Case{4, 6, true, MaskKind::Keep}, Case{6, 4, false, MaskKind::Bias}}) {
+        Case{4, 6, true, MaskKind::Keep}, Case{6, 4, false, MaskKind::Bias},
+        // More rows than OpenBLAS's smallest blocks, split over the pool.
+        Case{37, 45, true, MaskKind::Keep}}) {
     SCOPED_TRACE("tq " + std::to_string(c.tq) + " tk " + std::to_string(c.tk) +
                  " causal " + std::to_string(c.causal) + " mask " +
                  std::to_string(int(c.mask)));
@@ -548,6 +556,54 @@ TEST_F(CpuKernelsTest, AdamwUpdateIsBitExact) {
                                       out.data(), out.data(), out.data(), n,
                                       3e-4, 0, 0.9, 0.95, 1e-8, 0.1));
   EXPECT_TRUE(std::isnan(out[0])) << "step 0 must write nothing";
+}
+
+//===----------------------------------------------------------------------===//
+// The worker pool (kernels/cpu/parallel.h)
+//===----------------------------------------------------------------------===//
+
+// Every index of [0, n) is run exactly once, in chunks of at least
+// min_chunk (but the last), also from inside a body (run inline), and the
+// workers take the caller's flush-to-zero mode.
+TEST_F(CpuKernelsTest, ParallelForRunsEachIndexOnce) {
+  ASSERT_GE(tcc::cpu::parallel_threads(), 1u);
+  for (int64_t n : {0, 1, 5, 1000, 100003})
+    for (int64_t minChunk : {1, 7, 4096}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " min_chunk " +
+                   std::to_string(minChunk));
+      std::vector<int> runs(size_t(n), 0), nested(size_t(n), 0);
+      std::vector<int64_t> shortChunks(1, 0);
+      std::mutex m;
+      tcc::cpu::parallel_for(n, minChunk, [&](int64_t begin, int64_t end) {
+        if (end - begin < minChunk && end != n) {
+          std::lock_guard<std::mutex> lock(m);
+          ++shortChunks[0];
+        }
+        for (int64_t i = begin; i < end; ++i)
+          ++runs[size_t(i)];
+        tcc::cpu::parallel_for(end - begin, 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i)
+            ++nested[size_t(begin + i)];
+        });
+      });
+      EXPECT_EQ(std::count(runs.begin(), runs.end(), 1), n);
+      EXPECT_EQ(std::count(nested.begin(), nested.end(), 1), n);
+      EXPECT_EQ(shortChunks[0], 0);
+    }
+#if defined(__x86_64__) || defined(__i386__)
+  // 1e-30 * 1e-10 is subnormal: flushed to 0 on every thread.
+  const int64_t n = 1 << 16;
+  std::vector<float> a(size_t(n), 1e-30f), b(size_t(n), 1e-10f),
+      c(size_t(n), 1.0f);
+  unsigned saved = _mm_getcsr();
+  _mm_setcsr(saved | 0x8040); // FTZ | DAZ
+  tcc::cpu::parallel_for(n, 1024, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      c[size_t(i)] = a[size_t(i)] * b[size_t(i)];
+  });
+  _mm_setcsr(saved);
+  EXPECT_EQ(std::count(c.begin(), c.end(), 0.0f), n);
+#endif
 }
 
 } // namespace

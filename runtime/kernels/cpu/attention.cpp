@@ -1,59 +1,46 @@
-// Reference attention, forward and backward, with the interpreter's
-// arithmetic (lib/Interp/Attention.h, Contract.cpp, Grad.cpp): one row of
-// scores per query, dot products in double, the forward's scores and
-// softmax in float (as a float32 kernel's) and the backward's in double.
-// The flash-style kernels will replace this on the hot path; this one is
-// the CPU backend's baseline and its oracle.
+// Attention, forward and backward, as GEMMs and row softmaxes per (batch,
+// head): S = scale * Q K^T (OpenBLAS), the causal and key masks, P =
+// softmax(S) by row (softmax_rows), O = P V; the backward recomputes P and
+// runs dP = dO V^T, dS = P * (dP - rowsum(P * dP)) * scale, dQ = dS K,
+// dK = dS^T Q, dV = P^T dO. The (batch, head) pairs are independent and run
+// on the worker pool (parallel.h), each written by one thread.
+//
+// Numerics: the GEMMs accumulate in float in OpenBLAS's order, where the
+// interpreter (lib/Interp/Attention.h) sums the dot products in double; the
+// softmax and its row sums follow softmax_rows (double row sums). Against
+// the interpreter the results agree to ~1e-6 relative for the head sizes of
+// the test models (test/unit/CpuKernelsTest.cpp states the tolerance).
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/parallel.h"
 
-#include <algorithm>
-#include <cmath>
+#include <cstddef>
 #include <limits>
 #include <vector>
 
 namespace tcc::cpu {
 namespace {
 
-/// In-place softmax of p[0, n) in S, with the interpreter's rules: an all
-/// -inf or NaN-containing row becomes NaN.
-template <class S> void softmaxInPlace(S *p, int64_t n) {
-  S m = -std::numeric_limits<S>::infinity();
-  bool nan = false;
-  for (int64_t j = 0; j < n; ++j) {
-    nan |= std::isnan(p[j]);
-    m = p[j] > m ? p[j] : m;
-  }
-  double sum = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    S e = nan ? std::numeric_limits<S>::quiet_NaN() : std::exp(p[j] - m);
-    p[j] = e;
-    sum += e;
-  }
-  S total = static_cast<S>(sum);
-  for (int64_t j = 0; j < n; ++j)
-    p[j] /= total;
-}
-
-/// p[j] = softmax_j(scale * q.k_j + mask) for query i of batch b; hidden
-/// keys (causal j > i, keep[j] == 0) are -inf before the softmax.
-template <class S>
-void probs(const float *query, const float *keys, int64_t tk, int64_t d,
-           double scale, bool causal, KeyMask mask, int64_t b, int64_t i,
-           S *p) {
-  const S inf = std::numeric_limits<S>::infinity();
-  for (int64_t j = 0; j < tk; ++j) {
-    double dot = 0;
-    for (int64_t e = 0; e < d; ++e)
-      dot += static_cast<double>(query[e]) * keys[j * d + e];
-    p[j] = static_cast<S>(scale * dot);
-    if (causal && j > i)
-      p[j] = -inf;
-    if (mask.keep && !mask.keep[b * tk + j])
-      p[j] = -inf;
+/// P (tq x tk) = softmax(scale * q k^T + mask) of one (batch b, head) pair;
+/// hidden keys (causal j > i, keep[j] == 0) are -inf before the softmax.
+void probs(const float *q, const float *k, int64_t tq, int64_t tk, int64_t d,
+           double scale, bool causal, KeyMask mask, int64_t b, float *p) {
+  gemm(false, true, 1, tq, tk, d, static_cast<float>(scale), q, 0, k, 0, 0.0f,
+       p, 0);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < tq; ++i) {
+    float *row = p + i * tk;
+    if (causal)
+      for (int64_t j = i + 1; j < tk; ++j)
+        row[j] = -inf;
+    if (mask.keep)
+      for (int64_t j = 0; j < tk; ++j)
+        if (!mask.keep[b * tk + j])
+          row[j] = -inf;
     if (mask.bias)
-      p[j] += mask.bias[b * tk + j];
+      for (int64_t j = 0; j < tk; ++j)
+        row[j] += mask.bias[b * tk + j];
   }
-  softmaxInPlace(p, tk);
+  softmax_rows(p, p, tq, tk);
 }
 
 } // namespace
@@ -62,23 +49,15 @@ void attention_fwd(const float *q, const float *k, const float *v, float *out,
                    int64_t batch, int64_t heads, int64_t tq, int64_t tk,
                    int64_t d, int64_t dv, double scale, bool causal,
                    KeyMask mask) {
-  std::vector<float> p(tk);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < heads; ++h) {
-      int64_t bh = b * heads + h;
-      const float *qp = q + bh * tq * d, *kp = k + bh * tk * d;
-      const float *vp = v + bh * tk * dv;
-      float *po = out + bh * tq * dv;
-      for (int64_t i = 0; i < tq; ++i) {
-        probs(qp + i * d, kp, tk, d, scale, causal, mask, b, i, p.data());
-        for (int64_t e = 0; e < dv; ++e) {
-          double sum = 0;
-          for (int64_t j = 0; j < tk; ++j)
-            sum += static_cast<double>(p[j]) * vp[j * dv + e];
-          po[i * dv + e] = static_cast<float>(sum);
-        }
-      }
+  parallel_for(batch * heads, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> p(std::size_t(tq * tk));
+    for (int64_t bh = begin; bh < end; ++bh) {
+      probs(q + bh * tq * d, k + bh * tk * d, tq, tk, d, scale, causal, mask,
+            bh / heads, p.data());
+      gemm(false, false, 1, tq, dv, tk, 1.0f, p.data(), 0, v + bh * tk * dv, 0,
+           0.0f, out + bh * tq * dv, 0);
     }
+  });
 }
 
 void attention_bwd(const float *q, const float *k, const float *v,
@@ -86,46 +65,33 @@ void attention_bwd(const float *q, const float *k, const float *v,
                    int64_t batch, int64_t heads, int64_t tq, int64_t tk,
                    int64_t d, int64_t dvDim, double scale, bool causal,
                    KeyMask mask) {
-  std::vector<double> p(tk), dp(tk), dkAcc(tk * d), dvAcc(tk * dvDim);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < heads; ++h) {
-      int64_t bh = b * heads + h;
+  parallel_for(batch * heads, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> p(std::size_t(tq * tk)), ds(std::size_t(tq * tk));
+    for (int64_t bh = begin; bh < end; ++bh) {
       const float *qp = q + bh * tq * d, *kp = k + bh * tk * d;
       const float *vp = v + bh * tk * dvDim, *gp = dout + bh * tq * dvDim;
-      float *dqp = dq + bh * tq * d;
-      std::fill(dkAcc.begin(), dkAcc.end(), 0.0);
-      std::fill(dvAcc.begin(), dvAcc.end(), 0.0);
+      probs(qp, kp, tq, tk, d, scale, causal, mask, bh / heads, p.data());
+      // dP = dO V^T into ds, then dS = scale * P * (dP - sum_j P dP) by row.
+      gemm(false, true, 1, tq, tk, dvDim, 1.0f, gp, 0, vp, 0, 0.0f, ds.data(),
+           0);
       for (int64_t i = 0; i < tq; ++i) {
-        probs(qp + i * d, kp, tk, d, scale, causal, mask, b, i, p.data());
-        // dp_j = do . v_j; pdp = sum_j p_j dp_j; dv_j += p_j do.
+        const float *pr = p.data() + i * tk;
+        float *sr = ds.data() + i * tk;
         double pdp = 0;
-        for (int64_t j = 0; j < tk; ++j) {
-          double dot = 0;
-          for (int64_t e = 0; e < dvDim; ++e) {
-            dot += static_cast<double>(gp[i * dvDim + e]) * vp[j * dvDim + e];
-            dvAcc[j * dvDim + e] += p[j] * gp[i * dvDim + e];
-          }
-          dp[j] = dot;
-          pdp += p[j] * dot;
-        }
-        for (int64_t e = 0; e < d; ++e) {
-          double sum = 0;
-          for (int64_t j = 0; j < tk; ++j)
-            sum += p[j] * (dp[j] - pdp) * kp[j * d + e];
-          dqp[i * d + e] = static_cast<float>(scale * sum);
-        }
-        for (int64_t j = 0; j < tk; ++j) {
-          double ds = scale * p[j] * (dp[j] - pdp);
-          for (int64_t e = 0; e < d; ++e)
-            dkAcc[j * d + e] += ds * qp[i * d + e];
-        }
+        for (int64_t j = 0; j < tk; ++j)
+          pdp += static_cast<double>(pr[j]) * sr[j];
+        const float f = static_cast<float>(pdp), s = static_cast<float>(scale);
+        for (int64_t j = 0; j < tk; ++j)
+          sr[j] = s * (pr[j] * (sr[j] - f));
       }
-      float *dkp = dk + bh * tk * d, *dvp = dv + bh * tk * dvDim;
-      for (int64_t e = 0; e < tk * d; ++e)
-        dkp[e] = static_cast<float>(dkAcc[e]);
-      for (int64_t e = 0; e < tk * dvDim; ++e)
-        dvp[e] = static_cast<float>(dvAcc[e]);
+      gemm(false, false, 1, tq, d, tk, 1.0f, ds.data(), 0, kp, 0, 0.0f,
+           dq + bh * tq * d, 0);
+      gemm(true, false, 1, tk, d, tq, 1.0f, ds.data(), 0, qp, 0, 0.0f,
+           dk + bh * tk * d, 0);
+      gemm(true, false, 1, tk, dvDim, tq, 1.0f, p.data(), 0, gp, 0, 0.0f,
+           dv + bh * tk * dvDim, 0);
     }
+  });
 }
 
 } // namespace tcc::cpu

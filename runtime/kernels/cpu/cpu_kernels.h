@@ -9,8 +9,10 @@
 // double and where values round to float: the interpreter is the oracle the
 // backend is tested against, so matching its arithmetic keeps those tests
 // tight. The GEMM is the exception: it is OpenBLAS, whose summation order
-// differs (relative error ~1e-6). Everything is single-threaded apart from
-// OpenBLAS, so results are deterministic.
+// differs (relative error ~1e-6), and so is attention, built on it.
+// Attention splits its (batch, head) pairs over the worker pool
+// (parallel.h), each pair computed by one thread; everything else is
+// single-threaded apart from OpenBLAS. Results are deterministic.
 //
 // No LLVM or MLIR here: the runtime links this library.
 //
@@ -79,7 +81,8 @@ void layer_norm_bwd(const float *x, const float *scale, const float *dy,
                     double eps);
 
 //===----------------------------------------------------------------------===//
-// Attention over [B, H, T, D] (reference form: materialises one score row)
+// Attention over [B, H, T, D]: GEMMs and row softmaxes per (batch, head),
+// one tq x tk score matrix at a time
 //===----------------------------------------------------------------------===//
 
 /// The optional key mask of tcc.attention, [B, Tk]: at most one is set.
@@ -97,7 +100,7 @@ void attention_fwd(const float *q, const float *k, const float *v, float *out,
                    KeyMask mask = {});
 
 /// dq, dk, dv of attention_fwd given dout (tcc.attention_grad); the
-/// probabilities are recomputed in double with the forward's masking.
+/// probabilities are recomputed as the forward computes them.
 void attention_bwd(const float *q, const float *k, const float *v,
                    const float *dout, float *dq, float *dk, float *dv,
                    int64_t batch, int64_t heads, int64_t tq, int64_t tk,

@@ -1,7 +1,11 @@
-// Batched GEMM on OpenBLAS: one cblas_sgemm per batch matrix. Batches in
-// tcc graphs are few (heads x batch at most) and each GEMM is large enough
-// for OpenBLAS's own threading, so looping here costs little.
+// Batched GEMM on OpenBLAS: one cblas_sgemm per batch matrix. When OpenBLAS
+// runs on one thread (OPENBLAS_NUM_THREADS=1, or a build without threads)
+// the work is split over the worker pool (parallel.h) instead: the batch
+// matrices, or for one matrix its rows of C, each range computed by one
+// sgemm call. The split depends only on the shape and the thread count, so
+// results are deterministic run to run.
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/parallel.h"
 
 #include <cblas.h>
 
@@ -19,12 +23,35 @@ void gemm(bool transA, bool transB, int64_t batch, int64_t m, int64_t n,
   blasint lda = static_cast<blasint>(std::max<int64_t>(1, transA ? m : k));
   blasint ldb = static_cast<blasint>(std::max<int64_t>(1, transB ? k : n));
   blasint ldc = static_cast<blasint>(n);
-  for (int64_t i = 0; i < batch; ++i)
+  // C rows [r0, r1) of batch matrix i.
+  auto rows = [&](int64_t i, int64_t r0, int64_t r1) {
     cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-                transB ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-                static_cast<blasint>(n), static_cast<blasint>(k), alpha,
-                a + i * strideA, lda, b + i * strideB, ldb, beta,
-                c + i * strideC, ldc);
+                transB ? CblasTrans : CblasNoTrans,
+                static_cast<blasint>(r1 - r0), static_cast<blasint>(n),
+                static_cast<blasint>(k), alpha,
+                a + i * strideA + (transA ? r0 : r0 * lda), lda,
+                b + i * strideB, ldb, beta, c + i * strideC + r0 * ldc, ldc);
+  };
+  // Below ~1 MFLOP, a wake-up costs more than it saves.
+  const int64_t flops = 2 * m * n * std::max<int64_t>(k, 1) * batch;
+  const bool split = openblas_get_num_threads() == 1 && flops >= (1 << 20);
+  if (!split) {
+    for (int64_t i = 0; i < batch; ++i)
+      rows(i, 0, m);
+    return;
+  }
+  if (batch > 1) {
+    parallel_for(batch, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        rows(i, 0, m);
+    });
+    return;
+  }
+  // Row blocks of at least 32 (OpenBLAS's kernels work on blocks of rows),
+  // each at least ~512 KFLOP.
+  int64_t minRows = std::max<int64_t>(32, ((int64_t(1) << 19) + 2 * n * k - 1) /
+                                              std::max<int64_t>(1, 2 * n * k));
+  parallel_for(m, minRows, [&](int64_t r0, int64_t r1) { rows(0, r0, r1); });
 }
 
 } // namespace tcc::cpu

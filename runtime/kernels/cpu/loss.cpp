@@ -1,10 +1,15 @@
 // Softmax cross-entropy and its logits gradient over contiguous rows, with
 // the interpreter's arithmetic (lib/Interp/Train.cpp): logsumexp and the
-// loss sum in double, probabilities never stored.
+// loss sum in double; the gradient keeps one row's exponentials (double).
+// Rows run on the worker pool (parallel.h), each row on one thread; the
+// loss sums the rows' terms in row order afterwards, so the split changes
+// no bit.
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/parallel.h"
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace tcc::cpu {
 namespace {
@@ -27,23 +32,44 @@ bool labelInRange(int64_t label, int64_t classes) {
   return label >= 0 && label < classes;
 }
 
+/// Rows per chunk of the pool: at least ~64K logits.
+int64_t rowChunk(int64_t classes) {
+  return std::max<int64_t>(1,
+                           (int64_t(1) << 16) / std::max<int64_t>(1, classes));
+}
+
+/// The first row of [0, rows) whose label is neither ignoreIndex nor a
+/// class, or -1.
+int64_t badRow(const int64_t *labels, int64_t rows, int64_t classes,
+               int64_t ignoreIndex) {
+  for (int64_t r = 0; r < rows; ++r)
+    if (labels[r] != ignoreIndex && !labelInRange(labels[r], classes))
+      return r;
+  return -1;
+}
+
 } // namespace
 
 int64_t cross_entropy_fwd(const float *logits, const int64_t *labels,
                           int64_t rows, int64_t classes, int64_t ignoreIndex,
                           float *lossSum, float *count) {
+  if (int64_t bad = badRow(labels, rows, classes, ignoreIndex); bad >= 0)
+    return bad;
+  std::vector<double> term(std::size_t(std::max<int64_t>(rows, 0)));
+  parallel_for(rows, rowChunk(classes), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      if (labels[r] != ignoreIndex) {
+        const float *row = logits + r * classes;
+        term[std::size_t(r)] = logSumExp(row, classes) - double(row[labels[r]]);
+      }
+  });
   double sum = 0;
   int64_t n = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t label = labels[r];
-    if (label == ignoreIndex)
-      continue;
-    if (!labelInRange(label, classes))
-      return r;
-    const float *row = logits + r * classes;
-    sum += logSumExp(row, classes) - double(row[label]);
-    ++n;
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    if (labels[r] != ignoreIndex) {
+      sum += term[std::size_t(r)];
+      ++n;
+    }
   *lossSum = static_cast<float>(sum);
   *count = static_cast<float>(n);
   return -1;
@@ -52,23 +78,45 @@ int64_t cross_entropy_fwd(const float *logits, const int64_t *labels,
 int64_t cross_entropy_grad(const float *logits, const int64_t *labels,
                            float lossSumGrad, float *dlogits, int64_t rows,
                            int64_t classes, int64_t ignoreIndex) {
+  if (int64_t bad = badRow(labels, rows, classes, ignoreIndex); bad >= 0)
+    return bad;
   double g = lossSumGrad;
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t label = labels[r];
-    float *drow = dlogits + r * classes;
-    if (label == ignoreIndex) {
-      std::fill(drow, drow + classes, 0.0f);
-      continue;
+  parallel_for(rows, rowChunk(classes), [&](int64_t begin, int64_t end) {
+    std::vector<double> e(static_cast<std::size_t>(classes));
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t label = labels[r];
+      float *drow = dlogits + r * classes;
+      if (label == ignoreIndex) {
+        std::fill(drow, drow + classes, 0.0f);
+        continue;
+      }
+      // p_j = exp(x_j - m) / sum_k exp(x_k - m): one exp per logit; the
+      // interpreter's exp(x_j - logsumexp) differs only by double rounding
+      // (~1e-16 relative) before the result rounds to float.
+      const float *row = logits + r * classes;
+      double m = -INFINITY;
+      for (int64_t j = 0; j < classes; ++j)
+        if (double(row[j]) > m || std::isnan(double(row[j])))
+          m = row[j];
+      if (std::isinf(m)) { // no finite shift: the reference formula
+        double lse = logSumExp(row, classes);
+        for (int64_t j = 0; j < classes; ++j) {
+          double p = std::exp(double(row[j]) - lse);
+          drow[j] = static_cast<float>((p - (j == label ? 1.0 : 0.0)) * g);
+        }
+        continue;
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < classes; ++j) {
+        e[std::size_t(j)] = std::exp(double(row[j]) - m);
+        sum += e[std::size_t(j)];
+      }
+      for (int64_t j = 0; j < classes; ++j) {
+        double p = e[std::size_t(j)] / sum;
+        drow[j] = static_cast<float>((p - (j == label ? 1.0 : 0.0)) * g);
+      }
     }
-    if (!labelInRange(label, classes))
-      return r;
-    const float *row = logits + r * classes;
-    double lse = logSumExp(row, classes);
-    for (int64_t j = 0; j < classes; ++j) {
-      double p = std::exp(double(row[j]) - lse);
-      drow[j] = static_cast<float>((p - (j == label ? 1.0 : 0.0)) * g);
-    }
-  }
+  });
   return -1;
 }
 

@@ -3,8 +3,10 @@
 // tensor op rounds to float, Python scalars are doubles rounded to float
 // where they meet a tensor, and `t.add_(u, alpha=a)` / addcmul_ are one
 // fused multiply-add each (ATen's vec::fmadd). Compiled with
-// -ffp-contract=off so the compiler adds no other fusions.
+// -ffp-contract=off so the compiler adds no other fusions. Elements are
+// independent: large tensors are split over the worker pool (parallel.h).
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/parallel.h"
 
 #include "data/half.h"
 
@@ -20,6 +22,9 @@ inline void writeWorking(const WorkingCopy &w, int64_t i, float p) {
     w.data[i] = w.bf16 ? data::floatToBf16(p) : data::floatToF16(p);
 }
 
+/// Elements per chunk of the pool.
+constexpr int64_t Chunk = int64_t(1) << 14;
+
 } // namespace
 
 void sgd_update(const float *param, const float *grad, const float *buf,
@@ -29,21 +34,23 @@ void sgd_update(const float *param, const float *grad, const float *buf,
   const bool useBuf = momentum != 0;
   const float wd = float(weightDecay), mom = float(momentum),
               negLr = float(-lr);
-  for (int64_t i = 0; i < n; ++i) {
-    float p = param[i], d = grad[i];
-    if (weightDecay != 0)
-      d = std::fma(p, wd, d); // d_p = d_p.add(param, alpha=weight_decay)
-    if (useBuf) {
-      // buf.mul_(momentum).add_(d_p, alpha=1 - dampening); a zero buffer
-      // gives d_p exactly, as PyTorch's first-step clone does.
-      float b = std::fma(d, 1.0f, float(buf[i] * mom));
-      newBuf[i] = b;
-      d = nesterov ? std::fma(b, mom, d) : b;
+  parallel_for(n, Chunk, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float p = param[i], d = grad[i];
+      if (weightDecay != 0)
+        d = std::fma(p, wd, d); // d_p = d_p.add(param, alpha=weight_decay)
+      if (useBuf) {
+        // buf.mul_(momentum).add_(d_p, alpha=1 - dampening); a zero buffer
+        // gives d_p exactly, as PyTorch's first-step clone does.
+        float b = std::fma(d, 1.0f, float(buf[i] * mom));
+        newBuf[i] = b;
+        d = nesterov ? std::fma(b, mom, d) : b;
+      }
+      float np = std::fma(d, negLr, p); // param.add_(d_p, alpha=-lr)
+      newParam[i] = np;
+      writeWorking(working, i, np);
     }
-    float np = std::fma(d, negLr, p); // param.add_(d_p, alpha=-lr)
-    newParam[i] = np;
-    writeWorking(working, i, np);
-  }
+  });
 }
 
 bool adamw_update(const float *param, const float *grad, const float *expAvg,
@@ -64,23 +71,25 @@ bool adamw_update(const float *param, const float *grad, const float *expAvg,
   const float oneMinusB1 = float(1 - beta1), oneMinusB2 = float(1 - beta2);
   const float bc2Sqrt = float(biasCorrection2Sqrt), epsF = float(eps),
               negStep = float(-stepSize);
-  for (int64_t i = 0; i < n; ++i) {
-    float g = grad[i];
-    // param.mul_(1 - lr * weight_decay)
-    float p = param[i] * decay;
-    // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-    float m = std::fma(g, oneMinusB1, float(expAvg[i] * b1));
-    // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    float v = std::fma(float(oneMinusB2 * g), g, float(expAvgSq[i] * b2));
-    // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-    float denom = float(float(std::sqrt(v)) / bc2Sqrt) + epsF;
-    // param.addcdiv_(exp_avg, denom, value=-step_size)
-    float np = p + float(float(negStep * m) / denom);
-    newParam[i] = np;
-    writeWorking(working, i, np);
-    newExpAvg[i] = m;
-    newExpAvgSq[i] = v;
-  }
+  parallel_for(n, Chunk, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float g = grad[i];
+      // param.mul_(1 - lr * weight_decay)
+      float p = param[i] * decay;
+      // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+      float m = std::fma(g, oneMinusB1, float(expAvg[i] * b1));
+      // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+      float v = std::fma(float(oneMinusB2 * g), g, float(expAvgSq[i] * b2));
+      // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+      float denom = float(float(std::sqrt(v)) / bc2Sqrt) + epsF;
+      // param.addcdiv_(exp_avg, denom, value=-step_size)
+      float np = p + float(float(negStep * m) / denom);
+      newParam[i] = np;
+      writeWorking(working, i, np);
+      newExpAvg[i] = m;
+      newExpAvgSq[i] = v;
+    }
+  });
   return true;
 }
 
