@@ -229,6 +229,7 @@ void registerSliceGatherConverters(ConverterTable &table);
 void registerReduceConverters(ConverterTable &table);
 void registerNnConverters(ConverterTable &table);
 void registerLossConverters(ConverterTable &table);
+void registerVisionConverters(ConverterTable &table);
 
 /// Decides which initializers become tcc.params; see Initializers.cpp.
 struct InitializerPlan {

@@ -316,6 +316,7 @@ const ConverterTable &converterTable() {
     registerReduceConverters(t);
     registerNnConverters(t);
     registerLossConverters(t);
+    registerVisionConverters(t);
     return t;
   }();
   return table;
