@@ -30,16 +30,11 @@ struct Window2d {
   int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
   int64_t dh = 1, dw = 1;
 
-  /// Output rows / columns for an input of `h` / `w`; 0 when the dilated
+  /// Output rows / columns for an input of `h` / `w`; <= 0 when the dilated
   /// window does not fit the padded input.
-  int64_t outH(int64_t h) const {
-    return outDim(h, padTop + padBottom, kh, sh, dh);
-  }
-  int64_t outW(int64_t w) const {
-    return outDim(w, padLeft + padRight, kw, sw, dw);
-  }
-  static int64_t outDim(int64_t in, int64_t pads, int64_t k, int64_t s,
-                        int64_t d) {
+  int64_t outH(int64_t h) const { return outDim(h, padTop + padBottom, kh, sh, dh); }
+  int64_t outW(int64_t w) const { return outDim(w, padLeft + padRight, kw, sw, dw); }
+  static int64_t outDim(int64_t in, int64_t pads, int64_t k, int64_t s, int64_t d) {
     int64_t span = in + pads - d * (k - 1) - 1;
     return span < 0 ? 0 : span / s + 1;
   }
