@@ -1,6 +1,7 @@
-// Convolution, pooling and batch normalisation: Conv, MaxPool, AveragePool,
-// GlobalAveragePool, GlobalMaxPool, BatchNormalization. tcc's window ops are
+// Convolution, pooling, batch normalisation and padding: Conv, MaxPool,
+// AveragePool, GlobalAveragePool, GlobalMaxPool, BatchNormalization, Pad. tcc's window ops are
 // 2-D over NCHW; 1-D forms ([N, C, L]) run as H = 1.
+#include "ConstFold.h"
 #include "Importer.h"
 
 #include <algorithm>
@@ -323,6 +324,114 @@ LogicalResult convertBatchNorm(NodeImporter &n) {
   return failed(y) ? failure() : n.setOutput(0, *y);
 }
 
+/// Pad (opset 11+: pads and constant_value as inputs known at import time)
+/// in constant, edge and reflect mode: per padded dim a concat of the input
+/// with the padding, a broadcast constant, a broadcast edge slice or a
+/// reversed slice. Negative pads crop with a slice. Built of tcc ops, so
+/// its gradient is theirs.
+LogicalResult convertPad(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 3)) || failed(n.expectAttrs({"mode"})))
+    return failure();
+  RankedTensorType type = n.inputType(0);
+  int64_t rank = type.getRank();
+  auto pads = n.intsInput(1, "pads");
+  if (failed(pads))
+    return failure();
+  if (int64_t(pads->size()) != 2 * rank)
+    return n.fail("pads has " + std::to_string(pads->size()) +
+                  " values for an input of rank " + std::to_string(rank));
+  std::string mode = "constant";
+  if (const onnx::AttributeProto *a = n.attr("mode"))
+    mode = a->s();
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    return n.unsupported("mode '" + mode + "'");
+  double fill = 0;
+  if (n.hasInput(2)) {
+    DenseElementsAttr c = n.constantInput(2);
+    if (!c)
+      return n.notConstant(2, "constant_value");
+    if (c.getNumElements() != 1)
+      return n.fail("constant_value must be a scalar");
+    fill = toLit(c)->asDouble(0);
+  }
+  Value x = n.input(0);
+  auto shapeOf = [](Value v) {
+    return llvm::SmallVector<int64_t>(
+        llvm::cast<RankedTensorType>(v.getType()).getShape());
+  };
+  auto slice = [&](Value v, int64_t d, int64_t start, int64_t limit,
+                   int64_t stride) -> FailureOr<Value> {
+    llvm::SmallVector<int64_t> shape = shapeOf(v), starts(rank, 0),
+                                      limits(shape), strides(rank, 1);
+    starts[d] = start;
+    limits[d] = limit;
+    strides[d] = stride;
+    auto op = n.create<SliceOp>(v, starts, limits, strides);
+    if (failed(op))
+      return failure();
+    return Value(*op);
+  };
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t begin = (*pads)[d], end = (*pads)[d + rank];
+    int64_t dim = shapeOf(x)[d];
+    if (begin < 0 || end < 0) {
+      auto cropped = slice(x, d, std::max<int64_t>(0, -begin),
+                           dim - std::max<int64_t>(0, -end), 1);
+      if (failed(cropped))
+        return failure();
+      x = *cropped;
+      dim = shapeOf(x)[d];
+    }
+    begin = std::max<int64_t>(0, begin);
+    end = std::max<int64_t>(0, end);
+    if (begin == 0 && end == 0)
+      continue;
+    if (mode == "reflect" && (begin >= dim || end >= dim))
+      return n.unsupported("reflect pads of " + std::to_string(begin) +
+                           " and " + std::to_string(end) + " on a dim of " +
+                           std::to_string(dim));
+    if (mode == "edge" && dim == 0)
+      return n.fail("edge padding of an empty dim");
+    llvm::SmallVector<Value> parts;
+    for (bool before : {true, false}) {
+      int64_t count = before ? begin : end;
+      if (count == 0) {
+        if (!before)
+          break;
+        parts.push_back(x);
+        continue;
+      }
+      llvm::SmallVector<int64_t> shape = shapeOf(x);
+      shape[d] = count;
+      FailureOr<Value> part = failure();
+      if (mode == "constant") {
+        part = n.broadcast(n.scalar(type.getElementType(), fill), shape);
+      } else if (mode == "edge") {
+        auto e = before ? slice(x, d, 0, 1, 1) : slice(x, d, dim - 1, dim, 1);
+        if (failed(e))
+          return failure();
+        part = n.broadcast(*e, shape);
+      } else {
+        part = before ? slice(x, d, count, 0, -1)
+                      : slice(x, d, dim - 2, dim - 2 - count, -1);
+      }
+      if (failed(part))
+        return failure();
+      if (before) {
+        parts.push_back(*part);
+        parts.push_back(x);
+      } else {
+        parts.push_back(*part);
+      }
+    }
+    auto op = n.create<ConcatOp>(parts, d);
+    if (failed(op))
+      return failure();
+    x = *op;
+  }
+  return n.setOutput(0, x);
+}
+
 } // namespace
 
 void registerVisionConverters(ConverterTable &table) {
@@ -332,6 +441,7 @@ void registerVisionConverters(ConverterTable &table) {
   table["GlobalAveragePool"] = convertGlobalPool<ReduceMeanOp>;
   table["GlobalMaxPool"] = convertGlobalPool<ReduceMaxOp>;
   table["BatchNormalization"] = convertBatchNorm;
+  table["Pad"] = convertPad;
 }
 
 } // namespace tcc::onnx_import

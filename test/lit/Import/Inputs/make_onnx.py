@@ -504,6 +504,20 @@ def vision():
                   vi("c1", F, [1, 6, 7])], inits)
 
 
+def pad_modes():
+    """Pad: constant (value 1.5) on both dims, reflect with a negative pad
+    that crops, edge."""
+    n = helper.make_node
+    nodes = [const("p1", np.array([0, 1, 0, 2], np.int64)), const("v", np.float32(1.5)),
+             const("p2", np.array([1, -1, 2, 0], np.int64)),
+             const("p3", np.array([0, 2, 0, 0], np.int64)),
+             n("Pad", ["x", "p1", "v"], ["c"], name="pc"),
+             n("Pad", ["x", "p2"], ["r"], name="pr", mode="reflect"),
+             n("Pad", ["x", "p3"], ["e"], name="pe", mode="edge")]
+    return model(nodes, [vi("x", F, [3, 4])],
+                 [vi("c", F, [3, 7]), vi("r", F, [6, 3]), vi("e", F, [3, 6])])
+
+
 def conv3d():
     return model([helper.make_node("Conv", ["x", "w"], ["y"], name="c3")],
                  [vi("x", F, [1, 1, 4, 4, 4])], [vi("y", F, [1, 1, 3, 3, 3])],
