@@ -110,4 +110,50 @@ def Tcc_CrossEntropyGradOp : Tcc_Op<"cross_entropy_grad", [Pure, Tcc_LibraryCall
   let hasVerifier = 1;
 }
 
+def Tcc_ConvGradOp : Tcc_Op<"conv_grad", [Pure, InferTypeOpAdaptor, Tcc_ContractionCall]> {
+  let callFamily = "conv";
+  let summary = "gradients of conv w.r.t. input, weight and bias";
+  let description = [{
+    Same operands (less the bias) and attributes as the `tcc.conv` it
+    differentiates, plus the gradient of its result. `bias_grad` (`[M]`) is
+    always produced (dead when the conv has no bias).
+  }];
+  let arguments = !con((ins Tcc_FloatTensor:$input, Tcc_FloatTensor:$weight,
+                            Tcc_FloatTensor:$result_grad),
+                       Tcc_WindowAttrs, (ins DefaultValuedAttr<I64Attr, "1">:$group));
+  let results = (outs Tcc_FloatTensor:$input_grad, Tcc_FloatTensor:$weight_grad,
+                      Tcc_FloatTensor:$bias_grad);
+  let extraClassDeclaration = [{ ::tcc::Window2d getWindow(); }];
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_MaxPoolGradOp : Tcc_Op<"max_pool_grad", [Pure, InferTypeOpAdaptor, Tcc_LibraryCall]> {
+  let callFamily = "pool";
+  let summary = "input gradient of max_pool";
+  let description = [{
+    Adds each result gradient to the input position of its window's first
+    maximum (recomputed from `input`).
+  }];
+  let arguments = !con((ins Tcc_FloatTensor:$input, Tcc_FloatTensor:$result_grad),
+                       Tcc_PoolAttrs);
+  let results = (outs Tcc_FloatTensor:$input_grad);
+  let extraClassDeclaration = [{ ::tcc::Window2d getWindow(); }];
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_AvgPoolGradOp : Tcc_Op<"avg_pool_grad", [Pure, InferTypeOpAdaptor, Tcc_LibraryCall]> {
+  let callFamily = "pool";
+  let summary = "input gradient of avg_pool";
+  let description = [{
+    Spreads each result gradient, divided by its window's count, over the
+    window's input positions. `input` gives the input shape only.
+  }];
+  let arguments = !con((ins Tcc_FloatTensor:$input, Tcc_FloatTensor:$result_grad),
+                       Tcc_PoolAttrs,
+                       (ins DefaultValuedAttr<BoolAttr, "false">:$count_include_pad));
+  let results = (outs Tcc_FloatTensor:$input_grad);
+  let extraClassDeclaration = [{ ::tcc::Window2d getWindow(); }];
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
 #endif // TCC_GRAD_OPS_TD

@@ -11,6 +11,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "tcc/TccShapes.h"
 #include "tcc/TccTraits.h"
 
 #include "tcc/TccDialect.h.inc"

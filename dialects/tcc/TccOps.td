@@ -327,6 +327,68 @@ def Tcc_DropoutOp : Tcc_Op<"dropout", [InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryC
 }
 
 //===----------------------------------------------------------------------===//
+// Convolution and pooling over NCHW (1-D forms are imported as H = 1)
+//===----------------------------------------------------------------------===//
+
+// The window of a 2-D convolution or pooling: strides, the zero padding
+// before (top, left) and after (bottom, right) each spatial dim, and the
+// dilation of the window. The output size per dim is
+// `(in + pad_begin + pad_end - dilation * (window - 1) - 1) / stride + 1`.
+defvar Tcc_WindowAttrs = (ins
+    DefaultValuedAttr<I64Attr, "1">:$stride_h, DefaultValuedAttr<I64Attr, "1">:$stride_w,
+    DefaultValuedAttr<I64Attr, "0">:$pad_top, DefaultValuedAttr<I64Attr, "0">:$pad_left,
+    DefaultValuedAttr<I64Attr, "0">:$pad_bottom, DefaultValuedAttr<I64Attr, "0">:$pad_right,
+    DefaultValuedAttr<I64Attr, "1">:$dilation_h, DefaultValuedAttr<I64Attr, "1">:$dilation_w);
+defvar Tcc_PoolAttrs = !con((ins I64Attr:$kernel_h, I64Attr:$kernel_w), Tcc_WindowAttrs);
+
+def Tcc_ConvOp : Tcc_Op<"conv", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_ContractionCall]> {
+  let callFamily = "conv";
+  let summary = "2-D grouped convolution (cross-correlation) of NCHW input";
+  let description = [{
+    `result[n, m, y, x] = bias[m] + sum over c, i, j of
+    input[n, g * C/group + c, y * stride_h - pad_top + i * dilation_h,
+    x * stride_w - pad_left + j * dilation_w] * weight[m, c, i, j]`, with
+    `g = m / (M / group)` and zeros outside the input. `input` is
+    `[N, C, H, W]`, `weight` `[M, C/group, KH, KW]`, `bias` `[M]`.
+  }];
+  let arguments = !con((ins Tcc_FloatTensor:$input, Tcc_FloatTensor:$weight,
+                            Optional<Tcc_FloatTensor>:$bias),
+                       Tcc_WindowAttrs, (ins DefaultValuedAttr<I64Attr, "1">:$group));
+  let results = (outs Tcc_FloatTensor:$result);
+  let extraClassDeclaration = [{ ::tcc::Window2d getWindow(); }];
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_MaxPoolOp : Tcc_Op<"max_pool", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
+  let callFamily = "pool";
+  let summary = "2-D max pooling of NCHW input";
+  let description = [{
+    The maximum over each `kernel_h x kernel_w` window (strided, dilated);
+    padding never wins. Its gradient goes to the first maximum of each window
+    in row-major order, as PyTorch's.
+  }];
+  let arguments = !con((ins Tcc_FloatTensor:$input), Tcc_PoolAttrs);
+  let results = (outs Tcc_FloatTensor:$result);
+  let extraClassDeclaration = [{ ::tcc::Window2d getWindow(); }];
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_AvgPoolOp : Tcc_Op<"avg_pool", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
+  let callFamily = "pool";
+  let summary = "2-D average pooling of NCHW input";
+  let description = [{
+    The mean over each `kernel_h x kernel_w` window: over all its positions
+    padding included when `count_include_pad`, else over the positions inside
+    the input.
+  }];
+  let arguments = !con((ins Tcc_FloatTensor:$input), Tcc_PoolAttrs,
+                       (ins DefaultValuedAttr<BoolAttr, "false">:$count_include_pad));
+  let results = (outs Tcc_FloatTensor:$result);
+  let extraClassDeclaration = [{ ::tcc::Window2d getWindow(); }];
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+//===----------------------------------------------------------------------===//
 // Contractions and attention
 //===----------------------------------------------------------------------===//
 

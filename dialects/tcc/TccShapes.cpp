@@ -41,4 +41,16 @@ int64_t sliceLength(int64_t start, int64_t limit, int64_t stride) {
   return std::max<int64_t>(0, (start - limit + (-stride) - 1) / (-stride));
 }
 
+const char *Window2d::invalid() const {
+  if (kh < 1 || kw < 1)
+    return "kernel sizes must be positive";
+  if (sh < 1 || sw < 1)
+    return "strides must be positive";
+  if (dh < 1 || dw < 1)
+    return "dilations must be positive";
+  if (padTop < 0 || padLeft < 0 || padBottom < 0 || padRight < 0)
+    return "pads must be non-negative";
+  return "";
+}
+
 } // namespace tcc

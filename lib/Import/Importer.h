@@ -255,6 +255,7 @@ void registerLossConverters(ConverterTable &table);
 void registerSequenceConverters(ConverterTable &table);
 void registerConstOnlyConverters(ConverterTable &table);
 void registerAttentionConverters(ConverterTable &table);
+void registerVisionConverters(ConverterTable &table);
 
 /// Decides which initializers become tcc.params; see Initializers.cpp.
 struct InitializerPlan {

@@ -343,6 +343,7 @@ const ConverterTable &converterTable() {
     registerSequenceConverters(t);
     registerConstOnlyConverters(t);
     registerAttentionConverters(t);
+    registerVisionConverters(t);
     return t;
   }();
   return table;

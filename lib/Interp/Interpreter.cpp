@@ -23,6 +23,7 @@ const KernelTable &kernelTable() {
     registerContractKernels(t);
     registerTrainKernels(t);
     registerGradKernels(t);
+    registerWindowKernels(t);
     registerFusionKernels(t);
     return t;
   }();

@@ -72,6 +72,7 @@ void registerContractKernels(KernelTable &table);
 void registerSourceKernels(KernelTable &table);
 void registerTrainKernels(KernelTable &table);
 void registerGradKernels(KernelTable &table);
+void registerWindowKernels(KernelTable &table);
 void registerFusionKernels(KernelTable &table);
 
 /// Runs `block`'s ops in order with `values` holding its arguments (and any

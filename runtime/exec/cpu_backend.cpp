@@ -528,6 +528,25 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
                           fout(1), fout(2), rows, len, a.epsilon);
     return;
   }
+  case Op::Conv:
+    cpu::conv2d_fwd(windowShape(fn, step), fin(0), fin(1), fin(2), fout(0));
+    return;
+  case Op::ConvGrad:
+    cpu::conv2d_bwd(windowShape(fn, step), fin(0), fin(1), fin(2), fout(0),
+                    fout(1), fout(2));
+    return;
+  case Op::MaxPool:
+    cpu::max_pool2d_fwd(windowShape(fn, step), fin(0), fout(0));
+    return;
+  case Op::MaxPoolGrad:
+    cpu::max_pool2d_bwd(windowShape(fn, step), fin(0), fin(1), fout(0));
+    return;
+  case Op::AvgPool:
+    cpu::avg_pool2d_fwd(windowShape(fn, step), fin(0), fout(0));
+    return;
+  case Op::AvgPoolGrad:
+    cpu::avg_pool2d_bwd(windowShape(fn, step), fin(1), fout(0));
+    return;
   case Op::Softmax:
   case Op::SoftmaxGrad:
   case Op::LogSoftmax:

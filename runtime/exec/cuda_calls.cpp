@@ -4,6 +4,7 @@
 #include "plan/calls.h"
 
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/window_kernels.h"
 
 #include <cuda_runtime_api.h>
 
@@ -260,6 +261,16 @@ std::string cudaCallUnsupported(const Function &fn, const Step &step) {
            (f64Ok ? std::string(", f16 and f64") : std::string(" and f16")) +
            " only, not " + data::dtypeName(main);
   switch (step.op) {
+  case Op::Conv:
+  case Op::ConvGrad:
+  case Op::MaxPool:
+  case Op::MaxPoolGrad:
+  case Op::AvgPool:
+  case Op::AvgPoolGrad:
+    if (main != DType::F32)
+      return "the cuda backend runs " + op + " on f32 only, not " +
+             data::dtypeName(main);
+    break;
   case Op::Softmax:
   case Op::SoftmaxGrad:
   case Op::LogSoftmax:
@@ -656,6 +667,29 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
   case Op::Matmul:
   case Op::Gemm:
     return runGemm(fn, step, plan.gemm, ptrs, ctx);
+  case Op::Conv:
+  case Op::ConvGrad:
+  case Op::MaxPool:
+  case Op::MaxPoolGrad:
+  case Op::AvgPool:
+  case Op::AvgPoolGrad: {
+    const kernels::WindowShape ws = windowShape(fn, step);
+    switch (step.op) {
+    case Op::Conv:
+      return cuda::conv2d_fwd(ws, fin(0), fin(1), fin(2), fout(0), st);
+    case Op::ConvGrad:
+      return cuda::conv2d_bwd(ws, fin(0), fin(1), fin(2), fout(0), fout(1),
+                              fout(2), st);
+    case Op::MaxPool:
+      return cuda::max_pool2d_fwd(ws, fin(0), fout(0), st);
+    case Op::MaxPoolGrad:
+      return cuda::max_pool2d_bwd(ws, fin(0), fin(1), fout(0), st);
+    case Op::AvgPool:
+      return cuda::avg_pool2d_fwd(ws, fin(0), fout(0), st);
+    default:
+      return cuda::avg_pool2d_bwd(ws, fin(1), fout(0), st);
+    }
+  }
   case Op::LayerNorm:
   case Op::LayerNormGrad: {
     const Value &x = in(0);

@@ -184,6 +184,119 @@ static void checkLayerNormCall(CallCheck &c, bool grad) {
 void checkLayerNorm(CallCheck &c) { checkLayerNormCall(c, false); }
 void checkLayerNormGrad(CallCheck &c) { checkLayerNormCall(c, true); }
 
+//===----------------------------------------------------------------------===//
+// Convolution and pooling over NCHW
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+bool isConv(Op op) { return op == Op::Conv || op == Op::ConvGrad; }
+bool isGrad(Op op) {
+  return op == Op::ConvGrad || op == Op::MaxPoolGrad || op == Op::AvgPoolGrad;
+}
+
+/// The window sizes a call's attributes and operand shapes give (the
+/// output size computed, not read).
+kernels::WindowShape windowOf(const Function &fn, const Step &step) {
+  const Attrs &a = step.attrs;
+  const Value &x = fn.values[step.inputs[0]];
+  kernels::WindowShape s;
+  s.n = x.shape[0];
+  s.c = x.shape[1];
+  s.h = x.shape[2];
+  s.w = x.shape[3];
+  if (isConv(step.op)) {
+    const Value &w = fn.values[step.inputs[1]];
+    s.oc = w.shape[0];
+    s.kh = w.shape[2];
+    s.kw = w.shape[3];
+    s.group = a.group;
+  } else {
+    s.oc = s.c;
+    s.kh = a.kernelH;
+    s.kw = a.kernelW;
+    s.countIncludePad = a.countIncludePad;
+  }
+  s.sh = a.strideH;
+  s.sw = a.strideW;
+  s.padTop = a.padTop;
+  s.padLeft = a.padLeft;
+  s.padBottom = a.padBottom;
+  s.padRight = a.padRight;
+  s.dh = a.dilationH;
+  s.dw = a.dilationW;
+  auto outDim = [](int64_t in, int64_t pads, int64_t k, int64_t st,
+                   int64_t d) -> int64_t {
+    int64_t span = in + pads - d * (k - 1) - 1;
+    return span < 0 ? 0 : span / st + 1;
+  };
+  if (s.sh > 0 && s.sw > 0) {
+    s.oh = outDim(s.h, s.padTop + s.padBottom, s.kh, s.sh, s.dh);
+    s.ow = outDim(s.w, s.padLeft + s.padRight, s.kw, s.sw, s.dw);
+  }
+  return s;
+}
+
+/// conv, max_pool, avg_pool and their gradients: NCHW floats, a valid
+/// window, and every shape what the window makes of the input.
+void checkWindowCall(CallCheck &c) {
+  Op op = c.step.op;
+  const Value &x = *c.in(0);
+  c.wantFloat(x, "input");
+  c.wantRank(x, "input", 4);
+  const Attrs &a = c.step.attrs;
+  if (isConv(op)) {
+    const Value &w = *c.in(1);
+    c.wantRank(w, "weight", 4);
+    if (w.dtype != x.dtype)
+      c.bad("weight is " + describe(w) + " but input is " + describe(x));
+    if (a.group < 1 || x.shape[1] % a.group || w.shape[0] % a.group ||
+        w.shape[1] * a.group != x.shape[1])
+      c.bad("group " + std::to_string(a.group) + " does not fit input " +
+            describe(x) + " and weight " + describe(w));
+  } else if (a.kernelH < 1 || a.kernelW < 1) {
+    c.bad("kernel sizes must be positive");
+  }
+  if (a.strideH < 1 || a.strideW < 1 || a.dilationH < 1 || a.dilationW < 1)
+    c.bad("strides and dilations must be positive");
+  if (a.padTop < 0 || a.padLeft < 0 || a.padBottom < 0 || a.padRight < 0)
+    c.bad("pads must be non-negative");
+  kernels::WindowShape s = windowOf(c.fn, c.step);
+  if (s.oh < 1 || s.ow < 1)
+    c.bad("the window does not fit the padded input " + describe(x));
+  std::vector<int64_t> result{s.n, s.oc, s.oh, s.ow};
+  if (!isGrad(op)) {
+    if (op == Op::Conv)
+      if (const Value *b = c.in(2))
+        c.wantLike(*b, "bias", x.dtype, {s.oc});
+    c.wantLike(*c.out(0), "result", x.dtype, result);
+    return;
+  }
+  size_t gi = isConv(op) ? 2 : 1;
+  c.wantLike(*c.in(gi), "result_grad", x.dtype, result);
+  if (const Value *g = c.out(0))
+    c.wantLike(*g, "input_grad", x, "input");
+  if (op == Op::ConvGrad) {
+    if (const Value *g = c.out(1))
+      c.wantLike(*g, "weight_grad", *c.in(1), "weight");
+    if (const Value *g = c.out(2))
+      c.wantLike(*g, "bias_grad", x.dtype, {s.oc});
+  }
+}
+
+} // namespace
+
+kernels::WindowShape windowShape(const Function &fn, const Step &step) {
+  return windowOf(fn, step);
+}
+
+void checkConv(CallCheck &c) { checkWindowCall(c); }
+void checkConvGrad(CallCheck &c) { checkWindowCall(c); }
+void checkMaxPool(CallCheck &c) { checkWindowCall(c); }
+void checkMaxPoolGrad(CallCheck &c) { checkWindowCall(c); }
+void checkAvgPool(CallCheck &c) { checkWindowCall(c); }
+void checkAvgPoolGrad(CallCheck &c) { checkWindowCall(c); }
+
 /// softmax, log_softmax and their gradients: same-shaped floats, an axis.
 static void checkSoftmaxCall(CallCheck &c) {
   const Value &x = *c.in(0);

@@ -9,6 +9,7 @@
 #ifndef TCC_RUNTIME_PLAN_CALLS_H
 #define TCC_RUNTIME_PLAN_CALLS_H
 
+#include "kernels/window.h"
 #include "plan/plan.h"
 
 #include <functional>
@@ -72,6 +73,10 @@ std::vector<int64_t> batchMap(const std::vector<int64_t> &operand,
 
 /// The stride (in matrices) that reproduces `map` (0 or 1), or -1.
 int64_t uniformStride(const std::vector<int64_t> &map);
+
+/// The sizes of a checked conv, max_pool or avg_pool call or gradient, for
+/// the backends' kernels.
+kernels::WindowShape windowShape(const Function &fn, const Step &step);
 
 } // namespace tcc::rt
 

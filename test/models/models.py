@@ -289,6 +289,47 @@ def build_bert():
     return model.eval(), {"input_ids": input_ids, "attention_mask": attention_mask}, ["logits"]
 
 
+class SmallCNN(nn.Module):
+    """conv -> BN -> relu -> maxpool -> conv -> BN -> relu -> global avg pool
+    -> flatten -> linear, on 3x16x16 images (CIFAR-like, 10 classes). The
+    convolutions have no bias, as in torchvision's ResNets: batch norm
+    subtracts any per-channel shift, so a bias's gradient would be rounding
+    noise that AdamW scales up to full steps of either sign."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 3, stride=2, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.relu(self.bn2(self.conv2(x)))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def _perturb_batchnorms(model, gen):
+    """A non-trivial BN affine, so a dropped or swapped one shows."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.weight.copy_(1 + 0.1 * torch.randn(m.weight.shape, generator=gen))
+                m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=gen))
+
+
+def build_cnn():
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    model = SmallCNN()
+    _perturb_batchnorms(model, gen)
+    inputs = {"x": torch.randn(4, 3, 16, 16, generator=gen)}
+    # Training mode: batch norm normalises with the batch's statistics, as
+    # the TRAINING export does.
+    return model.train(), inputs, ["logits"]
+
+
 # ------------------------------------------------- variants that output a loss
 #
 # For `tcc train --loss loss`: the graph itself ends in a scalar loss. Same
@@ -416,4 +457,5 @@ MODELS = {
     "bert": build_bert,
     "mlp_loss": build_mlp_loss,
     "bert_sce": build_bert_sce,
+    "cnn": build_cnn,
 }

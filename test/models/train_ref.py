@@ -215,6 +215,8 @@ def make_data(model_name, model, inputs, out_shape, loss, K):
             data["target"] = target
         elif kind == "mse":
             data[extra] = target
+    elif model_name == "cnn":
+        data["x"] = torch.randn((K,) + tuple(inputs["x"].shape[1:]), generator=g)
     else:
         raise UsageError("no data generator for model '%s'; pass --data-npz" % model_name)
     # Generic targets for loss/model combinations not covered above.

@@ -606,4 +606,91 @@ TEST_F(CpuKernelsTest, ParallelForRunsEachIndexOnce) {
 #endif
 }
 
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+TEST_F(CpuKernelsTest, ConvMatchesInterpreter) {
+  // Grouped, strided, dilated, asymmetrically padded, with a bias; and the
+  // backward op on the same window. sgemm sums in float: 1e-5.
+  tcc::kernels::WindowShape s;
+  s.n = 2, s.c = 4, s.h = 7, s.w = 6, s.oc = 6, s.kh = 3, s.kw = 2;
+  s.sh = 2, s.sw = 1, s.padTop = 1, s.padBottom = 2, s.padLeft = 0,
+  s.padRight = 1, s.dh = 1, s.dw = 2, s.group = 2;
+  s.oh = 4, s.ow = 5;
+  std::vector<int64_t> xs{s.n, s.c, s.h, s.w}, ws{s.oc, 2, s.kh, s.kw},
+      ys{s.n, s.oc, s.oh, s.ow};
+  Array x = rand(xs), w = rand(ws), b = rand({s.oc}), dy = rand(ys);
+  std::string attrs = "{stride_h = 2 : i64, pad_top = 1 : i64, pad_bottom = 2 "
+                      ": i64, pad_right = 1 : i64, dilation_w = 2 : i64, group "
+                      "= 2 : i64}";
+  std::string tb = ty({s.oc});
+  auto want = interp(
+      "func.func @f(%x: " + ty(xs) + ", %w: " + ty(ws) + ", %b: " + tb +
+          ", %dy: " + ty(ys) + ") -> (" + ty(ys) + ", " + ty(xs) + ", " +
+          ty(ws) + ", " + tb + ") {\n  %y = tcc.conv %x, %w, %b " + attrs +
+          " : (" + ty(xs) + ", " + ty(ws) + ", " + tb + ") -> " + ty(ys) +
+          "\n  %dx, %dw, %db = tcc.conv_grad %x, %w, %dy " + attrs + " : (" +
+          ty(xs) + ", " + ty(ws) + ", " + ty(ys) + ") -> (" + ty(xs) + ", " +
+          ty(ws) + ", " + tb + ")\n  return %y, %dx, %dw, %db : " + ty(ys) +
+          ", " + ty(xs) + ", " + ty(ws) + ", " + tb + "\n}",
+      {x, w, b, dy});
+  ASSERT_EQ(want.size(), 4u);
+  std::vector<float> y = poisoned(count(ys));
+  tcc::cpu::conv2d_fwd(s, ptr(x), ptr(w), ptr(b), y.data());
+  expectClose(y, want[0], 1e-5, "conv");
+  std::vector<float> dx = poisoned(count(xs)), dw = poisoned(count(ws)),
+                     db = poisoned(s.oc);
+  tcc::cpu::conv2d_bwd(s, ptr(x), ptr(w), ptr(dy), dx.data(), dw.data(),
+                       db.data());
+  expectClose(dx, want[1], 1e-5, "conv_grad input_grad");
+  expectClose(dw, want[2], 1e-5, "conv_grad weight_grad");
+  expectClose(db, want[3], 1e-5, "conv_grad bias_grad");
+}
+
+TEST_F(CpuKernelsTest, PoolsMatchInterpreter) {
+  // Overlapping, padded, dilated windows; one window of the max pool lies
+  // wholly in padding rows except one.
+  tcc::kernels::WindowShape s;
+  s.n = 2, s.c = 3, s.h = 5, s.w = 6, s.oc = 3, s.kh = 3, s.kw = 2;
+  s.sh = 2, s.sw = 2, s.padTop = 1, s.padBottom = 1, s.padLeft = 1,
+  s.padRight = 0, s.dh = 1, s.dw = 2;
+  s.oh = 3, s.ow = 3;
+  std::vector<int64_t> xs{s.n, s.c, s.h, s.w}, ys{s.n, s.c, s.oh, s.ow};
+  Array x = rand(xs), dy = rand(ys);
+  std::string win = "kernel_h = 3 : i64, kernel_w = 2 : i64, stride_h = 2 : "
+                    "i64, stride_w = 2 : i64, pad_top = 1 : i64, pad_bottom = "
+                    "1 : i64, pad_left = 1 : i64, dilation_w = 2 : i64";
+  for (bool include : {false, true}) {
+    std::string avg =
+        win + ", count_include_pad = " + (include ? "true" : "false");
+    auto want = interp(
+        "func.func @f(%x: " + ty(xs) + ", %dy: " + ty(ys) + ") -> (" + ty(ys) +
+            ", " + ty(xs) + ", " + ty(ys) + ", " + ty(xs) +
+            ") {\n  %m = tcc.max_pool %x {" + win + "} : (" + ty(xs) + ") -> " +
+            ty(ys) + "\n  %dm = tcc.max_pool_grad %x, %dy {" + win + "} : (" +
+            ty(xs) + ", " + ty(ys) + ") -> " + ty(xs) +
+            "\n  %a = tcc.avg_pool %x {" + avg + "} : (" + ty(xs) + ") -> " +
+            ty(ys) + "\n  %da = tcc.avg_pool_grad %x, %dy {" + avg + "} : (" +
+            ty(xs) + ", " + ty(ys) + ") -> " + ty(xs) +
+            "\n  return %m, %dm, "
+            "%a, %da : " +
+            ty(ys) + ", " + ty(xs) + ", " + ty(ys) + ", " + ty(xs) + "\n}",
+        {x, dy});
+    ASSERT_EQ(want.size(), 4u);
+    s.countIncludePad = include;
+    std::vector<float> y = poisoned(count(ys)), dx = poisoned(count(xs));
+    tcc::cpu::max_pool2d_fwd(s, ptr(x), y.data());
+    expectClose(y, want[0], 1e-6, "max_pool");
+    tcc::cpu::max_pool2d_bwd(s, ptr(x), ptr(dy), dx.data());
+    expectClose(dx, want[1], 1e-6, "max_pool_grad");
+    y = poisoned(count(ys)), dx = poisoned(count(xs));
+    tcc::cpu::avg_pool2d_fwd(s, ptr(x), y.data());
+    expectClose(y, want[2], 1e-6, include ? "avg_pool incl" : "avg_pool");
+    tcc::cpu::avg_pool2d_bwd(s, ptr(dy), dx.data());
+    expectClose(dx, want[3], 1e-6,
+                include ? "avg_pool_grad incl" : "avg_pool_grad");
+  }
+}
+
 } // namespace

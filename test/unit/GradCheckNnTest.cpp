@@ -197,6 +197,81 @@ INSTANTIATE_TEST_SUITE_P(Nn, GradCheck, ::testing::ValuesIn(contractionCases()),
                          caseName);
 
 //===----------------------------------------------------------------------===//
+// Convolution and pooling: strides, asymmetric padding, dilation, groups
+//===----------------------------------------------------------------------===//
+
+std::vector<GradCase> windowCases() {
+  std::vector<GradCase> cases;
+  struct Conv {
+    const char *name;
+    std::vector<int64_t> in, w;
+    std::string attrs;
+    std::vector<int64_t> out;
+    bool bias;
+  };
+  for (const Conv &c : std::vector<Conv>{
+           {"ConvPlain", {2, 3, 5, 5}, {4, 3, 3, 3}, "", {2, 4, 3, 3}, true},
+           {"ConvStridePad",
+            {1, 2, 6, 5},
+            {3, 2, 3, 2},
+            "stride_h = 2 : i64, pad_top = 1 : i64, pad_bottom = 2 : i64, "
+            "pad_left = 1 : i64",
+            {1, 3, 4, 5},
+            true},
+           {"ConvDilatedGrouped",
+            {1, 4, 7, 7},
+            {6, 2, 2, 3},
+            "dilation_h = 2 : i64, dilation_w = 2 : i64, group = 2 : i64, "
+            "stride_w = 2 : i64",
+            {1, 6, 5, 2},
+            false},
+           {"Conv1dDepthwise",
+            {2, 3, 1, 8},
+            {3, 1, 1, 3},
+            "group = 3 : i64, pad_left = 1 : i64, pad_right = 1 : i64",
+            {2, 3, 1, 8},
+            false}}) {
+    GradCase g{c.name, {{c.in}, {c.w}}, "", c.out};
+    std::string types = ty(c.in) + ", " + ty(c.w);
+    if (c.bias) {
+      g.args.push_back({{c.w[0]}});
+      types += ", " + ty({c.w[0]});
+    }
+    g.body = std::string("  %y = tcc.conv %a0, %a1") + (c.bias ? ", %a2" : "") +
+             " {" + c.attrs + "} : (" + types + ") -> " + ty(c.out);
+    cases.push_back(g);
+  }
+  // Pools over distinct random values (no ties: a max's derivative is
+  // defined), padded and strided, overlapping windows.
+  std::string win = "kernel_h = 3 : i64, kernel_w = 2 : i64, stride_h = 2 : "
+                    "i64, pad_top = 1 : i64, pad_bottom = 1 : i64, pad_right "
+                    "= 1 : i64";
+  std::vector<int64_t> in = {2, 2, 5, 4}, out = {2, 2, 3, 4};
+  cases.push_back(
+      {"MaxPool",
+       {{in}},
+       "  %y = tcc.max_pool %a0 {" + win + "} : (" + ty(in) + ") -> " + ty(out),
+       out});
+  cases.push_back({"MaxPoolDilated",
+                   {{in}},
+                   "  %y = tcc.max_pool %a0 {kernel_h = 2 : i64, kernel_w = 2 "
+                   ": i64, dilation_h = 2 : i64} : (" +
+                       ty(in) + ") -> " + ty({2, 2, 3, 3}),
+                   {2, 2, 3, 3}});
+  for (bool include : {false, true})
+    cases.push_back(
+        {include ? "AvgPoolIncludePad" : "AvgPool",
+         {{in}},
+         "  %y = tcc.avg_pool %a0 {" + win +
+             ", count_include_pad = " + (include ? "true" : "false") + "} : (" +
+             ty(in) + ") -> " + ty(out),
+         out});
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(Window, GradCheck, ::testing::ValuesIn(windowCases()),
+                         caseName);
+
+//===----------------------------------------------------------------------===//
 // Ties of reduce_max / reduce_min: not a smooth point, so no finite
 // difference; the rule is torch.amax / torch.amin's (torch 1.13): the
 // gradient is split evenly among the tied elements.

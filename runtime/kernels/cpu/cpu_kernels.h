@@ -21,6 +21,8 @@
 #ifndef TCC_RUNTIME_KERNELS_CPU_CPU_KERNELS_H
 #define TCC_RUNTIME_KERNELS_CPU_CPU_KERNELS_H
 
+#include "kernels/window.h"
+
 #include <cstdint>
 
 namespace tcc::cpu {
@@ -170,6 +172,26 @@ bool adamw_update(const float *param, const float *grad, const float *expAvg,
                   float *newExpAvgSq, int64_t n, double lr, int64_t step,
                   double beta1, double beta2, double eps, double weightDecay,
                   WorkingCopy working = {});
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling over NCHW (tcc.conv, tcc.max_pool, tcc.avg_pool
+// and their gradients)
+//===----------------------------------------------------------------------===//
+
+/// y = conv(x, w) + bias (bias may be null): im2col + sgemm per image and
+/// group.
+void conv2d_fwd(const kernels::WindowShape &s, const float *x, const float *w,
+                const float *bias, float *y);
+/// The input, weight and bias gradients of conv2d_fwd (any may be null).
+void conv2d_bwd(const kernels::WindowShape &s, const float *x, const float *w,
+                const float *dy, float *dx, float *dw, float *db);
+/// Max over each window; the gradient goes to the window's first maximum.
+void max_pool2d_fwd(const kernels::WindowShape &s, const float *x, float *y);
+void max_pool2d_bwd(const kernels::WindowShape &s, const float *x,
+                    const float *dy, float *dx);
+/// Mean over each window (WindowShape::count divides).
+void avg_pool2d_fwd(const kernels::WindowShape &s, const float *x, float *y);
+void avg_pool2d_bwd(const kernels::WindowShape &s, const float *dy, float *dx);
 
 } // namespace tcc::cpu
 

@@ -119,3 +119,20 @@ func.func @vector_loss(%x: tensor<3xf32>) -> tensor<3xf32> attributes {tcc.diffe
   %0 = tcc.exp %x : (tensor<3xf32>) -> tensor<3xf32>
   return %0 : tensor<3xf32>
 }
+
+// -----
+
+// conv's gradient is one conv_grad with its window; a pool's one
+// max_pool_grad (avg_pool_grad) on the pool's input.
+// CHECK-LABEL: func.func @conv_pool
+// CHECK-SAME: (%[[X:.*]]: tensor<1x2x5x5xf32>, %[[W:.*]]: tensor<3x2x3x3xf32>, %{{.*}}: tensor<3xf32>)
+// CHECK: %[[C:.*]] = tcc.conv %[[X]], %[[W]]
+// CHECK: %[[DP:.*]] = tcc.max_pool_grad %[[C]], %{{.*}} {kernel_h = 2 : i64, kernel_w = 2 : i64, stride_h = 2 : i64, stride_w = 2 : i64} : (tensor<1x3x5x5xf32>, tensor<1x3x2x2xf32>) -> tensor<1x3x5x5xf32>
+// CHECK: %[[DX:.*]], %[[DW:.*]], %[[DB:.*]] = tcc.conv_grad %[[X]], %[[W]], %[[DP]] {pad_bottom = 1 : i64, pad_left = 1 : i64, pad_right = 1 : i64, pad_top = 1 : i64} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>, tensor<1x3x5x5xf32>) -> (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>)
+// CHECK: return %{{.*}}, %[[DX]], %[[DW]], %[[DB]] :
+func.func @conv_pool(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>, %b: tensor<3xf32>) -> tensor<f32> attributes {tcc.differentiate} {
+  %0 = tcc.conv %x, %w, %b {pad_top = 1 : i64, pad_left = 1 : i64, pad_bottom = 1 : i64, pad_right = 1 : i64} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x5x5xf32>
+  %1 = tcc.max_pool %0 {kernel_h = 2 : i64, kernel_w = 2 : i64, stride_h = 2 : i64, stride_w = 2 : i64} : (tensor<1x3x5x5xf32>) -> tensor<1x3x2x2xf32>
+  %2 = tcc.reduce_sum %1 {axes = array<i64: 0, 1, 2, 3>} : (tensor<1x3x2x2xf32>) -> tensor<f32>
+  return %2 : tensor<f32>
+}

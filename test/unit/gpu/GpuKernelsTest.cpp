@@ -19,6 +19,7 @@
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/window_kernels.h"
 #include "kernels/dropout_hash.h"
 
 #include <algorithm>
@@ -686,6 +687,80 @@ TEST_F(Gpu, AdamwSingleAndMultiTensor) {
   EXPECT_EQ(cu::read_error_word(err.get(), nullptr), -1);
   for (size_t i = 0; i < bufs.size(); ++i)
     expectBitEqual(bufs[i]->download(), kept[i], "skipped");
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling: against the CPU kernels (tested against the
+// interpreter in CpuKernelsTest), 1e-5; run twice, the same bits.
+//===----------------------------------------------------------------------===//
+
+std::vector<double> widened(const std::vector<float> &v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+TEST_F(Gpu, ConvAndPools) {
+  kernels::WindowShape s;
+  s.n = 2, s.c = 4, s.h = 9, s.w = 7, s.oc = 6, s.kh = 3, s.kw = 2;
+  s.sh = 2, s.sw = 1, s.padTop = 1, s.padBottom = 2, s.padLeft = 0,
+  s.padRight = 1, s.dh = 1, s.dw = 2, s.group = 2;
+  s.oh = 5, s.ow = 6;
+  size_t nx = size_t(s.n * s.c * s.h * s.w),
+         nw = size_t(s.oc * 2 * s.kh * s.kw),
+         ny = size_t(s.n * s.oc * s.oh * s.ow);
+  std::vector<float> x = randomNormal(nx, 3), w = randomNormal(nw, 5),
+                     b = randomNormal(size_t(s.oc), 7),
+                     gy = randomNormal(ny, 11);
+  std::vector<float> y(ny), dx(nx), dw(nw), db(size_t(s.oc));
+  cpu::conv2d_fwd(s, x.data(), w.data(), b.data(), y.data());
+  cpu::conv2d_bwd(s, x.data(), w.data(), gy.data(), dx.data(), dw.data(),
+                  db.data());
+  DevBuf<float> dX(x), dW(w), dB(b), dGy(gy), dY(ny), dDx(nx), dDw(nw),
+      dDb(size_t(s.oc));
+  auto conv = [&] {
+    dY.poison(), dDx.poison(), dDw.poison(), dDb.poison();
+    checkStatus(
+        cu::conv2d_fwd(s, dX.get(), dW.get(), dB.get(), dY.get(), nullptr),
+        "conv2d_fwd");
+    checkStatus(cu::conv2d_bwd(s, dX.get(), dW.get(), dGy.get(), dDx.get(),
+                               dDw.get(), dDb.get(), nullptr),
+                "conv2d_bwd");
+    return dY.download();
+  };
+  std::vector<float> got = conv();
+  expectClose(got, widened(y), 1e-5, "conv y");
+  expectClose(dDx.download(), widened(dx), 1e-5, "conv dx");
+  expectClose(dDw.download(), widened(dw), 1e-5, "conv dw");
+  expectClose(dDb.download(), widened(db), 1e-5, "conv db");
+  expectBitEqual(got, conv(), "conv second run");
+
+  // Pools: same window with the group's channels, c = oc.
+  s.oc = s.c, s.group = 1;
+  size_t np = size_t(s.n * s.c * s.oh * s.ow);
+  std::vector<float> gp = randomNormal(np, 13), py(np), pdx(nx);
+  DevBuf<float> dGp(gp), dPy(np), dPdx(nx);
+  for (int kind = 0; kind < 3; ++kind) { // max, avg, avg with padding counted
+    SCOPED_TRACE("pool " + std::to_string(kind));
+    s.countIncludePad = kind == 2;
+    dPy.poison(), dPdx.poison();
+    if (kind == 0) {
+      cpu::max_pool2d_fwd(s, x.data(), py.data());
+      cpu::max_pool2d_bwd(s, x.data(), gp.data(), pdx.data());
+      checkStatus(cu::max_pool2d_fwd(s, dX.get(), dPy.get(), nullptr),
+                  "max_pool2d_fwd");
+      checkStatus(
+          cu::max_pool2d_bwd(s, dX.get(), dGp.get(), dPdx.get(), nullptr),
+          "max_pool2d_bwd");
+    } else {
+      cpu::avg_pool2d_fwd(s, x.data(), py.data());
+      cpu::avg_pool2d_bwd(s, gp.data(), pdx.data());
+      checkStatus(cu::avg_pool2d_fwd(s, dX.get(), dPy.get(), nullptr),
+                  "avg_pool2d_fwd");
+      checkStatus(cu::avg_pool2d_bwd(s, dGp.get(), dPdx.get(), nullptr),
+                  "avg_pool2d_bwd");
+    }
+    expectClose(dPy.download(), widened(py), 1e-5, "pool y");
+    expectClose(dPdx.download(), widened(pdx), 1e-5, "pool dx");
+  }
 }
 
 } // namespace

@@ -595,6 +595,58 @@ def huge_input():
     return model(nodes, [vi("x", F, [1 << 40, 64])], [vi("y", F, [1 << 40, 64])])
 
 
+# ------------------------------------------------------------------ vision
+
+def vision():
+    """Conv (2-D with SAME_UPPER padding, 1-D grouped), BatchNormalization in
+    training mode, MaxPool with ceil_mode, AveragePool, GlobalAveragePool."""
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "w", "b"], ["c"], name="conv", auto_pad="SAME_UPPER",
+          strides=[2, 2], kernel_shape=[3, 3]),
+        n("BatchNormalization", ["c", "g", "beta", "rm", "rv"], ["bn", "rm_out", "rv_out"],
+          name="bn", training_mode=1, momentum=0.8),
+        n("MaxPool", ["bn"], ["mp"], name="mp", kernel_shape=[2, 2], strides=[2, 2],
+          ceil_mode=1),
+        n("AveragePool", ["bn"], ["ap"], name="ap", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+          count_include_pad=1),
+        n("GlobalAveragePool", ["ap"], ["gap"], name="gap"),
+        n("Conv", ["s", "w1"], ["c1"], name="conv1d", group=2, pads=[1, 0], dilations=[2]),
+    ]
+    inits = [init("w", rand(4, 3, 3, 3)), init("b", rand(4)), init("g", rand(4)),
+             init("beta", rand(4)), init("rm", rand(4)), init("rv", np.ones(4, np.float32)),
+             init("w1", rand(6, 2, 3))]
+    return model(nodes, [vi("x", F, [2, 3, 9, 9]), vi("s", F, [1, 4, 10])],
+                 [vi("mp", F, [2, 4, 3, 3]), vi("gap", F, [2, 4, 1, 1]), vi("rm_out", F, [4]),
+                  vi("c1", F, [1, 6, 7])], inits)
+
+
+def pad_modes():
+    """Pad: constant (value 1.5) on both dims, reflect with a negative pad
+    that crops, edge."""
+    n = helper.make_node
+    nodes = [const("p1", np.array([0, 1, 0, 2], np.int64)), const("v", np.float32(1.5)),
+             const("p2", np.array([1, -1, 2, 0], np.int64)),
+             const("p3", np.array([0, 2, 0, 0], np.int64)),
+             n("Pad", ["x", "p1", "v"], ["c"], name="pc"),
+             n("Pad", ["x", "p2"], ["r"], name="pr", mode="reflect"),
+             n("Pad", ["x", "p3"], ["e"], name="pe", mode="edge")]
+    return model(nodes, [vi("x", F, [3, 4])],
+                 [vi("c", F, [3, 7]), vi("r", F, [6, 3]), vi("e", F, [3, 6])])
+
+
+def conv3d():
+    return model([helper.make_node("Conv", ["x", "w"], ["y"], name="c3")],
+                 [vi("x", F, [1, 1, 4, 4, 4])], [vi("y", F, [1, 1, 3, 3, 3])],
+                 [init("w", rand(1, 1, 2, 2, 2))])
+
+
+def maxpool_indices():
+    return model([helper.make_node("MaxPool", ["x"], ["y", "i"], name="mpi",
+                                   kernel_shape=[2, 2])],
+                 [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 1, 3, 3]), vi("i", I64, [1, 1, 3, 3])])
+
+
 def truncated(path):
     data = elementwise().SerializeToString()
     with open(path, "wb") as f:

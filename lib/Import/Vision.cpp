@@ -1,0 +1,447 @@
+// Convolution, pooling, batch normalisation and padding: Conv, MaxPool,
+// AveragePool, GlobalAveragePool, GlobalMaxPool, BatchNormalization, Pad. tcc's window ops are
+// 2-D over NCHW; 1-D forms ([N, C, L]) run as H = 1.
+#include "ConstFold.h"
+#include "Importer.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace tcc::onnx_import {
+
+namespace {
+
+/// ONNX's window attributes for one node, resolved to tcc's 2-D form.
+struct OnnxWindow {
+  Window2d win;
+  int64_t spatial = 0; ///< 1 or 2
+};
+
+/// Reads kernel_shape (or `kernel` from a weight), strides, dilations, pads
+/// and auto_pad of a node over input `x`; `ceilMode` grows the end pads so
+/// the output has ONNX's ceil-mode size.
+FailureOr<OnnxWindow> readWindow(NodeImporter &n, RankedTensorType x,
+                                 llvm::ArrayRef<int64_t> kernel,
+                                 bool ceilMode) {
+  OnnxWindow w;
+  int64_t rank = x.getRank();
+  if (rank != 3 && rank != 4)
+    return n.unsupported(
+        "input of rank " + std::to_string(rank) +
+        ": only 1-D and 2-D forms ([N, C, L] or [N, C, H, W]) are supported");
+  int64_t s = rank - 2;
+  w.spatial = s;
+  if (int64_t(kernel.size()) != s)
+    return n.fail("kernel_shape has " + std::to_string(kernel.size()) +
+                  " values for " + std::to_string(s) + " spatial dims");
+  auto list = [&](llvm::StringRef name, int64_t count,
+                  int64_t dflt) -> FailureOr<llvm::SmallVector<int64_t>> {
+    auto v = n.intsAttr(name);
+    if (!v)
+      return llvm::SmallVector<int64_t>(count, dflt);
+    if (int64_t(v->size()) != count)
+      return n.fail(name + " has " + std::to_string(v->size()) +
+                    " values, expected " + std::to_string(count));
+    return *v;
+  };
+  auto strides = list("strides", s, 1), dilations = list("dilations", s, 1),
+       pads = list("pads", 2 * s, 0);
+  if (failed(strides) || failed(dilations) || failed(pads))
+    return failure();
+  llvm::SmallVector<int64_t> in(x.getShape().drop_front(2)), k(kernel);
+  llvm::SmallVector<int64_t> begin(pads->begin(), pads->begin() + s),
+      end(pads->begin() + s, pads->end());
+  std::string autoPad = "NOTSET";
+  if (const onnx::AttributeProto *a = n.attr("auto_pad"))
+    autoPad = a->s();
+  for (int64_t d = 0; d < s; ++d) {
+    int64_t st = (*strides)[d], dil = (*dilations)[d];
+    if (st < 1 || dil < 1 || k[d] < 1)
+      return n.fail("kernel_shape, strides and dilations must be positive");
+    if (autoPad == "VALID") {
+      begin[d] = end[d] = 0;
+    } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      int64_t out = (in[d] + st - 1) / st;
+      int64_t total =
+          std::max<int64_t>(0, (out - 1) * st + (k[d] - 1) * dil + 1 - in[d]);
+      begin[d] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end[d] = total - begin[d];
+    } else if (autoPad != "NOTSET") {
+      return n.fail("auto_pad '" + autoPad +
+                    "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+    }
+    if (ceilMode) {
+      int64_t span = in[d] + begin[d] + end[d] - dil * (k[d] - 1) - 1;
+      int64_t out = span < 0 ? 0 : (span + st - 1) / st + 1;
+      // The last window must start inside the input or its begin padding.
+      if (out > 0 && (out - 1) * st >= in[d] + begin[d])
+        --out;
+      if (out > 0)
+        end[d] = std::max(end[d], (out - 1) * st + dil * (k[d] - 1) + 1 -
+                                      in[d] - begin[d]);
+    }
+  }
+  // The 1-D form is the 2-D one with a 1-high window over H = 1.
+  int64_t o = s == 2 ? 0 : -1;
+  auto at = [&](llvm::ArrayRef<int64_t> v, int64_t d, int64_t dflt) {
+    return d < 0 ? dflt : v[d];
+  };
+  w.win.kh = at(k, o, 1);
+  w.win.kw = k[s - 1];
+  w.win.sh = at(*strides, o, 1);
+  w.win.sw = (*strides)[s - 1];
+  w.win.dh = at(*dilations, o, 1);
+  w.win.dw = (*dilations)[s - 1];
+  w.win.padTop = at(begin, o, 0);
+  w.win.padLeft = begin[s - 1];
+  w.win.padBottom = at(end, o, 0);
+  w.win.padRight = end[s - 1];
+  return w;
+}
+
+/// A 1-D operand [A, B, L] as [A, B, 1, L]; 2-D ones unchanged.
+FailureOr<Value> as2d(NodeImporter &n, Value v) {
+  auto t = llvm::cast<RankedTensorType>(v.getType());
+  if (t.getRank() == 4)
+    return v;
+  return n.reshape(v, {t.getDimSize(0), t.getDimSize(1), 1, t.getDimSize(2)});
+}
+
+/// Sets output 0 from a 2-D result, back in 1-D form for a 1-D node.
+LogicalResult setWindowOutput(NodeImporter &n, const OnnxWindow &w,
+                              Value result) {
+  if (w.spatial == 2)
+    return n.setOutput(0, result);
+  auto t = llvm::cast<RankedTensorType>(result.getType());
+  auto r =
+      n.reshape(result, {t.getDimSize(0), t.getDimSize(1), t.getDimSize(3)});
+  return failed(r) ? failure() : n.setOutput(0, *r);
+}
+
+LogicalResult expectFloatInputs(NodeImporter &n) {
+  for (int i = 0; i < n.numInputs(); ++i)
+    if (n.hasInput(i) && !llvm::isa<FloatType>(n.inputElementType(i)))
+      return n.unsupported("integer or bool operands are not supported");
+  return success();
+}
+
+LogicalResult convertConv(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 3)) ||
+      failed(n.expectAttrs({"auto_pad", "dilations", "group", "kernel_shape",
+                            "pads", "strides"})) ||
+      failed(expectFloatInputs(n)))
+    return failure();
+  RankedTensorType x = n.inputType(0), wt = n.inputType(1);
+  if (wt.getRank() != x.getRank())
+    return n.fail("weight of rank " + std::to_string(wt.getRank()) +
+                  " for an input of rank " + std::to_string(x.getRank()));
+  llvm::ArrayRef<int64_t> kernel =
+      wt.getShape().drop_front(std::min<int64_t>(2, wt.getRank()));
+  if (auto ks = n.intsAttr("kernel_shape");
+      ks && llvm::ArrayRef<int64_t>(*ks) != kernel)
+    return n.fail("kernel_shape disagrees with the weight's shape");
+  auto w = readWindow(n, x, kernel, false);
+  if (failed(w))
+    return failure();
+  auto input = as2d(n, n.input(0)), weight = as2d(n, n.input(1));
+  if (failed(input) || failed(weight))
+    return failure();
+  const Window2d &g = w->win;
+  auto op =
+      n.create<ConvOp>(*input, *weight, n.hasInput(2) ? n.input(2) : Value(),
+                       g.sh, g.sw, g.padTop, g.padLeft, g.padBottom, g.padRight,
+                       g.dh, g.dw, n.intAttr("group", 1));
+  return failed(op) ? failure() : setWindowOutput(n, *w, *op);
+}
+
+template <bool Max> LogicalResult convertPool(NodeImporter &n) {
+  if (failed(n.expectInputs(1, 1)) || failed(expectFloatInputs(n)))
+    return failure();
+  if (Max ? failed(n.expectAttrs({"auto_pad", "ceil_mode", "dilations",
+                                  "kernel_shape", "pads", "storage_order",
+                                  "strides"}))
+          : failed(n.expectAttrs({"auto_pad", "ceil_mode", "count_include_pad",
+                                  "dilations", "kernel_shape", "pads",
+                                  "strides"})))
+    return failure();
+  if (Max && n.outputUsed(1))
+    return n.unsupported("the Indices output is not supported");
+  auto kernel = n.intsAttr("kernel_shape");
+  if (!kernel)
+    return n.fail("kernel_shape is required");
+  bool ceilMode = n.intAttr("ceil_mode", 0) != 0;
+  bool includePad = n.intAttr("count_include_pad", 0) != 0;
+  auto w = readWindow(n, n.inputType(0), *kernel, ceilMode);
+  if (failed(w))
+    return failure();
+  if (ceilMode && includePad) {
+    auto plain = readWindow(n, n.inputType(0), *kernel, false);
+    if (failed(plain))
+      return failure();
+    if (plain->win.padBottom != w->win.padBottom ||
+        plain->win.padRight != w->win.padRight)
+      return n.unsupported(
+          "ceil_mode with count_include_pad where the last window passes "
+          "the padded input");
+  }
+  auto input = as2d(n, n.input(0));
+  if (failed(input))
+    return failure();
+  const Window2d &g = w->win;
+  if constexpr (Max) {
+    auto op =
+        n.create<MaxPoolOp>(*input, g.kh, g.kw, g.sh, g.sw, g.padTop, g.padLeft,
+                            g.padBottom, g.padRight, g.dh, g.dw);
+    return failed(op) ? failure() : setWindowOutput(n, *w, *op);
+  } else {
+    auto op =
+        n.create<AvgPoolOp>(*input, g.kh, g.kw, g.sh, g.sw, g.padTop, g.padLeft,
+                            g.padBottom, g.padRight, g.dh, g.dw, includePad);
+    return failed(op) ? failure() : setWindowOutput(n, *w, *op);
+  }
+}
+
+/// GlobalAveragePool / GlobalMaxPool: a keepdims reduction over the spatial
+/// dims.
+template <class ReduceOpT> LogicalResult convertGlobalPool(NodeImporter &n) {
+  if (failed(n.expectInputs(1, 1)) || failed(n.expectAttrs({})) ||
+      failed(expectFloatInputs(n)))
+    return failure();
+  int64_t rank = n.inputType(0).getRank();
+  if (rank < 3)
+    return n.fail("input of rank " + std::to_string(rank) +
+                  " has no spatial dims");
+  llvm::SmallVector<int64_t> axes;
+  for (int64_t d = 2; d < rank; ++d)
+    axes.push_back(d);
+  auto op = n.create<ReduceOpT>(n.input(0), axes, true);
+  return failed(op) ? failure() : n.setOutput(0, *op);
+}
+
+/// BatchNormalization over dim 1. In training mode (training_mode = 1) it
+/// normalises with the batch's statistics, through which the gradient flows,
+/// and its optional outputs are ONNX's running statistics
+/// `running = input * momentum + batch * (1 - momentum)` (biased batch
+/// variance); otherwise it normalises with input_mean and input_var.
+LogicalResult convertBatchNorm(NodeImporter &n) {
+  if (failed(n.expectInputs(5, 5)) ||
+      failed(
+          n.expectAttrs({"epsilon", "momentum", "training_mode", "spatial"})) ||
+      failed(expectFloatInputs(n)))
+    return failure();
+  if (n.intAttr("spatial", 1) != 1)
+    return n.unsupported("spatial = 0 is not supported");
+  RankedTensorType x = n.inputType(0);
+  int64_t rank = x.getRank();
+  if (rank < 2)
+    return n.fail("input of rank " + std::to_string(rank) +
+                  " has no channel dim");
+  int64_t channels = x.getDimSize(1);
+  Type elem = x.getElementType();
+  bool training = n.intAttr("training_mode", 0) != 0;
+  if (!training && (n.outputUsed(1) || n.outputUsed(2)))
+    return n.fail(
+        "running_mean and running_var are outputs only in training mode");
+  // Per-channel operands as [C, 1, ...] so they broadcast over dims 2...
+  llvm::SmallVector<int64_t> channelShape(rank - 1, 1);
+  channelShape[0] = channels;
+  Value perChannel[4];
+  for (int i = 1; i <= 4; ++i) {
+    if (n.inputType(i).getRank() != 1 ||
+        n.inputType(i).getDimSize(0) != channels)
+      return n.fail("input " + std::to_string(i) + " must be [" +
+                    std::to_string(channels) + "], got " +
+                    std::to_string(n.inputType(i).getNumElements()) +
+                    " elements");
+    auto v = n.reshape(n.cast(n.input(i), elem), channelShape);
+    if (failed(v))
+      return failure();
+    perChannel[i - 1] = *v;
+  }
+  double epsilon = n.floatAttr("epsilon", 1e-5),
+         momentum = n.floatAttr("momentum", 0.9);
+  Value mean = perChannel[2], var = perChannel[3];
+  Value centered;
+  if (training) {
+    llvm::SmallVector<int64_t> axes{0};
+    for (int64_t d = 2; d < rank; ++d)
+      axes.push_back(d);
+    auto m = n.create<ReduceMeanOp>(n.input(0), axes, true);
+    if (failed(m))
+      return failure();
+    auto c = n.create<SubOp>(n.input(0), *m);
+    if (failed(c))
+      return failure();
+    auto sq = n.create<MulOp>(*c, *c);
+    if (failed(sq))
+      return failure();
+    auto v = n.create<ReduceMeanOp>(*sq, axes, true);
+    if (failed(v))
+      return failure();
+    centered = *c;
+    // The batch statistics as [C, 1, ...], like the running ones.
+    auto bm = n.reshape(*m, channelShape), bv = n.reshape(*v, channelShape);
+    if (failed(bm) || failed(bv))
+      return failure();
+    for (int i : {1, 2}) {
+      if (!n.outputUsed(i))
+        continue;
+      Value running = perChannel[i + 1], batch = i == 1 ? *bm : *bv;
+      auto a = n.create<MulOp>(running, n.scalar(elem, momentum));
+      auto b = n.create<MulOp>(batch, n.scalar(elem, 1.0 - momentum));
+      if (failed(a) || failed(b))
+        return failure();
+      auto sum = n.create<AddOp>(*a, *b);
+      if (failed(sum))
+        return failure();
+      auto flat = n.reshape(*sum, {channels});
+      if (failed(flat) ||
+          failed(n.setOutput(i, n.cast(*flat, n.inputElementType(i + 2)))))
+        return failure();
+    }
+    mean = *bm;
+    var = *bv;
+  } else {
+    auto c = n.create<SubOp>(n.input(0), mean);
+    if (failed(c))
+      return failure();
+    centered = *c;
+  }
+  auto shifted = n.create<AddOp>(var, n.scalar(elem, epsilon));
+  if (failed(shifted))
+    return failure();
+  auto invStd = n.create<RsqrtOp>(*shifted);
+  if (failed(invStd))
+    return failure();
+  auto factor = n.create<MulOp>(*invStd, perChannel[0]);
+  if (failed(factor))
+    return failure();
+  auto scaled = n.create<MulOp>(centered, *factor);
+  if (failed(scaled))
+    return failure();
+  auto y = n.create<AddOp>(*scaled, perChannel[1]);
+  return failed(y) ? failure() : n.setOutput(0, *y);
+}
+
+/// Pad (opset 11+: pads and constant_value as inputs known at import time)
+/// in constant, edge and reflect mode: per padded dim a concat of the input
+/// with the padding, a broadcast constant, a broadcast edge slice or a
+/// reversed slice. Negative pads crop with a slice. Built of tcc ops, so
+/// its gradient is theirs.
+LogicalResult convertPad(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 3)) || failed(n.expectAttrs({"mode"})))
+    return failure();
+  RankedTensorType type = n.inputType(0);
+  int64_t rank = type.getRank();
+  auto pads = n.intsInput(1, "pads");
+  if (failed(pads))
+    return failure();
+  if (int64_t(pads->size()) != 2 * rank)
+    return n.fail("pads has " + std::to_string(pads->size()) +
+                  " values for an input of rank " + std::to_string(rank));
+  std::string mode = "constant";
+  if (const onnx::AttributeProto *a = n.attr("mode"))
+    mode = a->s();
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    return n.unsupported("mode '" + mode + "'");
+  double fill = 0;
+  if (n.hasInput(2)) {
+    DenseElementsAttr c = n.constantInput(2);
+    if (!c)
+      return n.notConstant(2, "constant_value");
+    if (c.getNumElements() != 1)
+      return n.fail("constant_value must be a scalar");
+    fill = toLit(c)->asDouble(0);
+  }
+  Value x = n.input(0);
+  auto shapeOf = [](Value v) {
+    return llvm::SmallVector<int64_t>(
+        llvm::cast<RankedTensorType>(v.getType()).getShape());
+  };
+  auto slice = [&](Value v, int64_t d, int64_t start, int64_t limit,
+                   int64_t stride) -> FailureOr<Value> {
+    llvm::SmallVector<int64_t> shape = shapeOf(v), starts(rank, 0),
+                                      limits(shape), strides(rank, 1);
+    starts[d] = start;
+    limits[d] = limit;
+    strides[d] = stride;
+    auto op = n.create<SliceOp>(v, starts, limits, strides);
+    if (failed(op))
+      return failure();
+    return Value(*op);
+  };
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t begin = (*pads)[d], end = (*pads)[d + rank];
+    int64_t dim = shapeOf(x)[d];
+    if (begin < 0 || end < 0) {
+      auto cropped = slice(x, d, std::max<int64_t>(0, -begin),
+                           dim - std::max<int64_t>(0, -end), 1);
+      if (failed(cropped))
+        return failure();
+      x = *cropped;
+      dim = shapeOf(x)[d];
+    }
+    begin = std::max<int64_t>(0, begin);
+    end = std::max<int64_t>(0, end);
+    if (begin == 0 && end == 0)
+      continue;
+    if (mode == "reflect" && (begin >= dim || end >= dim))
+      return n.unsupported("reflect pads of " + std::to_string(begin) +
+                           " and " + std::to_string(end) + " on a dim of " +
+                           std::to_string(dim));
+    if (mode == "edge" && dim == 0)
+      return n.fail("edge padding of an empty dim");
+    llvm::SmallVector<Value> parts;
+    for (bool before : {true, false}) {
+      int64_t count = before ? begin : end;
+      if (count == 0) {
+        if (!before)
+          break;
+        parts.push_back(x);
+        continue;
+      }
+      llvm::SmallVector<int64_t> shape = shapeOf(x);
+      shape[d] = count;
+      FailureOr<Value> part = failure();
+      if (mode == "constant") {
+        part = n.broadcast(n.scalar(type.getElementType(), fill), shape);
+      } else if (mode == "edge") {
+        auto e = before ? slice(x, d, 0, 1, 1) : slice(x, d, dim - 1, dim, 1);
+        if (failed(e))
+          return failure();
+        part = n.broadcast(*e, shape);
+      } else {
+        part = before ? slice(x, d, count, 0, -1)
+                      : slice(x, d, dim - 2, dim - 2 - count, -1);
+      }
+      if (failed(part))
+        return failure();
+      if (before) {
+        parts.push_back(*part);
+        parts.push_back(x);
+      } else {
+        parts.push_back(*part);
+      }
+    }
+    auto op = n.create<ConcatOp>(parts, d);
+    if (failed(op))
+      return failure();
+    x = *op;
+  }
+  return n.setOutput(0, x);
+}
+
+} // namespace
+
+void registerVisionConverters(ConverterTable &table) {
+  table["Conv"] = convertConv;
+  table["MaxPool"] = convertPool<true>;
+  table["AveragePool"] = convertPool<false>;
+  table["GlobalAveragePool"] = convertGlobalPool<ReduceMeanOp>;
+  table["GlobalMaxPool"] = convertGlobalPool<ReduceMaxOp>;
+  table["BatchNormalization"] = convertBatchNorm;
+  table["Pad"] = convertPad;
+}
+
+} // namespace tcc::onnx_import
