@@ -42,14 +42,6 @@ struct MicroLoss {
 MicroLoss buildMicroLoss(mlir::OpBuilder &b, mlir::Location loc,
                          const LossPlan &plan, mlir::Value output,
                          mlir::Value label);
-/// For a cross-entropy loss: the labels of one micro-batch that `logits`
-/// predict right (the label's logit is the row's largest, a tie counting as
-/// right), over the rows whose label is not ignore_index, as an f32 scalar.
-/// The accuracy is its sum over micro-batches over the sum of the
-/// cross-entropy's counts.
-mlir::Value buildCorrectCount(mlir::OpBuilder &b, mlir::Location loc,
-                              const LossPlan &plan, mlir::Value logits,
-                              mlir::Value label);
 /// The mean loss over `parts` (a float scalar of the output's element type).
 mlir::Value combineLosses(mlir::OpBuilder &b, mlir::Location loc,
                           llvm::ArrayRef<MicroLoss> parts);

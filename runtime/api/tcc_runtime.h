@@ -302,10 +302,8 @@ tcc_status tcc_eval_step(tcc_session *session, double *loss);
 int64_t tcc_steps_done(const tcc_session *session);
 
 /** Scalar metrics the training functions return besides the loss (plan
- *  results of role "metric"): train_step's "grad_norm" (the global L2 norm
- *  of the gradients before clipping, as torch.nn.utils.clip_grad_norm_
- *  returns it), eval_step's "correct" and "counted" for a cross-entropy
- *  loss. 0 for an inference artifact. tcc_metric_name is NULL for an index
+ *  results of role "metric"; the loop logs "grad_norm", and "correct" /
+ *  "counted" as the eval accuracy). 0 for an inference artifact. tcc_metric_name is NULL for an index
  *  out of range. */
 int32_t tcc_num_metrics(const tcc_session *session);
 const char *tcc_metric_name(const tcc_session *session, int32_t index);

@@ -123,15 +123,8 @@ inline constexpr llvm::StringLiteral kWorkingAttr = "tcc.working";
 inline constexpr llvm::StringLiteral kStepAttr = "tcc.step"; // unit
 inline constexpr llvm::StringLiteral kNameAttr =
     "tcc.name"; // batch input / "loss" / a metric
-/// A scalar result named other than "loss" is a metric (plan role "metric"):
-/// @train_step's f32 global gradient L2 norm before clipping, as
-/// torch.nn.utils.clip_grad_norm_ returns it.
-inline constexpr llvm::StringLiteral kGradNormMetric = "grad_norm";
-/// @eval_step's for a cross-entropy loss (f32): the labels predicted right
-/// (the label's logit is the row's largest) and those counted (not
-/// ignore_index); the accuracy is their ratio.
-inline constexpr llvm::StringLiteral kCorrectMetric = "correct";
-inline constexpr llvm::StringLiteral kCountedMetric = "counted";
+/// A scalar result named other than "loss" is a metric (plan role "metric",
+/// tcc_read_metric). @train_step / @eval_step do not return any yet.
 inline constexpr llvm::StringLiteral kAccumAttr =
     "tcc.accum"; // i64, on the functions
 /// On an optimizer-state argument that does not start at zero (the loss
