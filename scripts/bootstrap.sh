@@ -13,7 +13,7 @@ PACKAGES=(
   libfmt-dev nlohmann-json3-dev libgtest-dev libopenblas-dev
   clang-14 libclang-rt-14-dev
   python3 python3-venv python3-numpy python3-onnx python3-torch
-  chromium python3-pil  # screenshots of the compile report (test/lit/Tools)
+  chromium python3-pil  # report screenshots (test/lit/Tools), tcc plot PNGs (Run/plot.test)
 )
 
 missing=()

@@ -426,6 +426,10 @@ LogicalResult FunctionBuilder::results(func::FuncOp func, func::ReturnOp ret,
     } else if (auto name = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
                name && name.getValue() == "loss") {
       r.role = rt::Role::Loss;
+    } else if (auto name = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
+               name && !name.getValue().empty()) {
+      r.role = rt::Role::Metric;
+      r.name = name.str();
     } else {
       return fail(func) << ": result #" << i
                         << " has no tcc.* attribute to bind by";

@@ -18,6 +18,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 
@@ -261,6 +262,15 @@ bool ReferenceTrainer::bindFunction(func::FuncOp f, std::vector<Slot> &args,
     } else if (auto name = f.getResultAttrOfType<StringAttr>(i, kNameAttr);
                name && name.getValue() == "loss") {
       results.push_back({Kind::Loss, 0});
+    } else if (auto name = f.getResultAttrOfType<StringAttr>(i, kNameAttr);
+               name && !name.getValue().empty()) {
+      auto it = llvm::find(metricNames, name.getValue());
+      if (it == metricNames.end()) {
+        metricNames.push_back(name.str());
+        metricValues.push_back(std::nan(""));
+        it = std::prev(metricNames.end());
+      }
+      results.push_back({Kind::Metric, unsigned(it - metricNames.begin())});
     } else {
       error = where + "result #" + std::to_string(i) +
               " has no tcc.* attribute to bind by";
@@ -341,7 +351,7 @@ std::vector<Array> ReferenceTrainer::gather(const std::vector<Slot> &slots,
   return inputs;
 }
 
-/// The loss a step function returned (f64 in --f64 runs).
+/// The loss (or a metric) a step function returned (f64 in --f64 runs).
 static bool readLoss(const Array &a, double &loss, std::string &error) {
   if (a.numElements() != 1 ||
       (a.dtype != DType::F32 && a.dtype != DType::F64)) {
@@ -362,6 +372,9 @@ bool ReferenceTrainer::step(std::vector<Array> batch, double &loss,
   }
   for (auto [slot, value] : llvm::zip(trainResults, results)) {
     if (slot.kind == Kind::Loss && !readLoss(value, loss, error))
+      return false;
+    if (slot.kind == Kind::Metric &&
+        !readLoss(value, metricValues[slot.index], error))
       return false;
     // Only the bytes change: names, dtypes and shapes are the arguments'.
     if (slot.kind == Kind::Param)
@@ -393,7 +406,19 @@ bool ReferenceTrainer::evalLoss(std::vector<Array> batch, double &loss,
     error = "@eval_step: " + error;
     return false;
   }
+  for (auto [slot, value] : llvm::zip(evalResults, results))
+    if (slot.kind == Kind::Metric &&
+        !readLoss(value, metricValues[slot.index], error))
+      return false;
   return readLoss(results.front(), loss, error);
+}
+
+bool ReferenceTrainer::metric(const std::string &name, double &value) const {
+  auto it = llvm::find(metricNames, name);
+  if (it == metricNames.end())
+    return false;
+  value = metricValues[size_t(it - metricNames.begin())];
+  return true;
 }
 
 static std::string describe(const Array &a) {

@@ -301,6 +301,18 @@ tcc_status tcc_eval_step(tcc_session *session, double *loss);
 /** Optimizer steps done (what the step function sees as its step input). */
 int64_t tcc_steps_done(const tcc_session *session);
 
+/** Scalar metrics the training functions return besides the loss (plan
+ *  results of role "metric"; the loop logs "grad_norm", and "correct" /
+ *  "counted" as the eval accuracy). 0 for an inference artifact. tcc_metric_name is NULL for an index
+ *  out of range. */
+int32_t tcc_num_metrics(const tcc_session *session);
+const char *tcc_metric_name(const tcc_session *session, int32_t index);
+/** *value receives metric `name` as the last successful tcc_train_step,
+ *  tcc_profile_step or tcc_eval_step that returns it computed it; NaN
+ *  before the first. TCC_ERROR_ARGUMENT for a name the artifact lacks. */
+tcc_status tcc_read_metric(const tcc_session *session, const char *name,
+                           double *value);
+
 /* Inference artifacts (manifest "kind": "inference") have one function,
  * forward, and no optimizer state: tcc_train_step, tcc_eval_step,
  * tcc_save_checkpoint and tcc_restore_checkpoint return TCC_ERROR_ARGUMENT

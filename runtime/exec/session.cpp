@@ -35,6 +35,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -136,6 +137,10 @@ struct tcc_session {
   /// others, which are read from the arena.
   std::vector<std::vector<uint8_t>> outputCopies;
   bool forwardDone = false;
+  /// Training: the metrics of train_step and eval_step (plan role
+  /// "metric"), each with its value from the last step that returned it.
+  std::vector<std::string> metricNames;
+  std::vector<double> metricValues;
 
   Mem alloc(size_t bytes, const std::string &what) {
     return {backend->allocate(bytes, what), bytes};
@@ -315,6 +320,15 @@ void open(tcc_session &s, const std::string &dir,
       s.outputCopies.emplace_back();
     }
 
+  for (const Function &fn : s.art.functions)
+    for (const Result &r : fn.results)
+      if (r.role == Role::Metric &&
+          std::find(s.metricNames.begin(), s.metricNames.end(), r.name) ==
+              s.metricNames.end()) {
+        s.metricNames.push_back(r.name);
+        s.metricValues.push_back(std::nan(""));
+      }
+
   for (const Step &step : train.steps)
     if (step.kind == Step::Call && step.op == Op::CrossEntropy) {
       const Value &labels = train.values[step.inputs[1]];
@@ -339,19 +353,31 @@ void execute(tcc_session &s, size_t f, std::vector<double> *ms = nullptr) {
     s.backend->run(f, s.stepsDone);
 }
 
-/// Runs training function `f` on the bound inputs and returns its loss.
+/// The f32 or f64 scalar value `v` of function `f` after it ran.
+double readScalar(const tcc_session &s, size_t f, int64_t v) {
+  const uint8_t *p = s.ptrs(f)[v];
+  if (s.art.functions[f].values[v].dtype == DType::F64) {
+    double x;
+    s.backend->download(&x, p, sizeof x);
+    return x;
+  }
+  float x;
+  s.backend->download(&x, p, sizeof x);
+  return x;
+}
+
+/// Runs training function `f` on the bound inputs and returns its loss;
+/// its metrics go to s.metricValues.
 double run(tcc_session &s, size_t f, std::vector<double> *ms = nullptr) {
   execute(s, f, ms);
   const Function &fn = s.art.functions[f];
-  const uint8_t *p = s.ptrs(f)[fn.lossValue];
-  if (fn.values[fn.lossValue].dtype == DType::F64) {
-    double loss;
-    s.backend->download(&loss, p, sizeof loss);
-    return loss;
-  }
-  float loss;
-  s.backend->download(&loss, p, sizeof loss);
-  return loss;
+  for (const Result &r : fn.results)
+    if (r.role == Role::Metric) {
+      auto it = std::find(s.metricNames.begin(), s.metricNames.end(), r.name);
+      s.metricValues[size_t(it - s.metricNames.begin())] =
+          readScalar(s, f, r.value);
+    }
+  return readScalar(s, f, fn.lossValue);
 }
 
 void needSession(const tcc_session *s) {
@@ -646,6 +672,38 @@ tcc_status tcc_eval_step(tcc_session *s, double *loss) {
 }
 
 int64_t tcc_steps_done(const tcc_session *s) { return s ? s->stepsDone : 0; }
+
+int32_t tcc_num_metrics(const tcc_session *s) {
+  return s ? int32_t(s->metricNames.size()) : 0;
+}
+
+const char *tcc_metric_name(const tcc_session *s, int32_t index) {
+  return s && index >= 0 && size_t(index) < s->metricNames.size()
+             ? s->metricNames[index].c_str()
+             : nullptr;
+}
+
+tcc_status tcc_read_metric(const tcc_session *s, const char *name,
+                           double *value) {
+  return guard([&] {
+    needSession(s);
+    needName(name, "metric");
+    if (!value)
+      fail(TCC_ERROR_ARGUMENT, "tcc_read_metric: value is NULL");
+    auto it = std::find(s->metricNames.begin(), s->metricNames.end(),
+                        std::string(name));
+    if (it == s->metricNames.end()) {
+      std::string known;
+      for (const std::string &m : s->metricNames)
+        known += (known.empty() ? "" : ", ") + m;
+      fail(TCC_ERROR_ARGUMENT,
+           std::string("no metric '") + name + "' (" +
+               (known.empty() ? std::string("the artifact has none") : known) +
+               ")");
+    }
+    *value = s->metricValues[size_t(it - s->metricNames.begin())];
+  });
+}
 
 tcc_status tcc_forward(tcc_session *s) {
   return guard([&] {

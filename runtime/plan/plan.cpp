@@ -97,6 +97,8 @@ const char *roleName(Role role) {
     return "output";
   case Role::Working:
     return "working";
+  case Role::Metric:
+    return "metric";
   }
   return "?";
 }

@@ -68,7 +68,7 @@ const char *storageName(Storage storage);
 
 /// What a function result is (plan "role"). Working: the value becomes
 /// parameter `index`'s working copy; Output: an inference result, by name.
-enum class Role { Loss, Param, OptState, Output, Working };
+enum class Role { Loss, Param, OptState, Output, Working, Metric };
 const char *roleName(Role role);
 
 /// What an artifact runs (manifest "kind").
@@ -138,7 +138,7 @@ struct Result {
   Role role = Role::Loss;
   int64_t index = -1; ///< Param, OptState, Working
   int64_t value = -1;
-  std::string name; ///< Output
+  std::string name; ///< Output, Metric
 };
 
 struct Function {

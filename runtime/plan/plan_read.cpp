@@ -719,6 +719,18 @@ void readFunction(const JsonFile &file, const json &doc, const PlanContext &ctx,
         file.bad(rw,
                  "the loss is " + describe(v) + ", not an f32 or f64 scalar");
       fn.lossValue = r.value;
+    } else if (role == "metric") {
+      r.role = Role::Metric;
+      r.name = file.stringField(rj, rw, "name");
+      if (r.name.empty() || r.name == "loss")
+        file.bad(rw + ".name", r.name.empty() ? std::string("is empty")
+                                              : "'loss' is the loss's role");
+      for (const Result &other : fn.results)
+        if (other.role == Role::Metric && other.name == r.name)
+          file.bad(rw + ".name", "a second metric named '" + r.name + "'");
+      if (v.elements != 1 || (v.dtype != DType::F32 && v.dtype != DType::F64))
+        file.bad(rw, "metric '" + r.name + "' is " + describe(v) +
+                         ", not an f32 or f64 scalar");
     } else if (role == "param" || role == "opt_state") {
       bool param = role == "param";
       r.role = param ? Role::Param : Role::OptState;
@@ -758,8 +770,8 @@ void readFunction(const JsonFile &file, const json &doc, const PlanContext &ctx,
     } else {
       file.bad(rw + ".role",
                "unknown role '" + role +
-                   "' (expected loss, param, opt_state or working; output in "
-                   "an inference artifact)");
+                   "' (expected loss, metric, param, opt_state or working; "
+                   "output in an inference artifact)");
     }
     fn.results.push_back(r);
   }

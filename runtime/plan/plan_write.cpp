@@ -108,7 +108,7 @@ json kernelJson(const KernelSignature &k) {
 
 json resultJson(const Result &r) {
   json j = {{"role", roleName(r.role)}};
-  if (r.role == Role::Output)
+  if (r.role == Role::Output || r.role == Role::Metric)
     j["name"] = r.name;
   else if (r.role != Role::Loss)
     j["index"] = r.index;

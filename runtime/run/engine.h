@@ -52,6 +52,15 @@ public:
     return false;
   }
 
+  /// The metric `name` (plan role "metric": "grad_norm" of the last step,
+  /// "correct" and "counted" of the last evaluation batch); NaN before
+  /// one has run. False when the engine has no such metric (the default).
+  virtual bool metric(const std::string &name, double &value) const {
+    (void)name;
+    (void)value;
+    return false;
+  }
+
   /// `name` receives the first parameter or optimizer-state slot that
   /// holds a NaN or an infinity, "" when every value is finite.
   virtual bool findNonFinite(std::string &name, std::string &error) const = 0;

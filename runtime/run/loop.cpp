@@ -234,8 +234,9 @@ private:
   /// After an evaluation: --save-best and --early-stop's count; true when
   /// the run stops early.
   bool afterEvaluation(double loss, bool &stopEarly);
-  /// Writes the step's log row (once), with the eval loss when evaluated.
-  void flushRow(const std::string &evalField = "");
+  /// Writes the step's log row (once), with the eval loss (and accuracy)
+  /// when evaluated: `evalFields` "loss[,accuracy]".
+  void flushRow(const std::string &evalFields = "");
   Next checkpoint(double loss);
   Next nonFinite(const std::string &what);
   int interrupted(double loss);
@@ -265,6 +266,12 @@ private:
   /// the last evaluate() got to the end (a signal cuts it short).
   double evalLoss = NAN;
   bool evalDone = false;
+  /// The engine returns the gradient norm of each step (metric
+  /// "grad_norm"), and per evaluation batch the labels counted and those
+  /// predicted right (metrics "counted", "correct": a classification loss).
+  bool hasGradNorm = false, hasAccuracy = false;
+  /// The last evaluation's accuracy: correct / counted over its batches.
+  double evalAccuracy = NAN;
   /// The lowest eval loss and its step (--save-best); the --early-stop
   /// reference (lowered only by more than min_delta) and the evaluations
   /// since it was.
@@ -440,7 +447,10 @@ bool Loop::prepareOutputs() {
   if (!options.log.empty()) {
     std::string header = "step,loss,lr,seconds,throughput,elapsed" +
                          lossScale.csvHeader() +
-                         (options.evalData.empty() ? "" : ",eval_loss");
+                         (hasGradNorm ? ",grad_norm" : "") +
+                         (options.evalData.empty() ? ""
+                          : hasAccuracy            ? ",eval_loss,eval_accuracy"
+                                                   : ",eval_loss");
     std::string error;
     bool opened =
         options.resume
@@ -460,7 +470,7 @@ bool Loop::prepareOutputs() {
 }
 
 bool Loop::evaluate() {
-  double sum = 0;
+  double sum = 0, correct = 0, counted = 0;
   int64_t batches = 0;
   if (eval.arrays) {
     eval.arrays->seek(0);
@@ -485,20 +495,35 @@ bool Loop::evaluate() {
       return false;
     }
     sum += loss;
+    double c = 0, n = 0;
+    if (hasAccuracy && engine.metric("correct", c) &&
+        engine.metric("counted", n)) {
+      correct += c;
+      counted += n;
+    }
   }
   evalLoss = sum / double(batches);
+  evalAccuracy = counted > 0 ? correct / counted : NAN;
   evalDone = true;
   endLiveLine();
   out << "eval step " << engine.stepsDone() << ": loss "
-      << format("%.6f", evalLoss) << "\n";
+      << format("%.6f", evalLoss);
+  if (hasAccuracy)
+    out << "  accuracy " << format("%.4f", evalAccuracy);
+  out << "\n";
   return true;
 }
 
 bool Loop::afterEvaluation(double loss, bool &stopEarly) {
   stopEarly = false;
   int64_t done = engine.stepsDone();
-  if (events.isOpen())
-    events.scalars(done, {{"eval/loss", evalLoss}});
+  if (events.isOpen()) {
+    std::vector<std::pair<std::string, double>> scalars = {
+        {"eval/loss", evalLoss}};
+    if (hasAccuracy)
+      scalars.push_back({"eval/accuracy", evalAccuracy});
+    events.scalars(done, scalars);
+  }
   bool best = evalLoss < bestLoss;
   if (best) {
     bestLoss = evalLoss;
@@ -537,12 +562,15 @@ bool Loop::afterEvaluation(double loss, bool &stopEarly) {
   return true;
 }
 
-void Loop::flushRow(const std::string &evalField) {
+void Loop::flushRow(const std::string &evalFields) {
   if (!rowPending)
     return;
   rowPending = false;
+  // A step without an evaluation leaves the eval columns empty.
+  std::string fields =
+      evalFields.empty() && hasAccuracy ? std::string(",") : evalFields;
   if (log.isOpen())
-    log.row(pendingRow + (options.evalData.empty() ? "" : "," + evalField));
+    log.row(pendingRow + (options.evalData.empty() ? "" : "," + fields));
 }
 
 /// Saves the state after the step just done, unless it holds a NaN or an
@@ -649,9 +677,14 @@ void Loop::progress(int64_t done, double loss, double seconds) {
       seconds > 0 ? double(tokens ? tokens : samples) / seconds : 0;
   double lr = engine.learningRate(done - 1);
   std::ostringstream line;
+  double gradNorm = NAN;
+  if (hasGradNorm)
+    engine.metric("grad_norm", gradNorm);
   line << "step " << done << "/" << options.steps << "  loss "
-       << format("%.6f", loss) << "  lr " << format("%.1e", lr) << "  "
-       << format(throughput >= 100 ? "%.0f" : "%.3g", throughput)
+       << format("%.6f", loss) << "  lr " << format("%.1e", lr);
+  if (hasGradNorm)
+    line << "  grad norm " << format("%.3g", gradNorm);
+  line << "  " << format(throughput >= 100 ? "%.0f" : "%.3g", throughput)
        << (tokens ? " tok/s" : " samples/s") << "  elapsed " << clock(elapsed)
        << "  ETA " << clock(eta);
   lossScale.read(engine);
@@ -669,7 +702,8 @@ void Loop::progress(int64_t done, double loss, double seconds) {
                format(options.logDoubles ? "%.17g" : "%.9g", loss) + "," +
                format("%.17g", lr) + "," + format("%.6f", seconds) + "," +
                format("%.6g", throughput) + "," + format("%.3f", elapsed) +
-               lossScale.csvFields();
+               lossScale.csvFields() +
+               (hasGradNorm ? "," + format("%.9g", gradNorm) : "");
   rowPending = true;
   if (events.isOpen()) {
     std::vector<std::pair<std::string, double>> scalars = {
@@ -677,6 +711,8 @@ void Loop::progress(int64_t done, double loss, double seconds) {
         {"train/lr", lr},
         {tokens ? "train/tokens_per_second" : "train/samples_per_second",
          throughput}};
+    if (hasGradNorm)
+      scalars.push_back({"train/grad_norm", gradNorm});
     if (lossScale.present)
       scalars.push_back({"train/loss_scale", lossScale.scale});
     events.scalars(done, scalars);
@@ -714,6 +750,10 @@ int Loop::runSteps() {
     return 0;
   }
   lossScale.read(engine); // the log's columns depend on it
+  double unused;
+  hasGradNorm = engine.metric("grad_norm", unused);
+  hasAccuracy =
+      engine.metric("correct", unused) && engine.metric("counted", unused);
   if (!prepareOutputs())
     return 1;
 
@@ -773,7 +813,8 @@ int Loop::runSteps() {
         return 1;
       }
       if (evalDone) {
-        flushRow(format("%.9g", evalLoss));
+        flushRow(format("%.9g", evalLoss) +
+                 (hasAccuracy ? "," + format("%.9g", evalAccuracy) : ""));
         if (!afterEvaluation(loss, stopEarly))
           return 1;
       }

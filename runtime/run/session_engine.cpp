@@ -87,6 +87,13 @@ double SessionEngine::learningRate(int64_t it) const {
   return tcc_learning_rate(handle, it);
 }
 
+bool SessionEngine::metric(const std::string &name, double &value) const {
+  for (int32_t i = 0, n = tcc_num_metrics(handle); i < n; ++i)
+    if (name == tcc_metric_name(handle, i))
+      return tcc_read_metric(handle, name.c_str(), &value) == TCC_OK;
+  return false;
+}
+
 bool SessionEngine::optStateScalar(const std::string &name,
                                    double &value) const {
   for (int32_t i = 0, n = tcc_num_opt_state(handle); i < n; ++i) {

@@ -36,6 +36,7 @@ public:
   int64_t stepsDone() const override;
   double learningRate(int64_t it) const override;
   bool optStateScalar(const std::string &name, double &value) const override;
+  bool metric(const std::string &name, double &value) const override;
   bool findNonFinite(std::string &name, std::string &error) const override;
   bool saveCheckpoint(const std::string &dir, int64_t dataPosition,
                       const nlohmann::json &extra, std::string &written,

@@ -13,6 +13,7 @@
 
 #include "run/cli.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,7 @@ const Command commands[] = {
      runImport},
     {"eval", "MODEL --inputs in.npz",
      "run the forward pass in the reference interpreter", runEval},
-    {"compile",
-     "MODEL --loss L --optimizer O -o OUT.tcc  (no --loss: inference)",
+    {"compile", "MODEL --loss L --optimizer O -o OUT.tcc",
      "compile the training step (or the forward pass) to an artifact",
      runCompile},
     {"train", "MODEL --loss L --data D.npz --steps N",
@@ -77,6 +77,31 @@ void printHelp() {
     llvm::outs() << "  " << llvm::left_justify(c.name, 10) << c.summary << "\n";
   llvm::outs() << "\nRun 'tcc COMMAND --help' for a command's usage and "
                   "flags.\n";
+}
+
+/// `tcc NAME --help` for a command with LLVM flags, in the form of the
+/// runtime commands' help: "usage: tcc NAME SYNOPSIS [flags]", the
+/// command's description, then its flags (LLVM's own help would start with
+/// OVERVIEW and SUBCOMMAND lines and put its USAGE line after the
+/// description, which for `tcc train` is the loop's flags).
+void printCommandHelp(const Command &command, cl::SubCommand &sub) {
+  llvm::outs() << "usage: tcc " << command.name << " " << command.synopsis
+               << " [flags]\n\n"
+               << sub.getDescription() << "\n\nflags:\n";
+  std::vector<cl::Option *> flags;
+  for (auto &[name, option] : cl::getRegisteredOptions(sub))
+    if (option->getOptionHiddenFlag() == cl::NotHidden &&
+        llvm::is_contained(option->Categories, &flagCategory()) &&
+        !llvm::is_contained(flags, option))
+      flags.push_back(option);
+  llvm::sort(flags, [](cl::Option *a, cl::Option *b) {
+    return a->ArgStr < b->ArgStr;
+  });
+  size_t width = 0;
+  for (cl::Option *o : flags)
+    width = std::max(width, o->getOptionWidth());
+  for (cl::Option *o : flags)
+    o->printOptionInfo(width);
 }
 
 /// A flag as typed: -o, --loss.
@@ -198,6 +223,14 @@ int main(int argc, char **argv) {
   }
   for (cl::SubCommand *sub : cl::getRegisteredSubcommands())
     if (sub->getName() == command->name) {
+      for (const std::string &arg : rest) {
+        if (arg == "--")
+          break;
+        if (arg == "--help" || arg == "-help" || arg == "-h") {
+          printCommandHelp(*command, *sub);
+          return 0;
+        }
+      }
       std::string message = checkArguments(*sub, rest, extra);
       if (!message.empty()) {
         llvm::errs() << "tcc: " << command->name << ": " << message << "\n";

@@ -57,6 +57,7 @@ public:
   int64_t stepsDone() const override { return steps; }
   double learningRate(int64_t it) const override;
   bool optStateScalar(const std::string &name, double &value) const override;
+  bool metric(const std::string &name, double &value) const override;
   bool findNonFinite(std::string &name, std::string &error) const override;
   bool saveCheckpoint(const std::string &dir, int64_t dataPosition,
                       const nlohmann::json &extra, std::string &written,
@@ -83,10 +84,10 @@ public:
 private:
   /// Working: a parameter's bf16/f16 working copy, derived from the
   /// parameter at each call (the definition the optimizer's copy must meet).
-  enum class Kind { Param, OptState, Step, Batch, Loss, Working };
+  enum class Kind { Param, OptState, Step, Batch, Loss, Working, Metric };
   struct Slot {
     Kind kind;
-    unsigned index; ///< into paramValues / stateValues / the batch
+    unsigned index; ///< into paramValues / stateValues / the batch / metrics
     data::DType dtype = data::DType::F32; ///< Working
   };
   bool bindFunction(mlir::func::FuncOp f, std::vector<Slot> &args,
@@ -97,6 +98,9 @@ private:
   mlir::func::FuncOp trainFn, evalFn;
   std::vector<Slot> trainArgs, trainResults, evalArgs, evalResults;
   std::vector<data::Array> paramValues, stateValues;
+  /// The metric results of both functions by name, and their last values.
+  std::vector<std::string> metricNames;
+  std::vector<double> metricValues;
   std::vector<data::InputSpec> specs;
   /// The batch arguments' own shapes ([N, b, ...] with --accum N).
   std::vector<std::vector<int64_t>> argShapes;

@@ -122,7 +122,9 @@ inline constexpr llvm::StringLiteral kOptStateAttr =
 inline constexpr llvm::StringLiteral kWorkingAttr = "tcc.working";
 inline constexpr llvm::StringLiteral kStepAttr = "tcc.step"; // unit
 inline constexpr llvm::StringLiteral kNameAttr =
-    "tcc.name"; // batch input / "loss"
+    "tcc.name"; // batch input / "loss" / a metric
+/// A scalar result named other than "loss" is a metric (plan role "metric",
+/// tcc_read_metric). @train_step / @eval_step do not return any yet.
 inline constexpr llvm::StringLiteral kAccumAttr =
     "tcc.accum"; // i64, on the functions
 /// On an optimizer-state argument that does not start at zero (the loss

@@ -403,8 +403,21 @@ TEST_F(WorkingLoadError, WorkingResults) {
   expect(TCC_ERROR_FORMAT, {"results[3].index", "param index 9 is out of range"});
   results()[3] = {{"role", "workin"}, {"index", 0}, {"value", 14}};
   expect(TCC_ERROR_FORMAT,
-         {"results[3].role", "unknown role 'workin' (expected loss, param, "
-                             "opt_state or working"});
+         {"results[3].role", "unknown role 'workin' (expected loss, metric, "
+                             "param, opt_state or working"});
+}
+
+// A metric (train_step's grad_norm, eval_step's correct / counted) is a
+// named f32 or f64 scalar.
+TEST_F(WorkingLoadError, MetricResults) {
+  results()[3] = {{"role", "metric"}, {"name", "grad_norm"}, {"value", 14}};
+  expect(TCC_ERROR_FORMAT,
+         {"results[3]",
+          "metric 'grad_norm' is bf16 [3, 1], not an f32 or f64 scalar"});
+  results()[3] = {{"role", "metric"}, {"name", ""}, {"value", 14}};
+  expect(TCC_ERROR_FORMAT, {"results[3].name", "is empty"});
+  results()[3] = {{"role", "metric"}, {"name", "loss"}, {"value", 14}};
+  expect(TCC_ERROR_FORMAT, {"results[3].name", "'loss' is the loss's role"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, WorkingCopy, ::testing::Values("bf16", "f16"),

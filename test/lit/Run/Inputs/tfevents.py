@@ -14,8 +14,9 @@ simple_value = 2 (float)).
 
 Checks every CRC, that the first event is file_version "brain.Event:2" and
 prints one line per scalar: "TAG STEP VALUE" (sorted by tag, then step).
-With --log, also checks train/loss, train/lr and eval/loss against the CSV's
-loss, lr and eval_loss columns (same steps, values within 1e-6 relative) and prints "log: ok".
+With --log, also checks train/loss, train/lr, eval/loss and (when the CSV
+has them) train/grad_norm, eval/accuracy and train/loss_scale against the
+CSV's loss, lr, eval_loss, grad_norm, eval_accuracy and loss_scale columns (same steps, values within 1e-6 relative) and prints "log: ok".
 """
 
 import csv
@@ -117,6 +118,12 @@ def main(argv):
                 "train/lr": [(int(r["step"]), f32(r["lr"])) for r in rows],
                 "eval/loss": [(int(r["step"]), f32(r["eval_loss"]))
                               for r in rows if r.get("eval_loss")]}
+        for tag, column in (("train/grad_norm", "grad_norm"),
+                            ("eval/accuracy", "eval_accuracy"),
+                            ("train/loss_scale", "loss_scale")):
+            if rows and column in rows[0]:
+                want[tag] = [(int(r["step"]), f32(r[column]))
+                             for r in rows if r[column]]
         close = lambda a, b: a[0] == b[0] and abs(a[1] - b[1]) <= 1e-6 * abs(b[1])
         for tag, expected in want.items():
             got = scalars.get(tag, [])
