@@ -79,6 +79,18 @@ TrainFlags::TrainFlags(cl::SubCommand &sub)
           "loss-scale-growth-interval", cl::value_desc("N"), cl::init(2000),
           cl::desc("Double the dynamic loss scale after N steps without "
                    "overflow (default 2000)"),
+          cl::sub(sub), cl::cat(flagCategory())),
+      dataParallel(
+          "data-parallel",
+          cl::desc("Compile for data-parallel training (mpirun -np N tcc "
+                   "run): gradients, loss and label count are all-reduced "
+                   "(mean) over the ranks; also runs as one process"),
+          cl::sub(sub), cl::cat(flagCategory())),
+      bucketSize(
+          "bucket-size", cl::value_desc("MiB"), cl::init(25.0),
+          cl::desc("With --data-parallel: MiB of gradients per all-reduce "
+                   "bucket, in the order backward produces them (default 25, "
+                   "as PyTorch DDP)"),
           cl::sub(sub), cl::cat(flagCategory())) {}
 
 bool TrainFlags::anyTrainingOnly() const {
@@ -87,7 +99,8 @@ bool TrainFlags::anyTrainingOnly() const {
          accum.getNumOccurrences() || freeze.getNumOccurrences() ||
          noDecay.getNumOccurrences() || lossScale.getNumOccurrences() ||
          lossScaleInit.getNumOccurrences() ||
-         lossScaleGrowthInterval.getNumOccurrences();
+         lossScaleGrowthInterval.getNumOccurrences() ||
+         dataParallel.getNumOccurrences() || bucketSize.getNumOccurrences();
 }
 
 FailureOr<PrecisionPolicy> TrainFlags::toPrecision(Location loc) const {
@@ -112,6 +125,10 @@ FailureOr<TrainConfig> TrainFlags::toConfig(Location loc) const {
   options.accum = accum;
   options.freeze = freeze;
   options.noDecay = noDecay;
+  options.dataParallel = dataParallel;
+  options.bucketSize = bucketSize;
+  if (bucketSize.getNumOccurrences() && !dataParallel)
+    return emitError(loc) << "--bucket-size needs --data-parallel";
   if (gradClip.getNumOccurrences())
     options.gradClip = gradClip;
   if (lossScale.getNumOccurrences())
