@@ -13,6 +13,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev
   python3 python3-numpy python3-onnx python3-torch
   chromium python3-pil  # screenshots of the compile report (test/lit/Tools)
+  openmpi-bin libopenmpi-dev  # data-parallel training (mpirun, the runtime's MPI module)
 )
 
 missing=()

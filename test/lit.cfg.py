@@ -31,6 +31,17 @@ else:
     lit_config.note("chromium not found: the report screenshot test is "
                     "skipped (scripts/bootstrap.sh installs it)")
 
+# `REQUIRES: mpi`: data-parallel runs under Open MPI's mpirun (scripts/
+# bootstrap.sh installs openmpi-bin and libopenmpi-dev; CMake then builds the
+# runtime's MPI module). CI runs as root, which mpirun refuses unless told.
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    config.environment["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+else:
+    lit_config.note("mpirun not found: the data-parallel tests are skipped")
+
 # `REQUIRES: nvcc`: tests that build CUDA fatbins.
 if config.tcc_nvcc and not config.tcc_nvcc.endswith("NOTFOUND"):
     config.available_features.add("nvcc")

@@ -438,7 +438,7 @@ std::string artifactDigest(const std::string &artifact) {
       all += data::digestFile(
                  (std::filesystem::path(artifact) / file).string())
                  .sha256;
-    } catch (const data::Error &) {
+    } catch (const std::exception &) {
       all += "-"; // the session reports the missing file
     }
   }
