@@ -398,8 +398,8 @@ std::string describeTrainConfig(const TrainConfig &c) {
        "' no_decay='" + c.noDecay + "'";
   s += " precision=" + describePrecision(c.precision);
   if (c.dataParallel)
-    s += " data_parallel=bucket:" + roundTrip(double(c.bucketBytes) / (1 << 20)) +
-         "MiB";
+    s += " data_parallel=bucket:" +
+         roundTrip(double(c.bucketBytes) / (1 << 20)) + "MiB";
   const LossScaleSpec &ls = c.lossScale;
   if (ls.kind == LossScaleSpec::None)
     return s + " loss_scale=none";

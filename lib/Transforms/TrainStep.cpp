@@ -304,7 +304,8 @@ static int64_t byteSize(Type type) {
 Value StepBuilder::allReduceGradients(OpBuilder &b,
                                       MutableArrayRef<Value> grads,
                                       Value loss) {
-  SmallVector<unsigned> order = llvm::to_vector(llvm::seq<unsigned>(0, grads.size()));
+  SmallVector<unsigned> order =
+      llvm::to_vector(llvm::seq<unsigned>(0, grads.size()));
   // Program order of the defining ops (every gradient is computed in the
   // step's one block; a constant zero gradient may come first).
   auto before = [&](unsigned x, unsigned y) {

@@ -234,11 +234,11 @@ CpuBackend::CpuBackend(const SessionOptions &options, const Artifact &art)
           std::none_of(fn.steps.begin(), fn.steps.end(), [](const Step &s) {
             return s.kind == Step::Collective;
           }))
-        fail(TCC_ERROR_BACKEND,
-             art.file("plan") + ": train_step has no all_reduce, so it "
-                                "cannot train on " +
-                 std::to_string(group->size()) +
-                 " ranks (compile with --data-parallel)");
+        fail(TCC_ERROR_BACKEND, art.file("plan") +
+                                    ": train_step has no all_reduce, so it "
+                                    "cannot train on " +
+                                    std::to_string(group->size()) +
+                                    " ranks (compile with --data-parallel)");
     readsCollective.resize(art.functions.size());
     for (size_t f = 0; f < art.functions.size(); ++f) {
       const Function &fn = art.functions[f];
@@ -254,11 +254,12 @@ CpuBackend::CpuBackend(const SessionOptions &options, const Artifact &art)
         for (int64_t id : step.outputs) {
           reduced[id] = true;
           if (!dp::reducible(fn.values[id].dtype))
-            fail(TCC_ERROR_BACKEND,
-                 art.file("plan") + ": " + fn.name + " step " +
-                     std::to_string(s) + " (" + collectiveName(step.collective) +
-                     "): cannot reduce " + data::dtypeName(fn.values[id].dtype) +
-                     " over MPI (f32, f64, i32, i64)");
+            fail(TCC_ERROR_BACKEND, art.file("plan") + ": " + fn.name +
+                                        " step " + std::to_string(s) + " (" +
+                                        collectiveName(step.collective) +
+                                        "): cannot reduce " +
+                                        data::dtypeName(fn.values[id].dtype) +
+                                        " over MPI (f32, f64, i32, i64)");
         }
       }
     }
@@ -374,9 +375,9 @@ void CpuBackend::runSteps(size_t f, int64_t step, double *ms) {
         Clock::time_point start = Clock::now();
         startCollective(fn, i, fb.ptrs.data());
         if (ms)
-          ms[i] = std::chrono::duration<double, std::milli>(Clock::now() -
-                                                           start)
-                      .count();
+          ms[i] =
+              std::chrono::duration<double, std::milli>(Clock::now() - start)
+                  .count();
         continue;
       }
     }

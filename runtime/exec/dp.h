@@ -1,4 +1,5 @@
-//===- dp.h - the data-parallel module: MPI groups and the world -*- C++ -*-===//
+//===- dp.h - the data-parallel module: MPI groups and the world -*- C++
+//-*-===//
 //
 // Everything that touches MPI lives behind this header, in dp_mpi.cpp (built
 // when CMake finds MPI) or dp_none.cpp (a runtime without MPI: one process,

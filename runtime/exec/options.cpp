@@ -13,9 +13,9 @@ namespace {
 
 using Options = tcc_session_options;
 
-// A newer header appends fields after `collective_timeout_s`; were there padding
-// after it, such a field could land in bytes a caller of this header leaves
-// uninitialised, and the zero check on unknown bytes would misread them.
+// A newer header appends fields after `collective_timeout_s`; were there
+// padding after it, such a field could land in bytes a caller of this header
+// leaves uninitialised, and the zero check on unknown bytes would misread them.
 static_assert(sizeof(Options) ==
                   offsetof(Options, collective_timeout_s) + sizeof(double),
               "tcc_session_options must have no trailing padding");

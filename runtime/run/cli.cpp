@@ -435,8 +435,7 @@ std::string artifactDigest(const std::string &artifact) {
   std::string all;
   for (const char *file : {"manifest.json", "plan.json"}) {
     try {
-      all += data::digestFile(
-                 (std::filesystem::path(artifact) / file).string())
+      all += data::digestFile((std::filesystem::path(artifact) / file).string())
                  .sha256;
     } catch (const std::exception &) {
       all += "-"; // the session reports the missing file
@@ -551,8 +550,10 @@ static int runTrainingCommand(const std::string &program,
   char *end = nullptr;
   double timeout = std::strtod(timeoutText.c_str(), &end);
   if (timeoutText.empty() || *end || !(timeout >= 0 && timeout < 1e9))
-    return fail(program + ": --collective-timeout expects seconds (a number "
-                          ">= 0), got '" + timeoutText + "'");
+    return fail(program +
+                ": --collective-timeout expects seconds (a number "
+                ">= 0), got '" +
+                timeoutText + "'");
   options.rank = world.rank;
   options.worldSize = world.size;
   static NullBuffer discard;

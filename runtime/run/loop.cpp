@@ -44,8 +44,8 @@ struct Feed {
   int rank = 0, ranks = 1;
 
   data::Prefetcher::Source source() {
-    data::Prefetcher::Source s = arrays ? data::Prefetcher::of(*arrays)
-                                        : data::Prefetcher::of(*tokens);
+    data::Prefetcher::Source s =
+        arrays ? data::Prefetcher::of(*arrays) : data::Prefetcher::of(*tokens);
     if (ranks == 1)
       return s;
     s.next = [next = s.next, r = rank, n = ranks] {

@@ -12,12 +12,10 @@ namespace tcc::run {
 
 static std::string lastError() { return tcc_last_error(); }
 
-std::unique_ptr<SessionEngine> SessionEngine::open(const std::string &artifact,
-                                                   const std::string &backend,
-                                                   int32_t device,
-                                                   std::string &error,
-                                                   void *mpiComm,
-                                                   double timeout) {
+std::unique_ptr<SessionEngine>
+SessionEngine::open(const std::string &artifact, const std::string &backend,
+                    int32_t device, std::string &error, void *mpiComm,
+                    double timeout) {
   tcc_session_options options;
   tcc_session_options_init(&options);
   options.backend = backend.c_str();

@@ -52,13 +52,12 @@ TrainFlags::TrainFlags(cl::SubCommand &sub)
           cl::desc(
               "Parameters whose name matches this regex get no weight decay"),
           cl::sub(sub), cl::cat(flagCategory())),
-      precision(
-          "precision", cl::value_desc("fp32|bf16|fp16"), cl::init("fp32"),
-          cl::desc("Compute precision: bf16/fp16 store activations and "
-                   "gradients in 16 bits and run GEMMs and attention on "
-                   "them, with fp32 master weights, optimizer and losses "
-                   "(default: fp32)"),
-          cl::sub(sub), cl::cat(flagCategory())),
+      precision("precision", cl::value_desc("fp32|bf16|fp16"), cl::init("fp32"),
+                cl::desc("Compute precision: bf16/fp16 store activations and "
+                         "gradients in 16 bits and run GEMMs and attention on "
+                         "them, with fp32 master weights, optimizer and losses "
+                         "(default: fp32)"),
+                cl::sub(sub), cl::cat(flagCategory())),
       precisionPolicy(
           "precision-policy", cl::value_desc("OP=low|fp32,..."),
           cl::desc("Override the precision policy per op kind, e.g. "
@@ -71,10 +70,9 @@ TrainFlags::TrainFlags(cl::SubCommand &sub)
                    "overflow, halve the scale; default with fp16), a static "
                    "scale S, or none (default otherwise)"),
           cl::sub(sub), cl::cat(flagCategory())),
-      lossScaleInit(
-          "loss-scale-init", cl::value_desc("S"), cl::init(65536.0),
-          cl::desc("Initial dynamic loss scale (default 65536)"),
-          cl::sub(sub), cl::cat(flagCategory())),
+      lossScaleInit("loss-scale-init", cl::value_desc("S"), cl::init(65536.0),
+                    cl::desc("Initial dynamic loss scale (default 65536)"),
+                    cl::sub(sub), cl::cat(flagCategory())),
       lossScaleGrowthInterval(
           "loss-scale-growth-interval", cl::value_desc("N"), cl::init(2000),
           cl::desc("Double the dynamic loss scale after N steps without "

@@ -1,6 +1,7 @@
 // The training flags (--loss, --optimizer, --grad-clip, --lr-schedule,
-// --accum, --freeze, --no-decay, --precision, --loss-scale, --data-parallel...), shared by
-// every command that builds a training step (`tcc compile`, `tcc train`).
+// --accum, --freeze, --no-decay, --precision, --loss-scale,
+// --data-parallel...), shared by every command that builds a training step
+// (`tcc compile`, `tcc train`).
 #ifndef TCC_TOOLS_TCC_TRAINFLAGS_H
 #define TCC_TOOLS_TCC_TRAINFLAGS_H
 
