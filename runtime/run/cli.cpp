@@ -565,7 +565,8 @@ static int runTrainingCommand(const std::string &program,
                   artifact +
                   " differs between the ranks (plan.json or manifest.json); "
                   "every rank must run the same artifact");
-    if (world.rank != 0) { // rank 0 alone logs
+    if (world.rank != 0) { // rank 0 alone logs and writes the profile
+      profileFlags.json.clear();
       options.log.clear();
       options.tensorboard.clear();
       options.progress = "none";
