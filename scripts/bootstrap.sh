@@ -14,6 +14,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev
   python3 python3-venv python3-numpy python3-onnx python3-torch
   chromium python3-pil  # report screenshots (test/lit/Tools), tcc plot PNGs (Run/plot.test)
+  openmpi-bin libopenmpi-dev  # data-parallel training (mpirun, the runtime's MPI module)
 )
 
 missing=()

@@ -40,6 +40,17 @@ else:
     lit_config.note("%s not found: tests of current PyTorch's exports are "
                     "skipped (scripts/venv.sh creates it)" % config.venv_python)
 
+# `REQUIRES: mpi`: data-parallel runs under Open MPI's mpirun (scripts/
+# bootstrap.sh installs openmpi-bin and libopenmpi-dev; CMake then builds the
+# runtime's MPI module). CI runs as root, which mpirun refuses unless told.
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    config.environment["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+else:
+    lit_config.note("mpirun not found: the data-parallel tests are skipped")
+
 # `REQUIRES: nvcc`: tests that build CUDA fatbins.
 if config.tcc_nvcc and not config.tcc_nvcc.endswith("NOTFOUND"):
     config.available_features.add("nvcc")

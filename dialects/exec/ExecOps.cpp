@@ -263,6 +263,21 @@ template <class Op> static bool negativeBucketOrStream(Op op) {
   return op.getBucketAttr().getInt() < 0 || op.getStreamAttr().getInt() < 0;
 }
 
+LogicalResult AllReduceOp::buildVjp(OpBuilder &builder, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  SmallVector<Value> flowing;
+  for (Value g : resultGrads)
+    if (g)
+      flowing.push_back(g);
+  auto reduce = AllReduceOp::create(
+      builder, getLoc(), ValueRange(flowing).getTypes(), flowing,
+      getReductionAttr(), getBucketAttr(), builder.getI64IntegerAttr(0));
+  unsigned next = 0;
+  for (Value g : resultGrads)
+    operandGrads.push_back(g ? reduce.getResult(next++) : Value());
+  return success();
+}
+
 LogicalResult AllReduceOp::verify() {
   if (negativeBucketOrStream(*this))
     return emitOpError("bucket and stream are non-negative");

@@ -140,7 +140,8 @@ class Exec_CollectiveOp<string mnemonic, list<Trait> traits = []>
   let hasVerifier = 1;
 }
 
-def Exec_AllReduceOp : Exec_CollectiveOp<"all_reduce"> {
+def Exec_AllReduceOp : Exec_CollectiveOp<"all_reduce",
+    [DeclareOpInterfaceMethods<Tcc_DifferentiableOpInterface>]> {
   let summary = "the sum (or mean) of each tensor over all ranks";
   let description = [{
     Every result is its operand combined element by element over the ranks
@@ -150,6 +151,10 @@ def Exec_AllReduceOp : Exec_CollectiveOp<"all_reduce"> {
     them and `stream` is the stream it runs on (1: the communication stream,
     so it overlaps the rest of backward; 0: the compute stream). With one
     rank every result equals its operand.
+
+    Its gradient is the same all-reduce of the results' gradients (the
+    transpose of a sum over ranks is a sum over ranks), on the compute
+    stream: a data-parallel loss divides by the all-reduced label count.
   }];
   let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
                        DefaultValuedAttr<Exec_ReductionAttr, "Reduction::sum">:$reduction,

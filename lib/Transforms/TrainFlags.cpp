@@ -11,6 +11,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Regex.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -296,6 +297,11 @@ parseTrainStepOptions(Location loc, const BuildTrainStepOptions &options,
   c.accum = options.accum;
   c.freeze = options.freeze;
   c.noDecay = options.noDecay;
+  c.dataParallel = options.dataParallel;
+  if (!(options.bucketSize > 0 && options.bucketSize <= 1 << 20))
+    return flagError(loc, "bucket-size", numberText(options.bucketSize))
+           << "must be a positive number of MiB";
+  c.bucketBytes = std::max<int64_t>(1, int64_t(options.bucketSize * (1 << 20)));
   c.precision = precision;
   LossScaleSpec &scaling = c.lossScale;
   scaling.scale = options.lossScaleInit;
@@ -369,6 +375,8 @@ BuildTrainStepOptions trainStepOptions(const TrainConfig &c) {
   o.accum = c.accum;
   o.freeze = c.freeze;
   o.noDecay = c.noDecay;
+  o.dataParallel = c.dataParallel;
+  o.bucketSize = double(c.bucketBytes) / (1 << 20);
   const LossScaleSpec &ls = c.lossScale;
   if (ls.kind == LossScaleSpec::Dynamic) {
     o.lossScale = "dynamic";
@@ -389,6 +397,9 @@ std::string describeTrainConfig(const TrainConfig &c) {
   s += " accum=" + std::to_string(c.accum) + " freeze='" + c.freeze +
        "' no_decay='" + c.noDecay + "'";
   s += " precision=" + describePrecision(c.precision);
+  if (c.dataParallel)
+    s += " data_parallel=bucket:" +
+         roundTrip(double(c.bucketBytes) / (1 << 20)) + "MiB";
   const LossScaleSpec &ls = c.lossScale;
   if (ls.kind == LossScaleSpec::None)
     return s + " loss_scale=none";

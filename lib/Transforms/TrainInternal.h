@@ -43,8 +43,14 @@ MicroLoss buildMicroLoss(mlir::OpBuilder &b, mlir::Location loc,
                          const LossPlan &plan, mlir::Value output,
                          mlir::Value label);
 /// The mean loss over `parts` (a float scalar of the output's element type).
+/// With `allReduceCount` (a data-parallel train step) the summed
+/// denominator is replaced by its mean over the ranks (exec.all_reduce,
+/// bucket 0 on the compute stream): each rank's loss is then its loss sum
+/// over 1/N of the global count, whose mean over the ranks, like that of
+/// its gradients, is the global mean.
 mlir::Value combineLosses(mlir::OpBuilder &b, mlir::Location loc,
-                          llvm::ArrayRef<MicroLoss> parts);
+                          llvm::ArrayRef<MicroLoss> parts,
+                          bool allReduceCount = false);
 
 /// The learning rate of step `step` (tensor<i64>, steps already taken) as a
 /// tensor<f64>, computed in the IR.

@@ -3,6 +3,8 @@
 // graph already computes.
 #include "TrainInternal.h"
 
+#include "exec/ExecOps.h"
+
 #include "tcc/TccOps.h"
 
 using namespace mlir;
@@ -154,7 +156,8 @@ static Value sum(OpBuilder &b, Location loc, ArrayRef<Value> values) {
   return total;
 }
 
-Value combineLosses(OpBuilder &b, Location loc, ArrayRef<MicroLoss> parts) {
+Value combineLosses(OpBuilder &b, Location loc, ArrayRef<MicroLoss> parts,
+                    bool allReduceCount) {
   SmallVector<Value> nums, dens;
   for (const MicroLoss &p : parts) {
     nums.push_back(p.numerator);
@@ -162,8 +165,16 @@ Value combineLosses(OpBuilder &b, Location loc, ArrayRef<MicroLoss> parts) {
       dens.push_back(p.denominator);
   }
   Value num = sum(b, loc, nums);
-  if (!dens.empty())
-    return DivOp::create(b, loc, num, sum(b, loc, dens));
+  if (!dens.empty()) {
+    Value den = sum(b, loc, dens);
+    if (allReduceCount)
+      den = exec::AllReduceOp::create(
+                b, loc, TypeRange{den.getType()}, ValueRange{den},
+                exec::ReductionAttr::get(b.getContext(), exec::Reduction::mean),
+                b.getI64IntegerAttr(0), b.getI64IntegerAttr(0))
+                .getResult(0);
+    return DivOp::create(b, loc, num, den);
+  }
   if (parts.size() == 1)
     return num;
   Type elem = llvm::cast<RankedTensorType>(num.getType()).getElementType();

@@ -8,6 +8,8 @@
 #include "tcc/TccOps.h"
 #include "tcc/Transforms/Autodiff.h"
 
+#include "exec/ExecOps.h"
+
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
@@ -115,6 +117,13 @@ private:
   LogicalResult mapDropout(OpBuilder &b, DropoutOp drop, IRMapping &map, Value step,
                            int64_t k);
   Value microBatch(OpBuilder &b, Value arg, int64_t k);
+  /// Data-parallel training: replaces every gradient by its mean over the
+  /// ranks. Gradients are grouped into buckets of about config.bucketBytes
+  /// in the order backward produces them, and each bucket's exec.all_reduce
+  /// is placed right after its last gradient, so it overlaps the rest of
+  /// backward. The first bucket also carries `loss`; returns its mean.
+  Value allReduceGradients(OpBuilder &b, MutableArrayRef<Value> grads,
+                           Value loss);
   void addBatchArgs(SmallVectorImpl<Type> &types,
                     SmallVectorImpl<DictionaryAttr> &attrs);
   /// The working-copy arguments (after the parameters), one per parameter
@@ -281,7 +290,65 @@ FailureOr<Value> StepBuilder::buildLoss(OpBuilder &b, ValueRange paramArgs,
     parts.push_back(train::buildMicroLoss(b, loc, lossPlan,
                                           outputs[lossPlan.output], label));
   }
-  return train::combineLosses(b, loc, parts);
+  // A train step of several ranks weighs the label counts of all of them.
+  return train::combineLosses(b, loc, parts,
+                              /*allReduceCount=*/step && config.dataParallel);
+}
+
+static int64_t byteSize(Type type) {
+  auto t = llvm::cast<RankedTensorType>(type);
+  return t.getNumElements() *
+         int64_t(llvm::divideCeil(t.getElementTypeBitWidth(), 8));
+}
+
+Value StepBuilder::allReduceGradients(OpBuilder &b,
+                                      MutableArrayRef<Value> grads,
+                                      Value loss) {
+  SmallVector<unsigned> order =
+      llvm::to_vector(llvm::seq<unsigned>(0, grads.size()));
+  // Program order of the defining ops (every gradient is computed in the
+  // step's one block; a constant zero gradient may come first).
+  auto before = [&](unsigned x, unsigned y) {
+    Operation *a = grads[x].getDefiningOp(), *c = grads[y].getDefiningOp();
+    if (!a || !c)
+      return !a && c;
+    return a != c && a->isBeforeInBlock(c);
+  };
+  llvm::stable_sort(order, before);
+  SmallVector<SmallVector<unsigned>> buckets(1);
+  int64_t bytes = 0;
+  for (unsigned i : order) {
+    if (bytes >= config.bucketBytes) {
+      buckets.emplace_back();
+      bytes = 0;
+    }
+    buckets.back().push_back(i);
+    bytes += byteSize(grads[i].getType());
+  }
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = b.getInsertionBlock();
+  auto mean = exec::ReductionAttr::get(b.getContext(), exec::Reduction::mean);
+  Value reducedLoss = loss;
+  for (auto [k, bucket] : llvm::enumerate(buckets)) {
+    SmallVector<Value> inputs;
+    for (unsigned i : bucket)
+      inputs.push_back(grads[i]);
+    if (k == 0)
+      inputs.push_back(loss);
+    Operation *last = grads[bucket.back()].getDefiningOp();
+    if (last)
+      b.setInsertionPointAfter(last);
+    else
+      b.setInsertionPointToStart(body);
+    auto reduce = exec::AllReduceOp::create(
+        b, loc, ValueRange(inputs).getTypes(), inputs, mean,
+        b.getI64IntegerAttr(int64_t(k) + 1), b.getI64IntegerAttr(1));
+    for (auto [j, i] : llvm::enumerate(bucket))
+      grads[i] = reduce.getResult(j);
+    if (k == 0)
+      reducedLoss = reduce.getResults().back();
+  }
+  return reducedLoss;
 }
 
 void StepBuilder::addBatchArgs(SmallVectorImpl<Type> &types,
@@ -450,6 +517,10 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
   FailureOr<SmallVector<Value>> grads = buildGradients(b, *loss, seed, wrt);
   if (failed(grads))
     return failure();
+  // Clipping, the overflow check and the optimizer see reduced gradients.
+  Value reportedLoss = *loss;
+  if (config.dataParallel && !grads->empty())
+    reportedLoss = allReduceGradients(b, *grads, *loss);
   if (scale)
     train::scaleGradients(
         b, loc,
@@ -493,7 +564,7 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
     newParams.push_back(updated.front());
     llvm::append_range(newState, llvm::drop_begin(updated));
   }
-  SmallVector<Value> outs{lossResult(b, loc, *loss, lossType)};
+  SmallVector<Value> outs{lossResult(b, loc, reportedLoss, lossType)};
   if (dynamic) {
     train::ScaleState next = train::updateLossScale(
         b, loc, ok,

@@ -1,5 +1,6 @@
 // The tcc-build-train-step pass: the training-step builder with its
 // settings as pass options, for tcc-opt pipelines and lit tests.
+#include "exec/ExecOps.h"
 #include "tcc/Transforms/Passes.h"
 #include "tcc/Transforms/TrainStep.h"
 
@@ -31,6 +32,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepBase<BuildTrainStepPass> {
     options.lossScale = lossScale;
     options.lossScaleInit = lossScaleInit;
     options.lossScaleGrowthInterval = lossScaleGrowthInterval;
+    options.dataParallel = dataParallel;
+    options.bucketSize = bucketSize;
     // @forward's precision is only what its types say; the config's is for
     // manifests, which this pass does not write.
     FailureOr<TrainConfig> config =

@@ -200,10 +200,14 @@ typedef struct tcc_session_options {
   /** The data-parallel group this session is a rank of (the MPI
    *  communicator's address or the NCCL communicator, as
    *  communicator_kind says), owned by the caller, outliving the session.
-   *  Stored for collectives; no plan has any yet, so nothing uses it.
+   *  The plan's collectives (exec.all_reduce) run over it: MPI on "cpu".
    *  Refused (TCC_ERROR_ARGUMENT): a kind without a communicator, a
    *  communicator without a kind, an unknown kind, NCCL on "cpu". */
   void *communicator;
+  /** With a communicator: seconds a collective may wait for the other
+   *  ranks before the step fails (TCC_ERROR_BACKEND naming it: a rank died
+   *  or hangs); 0, the default, waits forever. */
+  double collective_timeout_s;
 } tcc_session_options;
 
 /** Fills `options` with the defaults and struct_size = sizeof. Inline, so

@@ -73,6 +73,11 @@ std::unique_ptr<Backend> makeBackend(const SessionOptions &options,
                                      const Artifact &artifact) {
   checkBackendOptions(options);
   checkRanks(artifact);
+  if (options.backend == "cuda" &&
+      options.communicatorKind != TCC_COMMUNICATOR_NONE)
+    fail(TCC_ERROR_BACKEND, "backend 'cuda' does not run collectives over a "
+                            "communicator yet (data-parallel training runs "
+                            "on 'cpu' over MPI)");
 #ifdef TCC_HAVE_CUDA_BACKEND
   if (options.backend == "cuda")
     return makeCudaBackend(options, artifact);

@@ -202,6 +202,44 @@ CpuBackend::CpuBackend(const SessionOptions &options, const Artifact &art)
                                     std::to_string(s) + " (" +
                                     opName(step.op) + "): " + why);
     }
+  if (options.communicatorKind == TCC_COMMUNICATOR_MPI) {
+    group = dp::openGroup(options.communicator, options.collectiveTimeout);
+    // Without collectives the ranks would each train a model of their own.
+    for (const Function &fn : art.functions)
+      if (fn.name == "train_step" && group->size() > 1 &&
+          std::none_of(fn.steps.begin(), fn.steps.end(), [](const Step &s) {
+            return s.kind == Step::Collective;
+          }))
+        fail(TCC_ERROR_BACKEND, art.file("plan") +
+                                    ": train_step has no all_reduce, so it "
+                                    "cannot train on " +
+                                    std::to_string(group->size()) +
+                                    " ranks (compile with --data-parallel)");
+    readsCollective.resize(art.functions.size());
+    for (size_t f = 0; f < art.functions.size(); ++f) {
+      const Function &fn = art.functions[f];
+      std::vector<bool> reduced(fn.values.size(), false);
+      readsCollective[f].assign(fn.steps.size(), false);
+      for (size_t s = 0; s < fn.steps.size(); ++s) {
+        const Step &step = fn.steps[s];
+        for (int64_t id : step.inputs)
+          if (id >= 0 && reduced[id])
+            readsCollective[f][s] = true;
+        if (step.kind != Step::Collective)
+          continue;
+        for (int64_t id : step.outputs) {
+          reduced[id] = true;
+          if (!dp::reducible(fn.values[id].dtype))
+            fail(TCC_ERROR_BACKEND, art.file("plan") + ": " + fn.name +
+                                        " step " + std::to_string(s) + " (" +
+                                        collectiveName(step.collective) +
+                                        "): cannot reduce " +
+                                        data::dtypeName(fn.values[id].dtype) +
+                                        " over MPI (f32, f64, i32, i64)");
+        }
+      }
+    }
+  }
   kernels.resize(art.functions.size());
   for (size_t f = 0; f < art.functions.size(); ++f)
     kernels[f].assign(art.functions[f].steps.size(), nullptr);
@@ -302,6 +340,23 @@ void CpuBackend::runSteps(size_t f, int64_t step, double *ms) {
   };
   for (size_t i = 0; i < fn.steps.size(); ++i) {
     poison(i);
+    if (group) {
+      // A bucket's reduction runs while the rest of backward does; a step
+      // that reads a result waits for it.
+      if (readsCollective[f][i])
+        group->waitAll();
+      else
+        group->progress();
+      if (fn.steps[i].kind == Step::Collective) {
+        Clock::time_point start = Clock::now();
+        startCollective(fn, i, fb.ptrs.data());
+        if (ms)
+          ms[i] =
+              std::chrono::duration<double, std::milli>(Clock::now() - start)
+                  .count();
+        continue;
+      }
+    }
     if (!ms) {
       runStep(f, i, fb.ptrs.data());
       continue;
@@ -313,6 +368,8 @@ void CpuBackend::runSteps(size_t f, int64_t step, double *ms) {
     ms[i] = std::chrono::duration<double, std::milli>(Clock::now() - start)
                 .count();
   }
+  if (group)
+    group->waitAll();
   poison(fn.steps.size());
   for (const FunctionBinding::Copy &c : fb.resultCopies)
     std::memmove(c.dst, c.src, c.bytes);
@@ -342,6 +399,25 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
              uint8_t *const *ptrs);
 
 } // namespace
+
+void CpuBackend::startCollective(const Function &fn, size_t s,
+                                 uint8_t *const *ptrs) {
+  const Step &step = fn.steps[s];
+  if (step.collective != CollectiveOp::AllReduce)
+    fail(TCC_ERROR_BACKEND, fn.name + " step " + std::to_string(s) + " (" +
+                                collectiveName(step.collective) +
+                                "): only all_reduce runs over MPI");
+  for (size_t i = 0; i < step.inputs.size(); ++i) {
+    const Value &v = fn.values[step.outputs[i]];
+    uint8_t *out = ptrs[step.outputs[i]];
+    const uint8_t *in = ptrs[step.inputs[i]];
+    if (out != in)
+      std::memmove(out, in, size_t(v.bytes));
+    group->start(out, v.elements, v.dtype, step.reduction == Reduction::Mean,
+                 fn.name + " step " + std::to_string(s) + " (all_reduce of " +
+                     "bucket " + std::to_string(step.bucket) + ")");
+  }
+}
 
 void CpuBackend::runStep(size_t fnIndex, size_t s,
                          uint8_t *const *ptrs) const {

@@ -14,6 +14,7 @@
 
 #include "exec/allocator.h"
 #include "exec/backend.h"
+#include "exec/dp.h"
 
 #include <cstdint>
 #include <string>
@@ -54,8 +55,17 @@ private:
   /// address of value v.
   void runStep(size_t fnIndex, size_t s, uint8_t *const *ptrs) const;
 
+  /// Collective step `s` over the group: starts its reductions in place in
+  /// the outputs (each input copied there first).
+  void startCollective(const Function &fn, size_t s, uint8_t *const *ptrs);
+
   const Artifact &artifact;
   Allocator memory; // allocate()'s
+  /// The data-parallel group (TCC_COMMUNICATOR_MPI), or null: one rank.
+  std::unique_ptr<dp::Group> group;
+  /// Per function and step: whether the step reads a collective's result,
+  /// so a started reduction must finish first.
+  std::vector<std::vector<bool>> readsCollective;
   const Bindings *bindings = nullptr;
   void *handle = nullptr;
   std::vector<std::vector<KernelFn>> kernels; // [function][step]

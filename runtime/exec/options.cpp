@@ -13,11 +13,11 @@ namespace {
 
 using Options = tcc_session_options;
 
-// A newer header appends fields after `communicator`; were there padding
-// after it, such a field could land in bytes a caller of this header leaves
-// uninitialised, and the zero check on unknown bytes would misread them.
+// A newer header appends fields after `collective_timeout_s`; were there
+// padding after it, such a field could land in bytes a caller of this header
+// leaves uninitialised, and the zero check on unknown bytes would misread them.
 static_assert(sizeof(Options) ==
-                  offsetof(Options, communicator) + sizeof(void *),
+                  offsetof(Options, collective_timeout_s) + sizeof(double),
               "tcc_session_options must have no trailing padding");
 static_assert(sizeof(tcc_communicator_kind) == sizeof(int32_t),
               "enum fields keep the struct's layout");
@@ -85,6 +85,9 @@ SessionOptions readSessionOptions(const tcc_session_options *options) {
     out.allocator = options->allocator;
   if (has(offsetof(Options, communicator), sizeof options->communicator))
     out.communicator = options->communicator;
+  if (has(offsetof(Options, collective_timeout_s),
+          sizeof options->collective_timeout_s))
+    out.collectiveTimeout = options->collective_timeout_s;
 
   if (out.device < 0)
     refuse("device " + std::to_string(out.device) + " is negative");
@@ -100,6 +103,9 @@ SessionOptions readSessionOptions(const tcc_session_options *options) {
   if (out.communicatorKind != TCC_COMMUNICATOR_NONE && !out.communicator)
     refuse("communicator_kind " + std::string(kind) +
            " needs a communicator, which is NULL");
+  if (!(out.collectiveTimeout >= 0))
+    refuse("collective_timeout_s " + std::to_string(out.collectiveTimeout) +
+           " is negative");
   return out;
 }
 

@@ -29,8 +29,10 @@ struct SessionOptions {
   tcc_allocator allocator = {nullptr, nullptr, nullptr};
   /// A tcc_communicator_kind.
   int32_t communicatorKind = TCC_COMMUNICATOR_NONE;
-  /// Stored for the collectives to come; nothing reads it yet.
+  /// The data-parallel group (an MPI_Comm *, or an ncclComm_t).
   void *communicator = nullptr;
+  /// Seconds a collective may wait for the other ranks; 0: forever.
+  double collectiveTimeout = 0;
 };
 
 /// `options` (null: the defaults) read within its struct_size.

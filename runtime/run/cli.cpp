@@ -2,6 +2,8 @@
 #include "run/profile.h"
 #include "run/session_engine.h"
 
+#include "data/sha256.h"
+#include "exec/dp.h"
 #include "exec/inspect.h"
 #include "plan/plan.h"
 #include "plan/schedule.h"
@@ -407,6 +409,10 @@ static const char *kRunOnlyHelp =
   --profile               time each plan step of the last step; print the time
                           per op family and the slowest steps
   --profile-json FILE     also write that profile as JSON (implies --profile)
+  --collective-timeout S  under mpirun: a rank whose collective waits longer
+                          than S seconds for the others (a rank died or
+                          hangs) stops the job with an error (default 300;
+                          0 waits forever)
 
 An inference artifact (tcc compile MODEL -o OUT.tcc, without --loss) runs its
 forward pass instead: ARTIFACT.tcc --inputs IN.npz [--outputs OUT.npz]
@@ -417,7 +423,57 @@ forward pass instead: ARTIFACT.tcc --inputs IN.npz [--outputs OUT.npz]
                           directory, or the latest under DIR)
 )";
 
+namespace {
+/// Discards what is written to it: the progress of ranks other than 0.
+class NullBuffer : public std::streambuf {
+protected:
+  int overflow(int c) override { return c; }
+};
+
+/// The digest of an artifact's plan and manifest: ranks must agree on it.
+std::string artifactDigest(const std::string &artifact) {
+  std::string all;
+  for (const char *file : {"manifest.json", "plan.json"}) {
+    try {
+      all += data::digestFile((std::filesystem::path(artifact) / file).string())
+                 .sha256;
+    } catch (const std::exception &) {
+      all += "-"; // the session reports the missing file
+    }
+  }
+  return all;
+}
+} // namespace
+
+static int runTrainingCommand(const std::string &program,
+                              std::vector<std::string> args,
+                              const rt::dp::World &world);
+
 int runCommand(const std::string &program, std::vector<std::string> args) {
+  for (const std::string &a : args)
+    if (a == "--help" || a == "-h")
+      return runTrainingCommand(program, std::move(args), {});
+  rt::dp::World world;
+  try {
+    world = rt::dp::joinWorld();
+  } catch (const data::Error &e) {
+    std::cerr << "tcc: " << program << ": " << e.what() << "\n";
+    return 1;
+  }
+  int status = runTrainingCommand(program, std::move(args), world);
+  // Other ranks may wait in a collective for this one: end them all.
+  if (status != 0 && world.size > 1) {
+    std::cout.flush();
+    std::cerr.flush();
+    rt::dp::abortWorld(status);
+  }
+  rt::dp::leaveWorld();
+  return status;
+}
+
+static int runTrainingCommand(const std::string &program,
+                              std::vector<std::string> args,
+                              const rt::dp::World &world) {
   const std::string flagsHelp = std::string(runFlagsHelp()) + kRunOnlyHelp;
   auto usage = [&] {
     std::cout << "usage: " << asTyped(program)
@@ -438,7 +494,7 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
   RunOptions options;
   ProfileFlags profileFlags;
   std::string error, backend = "cpu", deviceText = "0";
-  std::string inputs, outputs, checkpointPath;
+  std::string inputs, outputs, checkpointPath, timeoutText = "300";
   if (!parseRunFlags(args, options, error) ||
       !parseProfileFlags(args, profileFlags, error))
     return fail(program + ": " + error);
@@ -447,7 +503,8 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
     for (auto [flag, value] :
          {std::pair{"--backend", &backend}, std::pair{"--device", &deviceText},
           std::pair{"--inputs", &inputs}, std::pair{"--outputs", &outputs},
-          std::pair{"--checkpoint", &checkpointPath}}) {
+          std::pair{"--checkpoint", &checkpointPath},
+          std::pair{"--collective-timeout", &timeoutText}}) {
       if (!takeValue(args, i, flag, *value, matched, error))
         return fail(program + ": " + error);
       if (matched)
@@ -490,8 +547,33 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
     return fail(error);
   if (!checkArtifactPath(artifact, error))
     return fail(error);
-  std::unique_ptr<SessionEngine> engine =
-      SessionEngine::open(artifact, backend, int32_t(device), error);
+  char *end = nullptr;
+  double timeout = std::strtod(timeoutText.c_str(), &end);
+  if (timeoutText.empty() || *end || !(timeout >= 0 && timeout < 1e9))
+    return fail(program +
+                ": --collective-timeout expects seconds (a number "
+                ">= 0), got '" +
+                timeoutText + "'");
+  options.rank = world.rank;
+  options.worldSize = world.size;
+  static NullBuffer discard;
+  static std::ostream nowhere(&discard);
+  std::ostream &out = world.rank == 0 ? std::cout : nowhere;
+  if (world.size > 1) {
+    if (!rt::dp::sameOnAllRanks(artifactDigest(artifact)))
+      return fail(program + ": rank " + std::to_string(world.rank) + ": " +
+                  artifact +
+                  " differs between the ranks (plan.json or manifest.json); "
+                  "every rank must run the same artifact");
+    if (world.rank != 0) { // rank 0 alone logs and writes the profile
+      profileFlags.json.clear();
+      options.log.clear();
+      options.tensorboard.clear();
+      options.progress = "none";
+    }
+  }
+  std::unique_ptr<SessionEngine> engine = SessionEngine::open(
+      artifact, backend, int32_t(device), error, world.comm, timeout);
   if (!engine)
     return fail(error);
   Profiler profiler;
@@ -500,10 +582,10 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
       return fail(program + ": " + error);
     options.lastStep = profiler.lastStep(engine->session(), backend);
   }
-  int status = runTraining(*engine, options, std::cout, std::cerr);
+  int status = runTraining(*engine, options, out, std::cerr);
   if (status != 0 || !profileFlags.on)
     return status;
-  if (!profiler.report(std::cout, error))
+  if (!profiler.report(out, error))
     return fail(program + ": " + error);
   return 0;
 }

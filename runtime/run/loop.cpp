@@ -40,11 +40,28 @@ struct Feed {
   std::optional<data::Batcher> arrays;
   std::optional<data::TokenBatcher> tokens;
   std::unique_ptr<data::Prefetcher> prefetch;
+  /// Data-parallel: this rank's block of `ranks` equal blocks of rows.
+  int rank = 0, ranks = 1;
 
   data::Prefetcher::Source source() {
-    if (arrays)
-      return data::Prefetcher::of(*arrays);
-    return data::Prefetcher::of(*tokens);
+    data::Prefetcher::Source s =
+        arrays ? data::Prefetcher::of(*arrays) : data::Prefetcher::of(*tokens);
+    if (ranks == 1)
+      return s;
+    s.next = [next = s.next, r = rank, n = ranks] {
+      std::vector<data::Array> batch = next();
+      for (data::Array &a : batch) {
+        int64_t rows = a.shape[0] / n;
+        size_t rowBytes = a.bytes.size() / size_t(a.shape[0]);
+        a.bytes.erase(a.bytes.begin() + size_t(r + 1) * rows * rowBytes,
+                      a.bytes.end());
+        a.bytes.erase(a.bytes.begin(),
+                      a.bytes.begin() + size_t(r) * rows * rowBytes);
+        a.shape[0] = rows;
+      }
+      return batch;
+    };
+    return s;
   }
 };
 
@@ -90,9 +107,15 @@ std::vector<std::string> tokenFiles(const std::string &path) {
 
 /// Opens `path` for `engine`'s batch inputs: a .bin token file (or a
 /// pattern of several) needs two int64 [B, T] inputs, one of them the
-/// loss's target.
-void openFeed(Feed &feed, const std::string &path, const Engine &engine) {
-  const std::vector<data::InputSpec> &specs = engine.batchSpecs();
+/// loss's target. With `ranks` > 1 the feed reads global batches of `ranks`
+/// times the rows and hands out rank `rank`'s block of them.
+void openFeed(Feed &feed, const std::string &path, const Engine &engine,
+              int rank = 0, int ranks = 1) {
+  std::vector<data::InputSpec> specs = engine.batchSpecs();
+  for (data::InputSpec &s : specs)
+    s.shape[0] *= ranks;
+  feed.rank = rank;
+  feed.ranks = ranks;
   if (!endsWith(path, ".bin")) {
     feed.arrays.emplace(data::Batcher::open(path, specs));
     return;
@@ -285,7 +308,7 @@ private:
 
 bool Loop::openFeeds() {
   try {
-    openFeed(train, options.data, engine);
+    openFeed(train, options.data, engine, options.rank, options.worldSize);
     if (train.arrays &&
         train.arrays->numSamples() < train.arrays->batchSize() &&
         !options.allowRepeat)
@@ -591,6 +614,10 @@ Loop::Next Loop::checkpoint(double loss) {
     warn(at + ": no checkpoint written (--on-nan continue)");
     return Next::Train;
   }
+  if (options.rank != 0) { // rank 0 writes the whole state
+    savedStep = done;
+    return Next::Train;
+  }
   if (!engine.saveCheckpoint(options.checkpointDir, train.prefetch->position(),
                              checkpointExtra(loss), written, error))
     return stop(error);
@@ -689,6 +716,8 @@ void Loop::progress(int64_t done, double loss, double seconds) {
        << "  ETA " << clock(eta);
   lossScale.read(engine);
   line << lossScale.progressText();
+  if (options.worldSize > 1)
+    line << "  ranks " << options.worldSize;
   if (options.progress == "none") {
     // only the log
   } else if (live) {
@@ -759,8 +788,10 @@ int Loop::runSteps() {
 
   live = options.progress == "auto" && isatty(STDOUT_FILENO);
   const std::vector<data::InputSpec> &specs = engine.batchSpecs();
-  tokens = tokensPerStep(specs);
-  samples = specs.empty() || specs[0].shape.empty() ? 1 : specs[0].shape[0];
+  // Throughput counts the global batch, all ranks together.
+  tokens = tokensPerStep(specs) * options.worldSize;
+  samples = (specs.empty() || specs[0].shape.empty() ? 1 : specs[0].shape[0]) *
+            options.worldSize;
   runStart = Clock::now();
   if (savedStep < 0)
     savedStep = engine.stepsDone(); // the initial state: nothing to save

@@ -65,6 +65,12 @@ struct RunOptions {
   /// step otherwise; "lines" always prints a line per step; "none" prints
   /// only evaluation, checkpoint and final lines.
   std::string progress = "auto";
+  /// Data-parallel training (mpirun): this process is rank `rank` of
+  /// `worldSize`. Every rank reads the same training data; each step's
+  /// global batch is worldSize times the artifact's and rank r trains on
+  /// its r-th block of rows. Only rank 0 writes checkpoints (every rank
+  /// can resume from them).
+  int rank = 0, worldSize = 1;
   /// When set, takes the run's last step in place of Engine::step, with the
   /// same contract (`tcc run --profile` times that step's plan steps).
   std::function<bool(std::vector<data::Array> batch, double &loss,

@@ -12,14 +12,19 @@ namespace tcc::run {
 
 static std::string lastError() { return tcc_last_error(); }
 
-std::unique_ptr<SessionEngine> SessionEngine::open(const std::string &artifact,
-                                                   const std::string &backend,
-                                                   int32_t device,
-                                                   std::string &error) {
+std::unique_ptr<SessionEngine>
+SessionEngine::open(const std::string &artifact, const std::string &backend,
+                    int32_t device, std::string &error, void *mpiComm,
+                    double timeout) {
   tcc_session_options options;
   tcc_session_options_init(&options);
   options.backend = backend.c_str();
   options.device = device;
+  if (mpiComm) {
+    options.communicator_kind = TCC_COMMUNICATOR_MPI;
+    options.communicator = mpiComm;
+    options.collective_timeout_s = timeout;
+  }
   tcc_session *s = nullptr;
   if (tcc_session_open(artifact.c_str(), &options, &s) != TCC_OK) {
     error = lastError();

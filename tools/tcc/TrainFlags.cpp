@@ -52,13 +52,12 @@ TrainFlags::TrainFlags(cl::SubCommand &sub)
           cl::desc(
               "Parameters whose name matches this regex get no weight decay"),
           cl::sub(sub), cl::cat(flagCategory())),
-      precision(
-          "precision", cl::value_desc("fp32|bf16|fp16"), cl::init("fp32"),
-          cl::desc("Compute precision: bf16/fp16 store activations and "
-                   "gradients in 16 bits and run GEMMs and attention on "
-                   "them, with fp32 master weights, optimizer and losses "
-                   "(default: fp32)"),
-          cl::sub(sub), cl::cat(flagCategory())),
+      precision("precision", cl::value_desc("fp32|bf16|fp16"), cl::init("fp32"),
+                cl::desc("Compute precision: bf16/fp16 store activations and "
+                         "gradients in 16 bits and run GEMMs and attention on "
+                         "them, with fp32 master weights, optimizer and losses "
+                         "(default: fp32)"),
+                cl::sub(sub), cl::cat(flagCategory())),
       precisionPolicy(
           "precision-policy", cl::value_desc("OP=low|fp32,..."),
           cl::desc("Override the precision policy per op kind, e.g. "
@@ -71,14 +70,25 @@ TrainFlags::TrainFlags(cl::SubCommand &sub)
                    "overflow, halve the scale; default with fp16), a static "
                    "scale S, or none (default otherwise)"),
           cl::sub(sub), cl::cat(flagCategory())),
-      lossScaleInit(
-          "loss-scale-init", cl::value_desc("S"), cl::init(65536.0),
-          cl::desc("Initial dynamic loss scale (default 65536)"),
-          cl::sub(sub), cl::cat(flagCategory())),
+      lossScaleInit("loss-scale-init", cl::value_desc("S"), cl::init(65536.0),
+                    cl::desc("Initial dynamic loss scale (default 65536)"),
+                    cl::sub(sub), cl::cat(flagCategory())),
       lossScaleGrowthInterval(
           "loss-scale-growth-interval", cl::value_desc("N"), cl::init(2000),
           cl::desc("Double the dynamic loss scale after N steps without "
                    "overflow (default 2000)"),
+          cl::sub(sub), cl::cat(flagCategory())),
+      dataParallel(
+          "data-parallel",
+          cl::desc("Compile for data-parallel training (mpirun -np N tcc "
+                   "run): gradients, loss and label count are all-reduced "
+                   "(mean) over the ranks; also runs as one process"),
+          cl::sub(sub), cl::cat(flagCategory())),
+      bucketSize(
+          "bucket-size", cl::value_desc("MiB"), cl::init(25.0),
+          cl::desc("With --data-parallel: MiB of gradients per all-reduce "
+                   "bucket, in the order backward produces them (default 25, "
+                   "as PyTorch DDP)"),
           cl::sub(sub), cl::cat(flagCategory())) {}
 
 bool TrainFlags::anyTrainingOnly() const {
@@ -87,7 +97,8 @@ bool TrainFlags::anyTrainingOnly() const {
          accum.getNumOccurrences() || freeze.getNumOccurrences() ||
          noDecay.getNumOccurrences() || lossScale.getNumOccurrences() ||
          lossScaleInit.getNumOccurrences() ||
-         lossScaleGrowthInterval.getNumOccurrences();
+         lossScaleGrowthInterval.getNumOccurrences() ||
+         dataParallel.getNumOccurrences() || bucketSize.getNumOccurrences();
 }
 
 FailureOr<PrecisionPolicy> TrainFlags::toPrecision(Location loc) const {
@@ -112,6 +123,10 @@ FailureOr<TrainConfig> TrainFlags::toConfig(Location loc) const {
   options.accum = accum;
   options.freeze = freeze;
   options.noDecay = noDecay;
+  options.dataParallel = dataParallel;
+  options.bucketSize = bucketSize;
+  if (bucketSize.getNumOccurrences() && !dataParallel)
+    return emitError(loc) << "--bucket-size needs --data-parallel";
   if (gradClip.getNumOccurrences())
     options.gradClip = gradClip;
   if (lossScale.getNumOccurrences())

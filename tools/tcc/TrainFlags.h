@@ -1,6 +1,7 @@
 // The training flags (--loss, --optimizer, --grad-clip, --lr-schedule,
-// --accum, --freeze, --no-decay, --precision, --loss-scale...), shared by
-// every command that builds a training step (`tcc compile`, `tcc train`).
+// --accum, --freeze, --no-decay, --precision, --loss-scale,
+// --data-parallel...), shared by every command that builds a training step
+// (`tcc compile`, `tcc train`).
 #ifndef TCC_TOOLS_TCC_TRAINFLAGS_H
 #define TCC_TOOLS_TCC_TRAINFLAGS_H
 
@@ -27,6 +28,8 @@ struct TrainFlags {
   llvm::cl::opt<std::string> lossScale;
   llvm::cl::opt<double> lossScaleInit;
   llvm::cl::opt<int64_t> lossScaleGrowthInterval;
+  llvm::cl::opt<bool> dataParallel;
+  llvm::cl::opt<double> bucketSize;
 
   /// Whether a flag that only a training step uses was given (--precision
   /// and --precision-policy also apply to an inference artifact).

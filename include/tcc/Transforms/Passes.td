@@ -176,8 +176,13 @@ def BuildTrainStep : Pass<"tcc-build-train-step", "mlir::ModuleOp"> {
            "the dynamic loss scale's initial value">,
     Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t",
            /*default=*/"2000", "clean steps before the dynamic scale doubles">,
+    Option<"dataParallel", "data-parallel", "bool", /*default=*/"false",
+           "all-reduce (mean) the gradients, loss and label count over the data-parallel ranks">,
+    Option<"bucketSize", "bucket-size", "double", /*default=*/"25.0",
+           "MiB of gradients per all-reduce bucket (with data-parallel)">,
   ];
-  let dependentDialects = ["::tcc::TccDialect", "::mlir::func::FuncDialect"];
+  let dependentDialects = ["::tcc::TccDialect", "::mlir::func::FuncDialect",
+                           "::tcc::exec::ExecDialect"];
 }
 
 def LowerPrecision : Pass<"tcc-lower-precision", "mlir::func::FuncOp"> {

@@ -64,6 +64,11 @@ struct TrainConfig {
   std::string noDecay; ///< regex of parameters without weight decay
   PrecisionPolicy precision; ///< applied to @forward before differentiating
   LossScaleSpec lossScale;
+  /// Data-parallel training: gradients, the loss and the label count are
+  /// all-reduced (mean) over the ranks, gradients in buckets of about
+  /// `bucketBytes` in the order backward produces them.
+  bool dataParallel = false;
+  int64_t bucketBytes = 25 << 20;
 };
 
 /// Flag parsers. A malformed value is an error diagnostic at `loc` (where

@@ -4,6 +4,7 @@
 // RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=cross_entropy(y,labels,ignore_index=-1) optimizer=sgd:lr=0.5 lr-schedule=linear:total=50" | FileCheck %s --check-prefix=LINEAR
 // RUN: tcc-opt %t/model.mlir --tcc-lower-precision=precision=bf16 --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.1,momentum=0.9 accum=2" | FileCheck %s --check-prefix=WORKING
 // RUN: tcc-opt %t/scalar.mlir --tcc-build-train-step="loss=loss" | FileCheck %s --check-prefix=OUTPUT
+// RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=cross_entropy(y,labels,ignore_index=-1) optimizer=sgd:lr=0.5 data-parallel=1 bucket-size=0.00001" | FileCheck %s --check-prefix=DP
 // RUN: tcc-opt %t/dropout.mlir --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.1 accum=2" | FileCheck %s --check-prefix=DROPOUT
 // RUN: tcc-opt %t/errors-ce.mlir --split-input-file -verify-diagnostics --tcc-build-train-step="loss=cross_entropy(y,labels)"
 // RUN: tcc-opt %t/errors-mse.mlir --split-input-file -verify-diagnostics --tcc-build-train-step="loss=mse(y,target)"
@@ -11,6 +12,24 @@
 // RUN: tcc-opt %t/errors-regex.mlir -verify-diagnostics --tcc-build-train-step="loss=y freeze=("
 // RUN: tcc-opt %t/errors-optimizer.mlir -verify-diagnostics --tcc-build-train-step="loss=y optimizer=adam:lr=1"
 // RUN: tcc-opt %t/errors-no-loss.mlir -verify-diagnostics --tcc-build-train-step
+
+// Data parallel: the label count is all-reduced (mean) before the loss
+// divides by it; each gradient (buckets of 10 bytes: one each) is
+// all-reduced right after backward computes it, b's (with the loss)
+// before w's matmul; the updates read the reduced gradients; eval_step
+// has no collective.
+// DP-LABEL: func.func @train_step
+// DP: %loss_sum, %count = tcc.cross_entropy
+// DP-NEXT: %[[N:.*]] = exec.all_reduce %count {reduction = #exec<reduction mean>, stream = 0 : i64}
+// DP-NEXT: %[[L:.*]] = tcc.div %loss_sum, %[[N]]
+// DP: %[[B:.*]]:2 = exec.all_reduce %{{.*}}, %[[L]] {bucket = 1 : i64, reduction = #exec<reduction mean>} : (tensor<5xf32>, tensor<f32>)
+// DP-NEXT: %[[GW:.*]] = tcc.matmul %arg5, %{{.*}} {transpose_lhs = true}
+// DP-NEXT: %[[W:.*]] = exec.all_reduce %[[GW]] {bucket = 2 : i64, reduction = #exec<reduction mean>} : (tensor<3x5xf32>)
+// DP: tcc.sgd_update %arg0, %[[W]]
+// DP-NEXT: tcc.sgd_update %arg1, %[[B]]#0
+// DP: return %[[B]]#1,
+// DP-LABEL: func.func @eval_step
+// DP-NOT: exec.all_reduce
 
 //--- model.mlir
 // w and b are trained; s is frozen in the IR; aux does not reach the loss

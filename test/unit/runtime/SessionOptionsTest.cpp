@@ -9,6 +9,8 @@
 #include "RuntimeTestUtil.h"
 #include "WorkingTestArtifact.h"
 
+#include "exec/dp.h"
+
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -75,6 +77,7 @@ TEST_F(SessionOptions, InitGivesTheDefaults) {
   EXPECT_EQ(o.allocator.alloc, nullptr);
   EXPECT_EQ(o.allocator.free, nullptr);
   EXPECT_EQ(o.communicator, nullptr);
+  EXPECT_EQ(o.collective_timeout_s, 0.0);
   tcc_session_options_init(nullptr); // ignored
   // The defaults are NULL options are backend "cpu".
   std::vector<double> byDefault = trainWith(nullptr);
@@ -185,6 +188,8 @@ TEST(SessionOptionsRefusal, NamesTheFieldBeforeReadingTheArtifact) {
        "through MPI)"},
       {[](Options &o) { o.backend = "tpu"; }, TCC_ERROR_BACKEND,
        "backend 'tpu' is not available; this runtime has: cpu"},
+      {[](Options &o) { o.collective_timeout_s = -1; }, TCC_ERROR_ARGUMENT,
+       "tcc_session_options: collective_timeout_s -1.000000 is negative"},
   };
   for (const Case &c : cases) {
     Options o = defaults();
@@ -197,12 +202,23 @@ TEST(SessionOptionsRefusal, NamesTheFieldBeforeReadingTheArtifact) {
   }
 }
 
-TEST_F(SessionOptions, AnMpiCommunicatorIsKeptForLater) {
-  int comm = 0; // what it points to is the data-parallel work's business
+TEST_F(SessionOptions, AnMpiCommunicatorNeedsMpi) {
+  // This process never called MPI_Init: a runtime with MPI refuses the
+  // communicator, one without MPI refuses the kind.
+  int comm = 0;
   Options o = defaults();
   o.communicator_kind = TCC_COMMUNICATOR_MPI;
   o.communicator = &comm;
-  EXPECT_EQ(trainWith(&o), trainWith(nullptr));
+  std::string message;
+  if (tcc::rt::dp::haveMpi()) {
+    EXPECT_EQ(openWith(dir.path, &o, message), TCC_ERROR_ARGUMENT);
+    EXPECT_EQ(message, "TCC_COMMUNICATOR_MPI: MPI is not initialized (call "
+                       "MPI_Init first)");
+  } else {
+    EXPECT_EQ(openWith(dir.path, &o, message), TCC_ERROR_BACKEND);
+    EXPECT_EQ(message, "TCC_COMMUNICATOR_MPI: this runtime was built without "
+                       "MPI (install libopenmpi-dev and rebuild)");
+  }
 }
 
 TEST_F(SessionOptions, EveryBufferComesFromTheAllocatorHook) {

@@ -1,0 +1,79 @@
+//===- dp.h - the data-parallel module: MPI groups and the world -*- C++
+//-*-===//
+//
+// Everything that touches MPI lives behind this header, in dp_mpi.cpp (built
+// when CMake finds MPI) or dp_none.cpp (a runtime without MPI: one process,
+// and a clear refusal of anything more). The CPU backend all-reduces through
+// a Group; the runtime CLI (runtime/run) joins the job mpirun started
+// through the world functions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TCC_RUNTIME_EXEC_DP_H
+#define TCC_RUNTIME_EXEC_DP_H
+
+#include "data/npz.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tcc::rt::dp {
+
+/// Whether this runtime was built with MPI.
+bool haveMpi();
+
+/// The ranks of a session's MPI communicator, reducing tensors in place.
+class Group {
+public:
+  virtual ~Group() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// Starts the sum over the ranks of `elements` values of `dtype` at `buf`
+  /// in place (MPI_Iallreduce); divided by the number of ranks when `mean`,
+  /// once waitAll() returns. `what` names it in a timeout message.
+  virtual void start(uint8_t *buf, int64_t elements, data::DType dtype,
+                     bool mean, const std::string &what) = 0;
+  /// Lets started reductions progress without waiting (MPI_Testall).
+  virtual void progress() = 0;
+  virtual bool pending() const = 0;
+  /// Waits for every started reduction. TCC_ERROR_BACKEND naming the
+  /// reduction when it has not finished after the timeout (a rank died or
+  /// hangs).
+  virtual void waitAll() = 0;
+};
+
+/// A group over the MPI_Comm `comm` points to; `timeoutSeconds` <= 0 waits
+/// forever. TCC_ERROR_BACKEND without MPI.
+std::unique_ptr<Group> openGroup(void *comm, double timeoutSeconds);
+
+/// Whether `dtype` can be all-reduced (f32, f64, i32, i64: MPI has no
+/// 16-bit float sum).
+inline bool reducible(data::DType dtype) {
+  return dtype == data::DType::F32 || dtype == data::DType::F64 ||
+         dtype == data::DType::I32 || dtype == data::DType::I64;
+}
+
+/// The job this process is a rank of.
+struct World {
+  int rank = 0, size = 1;
+  /// Points to the world's MPI_Comm (null for a process mpirun did not
+  /// start): a session's communicator.
+  void *comm = nullptr;
+};
+
+/// Joins the job mpirun started this process in (Open MPI's or PMI's
+/// environment says so), or a world of one. A launched process in a
+/// runtime without MPI is an error (data::Error).
+World joinWorld();
+/// Leaves the job (MPI_Finalize) after a normal end.
+void leaveWorld();
+/// Ends every rank of the job (MPI_Abort) after this rank's error: others
+/// may be waiting in a collective for it.
+[[noreturn]] void abortWorld(int status);
+/// Whether every rank passed the same `text`.
+bool sameOnAllRanks(const std::string &text);
+
+} // namespace tcc::rt::dp
+
+#endif // TCC_RUNTIME_EXEC_DP_H

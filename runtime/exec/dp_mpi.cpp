@@ -1,0 +1,223 @@
+//===- dp_mpi.cpp - the data-parallel module over MPI ---------------------===//
+//
+// The only file of the runtime that includes mpi.h. A collective step
+// starts one MPI_Iallreduce per tensor, in place; the backend lets them
+// progress between the steps that follow and waits before a step reads a
+// result, polling with MPI_Testall so that a rank that died or hangs ends
+// the wait after the timeout instead of blocking forever.
+//
+//===----------------------------------------------------------------------===//
+
+#include "exec/dp.h"
+
+#include "plan/plan.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace tcc::rt::dp {
+
+namespace {
+
+MPI_Datatype mpiType(data::DType dtype) {
+  switch (dtype) {
+  case data::DType::F32:
+    return MPI_FLOAT;
+  case data::DType::F64:
+    return MPI_DOUBLE;
+  case data::DType::I32:
+    return MPI_INT32_T;
+  case data::DType::I64:
+    return MPI_INT64_T;
+  default:
+    fail(TCC_ERROR_BACKEND, "cannot all-reduce " +
+                                std::string(data::dtypeName(dtype)) +
+                                " over MPI (f32, f64, i32, i64)");
+  }
+}
+
+template <class T> void divide(uint8_t *buf, int64_t n, int ranks) {
+  T *p = reinterpret_cast<T *>(buf);
+  for (int64_t i = 0; i < n; ++i)
+    p[i] /= T(ranks);
+}
+
+class MpiGroup final : public Group {
+public:
+  MpiGroup(MPI_Comm comm, double timeout) : comm(comm), timeout(timeout) {
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &ranks);
+  }
+  ~MpiGroup() override {
+    // A session closed after an error: the requests are abandoned, as the
+    // process is about to end.
+  }
+  int rank() const override { return me; }
+  int size() const override { return ranks; }
+
+  void start(uint8_t *buf, int64_t elements, data::DType dtype, bool mean,
+             const std::string &what) override {
+    if (ranks == 1)
+      return;
+    if (elements > INT32_MAX)
+      fail(TCC_ERROR_BACKEND, what + ": " + std::to_string(elements) +
+                                  " elements, more than one MPI call takes");
+    requests.emplace_back();
+    items.push_back({buf, elements, dtype, mean, what});
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, int(elements), mpiType(dtype),
+                            MPI_SUM, comm, &requests.back());
+    check(rc, what);
+  }
+
+  void progress() override {
+    if (requests.empty())
+      return;
+    int done = 0;
+    MPI_Testall(int(requests.size()), requests.data(), &done,
+                MPI_STATUSES_IGNORE);
+  }
+
+  bool pending() const override { return !items.empty(); }
+
+  void waitAll() override {
+    if (items.empty())
+      return;
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(timeout));
+    int done = 0;
+    for (int spins = 0;; ++spins) {
+      int rc = MPI_Testall(int(requests.size()), requests.data(), &done,
+                           MPI_STATUSES_IGNORE);
+      check(rc, items.front().what);
+      if (done)
+        break;
+      if (timeout > 0 && Clock::now() > deadline)
+        fail(TCC_ERROR_BACKEND,
+             "rank " + std::to_string(me) + " of " + std::to_string(ranks) +
+                 ": " + items.front().what + " did not finish within the " +
+                 "collective timeout of " + std::to_string(int(timeout)) +
+                 " s (another rank died or hangs)");
+      if (spins > 1000)
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    for (const Item &it : items) {
+      if (!it.mean)
+        continue;
+      switch (it.dtype) {
+      case data::DType::F32:
+        divide<float>(it.buf, it.elements, ranks);
+        break;
+      case data::DType::F64:
+        divide<double>(it.buf, it.elements, ranks);
+        break;
+      case data::DType::I32:
+        divide<int32_t>(it.buf, it.elements, ranks);
+        break;
+      default:
+        divide<int64_t>(it.buf, it.elements, ranks);
+      }
+    }
+    items.clear();
+    requests.clear();
+  }
+
+private:
+  struct Item {
+    uint8_t *buf;
+    int64_t elements;
+    data::DType dtype;
+    bool mean;
+    std::string what;
+  };
+  void check(int rc, const std::string &what) {
+    if (rc == MPI_SUCCESS)
+      return;
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    fail(TCC_ERROR_BACKEND, "rank " + std::to_string(me) + ": " + what +
+                                ": MPI error: " + std::string(text, len));
+  }
+
+  MPI_Comm comm;
+  double timeout;
+  int me = 0, ranks = 1;
+  std::vector<MPI_Request> requests;
+  std::vector<Item> items;
+};
+
+MPI_Comm worldComm = MPI_COMM_NULL;
+bool joined = false;
+
+} // namespace
+
+bool haveMpi() { return true; }
+
+std::unique_ptr<Group> openGroup(void *comm, double timeoutSeconds) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized)
+    fail(TCC_ERROR_ARGUMENT, "TCC_COMMUNICATOR_MPI: MPI is not initialized "
+                             "(call MPI_Init first)");
+  MPI_Comm c = *static_cast<MPI_Comm *>(comm);
+  // Errors come back as codes, so that a session reports them.
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  return std::make_unique<MpiGroup>(c, timeoutSeconds);
+}
+
+World joinWorld() {
+  bool launched = false;
+  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    launched = launched || std::getenv(var);
+  if (!launched)
+    return {};
+  int provided = 0;
+  if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) !=
+      MPI_SUCCESS)
+    throw data::Error("MPI_Init failed");
+  joined = true;
+  MPI_Comm_dup(MPI_COMM_WORLD, &worldComm);
+  World w;
+  MPI_Comm_rank(worldComm, &w.rank);
+  MPI_Comm_size(worldComm, &w.size);
+  w.comm = &worldComm;
+  return w;
+}
+
+void leaveWorld() {
+  if (!joined)
+    return;
+  MPI_Comm_free(&worldComm);
+  MPI_Finalize();
+  joined = false;
+}
+
+void abortWorld(int status) {
+  if (joined)
+    MPI_Abort(MPI_COMM_WORLD, status);
+  std::exit(status);
+}
+
+bool sameOnAllRanks(const std::string &text) {
+  if (!joined)
+    return true;
+  // Compare lengths and bytes with rank 0's.
+  uint64_t len = text.size();
+  uint64_t root = len;
+  MPI_Bcast(&root, 1, MPI_UINT64_T, 0, worldComm);
+  std::string theirs = text;
+  theirs.resize(root);
+  MPI_Bcast(theirs.data(), int(root), MPI_CHAR, 0, worldComm);
+  int same = root == len && theirs == text, all = 0;
+  MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_LAND, worldComm);
+  return all != 0;
+}
+
+} // namespace tcc::rt::dp
