@@ -330,16 +330,39 @@ LogicalResult convertBatchNorm(NodeImporter &n) {
 /// reversed slice. Negative pads crop with a slice. Built of tcc ops, so
 /// its gradient is theirs.
 LogicalResult convertPad(NodeImporter &n) {
-  if (failed(n.expectInputs(2, 3)) || failed(n.expectAttrs({"mode"})))
+  if (failed(n.expectInputs(2, 4)) || failed(n.expectAttrs({"mode"})))
     return failure();
   RankedTensorType type = n.inputType(0);
   int64_t rank = type.getRank();
-  auto pads = n.intsInput(1, "pads");
-  if (failed(pads))
+  auto given = n.intsInput(1, "pads");
+  if (failed(given))
     return failure();
-  if (int64_t(pads->size()) != 2 * rank)
-    return n.fail("pads has " + std::to_string(pads->size()) +
-                  " values for an input of rank " + std::to_string(rank));
+  // Opset 18's axes input: pads holds begins and ends of those axes only.
+  llvm::SmallVector<int64_t> axes;
+  if (n.hasInput(3)) {
+    auto a = n.intsInput(3, "axes");
+    if (failed(a))
+      return failure();
+    for (int64_t axis : *a) {
+      auto d = n.normalizeAxis(axis, rank, "axes");
+      if (failed(d))
+        return failure();
+      axes.push_back(*d);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  int64_t k = int64_t(axes.size());
+  if (int64_t(given->size()) != 2 * k)
+    return n.fail("pads has " + std::to_string(given->size()) + " values for " +
+                  std::to_string(k) + " padded axes");
+  llvm::SmallVector<int64_t> padsAll(2 * rank, 0);
+  for (int64_t i = 0; i < k; ++i) {
+    padsAll[axes[i]] = (*given)[i];
+    padsAll[axes[i] + rank] = (*given)[i + k];
+  }
+  auto pads = &padsAll;
   std::string mode = "constant";
   if (const onnx::AttributeProto *a = n.attr("mode"))
     mode = a->s();

@@ -114,6 +114,11 @@ const std::map<std::string, std::string> &badReferenceData() {
       for (const char *kind : {"", "_symmetric"})
         m[std::string("test_") + w + "window" + kind + "_expanded"] =
             "ONNX 1.12 ships window data that breaks the window's symmetry";
+    // ONNX 1.23's test writes its expected output by hand, rounded to 4
+    // decimals (0.1511 for the window's sum / 9 = 0.15105554, x in
+    // test_data_set_0), which the 1e-4 relative tolerance does not cover.
+    m["test_averagepool_2d_ceil_last_window_starts_on_pad"] =
+        "ONNX 1.23 ships an expected output rounded to 4 decimals";
     return m;
   }();
   return tests;
