@@ -52,8 +52,8 @@ LogicalResult convertCumSum(NodeImporter &n) {
   bool exclusive = n.intAttr("exclusive", 0), reverse = n.intAttr("reverse", 0);
   std::vector<int64_t> strides = stridesOf(x.shape());
   int64_t len = x.shape()[*axis], stride = strides[*axis];
-  Lit out = selectElements(x, x.type, {});
-  out.splat = false;
+  Lit out;
+  out.type = x.type;
   int64_t count = x.numElements();
   if (x.isFloat())
     out.floats.assign(count, 0.0);

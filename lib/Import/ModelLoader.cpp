@@ -116,6 +116,8 @@ LogicalResult Loader::readModel() {
   if (model.graph().node_size() == 0)
     return graph.fail(ImportFailure::Invalid,
                       "the graph has no nodes: there is nothing to compute");
+  // Before resolveInputShapes, which may clear value_info.
+  readTorchKinds();
   return success();
 }
 
@@ -425,7 +427,6 @@ void Loader::noteEvalModeExport() {
   for (const onnx::NodeProto &node : g.node())
     copies += node.op_type() == "Identity" && node.input_size() == 1 &&
               initializers.contains(node.input(0));
-  noteOptimizedDynamoExport();
   if (folded == 0 && copies < 2)
     return;
   std::string marks;
@@ -498,24 +499,14 @@ LogicalResult loadModel(GraphState &graph, const ImportOptions &options,
         options.timing ? options.timing->nest(name) : TimingScope();
     return (loader.*stage)();
   };
-  auto parse = [&]() -> LogicalResult {
-    if (failed(loader.readModel()))
-      return failure();
-    // Before resolveInputShapes, which may clear value_info.
-    loader.readTorchKinds();
-    return success();
-  };
-  TimingScope parseScope =
-      options.timing ? options.timing->nest("parse") : TimingScope();
-  LogicalResult parsed = parse();
-  parseScope.stop();
-  if (failed(parsed) ||
+  if (failed(timed("parse", &Loader::readModel)) ||
       failed(timed("onnx checker", &Loader::checkOpsAndOpset)) ||
       failed(loader.resolveInputShapes()) ||
       failed(timed("onnx version converter", &Loader::upgradeOpset)) ||
       failed(timed("onnx shape inference", &Loader::inferShapes)))
     return failure();
   loader.noteEvalModeExport();
+  loader.noteOptimizedDynamoExport();
   return success();
 }
 
