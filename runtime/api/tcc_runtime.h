@@ -123,8 +123,12 @@ typedef enum tcc_memory_kind {
  *    cudaMalloc gives), or NULL when it cannot, which fails the call that
  *    asked with TCC_ERROR_MEMORY naming the buffer and its size (a
  *    misaligned address is given back and fails with TCC_ERROR_ARGUMENT).
- *    The memory need not be cleared (the session clears what it needs).
- *    Device memory is asked for with the session's device current, so
+ *    The memory need not be cleared (the session clears what it needs),
+ *    but device memory must be ready for use on the session's stream: no
+ *    work still pending on it in another stream (a caching allocator that
+ *    hands out a block last used on another stream synchronizes with that
+ *    stream first; the session's stream may be non-blocking). Device
+ *    memory is asked for with the session's device current, so
  *    cudaGetDevice() inside alloc names it.
  *  - free(ctx, ptr, bytes, kind): gives back a buffer alloc returned, with
  *    its size and kind; called when the session closes (or when an open

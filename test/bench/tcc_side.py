@@ -318,10 +318,12 @@ def profile(a, art, data, work):
     if "--profile" not in help_text(a):
         return None
     cmd = [os.path.join(a.tcc, "tcc-run"), art, "--data", data, "--steps",
-           str(a.warmup + 1), "--progress", "none", "--backend", a.device, "--profile"]
-    print("+ " + " ".join(cmd), flush=True)
+           str(a.warmup + 1), "--progress", "none", "--backend", a.device,
+           "--profile-json", "profile.json"]
+    extra = {"TCC_CUDA_TF32": "1"} if a.tf32 else {}
+    print("+ " + "".join("%s=%s " % kv for kv in extra.items()) + " ".join(cmd), flush=True)
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       cwd=work)
+                       cwd=work, env=dict(os.environ, **extra))
     if r.returncode != 0:
         return "tcc-run --profile failed (exit %d):\n%s" % (r.returncode, r.stdout[-3000:])
     return r.stdout

@@ -251,10 +251,7 @@ size_t expectWithinUlp(const std::vector<float> &got,
 TEST_F(CudaBackend, MultiTensorAdamwMatchesPerCallAndCpu) {
   TempDir dir("cuda-adamw-multi");
   adamwArtifact().write(dir.path);
-  std::string fb = testFatbin();
-  ASSERT_FALSE(fb.empty());
-  fs::copy_file(fb, dir / "kernels/kernels.fatbin",
-                fs::copy_options::overwrite_existing);
+  installTestFatbin(dir);
   auto open = [&](const char *backend) {
     tcc_session *s = nullptr;
     EXPECT_EQ(openOn(dir.path, backend, &s), TCC_OK)

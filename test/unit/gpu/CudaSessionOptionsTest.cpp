@@ -45,12 +45,15 @@ int currentDevice() {
   return d;
 }
 
-/// 0xAB-filled device memory from cudaMalloc (256-byte aligned).
+/// 0xAB-filled device memory from cudaMalloc (256-byte aligned), ready for
+/// any stream as tcc_allocator asks: the fill (on the legacy stream, which a
+/// session's non-blocking stream does not wait for) has finished.
 void *deviceAlloc(size_t bytes, size_t) {
   void *p = nullptr;
   if (cudaMalloc(&p, bytes) != cudaSuccess)
     return nullptr;
   check(cudaMemset(p, 0xAB, bytes), "cudaMemset");
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   return p;
 }
 void deviceFree(void *p) { cudaFree(p); }

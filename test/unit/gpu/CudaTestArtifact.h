@@ -45,16 +45,24 @@ inline std::string testFatbin() {
   return path;
 }
 
+/// Copies testFatbin() into the artifact written to `dir` (its manifest
+/// names kernels/kernels.fatbin) and records the fatbin's size and SHA-256
+/// in the manifest's integrity, as `tcc compile` does.
+inline void installTestFatbin(const rttest::TempDir &dir) {
+  std::string fb = testFatbin();
+  ASSERT_FALSE(fb.empty());
+  rttest::fs::copy_file(fb, dir / "kernels/kernels.fatbin",
+                        rttest::fs::copy_options::overwrite_existing);
+  rttest::reseal(dir.path);
+}
+
 /// The linear regression of RuntimeTestUtil.h with its fatbin, written to
 /// `dir`.
 inline void writeRegressionArtifact(const rttest::TempDir &dir) {
   rttest::TestArtifact a = rttest::linearRegression();
   a.manifest["files"]["cuda_kernels"] = "kernels/kernels.fatbin";
   a.write(dir.path);
-  std::string fb = testFatbin();
-  ASSERT_FALSE(fb.empty());
-  rttest::fs::copy_file(fb, dir / "kernels/kernels.fatbin",
-                        rttest::fs::copy_options::overwrite_existing);
+  installTestFatbin(dir);
 }
 
 /// The one-call artifact of CallArtifact.h with kernels.fatbin in its

@@ -397,10 +397,7 @@ constexpr size_t kFirstUpdate = 3;
 
 void writeAdamwWorking(const TempDir &dir) {
   adamwWorkingArtifact().write(dir.path);
-  std::string fb = testFatbin();
-  ASSERT_FALSE(fb.empty());
-  fs::copy_file(fb, dir / "kernels/kernels.fatbin",
-                fs::copy_options::overwrite_existing);
+  installTestFatbin(dir);
 }
 
 void bindAdamwWorking(tcc_session *s) {
@@ -585,10 +582,7 @@ TEST_F(Gpu, CudaSgdSessionMatchesCpuBitForBit) {
     TestArtifact a = workingArtifact(t);
     a.manifest["files"]["cuda_kernels"] = "kernels/kernels.fatbin";
     a.write(dir.path);
-    std::string fb = testFatbin();
-    ASSERT_FALSE(fb.empty());
-    fs::copy_file(fb, dir / "kernels/kernels.fatbin",
-                  fs::copy_options::overwrite_existing);
+    installTestFatbin(dir);
     tcc_session *cpu = nullptr, *gpu = nullptr;
     ASSERT_EQ(tcc_session_open(dir.path.c_str(), nullptr, &cpu), TCC_OK)
         << tcc_last_error();
