@@ -1,8 +1,10 @@
 // Flash-style attention, forward and backward, in FP32 on the FMA units,
 // for float, bf16 and f16 storage (the tiles are widened to float as they
 // are copied into shared memory; outputs are rounded once to the storage
-// type). The bf16/f16 forward on tensor cores is attention_tc.cu; the
-// kernels' arguments and masking are shared with it (attention_common.cuh).
+// type). The bf16/f16 forward and backward on tensor cores are
+// attention_tc.cu and attention_tc_bwd.cu; the kernels' arguments and
+// masking are shared with them (attention_common.cuh), and the entry
+// points here pick the path.
 //
 // Forward: one block per (batch*head, tile of BR queries). The query tile
 // stays in shared memory (transposed, [d][query]); tiles of BC keys and
@@ -306,15 +308,6 @@ __global__ void __launch_bounds__(256)
     delta[row] = static_cast<float>(s);
 }
 
-/// P of a (query, key) pair from its masked score and the query's L: 0 for
-/// hidden keys, NaN for every key of a query whose L is not finite (all
-/// keys hidden, or a NaN score), as the CPU kernel's all-NaN probabilities.
-__device__ __forceinline__ float prob(float x, float L) {
-  if (!(L > -INFINITY && L < INFINITY))
-    return NAN;
-  return x == -INFINITY ? 0.f : expf(x - L);
-}
-
 template <class C> constexpr size_t dqSmemFloats() {
   constexpr size_t kst = size_t(C::HD) * C::LDC, dsst = size_t(C::BC) * C::LDR;
   return size_t(C::HD) * C::LDR      // QsT  [HD][BR]
@@ -562,6 +555,21 @@ bool tensorCoresFit(FloatType type, int64_t d, int64_t dv, const void *q,
          aligned16(q) && aligned16(k) && aligned16(v) && aligned16(out);
 }
 
+/// The tensor-core backward's conditions: the forward's on q, k, v and
+/// dout, and 16-byte aligned gradients.
+bool bwdTensorCoresFit(FloatType type, int64_t d, int64_t dv, const void *q,
+                       const void *k, const void *v, const void *dout,
+                       const void *dq, const void *dk, const void *dvp) {
+  return tensorCoresFit(type, d, dv, q, k, v, dout) && aligned16(dq) &&
+         aligned16(dk) && aligned16(dvp);
+}
+
+template <class T> constexpr FloatType typeOf() {
+  return std::is_same_v<T, float>           ? FloatType::F32
+         : std::is_same_v<T, __nv_bfloat16> ? FloatType::BF16
+                                            : FloatType::F16;
+}
+
 /// The FMA forward: q, k, v of T, out of TO.
 template <class T, class TO>
 Status launchFwd(const Params &p, int64_t bh, cudaStream_t stream) {
@@ -659,10 +667,7 @@ Status attentionFwd(const void *q, const void *k, const void *v, void *out,
     return st;
   if (mask.keep && mask.bias)
     return invalid();
-  constexpr FloatType type = std::is_same_v<T, float>           ? FloatType::F32
-                             : std::is_same_v<T, __nv_bfloat16> ? FloatType::BF16
-                                                                : FloatType::F16;
-  const bool tc = tensorCoresFit(type, d, dv, q, k, v, out);
+  const bool tc = tensorCoresFit(typeOf<T>(), d, dv, q, k, v, out);
   if (path == AttentionPath::TensorCore && !tc)
     return invalid();
   Params p = baseParams(q, k, v, heads, tq, tk, d, dv, scale, causal, mask);
@@ -671,7 +676,7 @@ Status attentionFwd(const void *q, const void *k, const void *v, void *out,
   p.vecV = p.vecV && aligned16(out);
   if constexpr (kIsHalf<T>)
     if (tc && path != AttentionPath::Fma)
-      return launchFwdTc<T>(p, batch * heads, stream);
+      return launchFwdTc<T, T>(p, batch * heads, stream);
   return launchFwd<T, T>(p, batch * heads, stream);
 }
 
@@ -681,11 +686,17 @@ Status attentionBwd(const void *q, const void *k, const void *v,
                     int64_t batch, int64_t heads, int64_t tq, int64_t tk,
                     int64_t d, int64_t dvDim, double scale, bool causal,
                     KeyMask mask, const void *out, const float *lse,
-                    void *workspace, cudaStream_t stream) {
+                    void *workspace, cudaStream_t stream,
+                    AttentionPath path) {
   if (Status st = checkShapes(batch, heads, tq, tk, d, dvDim))
     return st;
   if ((mask.keep && mask.bias) || (!out) != (!lse))
     return invalid();
+  const bool tc = bwdTensorCoresFit(typeOf<T>(), d, dvDim, q, k, v, dout, dq,
+                                    dk, dv);
+  if (path == AttentionPath::TensorCore && !tc)
+    return invalid();
+  const bool useTc = tc && path != AttentionPath::Fma;
   const int64_t bh = batch * heads;
   if (bh == 0)
     return 0;
@@ -703,11 +714,18 @@ Status attentionBwd(const void *q, const void *k, const void *v,
   Params p = baseParams(q, k, v, heads, tq, tk, d, dvDim, scale, causal, mask);
   const unsigned deltaBlocks = static_cast<unsigned>(ceilDiv(bh * tq, 8));
   if (!haveForward) {
-    // The forward in float, unrounded, into the workspace.
+    // The forward into the workspace, its output in float (unrounded), by
+    // the kernel of the path the backward takes.
     Params f = p;
     f.o = w.out;
     f.lseOut = w.lse;
-    if (Status st = launchFwd<T, float>(f, bh, stream))
+    Status st = 0;
+    if constexpr (kIsHalf<T>)
+      st = useTc ? launchFwdTc<T, float>(f, bh, stream)
+                 : launchFwd<T, float>(f, bh, stream);
+    else
+      st = launchFwd<T, float>(f, bh, stream);
+    if (st)
       return st;
     attentionDeltaKernel<T, float><<<deltaBlocks, 256, 0, stream>>>(
         static_cast<const T *>(dout), w.out, w.delta, bh * tq,
@@ -729,6 +747,9 @@ Status attentionBwd(const void *q, const void *k, const void *v,
   p.dk = dk;
   p.dv = dv;
   p.vecV = p.vecV && aligned16(dout);
+  if constexpr (kIsHalf<T>)
+    if (useTc)
+      return launchBwdTc<T>(p, bh, stream);
   return launchBwd<T>(p, bh, stream);
 }
 
@@ -779,7 +800,7 @@ Status attention_bwd(const float *q, const float *k, const float *v,
                      void *workspace, cudaStream_t stream) {
   return attentionBwd<float>(q, k, v, dout, dq, dk, dv, batch, heads, tq, tk,
                              d, dvDim, scale, causal, mask, out, lse,
-                             workspace, stream);
+                             workspace, stream, AttentionPath::Fma);
 }
 
 Status attention_bwd(FloatType type, const void *q, const void *k,
@@ -787,13 +808,22 @@ Status attention_bwd(FloatType type, const void *q, const void *k,
                      void *dv, int64_t batch, int64_t heads, int64_t tq,
                      int64_t tk, int64_t d, int64_t dvDim, double scale,
                      bool causal, KeyMask mask, const void *out,
-                     const float *lse, void *workspace, cudaStream_t stream) {
+                     const float *lse, void *workspace, cudaStream_t stream,
+                     AttentionPath path) {
   return dispatchType(type, [&](auto tag) {
     using T = decltype(tag);
     return attentionBwd<T>(q, k, v, dout, dq, dk, dv, batch, heads, tq, tk, d,
                            dvDim, scale, causal, mask, out, lse, workspace,
-                           stream);
+                           stream, path);
   });
+}
+
+bool attention_bwd_uses_tensor_cores(FloatType type, int64_t d, int64_t dv,
+                                     const void *q, const void *k,
+                                     const void *v, const void *dout,
+                                     const void *dq, const void *dk,
+                                     const void *dvp) {
+  return bwdTensorCoresFit(type, d, dv, q, k, v, dout, dq, dk, dvp);
 }
 
 } // namespace tcc::cuda

@@ -1,8 +1,9 @@
 //===- attention_common.cuh - shared by the attention kernels -*- CUDA -*-===//
 //
-// What the FMA attention (attention.cu) and the tensor-core forward
-// (attention_tc.cu) share: the kernels' arguments, the masking of a score,
-// the launcher of one kernel, and the entry of the tensor-core forward.
+// What the FMA attention (attention.cu) and the tensor-core kernels
+// (attention_tc.cu, attention_tc_bwd.cu) share: the kernels' arguments, the
+// masking of a score, the launcher of one kernel, and the entries of the
+// tensor-core forward and backward.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +45,15 @@ __device__ __forceinline__ float maskScore(const Params &p, float dot,
   return x;
 }
 
+/// P of a (query, key) pair from its masked score and the query's L: 0 for
+/// hidden keys, NaN for every key of a query whose L is not finite (all
+/// keys hidden, or a NaN score), as the CPU kernel's all-NaN probabilities.
+__device__ __forceinline__ float prob(float x, float L) {
+  if (!(L > -INFINITY && L < INFINITY))
+    return NAN;
+  return x == -INFINITY ? 0.f : expf(x - L);
+}
+
 /// Launches `kernel` on `blocks` blocks of `threads` with `smemBytes` of
 /// dynamic shared memory (raising the kernel's limit past 48 KB).
 template <class Kernel>
@@ -65,9 +75,15 @@ Status launchKernel(Kernel kernel, int64_t blocks, int threads,
 }
 
 /// The tensor-core forward of attention_tc.cu (T = __nv_bfloat16 or
-/// __half; the caller checked tensorCoresFit).
-template <class T>
+/// __half; out of TO = T, or float for the backward's recomputation; the
+/// caller checked tensorCoresFit).
+template <class T, class TO>
 Status launchFwdTc(const Params &p, int64_t bh, cudaStream_t stream);
+
+/// The tensor-core backward of attention_tc_bwd.cu: dq, dk, dv from p.lse
+/// and p.delta (same types and conditions as launchFwdTc).
+template <class T>
+Status launchBwdTc(const Params &p, int64_t bh, cudaStream_t stream);
 
 } // namespace tcc::cuda::attn
 

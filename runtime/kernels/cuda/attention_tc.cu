@@ -1,6 +1,7 @@
 // Flash attention's forward on tensor cores, for bf16 and f16 storage and
 // head dim 64 or 128 (attention_fwd's AttentionPath::Auto takes it where
-// tensorCoresFit holds; the FMA kernels and the backward are attention.cu).
+// tensorCoresFit holds; the FMA kernels are attention.cu, the tensor-core
+// backward attention_tc_bwd.cu, the shared pieces attention_tc.cuh).
 //
 // FlashAttention-2's forward with mma.sync.m16n8k16 (16-bit operands, f32
 // accumulators): one block of 4 warps per (batch*head, 64 queries), each
@@ -16,96 +17,16 @@
 // through ldmatrix.trans; l sums the rounded P, so a row's weights still
 // sum to 1. The output is divided by l and rounded once; lse = m + log(l)
 // stays f32.
-#include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_tc.cuh"
 
 namespace tcc::cuda {
 namespace {
 using namespace detail;
-using attn::Params;
-using attn::maskScore;
+using namespace attn;
 
-template <int HD_> struct TcCfg {
-  static constexpr int HD = HD_;
-  static constexpr int WARPS = 4;
-  static constexpr int BR = 16 * WARPS; ///< queries per block
-  static constexpr int BC = 64;         ///< keys per step
-  static constexpr int NT = 32 * WARPS;
-  static constexpr int LD = HD + 8; ///< shared row stride (elements)
-  static constexpr size_t smemBytes() {
-    return size_t(BR + 2 * BC) * LD * 2;
-  }
-};
-
-__device__ __forceinline__ uint32_t smemAddress(const void *p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-/// Four 8x8 16-bit matrices; lane l gives the address of row l % 8 of
-/// matrix l / 8 and receives, in r[i], its two elements of matrix i:
-/// row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 (TRANS: row and column
-/// swapped).
-template <bool TRANS>
-__device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void *p) {
-  if constexpr (TRANS)
-    asm volatile(
-        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-        : "r"(smemAddress(p)));
-  else
-    asm volatile(
-        "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-        : "r"(smemAddress(p)));
-}
-
-/// d += a b: a 16x16 (row-major A fragment), b 16x8 (col-major B fragment,
-/// b0 b1), d 16x8 f32.
-template <class T>
-__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4],
-                                         uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
-                   "r"(b1));
-  else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
-                   "r"(b1));
-}
-
-/// Starts copying rows [row0, row0 + R) of a dense [nrows, HD] matrix of
-/// 16-bit values into shared memory as stored (row stride LD), zero past
-/// nrows: 16-byte cp.async copies (the base is 16-byte aligned and HD a
-/// multiple of 8), committed as one group. The caller waits for the group
-/// (cpAsyncWait) and then synchronises the block.
-template <int R, int HD, int LD, int NT, class T>
-__device__ __forceinline__ void copyTileAsync(T *dst, const T *src,
-                                              int64_t nrows, int64_t row0) {
-  constexpr int C8 = HD / 8;
-  for (int idx = threadIdx.x; idx < R * C8; idx += NT) {
-    const int r = idx / C8, c = (idx % C8) * 8;
-    const int64_t gr = row0 + r;
-    const bool valid = gr < nrows;
-    // An invalid row reads nothing (source size 0: 16 zero bytes written);
-    // its address stays inside the tensor anyway.
-    const T *from = src + (valid ? gr * HD + c : 0);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
-                     smemAddress(dst + r * LD + c)),
-                 "l"(from), "r"(valid ? 16 : 0));
-  }
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-
-/// Waits until at most N of this thread's cp.async groups are pending.
-template <int N> __device__ __forceinline__ void cpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-template <class C, class T>
+/// T: how q, k, v are stored; TO: how out is (T, or float for the
+/// backward's recomputation into its workspace).
+template <class C, class T, class TO>
 __global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
   constexpr int HD = C::HD, BR = C::BR, BC = C::BC, LD = C::LD, NT = C::NT;
   constexpr int KS = HD / 16; // k-steps of S = Q K^T
@@ -252,12 +173,15 @@ __global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
     total += __shfl_xor_sync(kFullMask, total, 2);
     if (row[h] >= p.tq)
       continue;
-    T *orow = static_cast<T *>(p.o) + (bh * p.tq + row[h]) * HD;
+    TO *orow = static_cast<TO *>(p.o) + (bh * p.tq + row[h]) * HD;
 #pragma unroll
     for (int n = 0; n < ON; ++n) {
       const float a = p.tk == 0 ? 0.f : o[n][2 * h] / total;
       const float c = p.tk == 0 ? 0.f : o[n][2 * h + 1] / total;
-      *reinterpret_cast<uint32_t *>(orow + n * 8 + 2 * t4) = pack2<T>(a, c);
+      if constexpr (std::is_same_v<TO, float>)
+        *reinterpret_cast<float2 *>(orow + n * 8 + 2 * t4) = make_float2(a, c);
+      else
+        *reinterpret_cast<uint32_t *>(orow + n * 8 + 2 * t4) = pack2<T>(a, c);
     }
     if (p.lseOut && t4 == 0)
       p.lseOut[bh * p.tq + row[h]] = m[h] + logf(total);
@@ -268,20 +192,25 @@ __global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
 
 namespace attn {
 
-template <class T>
+template <class T, class TO>
 Status launchFwdTc(const Params &p, int64_t bh, cudaStream_t stream) {
   auto run = [&](auto cfg) {
     using C = decltype(cfg);
-    return launchKernel(attentionFwdTcKernel<C, T>,
+    return launchKernel(attentionFwdTcKernel<C, T, TO>,
                         bh * ((p.tq + C::BR - 1) / C::BR), C::NT,
                         C::smemBytes(), stream, p);
   };
   return p.d == 64 ? run(TcCfg<64>{}) : run(TcCfg<128>{});
 }
 
-template Status launchFwdTc<__nv_bfloat16>(const Params &, int64_t,
+template Status launchFwdTc<__nv_bfloat16, __nv_bfloat16>(const Params &,
+                                                          int64_t, cudaStream_t);
+template Status launchFwdTc<__half, __half>(const Params &, int64_t,
+                                            cudaStream_t);
+template Status launchFwdTc<__nv_bfloat16, float>(const Params &, int64_t,
+                                                  cudaStream_t);
+template Status launchFwdTc<__half, float>(const Params &, int64_t,
                                            cudaStream_t);
-template Status launchFwdTc<__half>(const Params &, int64_t, cudaStream_t);
 
 } // namespace attn
 } // namespace tcc::cuda

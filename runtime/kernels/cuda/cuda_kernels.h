@@ -187,7 +187,10 @@ Status layer_norm_bwd(FloatType type, const void *x, const void *scale,
 // softmax is f32, and the probabilities are rounded to the storage type to
 // multiply V (FlashAttention-2's choice; the row sum adds the rounded P) -
 // one extra rounding of P, so it agrees with the FMA path to the 16-bit
-// tolerances, not bit for bit.
+// tolerances, not bit for bit. The tensor-core backward likewise computes
+// S, dP, dQ, dK, dV on tensor cores with P and dS rounded to the storage
+// type before they multiply (FlashAttention-2's backward); its forward
+// recomputation is the tensor-core forward with a float output.
 
 /// The optional key mask of tcc.attention, [B, Tk], device pointers; at
 /// most one is set.
@@ -197,10 +200,10 @@ struct KeyMask {
   FloatType biasType = FloatType::F32; ///< how `bias` is stored
 };
 
-/// Which forward kernel runs a bf16/f16 attention.
+/// Which kernels run a bf16/f16 attention, forward or backward.
 enum class AttentionPath {
-  /// Tensor cores when d == dv is 64 or 128 and q, k, v, out are 16-byte
-  /// aligned; the FMA kernel otherwise (and always for float32).
+  /// Tensor cores when d == dv is 64 or 128 and the tensors are 16-byte
+  /// aligned; the FMA kernels otherwise (and always for float32).
   Auto,
   Fma,        ///< the FMA kernel (tiles widened to float)
   TensorCore, ///< tensor cores; cudaErrorInvalidValue when they cannot run
@@ -254,14 +257,24 @@ Status attention_fwd(FloatType type, const void *q, const void *k,
 
 /// The backward on `type` storage: q, k, v, dout, dq, dk, dv and the
 /// forward's `out` of `type`, lse float. Without out / lse the forward is
-/// recomputed by the FMA kernel into the workspace in float (unrounded, as
-/// the op's own f32 computation would have it).
+/// recomputed into the workspace in float (unrounded, as the op's own f32
+/// computation would have it) by the forward kernel of the same path.
 Status attention_bwd(FloatType type, const void *q, const void *k,
                      const void *v, const void *dout, void *dq, void *dk,
                      void *dv, int64_t batch, int64_t heads, int64_t tq,
                      int64_t tk, int64_t d, int64_t dvDim, double scale,
                      bool causal, KeyMask mask, const void *out,
-                     const float *lse, void *workspace, cudaStream_t stream);
+                     const float *lse, void *workspace, cudaStream_t stream,
+                     AttentionPath path = AttentionPath::Auto);
+
+/// Whether attention_bwd(type, ..., AttentionPath::Auto) takes the tensor
+/// cores: the forward's conditions on q, k, v and dout, and 16-byte aligned
+/// dq, dk, dv.
+bool attention_bwd_uses_tensor_cores(FloatType type, int64_t d, int64_t dv,
+                                     const void *q, const void *k,
+                                     const void *v, const void *dout,
+                                     const void *dq, const void *dk,
+                                     const void *dvp);
 
 //===----------------------------------------------------------------------===//
 // Cross-entropy over logits [rows, classes] and labels [rows]

@@ -45,10 +45,7 @@ void expectCudaMatchesCpu(const std::string &tag, const std::string &op,
   TempDir dir(tag);
   TestArtifact a = cudaCallArtifact(op, attrs, inputs, results);
   a.write(dir.path);
-  std::string fb = testFatbin();
-  ASSERT_FALSE(fb.empty());
-  fs::copy_file(fb, dir / "kernels/kernels.fatbin",
-                fs::copy_options::overwrite_existing);
+  installTestFatbin(dir);
   std::vector<Array> cpu = runCallArtifact(dir.path, a, "cpu", inputs);
   std::vector<Array> gpu = runCallArtifact(dir.path, a, "cuda", inputs);
   ASSERT_EQ(cpu.size(), results.size());
@@ -158,8 +155,8 @@ TEST_P(CudaHalfCalls, SoftmaxFamily) {
 }
 
 TEST_P(CudaHalfCalls, Attention) {
-  // Head dim 64: the tensor-core forward; causal with a 16-bit additive
-  // key mask. The gradient runs the FMA kernels.
+  // Head dim 64: the tensor-core forward and backward; causal with a 16-bit
+  // additive key mask.
   const int64_t B = 1, H = 2, T = 40, D = 64;
   Array q = floats(t, {B, H, T, D}, wave(B * H * T * D, 1.0f));
   Array k = floats(t, {B, H, T, D}, wave(B * H * T * D, 1.0f, 0.5f));

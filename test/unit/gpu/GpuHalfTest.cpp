@@ -35,6 +35,7 @@
 #include "kernels/dropout_hash.h"
 
 #include <algorithm>
+#include <array>
 #include <memory>
 
 namespace tcc::gputest {
@@ -459,8 +460,14 @@ TEST_P(HalfKernels, AttentionBackward) {
                                   s.h, s.tq, s.tk, s.d, s.dv, a.scale,
                                   s.causal, mask, lse.get(), nullptr),
                 "attention_fwd");
-    Bits grads[2][3];
-    for (int haveForward = 0; haveForward < 2; ++haveForward) {
+    const bool tc = cu::attention_bwd_uses_tensor_cores(
+        t, s.d, s.dv, q.get(), k.get(), v.get(), g.get(), dq.get(), dk.get(),
+        dv.get());
+    EXPECT_EQ(tc, s.d == s.dv && (s.d == 64 || s.d == 128));
+    // dq, dk, dv of one path, with or without the forward's out and lse;
+    // run twice, bit-identical (no atomics, a fixed order).
+    auto run = [&](cu::AttentionPath path, bool haveForward) {
+      std::array<Bits, 3> got;
       DevBytes ws(cu::attention_bwd_workspace_bytes(s.b, s.h, s.tq, s.tk, s.d,
                                                     s.dv, haveForward));
       for (int rep = 0; rep < 2; ++rep) {
@@ -472,29 +479,50 @@ TEST_P(HalfKernels, AttentionBackward) {
                         dk.get(), dv.get(), s.b, s.h, s.tq, s.tk, s.d, s.dv,
                         a.scale, s.causal, mask,
                         haveForward ? out.get() : nullptr,
-                        haveForward ? lse.get() : nullptr, ws.get(), nullptr),
+                        haveForward ? lse.get() : nullptr, ws.get(), nullptr,
+                        path),
                     "attention_bwd");
-        Bits gq = dq.download(), gk = dk.download(), gv = dv.download();
+        std::array<Bits, 3> now = {dq.download(), dk.download(),
+                                   dv.download()};
         if (rep == 0) {
-          grads[haveForward][0] = gq;
-          grads[haveForward][1] = gk;
-          grads[haveForward][2] = gv;
+          got = now;
         } else {
-          expectBitEqual(gq, grads[haveForward][0], "dq second run");
-          expectBitEqual(gk, grads[haveForward][1], "dk second run");
-          expectBitEqual(gv, grads[haveForward][2], "dv second run");
+          expectBitEqual(now[0], got[0], "dq second run");
+          expectBitEqual(now[1], got[1], "dk second run");
+          expectBitEqual(now[2], got[2], "dv second run");
         }
       }
+      return got;
+    };
+    const char *names[3] = {"dq", "dk", "dv"};
+    const std::vector<double> *refs[3] = {&ref.dq, &ref.dk, &ref.dv};
+    std::array<Bits, 3> recomputed[2];
+    for (cu::AttentionPath path :
+         {cu::AttentionPath::Fma, cu::AttentionPath::TensorCore}) {
+      const bool isTc = path == cu::AttentionPath::TensorCore;
+      if (isTc && !tc)
+        continue;
+      SCOPED_TRACE(isTc ? "tensor cores" : "fma");
+      // What the runtime runs: the forward recomputed inside, in float; and
+      // with the forward's 16-bit out (delta from the rounded out) and lse.
+      for (bool haveForward : {false, true}) {
+        std::array<Bits, 3> got = run(path, haveForward);
+        for (int i = 0; i < 3; ++i)
+          expectClose16(t, got[i], *refs[i],
+                        std::string(names[i]) +
+                            (haveForward ? " (given forward)" : ""),
+                        1.0);
+        if (!haveForward)
+          recomputed[isTc] = got;
+      }
     }
-    // What the runtime runs: the forward recomputed inside, in float.
-    expectClose16(t, grads[0][0], ref.dq, "dq", 1.0);
-    expectClose16(t, grads[0][1], ref.dk, "dk", 1.0);
-    expectClose16(t, grads[0][2], ref.dv, "dv", 1.0);
-    // With the forward's 16-bit out (delta from the rounded out) and lse.
-    expectClose16(t, grads[1][0], ref.dq, "dq (given forward)", 1.0);
-    expectClose16(t, grads[1][1], ref.dk, "dk (given forward)", 1.0);
-    expectClose16(t, grads[1][2], ref.dv, "dv (given forward)", 1.0);
-    // The recomputing backward is the float32 backward on the widened
+    // Auto takes the tensor cores where they fit, else the FMA kernels.
+    std::array<Bits, 3> autoGot = run(cu::AttentionPath::Auto, false);
+    for (int i = 0; i < 3; ++i)
+      expectBitEqual(autoGot[i], recomputed[tc][i],
+                     std::string(names[i]) + ": auto == " +
+                         (tc ? "tensor cores" : "fma"));
+    // The recomputing FMA backward is the float32 backward on the widened
     // inputs, rounded once.
     DevBuf<float> fq(a.q), fk(a.k), fv(a.v), fg(a.g), fbias(a.bias),
         fdq(a.q.size()), fdk(a.k.size()), fdv(a.v.size());
@@ -510,9 +538,9 @@ TEST_P(HalfKernels, AttentionBackward) {
                                   s.tq, s.tk, s.d, s.dv, a.scale, s.causal,
                                   fmask, nullptr, nullptr, ws.get(), nullptr),
                 "attention_bwd f32");
-    expectRoundedFrom(t, grads[0][0], fdq.download(), "dq rounded f32");
-    expectRoundedFrom(t, grads[0][1], fdk.download(), "dk rounded f32");
-    expectRoundedFrom(t, grads[0][2], fdv.download(), "dv rounded f32");
+    expectRoundedFrom(t, recomputed[0][0], fdq.download(), "dq rounded f32");
+    expectRoundedFrom(t, recomputed[0][1], fdk.download(), "dk rounded f32");
+    expectRoundedFrom(t, recomputed[0][2], fdv.download(), "dv rounded f32");
   }
 }
 
@@ -793,6 +821,17 @@ TEST(HalfDispatch, AttentionTakesTensorCoresForHeadDims64And128) {
   }
   EXPECT_FALSE(
       cu::attention_fwd_uses_tensor_cores(FloatType::F32, 64, 64, p, p, p, p));
+  // The backward also needs aligned gradients.
+  EXPECT_TRUE(cu::attention_bwd_uses_tensor_cores(FloatType::BF16, 64, 64, p, p,
+                                                  p, p, p, p, p));
+  EXPECT_FALSE(cu::attention_bwd_uses_tensor_cores(FloatType::BF16, 64, 64, p,
+                                                   p, p, p, p, odd, p));
+  EXPECT_FALSE(cu::attention_bwd_uses_tensor_cores(FloatType::F32, 64, 64, p, p,
+                                                   p, p, p, p, p));
+  EXPECT_EQ(cu::attention_bwd(FloatType::F16, p, p, p, p, buf, buf, buf, 1, 1,
+                              4, 4, 96, 96, 1.0, false, {}, nullptr, nullptr,
+                              buf, nullptr, cu::AttentionPath::TensorCore),
+            int(cudaErrorInvalidValue));
   // Forcing the tensor cores where they cannot run is refused before
   // anything is enqueued (no device needed).
   EXPECT_EQ(cu::attention_fwd(FloatType::BF16, p, p, p, buf, 1, 1, 4, 4, 96,
