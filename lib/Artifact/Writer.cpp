@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <map>
 #include <filesystem>
 #include <signal.h>
 #include <thread>
@@ -428,6 +429,15 @@ static LogicalResult prepare(ModuleOp module, rt::Kind kind,
     return failure();
   plan = std::move(*built);
   plan.plan.kernels = rt::kernelTable(plan.plan);
+  // The CUDA launch shape each kernel's text expects.
+  std::map<std::string, codegen::LaunchShape> shapes;
+  lowered->walk([&](exec::FusionOp fusion) {
+    shapes[codegen::kernelSymbol(fusion)] = codegen::launchShape(fusion);
+  });
+  for (rt::KernelSignature &k : plan.plan.kernels) {
+    k.outputsPerBlock = shapes[k.symbol].outputsPerBlock;
+    k.blockThreads = shapes[k.symbol].blockThreads;
+  }
   return success();
 }
 

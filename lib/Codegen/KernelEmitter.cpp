@@ -16,6 +16,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cstdio>
+#include <optional>
 #include <map>
 
 using namespace mlir;
@@ -742,16 +743,24 @@ std::string KernelWriter::reduceAt(Operation *op, ArrayRef<int64_t> axes,
   return name;
 }
 
-bool KernelWriter::writeColumnReduction() {
+namespace {
+/// A fusion that yields a float sum or mean over leading dims: its op, the
+/// reduced count (rows) and the kept count (columns, the outputs).
+struct ColumnReduction {
+  Operation *op = nullptr;
+  int64_t count = 0, inner = 0;
+};
+
+std::optional<ColumnReduction> columnReduction(exec::FusionOp fusion) {
   Block &body = fusion.getBody().front();
   auto yield = llvm::cast<exec::YieldOp>(body.getTerminator());
   Operation *op = yield.getValues()[0].getDefiningOp();
   if (!op || !llvm::isa<ReduceSumOp, ReduceMeanOp>(op))
-    return false;
+    return std::nullopt;
   Value input = op->getOperand(0);
   Type elem = elementType(input);
   if (!elem.isF32() && !elem.isF64())
-    return false;
+    return std::nullopt;
   ArrayRef<int64_t> in = shapeOf(input);
   SmallVector<int64_t> axes(llvm::isa<ReduceSumOp>(op)
                                 ? llvm::cast<ReduceSumOp>(op).getAxes()
@@ -759,16 +768,40 @@ bool KernelWriter::writeColumnReduction() {
   llvm::sort(axes);
   for (size_t a = 0; a < axes.size(); ++a)
     if (axes[a] != int64_t(a))
-      return false; // not the leading dims
+      return std::nullopt; // not the leading dims
   int64_t count = product(in.take_front(axes.size()));
   int64_t inner = product(in.drop_front(axes.size()));
   if (axes.empty() || count < 2 || inner < 2)
+    return std::nullopt;
+  return ColumnReduction{op, count, inner};
+}
+
+/// Column reductions of at least this many rows get the CUDA block path.
+constexpr int64_t kBlockReduceRows = 256;
+/// The outputs one block of that path sums (a warp's width) and its threads.
+constexpr int64_t kBlockReduceColumns = 32, kBlockReduceThreads = 1024;
+} // namespace
+
+bool KernelWriter::writeColumnReduction() {
+  std::optional<ColumnReduction> cr = columnReduction(fusion);
+  if (!cr)
     return false;
+  Operation *op = cr->op;
+  Value input = op->getOperand(0);
+  const int64_t count = cr->count, inner = cr->inner;
+  const std::string countText = std::to_string(count);
   // Output element i sums in[i + r * inner] over r in order, as the scalar
   // loop does; the host computes Block consecutive outputs at once, with the
   // loop over them innermost, so the compiler vectorises across outputs and
   // each output's sum keeps its order (the same bits).
   std::string type = ctype(input);
+  auto resultOf = [&](const std::string &acc) {
+    return llvm::isa<ReduceMeanOp>(op) ? "static_cast<" + type + ">(" + acc +
+                                             " / static_cast<double>(" +
+                                             countText + "))"
+                                       : "static_cast<" + type + ">(" + acc +
+                                             ")";
+  };
   constexpr int64_t Block = 64;
   os << "#if !TCC_KERNEL_GRID\n";
   os << "  // A column reduction: " << Block
@@ -780,7 +813,7 @@ bool KernelWriter::writeColumnReduction() {
        " ? end - i0 : " + std::to_string(Block) + ";");
   line("double acc[" + std::to_string(Block) + "];");
   line("for (int64_t l = 0; l < n0; ++l) acc[l] = 0.0;");
-  open("for (int64_t r = 0; r < " + std::to_string(count) + "; ++r)");
+  open("for (int64_t r = 0; r < " + countText + "; ++r)");
   open("for (int64_t l = 0; l < n0; ++l)");
   line("const int64_t i = i0 + l;");
   std::string x = valueAt(input, "i + r * " + std::to_string(inner));
@@ -789,14 +822,69 @@ bool KernelWriter::writeColumnReduction() {
   line("acc[l] = acc[l] + static_cast<double>(" + x + ");");
   close();
   close();
-  std::string result = llvm::isa<ReduceMeanOp>(op)
-                           ? "static_cast<" + type +
-                                 ">(acc[l] / static_cast<double>(" +
-                                 std::to_string(count) + "))"
-                           : "static_cast<" + type + ">(acc[l])";
-  line("for (int64_t l = 0; l < n0; ++l) out[i0 + l] = " + result + ";");
+  line("for (int64_t l = 0; l < n0; ++l) out[i0 + l] = " + resultOf("acc[l]") +
+       ";");
   close();
   line("return;");
+  os << "#endif\n";
+  if (launchShape(fusion).outputsPerBlock == 0) {
+    next = 0;
+    return true;
+  }
+  // On the device: one block per 32 consecutive outputs (the launch has
+  // ceil(n / 32) blocks of 1024 threads, plan "outputs_per_block"), its
+  // warps taking every (warps)-th row, so each warp reads 32 adjacent
+  // columns of a row; the warps' double partial sums are added in warp
+  // order. Sums in double are
+  // exact for all but widely ranged data, so this gives the host's bits in
+  // practice, not by construction. Other block shapes (not whole warps)
+  // take the one-thread-per-output loop below.
+  os << "#if defined(__CUDACC__)\n";
+  os << "  // A column reduction of " << countText
+     << " rows: a block per 32 outputs, its warps splitting the rows.\n";
+  open("if (blockDim.x % 32 == 0 && blockDim.x <= 1024)");
+  line("__shared__ double part[32][33];");
+  line("const int lane = int(threadIdx.x % 32), w = int(threadIdx.x / 32);");
+  line("const int warps = int(blockDim.x / 32);");
+  open("for (int64_t i0 = begin + int64_t(blockIdx.x) * 32; i0 < end; "
+       "i0 += int64_t(gridDim.x) * 32)");
+  line("const int64_t i = i0 + lane;");
+  line("double acc = 0.0;");
+  open("if (i < end)");
+  // Eight rows per round, their loads issued before the adds (a warp's
+  // rows are latency-bound otherwise: one load in flight); the adds keep
+  // the row order.
+  line("int64_t r = w;");
+  open("for (; r + 7 * warps < " + countText + "; r += 8 * warps)");
+  std::vector<std::string> xs;
+  for (int k = 0; k < 8; ++k) {
+    std::string rk = "r" + std::to_string(k);
+    line("const int64_t " + rk + " = r + " + std::to_string(k) + " * warps;");
+    xs.push_back(valueAt(input, "i + " + rk + " * " + std::to_string(inner)));
+    if (failed)
+      return true;
+  }
+  for (const std::string &xk : xs)
+    line("acc = acc + static_cast<double>(" + xk + ");");
+  close();
+  open("for (; r < " + countText + "; r += warps)");
+  x = valueAt(input, "i + r * " + std::to_string(inner));
+  if (failed)
+    return true;
+  line("acc = acc + static_cast<double>(" + x + ");");
+  close();
+  close();
+  line("part[w][lane] = acc;");
+  line("__syncthreads();");
+  open("if (w == 0 && i < end)");
+  line("double total = 0.0;");
+  line("for (int k = 0; k < warps; ++k) total = total + part[k][lane];");
+  line("out[i] = " + resultOf("total") + ";");
+  close();
+  line("__syncthreads();");
+  close();
+  line("return;");
+  close();
   os << "#endif\n";
   next = 0;
   return true;
@@ -827,8 +915,14 @@ LogicalResult KernelWriter::write() {
     os << ")";
   }
   os << "\n";
-  os << "TCC_KERNEL(" << StringRef(kernelSymbol(fusion)).drop_front(4)
-     << ") {\n";
+  // A kernel with a launch shape declares its block size (registers).
+  LaunchShape shape = launchShape(fusion);
+  if (shape.blockThreads > 0)
+    os << "TCC_KERNEL_BLOCK(" << StringRef(kernelSymbol(fusion)).drop_front(4)
+       << ", " << shape.blockThreads << ") {\n";
+  else
+    os << "TCC_KERNEL(" << StringRef(kernelSymbol(fusion)).drop_front(4)
+       << ") {\n";
   for (BlockArgument a : body.getArguments()) {
     std::string type = storageType(elementType(a))->str();
     os << "  const " << type << " *in" << a.getArgNumber()
@@ -942,6 +1036,13 @@ std::string kernelSymbol(exec::FusionOp fusion) {
 
 LogicalResult emitKernel(exec::FusionOp fusion, raw_ostream &os) {
   return KernelWriter(fusion, os).write();
+}
+
+LaunchShape launchShape(exec::FusionOp fusion) {
+  std::optional<ColumnReduction> cr = columnReduction(fusion);
+  if (!cr || cr->count < kBlockReduceRows)
+    return {};
+  return {kBlockReduceColumns, kBlockReduceThreads};
 }
 
 int64_t vectorWidth(exec::FusionOp fusion) {

@@ -238,6 +238,7 @@ private:
 
   struct StepPlan {
     CUfunction kernel = nullptr; ///< kernel steps
+    int64_t outputsPerBlock = 0, blockThreads = 0; ///< launch shape (plan)
     const void *inputs = nullptr; ///< device array of device pointers
     CallPlan call;               ///< call steps
   };
@@ -376,6 +377,10 @@ void CudaBackend::init(const SessionOptions &options) {
                                      step.symbol + "' (" + fn.name +
                                      " step " + std::to_string(s) + "): " +
                                      driverError(r));
+        if (const KernelSignature *k = art.kernel(step.symbol)) {
+          sp.outputsPerBlock = k->outputsPerBlock;
+          sp.blockThreads = k->blockThreads;
+        }
         continue;
       }
       if (step.kind == Step::Collective)
@@ -627,9 +632,15 @@ void CudaBackend::enqueueStep(size_t f, size_t s, const CallContext &ctx) {
   void *output = fb.ptrs[step.outputs[0]];
   int64_t first = 0, last = step.elements;
   void *args[] = {&inputs, &output, &first, &last};
-  int64_t blocksNeeded = (step.elements + BlockSize - 1) / BlockSize;
+  // One thread per output, or the plan's launch shape: a block of
+  // blockThreads per outputsPerBlock outputs (a column reduction whose
+  // warps split the rows); a grid-stride loop beyond.
+  const bool perTile = sp.outputsPerBlock > 0;
+  const int64_t perBlock = perTile ? sp.outputsPerBlock : BlockSize;
+  const unsigned threads = unsigned(perTile ? sp.blockThreads : BlockSize);
+  int64_t blocksNeeded = (step.elements + perBlock - 1) / perBlock;
   unsigned grid = unsigned(std::min<int64_t>(blocksNeeded, int64_t(smCount) * 32));
-  CUresult r = driver().launchKernel(sp.kernel, grid, 1, 1, BlockSize, 1, 1, 0,
+  CUresult r = driver().launchKernel(sp.kernel, grid, 1, 1, threads, 1, 1, 0,
                                      reinterpret_cast<CUstream>(stream), args,
                                      nullptr);
   if (r != CUDA_SUCCESS)

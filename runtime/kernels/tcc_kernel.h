@@ -23,7 +23,14 @@
 //     Host: a plain loop, so a runtime may split [0, n) across threads.
 //     CUDA: `extern "C" __global__`; a grid-stride loop over [begin, end),
 //           normally launched with 0 / n (any grid and block size is
-//           correct). `inputs` must then point to device memory holding the
+//           correct). A column reduction of many rows (TCC_KERNEL_BLOCK,
+//           the plan's kernel "outputs_per_block" and "block_threads") is
+//           launched with one block of block_threads threads per
+//           outputs_per_block outputs: a block's warps split the rows of
+//           its 32 outputs and add their double partial sums in warp order
+//           (exact sums in all but widely ranged data, so the host's bits
+//           in practice); other blocks that are whole warps are correct
+//           too, others take the one-thread-per-output loop. `inputs` must then point to device memory holding the
 //           device pointers, and the inputs must not change while the
 //           kernel runs (vector loads go through the read-only path).
 //           A kernel whose inputs are read at the output index
@@ -61,6 +68,12 @@
   extern "C" __global__ void tcc_##name(const void *const *inputs,            \
                                         void *output, int64_t begin,           \
                                         int64_t end)
+/// A kernel launched with blocks of exactly `threads` threads (the plan's
+/// "block_threads"): its registers fit them.
+#define TCC_KERNEL_BLOCK(name, threads)                                        \
+  extern "C" __global__ void __launch_bounds__(threads)                        \
+      tcc_##name(const void *const *inputs, void *output, int64_t begin,       \
+                 int64_t end)
 #define TCC_KERNEL_GRID 1
 #define TCC_UNROLL _Pragma("unroll")
 #else
@@ -68,6 +81,7 @@
 #define TCC_KERNEL(name)                                                       \
   extern "C" void tcc_##name(const void *const *inputs, void *output,         \
                              int64_t begin, int64_t end)
+#define TCC_KERNEL_BLOCK(name, threads) TCC_KERNEL(name)
 #define TCC_UNROLL
 #if defined(TCC_KERNEL_EMULATE_CUDA)
 // The CUDA variant as host code, for tests on machines without a GPU: the

@@ -170,6 +170,11 @@ struct KernelSignature {
   std::string symbol;
   std::vector<KernelBuffer> inputs;
   KernelBuffer output;
+  /// CUDA launch: one block of `blockThreads` threads per this many
+  /// consecutive outputs (a column reduction whose warps split the rows;
+  /// "outputs_per_block" and "block_threads", absent when 0: any launch
+  /// shape, one thread per output).
+  int64_t outputsPerBlock = 0, blockThreads = 0;
 };
 
 /// plan.json: persistent state and the step functions.

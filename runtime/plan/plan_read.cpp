@@ -300,6 +300,19 @@ std::vector<KernelSignature> readKernels(const JsonFile &file,
     for (size_t j = 0; j < ins.size(); ++j)
       k.inputs.push_back(buffer(ins[j], JsonFile::at(w + ".inputs", j)));
     k.output = buffer(file.field(list[i], w, "output"), w + ".output");
+    if (list[i].contains("outputs_per_block")) {
+      k.outputsPerBlock = file.intField(list[i], w, "outputs_per_block");
+      if (k.outputsPerBlock < 1 || k.outputsPerBlock > 1024)
+        file.bad(w + ".outputs_per_block",
+                 std::to_string(k.outputsPerBlock) +
+                     " is out of range (1 to 1024 outputs per block)");
+      k.blockThreads = file.intField(list[i], w, "block_threads");
+      if (k.blockThreads < 32 || k.blockThreads > 1024 || k.blockThreads % 32)
+        file.bad(w + ".block_threads",
+                 std::to_string(k.blockThreads) +
+                     " is not a CUDA block of whole warps (32 to 1024 "
+                     "threads)");
+    }
     out.push_back(std::move(k));
   }
   return out;

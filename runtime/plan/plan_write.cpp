@@ -102,8 +102,13 @@ json kernelJson(const KernelSignature &k) {
   json inputs = json::array();
   for (const KernelBuffer &b : k.inputs)
     inputs.push_back(buffer(b));
-  return {
+  json j = {
       {"symbol", k.symbol}, {"inputs", inputs}, {"output", buffer(k.output)}};
+  if (k.outputsPerBlock > 0) {
+    j["outputs_per_block"] = k.outputsPerBlock;
+    j["block_threads"] = k.blockThreads;
+  }
+  return j;
 }
 
 json resultJson(const Result &r) {

@@ -18,7 +18,9 @@
 # leaves the rest. The last lines are a
 # summary table. Environment: PHASES (default "1 2"), BENCH_STEPS (10),
 # BENCH_WARMUP (3), T1 (phase-1 limit, s), TB (per benchmark limit, s),
-# RACECHECK_FILTER (the gtest filter racecheck runs; default the kernels).
+# RACECHECK_FILTER (the gtest filter racecheck runs; default the kernels),
+# SANITIZERS=0 (skip memcheck and racecheck), BENCH_PRECISIONS ("fp32
+# bf16"), BENCH_BASELINES_fp32 / _bf16 (gpt_bench.py --baselines).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -78,12 +80,14 @@ if [[ " $PHASES " == *" 1 "* ]]; then
   ( timeout "$T1" python3 test/gpu/check_models.py check --dir build-bundle/models \
       --tcc-run "$W/tcc-run" --log-dir "$OUTD" >"$OUTD/models.out" 2>&1
     echo $? >"$OUTD/models.rc" ) &
+  if [[ ${SANITIZERS:-1} == 1 ]]; then
   ( LD_LIBRARY_PATH=$LIBS timeout "$T1" "$SAN" --tool memcheck --leak-check no \
       --error-exitcode 3 "$BIN/tcc-gpu-tests" >"$OUTD/memcheck.log" 2>&1; echo $? >"$OUTD/memcheck.rc" ) &
   ( LD_LIBRARY_PATH=$LIBS timeout "$T1" "$SAN" --tool racecheck --error-exitcode 3 \
       "$BIN/tcc-gpu-tests" \
       --gtest_filter="${RACECHECK_FILTER:-Gpu.*:Gemm.*:HalfDispatch.*:Types/HalfKernels.*}" >"$OUTD/racecheck.log" 2>&1
     echo $? >"$OUTD/racecheck.rc" ) &
+  fi
   wait
   for s in gpu-tests models memcheck racecheck; do
     stamp "$s: exit $(cat "$OUTD/$s.rc" 2>/dev/null || echo '?') (124 = time limit)"
@@ -98,9 +102,11 @@ fi
 
 if [[ " $PHASES " == *" 2 "* ]]; then
   TB=${TB:-150}
-  for p in fp32 bf16; do
+  for p in ${BENCH_PRECISIONS:-fp32 bf16}; do
     extra=()
     [[ $p == fp32 ]] && extra=(--tf32)
+    bl=BENCH_BASELINES_$p
+    [[ -n ${!bl:-} ]] && extra+=(--baselines "${!bl}")
     PYTHONUNBUFFERED=1 TCC_BENCH_NO_DOCS=1 timeout "$TB" python3 test/bench/gpt_bench.py \
       --config gpt2-124m --stage run --device cuda --precision $p "${extra[@]}" \
       --steps "${BENCH_STEPS:-10}" --warmup "${BENCH_WARMUP:-3}" --tcc "$W" \

@@ -75,6 +75,35 @@ CASES = [
 ]
 
 
+# Inference artifacts (tcc compile MODEL.mlir without --loss) whose outputs
+# the CUDA backend must give as the CPU backend does; inputs are generated
+# on each machine (too large to carry), from index arithmetic alone.
+INFERENCE = [
+    # Column reductions, the CUDA block path among them (Inputs/columns.mlir)
+    dict(name="columns", mlir="test/gpu/Inputs/columns.mlir", rtol=1e-6),
+]
+
+
+def inference_inputs(art):
+    """Deterministic inputs of the inference artifact ART (any machine, any
+    numpy): per element a value from a multiplicative hash of its index,
+    in [-0.5, 0.5) times a per-row scale spanning 2^-4 to 2^4."""
+    with open(os.path.join(art, "plan.json")) as f:
+        fn = json.load(f)["functions"]
+    fn = fn["forward"] if isinstance(fn, dict) else next(x for x in fn if x["name"] == "forward")
+    out = {}
+    for k, t in enumerate(fn["inputs"]):
+        shape = t["shape"]
+        n = int(np.prod(shape))
+        i = np.arange(n, dtype=np.uint64) + np.uint64(1000003 * (k + 1))
+        h = (i * np.uint64(2654435761)) % np.uint64(1 << 32)
+        v = h.astype(np.float64) / float(1 << 32) - 0.5
+        rows = np.arange(n, dtype=np.int64) // max(1, int(shape[-1]))
+        v = v * np.exp2((rows % 9) - 4.0)
+        out[t["name"]] = v.astype(np.float32).reshape(shape)
+    return out
+
+
 def sh(cmd, env=None, log=None, check=True):
     e = dict(os.environ)
     e.update(env or {})
@@ -141,8 +170,21 @@ def prepare(a):
         for f in ("model.onnx",):
             os.remove(os.path.join(d, f))
         print("prepared %s" % c["name"], flush=True)
+    for c in INFERENCE:
+        d = os.path.join(a.out, c["name"])
+        if os.path.isdir(d):
+            shutil.rmtree(d)
+        os.makedirs(d)
+        art = os.path.join(d, "a.tcc")
+        sh([tcc, "compile", os.path.join(ROOT, c["mlir"]), "--cuda-arch", "sm_90", "-o", art],
+           log=log)
+        np.savez(os.path.join(d, "inputs.npz"), **inference_inputs(art))
+        sh([tcc_run, art, "--inputs", os.path.join(d, "inputs.npz"), "--outputs",
+            os.path.join(d, "cpu.npz"), "--backend", "cpu"], log=log)
+        os.remove(os.path.join(d, "inputs.npz"))  # made again where it runs
+        print("prepared %s" % c["name"], flush=True)
     with open(os.path.join(a.out, "cases.json"), "w") as f:
-        json.dump(CASES, f, indent=1)
+        json.dump(dict(training=CASES, inference=INFERENCE), f, indent=1)
 
 
 def last_params(ck):
@@ -200,9 +242,11 @@ def bitwise(a, b):
 
 
 def check(a):
-    cases = json.load(open(os.path.join(a.dir, "cases.json")))
+    all_cases = json.load(open(os.path.join(a.dir, "cases.json")))
+    cases, inference = all_cases["training"], all_cases["inference"]
     if a.only:
         cases = [c for c in cases if c["name"] in a.only.split(",")]
+        inference = [c for c in inference if c["name"] in a.only.split(",")]
     out = open(os.path.join(a.log_dir or a.dir, "check_models.txt"), "w")
     log = open(os.path.join(a.log_dir or a.dir, "check_models.log"), "w")
     t = Table(out)
@@ -270,6 +314,23 @@ def check(a):
                 t.add(name, "remat == plain (cuda)", "%d differ" % len(diff), "0", not diff)
             except RuntimeError as e:
                 t.add(name, "remat run", "error", "-", False, str(e).splitlines()[-1][:120])
+    for c in inference:
+        d = os.path.join(a.dir, c["name"])
+        art = os.path.join(d, "a.tcc")
+        np.savez(os.path.join(d, "inputs.npz"), **inference_inputs(art))
+        try:
+            sh([a.tcc_run, art, "--inputs", os.path.join(d, "inputs.npz"), "--outputs",
+                os.path.join(d, "cuda.npz"), "--backend", "cuda"], log=log)
+        except RuntimeError as e:
+            t.add(c["name"], "tcc-run --backend cuda", "error", "-", False,
+                  str(e).splitlines()[-1][:120])
+            continue
+        cu, cpu = dict(np.load(os.path.join(d, "cuda.npz"))), dict(np.load(os.path.join(d, "cpu.npz")))
+        for k in sorted(cpu):
+            e = tensor_errors({k: cu[k]}, {k: cpu[k]})[k]
+            same = cu[k].tobytes() == cpu[k].tobytes()
+            t.add(c["name"], "%s vs cpu" % k, "%.2e" % e, "%g" % c["rtol"], e <= c["rtol"],
+                  "bit-identical" if same else "not bit-identical")
     print("check_models: %d of %d comparisons failed" % (t.failed, len(t.rows)))
     return 1 if t.failed else 0
 

@@ -20,6 +20,8 @@
 // CodegenVectorTest.cpp.
 #include "CodegenTestUtil.h"
 
+#include <map>
+
 #include "kernels/tcc_kernel.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -123,6 +125,37 @@ TEST_F(CodegenTest, StructuredSourceText) {
             std::string::npos);
 }
 
+// Column reductions of 256 rows or more get the CUDA block path and its
+// launch shape (32 outputs per block); the host loop and the emulated
+// one-thread-per-output loop (blocks that are not whole warps) still match
+// the interpreter.
+TEST_F(CodegenTest, ColumnReductionsSplitRowsOverAWarpBlock) {
+  OwningOpRef<ModuleOp> module = fused(kColumn);
+  ASSERT_TRUE(module);
+  std::map<int64_t, std::pair<int64_t, int64_t>> shapes; // by outputs
+  module->walk([&](tcc::exec::FusionOp fusion) {
+    codegen::LaunchShape s = codegen::launchShape(fusion);
+    shapes[fusion.getResult().getType().getNumElements()] = {
+        s.outputsPerBlock, s.blockThreads};
+  });
+  using Shape = std::pair<int64_t, int64_t>;
+  EXPECT_EQ(shapes, (std::map<int64_t, Shape>{{40, Shape{32, 1024}},
+                                              {33, Shape{32, 1024}},
+                                              {9, Shape{32, 1024}},
+                                              {8, Shape{0, 0}}}));
+  FailureOr<std::string> source = codegen::emitKernelSource(*module);
+  ASSERT_TRUE(succeeded(source));
+  EXPECT_CONTAINS(*source, "#if defined(__CUDACC__)");
+  EXPECT_CONTAINS(*source, "A column reduction of 300 rows: a block per 32 "
+                           "outputs, its warps splitting the rows.");
+  EXPECT_CONTAINS(*source, "TCC_KERNEL_BLOCK(");
+  EXPECT_CONTAINS(*source, ", 1024) {");
+  EXPECT_CONTAINS(*source, "for (; r + 7 * warps < 320; r += 8 * warps)");
+  EXPECT_EQ(source->find("A column reduction of 255 rows"), std::string::npos);
+  EXPECT_EQ(checkAgainstInterpreter(*module, /*specials=*/true), 4);
+  EXPECT_EQ(checkVectorPath(*module, /*specials=*/true), 0);
+}
+
 TEST_F(CodegenTest, HalfKernelsMatchInterpreter) {
   OwningOpRef<ModuleOp> module = fused(kHalf);
   ASSERT_TRUE(module);
@@ -189,7 +222,7 @@ TEST_F(CodegenTest, PreludeGeluTanhIsAccurate) {
 TEST_F(CodegenTest, CudaFatbinCompiles) {
   if (!codegen::cudaCompilerAvailable())
     GTEST_SKIP() << "nvcc not found at configure time; fatbin not tested";
-  for (const char *text : {kChains, kStructured, kHalf, kVector}) {
+  for (const char *text : {kChains, kStructured, kHalf, kVector, kColumn}) {
     OwningOpRef<ModuleOp> module = fused(text);
     ASSERT_TRUE(module);
     FailureOr<codegen::KernelSource> source = codegen::emitKernels(*module);

@@ -251,6 +251,24 @@ inline constexpr const char *kStructured = R"mlir(
   }
 )mlir";
 
+// Column reductions (float sums and means over leading dims): at least 256
+// rows take the CUDA block path (a block per 32 outputs, its warps
+// splitting the rows), fewer the one-thread-per-output loop; a bf16 input
+// cast to f32 first (a bias gradient of 16-bit activations), a mean, a
+// partial last tile of columns.
+inline constexpr const char *kColumn = R"mlir(
+  func.func @columns(%x: tensor<300x40xf32>, %y: tensor<16x20x33xf32>,
+                     %h: tensor<260x9xbf16>, %s: tensor<255x8xf32>)
+      -> (tensor<40xf32>, tensor<33xf32>, tensor<9xf32>, tensor<8xf32>) {
+    %0 = tcc.reduce_sum %x {axes = array<i64: 0>} : (tensor<300x40xf32>) -> tensor<40xf32>
+    %1 = tcc.reduce_mean %y {axes = array<i64: 0, 1>} : (tensor<16x20x33xf32>) -> tensor<33xf32>
+    %2 = tcc.cast %h : (tensor<260x9xbf16>) -> tensor<260x9xf32>
+    %3 = tcc.reduce_sum %2 {axes = array<i64: 0>} : (tensor<260x9xf32>) -> tensor<9xf32>
+    %4 = tcc.reduce_sum %s {axes = array<i64: 0>} : (tensor<255x8xf32>) -> tensor<8xf32>
+    return %0, %1, %3, %4 : tensor<40xf32>, tensor<33xf32>, tensor<9xf32>, tensor<8xf32>
+  }
+)mlir";
+
 // bf16 / f16 storage: elementwise chains with broadcasting, splat constants
 // (rounded to the type; an infinity), f16 overflow, casts between f32, bf16,
 // f16 and integers, compare/where; every reduction kind with a prologue and

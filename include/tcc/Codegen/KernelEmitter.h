@@ -57,6 +57,19 @@ mlir::LogicalResult emitKernel(exec::FusionOp fusion, llvm::raw_ostream &os);
 /// launch of about elements / W threads keeps none idle.
 int64_t vectorWidth(exec::FusionOp fusion);
 
+/// The CUDA launch `fusion`'s kernel text expects (the plan's kernel
+/// "outputs_per_block" and "block_threads": ceil(elements / outputsPerBlock)
+/// blocks of blockThreads threads), or {0, 0} when any launch fits. Set
+/// ({32, 1024}) for a column reduction (a float sum or mean over leading
+/// dims, e.g. a bias gradient over the tokens) of at least 256 rows: a
+/// block's 32 warps split the rows of 32 outputs, so the reduction spreads
+/// over many multiprocessors instead of one thread per output summing every
+/// row; the kernel is declared with __launch_bounds__(blockThreads).
+struct LaunchShape {
+  int64_t outputsPerBlock = 0, blockThreads = 0;
+};
+LaunchShape launchShape(exec::FusionOp fusion);
+
 /// The generated kernels of a module: one text per distinct kernel symbol.
 struct KernelSource {
   /// What every translation unit starts with: a comment and the prelude

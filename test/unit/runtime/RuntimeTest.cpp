@@ -324,6 +324,30 @@ TEST_F(LoadError, KernelStepsAreCheckedAgainstTheKernelTable) {
   art.plan.erase("kernels");
   art.plan["kernels"] = json::array();
   expect(TCC_ERROR_FORMAT, {"is not a kernel of the plan's kernel table"});
+  // A column reduction's CUDA launch shape: 1 to 1024 outputs per block.
+  art = linearRegression();
+  art.plan["kernels"] = table;
+  art.plan["kernels"][0]["outputs_per_block"] = 0;
+  art.plan["kernels"][0]["block_threads"] = 1024;
+  expect(TCC_ERROR_FORMAT,
+         {"kernels[0].outputs_per_block",
+          "0 is out of range (1 to 1024 outputs per block)"});
+  art = linearRegression();
+  art.plan["kernels"] = table;
+  art.plan["kernels"][0]["outputs_per_block"] = 32;
+  art.plan["kernels"][0]["block_threads"] = 1000;
+  expect(TCC_ERROR_FORMAT,
+         {"kernels[0].block_threads", "1000 is not a CUDA block of whole "
+                                      "warps (32 to 1024 threads)"});
+  art = linearRegression();
+  art.plan["kernels"] = table;
+  art.plan["kernels"][0]["outputs_per_block"] = 32;
+  art.plan["kernels"][0]["block_threads"] = 1024;
+  art.write(dir.path);
+  tcc_session *s = nullptr;
+  EXPECT_EQ(tcc_session_open(dir.path.c_str(), nullptr, &s), TCC_OK)
+      << tcc_last_error();
+  tcc_session_close(s);
 }
 
 /// Damage is found before anything reads the file, host.so before dlopen:
