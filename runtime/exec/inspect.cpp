@@ -4,6 +4,7 @@
 
 #include "exec/artifact.h"
 #include "exec/cpu_backend.h"
+#include "exec/gpu_cost.h"
 #include "exec/guard.h"
 #include "plan/calls.h"
 #ifdef TCC_HAVE_CUDA_BACKEND
@@ -213,12 +214,17 @@ void print(const Artifact &art, std::ostream &out) {
 } // namespace
 
 tcc_status inspectArtifact(const std::string &dir, std::ostream &out,
-                           std::string &error) {
+                           std::string &error, const GpuSpec *gpu,
+                           bool tf32) {
   return guarded(
       [&] {
         Artifact art = loadArtifact(dir);
         std::ostringstream text;
         print(art, text);
+        if (gpu) {
+          text << "\n";
+          printGpuCost(art, *gpu, tf32, text);
+        }
         out << text.str();
       },
       error);

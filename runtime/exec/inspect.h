@@ -6,7 +6,8 @@
 // CPU backend and the CUDA backend can run it (the CUDA backend's refusal
 // rules and the fatbin's architectures, no GPU needed; "not built" without
 // TCC_CUDA), and the memory a session holds — the same numbers tcc_memory()
-// reports for a session of it.
+// reports for a session of it; on request the GPU cost model of each
+// function (gpu_cost.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,8 +25,12 @@ namespace tcc::rt {
 /// status a session's open would return with `error` set to its one-line
 /// message when the artifact cannot be read; nothing is printed then. (The
 /// tools' entry to the loader: like the C API, nothing is thrown.)
+/// With `gpu` (gpu_cost.h) the summary is followed by the GPU cost model
+/// on that device (`tf32`: f32 GEMMs on TF32).
+struct GpuSpec;
 tcc_status inspectArtifact(const std::string &dir, std::ostream &out,
-                           std::string &error);
+                           std::string &error, const GpuSpec *gpu = nullptr,
+                           bool tf32 = false);
 
 } // namespace tcc::rt
 

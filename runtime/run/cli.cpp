@@ -4,6 +4,7 @@
 
 #include "data/sha256.h"
 #include "exec/dp.h"
+#include "exec/gpu_cost.h"
 #include "exec/inspect.h"
 #include "plan/plan.h"
 #include "plan/schedule.h"
@@ -488,7 +489,9 @@ static int runTrainingCommand(const std::string &program,
       return usage();
   auto fail = [&](const std::string &message) {
     std::cout.flush(); // the message follows what the run printed
-    std::cerr << "tcc: " << message << "\n";
+    // One write: under mpirun the ranks' output and mpirun's own messages
+    // interleave by write, and a line must stay whole.
+    std::cerr << ("tcc: " + message + "\n");
     return 1;
   };
   RunOptions options;
@@ -593,16 +596,51 @@ static int runTrainingCommand(const std::string &program,
 int inspectCommand(const std::string &program, std::vector<std::string> args) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     std::cout << "usage: " << asTyped(program)
-              << " ARTIFACT.tcc\n\nPrints an artifact's inputs, parameters, "
-                 "kernels, memory plan and peak memory.\n";
+              << " ARTIFACT.tcc [--gpu NAME [--tf32]]\n\nPrints an artifact's "
+                 "inputs, parameters, kernels, memory plan and peak memory.\n\n"
+                 "  --gpu NAME   also the GPU cost model on NAME ("
+              << tcc::rt::gpuSpecNames()
+              << "): every step's launch,\n"
+                 "               bytes, FLOPs and roofline time, the predicted "
+                 "step time and\n"
+                 "               tokens/s, the kernels that cannot fill the "
+                 "device (an estimate)\n"
+                 "  --tf32       with --gpu: f32 GEMMs on TF32 tensor cores "
+                 "(TCC_CUDA_TF32=1)\n";
     return 0;
   }
-  for (const std::string &a : args)
+  const tcc::rt::GpuSpec *gpu = nullptr;
+  bool tf32 = false;
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    if (a == "--gpu" || a.rfind("--gpu=", 0) == 0) {
+      std::string name = a == "--gpu" ? (i + 1 < args.size() ? args[++i] : "")
+                                      : a.substr(6);
+      gpu = tcc::rt::findGpuSpec(name);
+      if (!gpu) {
+        std::cerr << "tcc: " << program << ": --gpu '" << name
+                  << "': expected one of " << tcc::rt::gpuSpecNames() << "\n";
+        return 1;
+      }
+      continue;
+    }
+    if (a == "--tf32") {
+      tf32 = true;
+      continue;
+    }
     if (a.size() > 1 && a[0] == '-') {
       std::cerr << "tcc: " << program << ": "
-                << unknownFlagMessage(a, {"--help"}) << "\n";
+                << unknownFlagMessage(a, {"--help", "--gpu", "--tf32"}) << "\n";
       return 1;
     }
+    rest.push_back(a);
+  }
+  if (tf32 && !gpu) {
+    std::cerr << "tcc: " << program << ": --tf32 needs --gpu NAME\n";
+    return 1;
+  }
+  args = rest;
   if (args.size() != 1 || args[0].empty()) {
     std::cerr << "tcc: " << program
               << ": expected one artifact directory (see --help)\n";
@@ -613,7 +651,8 @@ int inspectCommand(const std::string &program, std::vector<std::string> args) {
     std::cerr << "tcc: " << error << "\n";
     return 1;
   }
-  if (tcc::rt::inspectArtifact(args[0], std::cout, error) != TCC_OK) {
+  if (tcc::rt::inspectArtifact(args[0], std::cout, error, gpu, tf32) !=
+      TCC_OK) {
     std::cerr << "tcc: " << error << "\n";
     return 1;
   }
