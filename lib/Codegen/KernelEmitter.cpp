@@ -838,8 +838,9 @@ bool KernelWriter::writeColumnReduction() {
   // order. Sums in double are
   // exact for all but widely ranged data, so this gives the host's bits in
   // practice, not by construction. Other block shapes (not whole warps)
-  // take the one-thread-per-output loop below.
-  os << "#if defined(__CUDACC__)\n";
+  // take the one-thread-per-output loop below. The CUDA thread emulation
+  // runs it too (a block's threads as host threads, tcc_kernel.h).
+  os << "#if TCC_KERNEL_GRID\n";
   os << "  // A column reduction of " << countText
      << " rows: a block per 32 outputs, its warps splitting the rows.\n";
   open("if (blockDim.x % 32 == 0 && blockDim.x <= 1024)");

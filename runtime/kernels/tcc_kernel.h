@@ -86,11 +86,18 @@
 #if defined(TCC_KERNEL_EMULATE_CUDA)
 // The CUDA variant as host code, for tests on machines without a GPU: the
 // kernels take their thread from blockIdx / threadIdx / blockDim / gridDim
-// below, which tcc_emulate_cuda_thread sets before each call; a test calls
-// every kernel once per (block, thread) of the launch it emulates (the
-// threads of a kernel are independent, so running them one after another
-// is exact). The vector accesses are counted and their alignment checked
+// below (per host thread), which tcc_emulate_cuda_thread sets before each
+// call; a test calls every kernel once per (block, thread) of the launch it
+// emulates (the threads of a kernel are independent, so running them one
+// after another is exact). A kernel whose threads cooperate
+// (TCC_KERNEL_BLOCK: __shared__ memory and __syncthreads) runs a block's
+// threads as concurrent host threads, one block at a time:
+// tcc_emulate_cuda_block(threads) arms the barrier __syncthreads waits on,
+// and __shared__ arrays are statics, which the block's threads share. The
+// vector accesses are counted and their alignment checked
 // (tcc_emulate_cuda_counters).
+#include <condition_variable>
+#include <mutex>
 #define TCC_KERNEL_GRID 1
 namespace tcc_k {
 namespace emu {
@@ -101,9 +108,35 @@ struct Counters {
   int64_t vector_loads, vector_stores, misaligned;
 };
 static Counters counters;
+/// The barrier of the block whose threads run (a generation count, so the
+/// same barrier serves every __syncthreads of the block).
+struct Barrier {
+  std::mutex mutex;
+  std::condition_variable cv;
+  unsigned threads = 0, waiting = 0, generation = 0;
+};
+static Barrier barrier;
+inline void syncthreads() {
+  std::unique_lock<std::mutex> lock(barrier.mutex);
+  const unsigned generation = barrier.generation;
+  if (++barrier.waiting == barrier.threads) {
+    barrier.waiting = 0;
+    ++barrier.generation;
+    barrier.cv.notify_all();
+    return;
+  }
+  barrier.cv.wait(lock, [&] { return barrier.generation != generation; });
+}
 } // namespace emu
 } // namespace tcc_k
-static tcc_k::emu::Dim3 blockIdx, threadIdx, blockDim, gridDim;
+static thread_local tcc_k::emu::Dim3 blockIdx, threadIdx, blockDim, gridDim;
+#define __syncthreads() tcc_k::emu::syncthreads()
+#define __shared__ static
+/// Arms the barrier for a block of `threads` concurrent threads.
+extern "C" void tcc_emulate_cuda_block(unsigned threads) {
+  tcc_k::emu::barrier.threads = threads;
+  tcc_k::emu::barrier.waiting = 0;
+}
 extern "C" void tcc_emulate_cuda_thread(unsigned grid, unsigned block,
                                         unsigned block_index,
                                         unsigned thread_index) {

@@ -38,6 +38,7 @@
 
 #include <algorithm>
 #include <array>
+#include <thread>
 #include <cmath>
 #include <cstring>
 #include <dlfcn.h>
@@ -183,6 +184,31 @@ struct EmulatedCuda {
   void *handle = nullptr;
   void (*setThread)(unsigned, unsigned, unsigned, unsigned) = nullptr;
   void (*counters)(int64_t *) = nullptr;
+  void (*setBlock)(unsigned) = nullptr;
+
+  /// Runs a kernel whose threads cooperate (a plan launch shape: one block
+  /// of `threads` per `perBlock` outputs, at most `maxBlocks`) over
+  /// [begin, end): each block's threads as concurrent host threads sharing
+  /// the prelude's barrier, one block after another.
+  void launchBlocks(KernelFn fn, const void *const *inputs, void *output,
+                    int64_t begin, int64_t end, int64_t perBlock,
+                    unsigned threads, int64_t maxBlocks) const {
+    int64_t n = end - begin;
+    if (n <= 0)
+      return;
+    unsigned grid = unsigned(std::min((n + perBlock - 1) / perBlock, maxBlocks));
+    for (unsigned b = 0; b < grid; ++b) {
+      setBlock(threads);
+      std::vector<std::thread> pool;
+      for (unsigned t = 0; t < threads; ++t)
+        pool.emplace_back([=] {
+          setThread(grid, threads, b, t);
+          fn(inputs, output, begin, end);
+        });
+      for (std::thread &th : pool)
+        th.join();
+    }
+  }
 
   /// Runs `fn` over [begin, end) as the CUDA backend launches a kernel step
   /// (runtime/exec/cuda_backend.cpp: blocks of 256 threads, a grid of
@@ -371,8 +397,10 @@ protected:
         dlsym(cuda.handle, "tcc_emulate_cuda_thread"));
     cuda.counters = reinterpret_cast<decltype(cuda.counters)>(
         dlsym(cuda.handle, "tcc_emulate_cuda_counters"));
-    EXPECT_TRUE(cuda.setThread && cuda.counters);
-    if (!cuda.setThread || !cuda.counters)
+    cuda.setBlock = reinterpret_cast<decltype(cuda.setBlock)>(
+        dlsym(cuda.handle, "tcc_emulate_cuda_block"));
+    EXPECT_TRUE(cuda.setThread && cuda.counters && cuda.setBlock);
+    if (!cuda.setThread || !cuda.counters || !cuda.setBlock)
       return 0;
 
     int kernels = 0, vectorised = 0, inputChecked = 0;
@@ -412,6 +440,45 @@ protected:
         pointers.push_back(a.bytes.data());
       std::vector<uint8_t> want(n * size, 0xff);
       scalar(pointers.data(), want.data(), 0, n);
+
+      // A kernel whose threads cooperate (a column reduction's block
+      // path): its launch shape, fewer and odd warps, a block that is not
+      // whole warps (the one-thread loop), one block (grid-stride over
+      // tiles), three launches.
+      codegen::LaunchShape shape = codegen::launchShape(fusion);
+      if (shape.outputsPerBlock > 0) {
+        struct BlockCase {
+          const char *name;
+          unsigned threads;
+          int64_t maxBlocks;
+          bool pieces;
+        };
+        const unsigned full = unsigned(shape.blockThreads);
+        for (const BlockCase &c : {BlockCase{"as launched", full, 132 * 32, false},
+                                   BlockCase{"two warps", 64, 132 * 32, false},
+                                   BlockCase{"three warps, one block", 96, 1, false},
+                                   BlockCase{"48 threads", 48, 132 * 32, false},
+                                   BlockCase{"in three launches", full, 132 * 32, true}}) {
+          std::vector<uint8_t> got(n * size, 0xa5);
+          if (c.pieces) {
+            for (auto [b, e] : {std::pair<int64_t, int64_t>{0, n / 3},
+                                {n / 3, 2 * n / 3},
+                                {2 * n / 3, n}})
+              cuda.launchBlocks(device, pointers.data(), got.data(), b, e,
+                                shape.outputsPerBlock, c.threads, c.maxBlocks);
+          } else {
+            cuda.launchBlocks(device, pointers.data(), got.data(), 0, n,
+                              shape.outputsPerBlock, c.threads, c.maxBlocks);
+          }
+          int mismatches = 0;
+          for (int64_t e = 0; e < n; ++e)
+            mismatches += !sameValue(dtype, &got[e * size], &want[e * size]);
+          EXPECT_EQ(mismatches, 0)
+              << symbol << " (" << c.name << ", " << c.threads
+              << " threads): the block path differs from the host kernel";
+        }
+        return;
+      }
 
       struct Case {
         const char *name;
