@@ -334,13 +334,22 @@ def section(a, c, res, head, table, tail):
 
 def merge_section(path, text):
     """Adds `text` (starting with a '### ' title) to the file, replacing a
-    section with the same title."""
+    section with the same title; a new one goes at the end of the "## Runs"
+    section (made at the end of the file when there is none)."""
     title = text.splitlines()[0]
     old = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
     lines = old.splitlines(keepends=True)
     start = next((i for i, l in enumerate(lines) if l.rstrip("\n") == title), None)
     if start is None:
-        new = old.rstrip("\n") + "\n\n" + text
+        runs = next((i for i, l in enumerate(lines) if l.rstrip("\n") == "## Runs"), None)
+        if runs is None:
+            new = old.rstrip("\n") + "\n\n## Runs\n\n" + text
+        else:
+            end = next((j for j in range(runs + 1, len(lines))
+                        if re.match(r"#{1,2} ", lines[j])), len(lines))
+            head = "".join(lines[:end]).rstrip("\n") + "\n\n"
+            tail = "".join(lines[end:])
+            new = head + text + ("\n" + tail if tail else "")
     else:
         end = next((j for j in range(start + 1, len(lines))
                     if re.match(r"#{1,3} ", lines[j])), len(lines))
