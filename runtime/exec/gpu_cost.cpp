@@ -156,7 +156,7 @@ StepCost stepCost(const Artifact &art, const Function &fn, size_t i,
   if (s.kind == Step::Collective) {
     c.kind = "coll";
     c.name = collectiveName(s.collective);
-    c.family = "collectives";
+    c.family = kCollectiveFamily;
     c.seconds = 0; // one rank here; NCCL's time is not modelled
     return c;
   }
@@ -179,7 +179,7 @@ StepCost stepCost(const Artifact &art, const Function &fn, size_t i,
   }
   c.kind = "kernel";
   c.name = s.symbol;
-  c.family = "generated kernels";
+  c.family = kKernelFamily;
   int64_t maxIn = 0;
   for (int64_t id : s.inputs)
     if (id >= 0) {

@@ -78,6 +78,10 @@ struct OpSchema {
 #include "plan/library_ops.inc"
 
 const OpSchema &opSchema(Op op);
+/// The families of the steps that are not library calls (profiles and the
+/// GPU cost model group by them as by OpSchema::family).
+inline constexpr const char *kKernelFamily = "generated kernels";
+inline constexpr const char *kCollectiveFamily = "collectives";
 /// "matmul".
 const char *opName(Op op);
 /// The op called `name` ("matmul"); false when it is not a library op.

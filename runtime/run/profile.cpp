@@ -126,9 +126,9 @@ void printSlowest(std::ostream &out, const StepProfile &p, size_t top) {
 
 std::string profileFamily(const tcc_profile_record &r) {
   if (r.kind == TCC_PROFILE_KERNEL)
-    return "generated kernels";
+    return rt::kKernelFamily;
   if (r.kind == TCC_PROFILE_COLLECTIVE)
-    return "collectives";
+    return rt::kCollectiveFamily;
   // A library call's family is its op's (dialects/tcc, callFamily).
   rt::Op op;
   return rt::parseOp(r.name, op) ? rt::opSchema(op).family : r.name;
