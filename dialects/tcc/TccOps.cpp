@@ -422,10 +422,18 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
     return emitOptionalError(loc, "query and key head dims differ");
   if (Value m = adaptor.getKeyMask()) {
     auto mt = tensorOf(m);
+    // Packed tokens (tcc-pack-tokens): the row offsets of the sequences.
+    if (mt.getElementType().isInteger(32)) {
+      if (mt.getShape() != ArrayRef<int64_t>{q.getDimSize(0) + 1} ||
+          q.getDimSize(2) != k.getDimSize(2))
+        return emitOptionalError(loc, "cu_seqlens key_mask must be [", q.getDimSize(0) + 1,
+                                 "] of i32, with queries as long as keys");
+    } else {
     bool okType = mt.getElementType().isInteger(1) || mt.getElementType() == q.getElementType();
     if (!okType || mt.getShape() != ArrayRef<int64_t>{q.getDimSize(0), k.getDimSize(2)})
       return emitOptionalError(loc, "key_mask must be [", q.getDimSize(0), "x",
                                k.getDimSize(2), "] of i1 or ", q.getElementType());
+    }
   }
   inferred.push_back(RankedTensorType::get(
       {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)},

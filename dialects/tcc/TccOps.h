@@ -24,4 +24,14 @@
 #define GET_OP_CLASSES
 #include "tcc/TccOps.h.inc"
 
+namespace tcc {
+/// On a library call over packed token rows (tcc-pack-tokens): i64, the
+/// rows' capacity B*T. The plan's "token_rows" (runtime/plan/plan.h says
+/// what a backend may do with it).
+inline constexpr llvm::StringLiteral kTokenRowsAttr = "tcc.token_rows";
+/// On the module: "off" when tcc-pack-tokens must leave it alone
+/// (`--pad-skip=off`).
+inline constexpr llvm::StringLiteral kPadSkipAttr = "tcc.pad_skip";
+} // namespace tcc
+
 #endif // TCC_DIALECT_TCC_TCCOPS_H

@@ -426,7 +426,11 @@ def Tcc_AttentionOp : Tcc_Op<"attention", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tc
     `softmax(scale * q @ k^T + mask) @ v` over `[batch, heads, seq, head_dim]`
     tensors. `causal` hides keys after the query position (aligned at the
     start). The optional `key_mask` is `[batch, kv_seq]`: i1 (true = attend)
-    or a float bias added to every query's scores for that key. Never needs
+    or a float bias added to every query's scores for that key; or i32
+    `[batch + 1]`, the `cu_seqlens` of packed tokens (tcc-pack-tokens): the
+    flattened (batch, seq) positions are packed rows, row b's tokens are
+    rows `[cu_seqlens[b], cu_seqlens[b+1])` and attend only to each other;
+    rows past `cu_seqlens[batch]` are padding, written as zero. Never needs
     the seq x seq matrix to exist.
   }];
   let arguments = (ins Tcc_FloatTensor:$query, Tcc_FloatTensor:$key,
@@ -438,5 +442,6 @@ def Tcc_AttentionOp : Tcc_Op<"attention", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tc
 
 include "TccGradOps.td"
 include "TccTrainOps.td"
+include "TccPackOps.td"
 
 #endif // TCC_OPS_TD

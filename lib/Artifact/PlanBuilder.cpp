@@ -359,6 +359,8 @@ LogicalResult FunctionBuilder::step(Operation *op, rt::Function &fp) {
                                  "(runtime/plan/library_ops.inc is stale)");
     if (failed(callAttrs(callee, s)))
       return failure();
+    if (auto rows = callee->getAttrOfType<IntegerAttr>(kTokenRowsAttr))
+      s.tokenRows = rows.getInt();
     for (Value v : call.getCallOperands())
       ins.push_back(v ? wrapper.getInputs()[cast<BlockArgument>(v)
                                                 .getArgNumber()]

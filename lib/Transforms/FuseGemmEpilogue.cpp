@@ -108,9 +108,13 @@ bool foldBiasAdd(AddOp add) {
           b, loc,
           RankedTensorType::get({tensorType(bias).getShape().back()}, elem),
           bias);
-    Value result = GemmOp::create(b, loc, a, gemm->b, c, gemm->alpha,
-                                  APFloat(1.0), gemm->transposeA,
-                                  gemm->transposeB);
+    auto fused = GemmOp::create(b, loc, a, gemm->b, c, gemm->alpha,
+                                APFloat(1.0), gemm->transposeA,
+                                gemm->transposeB);
+    // Over packed token rows as the product was (tcc-pack-tokens).
+    if (Attribute rows = producer->getAttr(kTokenRowsAttr))
+      fused->setAttr(kTokenRowsAttr, rows);
+    Value result = fused;
     if (result.getType() != type)
       result = ReshapeOp::create(b, loc, type, result);
     add.getResult().replaceAllUsesWith(result);

@@ -64,6 +64,10 @@ SmallVector<PipelineStage> lowerStages(const LowerConfig &config) {
   return {
       {"drop-unreachable", "tcc-drop-unreachable",
        [drop](OpPassManager &pm) { pm.addPass(createDropUnreachable(drop)); }},
+      {"pack-tokens", "tcc-pack-tokens",
+       [](OpPassManager &pm) {
+         pm.addNestedPass<func::FuncOp>(createPackTokens());
+       }},
       {"fuse-gemm-epilogue", "tcc-fuse-gemm-epilogue",
        [](OpPassManager &pm) {
          pm.addNestedPass<func::FuncOp>(createFuseGemmEpilogue());

@@ -63,6 +63,27 @@ int64_t readInt(const Value &v, const uint8_t *p, int64_t i) {
   return reinterpret_cast<const int32_t *>(p)[i];
 }
 
+/// `v` as one element of `dtype`, into `out` (8 bytes at most).
+void storeScalar(DType dtype, double v, uint8_t *out) {
+  auto put = [&](auto x) { std::memcpy(out, &x, sizeof x); };
+  switch (dtype) {
+  case DType::F64:
+    return put(v);
+  case DType::F32:
+    return put(static_cast<float>(v));
+  case DType::BF16:
+    return put(data::floatToBf16(static_cast<float>(v)));
+  case DType::F16:
+    return put(data::floatToF16(static_cast<float>(v)));
+  case DType::I64:
+    return put(static_cast<int64_t>(v));
+  case DType::I32:
+    return put(static_cast<int32_t>(v));
+  default:
+    return put(static_cast<uint8_t>(v != 0));
+  }
+}
+
 template <class T>
 void dropout(const T *x, T *y, uint8_t *mask, int64_t n, double ratio,
              uint64_t seed) {
@@ -102,6 +123,8 @@ bool widened(const Function &fn, const Step &step, bool output, size_t i) {
   int64_t id = output ? step.outputs[i] : step.inputs[i];
   if (id < 0 || !isHalf(fn.values[id].dtype))
     return false;
+  if (step.op == Op::Pack || step.op == Op::Unpack)
+    return false; // they move rows of any dtype as bytes
   std::pair<int, int> w = workingPositions(step);
   return int(i) != (output ? w.second : w.first);
 }
@@ -155,6 +178,8 @@ std::string cpuUnsupported(const Function &fn, const Step &step) {
   // indices; everything else leads with a float tensor. bf16/f16 operands
   // and results are widened to f32 for the call and its results rounded
   // once (runStep), as the interpreter does.
+  if (step.op == Op::Pack || step.op == Op::Unpack || step.op == Op::PackIndex)
+    return "";
   DType main = dtypeOf(step.op == Op::GatherGrad ? 1 : 0);
   bool f64Ok = step.op == Op::Dropout;
   if (main != DType::F32 && !isHalf(main) && !(f64Ok && main == DType::F64))
@@ -396,7 +421,7 @@ public:
 };
 
 void runCall(const Artifact &artifact, const Function &fn, size_t s,
-             uint8_t *const *ptrs);
+             uint8_t *const *ptrs, int64_t &tokens);
 
 } // namespace
 
@@ -446,7 +471,7 @@ void CpuBackend::runStep(size_t fnIndex, size_t s,
     return;
   }
   if (!wideCalls[fnIndex][s]) {
-    runCall(artifact, fn, s, ptrs);
+    runCall(artifact, fn, s, ptrs, tokenCount);
     return;
   }
 
@@ -472,7 +497,7 @@ void CpuBackend::runStep(size_t fnIndex, size_t s,
     }
   for (size_t i = 0; i < step.outputs.size(); ++i)
     redirect(true, i);
-  runCall(artifact, fn, s, widePtrs.data());
+  runCall(artifact, fn, s, widePtrs.data(), tokenCount);
   for (size_t i = 0; i < step.outputs.size(); ++i)
     if (widened(fn, step, true, i)) {
       int64_t id = step.outputs[i];
@@ -483,12 +508,28 @@ void CpuBackend::runStep(size_t fnIndex, size_t s,
 
 namespace {
 
+/// Writes rows [valid, total) of `out` (rows of `rowElems` floats) as zero:
+/// what a call over packed token rows skips.
+void zeroRows(float *out, int64_t valid, int64_t total, int64_t rowElems) {
+  if (out && valid < total)
+    std::memset(out + valid * rowElems, 0,
+                size_t((total - valid) * rowElems) * sizeof(float));
+}
+
 /// Runs call step `s` of `fn` on f32 (dropout also f64) operands; `ptrs[v]`
-/// is the address of value v.
+/// is the address of value v. A pack_index step sets `tokens`, which the
+/// calls over packed token rows (Step::tokenRows) run over.
 void runCall(const Artifact &artifact, const Function &fn, size_t s,
-             uint8_t *const *ptrs) {
+             uint8_t *const *ptrs, int64_t &tokens) {
   const Step &step = fn.steps[s];
   const Attrs &a = step.attrs;
+  // Rows of `total` that hold packed tokens: `tokens` when the call runs
+  // over packed token rows and `total` is their capacity, else all.
+  auto validRows = [&](int64_t total) {
+    return step.tokenRows > 0 && total == step.tokenRows
+               ? std::min(tokens, total)
+               : total;
+  };
   auto in = [&](size_t i) -> const Value & {
     return fn.values[step.inputs[i]];
   };
@@ -557,9 +598,21 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
     const float *pa = fin(0), *pb = fin(1);
     float *pc = fout(0);
     if (ls == 1 && rs == 0 && !a.transposeLhs) {
-      // [..., m, k] @ [k, n]: one GEMM over all rows.
-      cpu::gemm(false, a.transposeRhs, 1, batches * m, n, k, 1.0f, pa, 0, pb, 0,
-                0.0f, pc, 0);
+      // [..., m, k] @ [k, n]: one GEMM over all rows (the valid ones of
+      // packed tokens).
+      int64_t rows = validRows(batches * m);
+      cpu::gemm(false, a.transposeRhs, 1, rows, n, k, 1.0f, pa, 0, pb, 0, 0.0f,
+                pc, 0);
+      zeroRows(pc, rows, batches * m, n);
+    } else if (ls == 1 && rs == 1 && a.transposeLhs &&
+               step.tokenRows == batches * k) {
+      // A weight gradient over packed tokens, [b, t, m]^T @ [b, t, n] per
+      // batch (summed over b next): the batches past the valid tokens hold
+      // only zero rows.
+      int64_t used = (validRows(batches * k) + k - 1) / k;
+      cpu::gemm(true, a.transposeRhs, used, m, n, k, 1.0f, pa, m * k, pb,
+                k * n, 0.0f, pc, m * n);
+      zeroRows(pc, used, batches, m * n);
     } else if (ls >= 0 && rs >= 0) {
       cpu::gemm(a.transposeLhs, a.transposeRhs, batches, m, n, k, 1.0f, pa,
                 ls * m * k, pb, rs * k * n, 0.0f, pc, m * n);
@@ -587,14 +640,19 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
           pc[i * n + j] = pcIn[(dm == 1 ? 0 : i) * dn + (dn == 1 ? 0 : j)];
       beta = static_cast<float>(a.beta);
     }
-    cpu::gemm(a.transposeA, a.transposeB, 1, m, n, k,
+    // Packed token rows: m of them, or the contraction's k.
+    int64_t rows = a.transposeA ? m : validRows(m);
+    int64_t kk = a.transposeA ? validRows(k) : k;
+    cpu::gemm(a.transposeA, a.transposeB, 1, rows, n, kk,
               static_cast<float>(a.alpha), fin(0), 0, fin(1), 0, beta, pc, 0);
+    zeroRows(pc, rows, m, n);
     return;
   }
   case Op::LayerNorm:
   case Op::LayerNormGrad: {
     const Value &x = in(0);
-    int64_t rows = product(x.shape, 0, a.axis);
+    int64_t total = product(x.shape, 0, a.axis);
+    int64_t rows = validRows(total);
     int64_t len = product(x.shape, a.axis, x.shape.size());
     if (step.op == Op::LayerNorm)
       cpu::layer_norm_fwd(fin(0), fin(1), fin(2), fout(0), nullptr, nullptr,
@@ -602,6 +660,7 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
     else
       cpu::layer_norm_bwd(fin(0), fin(1), fin(2), nullptr, nullptr, fout(0),
                           fout(1), fout(2), rows, len, a.epsilon);
+    zeroRows(fout(0), rows, total, len);
     return;
   }
   case Op::Conv:
@@ -646,6 +705,9 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
       return dst.data();
     };
     bool strided = inner != 1;
+    int64_t total = rows;
+    if (!strided)
+      rows = validRows(total);
     const float *p0 = strided ? gather(fin(0), x0) : fin(0);
     const float *p1 = binary ? (strided ? gather(fin(1), x1) : fin(1)) : nullptr;
     if (strided)
@@ -664,6 +726,8 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
         for (int64_t l = 0; l < len; ++l)
           fout(0)[(r / inner * len + l) * inner + r % inner] =
               y[size_t(r * len + l)];
+    else
+      zeroRows(fout(0), rows, total, len);
     return;
   }
   case Op::Attention:
@@ -675,6 +739,9 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
     if (const Value *mv = operand(fn, step.inputs, maskIndex)) {
       if (mv->dtype == DType::Bool)
         mask.keep = ptrs[step.inputs[maskIndex]];
+      else if (mv->dtype == DType::I32)
+        mask.cuSeqlens =
+            reinterpret_cast<const int32_t *>(ptrs[step.inputs[maskIndex]]);
       else
         mask.bias = fin(maskIndex);
     }
@@ -692,7 +759,7 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
   case Op::CrossEntropyGrad: {
     const Value &logits = in(0), &labels = in(1);
     int64_t classes = logits.shape.back();
-    int64_t rows = labels.elements;
+    int64_t rows = validRows(labels.elements);
     const int64_t *ids = asI64(labels, ptrs[step.inputs[1]], scratch);
     int64_t badRow;
     if (step.op == Op::CrossEntropy)
@@ -701,6 +768,8 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
     else
       badRow = cpu::cross_entropy_grad(fin(0), ids, fin(2)[0], fout(0), rows,
                                        classes, a.ignoreIndex);
+    if (step.op == Op::CrossEntropyGrad)
+      zeroRows(fout(0), rows, labels.elements, classes);
     if (badRow >= 0)
       fail(TCC_ERROR_DATA,
            where() + "label " + std::to_string(ids[badRow]) + " in row " +
@@ -708,6 +777,58 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
                " is out of range for " + std::to_string(classes) +
                " classes (and is not ignore_index " +
                std::to_string(a.ignoreIndex) + ")");
+    return;
+  }
+  case Op::PackIndex: {
+    const Value &mask = in(0);
+    int64_t bad = cpu::pack_index(
+        mask.dtype == DType::Bool ? ptrs[step.inputs[0]] : nullptr,
+        mask.dtype == DType::Bool ? nullptr : fin(0), mask.shape[0],
+        mask.shape[1], reinterpret_cast<int32_t *>(ptrs[step.outputs[0]]),
+        reinterpret_cast<int32_t *>(ptrs[step.outputs[1]]));
+    if (bad >= 0)
+      fail(TCC_ERROR_DATA,
+           where() + "the attention key mask " + name(0) + " holds " +
+               std::to_string(fin(0)[bad]) + " at position (" +
+               std::to_string(bad / mask.shape[1]) + ", " +
+               std::to_string(bad % mask.shape[1]) +
+               "): pad-skipping packs tokens whose mask is 0 and drops those "
+               "of -1000 or below; compile with --pad-skip=off to keep any "
+               "other bias");
+    tokens = reinterpret_cast<const int32_t *>(
+        ptrs[step.outputs[1]])[mask.shape[0]];
+    return;
+  }
+  case Op::Pack:
+  case Op::Unpack: {
+    const Value &x = in(0), &rows = in(1);
+    int64_t rowBytes = x.bytes / rows.elements;
+    const auto *index = reinterpret_cast<const int32_t *>(ptrs[step.inputs[1]]);
+    if (step.op == Op::Unpack) {
+      cpu::unpack_rows(ptrs[step.inputs[0]], index, rows.elements, rowBytes,
+                       ptrs[step.outputs[0]]);
+      return;
+    }
+    uint8_t fill[8] = {};
+    int64_t elemBytes = int64_t(data::dtypeSize(x.dtype));
+    storeScalar(x.dtype, a.fill, fill);
+    int64_t bad = cpu::pack_rows(ptrs[step.inputs[0]], index, rows.elements,
+                                 rowBytes, fill, elemBytes, a.checkFill,
+                                 ptrs[step.outputs[0]]);
+    if (bad >= 0)
+      fail(TCC_ERROR_DATA,
+           where() + name(0) + " holds " +
+               std::to_string(readInt(x, ptrs[step.inputs[0]],
+                                      bad * (rowBytes / elemBytes))) +
+               " at padded row " + std::to_string(bad) +
+               " (the attention mask is 0 there), not the loss's "
+               "ignore_index " +
+               std::to_string(int64_t(a.fill)) +
+               ": pad-skipping drops padded tokens, so their labels must be "
+               "ignored (set them to " +
+               std::to_string(int64_t(a.fill)) +
+               ", as Hugging Face's collators do, or compile with "
+               "--pad-skip=off)");
     return;
   }
   case Op::Embedding: {

@@ -75,6 +75,9 @@ private:
   std::vector<std::vector<bool>> wideCalls;
   uint8_t *wide = nullptr;
   mutable std::vector<uint8_t *> widePtrs;
+  /// The valid tokens the running function's pack_index step found: what
+  /// its calls over packed token rows (Step::tokenRows) run over.
+  mutable int64_t tokenCount = 0;
 };
 
 } // namespace tcc::rt

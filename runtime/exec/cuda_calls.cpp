@@ -245,6 +245,10 @@ std::string cudaCallUnsupported(const Function &fn, const Step &step) {
     return fn.values[step.inputs[i]];
   };
   std::string op = opName(step.op);
+  if (step.op == Op::PackIndex || step.op == Op::Pack ||
+      step.op == Op::Unpack)
+    return "the cuda backend does not run packed tokens yet (" + op +
+           "): compile with --pad-skip=off to run this model on a GPU";
   // The float type the op stores (gather_grad's first operand is the
   // indices). bf16/f16 run natively: the kernels load 16 bits, compute in
   // f32 and round each result once. The optimizers keep f32 master weights.

@@ -330,10 +330,17 @@ static void checkAttentionCall(CallCheck &c, bool grad) {
       v.shape[1] != h || v.shape[2] != tk)
     c.bad("query " + describe(q) + ", key " + describe(k) + " and value " +
           describe(v) + " do not agree on [batch, heads, seq, head_dim]");
-  if (mask && (mask->shape != std::vector<int64_t>{b, tk} ||
-               (mask->dtype != DType::Bool && mask->dtype != q.dtype)))
+  // i32 [b + 1]: the cu_seqlens of packed tokens (tcc.pack_index).
+  bool packed = mask && mask->dtype == DType::I32;
+  if (packed && (mask->shape != std::vector<int64_t>{b + 1} || tq != tk))
+    c.bad("key_mask is " + describe(*mask) + ", expected the cu_seqlens i32 " +
+          shapeString({b + 1}) + " of packed queries and keys of one length");
+  if (mask && !packed &&
+      (mask->shape != std::vector<int64_t>{b, tk} ||
+       (mask->dtype != DType::Bool && mask->dtype != q.dtype)))
     c.bad("key_mask is " + describe(*mask) + ", expected bool or " +
-          data::dtypeName(q.dtype) + " " + shapeString({b, tk}));
+          data::dtypeName(q.dtype) + " " + shapeString({b, tk}) +
+          " (or i32 " + shapeString({b + 1}) + " cu_seqlens)");
   std::vector<int64_t> outShape = {b, h, tq, dv};
   if (!grad) {
     c.wantLike(*c.out(0), "result", q.dtype, outShape);
@@ -373,6 +380,38 @@ static void checkCrossEntropyCall(CallCheck &c, bool grad) {
 }
 void checkCrossEntropy(CallCheck &c) { checkCrossEntropyCall(c, false); }
 void checkCrossEntropyGrad(CallCheck &c) { checkCrossEntropyCall(c, true); }
+
+/// pack_index: a [B, T] key mask -> i32 rows [B*T] and cu_seqlens [B+1].
+void checkPackIndex(CallCheck &c) {
+  const Value &mask = *c.in(0);
+  c.wantRank(mask, "key_mask", 2);
+  if (mask.dtype != DType::Bool && !isFloat(mask.dtype))
+    c.bad("key_mask is " + describe(mask) + ", expected bool or float");
+  c.wantLike(*c.out(0), "rows", DType::I32, {mask.elements});
+  c.wantLike(*c.out(1), "cu_seqlens", DType::I32, {mask.shape[0] + 1});
+}
+
+/// pack and unpack: a value whose leading dims hold the rows of `rows`.
+static void checkPackCall(CallCheck &c) {
+  const Value &in = *c.in(0), &rows = *c.in(1);
+  if (rows.dtype != DType::I32 || rows.shape.size() != 1)
+    c.bad("rows is " + describe(rows) + ", expected i32 [rows]");
+  int64_t product = 1;
+  size_t lead = 0;
+  while (product < rows.elements && lead < in.shape.size())
+    product *= in.shape[lead++];
+  if (product != rows.elements)
+    c.bad("no leading dims of input " + describe(in) + " hold " +
+          std::to_string(rows.elements) + " rows");
+  c.wantLike(*c.out(0), "result", in, "input");
+}
+void checkPack(CallCheck &c) {
+  checkPackCall(c);
+  if (c.step.attrs.checkFill && !isInt(c.in(0)->dtype))
+    c.bad("check_fill is for integer labels, but input is " +
+          describe(*c.in(0)));
+}
+void checkUnpack(CallCheck &c) { checkPackCall(c); }
 
 void checkEmbedding(CallCheck &c) {
   const Value &table = *c.in(0), &ids = *c.in(1);

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -359,6 +360,29 @@ struct PlanContext {
   const std::string &constantsFile;
 };
 
+/// A call step's "token_rows": a call over packed token rows, after the
+/// function's pack_index step of as many rows.
+void readTokenRows(const JsonFile &file, const json &sj, const std::string &sw,
+                   const Function &fn, Step &step) {
+  step.tokenRows = file.intField(sj, sw, "token_rows");
+  static const Op rowOps[] = {
+      Op::Matmul,       Op::Gemm,           Op::LayerNorm,
+      Op::LayerNormGrad, Op::CrossEntropy,  Op::CrossEntropyGrad,
+      Op::Softmax,      Op::SoftmaxGrad,    Op::LogSoftmax,
+      Op::LogSoftmaxGrad};
+  if (std::find(std::begin(rowOps), std::end(rowOps), step.op) ==
+      std::end(rowOps))
+    file.bad(sw + ".token_rows", std::string("a ") + opName(step.op) +
+                                     " call does not run over token rows");
+  for (const Step &earlier : fn.steps)
+    if (earlier.kind == Step::Call && earlier.op == Op::PackIndex &&
+        fn.values[earlier.outputs[0]].elements == step.tokenRows)
+      return;
+  file.bad(sw + ".token_rows",
+           std::to_string(step.tokenRows) +
+               " rows, but no earlier pack_index step packs that many");
+}
+
 /// A call step's "attrs": exactly the op's attributes (library_ops.inc),
 /// each of its kind, the op's defaults for those left out.
 void readAttrs(const JsonFile &file, const json *attrs, const std::string &sw,
@@ -677,6 +701,8 @@ void readFunction(const JsonFile &file, const json &doc, const PlanContext &ctx,
       CallCheck check(step, fn,
                       [&](const std::string &msg) { file.bad(sw, msg); });
       opSchema(step.op).check(check);
+      if (file.optField(sj, sw, "token_rows"))
+        readTokenRows(file, sj, sw, fn, step);
     } else if (step.kind == Step::Collective) {
       checkCollective(file, sw, step, fn);
     } else {

@@ -75,6 +75,8 @@ json stepJson(const Step &s) {
     break;
   case Step::Call:
     j = {{"kind", "call"}, {"op", opName(s.op)}, {"attrs", attrsJson(s)}};
+    if (s.tokenRows > 0)
+      j["token_rows"] = s.tokenRows;
     break;
   case Step::Collective:
     j = {{"kind", "collective"}, {"op", collectiveName(s.collective)}};

@@ -75,12 +75,19 @@ BuildFlags::BuildFlags(cl::SubCommand &sub)
                      "auto (the default with a budget) recomputes the "
                      "cheapest saved values until the plan fits; off only "
                      "checks the budget"),
-            cl::sub(sub), cl::cat(flagCategory())) {}
+            cl::sub(sub), cl::cat(flagCategory())),
+      padSkip("pad-skip", cl::value_desc("auto|off"),
+              cl::desc("Pad-skipping: auto (the default) packs the valid "
+                       "tokens of a batch whose attention takes a "
+                       "key-padding mask, so GEMMs, norms and attention skip "
+                       "the padded ones (docs/pad-skipping.md); off computes "
+                       "every position"),
+              cl::sub(sub), cl::cat(flagCategory())) {}
 
 const cl::Option *BuildFlags::firstGiven() const {
   for (const cl::Option *o : std::initializer_list<const cl::Option *>{
            &noCuda, &cudaArch, &jobs, &noKernelCache, &time, &report, &dumpDir,
-           &memoryBudget, &remat})
+           &memoryBudget, &remat, &padSkip})
     if (o->getNumOccurrences())
       return o;
   return nullptr;
@@ -173,6 +180,10 @@ int compileModel(MLIRContext &context, const CommandErrors &errors,
       rematMode != "off")
     return fail(job.prefix + "--remat '" + rematMode +
                 "' is not supported (expected auto or off)");
+  if (build.padSkip.getNumOccurrences() && build.padSkip != "auto" &&
+      build.padSkip != "off")
+    return fail(job.prefix + "--pad-skip '" + build.padSkip +
+                "' is not supported (expected auto or off)");
   artifact::ArtifactOptions options;
   options.source = modelFlags.model;
   options.cudaKernels = job.cuda && !build.noCuda;
@@ -250,6 +261,8 @@ int compileModel(MLIRContext &context, const CommandErrors &errors,
                          trained, timing ? &scope : nullptr)))
       return errors.report(job.prefix);
   }
+  if (build.padSkip == "off")
+    (*module)->setAttr(kPadSkipAttr, StringAttr::get(&context, "off"));
   // Under a budget: the unbudgeted plan first, then (unless --remat=off)
   // tcc-rematerialize for what the arena may take beside the rest.
   std::optional<artifact::SessionBytes> unbudgeted;

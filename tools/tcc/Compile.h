@@ -1,6 +1,6 @@
 // What `tcc compile` and `tcc train` share: the flags of how a model is
 // built (--no-cuda, --cuda-arch, -j, --no-kernel-cache, --time, --report,
-// --dump-dir, --memory-budget, --remat) and the compile itself, from the model file to the artifact
+// --dump-dir, --memory-budget, --remat, --pad-skip) and the compile itself, from the model file to the artifact
 // or IR, with its stage progress.
 #ifndef TCC_TOOLS_TCC_COMPILE_H
 #define TCC_TOOLS_TCC_COMPILE_H
@@ -29,6 +29,7 @@ struct BuildFlags {
   llvm::cl::opt<std::string> dumpDir;
   llvm::cl::opt<std::string> memoryBudget;
   llvm::cl::opt<std::string> remat;
+  llvm::cl::opt<std::string> padSkip;
 
   /// The first of these flags the command line gave, or null.
   const llvm::cl::Option *firstGiven() const;

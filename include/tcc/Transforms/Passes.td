@@ -272,6 +272,63 @@ def DropUnreachable : Pass<"tcc-drop-unreachable", "mlir::ModuleOp"> {
   ];
 }
 
+def PackTokens : Pass<"tcc-pack-tokens", "mlir::func::FuncOp"> {
+  let summary = "Pad-skipping: run token-wise ops and attention over the valid tokens of a padded batch";
+  let description = [{
+    Runs first in the lowering pipeline (after `tcc-drop-unreachable`) when
+    `--pad-skip=auto`, the default. When the function's attention ops take
+    one key-padding mask `[B, T]` (i1, or a float bias such as BERT's
+    `(1 - mask) * -10000`), the valid tokens are packed: `tcc.pack_index`
+    finds them at run time, `tcc.pack` moves a `[B, T, ...]` value's rows
+    into packed order at the region's entries, and the region runs on the
+    same buffers in that order: its library calls (GEMMs, layer norm,
+    softmax, cross-entropy and their gradients) are marked `tcc.token_rows
+    = B*T` so the runtime runs them over the valid rows only, and attention
+    takes the packed sequences' offsets (`cu_seqlens`) as its key mask, so
+    it never reads a padded position. Shapes do not change, so no padding
+    pattern needs a recompile.
+
+    The region is what packing cannot change: token-wise ops (elementwise
+    ops on `[B, T, ...]` or `[B*T, ...]` values with per-row broadcasts,
+    reshapes that keep the rows, matmuls against weights, layer norm,
+    softmax over a row), attention through its `[B, T, H, D] <-> [B, H, T, D]`
+    transposes, and the sums over tokens that only gradients reach (weight
+    and bias gradients, layer norm's). A value leaves the region
+    (`tcc.unpack`) only where its unpacked value is zero at every padded
+    position: a gradient that flows from a loss that ignores padding (the
+    loss's labels are packed with a run-time check that padded labels are
+    `ignore_index`). A forward value that leaves it (a model output, a
+    pooled sum) keeps the ops that make it out of the region, so an
+    inference `@forward` returning per-token outputs is not packed.
+
+    Numerics: the valid tokens see the same arithmetic in another row
+    order; sums over tokens add in another order (rounding-level
+    differences, not bitwise). `report` emits a remark per function:
+    `tcc-pack-tokens: @f: packed N ops (G GEMMs, A attention) over key
+    mask ...; P packs, U unpacks`, or why nothing was packed.
+
+    Before:
+    ```mlir
+    %h = tcc.layer_norm %x scale %s bias %b {axis = 2 : i64, ...} : (tensor<2x8x32xf32>, ...) -> tensor<2x8x32xf32>
+    %a = tcc.attention %q, %k, %v, %bias {scale = 0.25 : f64} : (..., tensor<2x8xf32>) -> tensor<2x2x8x16xf32>
+    ```
+    After:
+    ```mlir
+    %rows, %cu = tcc.pack_index %bias : (tensor<2x8xf32>) -> (tensor<16xi32>, tensor<3xi32>)
+    %px = tcc.pack %x, %rows : (tensor<2x8x32xf32>, tensor<16xi32>) -> tensor<2x8x32xf32>
+    %h = tcc.layer_norm %px scale %s bias %b {axis = 2 : i64, ..., tcc.token_rows = 16 : i64} : ...
+    %a = tcc.attention %q, %k, %v, %cu {scale = 0.25 : f64} : (..., tensor<3xi32>) -> tensor<2x2x8x16xf32>
+    ```
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit a remark per function: what was packed, or why not">,
+  ];
+  let statistics = [
+    Statistic<"packedOps", "packed-ops", "ops run over packed tokens">,
+  ];
+}
+
 def FuseGemmEpilogue : Pass<"tcc-fuse-gemm-epilogue", "mlir::func::FuncOp"> {
   let summary = "Fold a bias add into the GEMM producing its operand: one tcc.gemm with C = bias";
   let description = [{

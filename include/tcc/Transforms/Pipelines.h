@@ -3,7 +3,7 @@
 // The one list of the stages a model goes through after import:
 //
 //   tcc-train-pipeline   lower-precision, build-train-step
-//   tcc-lower-pipeline   drop-unreachable, fuse-gemm-epilogue, fuse,
+//   tcc-lower-pipeline   drop-unreachable, pack-tokens, fuse-gemm-epilogue, fuse,
 //                        canonicalize, cse, plan-memory
 //
 // `tcc compile` runs these stage by stage (so that --dump-dir and --report
@@ -70,7 +70,7 @@ struct LowerConfig {
 llvm::ArrayRef<llvm::StringRef> trainingRoots();
 llvm::ArrayRef<llvm::StringRef> inferenceRoots();
 
-/// tcc-lower-pipeline: drop-unreachable, fuse-gemm-epilogue, fuse,
+/// tcc-lower-pipeline: drop-unreachable, pack-tokens, fuse-gemm-epilogue, fuse,
 /// canonicalize, cse, plan-memory.
 llvm::SmallVector<PipelineStage> lowerStages(const LowerConfig &config);
 

@@ -3,7 +3,8 @@
 // softmax(S) by row (softmax_rows), O = P V; the backward recomputes P and
 // runs dP = dO V^T, dS = P * (dP - rowsum(P * dP)) * scale, dQ = dS K,
 // dK = dS^T Q, dV = P^T dO. The (batch, head) pairs are independent and run
-// on the worker pool (parallel.h), each written by one thread.
+// on the worker pool (parallel.h), each written by one thread. Packed tokens
+// (pad-skipping) run each (sequence, head) pair on its gathered rows.
 //
 // Numerics: the GEMMs accumulate in float in OpenBLAS's order, where the
 // interpreter (lib/Interp/Attention.h) sums the dot products in double; the
@@ -13,6 +14,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/parallel.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <vector>
@@ -43,20 +45,101 @@ void probs(const float *q, const float *k, int64_t tq, int64_t tk, int64_t d,
   softmax_rows(p, p, tq, tk);
 }
 
+/// One (batch, head) pair forward: out [tq, dv] = P v, P in `p`.
+void headFwd(const float *q, const float *k, const float *v, float *out,
+             int64_t tq, int64_t tk, int64_t d, int64_t dv, double scale,
+             bool causal, KeyMask mask, int64_t b, float *p) {
+  probs(q, k, tq, tk, d, scale, causal, mask, b, p);
+  gemm(false, false, 1, tq, dv, tk, 1.0f, p, 0, v, 0, 0.0f, out, 0);
+}
+
+/// One (batch, head) pair backward; `p` and `ds` are tq x tk scratch.
+void headBwd(const float *qp, const float *kp, const float *vp,
+             const float *gp, float *dq, float *dk, float *dv, int64_t tq,
+             int64_t tk, int64_t d, int64_t dvDim, double scale, bool causal,
+             KeyMask mask, int64_t b, float *p, float *ds) {
+  probs(qp, kp, tq, tk, d, scale, causal, mask, b, p);
+  // dP = dO V^T into ds, then dS = scale * P * (dP - sum_j P dP) by row.
+  gemm(false, true, 1, tq, tk, dvDim, 1.0f, gp, 0, vp, 0, 0.0f, ds, 0);
+  for (int64_t i = 0; i < tq; ++i) {
+    const float *pr = p + i * tk;
+    float *sr = ds + i * tk;
+    double pdp = 0;
+    for (int64_t j = 0; j < tk; ++j)
+      pdp += static_cast<double>(pr[j]) * sr[j];
+    const float f = static_cast<float>(pdp), s = static_cast<float>(scale);
+    for (int64_t j = 0; j < tk; ++j)
+      sr[j] = s * (pr[j] * (sr[j] - f));
+  }
+  gemm(false, false, 1, tq, d, tk, 1.0f, ds, 0, kp, 0, 0.0f, dq, 0);
+  gemm(true, false, 1, tk, d, tq, 1.0f, ds, 0, qp, 0, 0.0f, dk, 0);
+  gemm(true, false, 1, tk, dvDim, tq, 1.0f, p, 0, gp, 0, 0.0f, dv, 0);
+}
+
+/// Packed tokens: token r of the flattened (batch, seq) order sits, for
+/// head h, at row ((r / seq) * heads + h) * seq + r % seq of a
+/// [batch, heads, seq, dim] tensor. Sequence s's rows of one head are
+/// gathered contiguous, run as one (batch, head) pair and scattered back;
+/// the rows of padding are zero.
+struct Packed {
+  const int32_t *cu;
+  int64_t batch, heads, seq;
+
+  int64_t count() const { return cu[batch]; }
+  int64_t row(int64_t r, int64_t h) const {
+    return ((r / seq) * heads + h) * seq + r % seq;
+  }
+  void gather(const float *src, int64_t s, int64_t h, int64_t dim,
+              float *dst) const {
+    for (int64_t r = cu[s]; r < cu[s + 1]; ++r)
+      std::copy_n(src + row(r, h) * dim, dim, dst + (r - cu[s]) * dim);
+  }
+  void scatter(const float *src, int64_t s, int64_t h, int64_t dim,
+               float *dst) const {
+    for (int64_t r = cu[s]; r < cu[s + 1]; ++r)
+      std::copy_n(src + (r - cu[s]) * dim, dim, dst + row(r, h) * dim);
+  }
+  void zeroPadding(float *dst, int64_t dim) const {
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t r = count(); r < batch * seq; ++r)
+        std::fill_n(dst + row(r, h) * dim, dim, 0.0f);
+  }
+};
+
 } // namespace
 
 void attention_fwd(const float *q, const float *k, const float *v, float *out,
                    int64_t batch, int64_t heads, int64_t tq, int64_t tk,
                    int64_t d, int64_t dv, double scale, bool causal,
                    KeyMask mask) {
+  if (mask.cuSeqlens) {
+    Packed pk{mask.cuSeqlens, batch, heads, tq};
+    pk.zeroPadding(out, dv);
+    parallel_for(batch * heads, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> qs, ks, vs, os, p;
+      for (int64_t sh = begin; sh < end; ++sh) {
+        int64_t s = sh / heads, h = sh % heads;
+        int64_t len = pk.cu[s + 1] - pk.cu[s];
+        if (len == 0)
+          continue;
+        qs.resize(size_t(len * d)), ks.resize(size_t(len * d));
+        vs.resize(size_t(len * dv)), os.resize(size_t(len * dv));
+        p.resize(size_t(len * len));
+        pk.gather(q, s, h, d, qs.data()), pk.gather(k, s, h, d, ks.data());
+        pk.gather(v, s, h, dv, vs.data());
+        headFwd(qs.data(), ks.data(), vs.data(), os.data(), len, len, d, dv,
+                scale, causal, {}, 0, p.data());
+        pk.scatter(os.data(), s, h, dv, out);
+      }
+    });
+    return;
+  }
   parallel_for(batch * heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> p(std::size_t(tq * tk));
-    for (int64_t bh = begin; bh < end; ++bh) {
-      probs(q + bh * tq * d, k + bh * tk * d, tq, tk, d, scale, causal, mask,
-            bh / heads, p.data());
-      gemm(false, false, 1, tq, dv, tk, 1.0f, p.data(), 0, v + bh * tk * dv, 0,
-           0.0f, out + bh * tq * dv, 0);
-    }
+    for (int64_t bh = begin; bh < end; ++bh)
+      headFwd(q + bh * tq * d, k + bh * tk * d, v + bh * tk * dv,
+              out + bh * tq * dv, tq, tk, d, dv, scale, causal, mask,
+              bh / heads, p.data());
   });
 }
 
@@ -65,32 +148,40 @@ void attention_bwd(const float *q, const float *k, const float *v,
                    int64_t batch, int64_t heads, int64_t tq, int64_t tk,
                    int64_t d, int64_t dvDim, double scale, bool causal,
                    KeyMask mask) {
+  if (mask.cuSeqlens) {
+    Packed pk{mask.cuSeqlens, batch, heads, tq};
+    pk.zeroPadding(dq, d), pk.zeroPadding(dk, d), pk.zeroPadding(dv, dvDim);
+    parallel_for(batch * heads, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> qs, ks, vs, gs, dqs, dks, dvs, p, ds;
+      for (int64_t sh = begin; sh < end; ++sh) {
+        int64_t s = sh / heads, h = sh % heads;
+        int64_t len = pk.cu[s + 1] - pk.cu[s];
+        if (len == 0)
+          continue;
+        for (auto *buf : {&qs, &ks, &dqs, &dks})
+          buf->resize(size_t(len * d));
+        for (auto *buf : {&vs, &gs, &dvs})
+          buf->resize(size_t(len * dvDim));
+        p.resize(size_t(len * len)), ds.resize(size_t(len * len));
+        pk.gather(q, s, h, d, qs.data()), pk.gather(k, s, h, d, ks.data());
+        pk.gather(v, s, h, dvDim, vs.data());
+        pk.gather(dout, s, h, dvDim, gs.data());
+        headBwd(qs.data(), ks.data(), vs.data(), gs.data(), dqs.data(),
+                dks.data(), dvs.data(), len, len, d, dvDim, scale, causal, {},
+                0, p.data(), ds.data());
+        pk.scatter(dqs.data(), s, h, d, dq), pk.scatter(dks.data(), s, h, d, dk);
+        pk.scatter(dvs.data(), s, h, dvDim, dv);
+      }
+    });
+    return;
+  }
   parallel_for(batch * heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> p(std::size_t(tq * tk)), ds(std::size_t(tq * tk));
-    for (int64_t bh = begin; bh < end; ++bh) {
-      const float *qp = q + bh * tq * d, *kp = k + bh * tk * d;
-      const float *vp = v + bh * tk * dvDim, *gp = dout + bh * tq * dvDim;
-      probs(qp, kp, tq, tk, d, scale, causal, mask, bh / heads, p.data());
-      // dP = dO V^T into ds, then dS = scale * P * (dP - sum_j P dP) by row.
-      gemm(false, true, 1, tq, tk, dvDim, 1.0f, gp, 0, vp, 0, 0.0f, ds.data(),
-           0);
-      for (int64_t i = 0; i < tq; ++i) {
-        const float *pr = p.data() + i * tk;
-        float *sr = ds.data() + i * tk;
-        double pdp = 0;
-        for (int64_t j = 0; j < tk; ++j)
-          pdp += static_cast<double>(pr[j]) * sr[j];
-        const float f = static_cast<float>(pdp), s = static_cast<float>(scale);
-        for (int64_t j = 0; j < tk; ++j)
-          sr[j] = s * (pr[j] * (sr[j] - f));
-      }
-      gemm(false, false, 1, tq, d, tk, 1.0f, ds.data(), 0, kp, 0, 0.0f,
-           dq + bh * tq * d, 0);
-      gemm(true, false, 1, tk, d, tq, 1.0f, ds.data(), 0, qp, 0, 0.0f,
-           dk + bh * tk * d, 0);
-      gemm(true, false, 1, tk, dvDim, tq, 1.0f, p.data(), 0, gp, 0, 0.0f,
-           dv + bh * tk * dvDim, 0);
-    }
+    for (int64_t bh = begin; bh < end; ++bh)
+      headBwd(q + bh * tq * d, k + bh * tk * d, v + bh * tk * dvDim,
+              dout + bh * tq * dvDim, dq + bh * tq * d, dk + bh * tk * d,
+              dv + bh * tk * dvDim, tq, tk, d, dvDim, scale, causal, mask,
+              bh / heads, p.data(), ds.data());
   });
 }
 

@@ -91,6 +91,11 @@ void layer_norm_bwd(const float *x, const float *scale, const float *dy,
 struct KeyMask {
   const uint8_t *keep = nullptr; ///< i1 mask, 0 hides the key
   const float *bias = nullptr;   ///< added to every query's scores
+  /// Packed tokens (tcc.pack_index's cu_seqlens, [B + 1], Tq == Tk): the
+  /// flattened (batch, seq) positions are packed rows; row b's tokens are
+  /// rows [cu[b], cu[b+1]) and attend only to each other (causal: to the
+  /// earlier ones); rows from cu[B] on are padding, written as zero.
+  const int32_t *cuSeqlens = nullptr;
 };
 
 /// out = softmax(scale * q @ k^T + mask) @ v (tcc.attention): q [B,H,Tq,D],
@@ -108,6 +113,29 @@ void attention_bwd(const float *q, const float *k, const float *v,
                    int64_t batch, int64_t heads, int64_t tq, int64_t tk,
                    int64_t d, int64_t dvDim, double scale, bool causal,
                    KeyMask mask = {});
+
+//===----------------------------------------------------------------------===//
+// Packed tokens (pad-skipping: tcc.pack_index, tcc.pack, tcc.unpack)
+//===----------------------------------------------------------------------===//
+
+/// A key mask [batch, seq] of bools (`keep`) or float biases (`bias`: 0 is a
+/// token, -1000 or below padding) -> rows[i] = b*seq + t of the i-th token
+/// in row-major order (-1 past the count) and cu[b] = the tokens before row
+/// b (cu[batch] = the count). Returns -1, or the first position whose bias
+/// is neither.
+int64_t pack_index(const uint8_t *keep, const float *bias, int64_t batch,
+                   int64_t seq, int32_t *rows, int32_t *cu);
+
+/// out row i = in row rows[i] (rows of `rowBytes` bytes), or `fill` (one
+/// element of `elemBytes` bytes, repeated) where rows[i] < 0. With `check`,
+/// returns the first row not in `rows` that does not hold `fill` (else -1).
+int64_t pack_rows(const uint8_t *in, const int32_t *rows, int64_t n,
+                  int64_t rowBytes, const uint8_t *fill, int64_t elemBytes,
+                  bool check, uint8_t *out);
+
+/// out = 0, then out row rows[i] = in row i for every rows[i] >= 0.
+void unpack_rows(const uint8_t *in, const int32_t *rows, int64_t n,
+                 int64_t rowBytes, uint8_t *out);
 
 //===----------------------------------------------------------------------===//
 // Cross-entropy over logits [rows, classes] and labels [rows]

@@ -1,0 +1,62 @@
+#ifndef TCC_PACK_OPS_TD
+#define TCC_PACK_OPS_TD
+
+// Pad-skipping (tcc-pack-tokens): the valid tokens of a padded [B, T] batch
+// are packed into the first rows of the same [B, T, ...] buffers, so that
+// token-wise library calls run over the valid rows only. Shapes do not
+// change: a packed value's row r (its leading [B, T] or [B*T] dims
+// flattened) holds the r-th valid token, and rows past the count are zero.
+
+def Tcc_PackIndexOp : Tcc_Op<"pack_index", [Pure, InferTypeOpAdaptor, Tcc_LibraryCall]> {
+  let callFamily = "pack";
+  let summary = "where the valid tokens of a key-padding mask go when packed";
+  let description = [{
+    `key_mask` is an attention key mask `[B, T]`: i1 (true = a token) or a
+    float bias (0 = a token; -1e4 or below, -inf included = padding; any
+    other value stops the step with an error naming the position, since
+    packing would change what attention computes). `rows` (i32 `[B*T]`):
+    `rows[i]` is `b*T + t` of the i-th valid token in row-major order, -1
+    past the number of valid tokens; `cu_seqlens` (i32 `[B+1]`): the valid
+    tokens before row b, so row b's tokens are packed rows
+    `[cu_seqlens[b], cu_seqlens[b+1])` and `cu_seqlens[B]` is the count.
+    The count is read at run time: no padding pattern needs a recompile.
+  }];
+  let arguments = (ins Tcc_Tensor:$key_mask);
+  let results = (outs StaticShapeTensorOf<[I32]>:$rows,
+                      StaticShapeTensorOf<[I32]>:$cu_seqlens);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_PackOp : Tcc_Op<"pack", [Pure, InferTypeOpAdaptor, Tcc_LibraryCall]> {
+  let callFamily = "pack";
+  let summary = "a [B, T, ...] value in packed row order";
+  let description = [{
+    `input`'s leading dims ([B, T] or [B*T]) are its rows. Row `i` of the
+    result is input row `rows[i]`, or `fill` past the count. With
+    `check_fill` every padded row of `input` must already hold `fill`: the
+    labels of a loss, whose padded positions must be `ignore_index` for the
+    packed loss to count exactly the tokens the unpacked one counts (a
+    run-time error names the first position that is not).
+  }];
+  let arguments = (ins Tcc_Tensor:$input, StaticShapeTensorOf<[I32]>:$rows,
+                       DefaultValuedAttr<F64Attr, "0.0">:$fill,
+                       DefaultValuedAttr<BoolAttr, "false">:$check_fill);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+def Tcc_UnpackOp : Tcc_Op<"unpack", [Pure, InferTypeOpAdaptor, Tcc_LibraryCall]> {
+  let callFamily = "pack";
+  let summary = "a packed value back in [B, T, ...] order, zero at padding";
+  let description = [{
+    The inverse of `tcc.pack`: result row `rows[i]` is input row `i` for
+    every valid token; padded rows are zero. tcc-pack-tokens unpacks only
+    values whose unpacked value is zero at padded positions (gradients
+    that flow from a loss that ignores padding), so the result is exact.
+  }];
+  let arguments = (ins Tcc_Tensor:$input, StaticShapeTensorOf<[I32]>:$rows);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
+#endif // TCC_PACK_OPS_TD

@@ -1,0 +1,333 @@
+// The roles of tcc ops over packed token rows (PackTokenRoles.h).
+#include "PackTokenRoles.h"
+
+#include "tcc/TccOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace tcc::packing {
+namespace {
+
+RankedTensorType tensorOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+bool isFloat(Value v) {
+  return llvm::isa<FloatType>(tensorOf(v).getElementType());
+}
+
+using Zero = std::function<bool(unsigned)>;
+
+/// Every result zero at padding when operand `i` is.
+std::function<bool(unsigned, const Zero &)> follows(unsigned i) {
+  return [i](unsigned, const Zero &zero) { return zero(i); };
+}
+std::function<bool(unsigned, const Zero &)> never() {
+  return [](unsigned, const Zero &) { return false; };
+}
+
+/// An elementwise op on token rows: the operands of the result's rank with
+/// token rows are packed; the others must broadcast along the rows.
+std::optional<Role> elementwise(Operation *op, const Geometry &g) {
+  if (op->getNumResults() != 1 || !isFloat(op->getResult(0)))
+    return std::nullopt;
+  auto result = tensorOf(op->getResult(0));
+  unsigned lead = rowDims(result, g);
+  if (lead == 0)
+    return std::nullopt;
+  Role role;
+  role.results.push_back({0, Form::Row});
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    auto t = tensorOf(v);
+    if (t.getRank() == result.getRank() && rowDims(t, g) == lead &&
+        t.getShape().take_front(lead) == result.getShape().take_front(lead)) {
+      role.operands.push_back({unsigned(i), Form::Row});
+      continue;
+    }
+    // Right-aligned: the dims over the result's rows must be 1 or absent.
+    int64_t offset = result.getRank() - t.getRank();
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      if (d + offset < int64_t(lead) && t.getDimSize(d) != 1)
+        return std::nullopt;
+  }
+  // Which ops keep zero rows zero (f(0, ...) == 0 on the rows that are).
+  auto packed = [ops = role.operands](unsigned i) {
+    return llvm::any_of(ops, [&](auto p) { return p.first == i; });
+  };
+  unsigned n = op->getNumOperands();
+  if (llvm::isa<MulOp>(op))
+    role.zeroPadded = [packed](unsigned, const Zero &zero) {
+      return (packed(0) && zero(0)) || (packed(1) && zero(1));
+    };
+  else if (llvm::isa<DivOp>(op))
+    role.zeroPadded = [packed](unsigned, const Zero &zero) {
+      return packed(0) && zero(0);
+    };
+  else if (llvm::isa<AddOp, SubOp>(op))
+    role.zeroPadded = [packed, n](unsigned, const Zero &zero) {
+      for (unsigned i = 0; i < n; ++i)
+        if (!packed(i) || !zero(i))
+          return false;
+      return true;
+    };
+  else if (llvm::isa<NegOp, CastOp, ReluOp, GeluOp, TanhOp, SinOp, AbsOp,
+                     ErfOp, SqrtOp, BroadcastOp>(op))
+    role.zeroPadded = [packed](unsigned, const Zero &zero) {
+      return packed(0) && zero(0);
+    };
+  else if (llvm::isa<GeluGradOp>(op))
+    role.zeroPadded = [packed](unsigned, const Zero &zero) {
+      return packed(1) && zero(1);
+    };
+  else if (llvm::isa<WhereOp>(op))
+    role.zeroPadded = [packed](unsigned, const Zero &zero) {
+      return packed(1) && zero(1) && packed(2) && zero(2);
+    };
+  else
+    role.zeroPadded = never();
+  return role;
+}
+
+bool isPackedAttention(Operation *op, const Geometry &g) {
+  if (auto a = llvm::dyn_cast<AttentionOp>(op))
+    return a.getKeyMask() == g.keyMask;
+  if (auto a = llvm::dyn_cast<AttentionGradOp>(op))
+    return a.getKeyMask() == g.keyMask;
+  return false;
+}
+
+/// A [0, 2, 1, 3] transpose between token rows [B, T, H, D] and the
+/// attention layout [B, H, T, D].
+std::optional<Role> transpose(TransposeOp op, const Geometry &g) {
+  if (op.getPerm() != ArrayRef<int64_t>{0, 2, 1, 3})
+    return std::nullopt;
+  auto in = tensorOf(op.getInput()), out = tensorOf(op.getResult());
+  Role role;
+  role.zeroPadded = follows(0);
+  Operation *def = op.getInput().getDefiningOp();
+  if (def && isPackedAttention(def, g) && rowDims(out, g) == 2) {
+    role.operands.push_back({0, Form::Head});
+    role.results.push_back({0, Form::Row});
+    return role;
+  }
+  bool intoAttention =
+      !op->use_empty() && llvm::all_of(op->getUses(), [&](OpOperand &use) {
+        return isPackedAttention(use.getOwner(), g) &&
+               use.getOperandNumber() < 4;
+      });
+  if (intoAttention && rowDims(in, g) == 2 && out.getDimSize(2) == g.t) {
+    role.operands.push_back({0, Form::Row});
+    role.results.push_back({0, Form::Head});
+    return role;
+  }
+  return std::nullopt;
+}
+
+std::optional<Role> attention(Operation *op, const Geometry &g,
+                              unsigned headOperands) {
+  auto q = tensorOf(op->getOperand(0)), k = tensorOf(op->getOperand(1));
+  if (!isPackedAttention(op, g) || q.getDimSize(0) != g.b ||
+      q.getDimSize(2) != g.t || k.getDimSize(2) != g.t)
+    return std::nullopt;
+  Role role;
+  for (unsigned i = 0; i < headOperands; ++i)
+    role.operands.push_back({i, Form::Head});
+  for (unsigned i = 0; i < op->getNumResults(); ++i)
+    role.results.push_back({i, Form::Head});
+  // The gradients are zero at padding when the result's gradient is: a
+  // padded key gets probability 0, a padded query no gradient.
+  role.zeroPadded = llvm::isa<AttentionGradOp>(op) ? follows(3) : never();
+  return role;
+}
+
+std::optional<Role> matmul(MatmulOp op, const Geometry &g) {
+  auto lhs = tensorOf(op.getLhs()), rhs = tensorOf(op.getRhs());
+  Role role;
+  role.runsOverRows = true;
+  if (!op.getTransposeLhs()) {
+    // Token rows times a weight.
+    unsigned lead = rowDims(lhs, g);
+    if (rhs.getRank() != 2 || lead == 0 ||
+        int64_t(lead) != lhs.getRank() - 1 || rowDims(op.getType(), g) != lead)
+      return std::nullopt;
+    role.operands.push_back({0, Form::Row});
+    role.results.push_back({0, Form::Row});
+    role.zeroPadded = follows(0);
+    return role;
+  }
+  // A weight gradient: tokens^T tokens, per batch ([B, T, F]^T [B, T, C])
+  // or over all rows ([N, F]^T [N, C]).
+  if (op.getTransposeRhs() || lhs.getRank() != rhs.getRank() ||
+      rowDims(lhs, g) != unsigned(lhs.getRank() - 1) ||
+      rowDims(rhs, g) != unsigned(rhs.getRank() - 1))
+    return std::nullopt;
+  role.operands = {{0, Form::Row}, {1, Form::Row}};
+  role.needsZeroPadded = {0, 1};
+  role.usersSumOverBatch = lhs.getRank() == 3;
+  role.zeroPadded = never();
+  return role;
+}
+
+std::optional<Role> gemm(GemmOp op, const Geometry &g) {
+  auto a = tensorOf(op.getA()), b = tensorOf(op.getB());
+  Role role;
+  role.runsOverRows = true;
+  if (Value c = op.getC())
+    if (tensorOf(c).getRank() == 2 && tensorOf(c).getDimSize(0) != 1)
+      return std::nullopt; // a C per row
+  if (!op.getTransposeA()) {
+    if (rowDims(a, g) != 1)
+      return std::nullopt;
+    role.operands.push_back({0, Form::Row});
+    role.results.push_back({0, Form::Row});
+    bool bias = op.getC() && op.getBeta().convertToDouble() != 0;
+    role.zeroPadded = [bias](unsigned, const Zero &zero) {
+      return !bias && zero(0);
+    };
+    return role;
+  }
+  if (op.getTransposeB() || rowDims(a, g) != 1 || rowDims(b, g) != 1 ||
+      op.getC())
+    return std::nullopt;
+  role.operands = {{0, Form::Row}, {1, Form::Row}};
+  role.needsZeroPadded = {0, 1};
+  role.zeroPadded = never();
+  return role;
+}
+
+/// A row op over the last dims (from `axis`) of its token-row operands.
+std::optional<Role> rowOp(Operation *op, const Geometry &g, int64_t axis,
+                          ArrayRef<unsigned> rowOperands,
+                          ArrayRef<unsigned> rowResults) {
+  unsigned lead = rowDims(op->getOperand(rowOperands[0]).getType(), g);
+  if (lead == 0 || axis < int64_t(lead))
+    return std::nullopt;
+  Role role;
+  role.runsOverRows = true;
+  for (unsigned i : rowOperands) {
+    if (rowDims(op->getOperand(i).getType(), g) != lead)
+      return std::nullopt;
+    role.operands.push_back({i, Form::Row});
+  }
+  for (unsigned i : rowResults)
+    role.results.push_back({i, Form::Row});
+  role.zeroPadded = never();
+  return role;
+}
+
+std::optional<Role> reduce(Operation *op, ArrayRef<int64_t> axes,
+                           const Geometry &g) {
+  unsigned lead = rowDims(op->getOperand(0).getType(), g);
+  if (lead == 0 || !isFloat(op->getOperand(0)))
+    return std::nullopt;
+  Role role;
+  role.operands.push_back({0, Form::Row});
+  if (llvm::all_of(axes, [&](int64_t a) { return a >= int64_t(lead); })) {
+    // Within each row.
+    role.results.push_back({0, Form::Row});
+    role.zeroPadded = follows(0);
+    return role;
+  }
+  // A sum over every token (a bias gradient): exact only when the padded
+  // rows are zero.
+  for (unsigned d = 0; d < lead; ++d)
+    if (!llvm::is_contained(axes, int64_t(d)))
+      return std::nullopt;
+  if (!llvm::isa<ReduceSumOp>(op))
+    return std::nullopt;
+  role.needsZeroPadded = {0};
+  role.zeroPadded = never();
+  return role;
+}
+
+} // namespace
+
+unsigned rowDims(Type type, const Geometry &g) {
+  auto t = llvm::dyn_cast<RankedTensorType>(type);
+  if (!t || t.getRank() == 0)
+    return 0;
+  ArrayRef<int64_t> s = t.getShape();
+  if (s.size() >= 2 && s[0] == g.b && s[1] == g.t)
+    return 2;
+  return s[0] == g.n() ? 1 : 0;
+}
+
+std::optional<Role> roleOf(Operation *op, const Geometry &g) {
+  if (op->hasTrait<OpClass::Elementwise>())
+    return elementwise(op, g);
+  return llvm::TypeSwitch<Operation *, std::optional<Role>>(op)
+      .Case([&](ReshapeOp r) -> std::optional<Role> {
+        if (!isFloat(r.getInput()) || !rowDims(r.getInput().getType(), g) ||
+            !rowDims(r.getType(), g))
+          return std::nullopt;
+        Role role;
+        role.operands.push_back({0, Form::Row});
+        role.results.push_back({0, Form::Row});
+        role.zeroPadded = follows(0);
+        return role;
+      })
+      .Case([&](TransposeOp t) { return transpose(t, g); })
+      .Case([&](AttentionOp) { return attention(op, g, 3); })
+      .Case([&](AttentionGradOp) { return attention(op, g, 4); })
+      .Case([&](MatmulOp m) { return matmul(m, g); })
+      .Case([&](GemmOp m) { return gemm(m, g); })
+      .Case([&](LayerNormOp ln) { return rowOp(op, g, ln.getAxis(), {0}, {0}); })
+      .Case([&](LayerNormGradOp ln) -> std::optional<Role> {
+        unsigned grad = ln.getScale() ? 2 : 1;
+        auto role = rowOp(op, g, ln.getAxis(), {0, grad}, {0});
+        if (role) {
+          // scale_grad and bias_grad sum over the tokens.
+          role->needsZeroPadded = {grad};
+          role->zeroPadded = [grad](unsigned r, const Zero &zero) {
+            return r == 0 && zero(grad);
+          };
+        }
+        return role;
+      })
+      .Case<SoftmaxOp, LogSoftmaxOp>([&](auto s) {
+        return rowOp(op, g, s.getAxis(), {0}, {0});
+      })
+      .Case<SoftmaxGradOp, LogSoftmaxGradOp>([&](auto s) {
+        auto role = rowOp(op, g, s.getAxis(), {0, 1}, {0});
+        if (role)
+          role->zeroPadded = follows(1);
+        return role;
+      })
+      .Case([&](CrossEntropyOp ce) -> std::optional<Role> {
+        auto logits = tensorOf(ce.getLogits());
+        unsigned lead = rowDims(logits, g);
+        if (lead == 0 || logits.getRank() != lead + 1 ||
+            rowDims(ce.getLabels().getType(), g) != lead)
+          return std::nullopt;
+        Role role;
+        role.runsOverRows = true;
+        role.operands = {{0, Form::Row}, {1, Form::Row}};
+        role.labelsOperand = 1;
+        role.ignoreIndex = ce.getIgnoreIndex();
+        role.zeroPadded = never();
+        return role;
+      })
+      .Case([&](CrossEntropyGradOp ce) -> std::optional<Role> {
+        auto logits = tensorOf(ce.getLogits());
+        unsigned lead = rowDims(logits, g);
+        if (lead == 0 || logits.getRank() != lead + 1 ||
+            rowDims(ce.getLabels().getType(), g) != lead)
+          return std::nullopt;
+        Role role;
+        role.runsOverRows = true;
+        role.operands = {{0, Form::Row}, {1, Form::Row}};
+        role.results.push_back({0, Form::Row});
+        role.labelsOperand = 1;
+        role.ignoreIndex = ce.getIgnoreIndex();
+        // A padded token's label is ignore_index (checked): no gradient.
+        role.zeroPadded = [](unsigned, const Zero &) { return true; };
+        return role;
+      })
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(
+          [&](auto r) { return reduce(op, r.getAxes(), g); })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+} // namespace tcc::packing

@@ -1,0 +1,72 @@
+// Packed tokens (pad-skipping): the key mask's valid positions in packed
+// order, and rows moved into and out of that order. Rows are opaque bytes,
+// so one kernel serves every dtype.
+#include "kernels/cpu/cpu_kernels.h"
+
+#include <cstring>
+#include <vector>
+
+namespace tcc::cpu {
+
+int64_t pack_index(const uint8_t *keep, const float *bias, int64_t batch,
+                   int64_t seq, int32_t *rows, int32_t *cu) {
+  int32_t count = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    cu[b] = count;
+    for (int64_t t = 0; t < seq; ++t) {
+      int64_t p = b * seq + t;
+      bool token;
+      if (keep) {
+        token = keep[p] != 0;
+      } else if (bias[p] == 0.0f) {
+        token = true;
+      } else if (bias[p] <= -1000.0f) {
+        token = false;
+      } else {
+        return p; // also NaN
+      }
+      if (token)
+        rows[count++] = static_cast<int32_t>(p);
+    }
+  }
+  cu[batch] = count;
+  for (int64_t i = count; i < batch * seq; ++i)
+    rows[i] = -1;
+  return -1;
+}
+
+int64_t pack_rows(const uint8_t *in, const int32_t *rows, int64_t n,
+                  int64_t rowBytes, const uint8_t *fill, int64_t elemBytes,
+                  bool check, uint8_t *out) {
+  std::vector<uint8_t> fillRow(static_cast<size_t>(rowBytes));
+  for (int64_t b = 0; b + elemBytes <= rowBytes; b += elemBytes)
+    std::memcpy(fillRow.data() + b, fill, static_cast<size_t>(elemBytes));
+  std::vector<uint8_t> kept(check ? static_cast<size_t>(n) : 0);
+  for (int64_t i = 0; i < n; ++i) {
+    uint8_t *dst = out + i * rowBytes;
+    if (rows[i] < 0) {
+      std::memcpy(dst, fillRow.data(), static_cast<size_t>(rowBytes));
+      continue;
+    }
+    std::memcpy(dst, in + int64_t(rows[i]) * rowBytes,
+                static_cast<size_t>(rowBytes));
+    if (check)
+      kept[size_t(rows[i])] = 1;
+  }
+  if (check)
+    for (int64_t p = 0; p < n; ++p)
+      if (!kept[size_t(p)] && std::memcmp(in + p * rowBytes, fillRow.data(),
+                                          static_cast<size_t>(rowBytes)) != 0)
+        return p;
+  return -1;
+}
+
+void unpack_rows(const uint8_t *in, const int32_t *rows, int64_t n,
+                 int64_t rowBytes, uint8_t *out) {
+  std::memset(out, 0, static_cast<size_t>(n * rowBytes));
+  for (int64_t i = 0; i < n && rows[i] >= 0; ++i)
+    std::memcpy(out + int64_t(rows[i]) * rowBytes, in + i * rowBytes,
+                static_cast<size_t>(rowBytes));
+}
+
+} // namespace tcc::cpu
