@@ -33,10 +33,12 @@ def Tcc_PackOp : Tcc_Op<"pack", [Pure, InferTypeOpAdaptor, Tcc_LibraryCall]> {
   let description = [{
     `input`'s leading dims ([B, T] or [B*T]) are its rows. Row `i` of the
     result is input row `rows[i]`, or `fill` past the count. With
-    `check_fill` every padded row of `input` must already hold `fill`: the
-    labels of a loss, whose padded positions must be `ignore_index` for the
-    packed loss to count exactly the tokens the unpacked one counts (a
-    run-time error names the first position that is not).
+    `check_fill` every padded row of `input` must already hold `fill`, else
+    a run-time error names the first position that does not: the labels of
+    a loss, whose padded positions must be `ignore_index` for the packed
+    loss to count exactly the tokens the unpacked one counts; or (fill 0) a
+    gradient that enters the packed region from a CLS token's read, zero
+    at padding when the token read is a valid one.
   }];
   let arguments = (ins Tcc_Tensor:$input, StaticShapeTensorOf<[I32]>:$rows,
                        DefaultValuedAttr<F64Attr, "0.0">:$fill,
@@ -50,11 +52,17 @@ def Tcc_UnpackOp : Tcc_Op<"unpack", [Pure, InferTypeOpAdaptor, Tcc_LibraryCall]>
   let summary = "a packed value back in [B, T, ...] order, zero at padding";
   let description = [{
     The inverse of `tcc.pack`: result row `rows[i]` is input row `i` for
-    every valid token; padded rows are zero. tcc-pack-tokens unpacks only
-    values whose unpacked value is zero at padded positions (gradients
-    that flow from a loss that ignores padding), so the result is exact.
+    every valid token; padded rows are zero. tcc-pack-tokens unpacks a
+    value whose unpacked value is zero at padded positions (gradients that
+    flow from a loss that ignores padding), or one whose users read only
+    positions `[read_begin, read_end)` of each sequence of `seq` (a CLS
+    token): each of those must then be a valid token, else a run-time error
+    names it. Either way the result is exact where it is read.
   }];
-  let arguments = (ins Tcc_Tensor:$input, StaticShapeTensorOf<[I32]>:$rows);
+  let arguments = (ins Tcc_Tensor:$input, StaticShapeTensorOf<[I32]>:$rows,
+                       DefaultValuedAttr<I64Attr, "0">:$seq,
+                       DefaultValuedAttr<I64Attr, "0">:$read_begin,
+                       DefaultValuedAttr<I64Attr, "0">:$read_end);
   let results = (outs Tcc_Tensor:$result);
   let assemblyFormat = Tcc_GenericFormat;
 }

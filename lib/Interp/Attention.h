@@ -8,8 +8,10 @@
 
 #include "data/npz.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace tcc::interp {
 
@@ -38,6 +40,44 @@ void attentionProbs(const T *query, const T *keys, int64_t tk, int64_t d,
   }
   softmaxRow(p, tk);
 }
+
+/// Packed tokens (tcc-pack-tokens): a key mask of i32 cu_seqlens [B + 1].
+/// Token r of the flattened (batch, seq) order sits, for head h, at row
+/// ((r / seq) * heads + h) * seq + r % seq of a [B, H, T, D] tensor;
+/// sequence s holds tokens [cu[s], cu[s+1]), rows from cu[B] on are padding.
+struct PackedRows {
+  const int32_t *cu;
+  int64_t batch, heads, seq;
+
+  static bool is(const data::Array *mask) {
+    return mask && mask->dtype == data::DType::I32;
+  }
+  int64_t begin(int64_t s) const { return cu[s]; }
+  int64_t length(int64_t s) const { return cu[s + 1] - cu[s]; }
+  int64_t row(int64_t r, int64_t h) const {
+    return ((r / seq) * heads + h) * seq + r % seq;
+  }
+  /// Sequence s's rows of head h, `dim` wide, contiguous.
+  template <class T>
+  std::vector<T> gather(const T *src, int64_t s, int64_t h, int64_t dim) const {
+    std::vector<T> out(size_t(length(s) * dim));
+    for (int64_t i = 0; i < length(s); ++i)
+      std::copy_n(src + row(begin(s) + i, h) * dim, dim, out.data() + i * dim);
+    return out;
+  }
+  template <class T>
+  void scatter(const std::vector<T> &src, int64_t s, int64_t h, int64_t dim,
+               T *dst) const {
+    for (int64_t i = 0; i < length(s); ++i)
+      std::copy_n(src.data() + i * dim, dim, dst + row(begin(s) + i, h) * dim);
+  }
+  /// The padding rows of every head, zero.
+  template <class T> void zeroPadding(T *dst, int64_t dim) const {
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t r = cu[batch]; r < batch * seq; ++r)
+        std::fill_n(dst + row(r, h) * dim, dim, T(0));
+  }
+};
 
 } // namespace tcc::interp
 

@@ -112,6 +112,23 @@ bool gemmKernel(KernelContext &ctx) {
 /// and the output is sum_j p_j v_j. A query with every key hidden gets NaN,
 /// like torch.softmax of an all -inf row (see softmaxRow); we keep that
 /// rather than invent zeros, so such rows are loud in any comparison.
+/// One (batch, head) pair: `tq` queries over `tk` keys.
+template <class T>
+void attentionHead(const T *qp, const T *kp, const T *vp, T *po, int64_t tq,
+                   int64_t tk, int64_t d, int64_t dv, double scale, bool causal,
+                   const Array *mask, int64_t b) {
+  std::vector<T> p(tk);
+  for (int64_t i = 0; i < tq; ++i) {
+    attentionProbs(qp + i * d, kp, tk, d, scale, causal, mask, b, i, p.data());
+    for (int64_t e = 0; e < dv; ++e) {
+      double sum = 0;
+      for (int64_t j = 0; j < tk; ++j)
+        sum += static_cast<double>(p[j]) * vp[j * dv + e];
+      po[i * dv + e] = static_cast<T>(sum);
+    }
+  }
+}
+
 bool attentionKernel(KernelContext &ctx) {
   auto op = llvm::cast<AttentionOp>(ctx.op);
   const Array &q = ctx.in(op.getQuery()), &k = ctx.in(op.getKey()),
@@ -125,24 +142,28 @@ bool attentionKernel(KernelContext &ctx) {
   int64_t tk = k.shape[2], dv = v.shape[3];
   auto compute = [&](auto tag) {
     using T = decltype(tag);
-    std::vector<T> p(tk);
+    if (PackedRows::is(mask)) {
+      // Each sequence's packed tokens attend to each other only.
+      PackedRows pk{mask->data<int32_t>(), batch, heads, tq};
+      pk.zeroPadding(out.data<T>(), dv);
+      for (int64_t s = 0; s < batch; ++s)
+        for (int64_t h = 0; h < heads; ++h) {
+          int64_t n = pk.length(s);
+          std::vector<T> qs = pk.gather(q.data<T>(), s, h, d),
+                         ks = pk.gather(k.data<T>(), s, h, d),
+                         vs = pk.gather(v.data<T>(), s, h, dv), os(n * dv);
+          attentionHead(qs.data(), ks.data(), vs.data(), os.data(), n, n, d,
+                        dv, scale, causal, nullptr, 0);
+          pk.scatter(os, s, h, dv, out.data<T>());
+        }
+      return true;
+    }
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t h = 0; h < heads; ++h) {
         int64_t bh = b * heads + h;
-        const T *qp = q.data<T>() + bh * tq * d;
-        const T *kp = k.data<T>() + bh * tk * d;
-        const T *vp = v.data<T>() + bh * tk * dv;
-        T *po = out.data<T>() + bh * tq * dv;
-        for (int64_t i = 0; i < tq; ++i) {
-          attentionProbs(qp + i * d, kp, tk, d, scale, causal, mask, b, i,
-                         p.data());
-          for (int64_t e = 0; e < dv; ++e) {
-            double sum = 0;
-            for (int64_t j = 0; j < tk; ++j)
-              sum += static_cast<double>(p[j]) * vp[j * dv + e];
-            po[i * dv + e] = static_cast<T>(sum);
-          }
-        }
+        attentionHead(q.data<T>() + bh * tq * d, k.data<T>() + bh * tk * d,
+                      v.data<T>() + bh * tk * dv, out.data<T>() + bh * tq * dv,
+                      tq, tk, d, dv, scale, causal, mask, b);
       }
     return true;
   };

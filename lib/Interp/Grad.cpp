@@ -127,6 +127,43 @@ bool layerNormGradKernel(KernelContext &ctx) {
 /// dq_i = scale sum_j ds_j k_j; dk_j += scale ds_j q_i. Hidden keys have
 /// p_j = 0 and get nothing; a query with every key hidden is NaN, as its
 /// forward output is.
+/// One (batch, head) pair's gradients; dq, dk, dv are written.
+template <class T>
+void attentionHeadGrad(const T *qp, const T *kp, const T *vp, const T *gp,
+                       T *dqp, T *dkp, T *dvp, int64_t tq, int64_t tk,
+                       int64_t d, int64_t dv, double scale, bool causal,
+                       const Array *mask, int64_t b) {
+  std::vector<double> p(tk), dp(tk), dk(tk * d, 0.0), dvAcc(tk * dv, 0.0);
+  for (int64_t i = 0; i < tq; ++i) {
+    attentionProbs(qp + i * d, kp, tk, d, scale, causal, mask, b, i, p.data());
+    double pdp = 0;
+    for (int64_t j = 0; j < tk; ++j) {
+      double dot = 0;
+      for (int64_t e = 0; e < dv; ++e) {
+        dot += static_cast<double>(gp[i * dv + e]) * vp[j * dv + e];
+        dvAcc[j * dv + e] += p[j] * gp[i * dv + e];
+      }
+      dp[j] = dot;
+      pdp += p[j] * dot;
+    }
+    for (int64_t e = 0; e < d; ++e) {
+      double sum = 0;
+      for (int64_t j = 0; j < tk; ++j)
+        sum += p[j] * (dp[j] - pdp) * kp[j * d + e];
+      dqp[i * d + e] = static_cast<T>(scale * sum);
+    }
+    for (int64_t j = 0; j < tk; ++j) {
+      double ds = scale * p[j] * (dp[j] - pdp);
+      for (int64_t e = 0; e < d; ++e)
+        dk[j * d + e] += ds * qp[i * d + e];
+    }
+  }
+  for (int64_t e = 0; e < tk * d; ++e)
+    dkp[e] = static_cast<T>(dk[e]);
+  for (int64_t e = 0; e < tk * dv; ++e)
+    dvp[e] = static_cast<T>(dvAcc[e]);
+}
+
 bool attentionGradKernel(KernelContext &ctx) {
   auto op = llvm::cast<AttentionGradOp>(ctx.op);
   const Array &q = ctx.in(op.getQuery()), &k = ctx.in(op.getKey()),
@@ -138,48 +175,35 @@ bool attentionGradKernel(KernelContext &ctx) {
           d = q.shape[3], tk = k.shape[2], dv = v.shape[3];
   auto compute = [&](auto tag) {
     using T = decltype(tag);
-    std::vector<double> p(tk), dp(tk), dk(tk * d), dvAcc(tk * dv);
+    T *dq = ctx.out(0).data<T>(), *dk = ctx.out(1).data<T>(),
+      *dvOut = ctx.out(2).data<T>();
+    if (PackedRows::is(mask)) {
+      PackedRows pk{mask->data<int32_t>(), batch, heads, tq};
+      pk.zeroPadding(dq, d), pk.zeroPadding(dk, d), pk.zeroPadding(dvOut, dv);
+      for (int64_t s = 0; s < batch; ++s)
+        for (int64_t h = 0; h < heads; ++h) {
+          int64_t n = pk.length(s);
+          std::vector<T> qs = pk.gather(q.data<T>(), s, h, d),
+                         ks = pk.gather(k.data<T>(), s, h, d),
+                         vs = pk.gather(v.data<T>(), s, h, dv),
+                         gs = pk.gather(dout.data<T>(), s, h, dv),
+                         dqs(n * d), dks(n * d), dvs(n * dv);
+          attentionHeadGrad(qs.data(), ks.data(), vs.data(), gs.data(),
+                            dqs.data(), dks.data(), dvs.data(), n, n, d, dv,
+                            scale, causal, nullptr, 0);
+          pk.scatter(dqs, s, h, d, dq), pk.scatter(dks, s, h, d, dk);
+          pk.scatter(dvs, s, h, dv, dvOut);
+        }
+      return true;
+    }
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t h = 0; h < heads; ++h) {
         int64_t bh = b * heads + h;
-        const T *qp = q.data<T>() + bh * tq * d;
-        const T *kp = k.data<T>() + bh * tk * d;
-        const T *vp = v.data<T>() + bh * tk * dv;
-        const T *gp = dout.data<T>() + bh * tq * dv;
-        T *dqp = ctx.out(0).data<T>() + bh * tq * d;
-        std::fill(dk.begin(), dk.end(), 0.0);
-        std::fill(dvAcc.begin(), dvAcc.end(), 0.0);
-        for (int64_t i = 0; i < tq; ++i) {
-          attentionProbs(qp + i * d, kp, tk, d, scale, causal, mask, b, i,
-                         p.data());
-          double pdp = 0;
-          for (int64_t j = 0; j < tk; ++j) {
-            double dot = 0;
-            for (int64_t e = 0; e < dv; ++e) {
-              dot += static_cast<double>(gp[i * dv + e]) * vp[j * dv + e];
-              dvAcc[j * dv + e] += p[j] * gp[i * dv + e];
-            }
-            dp[j] = dot;
-            pdp += p[j] * dot;
-          }
-          for (int64_t e = 0; e < d; ++e) {
-            double sum = 0;
-            for (int64_t j = 0; j < tk; ++j)
-              sum += p[j] * (dp[j] - pdp) * kp[j * d + e];
-            dqp[i * d + e] = static_cast<T>(scale * sum);
-          }
-          for (int64_t j = 0; j < tk; ++j) {
-            double ds = scale * p[j] * (dp[j] - pdp);
-            for (int64_t e = 0; e < d; ++e)
-              dk[j * d + e] += ds * qp[i * d + e];
-          }
-        }
-        T *dkp = ctx.out(1).data<T>() + bh * tk * d;
-        T *dvp = ctx.out(2).data<T>() + bh * tk * dv;
-        for (int64_t e = 0; e < tk * d; ++e)
-          dkp[e] = static_cast<T>(dk[e]);
-        for (int64_t e = 0; e < tk * dv; ++e)
-          dvp[e] = static_cast<T>(dvAcc[e]);
+        attentionHeadGrad(q.data<T>() + bh * tq * d, k.data<T>() + bh * tk * d,
+                          v.data<T>() + bh * tk * dv,
+                          dout.data<T>() + bh * tq * dv, dq + bh * tq * d,
+                          dk + bh * tk * d, dvOut + bh * tk * dv, tq, tk, d,
+                          dv, scale, causal, mask, b);
       }
     return true;
   };

@@ -25,6 +25,7 @@ const KernelTable &kernelTable() {
     registerGradKernels(t);
     registerWindowKernels(t);
     registerFusionKernels(t);
+    registerPackKernels(t);
     return t;
   }();
   return table;

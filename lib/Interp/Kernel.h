@@ -74,6 +74,7 @@ void registerTrainKernels(KernelTable &table);
 void registerGradKernels(KernelTable &table);
 void registerWindowKernels(KernelTable &table);
 void registerFusionKernels(KernelTable &table);
+void registerPackKernels(KernelTable &table);
 
 /// Runs `block`'s ops in order with `values` holding its arguments (and any
 /// value it reads from outside), then puts the terminator's operand arrays in

@@ -10,9 +10,12 @@
 
 #include "tcc/TccOps.h"
 
+#include "plan/plan.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
@@ -86,6 +89,66 @@ bool maskSlice(Value mask, SmallVectorImpl<Operation *> &slice) {
   return true;
 }
 
+/// Positions [begin, end) of the sequence dim that `use` reads of a
+/// [B, T, ...] value: a gather along dim 1 with constant indices (BERT's
+/// CLS token), or a slice of dim 1 alone.
+std::optional<std::pair<int64_t, int64_t>> readRange(OpOperand &use,
+                                                     const Geometry &g) {
+  if (rowDims(use.get().getType(), g) != 2 || use.getOperandNumber() != 0)
+    return std::nullopt;
+  if (auto gather = llvm::dyn_cast<GatherOp>(use.getOwner())) {
+    DenseIntElementsAttr indices;
+    if (gather.getAxis() != 1 ||
+        !matchPattern(gather.getIndices(), m_Constant(&indices)) ||
+        indices.empty())
+      return std::nullopt;
+    int64_t lo = g.t, hi = -1;
+    for (APInt i : indices.getValues<APInt>()) {
+      int64_t t = i.getSExtValue() < 0 ? i.getSExtValue() + g.t
+                                       : i.getSExtValue();
+      if (t < 0 || t >= g.t)
+        return std::nullopt;
+      lo = std::min(lo, t), hi = std::max(hi, t);
+    }
+    return std::make_pair(lo, hi + 1);
+  }
+  if (auto slice = llvm::dyn_cast<SliceOp>(use.getOwner())) {
+    ArrayRef<int64_t> shape = tensorOf(use.get()).getShape();
+    for (size_t d = 0; d < shape.size(); ++d) {
+      bool whole = slice.getStarts()[d] == 0 &&
+                   slice.getLimits()[d] == shape[d] &&
+                   slice.getStrides()[d] == 1;
+      if (d != 1 && !whole)
+        return std::nullopt;
+    }
+    if (slice.getStrides()[1] != 1 ||
+        slice.getStarts()[1] >= slice.getLimits()[1])
+      return std::nullopt;
+    return std::make_pair(slice.getStarts()[1], slice.getLimits()[1]);
+  }
+  return std::nullopt;
+}
+
+/// A [B, T, ...] gradient that is zero but at the positions a gather or
+/// slice along dim 1 read (the CLS token's): packed with a run-time check
+/// that it is zero at every padded position.
+bool zeroOutsideReads(Value v, const Geometry &g) {
+  if (rowDims(v.getType(), g) != 2)
+    return false;
+  if (auto grad = v.getDefiningOp<GatherGradOp>())
+    return grad.getAxis() == 1;
+  if (auto grad = v.getDefiningOp<SliceGradOp>()) {
+    ArrayRef<int64_t> shape = tensorOf(v).getShape();
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (d != 1 && (grad.getStarts()[d] != 0 ||
+                     grad.getLimits()[d] != shape[d] ||
+                     grad.getStrides()[d] != 1))
+        return false;
+    return true;
+  }
+  return false;
+}
+
 class Region {
 public:
   Region(func::FuncOp func, const Geometry &g) : func(func), g(g) {}
@@ -102,6 +165,8 @@ private:
   std::optional<Form> packedOperand(OpOperand &use) const;
   bool internal(OpOperand &use) const;
   bool isExit(OpOperand &use) const;
+  bool zeroEntry(OpOperand &use) const;
+  bool zeroAt(OpOperand &use) const;
   bool holds(Operation *op);
   void computeZeroPadded();
 
@@ -147,16 +212,25 @@ bool Region::isExit(OpOperand &use) const {
   return packedResult(use.get()) && !internal(use);
 }
 
+/// A packed operand that enters the region zero at padding (checked).
+bool Region::zeroEntry(OpOperand &use) const {
+  std::optional<Form> form = packedOperand(use);
+  return ops.contains(use.getOwner()) && form == Form::Row &&
+         !internal(use) && zeroOutsideReads(use.get(), g);
+}
+
+/// Whether operand `use` of a region op is zero at every padded row.
+bool Region::zeroAt(OpOperand &use) const {
+  return (internal(use) && zeroPadded.contains(use.get())) || zeroEntry(use);
+}
+
 void Region::computeZeroPadded() {
   zeroPadded.clear();
   for (Operation &op : func.getBody().front()) {
     if (!ops.contains(&op))
       continue;
     const Role &role = roles[&op];
-    auto zero = [&](unsigned i) {
-      return zeroPadded.contains(op.getOperand(i)) &&
-             internal(op.getOpOperand(i));
-    };
+    auto zero = [&](unsigned i) { return zeroAt(op.getOpOperand(i)); };
     for (auto [i, form] : role.results)
       if (role.zeroPadded(i, zero))
         zeroPadded.insert(op.getResult(i));
@@ -169,8 +243,7 @@ bool Region::holds(Operation *op) {
   const Role &role = roles[op];
   if (!role.needsZeroPadded.empty() &&
       llvm::none_of(role.needsZeroPadded, [&](unsigned i) {
-        return zeroPadded.contains(op->getOperand(i)) &&
-               internal(op->getOpOperand(i));
+        return zeroAt(op->getOpOperand(i));
       }))
     return false;
   if (role.usersSumOverBatch)
@@ -181,7 +254,9 @@ bool Region::holds(Operation *op) {
     }
   for (auto [i, form] : role.results)
     for (OpOperand &use : op->getResult(i).getUses())
-      if (isExit(use) && (form != Form::Row || !zeroPadded.contains(use.get())))
+      if (isExit(use) &&
+          (form != Form::Row ||
+           (!zeroPadded.contains(use.get()) && !readRange(use, g))))
         return false;
   for (auto [i, form] : role.operands)
     if (form == Form::Head && !internal(op->getOpOperand(i)))
@@ -251,11 +326,10 @@ void Region::rewrite() {
   Value rows = index.getRows(), cu = index.getCuSeqlens();
   Operation *top = index;
 
-  // Entries: one pack per value (and fill).
-  DenseMap<std::pair<Value, int64_t>, Value> packed;
-  auto pack = [&](Value v, std::optional<int64_t> labelsFill) {
-    int64_t fill = labelsFill.value_or(0);
-    Value &p = packed[{v, fill}];
+  // Entries: one pack per value (and fill and check).
+  DenseMap<std::tuple<Value, int64_t, unsigned>, Value> packed;
+  auto pack = [&](Value v, int64_t fill, bool check) {
+    Value &p = packed[{v, fill, unsigned(check)}];
     if (p)
       return p;
     Operation *def = v.getDefiningOp();
@@ -264,7 +338,7 @@ void Region::rewrite() {
     else
       b.setInsertionPointAfter(top);
     auto op = PackOp::create(b, v.getLoc(), v, rows, APFloat(double(fill)),
-                             labelsFill.has_value());
+                             check);
     ++packs;
     return p = op.getResult();
   };
@@ -274,10 +348,10 @@ void Region::rewrite() {
       OpOperand &use = op->getOpOperand(i);
       if (internal(use))
         continue;
-      std::optional<int64_t> fill;
       if (role.labelsOperand && *role.labelsOperand == int64_t(i))
-        fill = role.ignoreIndex;
-      use.set(pack(use.get(), fill));
+        use.set(pack(use.get(), *role.ignoreIndex, true));
+      else
+        use.set(pack(use.get(), 0, zeroEntry(use)));
     }
   }
   // Exits: one unpack per value, for every use outside packed order.
@@ -290,8 +364,19 @@ void Region::rewrite() {
           exits.push_back(&use);
       if (exits.empty())
         continue;
+      // Exact everywhere when zero at padding; else only where it is read,
+      // and those positions are checked to be tokens.
+      int64_t begin = 0, end = 0;
+      if (!zeroPadded.contains(v)) {
+        begin = g.t;
+        for (OpOperand *use : exits) {
+          auto [lo, hi] = *readRange(*use, g);
+          begin = std::min(begin, lo), end = std::max(end, hi);
+        }
+      }
       b.setInsertionPointAfter(op);
-      Value u = UnpackOp::create(b, v.getLoc(), v, rows);
+      Value u = UnpackOp::create(b, v.getLoc(), v, rows, end ? g.t : 0,
+                                 end ? begin : 0, end);
       ++unpacks;
       for (OpOperand *use : exits)
         use->set(u);
@@ -306,6 +391,37 @@ void Region::rewrite() {
     if (roles[op].runsOverRows)
       op->setAttr(kTokenRowsAttr, capacity);
   }
+  // A training or evaluation step also returns its valid tokens (metric
+  // "valid_tokens": the progress line's padding share and real tokens/s).
+  auto ret = llvm::cast<func::ReturnOp>(body.getTerminator());
+  bool step = false;
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (auto name = func.getResultAttrOfType<StringAttr>(i, "tcc.name"))
+      step |= name.getValue() == "loss";
+  if (step) {
+    b.setInsertionPoint(ret);
+    Location loc = g.keyMask.getLoc();
+    auto i32 = tensorOf(cu).getElementType();
+    Value last = SliceOp::create(
+        b, loc, RankedTensorType::get({1}, i32), cu,
+        b.getDenseI64ArrayAttr({g.b}), b.getDenseI64ArrayAttr({g.b + 1}),
+        b.getDenseI64ArrayAttr({1}));
+    Value scalar =
+        ReshapeOp::create(b, loc, RankedTensorType::get({}, i32), last);
+    Value count = CastOp::create(
+        b, loc, RankedTensorType::get({}, b.getF32Type()), scalar);
+    unsigned index = func.getNumResults();
+    if (succeeded(func.insertResult(
+            index, count.getType(),
+            b.getDictionaryAttr(b.getNamedAttr(
+                "tcc.name", b.getStringAttr(rt::kValidTokensMetric)))))) {
+      ret.getOperandsMutable().append(count);
+    }
+  }
+  // The mask's original computation, now that attention reads cu_seqlens.
+  for (Operation *op : llvm::reverse(slice))
+    if (op->use_empty())
+      op->erase();
 }
 
 std::string Region::summary() const {

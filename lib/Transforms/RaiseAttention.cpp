@@ -334,14 +334,103 @@ Value materialize(PatternRewriter &rewriter, Location loc, const Operand &op) {
 
 /// A key-padding bias: broadcastable to the scores with 1s in the head and
 /// query dims, one value per (batch, key).
-bool isKeyPaddingBias(Value bias, RankedTensorType scores) {
-  auto type = llvm::cast<RankedTensorType>(bias.getType());
+bool isKeyPaddingBias(RankedTensorType type, RankedTensorType scores) {
   if (type.getRank() > 4 || type.getElementType() != scores.getElementType())
     return false;
   SmallVector<int64_t, 4> dims(4 - type.getRank(), 1);
   llvm::append_range(dims, type.getShape());
   return (dims[0] == 1 || dims[0] == scores.getDimSize(0)) && dims[1] == 1 &&
          dims[2] == 1 && dims[3] == scores.getDimSize(3);
+}
+
+/// The dim of `v` that lines up with the scores' query dim (the scores are
+/// [B, H, Tq, Tk]; broadcasting aligns dims from the right), or -1.
+int64_t queryDim(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType()).getRank() - 2;
+}
+
+/// Whether `v` holds the same values for every query: a chain of
+/// elementwise ops whose leaves have one query row, or are constants equal
+/// along the query dim. Hugging Face's BERT builds its padding bias so:
+/// where(and(mask[B, 1, 1, Tk], ones[1, 1, Tq, 1]), 0, min), [B, 1, Tq, Tk].
+bool sameForEveryQuery(Value v, int depth = 0) {
+  int64_t qd = queryDim(v);
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  if (qd < 0 || type.getDimSize(qd) == 1)
+    return true;
+  if (depth > 8)
+    return false;
+  if (std::optional<ConstTensor> c = evalConst(v)) {
+    SmallVector<int64_t> strides = rowMajorStrides(c->shape);
+    for (size_t i = 0; i < c->values.size(); ++i)
+      if ((int64_t(i) / strides[qd]) % c->shape[qd] != 0 &&
+          c->values[i] != c->values[i - (int64_t(i) / strides[qd] %
+                                         c->shape[qd]) * strides[qd]])
+        return false;
+    return true;
+  }
+  Operation *def = v.getDefiningOp();
+  if (!def || !def->hasTrait<OpClass::Elementwise>() ||
+      def->getNumResults() != 1)
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value operand) {
+    return sameForEveryQuery(operand, depth + 1);
+  });
+}
+
+/// `v`'s type with the query dim cut to 1 (its own when it has none).
+RankedTensorType queryRowType(Value v) {
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  int64_t qd = queryDim(v);
+  if (qd < 0)
+    return type;
+  SmallVector<int64_t> shape(type.getShape());
+  shape[qd] = 1;
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+/// `v` (sameForEveryQuery) with its query dim cut to 1: the first row of
+/// each leaf, the elementwise ops rebuilt on them.
+Value firstQueryRow(PatternRewriter &rewriter, Location loc, Value v) {
+  int64_t qd = queryDim(v);
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  if (qd < 0 || type.getDimSize(qd) == 1)
+    return v;
+  SmallVector<int64_t> shape(type.getShape());
+  shape[qd] = 1;
+  auto rowType = RankedTensorType::get(shape, type.getElementType());
+  Operation *def = v.getDefiningOp();
+  if (!def || !def->hasTrait<OpClass::Elementwise>() || evalConst(v)) {
+    SmallVector<int64_t> starts(shape.size(), 0), strides(shape.size(), 1);
+    return SliceOp::create(rewriter, loc, rowType, v, starts, shape, strides);
+  }
+  OperationState state(loc, def->getName());
+  for (Value operand : def->getOperands())
+    state.addOperands(firstQueryRow(rewriter, loc, operand));
+  state.addAttributes(def->getAttrs());
+  state.addTypes(rowType);
+  return rewriter.create(state)->getResult(0);
+}
+
+/// Whether a bias is finite wherever it is defined (so no row of scores is
+/// all -inf and sdpa's NaN guard never fires): finite constants, a where
+/// between finite values, integers cast to float, and views of those.
+bool isFiniteBias(Value v, int depth = 0) {
+  if (depth > 8)
+    return false;
+  if (std::optional<ConstTensor> c = evalConst(v))
+    return llvm::all_of(c->values, [](double x) { return std::isfinite(x); });
+  Operation *def = v.getDefiningOp();
+  if (auto where = llvm::dyn_cast_if_present<WhereOp>(def))
+    return isFiniteBias(where.getOnTrue(), depth + 1) &&
+           isFiniteBias(where.getOnFalse(), depth + 1);
+  if (auto cast = llvm::dyn_cast_if_present<CastOp>(def))
+    return llvm::isa<IntegerType>(
+        llvm::cast<RankedTensorType>(cast.getInput().getType())
+            .getElementType());
+  if (llvm::isa_and_present<ReshapeOp, BroadcastOp, SliceOp, TransposeOp>(def))
+    return isFiniteBias(def->getOperand(0), depth + 1);
+  return false;
 }
 
 std::optional<bool> hidesAdditive(double x) {
@@ -433,7 +522,8 @@ struct RaiseAttentionPattern : OpRewritePattern<MatmulOp> {
           Value mask = add->getOperand(i), next = add->getOperand(1 - i);
           if (next.getType() != scoresType)
             continue;
-          if (!bias && isKeyPaddingBias(mask, scoresType)) {
+          if (!bias && isKeyPaddingBias(queryRowType(mask), scoresType) &&
+              sameForEveryQuery(mask)) {
             bias = mask;
           } else if (!causal) {
             std::optional<ConstTensor> c = evalConst(mask);
@@ -500,14 +590,15 @@ struct RaiseAttentionPattern : OpRewritePattern<MatmulOp> {
     // No row of a causal mask is fully masked, so the guard never fires;
     // with a key-padding bias it could (a row of -inf), and tcc.attention
     // does not promise zeros there.
-    if (nanGuard && bias)
+    if (nanGuard && bias && !isFiniteBias(bias))
       return rewriter.notifyMatchFailure(
-          out, "NaN guard around a key-padding bias");
+          out, "NaN guard around a key-padding bias that may be -inf");
 
     Location loc = out.getLoc();
     Type elem = scoresType.getElementType();
     Value keyMask;
     if (bias) {
+      bias = firstQueryRow(rewriter, loc, bias);
       auto biasType = llvm::cast<RankedTensorType>(bias.getType());
       int64_t b = biasType.getRank() == 4 ? biasType.getDimSize(0) : 1;
       auto flatType = RankedTensorType::get({b, tk}, elem);

@@ -805,16 +805,34 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
     int64_t rowBytes = x.bytes / rows.elements;
     const auto *index = reinterpret_cast<const int32_t *>(ptrs[step.inputs[1]]);
     if (step.op == Op::Unpack) {
-      cpu::unpack_rows(ptrs[step.inputs[0]], index, rows.elements, rowBytes,
-                       ptrs[step.outputs[0]]);
+      int64_t bad = cpu::unpack_rows(ptrs[step.inputs[0]], index,
+                                     rows.elements, rowBytes, a.seq,
+                                     a.readBegin, a.readEnd,
+                                     ptrs[step.outputs[0]]);
+      if (bad >= 0)
+        fail(TCC_ERROR_DATA,
+             where() + "the model reads position " +
+                 std::to_string(bad % a.seq) + " of sequence " +
+                 std::to_string(bad / a.seq) +
+                 " (a CLS token) after the packed layers, but the attention "
+                 "mask marks it as padding, so pad-skipping computed nothing "
+                 "there: give every sequence that token, or compile with "
+                 "--pad-skip=off");
       return;
     }
     uint8_t fill[8] = {};
     int64_t elemBytes = int64_t(data::dtypeSize(x.dtype));
     storeScalar(x.dtype, a.fill, fill);
+    bool floats = x.dtype == DType::F32 || x.dtype == DType::F64 || isHalf(x.dtype);
     int64_t bad = cpu::pack_rows(ptrs[step.inputs[0]], index, rows.elements,
                                  rowBytes, fill, elemBytes, a.checkFill,
-                                 ptrs[step.outputs[0]]);
+                                 floats, ptrs[step.outputs[0]]);
+    if (bad >= 0 && floats)
+      fail(TCC_ERROR_DATA,
+           where() + name(0) + " is not zero at padded row " +
+               std::to_string(bad) +
+               ": a gradient reaches a token the attention mask pads (a CLS "
+               "token that is padding?); compile with --pad-skip=off");
     if (bad >= 0)
       fail(TCC_ERROR_DATA,
            where() + name(0) + " holds " +

@@ -407,11 +407,24 @@ static void checkPackCall(CallCheck &c) {
 }
 void checkPack(CallCheck &c) {
   checkPackCall(c);
-  if (c.step.attrs.checkFill && !isInt(c.in(0)->dtype))
-    c.bad("check_fill is for integer labels, but input is " +
-          describe(*c.in(0)));
+  const Attrs &a = c.step.attrs;
+  if (a.checkFill && !isInt(c.in(0)->dtype) &&
+      !(isFloat(c.in(0)->dtype) && a.fill == 0))
+    c.bad("check_fill checks integer labels or a float fill of 0, not " +
+          describe(*c.in(0)) + " against " + std::to_string(a.fill));
 }
-void checkUnpack(CallCheck &c) { checkPackCall(c); }
+void checkUnpack(CallCheck &c) {
+  checkPackCall(c);
+  const Attrs &a = c.step.attrs;
+  const Value &in = *c.in(0), &rows = *c.in(1);
+  if (a.readEnd > a.readBegin &&
+      (a.readBegin < 0 || a.seq <= 0 || a.readEnd > a.seq ||
+       rows.elements % a.seq != 0 || in.shape.size() < 2 ||
+       in.shape[1] != a.seq))
+    c.bad("read positions [" + std::to_string(a.readBegin) + ", " +
+          std::to_string(a.readEnd) + ") do not lie in sequences of " +
+          std::to_string(a.seq) + " of input " + describe(in));
+}
 
 void checkEmbedding(CallCheck &c) {
   const Value &table = *c.in(0), &ids = *c.in(1);

@@ -141,6 +141,10 @@ struct Step {
   std::vector<int64_t> inputs, outputs;
 };
 
+/// The metric a pad-skipping training or evaluation step returns
+/// (tcc-pack-tokens): the valid tokens it packed, an f32 scalar.
+inline constexpr const char *kValidTokensMetric = "valid_tokens";
+
 struct Result {
   Role role = Role::Loss;
   int64_t index = -1; ///< Param, OptState, Working

@@ -6,6 +6,7 @@
 #include "run/csvlog.h"
 #include "run/interrupt.h"
 #include "run/tensorboard.h"
+#include "plan/plan.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -293,6 +294,9 @@ private:
   /// "grad_norm"), and per evaluation batch the labels counted and those
   /// predicted right (metrics "counted", "correct": a classification loss).
   bool hasGradNorm = false, hasAccuracy = false;
+  /// A pad-skipping step returns its valid tokens (metric "valid_tokens"):
+  /// the throughput counts those, and the padding share is shown.
+  bool hasValidTokens = false;
   /// The last evaluation's accuracy: correct / counted over its batches.
   double evalAccuracy = NAN;
   /// The lowest eval loss and its step (--save-best); the --early-stop
@@ -471,6 +475,7 @@ bool Loop::prepareOutputs() {
     std::string header = "step,loss,lr,seconds,throughput,elapsed" +
                          lossScale.csvHeader() +
                          (hasGradNorm ? ",grad_norm" : "") +
+                         (hasValidTokens ? ",padding" : "") +
                          (options.evalData.empty() ? ""
                           : hasAccuracy            ? ",eval_loss,eval_accuracy"
                                                    : ",eval_loss");
@@ -700,8 +705,15 @@ void Loop::progress(int64_t done, double loss, double seconds) {
       std::chrono::duration<double>(Clock::now() - runStart).count();
   double rate = elapsed > 0 ? stepsRun / elapsed : 0;
   double eta = rate > 0 ? (options.steps - done) / rate : 0;
-  double throughput =
-      seconds > 0 ? double(tokens ? tokens : samples) / seconds : 0;
+  double counted = double(tokens ? tokens : samples), padding = NAN;
+  if (hasValidTokens && tokens > 0) {
+    double valid = NAN;
+    engine.metric(rt::kValidTokensMetric, valid);
+    valid *= double(options.worldSize);
+    padding = 1.0 - valid / double(tokens);
+    counted = valid;
+  }
+  double throughput = seconds > 0 ? counted / seconds : 0;
   double lr = engine.learningRate(done - 1);
   std::ostringstream line;
   double gradNorm = NAN;
@@ -712,7 +724,11 @@ void Loop::progress(int64_t done, double loss, double seconds) {
   if (hasGradNorm)
     line << "  grad norm " << format("%.3g", gradNorm);
   line << "  " << format(throughput >= 100 ? "%.0f" : "%.3g", throughput)
-       << (tokens ? " tok/s" : " samples/s") << "  elapsed " << clock(elapsed)
+       << (hasValidTokens ? " valid tok/s (padding " +
+                                format("%.1f", 100 * padding) + "%)"
+           : tokens       ? std::string(" tok/s")
+                          : std::string(" samples/s"))
+       << "  elapsed " << clock(elapsed)
        << "  ETA " << clock(eta);
   lossScale.read(engine);
   line << lossScale.progressText();
@@ -732,14 +748,19 @@ void Loop::progress(int64_t done, double loss, double seconds) {
                format("%.17g", lr) + "," + format("%.6f", seconds) + "," +
                format("%.6g", throughput) + "," + format("%.3f", elapsed) +
                lossScale.csvFields() +
-               (hasGradNorm ? "," + format("%.9g", gradNorm) : "");
+               (hasGradNorm ? "," + format("%.9g", gradNorm) : "") +
+               (hasValidTokens ? "," + format("%.4f", padding) : "");
   rowPending = true;
   if (events.isOpen()) {
     std::vector<std::pair<std::string, double>> scalars = {
         {"train/loss", loss},
         {"train/lr", lr},
-        {tokens ? "train/tokens_per_second" : "train/samples_per_second",
+        {hasValidTokens ? "train/valid_tokens_per_second"
+         : tokens       ? "train/tokens_per_second"
+                        : "train/samples_per_second",
          throughput}};
+    if (hasValidTokens)
+      scalars.push_back({"train/padding", padding});
     if (hasGradNorm)
       scalars.push_back({"train/grad_norm", gradNorm});
     if (lossScale.present)
@@ -781,6 +802,7 @@ int Loop::runSteps() {
   lossScale.read(engine); // the log's columns depend on it
   double unused;
   hasGradNorm = engine.metric("grad_norm", unused);
+  hasValidTokens = engine.metric(rt::kValidTokensMetric, unused);
   hasAccuracy =
       engine.metric("correct", unused) && engine.metric("counted", unused);
   if (!prepareOutputs())

@@ -49,12 +49,13 @@ TEST(PackKernels, PackUnpackRoundTripAndFillCheck) {
   float zero = 0;
   auto bytes = [](auto *p) { return reinterpret_cast<uint8_t *>(p); };
   EXPECT_EQ(tcc::cpu::pack_rows(bytes(x.data()), rows, n, width * 4,
-                                bytes(&zero), 4, false, bytes(packed.data())),
+                                bytes(&zero), 4, false, false, bytes(packed.data())),
             -1);
   EXPECT_EQ(packed, (std::vector<float>{4, 5, 6, 10, 11, 12, 13, 14, 15, 0, 0,
                                         0, 0, 0, 0}));
-  tcc::cpu::unpack_rows(bytes(packed.data()), rows, n, width * 4,
-                        bytes(back.data()));
+  EXPECT_EQ(tcc::cpu::unpack_rows(bytes(packed.data()), rows, n, width * 4,
+                                  5, 0, 0, bytes(back.data())),
+            -1);
   EXPECT_EQ(back, (std::vector<float>{0, 0, 0, 4, 5, 6, 0, 0, 0, 10, 11, 12,
                                       13, 14, 15}));
 
@@ -62,14 +63,37 @@ TEST(PackKernels, PackUnpackRoundTripAndFillCheck) {
   int64_t labels[] = {-100, 7, 9, 8, 6};
   int64_t ignore = -100, out[5];
   EXPECT_EQ(tcc::cpu::pack_rows(bytes(labels), rows, n, 8, bytes(&ignore), 8,
-                                true, bytes(out)),
+                                true, false, bytes(out)),
             2);
   labels[2] = -100;
   EXPECT_EQ(tcc::cpu::pack_rows(bytes(labels), rows, n, 8, bytes(&ignore), 8,
-                                true, bytes(out)),
+                                true, false, bytes(out)),
             -1);
   EXPECT_EQ(std::vector<int64_t>(out, out + 5),
             (std::vector<int64_t>{7, 8, 6, -100, -100}));
+
+  // A gradient entering packed order: the dropped rows must be zero (-0.0
+  // is zero).
+  std::vector<float> grad(x.size(), 0.0f);
+  grad[3] = 1.0f, grad[0] = -0.0f;
+  EXPECT_EQ(tcc::cpu::pack_rows(bytes(grad.data()), rows, n, width * 4,
+                                bytes(&zero), 4, true, true,
+                                bytes(packed.data())),
+            -1);
+  grad[7] = 2.0f; // row 2, which is padding
+  EXPECT_EQ(tcc::cpu::pack_rows(bytes(grad.data()), rows, n, width * 4,
+                                bytes(&zero), 4, true, true,
+                                bytes(packed.data())),
+            2);
+
+  // Positions read after unpacking (a CLS token at t = 0 of sequences of
+  // 5, one sequence here): row 0 is padding.
+  EXPECT_EQ(tcc::cpu::unpack_rows(bytes(packed.data()), rows, n, width * 4,
+                                  5, 0, 1, bytes(back.data())),
+            0);
+  EXPECT_EQ(tcc::cpu::unpack_rows(bytes(packed.data()), rows, n, width * 4,
+                                  5, 3, 5, bytes(back.data())),
+            -1);
 }
 
 /// Attention over packed sequences equals dense attention with the key

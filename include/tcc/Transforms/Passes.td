@@ -26,7 +26,13 @@ def RaiseAttention : Pass<"tcc-raise-attention", "mlir::func::FuncOp"> {
       and fill / masked values must be -inf or <= -9000;
     - a key-padding bias as `add(scores, b)` with b broadcastable to the
       scores with 1s in the head and query dims (HF's extended mask), which
-      becomes a float key mask; a causal mask and a bias may be combined.
+      becomes a float key mask; or one with the query dim whose value is
+      the same for every query (transformers' sdpa mask, `where(and(mask[B,
+      1, 1, T], ones[1, 1, T, 1]), 0, min)`: its elementwise ops are rebuilt
+      on the first query row); a causal mask and a bias may be combined.
+      sdpa's NaN guard around such a bias is dropped when the bias is finite
+      (finite constants, a where between them, integers cast to float), as
+      no row of scores is then all -inf.
 
     Before:
     ```mlir

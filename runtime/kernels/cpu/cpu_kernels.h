@@ -128,14 +128,19 @@ int64_t pack_index(const uint8_t *keep, const float *bias, int64_t batch,
 
 /// out row i = in row rows[i] (rows of `rowBytes` bytes), or `fill` (one
 /// element of `elemBytes` bytes, repeated) where rows[i] < 0. With `check`,
-/// returns the first row not in `rows` that does not hold `fill` (else -1).
+/// returns the first row not in `rows` that does not hold `fill` (else -1);
+/// with `floatZero` (a float fill of 0) -0.0 counts as 0.
 int64_t pack_rows(const uint8_t *in, const int32_t *rows, int64_t n,
                   int64_t rowBytes, const uint8_t *fill, int64_t elemBytes,
-                  bool check, uint8_t *out);
+                  bool check, bool floatZero, uint8_t *out);
 
-/// out = 0, then out row rows[i] = in row i for every rows[i] >= 0.
-void unpack_rows(const uint8_t *in, const int32_t *rows, int64_t n,
-                 int64_t rowBytes, uint8_t *out);
+/// out = 0, then out row rows[i] = in row i for every rows[i] >= 0. With
+/// readEnd > readBegin, returns the first row b*seq + t, t in [readBegin,
+/// readEnd), that no packed row fills (a position read later that is
+/// padding), else -1.
+int64_t unpack_rows(const uint8_t *in, const int32_t *rows, int64_t n,
+                    int64_t rowBytes, int64_t seq, int64_t readBegin,
+                    int64_t readEnd, uint8_t *out);
 
 //===----------------------------------------------------------------------===//
 // Cross-entropy over logits [rows, classes] and labels [rows]

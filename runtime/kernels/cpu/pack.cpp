@@ -35,9 +35,25 @@ int64_t pack_index(const uint8_t *keep, const float *bias, int64_t batch,
   return -1;
 }
 
+namespace {
+
+/// Whether a row of floats of `elemBytes` bytes is all +0 or -0.
+bool zeroFloats(const uint8_t *row, int64_t rowBytes, int64_t elemBytes) {
+  for (int64_t b = 0; b < rowBytes; b += elemBytes) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, row + b, static_cast<size_t>(elemBytes));
+    uint64_t sign = uint64_t(1) << (8 * elemBytes - 1);
+    if ((bits & ~sign) != 0)
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
 int64_t pack_rows(const uint8_t *in, const int32_t *rows, int64_t n,
                   int64_t rowBytes, const uint8_t *fill, int64_t elemBytes,
-                  bool check, uint8_t *out) {
+                  bool check, bool floatZero, uint8_t *out) {
   std::vector<uint8_t> fillRow(static_cast<size_t>(rowBytes));
   for (int64_t b = 0; b + elemBytes <= rowBytes; b += elemBytes)
     std::memcpy(fillRow.data() + b, fill, static_cast<size_t>(elemBytes));
@@ -54,19 +70,34 @@ int64_t pack_rows(const uint8_t *in, const int32_t *rows, int64_t n,
       kept[size_t(rows[i])] = 1;
   }
   if (check)
-    for (int64_t p = 0; p < n; ++p)
-      if (!kept[size_t(p)] && std::memcmp(in + p * rowBytes, fillRow.data(),
-                                          static_cast<size_t>(rowBytes)) != 0)
+    for (int64_t p = 0; p < n; ++p) {
+      const uint8_t *row = in + p * rowBytes;
+      if (!kept[size_t(p)] &&
+          (floatZero ? !zeroFloats(row, rowBytes, elemBytes)
+                     : std::memcmp(row, fillRow.data(),
+                                   static_cast<size_t>(rowBytes)) != 0))
         return p;
+    }
   return -1;
 }
 
-void unpack_rows(const uint8_t *in, const int32_t *rows, int64_t n,
-                 int64_t rowBytes, uint8_t *out) {
+int64_t unpack_rows(const uint8_t *in, const int32_t *rows, int64_t n,
+                    int64_t rowBytes, int64_t seq, int64_t readBegin,
+                    int64_t readEnd, uint8_t *out) {
   std::memset(out, 0, static_cast<size_t>(n * rowBytes));
-  for (int64_t i = 0; i < n && rows[i] >= 0; ++i)
+  std::vector<uint8_t> filled(readEnd > readBegin ? size_t(n) : 0);
+  for (int64_t i = 0; i < n && rows[i] >= 0; ++i) {
     std::memcpy(out + int64_t(rows[i]) * rowBytes, in + i * rowBytes,
                 static_cast<size_t>(rowBytes));
+    if (!filled.empty())
+      filled[size_t(rows[i])] = 1;
+  }
+  if (!filled.empty())
+    for (int64_t b = 0; b < n / seq; ++b)
+      for (int64_t t = readBegin; t < readEnd; ++t)
+        if (!filled[size_t(b * seq + t)])
+          return b * seq + t;
+  return -1;
 }
 
 } // namespace tcc::cpu

@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""Pad-skipping benchmark: one training step of a BERT-style encoder on a
+padded batch at 0%, 25%, 50% and 75% padding: tcc with pad-skipping (the
+default, --pad-skip=auto) and without (--pad-skip=off), and PyTorch eager on
+the padded batch, in one run.
+
+    pad_skip_bench.py [--tcc BUILD/bin] [--steps N] [--batch B] [--seq T]
+                      [--hidden C] [--layers L] [--paddings 0,25,50,75]
+                      [--work DIR]
+
+The model is test/models' TinyBERT (post-LN encoder, separate q/k/v, exact
+GELU, HF's additive -10000 mask, an MLM head) at the given size, exported to
+ONNX once; the loss is cross-entropy over the labelled tokens (-100 at
+padding and at unlabelled tokens, as a masked-LM collator writes them);
+AdamW. Each padding level gets its own data: every row's length is drawn
+around T * (1 - padding), so rows differ, and the measured share of padded
+tokens is printed. tcc trains one artifact per --pad-skip for N steps on the
+CPU (`tcc run`; its CSV log's per-step seconds, median of the last 80%);
+PyTorch trains the same model with torch.optim.AdamW on the same batches.
+Printed: ms per step, tcc's pad-skip/off ratio (the issue's "done when":
+<= 0.65 at 50%), tcc vs PyTorch, and the valid tokens per second. Whether the
+installed torch has a variable-length attention for training on the CPU is
+printed too (it has none today; that row says so).
+
+Run it with the project's environment, `.venv/bin/python` (or Debian's
+python3 with torch 1.13). A program, not a test: it asserts nothing about
+speed.
+"""
+
+import argparse
+import csv
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+MODELS_DIR = os.path.join(ROOT, "test", "models")
+sys.path.insert(0, MODELS_DIR)
+
+ADAMW = "adamw:lr=1e-4,beta1=0.9,beta2=0.999,eps=1e-8,weight_decay=0.01"
+LOSS = "cross_entropy(logits,labels)"
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("pad_skip_bench: %s failed:\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
+    return p
+
+
+def build_model(a):
+    import torch
+    import models
+    cfg = models.BertConfig()
+    cfg.vocab_size, cfg.max_position = a.vocab, a.seq
+    cfg.n_layer, cfg.n_head, cfg.hidden = a.layers, a.heads, a.hidden
+    cfg.intermediate = 4 * a.hidden
+    torch.manual_seed(0)
+    return models.TinyBERT(cfg)
+
+
+def make_batches(a, padding, steps):
+    """steps batches: ids, mask, labels as numpy int64 [steps * B, T]."""
+    import numpy as np
+    rng = np.random.default_rng(int(padding * 100) + 1)
+    K, T = steps * a.batch, a.seq
+    mean = T * (1 - padding / 100.0)
+    spread = min(mean - 1, T - mean, T / 8)
+    lengths = np.clip(np.rint(rng.uniform(mean - spread, mean + spread, K)), 1, T)
+    mask = (np.arange(T)[None, :] < lengths[:, None]).astype(np.int64)
+    ids = rng.integers(2, a.vocab, (K, T)) * mask
+    picked = (rng.random((K, T)) < 0.15) & (mask == 1)
+    picked[:, 0] = True  # every row has a label
+    labels = np.where(picked, rng.integers(0, a.vocab, (K, T)), -100)
+    return ids.astype(np.int64), mask, labels.astype(np.int64)
+
+
+def tcc_ms(a, onnx_path, data, pad_skip, work):
+    art = os.path.join(work, "bert-%s.tcc" % pad_skip)
+    if not os.path.isdir(art):
+        run([os.path.join(a.tcc, "tcc"), "compile", onnx_path, "--loss", LOSS,
+             "--optimizer", ADAMW, "--no-cuda", "--pad-skip", pad_skip, "-o", art])
+    log = os.path.join(work, "%s-%s.csv" % (os.path.basename(data), pad_skip))
+    run([os.path.join(a.tcc, "tcc"), "run", art, "--data", data, "--steps", str(a.steps),
+         "--log", log, "--progress", "none"])
+    with open(log) as f:
+        seconds = [float(r["seconds"]) for r in csv.DictReader(f)]
+    return 1e3 * statistics.median(seconds[len(seconds) // 5:])
+
+
+def torch_ms(a, model, batches):
+    import torch
+    import torch.nn.functional as F
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.999),
+                            eps=1e-8, weight_decay=0.01)
+    ids, mask, labels = (torch.from_numpy(x) for x in batches)
+    times = []
+    for s in range(a.steps):
+        rows = slice(s * a.batch, (s + 1) * a.batch)
+        t0 = time.perf_counter()
+        out = model(ids[rows], mask[rows])
+        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), labels[rows].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times[len(times) // 5:])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tcc", default=os.path.join(ROOT, "build", "bin"))
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--vocab", type=int, default=2048)
+    p.add_argument("--paddings", default="0,25,50,75")
+    p.add_argument("--work", default=os.path.join(ROOT, "build-bench", "pad-skip"))
+    a = p.parse_args()
+    import numpy as np
+    import torch
+    from export import export_onnx
+
+    torch.set_flush_denormal(True)  # as tcc's CPU backend does while a step runs
+    os.makedirs(a.work, exist_ok=True)
+    model = build_model(a)
+    onnx_path = os.path.join(a.work, "model.onnx")
+    example = {"input_ids": torch.zeros(a.batch, a.seq, dtype=torch.long),
+               "attention_mask": torch.ones(a.batch, a.seq, dtype=torch.long)}
+    export_onnx(model, example, ["logits"], onnx_path)
+    params0 = {k: v.clone() for k, v in model.state_dict().items()}
+    varlen = hasattr(torch.nn.attention, "varlen") if hasattr(torch.nn, "attention") else False
+    print("BERT-style encoder: batch %d x seq %d, hidden %d, %d heads, %d layers, vocab %d; "
+          "AdamW; %d steps; torch %s, %d threads" % (
+              a.batch, a.seq, a.hidden, a.heads, a.layers, a.vocab, a.steps,
+              torch.__version__, torch.get_num_threads()))
+    print()
+    print("| padding | tcc pad-skip (ms) | tcc off (ms) | pad-skip / off | PyTorch eager (ms) "
+          "| tcc pad-skip vs eager | valid tokens/s (tcc pad-skip) |")
+    print("|---|---|---|---|---|---|---|")
+    for level in [int(x) for x in a.paddings.split(",")]:
+        ids, mask, labels = make_batches(a, level, a.steps)
+        data = os.path.join(a.work, "pad%d.npz" % level)
+        np.savez(data, input_ids=ids, attention_mask=mask, labels=labels)
+        share = 100.0 * (1 - mask.mean())
+        on = tcc_ms(a, onnx_path, data, "auto", a.work)
+        off = tcc_ms(a, onnx_path, data, "off", a.work)
+        model.load_state_dict(params0)
+        eager = torch_ms(a, model, (ids, mask, labels))
+        valid = mask.sum() / a.steps
+        print("| %d%% (measured %.1f%%) | %.2f | %.2f | %.2f | %.2f | %.2fx | %.0f |" % (
+            level, share, on, off, on / off, eager, eager / on, valid / (on / 1e3)))
+        sys.stdout.flush()
+    print()
+    print("PyTorch variable-length attention for CPU training: %s" % (
+        "torch.nn.attention.varlen present (not measured here)" if varlen else
+        "none in this torch (nested tensors and varlen attention are CUDA / inference paths)"))
+
+
+if __name__ == "__main__":
+    main()
