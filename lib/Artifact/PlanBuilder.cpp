@@ -338,6 +338,13 @@ LogicalResult FunctionBuilder::step(Operation *op, rt::Function &fp) {
     s.kind = rt::Step::Kernel;
     s.symbol = codegen::kernelSymbol(fusion);
     s.elements = fusion.getResult().getType().getNumElements();
+    // A kernel whose root op's result is in packed row order
+    // (tcc-pack-tokens) runs over the valid rows.
+    if (Operation *root = fusion.getBody().front().getTerminator()
+                              ->getOperand(0)
+                              .getDefiningOp())
+      if (auto rows = root->getAttrOfType<IntegerAttr>(kTokenRowsAttr))
+        s.tokenRows = rows.getInt();
     ins.assign(fusion.getInputs().begin(), fusion.getInputs().end());
     outs.push_back(fusion.getResult());
   } else if (!llvm::isa<exec::CallOp>(op)) {

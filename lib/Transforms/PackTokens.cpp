@@ -388,7 +388,13 @@ void Region::rewrite() {
       a.getKeyMaskMutable().assign(cu);
     else if (auto a = llvm::dyn_cast<AttentionGradOp>(op))
       a.getKeyMaskMutable().assign(cu);
-    if (roles[op].runsOverRows)
+    // Library calls run over the valid rows; so does a generated kernel
+    // whose result is in packed row order (its root op carries the mark).
+    bool rowResult = llvm::any_of(roles[op].results, [&](auto r) {
+      return r.second == Form::Row &&
+             rowDims(op->getResult(r.first).getType(), g) != 0;
+    });
+    if (roles[op].runsOverRows || (rowResult && op->getNumResults() == 1))
       op->setAttr(kTokenRowsAttr, capacity);
   }
   // A training or evaluation step also returns its valid tokens (metric

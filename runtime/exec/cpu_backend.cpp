@@ -466,8 +466,17 @@ void CpuBackend::runStep(size_t fnIndex, size_t s,
     }
     for (size_t i = 0; i < step.inputs.size(); ++i)
       inputs[i] = ptrs[step.inputs[i]];
-    runKernel(kernels[fnIndex][s], inputs, ptrs[step.outputs[0]],
-              step.elements);
+    // Over packed token rows: the valid ones, the rest written as zero.
+    int64_t elements = step.elements;
+    if (step.tokenRows > 0)
+      elements = step.elements / step.tokenRows *
+                 std::min(tokenCount, step.tokenRows);
+    runKernel(kernels[fnIndex][s], inputs, ptrs[step.outputs[0]], elements);
+    if (elements < step.elements) {
+      size_t size = data::dtypeSize(fn.values[step.outputs[0]].dtype);
+      std::memset(ptrs[step.outputs[0]] + size_t(elements) * size, 0,
+                  size_t(step.elements - elements) * size);
+    }
     return;
   }
   if (!wideCalls[fnIndex][s]) {

@@ -129,12 +129,13 @@ struct Step {
   CollectiveOp collective = CollectiveOp::AllReduce;
   Reduction reduction = Reduction::Sum;
   int64_t bucket = 0, stream = 0, worldSize = 1;
-  /// Call (plan "token_rows"; 0 when absent): the call's rows are packed
-  /// tokens (tcc-pack-tokens), this many at most, and a backend may run it
-  /// over the valid ones only: those the function's pack_index step found
-  /// (its cu_seqlens' last element). The rows it then skips it writes as
-  /// zero. Running every row is as correct: packed rows past the count
-  /// hold finite values, and gradients zero there.
+  /// Call or kernel (plan "token_rows"; 0 when absent): the step's rows
+  /// are packed tokens (tcc-pack-tokens), this many at most, and a backend
+  /// may run it over the valid ones only: those the function's pack_index
+  /// step found (its cu_seqlens' last element). The rows it then skips it
+  /// writes as zero. Running every row is as correct: packed rows past the
+  /// count hold finite values, and gradients zero there. A kernel's rows
+  /// are its output's leading elements, elements / token_rows each.
   int64_t tokenRows = 0;
   /// Value ids in the op's operand / result order (library_ops.inc); -1 for
   /// an absent optional operand or result.

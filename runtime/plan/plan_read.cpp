@@ -365,13 +365,20 @@ struct PlanContext {
 void readTokenRows(const JsonFile &file, const json &sj, const std::string &sw,
                    const Function &fn, Step &step) {
   step.tokenRows = file.intField(sj, sw, "token_rows");
+  if (step.kind == Step::Kernel) {
+    if (step.tokenRows <= 0 || step.elements % step.tokenRows != 0)
+      file.bad(sw + ".token_rows",
+               "a kernel over packed token rows has a positive number of "
+               "them that divides its elements");
+  }
   static const Op rowOps[] = {
       Op::Matmul,       Op::Gemm,           Op::LayerNorm,
       Op::LayerNormGrad, Op::CrossEntropy,  Op::CrossEntropyGrad,
       Op::Softmax,      Op::SoftmaxGrad,    Op::LogSoftmax,
       Op::LogSoftmaxGrad};
-  if (std::find(std::begin(rowOps), std::end(rowOps), step.op) ==
-      std::end(rowOps))
+  if (step.kind == Step::Call &&
+      std::find(std::begin(rowOps), std::end(rowOps), step.op) ==
+          std::end(rowOps))
     file.bad(sw + ".token_rows", std::string("a ") + opName(step.op) +
                                      " call does not run over token rows");
   for (const Step &earlier : fn.steps)
@@ -721,6 +728,8 @@ void readFunction(const JsonFile &file, const json &doc, const PlanContext &ctx,
                                        describe(out) + ") has " +
                                        std::to_string(out.elements));
       checkKernelStep(file, sw, step, fn, ctx.plan);
+      if (file.optField(sj, sw, "token_rows"))
+        readTokenRows(file, sj, sw, fn, step);
     }
     fn.steps.push_back(std::move(step));
   }

@@ -90,8 +90,11 @@ json stepJson(const Step &s) {
   }
   j["inputs"] = s.inputs;
   j["outputs"] = s.outputs;
-  if (s.kind == Step::Kernel)
+  if (s.kind == Step::Kernel) {
     j["elements"] = s.elements;
+    if (s.tokenRows > 0)
+      j["token_rows"] = s.tokenRows;
+  }
   return j;
 }
 

@@ -23,8 +23,10 @@ installed torch has a variable-length attention for training on the CPU is
 printed too (it has none today; that row says so).
 
 Run it with the project's environment, `.venv/bin/python` (or Debian's
-python3 with torch 1.13). A program, not a test: it asserts nothing about
-speed.
+python3 with torch 1.13), and OPENBLAS_NUM_THREADS=1: tcc's CPU backend then
+splits GEMMs over its own pool, where OpenBLAS's threads would compete with
+the pool's inside attention (steadier numbers for both settings). A
+program, not a test: it asserts nothing about speed.
 """
 
 import argparse
@@ -84,6 +86,8 @@ def tcc_ms(a, onnx_path, data, pad_skip, work):
         run([os.path.join(a.tcc, "tcc"), "compile", onnx_path, "--loss", LOSS,
              "--optimizer", ADAMW, "--no-cuda", "--pad-skip", pad_skip, "-o", art])
     log = os.path.join(work, "%s-%s.csv" % (os.path.basename(data), pad_skip))
+    if os.path.exists(log):
+        os.remove(log)
     run([os.path.join(a.tcc, "tcc"), "run", art, "--data", data, "--steps", str(a.steps),
          "--log", log, "--progress", "none"])
     with open(log) as f:
