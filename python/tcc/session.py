@@ -158,11 +158,19 @@ class Session:
 
     def optimizer_state(self):
         """{optimizer state name (<param>.exp_avg, ...): numpy array}."""
-        out = collections.OrderedDict()
-        for name, info in self.opt_state.items():
-            out[name] = np.empty(info.shape, info.dtype)
-            self._s.read_opt_state(name, out[name])
-        return out
+        return collections.OrderedDict(
+            (name, self.read_opt_state(name)) for name in self.opt_state)
+
+    def read_opt_state(self, name):
+        """Optimizer state slot `name` (<param>.exp_avg, ...) as a new array."""
+        info = self._info(self.opt_state, name, "optimizer state")
+        array = np.empty(info.shape, info.dtype)
+        self._s.read_opt_state(name, array)
+        return array
+
+    def write_opt_state(self, name, value):
+        info = self._info(self.opt_state, name, "optimizer state")
+        self._s.write_opt_state(name, _as_array(value, info, "optimizer state"))
 
     def save_checkpoint(self, directory, data_position=0):
         """Writes DIRECTORY/step-<steps done>/ (the layout tcc run writes and

@@ -1,11 +1,14 @@
 """PyTorch on tcc: export an nn.Module for training, put weights back into
-it, and the whole-step API compile_train_step (model + loss + optimizer
-compiled into one tcc training step, tcc's fastest path)."""
+it, the whole-step API compile_train_step (model + loss + optimizer compiled
+into one tcc training step, tcc's fastest path), and, once imported, the
+torch.compile backend "tcc" (tcc/dynamo.py)."""
 
 import inspect
 import os
+import shutil
 import tempfile
 import warnings
+import weakref
 
 import torch
 
@@ -141,8 +144,12 @@ class TrainStep:
     optimizer step; returns the loss. The module's own parameters are not
     touched until sync()."""
 
-    def __init__(self, model, artifact, input_names, target_name, backend, device):
+    def __init__(self, model, artifact, input_names, target_name, backend, device,
+                 temporary=None):
         self.model = model
+        # The temporary directory holding the artifact, removed with the step.
+        self._cleanup = temporary and weakref.finalize(
+            self, shutil.rmtree, temporary, ignore_errors=True)
         self.artifact = artifact
         self.input_names = input_names + [target_name]
         self.session = Session(artifact, backend, device)
@@ -163,6 +170,8 @@ class TrainStep:
 
     def close(self):
         self.session.close()
+        if self._cleanup:
+            self._cleanup()
 
 
 def compile_train_step(model, loss_fn, optimizer, example_inputs, example_target=None,
@@ -177,6 +186,8 @@ def compile_train_step(model, loss_fn, optimizer, example_inputs, example_target
     - example_inputs: the model's inputs (a tensor, tuple or dict): their
       shapes are the compiled batch shapes. example_target is unused (the
       target's shape follows from the loss) and may be omitted.
+    - out: the artifact directory; by default a temporary one, removed by
+      close() (or when the TrainStep is garbage-collected).
     - flags: any other tcc.compile flag (grad_clip=1.0, lr_schedule=...).
     Returns a TrainStep; step(x, y) trains, step.sync() puts the weights
     back into `model`.
@@ -184,8 +195,13 @@ def compile_train_step(model, loss_fn, optimizer, example_inputs, example_target
     del example_target
     names, _ = _named_inputs(model, example_inputs)
     loss, target = _loss_spec(loss_fn, output_names(1)[0])
-    if out is None:
-        out = os.path.join(tempfile.mkdtemp(prefix="tcc-"), "model.tcc")
+    temporary = tempfile.mkdtemp(prefix="tcc-") if out is None else None
     artifact = tcc_compile(model, example_inputs, loss=loss,
-                           optimizer=optimizer_spec(optimizer), out=out, **flags)
-    return TrainStep(model, artifact, names, target, backend, device)
+                           optimizer=optimizer_spec(optimizer),
+                           out=out or os.path.join(temporary, "model.tcc"), **flags)
+    return TrainStep(model, artifact, names, target, backend, device, temporary)
+
+
+from .dynamo import backend  # noqa: E402  (torch.compile(backend="tcc"))
+
+torch._dynamo.register_backend(backend, name="tcc")
