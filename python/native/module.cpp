@@ -1,11 +1,12 @@
 // tcc._native: the runtime's C API (runtime/api/tcc_runtime.h) for Python.
 //
 // A thin layer: one class over tcc_session, each method one C API call. A
-// failed call raises tcc.TccError (tcc/_errors.py) carrying tcc_last_error()'s line and the
-// status string (e.status); a closed session raises instead of passing NULL.
-// Names, shapes and dtypes are checked in python/tcc/session.py, which
-// builds the arrays this module reads from and writes into; the C API
-// checks every size again, so a wrong one is an error here, not a crash.
+// failed call raises tcc.TccError (tcc/_errors.py) with tcc_last_error()'s
+// line and the status string (e.status); a closed session raises instead of
+// passing NULL. Names, shapes and dtypes are checked in
+// python/tcc/session.py, which builds the arrays this module reads from and
+// writes into; the C API checks every size again, so a wrong one is an
+// error here, not a crash.
 //
 // Buffers are taken as C-contiguous host ndarrays and handed to the runtime
 // as they are (the runtime copies from or into them during the call): no

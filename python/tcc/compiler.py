@@ -18,11 +18,9 @@ _OWN_FLAGS = {"o", "loss", "optimizer", "input-shape"}
 def compile_flags():
     """{flag name: whether it takes a value}, as `tcc compile --help` lists
     them (the driver is the one place the flags are defined)."""
-    flags = {}
-    for m in re.finditer(r"^\s+--?([\w-]+)(=<|\s<)?", _tools.run("tcc", ["compile", "--help"]).stdout,
-                         re.M):
-        flags[m.group(1)] = m.group(2) is not None
-    return flags
+    help_text = _tools.run("tcc", ["compile", "--help"]).stdout
+    return {m.group(1): m.group(2) is not None
+            for m in re.finditer(r"^\s+--?([\w-]+)(=<|\s<)?", help_text, re.M)}
 
 
 def flag_arguments(flags):

@@ -144,8 +144,9 @@ class _Run(torch.autograd.Function):
 
 
 def backend(gm, example_inputs):
-    """The torch.compile backend "tcc" (registered when tcc.torch is
-    imported, and as an entry point of the installed package)."""
+    """The torch.compile backend "tcc": registered by `import tcc.torch`,
+    and an entry point of the installed package (pyproject.toml; this
+    module registers nothing, so the two never collide)."""
     directory = tempfile.mkdtemp(prefix="tcc-dynamo-")
     try:
         if any(not isinstance(t, torch.Tensor) or t.device.type != "cpu"
