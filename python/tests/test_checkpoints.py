@@ -95,3 +95,25 @@ def test_checkpoint_of_another_model_is_refused(setup, mlp, tmp_path):
     with tcc.Session(sgd) as s, pytest.raises(tcc.TccError, match="configuration") as e:
         s.restore_checkpoint(tmp_path / "adamw")
     assert e.value.status == "checkpoint of another model or configuration"
+
+
+def test_load_state_dict_then_step_equals_tcc_run(mlp, tmp_path):
+    """Parameters loaded from a tcc-run checkpoint (SGD: no optimizer state)
+    and stepped in Python end where the uninterrupted CLI run ends."""
+    model, x = mlp
+    artifact = tcc.compile(model, {"x": x}, loss="mse(output,target)",
+                           optimizer="sgd:lr=0.1", out=tmp_path / "sgd.tcc")
+    g = torch.Generator().manual_seed(4)
+    data = {"x": torch.randn(B * STEPS, 16, generator=g).numpy(),
+            "target": torch.randn(B * STEPS, 8, generator=g).numpy()}
+    np.savez(tmp_path / "data.npz", **data)
+    cli_run("tcc-run", artifact, tmp_path / "data.npz", 2, tmp_path / "two")
+    cli_run("tcc-run", artifact, tmp_path / "data.npz", STEPS, tmp_path / "all")
+    with tcc.Session(artifact) as s:
+        s.load_state_dict(load_file(f"{tmp_path}/two/step-2/params.safetensors"))
+        for i in range(2, STEPS):
+            s.step({n: a[i * B:(i + 1) * B] for n, a in data.items()})
+        end = load_file(f"{tmp_path}/all/step-{STEPS}/params.safetensors")
+        for name, value in s.state_dict().items():
+            np.testing.assert_array_equal(value.numpy(), end[name], err_msg=name)
+
