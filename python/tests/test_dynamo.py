@@ -4,6 +4,7 @@
 import copy
 import warnings
 
+import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -32,7 +33,7 @@ def check(model, make_opt, batches, loss_fn):
         warnings.simplefilter("error")  # no fallback to eager
         losses = train(model, make_opt, batches, loss_fn, compiled=True)
     ref_losses = train(ref, make_opt, batches, loss_fn, compiled=False)
-    assert losses == __import__("pytest").approx(ref_losses, rel=1e-5)
+    assert losses == pytest.approx(ref_losses, rel=1e-5)
     assert_params_close(numpy_params(model), numpy_params(ref))
 
 
