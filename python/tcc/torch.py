@@ -174,8 +174,8 @@ class TrainStep:
             self._cleanup()
 
 
-def compile_train_step(model, loss_fn, optimizer, example_inputs, example_target=None,
-                       backend="cpu", device=0, out=None, **flags):
+def compile_train_step(model, loss_fn, optimizer, example_inputs, backend="cpu",
+                       device=0, out=None, **flags):
     """Compiles model + loss_fn + optimizer into one tcc training step.
 
     - loss_fn: torch.nn.CrossEntropyLoss() / MSELoss() (or F.cross_entropy,
@@ -184,15 +184,14 @@ def compile_train_step(model, loss_fn, optimizer, example_inputs, example_target
       hyper-parameters are compiled in: optimizer_spec) or an --optimizer
       string.
     - example_inputs: the model's inputs (a tensor, tuple or dict): their
-      shapes are the compiled batch shapes. example_target is unused (the
-      target's shape follows from the loss) and may be omitted.
+      shapes are the compiled batch shapes (the target's follows from the
+      loss).
     - out: the artifact directory; by default a temporary one, removed by
       close() (or when the TrainStep is garbage-collected).
     - flags: any other tcc.compile flag (grad_clip=1.0, lr_schedule=...).
     Returns a TrainStep; step(x, y) trains, step.sync() puts the weights
     back into `model`.
     """
-    del example_target
     names, _ = _named_inputs(model, example_inputs)
     loss, target = _loss_spec(loss_fn, output_names(1)[0])
     temporary = tempfile.mkdtemp(prefix="tcc-") if out is None else None
