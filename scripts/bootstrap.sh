@@ -13,6 +13,7 @@ PACKAGES=(
   libfmt-dev nlohmann-json3-dev libgtest-dev libopenblas-dev
   clang-14 libclang-rt-14-dev
   python3 python3-venv python3-numpy python3-onnx python3-torch
+  python3-dev  # the headers the Python package's extension builds against (python/)
   chromium python3-pil  # report screenshots (test/lit/Tools), tcc plot PNGs (Run/plot.test)
   openmpi-bin libopenmpi-dev  # data-parallel training (mpirun, the runtime's MPI module)
 )

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The project's pinned Python environment in .venv (ignored by git): current
 # PyTorch (its dynamo-based ONNX exporter), torchvision, onnx, onnxscript,
-# onnxruntime, transformers, safetensors, numpy, pytest, and cmake (>= 3.26,
-# which ONNX's C++ build needs). Every package, direct or not, is pinned in
+# onnxruntime, transformers, safetensors, numpy, pytest, cmake (>= 3.26,
+# which ONNX's C++ build needs), nanobind (the Python package's extension,
+# python/) and scikit-build-core (its `pip install .`). Every package,
+# direct or not, is pinned in
 # python/requirements.lock. Idempotent: a venv made from the same lock file
 # is kept. The PyPI torch wheel is CUDA-built (it also runs on the CPU):
 # about 5.9 GB installed, 3 to 4 minutes on a fast link (see the README).

@@ -22,6 +22,9 @@ run::RunOptions &trainRunOptions();
 int generateCommand(std::vector<std::string> args);
 /// `tcc plot LOG.csv -o CURVES.html` (PlotCommand.cpp), likewise.
 int plotCommand(std::vector<std::string> args);
+/// `tcc export CKPT --to OUT` (ExportCommand.cpp): runs the Python package's
+/// tcc.export with the arguments.
+int exportCommand(std::vector<std::string> args);
 
 } // namespace tcc::driver
 

@@ -68,6 +68,9 @@ const Command commands[] = {
     {"plot", "LOG.csv -o CURVES.html",
      "draw a run's loss, eval loss and learning-rate curves", nullptr,
      plotCommand},
+    {"export", "CKPT_DIR --to OUT.onnx|OUT.safetensors|OUT.pt [--model M.onnx]",
+     "write a checkpoint's trained weights as ONNX, safetensors or .pt",
+     nullptr, exportCommand},
 };
 
 void printHelp() {
