@@ -446,6 +446,33 @@ bool isMaskedFill(Value v) {
   return c && *c <= kMaskedFloor;
 }
 
+/// transformers' combined mask: `where(and(pad, causal), 0, fill)` (or the
+/// and's operands swapped) with `causal` a constant causal keep-mask and
+/// `pad` the same for every query: the causal part is tcc.attention's
+/// `causal`, the rest a key-padding bias where(pad, 0, fill).
+struct CausalAndPadding {
+  WhereOp where;
+  Value pad;
+};
+std::optional<CausalAndPadding> splitCausal(Value bias, int64_t tq,
+                                            int64_t tk) {
+  auto where = bias.getDefiningOp<WhereOp>();
+  if (!where || !isMaskedFill(where.getOnFalse()))
+    return std::nullopt;
+  std::optional<double> kept = splatValue(where.getOnTrue());
+  auto both = where.getCondition().getDefiningOp<AndOp>();
+  if (!kept || *kept != 0.0 || !both)
+    return std::nullopt;
+  auto keeps = [](double x) -> std::optional<bool> { return x == 0; };
+  for (int i = 0; i < 2; ++i) {
+    Value causal = both->getOperand(i), pad = both->getOperand(1 - i);
+    std::optional<ConstTensor> c = evalConst(causal);
+    if (c && isCausal(*c, tq, tk, keeps) && sameForEveryQuery(pad))
+      return CausalAndPadding{where, pad};
+  }
+  return std::nullopt;
+}
+
 /// `v` = where(p != p, 0, p) with the where's only user the caller; returns
 /// the where (null otherwise).
 WhereOp isNaNGuard(Value v) {
@@ -495,6 +522,7 @@ struct RaiseAttentionPattern : OpRewritePattern<MatmulOp> {
     Value cur = softmax.getInput();
     bool causal = false;
     Value bias;
+    std::optional<CausalAndPadding> causalAndPadding;
     if (!cur.hasOneUse())
       return rewriter.notifyMatchFailure(out, "softmax input has other users");
     for (int step = 0; step < 2; ++step) {
@@ -522,9 +550,18 @@ struct RaiseAttentionPattern : OpRewritePattern<MatmulOp> {
           Value mask = add->getOperand(i), next = add->getOperand(1 - i);
           if (next.getType() != scoresType)
             continue;
+          std::optional<CausalAndPadding> split;
           if (!bias && isKeyPaddingBias(queryRowType(mask), scoresType) &&
               sameForEveryQuery(mask)) {
             bias = mask;
+          } else if (!bias && !causal &&
+                     (split = splitCausal(mask, tq, tk)) &&
+                     isKeyPaddingBias(queryRowType(split->pad).clone(
+                                          scoresType.getElementType()),
+                                      scoresType)) {
+            bias = mask;
+            causalAndPadding = split;
+            causal = true;
           } else if (!causal) {
             std::optional<ConstTensor> c = evalConst(mask);
             if (!c || !isCausal(*c, tq, tk, hidesAdditive))
@@ -597,6 +634,15 @@ struct RaiseAttentionPattern : OpRewritePattern<MatmulOp> {
     Location loc = out.getLoc();
     Type elem = scoresType.getElementType();
     Value keyMask;
+    if (causalAndPadding) {
+      // The key-padding half of transformers' combined mask.
+      WhereOp w = causalAndPadding->where;
+      Value pad = firstQueryRow(rewriter, loc, causalAndPadding->pad);
+      bias = WhereOp::create(
+          rewriter, loc,
+          llvm::cast<RankedTensorType>(pad.getType()).clone(elem), pad,
+          w.getOnTrue(), w.getOnFalse());
+    }
     if (bias) {
       bias = firstQueryRow(rewriter, loc, bias);
       auto biasType = llvm::cast<RankedTensorType>(bias.getType());

@@ -430,6 +430,23 @@ def build_hf_gpt2():
     return model.eval(), {"input_ids": input_ids}, ["logits"]
 
 
+def build_hf_gpt2_padded():
+    """GPT2LMHeadModel on a right-padded batch: input_ids and attention_mask."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    cfg = GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=2, n_head=4,
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                     bos_token_id=0, eos_token_id=0)
+    model = HFLogits(GPT2LMHeadModel(cfg), ["input_ids", "attention_mask"])
+    _perturb_layernorms(model, gen)
+    input_ids = torch.randint(1, cfg.vocab_size, (2, 8), generator=gen)
+    attention_mask = torch.ones(2, 8, dtype=torch.long)
+    attention_mask[1, 5:] = 0
+    input_ids[attention_mask == 0] = 0
+    return model.eval(), {"input_ids": input_ids, "attention_mask": attention_mask}, ["logits"]
+
+
 def build_hf_bert():
     from transformers import BertConfig, BertForSequenceClassification
     torch.manual_seed(SEED)
@@ -450,6 +467,7 @@ def build_hf_bert():
 MODELS = {
     "hf_gpt2": build_hf_gpt2,
     "hf_bert": build_hf_bert,
+    "hf_gpt2_padded": build_hf_gpt2_padded,
     "mlp": build_mlp,
     "gpt": build_gpt,
     "gpt_buffer": lambda: build_gpt(mask="buffer"),

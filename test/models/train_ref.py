@@ -200,6 +200,19 @@ def make_data(model_name, model, inputs, out_shape, loss, K):
         data["input_ids"] = stream[:-1].view(K, T)
         if kind == "cross_entropy":
             data[extra] = stream[1:].view(K, T)
+    elif model_name == "hf_gpt2_padded":
+        # Right-padded rows of 2..T tokens; a token's label is the next one,
+        # -100 where there is none (the last token and the padding).
+        T = inputs["input_ids"].shape[1]
+        V = model.m.config.vocab_size
+        stream = torch.randint(1, V, (K, T + 1), generator=g)
+        lengths = torch.randint(2, T + 1, (K,), generator=g)
+        mask = (torch.arange(T)[None, :] < lengths[:, None]).long()
+        data["input_ids"], data["attention_mask"] = stream[:, :T] * mask, mask
+        if kind == "cross_entropy":
+            labels = stream[:, 1:].clone()
+            labels[torch.arange(T)[None, :] + 1 >= lengths[:, None]] = IGNORE_INDEX
+            data[extra] = labels
     elif model_name == "hf_bert":
         T = inputs["input_ids"].shape[1]
         V = model.m.config.vocab_size

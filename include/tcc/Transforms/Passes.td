@@ -29,7 +29,10 @@ def RaiseAttention : Pass<"tcc-raise-attention", "mlir::func::FuncOp"> {
       becomes a float key mask; or one with the query dim whose value is
       the same for every query (transformers' sdpa mask, `where(and(mask[B,
       1, 1, T], ones[1, 1, T, 1]), 0, min)`: its elementwise ops are rebuilt
-      on the first query row); a causal mask and a bias may be combined.
+      on the first query row); a causal mask and a bias may be combined,
+      also in one bias: transformers' `where(and(pad, causal), 0, min)`
+      with `causal` a constant causal keep-mask becomes `causal` and the
+      key bias `where(pad, 0, min)`.
       sdpa's NaN guard around such a bias is dropped when the bias is finite
       (finite constants, a where between them, integers cast to float), as
       no row of scores is then all -inf.
