@@ -350,6 +350,13 @@ LogicalResult DropoutOp::verify() {
     return emitOpError("ratio must be in [0, 1), got ") << ratio;
   if (getOffset() && tensorOf(getOffset()).getRank() != 0)
     return emitOpError("offset must be an i64 scalar");
+  if (Value rows = getRows()) {
+    auto r = tensorOf(rows);
+    int64_t n = tensorOf(getInput()).getNumElements();
+    if (r.getRank() != 1 || r.getDimSize(0) == 0 || n % r.getDimSize(0) != 0)
+      return emitOpError("rows must be 1-D and divide the input's ")
+             << n << " elements";
+  }
   return success();
 }
 

@@ -307,7 +307,8 @@ def Tcc_LayerNormOp : Tcc_Op<"layer_norm", [Pure, AttrSizedOperandSegments, Infe
   let hasVerifier = 1;
 }
 
-def Tcc_DropoutOp : Tcc_Op<"dropout", [InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryCall]> {
+def Tcc_DropoutOp : Tcc_Op<"dropout", [AttrSizedOperandSegments, InferTypeOpAdaptor, Tcc_Vjp,
+                                       Tcc_LibraryCall]> {
   let callFamily = "dropout";
   let summary = "training-mode dropout with a seeded counter-based mask";
   let description = [{
@@ -317,12 +318,21 @@ def Tcc_DropoutOp : Tcc_Op<"dropout", [InferTypeOpAdaptor, Tcc_Vjp, Tcc_LibraryC
     every backend draws the same mask. `seed' = seed + offset * 0x9E3779B97F4A7C15`
     (mod 2^64): the optional i64 scalar `offset` is how a training step draws
     a fresh mask per step and micro-batch; without it `seed' = seed`.
+    With `rows` (tcc-pack-tokens: the input is in packed token order, the
+    `rows` of tcc.pack_index), element `e` of packed row `r` is hashed as
+    element `rows[r] * w + e % w` of the unpacked input (`w` elements a
+    row), so the mask is the one the unpacked dropout draws; rows past the
+    count are zero.
   }];
   let arguments = (ins Tcc_FloatTensor:$input,
                        Optional<StaticShapeTensorOf<[I64]>>:$offset,
+                       Optional<StaticShapeTensorOf<[I32]>>:$rows,
                        F64Attr:$ratio, I64Attr:$seed);
   let results = (outs Tcc_FloatTensor:$result, Tcc_BoolTensor:$mask);
-  let assemblyFormat = Tcc_GenericFormat;
+  let assemblyFormat = [{
+    $input (`offset` $offset^)? (`rows` $rows^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 

@@ -201,7 +201,7 @@ static LogicalResult convertDropout(NodeImporter &n) {
                            " is outside [0, 1)");
     if (failed(expectFloat(n, 0)))
       return failure();
-    auto op = n.create<DropoutOp>(n.input(0), Value(), llvm::APFloat(ratio),
+    auto op = n.create<DropoutOp>(n.input(0), Value(), Value(), llvm::APFloat(ratio),
                                   uint64_t(n.intAttr("seed", n.index())));
     if (failed(op))
       return failure();

@@ -248,13 +248,22 @@ bool dropoutKernel(KernelContext &ctx) {
   uint32_t threshold = dropoutKeepThreshold(ratio);
   const Array &a = ctx.in(0u);
   uint8_t *mask = ctx.out(1).data<uint8_t>();
+  // Packed tokens: element e of packed row r is element rows[r] * width +
+  // e % width of the unpacked input; rows past the count are zero.
+  const Array *rows = ctx.opt(op.getRows());
+  int64_t width = rows ? a.numElements() / rows->numElements() : 1;
   auto compute = [&](auto tag) {
     using T = decltype(tag);
     const T scale = static_cast<T>(1.0 / (1.0 - ratio));
     const T *pa = a.data<T>();
     T *po = ctx.out(0).data<T>();
     for (int64_t i = 0, n = a.numElements(); i < n; ++i) {
-      mask[i] = dropoutKeep(seed, i, threshold);
+      int64_t index = i;
+      if (rows) {
+        int32_t r = rows->data<int32_t>()[i / width];
+        index = r < 0 ? -1 : int64_t(r) * width + i % width;
+      }
+      mask[i] = index >= 0 && dropoutKeep(seed, uint64_t(index), threshold);
       po[i] = mask[i] ? pa[i] * scale : T(0);
     }
     return true;

@@ -325,6 +325,19 @@ std::optional<Role> roleOf(Operation *op, const Geometry &g) {
         role.zeroPadded = [](unsigned, const Zero &) { return true; };
         return role;
       })
+      .Case([&](DropoutOp d) -> std::optional<Role> {
+        // The unpacked dropout's mask, drawn by the tokens' unpacked
+        // positions (tcc.dropout's rows).
+        if (!rowDims(d.getInput().getType(), g) || d.getRows())
+          return std::nullopt;
+        Role role;
+        role.operands.push_back({0, Form::Row});
+        role.results = {{0, Form::Row}, {1, Form::Row}};
+        role.zeroPadded = [](unsigned r, const Zero &zero) {
+          return r == 0 && zero(0);
+        };
+        return role;
+      })
       .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(
           [&](auto r) { return reduce(op, r.getAxes(), g); })
       .Default([](Operation *) { return std::nullopt; });

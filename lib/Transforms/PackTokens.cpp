@@ -384,6 +384,8 @@ void Region::rewrite() {
   // Attention over the packed sequences; calls over the valid rows.
   auto capacity = b.getI64IntegerAttr(g.n());
   for (Operation *op : ops) {
+    if (auto d = llvm::dyn_cast<DropoutOp>(op))
+      d.getRowsMutable().assign(rows);
     if (auto a = llvm::dyn_cast<AttentionOp>(op))
       a.getKeyMaskMutable().assign(cu);
     else if (auto a = llvm::dyn_cast<AttentionGradOp>(op))

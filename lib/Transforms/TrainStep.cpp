@@ -246,8 +246,8 @@ LogicalResult StepBuilder::mapDropout(OpBuilder &b, DropoutOp drop, IRMapping &m
   };
   Value offset = AddOp::create(b, loc, MulOp::create(b, loc, step, constant(config.accum)),
                                constant(k));
-  auto cloned = DropoutOp::create(b, drop.getLoc(), input, offset, drop.getRatioAttr(),
-                                  drop.getSeedAttr());
+  auto cloned = DropoutOp::create(b, drop.getLoc(), input, offset, drop.getRows(),
+                                  drop.getRatioAttr(), drop.getSeedAttr());
   map.map(drop.getResult(), cloned.getResult());
   map.map(drop.getMask(), cloned.getMask());
   return success();

@@ -84,13 +84,22 @@ void storeScalar(DType dtype, double v, uint8_t *out) {
   }
 }
 
+/// With `rows` (packed tokens), element i of packed row i / width is
+/// hashed as element rows[i / width] * width + i % width of the unpacked
+/// input, and rows past the count are zero.
 template <class T>
 void dropout(const T *x, T *y, uint8_t *mask, int64_t n, double ratio,
-             uint64_t seed) {
+             uint64_t seed, const int32_t *rows, int64_t width) {
   uint32_t threshold = dropoutKeepThreshold(ratio);
   const T scale = static_cast<T>(1.0 / (1.0 - ratio));
   for (int64_t i = 0; i < n; ++i) {
-    bool keep = dropoutKeep(seed, static_cast<uint64_t>(i), threshold);
+    int64_t index = i;
+    if (rows)
+      index = rows[i / width] < 0
+                  ? -1
+                  : int64_t(rows[i / width]) * width + i % width;
+    bool keep = index >= 0 &&
+                dropoutKeep(seed, static_cast<uint64_t>(index), threshold);
     if (mask)
       mask[i] = keep;
     y[i] = keep ? x[i] * scale : T(0);
@@ -893,12 +902,17 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
       seed = dropoutSeed(seed, static_cast<uint64_t>(*reinterpret_cast<
                                    const int64_t *>(ptrs[step.inputs[1]])));
     uint8_t *mask = step.outputs[1] < 0 ? nullptr : ptrs[step.outputs[1]];
+    const Value *rowsValue = operand(fn, step.inputs, 2);
+    const auto *rows = rowsValue ? reinterpret_cast<const int32_t *>(
+                                       ptrs[step.inputs[2]])
+                                 : nullptr;
+    int64_t width = rowsValue ? x.elements / rowsValue->elements : 1;
     if (x.dtype == DType::F64)
       dropout(reinterpret_cast<const double *>(ptrs[step.inputs[0]]),
               reinterpret_cast<double *>(ptrs[step.outputs[0]]), mask,
-              x.elements, a.ratio, seed);
+              x.elements, a.ratio, seed, rows, width);
     else
-      dropout(fin(0), fout(0), mask, x.elements, a.ratio, seed);
+      dropout(fin(0), fout(0), mask, x.elements, a.ratio, seed, rows, width);
     return;
   }
   case Op::SgdUpdate: {

@@ -245,8 +245,10 @@ std::string cudaCallUnsupported(const Function &fn, const Step &step) {
     return fn.values[step.inputs[i]];
   };
   std::string op = opName(step.op);
+  bool packedDropout = step.op == Op::Dropout && step.inputs.size() > 2 &&
+                       step.inputs[2] >= 0;
   if (step.op == Op::PackIndex || step.op == Op::Pack ||
-      step.op == Op::Unpack)
+      step.op == Op::Unpack || packedDropout)
     return "the cuda backend does not run packed tokens yet (" + op +
            "): compile with --pad-skip=off to run this model on a GPU";
   // The float type the op stores (gather_grad's first operand is the

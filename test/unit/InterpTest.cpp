@@ -372,7 +372,7 @@ TEST_F(InterpTest, DropoutOffsetSelectsTheStream) {
   // another offset gives the mask of that shifted seed.
   std::string source =
       R"(func.func @f(%x: tensor<4096xf32>, %k: tensor<i64>) -> tensor<4096xi1> {
-    %0:2 = tcc.dropout %x, %k {ratio = 0.5 : f64, seed = 11 : i64} : (tensor<4096xf32>, tensor<i64>) -> (tensor<4096xf32>, tensor<4096xi1>)
+    %0:2 = tcc.dropout %x offset %k {ratio = 0.5 : f64, seed = 11 : i64} : (tensor<4096xf32>, tensor<i64>) -> (tensor<4096xf32>, tensor<4096xi1>)
     return %0#1 : tensor<4096xi1>
   })";
   Array x = f32({4096}, std::vector<float>(4096, 1.0f));

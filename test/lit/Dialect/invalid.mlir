@@ -267,7 +267,7 @@ func.func @dropout_ratio(%a: tensor<4xf32>) -> tensor<4xf32> {
 
 func.func @dropout_offset(%a: tensor<4xf32>, %k: tensor<2xi64>) -> tensor<4xf32> {
   // expected-error @+1 {{offset must be an i64 scalar}}
-  %0:2 = tcc.dropout %a, %k {ratio = 0.5 : f64, seed = 0 : i64} : (tensor<4xf32>, tensor<2xi64>) -> (tensor<4xf32>, tensor<4xi1>)
+  %0:2 = tcc.dropout %a offset %k {ratio = 0.5 : f64, seed = 0 : i64} : (tensor<4xf32>, tensor<2xi64>) -> (tensor<4xf32>, tensor<4xi1>)
   return %0#0 : tensor<4xf32>
 }
 

@@ -61,9 +61,9 @@ func.func @all_ops(%x: tensor<2x2xf32> {tcc.name = "x"}, %ids: tensor<3xi64>,
   // CHECK: tcc.layer_norm %{{.*}} scale %{{.*}} bias %{{.*}} {axis = 1 : i64, epsilon = 1.000000e-05 : f64}
   %38 = tcc.layer_norm %37 scale %32 bias %35 {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<3x2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
   %39:2 = tcc.dropout %38 {ratio = 0.1 : f64, seed = 7 : i64} : (tensor<3x2xf32>) -> (tensor<3x2xf32>, tensor<3x2xi1>)
-  // CHECK: tcc.dropout %{{.*}}, %{{.*}} {ratio = 1.000000e-01 : f64, seed = 7 : i64} : (tensor<3x2xf32>, tensor<i64>)
+  // CHECK: tcc.dropout %{{.*}} offset %{{.*}} {ratio = 1.000000e-01 : f64, seed = 7 : i64} : (tensor<3x2xf32>, tensor<i64>)
   %step = tcc.constant dense<3> : tensor<i64>
-  %drop:2 = tcc.dropout %38, %step {ratio = 0.1 : f64, seed = 7 : i64} : (tensor<3x2xf32>, tensor<i64>) -> (tensor<3x2xf32>, tensor<3x2xi1>)
+  %drop:2 = tcc.dropout %38 offset %step {ratio = 0.1 : f64, seed = 7 : i64} : (tensor<3x2xf32>, tensor<i64>) -> (tensor<3x2xf32>, tensor<3x2xi1>)
   %40 = tcc.matmul %39#0, %x {transpose_rhs = true} : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
   // CHECK: tcc.gemm %{{.*}}, %{{.*}}, %{{.*}} {alpha = 5.000000e-01 : f64, transpose_a = true}
   %41 = tcc.gemm %40, %40, %x {alpha = 0.5 : f64, transpose_a = true} : (tensor<3x2xf32>, tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>

@@ -299,12 +299,12 @@ module {
 // DROPOUT: %[[A0:.*]] = tcc.constant dense<2> : tensor<i64>
 // DROPOUT: %[[M0:.*]] = tcc.mul %[[STEP]], %[[A0]]
 // DROPOUT: %[[O0:.*]] = tcc.add %[[M0]], %[[K0]]
-// DROPOUT: tcc.dropout %{{.*}}, %[[O0]] {ratio = 5.000000e-01 : f64, seed = 7 : i64}
+// DROPOUT: tcc.dropout %{{.*}} offset %[[O0]] {ratio = 5.000000e-01 : f64, seed = 7 : i64}
 // DROPOUT: %[[K1:.*]] = tcc.constant dense<1> : tensor<i64>
 // DROPOUT: %[[A1:.*]] = tcc.constant dense<2> : tensor<i64>
 // DROPOUT: %[[M1:.*]] = tcc.mul %[[STEP]], %[[A1]]
 // DROPOUT: %[[O1:.*]] = tcc.add %[[M1]], %[[K1]]
-// DROPOUT: tcc.dropout %{{.*}}, %[[O1]] {ratio = 5.000000e-01 : f64, seed = 7 : i64}
+// DROPOUT: tcc.dropout %{{.*}} offset %[[O1]] {ratio = 5.000000e-01 : f64, seed = 7 : i64}
 // DROPOUT-LABEL: func.func @eval_step
 // DROPOUT-NOT: tcc.dropout
 // DROPOUT: return
