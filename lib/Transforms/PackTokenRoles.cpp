@@ -242,6 +242,28 @@ std::optional<Role> reduce(Operation *op, ArrayRef<int64_t> axes,
   return role;
 }
 
+/// cross_entropy (the sums: a sink) or its gradient (the logits' gradient,
+/// zero at padding since a padded token's label is ignore_index, which the
+/// packed labels' check enforces).
+std::optional<Role> crossEntropy(Value logits, Value labels,
+                                 int64_t ignoreIndex, bool grad,
+                                 const Geometry &g) {
+  auto type = tensorOf(logits);
+  unsigned lead = rowDims(type, g);
+  if (lead == 0 || type.getRank() != lead + 1 ||
+      rowDims(labels.getType(), g) != lead)
+    return std::nullopt;
+  Role role;
+  role.runsOverRows = true;
+  role.operands = {{0, Form::Row}, {1, Form::Row}};
+  if (grad)
+    role.results.push_back({0, Form::Row});
+  role.labelsOperand = 1;
+  role.ignoreIndex = ignoreIndex;
+  role.zeroPadded = [grad](unsigned, const Zero &) { return grad; };
+  return role;
+}
+
 } // namespace
 
 unsigned rowDims(Type type, const Geometry &g) {
@@ -295,35 +317,13 @@ std::optional<Role> roleOf(Operation *op, const Geometry &g) {
           role->zeroPadded = follows(1);
         return role;
       })
-      .Case([&](CrossEntropyOp ce) -> std::optional<Role> {
-        auto logits = tensorOf(ce.getLogits());
-        unsigned lead = rowDims(logits, g);
-        if (lead == 0 || logits.getRank() != lead + 1 ||
-            rowDims(ce.getLabels().getType(), g) != lead)
-          return std::nullopt;
-        Role role;
-        role.runsOverRows = true;
-        role.operands = {{0, Form::Row}, {1, Form::Row}};
-        role.labelsOperand = 1;
-        role.ignoreIndex = ce.getIgnoreIndex();
-        role.zeroPadded = never();
-        return role;
+      .Case([&](CrossEntropyOp ce) {
+        return crossEntropy(ce.getLogits(), ce.getLabels(),
+                            ce.getIgnoreIndex(), false, g);
       })
-      .Case([&](CrossEntropyGradOp ce) -> std::optional<Role> {
-        auto logits = tensorOf(ce.getLogits());
-        unsigned lead = rowDims(logits, g);
-        if (lead == 0 || logits.getRank() != lead + 1 ||
-            rowDims(ce.getLabels().getType(), g) != lead)
-          return std::nullopt;
-        Role role;
-        role.runsOverRows = true;
-        role.operands = {{0, Form::Row}, {1, Form::Row}};
-        role.results.push_back({0, Form::Row});
-        role.labelsOperand = 1;
-        role.ignoreIndex = ce.getIgnoreIndex();
-        // A padded token's label is ignore_index (checked): no gradient.
-        role.zeroPadded = [](unsigned, const Zero &) { return true; };
-        return role;
+      .Case([&](CrossEntropyGradOp ce) {
+        return crossEntropy(ce.getLogits(), ce.getLabels(),
+                            ce.getIgnoreIndex(), true, g);
       })
       .Case([&](DropoutOp d) -> std::optional<Role> {
         // The unpacked dropout's mask, drawn by the tokens' unpacked

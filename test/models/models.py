@@ -417,29 +417,21 @@ class HFLogits(nn.Module):
         return self.m(**kw).logits
 
 
-def build_hf_gpt2():
+def build_hf_gpt2(padded=False):
+    """GPT2LMHeadModel; `padded`: on a right-padded batch, with its
+    attention_mask as a second input."""
     from transformers import GPT2Config, GPT2LMHeadModel
     torch.manual_seed(SEED)
     gen = torch.Generator().manual_seed(SEED + 1)
     cfg = GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=2, n_head=4,
                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
                      bos_token_id=0, eos_token_id=0)
-    model = HFLogits(GPT2LMHeadModel(cfg), ["input_ids"])
+    names = ["input_ids", "attention_mask"] if padded else ["input_ids"]
+    model = HFLogits(GPT2LMHeadModel(cfg), names)
     _perturb_layernorms(model, gen)
-    input_ids = torch.randint(0, cfg.vocab_size, (2, 8), generator=gen)
-    return model.eval(), {"input_ids": input_ids}, ["logits"]
-
-
-def build_hf_gpt2_padded():
-    """GPT2LMHeadModel on a right-padded batch: input_ids and attention_mask."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-    torch.manual_seed(SEED)
-    gen = torch.Generator().manual_seed(SEED + 1)
-    cfg = GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=2, n_head=4,
-                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                     bos_token_id=0, eos_token_id=0)
-    model = HFLogits(GPT2LMHeadModel(cfg), ["input_ids", "attention_mask"])
-    _perturb_layernorms(model, gen)
+    if not padded:
+        input_ids = torch.randint(0, cfg.vocab_size, (2, 8), generator=gen)
+        return model.eval(), {"input_ids": input_ids}, ["logits"]
     input_ids = torch.randint(1, cfg.vocab_size, (2, 8), generator=gen)
     attention_mask = torch.ones(2, 8, dtype=torch.long)
     attention_mask[1, 5:] = 0
@@ -467,7 +459,7 @@ def build_hf_bert():
 MODELS = {
     "hf_gpt2": build_hf_gpt2,
     "hf_bert": build_hf_bert,
-    "hf_gpt2_padded": build_hf_gpt2_padded,
+    "hf_gpt2_padded": lambda: build_hf_gpt2(padded=True),
     "mlp": build_mlp,
     "gpt": build_gpt,
     "gpt_buffer": lambda: build_gpt(mask="buffer"),
