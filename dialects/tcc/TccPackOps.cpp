@@ -40,18 +40,21 @@ static LogicalResult checkRows(std::optional<Location> loc, Value input, Value r
                            " rows");
 }
 
+/// pack and unpack: the input's type, once its rows are checked.
+static LogicalResult inputTypeOverRows(std::optional<Location> loc, Value input,
+                                       Value rows, SmallVectorImpl<Type> &inferred) {
+  if (failed(checkRows(loc, input, rows)))
+    return failure();
+  inferred.push_back(input.getType());
+  return success();
+}
+
 LogicalResult PackOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                        Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  if (failed(checkRows(loc, adaptor.getInput(), adaptor.getRows())))
-    return failure();
-  inferred.push_back(adaptor.getInput().getType());
-  return success();
+  return inputTypeOverRows(loc, adaptor.getInput(), adaptor.getRows(), inferred);
 }
 
 LogicalResult UnpackOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  if (failed(checkRows(loc, adaptor.getInput(), adaptor.getRows())))
-    return failure();
-  inferred.push_back(adaptor.getInput().getType());
-  return success();
+  return inputTypeOverRows(loc, adaptor.getInput(), adaptor.getRows(), inferred);
 }
