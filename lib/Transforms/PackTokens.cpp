@@ -151,7 +151,8 @@ bool zeroOutsideReads(Value v, const Geometry &g) {
 
 class Region {
 public:
-  Region(func::FuncOp func, const Geometry &g) : func(func), g(g) {}
+  Region(func::FuncOp func, const Geometry &g, ArrayRef<Operation *> slice)
+      : func(func), g(g), slice(slice) {}
 
   /// The connected region around the masked attention ops, shrunk until
   /// its exits are exact. False when no attention stays in it.
@@ -172,6 +173,7 @@ private:
 
   func::FuncOp func;
   Geometry g;
+  SmallVector<Operation *> slice; // what computes the mask (maskSlice)
   llvm::MapVector<Operation *, Role> roles; // every candidate op
   llvm::SetVector<Operation *> ops;         // the region
   DenseSet<Value> zeroPadded;
@@ -315,8 +317,6 @@ void Region::rewrite() {
   Block &body = func.getBody().front();
   OpBuilder b(func.getContext());
   // The mask's computation, then pack_index, at the top.
-  SmallVector<Operation *> slice;
-  maskSlice(g.keyMask, slice);
   b.setInsertionPointToStart(&body);
   IRMapping map;
   for (Operation *op : slice)
@@ -465,7 +465,7 @@ struct PackTokensPass : tcc::impl::PackTokensBase<PackTokensPass> {
     }
     std::optional<Region> region;
     if (g) {
-      region.emplace(func, *g);
+      region.emplace(func, *g, slice);
       if (!region->grow()) {
         why = "no attention can run packed (a forward value of the "
               "attention's region leaves it: unpacking it would change "

@@ -63,8 +63,10 @@ CASES = [
          tol=["c_attn\\.bias=1e-1"], budget="490000"),
     dict(name="gpt-accum2", model="gpt", loss=CE, opt=ADAMW_GPT, steps=3, accum=2, rtol=1e-4,
          tol=["c_attn\\.bias=1e-1"]),
+    # --pad-skip off: the CUDA backend runs no packed ops yet (it refuses a
+    # packed artifact at session open; docs/pad-skipping.md).
     dict(name="bert-adamw", model="bert", loss=CE, opt=ADAMW_GPT, steps=5, rtol=1e-4,
-         tol=["key\\.bias=2e-1"]),
+         tol=["key\\.bias=2e-1"], extra=["--pad-skip", "off"]),
     dict(name="cnn-adamw", model="cnn", loss=CE, opt=ADAMW_CNN, steps=3, rtol=1e-3),
     # 200 steps on the bundled text corpus (test/lit/Train/precision.test)
     dict(name="text-fp32", model="gpt", loss=CE, opt=TEXT, steps=200, text=True),

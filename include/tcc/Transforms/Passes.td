@@ -284,8 +284,9 @@ def DropUnreachable : Pass<"tcc-drop-unreachable", "mlir::ModuleOp"> {
 def PackTokens : Pass<"tcc-pack-tokens", "mlir::func::FuncOp"> {
   let summary = "Pad-skipping: run token-wise ops and attention over the valid tokens of a padded batch";
   let description = [{
-    Runs first in the lowering pipeline (after `tcc-drop-unreachable`) when
-    `--pad-skip=auto`, the default. When the function's attention ops take
+    Runs first in the lowering pipeline (after `tcc-drop-unreachable`);
+    `tcc compile --pad-skip=off` marks the module `tcc.pad_skip = "off"`,
+    which the pass leaves alone (the default is `auto`). When the function's attention ops take
     one key-padding mask `[B, T]` (i1, or a float bias such as BERT's
     `(1 - mask) * -10000`), the valid tokens are packed: `tcc.pack_index`
     finds them at run time, `tcc.pack` moves a `[B, T, ...]` value's rows
