@@ -388,18 +388,91 @@ Status scatter_add_rows(FloatType type, const int32_t *ids, const void *dy,
 /// seed' = dropoutSeed(seed, *offset) when offset (device int64) is not
 /// null, else seed; mask (uint8, may be null) receives keep. Bit-identical
 /// to the CPU backend's dropout. ratio in [0, 1).
+/// Packed tokens: with `rows` (pack_index's rows, device int32, one per
+/// packed row of `width` elements; width > 0), element i of packed row
+/// i / width is hashed as element rows[i / width] * width + i % width of the
+/// unpacked tensor, and where rows[i / width] < 0 it is dropped (y 0, mask
+/// 0) - the CPU backend's packed dropout, bit for bit.
 Status dropout(const float *x, float *y, uint8_t *mask, int64_t n,
                double ratio, uint64_t seed, const int64_t *offset,
-               cudaStream_t stream);
+               cudaStream_t stream, const int32_t *rows = nullptr,
+               int64_t width = 0);
 Status dropout(const double *x, double *y, uint8_t *mask, int64_t n,
                double ratio, uint64_t seed, const int64_t *offset,
-               cudaStream_t stream);
+               cudaStream_t stream, const int32_t *rows = nullptr,
+               int64_t width = 0);
 
 /// dropout on `type` storage: y = keep ? round(float(x) * float scale) : 0,
 /// bit-identical to the CPU backend's emulation (NaN payloads aside).
 Status dropout(FloatType type, const void *x, void *y, uint8_t *mask,
                int64_t n, double ratio, uint64_t seed, const int64_t *offset,
-               cudaStream_t stream);
+               cudaStream_t stream, const int32_t *rows = nullptr,
+               int64_t width = 0);
+
+//===----------------------------------------------------------------------===//
+// Packed tokens (pad-skipping; the CPU kernels of runtime/kernels/cpu/pack.cpp)
+//===----------------------------------------------------------------------===//
+//
+// pack_index is one block of 1024 threads: a block-wide prefix sum of the
+// token flags over chunks of 4096 positions. The row movers write each
+// output row with a group of 1 to 32 threads (a power of two, the smallest
+// covering the row's words, at most a warp; 256-thread blocks, grid-stride,
+// at most 4096 blocks), in words of the widest of 16, 8, 4, 2, 1 bytes that
+// divides the row bytes and the two pointers. Rows are opaque bytes; every
+// result is a copy, so it is bit-identical to the CPU kernels'. All
+// pointers are device pointers; `error` (may be null) follows the error-word
+// rule above.
+
+/// rows [batch*seq] and cu [batch+1] (int32) from the key mask: keep
+/// (uint8, 0 = padding) or, when keep is null, bias (storage biasType; 0 =
+/// token, <= -1000 = padding, anything else incl. NaN is an error: the
+/// smallest such flat position goes to `error` by atomic min, and the
+/// outputs are then unspecified but written). rows[i] for i < cu[batch] are
+/// the token positions b*seq+t in ascending order, the rest -1; cu[b] =
+/// tokens before sequence b. Exactly the CPU pack_index's results.
+/// batch * seq must fit in int32.
+Status pack_index(const uint8_t *keep, const void *bias, FloatType biasType,
+                  int64_t batch, int64_t seq, int32_t *rows, int32_t *cu,
+                  int64_t *error, cudaStream_t stream);
+
+/// out row i (rowBytes bytes) = in row rows[i] when rows[i] >= 0, else the
+/// fill row (the elemBytes-byte value `fillBits` (little-endian low bytes of
+/// the uint64) repeated). With `check`: every row p of `in` that no rows[i]
+/// selects must be all zero floats (+0 or -0 of elemBytes-byte floats) when
+/// floatZero, else byte-equal to the fill row; the smallest violating p goes
+/// to `error`. rows is sorted ascending over its non-negative prefix
+/// (pack_index's output), so "p is selected" is a binary search. `in` and
+/// `out` hold n rows; elemBytes is 1, 2, 4 or 8 and divides rowBytes.
+Status pack_rows(const void *in, const int32_t *rows, int64_t n,
+                 int64_t rowBytes, uint64_t fillBits, int64_t elemBytes,
+                 bool check, bool floatZero, void *out, int64_t *error,
+                 cudaStream_t stream);
+
+/// The inverse: out row p = in row i where rows[i] == p, zero where no i
+/// selects p (a binary search per output row). When readEnd > readBegin
+/// (then seq > 0), an unselected p with readBegin <= p % seq < readEnd is an
+/// error (smallest p to `error`).
+Status unpack_rows(const void *in, const int32_t *rows, int64_t n,
+                   int64_t rowBytes, int64_t seq, int64_t readBegin,
+                   int64_t readEnd, void *out, int64_t *error,
+                   cudaStream_t stream);
+
+/// Varlen attention's layout change, for elemBytes 2 or 4: packed [batch,
+/// heads, seq, dim] (packed token r of head h at row ((r/seq)*heads + h)*seq
+/// + r%seq; r < cu[batch] are tokens, sequence s owns r in [cu[s],
+/// cu[s+1])) -> aligned [batch, heads, seq, dim] where token i of sequence s
+/// (i < cu[s+1]-cu[s]) is row (s*heads + h)*seq + i; aligned rows past a
+/// sequence's length are written as zero.
+Status varlen_gather(const void *packed, const int32_t *cu, int64_t batch,
+                     int64_t heads, int64_t seq, int64_t dim,
+                     int64_t elemBytes, void *aligned, cudaStream_t stream);
+
+/// The inverse: packed rows r < cu[batch] from the aligned rows (the
+/// sequence of r by a binary search over cu); packed rows r >= cu[batch]
+/// written as zero (for every head).
+Status varlen_scatter(const void *aligned, const int32_t *cu, int64_t batch,
+                      int64_t heads, int64_t seq, int64_t dim,
+                      int64_t elemBytes, void *packed, cudaStream_t stream);
 
 //===----------------------------------------------------------------------===//
 // Optimizer updates: torch 1.13's formulas op by op, as the CPU kernels

@@ -5,6 +5,10 @@
 // CPU backend's emulation). Each thread handles 4 consecutive elements
 // (16-byte float / 2 x 16-byte double / 8-byte 16-bit accesses and one
 // 4-byte mask store when aligned), grid-stride.
+// Packed tokens (`rows`, a separate instantiation so the plain path is
+// unchanged): element i of packed row i / width is hashed as element
+// rows[i / width] * width + i % width, and is dropped (0, mask 0) when that
+// row is negative - the CPU backend's packed dropout.
 #include "kernels/cuda/common.cuh"
 #include "kernels/dropout_hash.h"
 
@@ -31,11 +35,11 @@ template <class T> __device__ __forceinline__ T narrow(Compute<T> v) {
     return fromFloat<T>(v);
 }
 
-template <class T, bool VEC>
+template <class T, bool VEC, bool PACKED>
 __global__ void __launch_bounds__(256)
     dropoutKernel(const T *x, T *y, uint8_t *mask, int64_t n,
                   uint64_t seed, const int64_t *offset, uint32_t threshold,
-                  Compute<T> scale) {
+                  Compute<T> scale, const int32_t *rows, int64_t width) {
   using C = Compute<T>;
   if (offset)
     seed = dropoutSeed(seed, static_cast<uint64_t>(*offset));
@@ -44,9 +48,30 @@ __global__ void __launch_bounds__(256)
        g += int64_t(gridDim.x) * blockDim.x) {
     const int64_t i0 = g * 4;
     bool keep[4];
+    if constexpr (PACKED) {
+      // Element i0 + u is column `col` of packed row `row`; one division per
+      // group, then the column steps on (width may be below 4).
+      int64_t row = i0 / width, col = i0 - row * width;
 #pragma unroll
-    for (int u = 0; u < 4; ++u)
-      keep[u] = dropoutKeep(seed, static_cast<uint64_t>(i0 + u), threshold);
+      for (int u = 0; u < 4; ++u) {
+        keep[u] = false;
+        if (i0 + u < n) {
+          const int32_t r = rows[row];
+          keep[u] = r >= 0 &&
+                    dropoutKeep(seed,
+                                static_cast<uint64_t>(int64_t(r) * width + col),
+                                threshold);
+        }
+        if (++col == width) {
+          col = 0;
+          ++row;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        keep[u] = dropoutKeep(seed, static_cast<uint64_t>(i0 + u), threshold);
+    }
     if (VEC && i0 + 4 <= n) {
       if constexpr (std::is_same_v<T, double>) {
         double v[4];
@@ -83,9 +108,9 @@ __global__ void __launch_bounds__(256)
 
 template <class T>
 Status launchDropout(const T *x, T *y, uint8_t *mask, int64_t n, double ratio,
-                     uint64_t seed, const int64_t *offset,
-                     cudaStream_t stream) {
-  if (n < 0 || !(ratio >= 0.0 && ratio < 1.0))
+                     uint64_t seed, const int64_t *offset, const int32_t *rows,
+                     int64_t width, cudaStream_t stream) {
+  if (n < 0 || !(ratio >= 0.0 && ratio < 1.0) || (rows && width <= 0))
     return invalid();
   if (n == 0)
     return 0;
@@ -98,12 +123,18 @@ Status launchDropout(const T *x, T *y, uint8_t *mask, int64_t n, double ratio,
   const int64_t groups = (n + 3) / 4;
   const unsigned blocks = static_cast<unsigned>(
       groups / 256 + 1 < 4096 ? groups / 256 + 1 : 4096);
-  if (vec)
-    dropoutKernel<T, true><<<blocks, 256, 0, stream>>>(x, y, mask, n, seed,
-                                                       offset, threshold, scale);
+  if (rows && vec)
+    dropoutKernel<T, true, true><<<blocks, 256, 0, stream>>>(
+        x, y, mask, n, seed, offset, threshold, scale, rows, width);
+  else if (rows)
+    dropoutKernel<T, false, true><<<blocks, 256, 0, stream>>>(
+        x, y, mask, n, seed, offset, threshold, scale, rows, width);
+  else if (vec)
+    dropoutKernel<T, true, false><<<blocks, 256, 0, stream>>>(
+        x, y, mask, n, seed, offset, threshold, scale, nullptr, 0);
   else
-    dropoutKernel<T, false><<<blocks, 256, 0, stream>>>(
-        x, y, mask, n, seed, offset, threshold, scale);
+    dropoutKernel<T, false, false><<<blocks, 256, 0, stream>>>(
+        x, y, mask, n, seed, offset, threshold, scale, nullptr, 0);
   return launched();
 }
 
@@ -111,23 +142,25 @@ Status launchDropout(const T *x, T *y, uint8_t *mask, int64_t n, double ratio,
 
 Status dropout(const float *x, float *y, uint8_t *mask, int64_t n,
                double ratio, uint64_t seed, const int64_t *offset,
-               cudaStream_t stream) {
-  return launchDropout(x, y, mask, n, ratio, seed, offset, stream);
+               cudaStream_t stream, const int32_t *rows, int64_t width) {
+  return launchDropout(x, y, mask, n, ratio, seed, offset, rows, width,
+                       stream);
 }
 
 Status dropout(const double *x, double *y, uint8_t *mask, int64_t n,
                double ratio, uint64_t seed, const int64_t *offset,
-               cudaStream_t stream) {
-  return launchDropout(x, y, mask, n, ratio, seed, offset, stream);
+               cudaStream_t stream, const int32_t *rows, int64_t width) {
+  return launchDropout(x, y, mask, n, ratio, seed, offset, rows, width,
+                       stream);
 }
 
 Status dropout(FloatType type, const void *x, void *y, uint8_t *mask,
                int64_t n, double ratio, uint64_t seed, const int64_t *offset,
-               cudaStream_t stream) {
+               cudaStream_t stream, const int32_t *rows, int64_t width) {
   return dispatchType(type, [&](auto tag) {
     using T = decltype(tag);
     return launchDropout<T>(static_cast<const T *>(x), static_cast<T *>(y),
-                            mask, n, ratio, seed, offset, stream);
+                            mask, n, ratio, seed, offset, rows, width, stream);
   });
 }
 
