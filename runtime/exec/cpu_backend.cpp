@@ -1,6 +1,7 @@
 //===- cpu_backend.cpp - running plan steps on the host -------------------===//
 
 #include "exec/cpu_backend.h"
+#include "exec/pack_calls.h"
 #include "plan/calls.h"
 
 #include "data/half.h"
@@ -30,12 +31,6 @@ using data::DType;
 
 namespace {
 
-
-const Value *operand(const Function &fn, const std::vector<int64_t> &ids,
-                     size_t i) {
-  return ids[i] < 0 ? nullptr : &fn.values[ids[i]];
-}
-
 /// fn over [0, n), split into contiguous chunks on the persistent worker
 /// threads (kernels/cpu/parallel.h) when n is large. Every element is
 /// computed by itself, so the split cannot change a result.
@@ -61,27 +56,6 @@ int64_t readInt(const Value &v, const uint8_t *p, int64_t i) {
   if (v.dtype == DType::I64)
     return reinterpret_cast<const int64_t *>(p)[i];
   return reinterpret_cast<const int32_t *>(p)[i];
-}
-
-/// `v` as one element of `dtype`, into `out` (8 bytes at most).
-void storeScalar(DType dtype, double v, uint8_t *out) {
-  auto put = [&](auto x) { std::memcpy(out, &x, sizeof x); };
-  switch (dtype) {
-  case DType::F64:
-    return put(v);
-  case DType::F32:
-    return put(static_cast<float>(v));
-  case DType::BF16:
-    return put(data::floatToBf16(static_cast<float>(v)));
-  case DType::F16:
-    return put(data::floatToF16(static_cast<float>(v)));
-  case DType::I64:
-    return put(static_cast<int64_t>(v));
-  case DType::I32:
-    return put(static_cast<int32_t>(v));
-  default:
-    return put(static_cast<uint8_t>(v != 0));
-  }
 }
 
 /// With `rows` (packed tokens), element i of packed row i / width is
@@ -806,13 +780,7 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
         reinterpret_cast<int32_t *>(ptrs[step.outputs[1]]));
     if (bad >= 0)
       fail(TCC_ERROR_DATA,
-           where() + "the attention key mask " + name(0) + " holds " +
-               std::to_string(fin(0)[bad]) + " at position (" +
-               std::to_string(bad / mask.shape[1]) + ", " +
-               std::to_string(bad % mask.shape[1]) +
-               "): pad-skipping packs tokens whose mask is 0 and drops those "
-               "of -1000 or below; compile with --pad-skip=off to keep any "
-               "other bias");
+           packIndexError(where(), name(0), fin(0)[bad], bad, mask.shape[1]));
     tokens = reinterpret_cast<const int32_t *>(
         ptrs[step.outputs[1]])[mask.shape[0]];
     return;
@@ -828,43 +796,23 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
                                      a.readBegin, a.readEnd,
                                      ptrs[step.outputs[0]]);
       if (bad >= 0)
-        fail(TCC_ERROR_DATA,
-             where() + "the model reads position " +
-                 std::to_string(bad % a.seq) + " of sequence " +
-                 std::to_string(bad / a.seq) +
-                 " (a CLS token) after the packed layers, but the attention "
-                 "mask marks it as padding, so pad-skipping computed nothing "
-                 "there: give every sequence that token, or compile with "
-                 "--pad-skip=off");
+        fail(TCC_ERROR_DATA, unpackReadError(where(), bad, a.seq));
       return;
     }
-    uint8_t fill[8] = {};
+    uint64_t fill = scalarBits(x.dtype, a.fill);
     int64_t elemBytes = int64_t(data::dtypeSize(x.dtype));
-    storeScalar(x.dtype, a.fill, fill);
-    bool floats = x.dtype == DType::F32 || x.dtype == DType::F64 || isHalf(x.dtype);
-    int64_t bad = cpu::pack_rows(ptrs[step.inputs[0]], index, rows.elements,
-                                 rowBytes, fill, elemBytes, a.checkFill,
-                                 floats, ptrs[step.outputs[0]]);
-    if (bad >= 0 && floats)
-      fail(TCC_ERROR_DATA,
-           where() + name(0) + " is not zero at padded row " +
-               std::to_string(bad) +
-               ": a gradient reaches a token the attention mask pads (a CLS "
-               "token that is padding?); compile with --pad-skip=off");
+    bool floats = packComparesFloats(x.dtype);
+    int64_t bad = cpu::pack_rows(
+        ptrs[step.inputs[0]], index, rows.elements, rowBytes,
+        reinterpret_cast<const uint8_t *>(&fill), elemBytes, a.checkFill,
+        floats, ptrs[step.outputs[0]]);
     if (bad >= 0)
       fail(TCC_ERROR_DATA,
-           where() + name(0) + " holds " +
-               std::to_string(readInt(x, ptrs[step.inputs[0]],
-                                      bad * (rowBytes / elemBytes))) +
-               " at padded row " + std::to_string(bad) +
-               " (the attention mask is 0 there), not the loss's "
-               "ignore_index " +
-               std::to_string(int64_t(a.fill)) +
-               ": pad-skipping drops padded tokens, so their labels must be "
-               "ignored (set them to " +
-               std::to_string(int64_t(a.fill)) +
-               ", as Hugging Face's collators do, or compile with "
-               "--pad-skip=off)");
+           packFillError(where(), name(0), floats, bad,
+                         floats ? 0
+                                : readInt(x, ptrs[step.inputs[0]],
+                                          bad * (rowBytes / elemBytes)),
+                         int64_t(a.fill)));
     return;
   }
   case Op::Embedding: {

@@ -16,6 +16,7 @@
 #include "exec/cuda_backend.h"
 
 #include "exec/allocator.h"
+#include "data/half.h"
 #include "exec/cuda_calls.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/gemm.h"
@@ -215,6 +216,9 @@ private:
   void enqueueStep(size_t f, size_t s, const CallContext &ctx);
   /// Synchronises and turns the first set error word into an Error.
   void checkErrorWords(size_t f);
+  /// The token bucket of function f's valid tokens (after its pack_index
+  /// ran; the stream synchronised).
+  int readBucket(size_t f);
   std::string where(size_t f, size_t s) const {
     const Function &fn = art.functions[f];
     return art.file("plan") + ": " + fn.name + " step " + std::to_string(s) +
@@ -235,6 +239,7 @@ private:
   std::unique_ptr<cuda::GemmContext> gemmContext;
   Allocator memory;
   bool useGraphs = true;
+  int bucket = 0; ///< the token bucket enqueue runs (0: the capacity)
 
   struct StepPlan {
     CUfunction kernel = nullptr; ///< kernel steps
@@ -246,9 +251,15 @@ private:
     std::vector<StepPlan> steps;
     /// Segment ends: the error words are read after each segment; the
     /// first ends before the first step writing a param / opt_state slot
-    /// when a step before it reads ids. One CUDA graph per segment.
+    /// when a step before it reads ids; one ends after pack_index, whose
+    /// token count picks the later segments' token bucket. One CUDA graph
+    /// per segment and bucket: graphs[g * (buckets.count + 1) + bucket].
     std::vector<size_t> segmentEnds;
     std::vector<cudaGraphExec_t> graphs;
+    TokenBuckets buckets;
+    int64_t packStep = -1;   ///< the pack_index step when bucketed
+    int64_t countValue = -1; ///< its cu_seqlens (count at [packBatch])
+    int64_t packBatch = 0;
     std::vector<int64_t> errorSteps; ///< step of each error slot
     int firstErrorSlot = 0;
   };
@@ -358,6 +369,7 @@ void CudaBackend::init(const SessionOptions &options) {
     FunctionPlan &fp = plans[f];
     fp.steps.resize(fn.steps.size());
     fp.firstErrorSlot = errorSlots;
+    fp.buckets = TokenBuckets::of(fn);
     size_t firstWrite = fn.steps.size();
     bool readsIdsBefore = false;
     for (size_t s = 0; s < fn.steps.size(); ++s) {
@@ -385,7 +397,13 @@ void CudaBackend::init(const SessionOptions &options) {
       }
       if (step.kind == Step::Collective)
         continue; // device-to-device copies at one rank (runOneRank)
-      sp.call = planCall(fn, s, *gemmContext, where(f, s));
+      sp.call = planCall(fn, s, *gemmContext, fp.buckets, where(f, s));
+      if (step.op == Op::PackIndex && fp.buckets.count > 0 &&
+          fp.packStep < 0) {
+        fp.packStep = int64_t(s);
+        fp.countValue = step.outputs[1];
+        fp.packBatch = fn.values[step.inputs[0]].shape[0];
+      }
       workspaceBytes = std::max(workspaceBytes, sp.call.workspace);
       if (writesErrorWord(step.op)) {
         sp.call.errorSlot = errorSlots++;
@@ -396,8 +414,15 @@ void CudaBackend::init(const SessionOptions &options) {
     }
     if (readsIdsBefore && firstWrite > 0 && firstWrite < fn.steps.size())
       fp.segmentEnds.push_back(firstWrite);
+    if (fp.packStep >= 0)
+      fp.segmentEnds.push_back(size_t(fp.packStep) + 1);
     fp.segmentEnds.push_back(fn.steps.size());
-    fp.graphs.assign(fp.segmentEnds.size(), nullptr);
+    std::sort(fp.segmentEnds.begin(), fp.segmentEnds.end());
+    fp.segmentEnds.erase(
+        std::unique(fp.segmentEnds.begin(), fp.segmentEnds.end()),
+        fp.segmentEnds.end());
+    fp.graphs.assign(fp.segmentEnds.size() * size_t(fp.buckets.count + 1),
+                     nullptr);
   }
   if (errorSlots)
     errorWords = reinterpret_cast<int64_t *>(
@@ -585,7 +610,7 @@ void CudaBackend::enqueue(size_t f, size_t begin, size_t end,
     check(cudaMemsetAsync(errorWords, 0xFF, sizeof(int64_t) * errorSlots,
                           stream),
           "clearing the error words"); // -1: no error
-  CallContext ctx{stream, workspace, errorWords};
+  CallContext ctx{stream, workspace, errorWords, &plans[f].buckets, bucket};
   for (size_t s = begin; s < end; ++s) {
     poison(s);
     if (!timing) {
@@ -631,6 +656,19 @@ void CudaBackend::enqueueStep(size_t f, size_t s, const CallContext &ctx) {
   const void *inputs = sp.inputs;
   void *output = fb.ptrs[step.outputs[0]];
   int64_t first = 0, last = step.elements;
+  if (step.tokenRows > 0) {
+    // Over packed tokens: the bucket's rows, the rest written as zero.
+    int64_t rows = plans[f].buckets.rowsOf(step, step.tokenRows, bucket);
+    last = step.elements / step.tokenRows * rows;
+    if (last < step.elements) {
+      size_t size = data::dtypeSize(fn.values[step.outputs[0]].dtype);
+      check(cudaMemsetAsync(static_cast<uint8_t *>(output) + size * last, 0,
+                            size * size_t(step.elements - last), stream),
+            where(f, s) + "zeroing the rows past the token bucket");
+    }
+    if (last == 0)
+      return;
+  }
   void *args[] = {&inputs, &output, &first, &last};
   // One thread per output, or the plan's launch shape: a block of
   // blockThreads per outputsPerBlock outputs (a column reduction whose
@@ -638,7 +676,7 @@ void CudaBackend::enqueueStep(size_t f, size_t s, const CallContext &ctx) {
   const bool perTile = sp.outputsPerBlock > 0;
   const int64_t perBlock = perTile ? sp.outputsPerBlock : BlockSize;
   const unsigned threads = unsigned(perTile ? sp.blockThreads : BlockSize);
-  int64_t blocksNeeded = (step.elements + perBlock - 1) / perBlock;
+  int64_t blocksNeeded = (last + perBlock - 1) / perBlock;
   unsigned grid = unsigned(std::min<int64_t>(blocksNeeded, int64_t(smCount) * 32));
   CUresult r = driver().launchKernel(sp.kernel, grid, 1, 1, threads, 1, 1, 0,
                                      reinterpret_cast<CUstream>(stream), args,
@@ -672,9 +710,22 @@ void CudaBackend::checkErrorWords(size_t f) {
       download(&x, p + index * 4, 4);
       return x;
     };
+    auto readFloat = [&](int64_t value, int64_t index) -> double {
+      const Value &v = fn.values[value];
+      const uint8_t *p = bindings->functions[f].ptrs[value];
+      if (v.dtype == data::DType::F32) {
+        float x = 0;
+        download(&x, p + index * 4, 4);
+        return x;
+      }
+      uint16_t h = 0;
+      download(&h, p + index * 2, 2);
+      return v.dtype == data::DType::BF16 ? data::bf16ToFloat(h)
+                                          : data::f16ToFloat(h);
+    };
     tcc_status status;
     std::string msg = callErrorMessage(fn, size_t(fp.errorSteps[i]), words[i],
-                                       art.params, readInt, status);
+                                       art.params, readInt, readFloat, status);
     fail(status, msg);
   }
 }
@@ -693,12 +744,15 @@ void CudaBackend::run(size_t f, int64_t step) {
   FunctionPlan &fp = plans[f];
   setStepCounter(step);
   size_t begin = 0;
+  bucket = 0;
   for (size_t g = 0; g < fp.segmentEnds.size(); ++g) {
     size_t end = fp.segmentEnds[g];
+    cudaGraphExec_t &exec =
+        fp.graphs[g * size_t(fp.buckets.count + 1) + size_t(bucket)];
     if (!useGraphs) {
       enqueue(f, begin, end);
     } else {
-      if (!fp.graphs[g]) {
+      if (!exec) {
         check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
               "cudaStreamBeginCapture");
         try {
@@ -712,17 +766,26 @@ void CudaBackend::run(size_t f, int64_t step) {
         }
         cudaGraph_t graph = nullptr;
         check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
-        cudaGraphExec_t exec = nullptr;
         cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
         cudaGraphDestroy(graph);
         check(e, "cudaGraphInstantiate");
-        fp.graphs[g] = exec;
       }
-      check(cudaGraphLaunch(fp.graphs[g], stream), "cudaGraphLaunch");
+      check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
     }
     checkErrorWords(f); // synchronises
+    if (int64_t(end) == fp.packStep + 1)
+      bucket = readBucket(f);
     begin = end;
   }
+  bucket = 0;
+}
+
+int CudaBackend::readBucket(size_t f) {
+  const FunctionPlan &fp = plans[f];
+  int32_t count = 0;
+  download(&count,
+           bindings->functions[f].ptrs[fp.countValue] + 4 * fp.packBatch, 4);
+  return fp.buckets.of(count);
 }
 
 // Eager, not a graph replay: a graph's kernels cannot be timed one by one
@@ -734,11 +797,15 @@ void CudaBackend::runProfiled(size_t f, int64_t step, std::vector<double> &ms) {
   StepEvents timing(steps);
   setStepCounter(step);
   size_t begin = 0;
+  bucket = 0;
   for (size_t end : plans[f].segmentEnds) {
     enqueue(f, begin, end, &timing);
     checkErrorWords(f); // synchronises
+    if (int64_t(end) == plans[f].packStep + 1)
+      bucket = readBucket(f);
     begin = end;
   }
+  bucket = 0;
   ms.resize(steps);
   for (size_t s = 0; s < steps; ++s)
     ms[s] = timing.ms(s);

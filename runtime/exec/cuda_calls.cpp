@@ -1,6 +1,7 @@
 //===- cuda_calls.cpp - the CUDA backend's library calls -------------------===//
 
 #include "exec/cuda_calls.h"
+#include "exec/pack_calls.h"
 #include "plan/calls.h"
 
 #include "kernels/cuda/cuda_kernels.h"
@@ -60,7 +61,8 @@ const void *vptr(uint8_t *const *ptrs, int64_t id) {
 
 bool writesErrorWord(Op op) {
   return op == Op::CrossEntropy || op == Op::CrossEntropyGrad ||
-         op == Op::Embedding || op == Op::GatherGrad || op == Op::AdamwUpdate;
+         op == Op::Embedding || op == Op::GatherGrad || op == Op::AdamwUpdate ||
+         op == Op::PackIndex || op == Op::Pack || op == Op::Unpack;
 }
 
 namespace {
@@ -245,12 +247,18 @@ std::string cudaCallUnsupported(const Function &fn, const Step &step) {
     return fn.values[step.inputs[i]];
   };
   std::string op = opName(step.op);
-  bool packedDropout = step.op == Op::Dropout && step.inputs.size() > 2 &&
-                       step.inputs[2] >= 0;
-  if (step.op == Op::PackIndex || step.op == Op::Pack ||
-      step.op == Op::Unpack || packedDropout)
-    return "the cuda backend does not run packed tokens yet (" + op +
-           "): compile with --pad-skip=off to run this model on a GPU";
+  // pack and unpack move rows of any dtype as bytes; pack_index reads a
+  // bool mask or a float bias.
+  if (step.op == Op::Pack || step.op == Op::Unpack)
+    return "";
+  if (step.op == Op::PackIndex) {
+    DType mt = value(0).dtype;
+    if (mt != DType::Bool && mt != DType::F32 && !isHalf(mt))
+      return "the cuda backend takes pack_index's key mask of bool, f32, "
+             "bf16 or f16, not " +
+             std::string(data::dtypeName(mt));
+    return "";
+  }
   // The float type the op stores (gather_grad's first operand is the
   // indices). bf16/f16 run natively: the kernels load 16 bits, compute in
   // f32 and round each result once. The optimizers keep f32 master weights.
@@ -300,9 +308,10 @@ std::string cudaCallUnsupported(const Function &fn, const Step &step) {
     size_t mi = step.op == Op::AttentionGrad ? 4 : 3;
     if (mi < step.inputs.size() && step.inputs[mi] >= 0) {
       DType mt = value(mi).dtype;
-      if (mt != DType::Bool && mt != DType::F32 && !isHalf(mt))
+      if (mt != DType::Bool && mt != DType::F32 && !isHalf(mt) &&
+          mt != DType::I32)
         return "the cuda backend takes an attention key mask of bool, f32, "
-               "bf16 or f16, not " +
+               "bf16 or f16 (or packed tokens' i32 cu_seqlens), not " +
                std::string(data::dtypeName(mt));
     }
     break;
@@ -472,6 +481,15 @@ std::string cudaBackendVerdict(const Artifact &art) {
 }
 
 namespace {
+/// Zero-fills bytes [valid, total) of `p`: the rows a step over packed
+/// tokens skips.
+int zeroTail(void *p, int64_t valid, int64_t total, cudaStream_t stream) {
+  if (!p || valid >= total)
+    return 0;
+  return cudaMemsetAsync(static_cast<uint8_t *>(p) + valid, 0,
+                         size_t(total - valid), stream);
+}
+
 /// TCC_CUDA_TF32=1 lets fp32 GEMMs run on TF32 tensor cores (10-bit
 /// mantissa products, fp32 accumulation), as PyTorch's
 /// torch.backends.cuda.matmul.allow_tf32; off by default, like PyTorch's.
@@ -481,8 +499,43 @@ bool allowTF32() {
 }
 } // namespace
 
+int64_t TokenBuckets::rows(int b) const {
+  int64_t r = (capacity * b + count - 1) / count;
+  r = (r + 63) / 64 * 64;
+  return std::min(r, capacity);
+}
+
+int TokenBuckets::of(int64_t tokens) const {
+  for (int b = 1; b < count; ++b)
+    if (rows(b) >= tokens)
+      return b;
+  return count;
+}
+
+int64_t TokenBuckets::rowsOf(const Step &step, int64_t total, int b) const {
+  if (b <= 0 || count <= 0 || step.tokenRows <= 0 || total != step.tokenRows)
+    return total;
+  return std::min(total, rows(b));
+}
+
+TokenBuckets TokenBuckets::of(const Function &fn) {
+  TokenBuckets t;
+  const char *env = std::getenv("TCC_CUDA_TOKEN_BUCKETS");
+  int count = env ? std::atoi(env) : 8;
+  if (count <= 0)
+    return t;
+  for (const Step &step : fn.steps)
+    if (step.kind == Step::Call && step.op == Op::PackIndex) {
+      const Value &mask = fn.values[step.inputs[0]];
+      t.capacity = mask.shape[0] * mask.shape[1];
+      t.count = int(std::min<int64_t>(count, std::max<int64_t>(t.capacity, 1)));
+      break;
+    }
+  return t;
+}
+
 CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
-                  const std::string &where) {
+                  const TokenBuckets &buckets, const std::string &where) {
   const Step &step = fn.steps[s];
   const Attrs &a = step.attrs;
   auto in = [&](size_t i) -> const Value & {
@@ -520,7 +573,14 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
     desc.k = g.k;
     if (ls == 1 && rs == 0 && !a.transposeLhs) {
       desc.m = batches * g.m; // [..., m, k] @ [k, n]: one GEMM over all rows
+      if (step.tokenRows == desc.m)
+        g.tokenDim = TokenDim::M;
     } else if (ls >= 0 && rs >= 0) {
+      // A weight gradient over packed tokens, [b, t, m]^T @ [b, t, n] per
+      // batch (summed over b next): the batches past the tokens are zero.
+      if (ls == 1 && rs == 1 && a.transposeLhs &&
+          step.tokenRows == batches * g.k)
+        g.tokenDim = TokenDim::Batch;
       desc.m = g.m;
       desc.batch = batches;
       desc.strideA = ls * g.m * g.k;
@@ -563,6 +623,11 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
     desc.transA = a.transposeA;
     desc.transB = a.transposeB;
     desc.m = g.m, desc.n = g.n, desc.k = g.k;
+    // Packed token rows: m, or the contraction's k.
+    if (step.tokenRows > 0 && !a.transposeA && g.m == step.tokenRows)
+      g.tokenDim = TokenDim::M;
+    else if (step.tokenRows > 0 && a.transposeA && g.k == step.tokenRows)
+      g.tokenDim = TokenDim::K;
     break;
   }
   case Op::LayerNormGrad: {
@@ -571,11 +636,19 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
         product(x.shape, 0, a.axis), product(x.shape, a.axis, x.shape.size()));
     return plan;
   }
+  case Op::Attention:
   case Op::AttentionGrad: {
     const Value &q = in(0), &k = in(1), &v = in(2);
-    plan.workspace = cuda::attention_bwd_workspace_bytes(
-        q.shape[0], q.shape[1], q.shape[2], k.shape[2], q.shape[3],
-        v.shape[3], /*haveForward=*/false);
+    const bool grad = step.op == Op::AttentionGrad;
+    const Value *mask = operand(fn, step.inputs, grad ? 4 : 3);
+    if (mask && mask->dtype == DType::I32)
+      plan.workspace = cuda::attention_varlen_workspace_bytes(
+          floatType(q.dtype), q.shape[0], q.shape[1], q.shape[2], q.shape[3],
+          v.shape[3], grad);
+    else if (grad)
+      plan.workspace = cuda::attention_bwd_workspace_bytes(
+          q.shape[0], q.shape[1], q.shape[2], k.shape[2], q.shape[3],
+          v.shape[3], /*haveForward=*/false);
     return plan;
   }
   case Op::CrossEntropy:
@@ -593,6 +666,26 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
   if (!plan.gemm.plan)
     fail(TCC_ERROR_BACKEND, where + "cuBLASLt cannot run this GEMM: " + error);
   plan.workspace = plan.gemm.plan->workspaceBytes();
+  GemmStep &g = plan.gemm;
+  if (g.tokenDim == TokenDim::None || buckets.count == 0)
+    return plan;
+  for (int b = 1; b <= buckets.count; ++b) {
+    cuda::GemmDesc d = desc;
+    int64_t rows = std::min(step.tokenRows, buckets.rows(b));
+    if (g.tokenDim == TokenDim::M)
+      d.m = rows;
+    else if (g.tokenDim == TokenDim::K)
+      d.k = rows;
+    else
+      d.batch = (rows + g.k - 1) / g.k;
+    g.bucketPlans.push_back(cuda::GemmPlan::create(gemm, d, &error));
+    if (!g.bucketPlans.back())
+      fail(TCC_ERROR_BACKEND, where + "cuBLASLt cannot run this GEMM over " +
+                                  std::to_string(rows) + " token rows: " +
+                                  error);
+    plan.workspace =
+        std::max(plan.workspace, g.bucketPlans.back()->workspaceBytes());
+  }
   return plan;
 }
 
@@ -600,6 +693,9 @@ namespace {
 
 int runGemm(const Function &fn, const Step &step, const GemmStep &g,
             uint8_t *const *ptrs, const CallContext &ctx) {
+  const cuda::GemmPlan *plan = g.plan.get();
+  if (ctx.bucket > 0 && !g.bucketPlans.empty())
+    plan = g.bucketPlans[size_t(ctx.bucket - 1)].get();
   uint8_t *c = ptrs[step.outputs[0]];
   if (g.empty)
     return 0;
@@ -619,9 +715,19 @@ int runGemm(const Function &fn, const Step &step, const GemmStep &g,
   } else if (g.biasC) {
     bias = ptrs[step.inputs[2]];
   }
-  if (!g.loop)
-    return g.plan->run(pa, pb, c, g.alpha, g.beta, bias, ctx.workspace,
+  if (!g.loop) {
+    int st = plan->run(pa, pb, c, g.alpha, g.beta, bias, ctx.workspace,
                        ctx.stream);
+    // Over packed tokens: the rows (or batches) past the bucket are zero.
+    const cuda::GemmDesc &full = g.plan->desc(), &ran = plan->desc();
+    const int64_t e = g.elementBytes;
+    if (!st && g.tokenDim == TokenDim::M)
+      st = zeroTail(c, ran.m * full.n * e, full.m * full.n * e, ctx.stream);
+    if (!st && g.tokenDim == TokenDim::Batch)
+      st = zeroTail(c, ran.batch * ran.strideC * e,
+                    full.batch * full.strideC * e, ctx.stream);
+    return st;
+  }
   const int64_t e = g.elementBytes;
   for (size_t b = 0; b < g.lmap.size(); ++b) {
     int st = g.plan->run(pa + g.lmap[b] * g.m * g.k * e,
@@ -669,6 +775,11 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
   };
   int64_t *error =
       plan.errorSlot < 0 ? nullptr : ctx.errorWords + plan.errorSlot;
+  // Rows of `total` this run computes: its token bucket's over packed
+  // tokens, else all.
+  auto tokenRows = [&](int64_t total) {
+    return ctx.buckets ? ctx.buckets->rowsOf(step, total, ctx.bucket) : total;
+  };
   switch (step.op) {
   case Op::Matmul:
   case Op::Gemm:
@@ -700,14 +811,18 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
   case Op::LayerNormGrad: {
     const Value &x = in(0);
     const cuda::FloatType type = floatType(x.dtype);
-    int64_t rows = product(x.shape, 0, a.axis);
+    int64_t total = product(x.shape, 0, a.axis);
+    int64_t rows = tokenRows(total);
     int64_t len = product(x.shape, a.axis, x.shape.size());
-    if (step.op == Op::LayerNorm)
-      return cuda::layer_norm_fwd(type, vin(0), vin(1), vin(2), vout(0),
-                                  nullptr, nullptr, rows, len, a.epsilon, st);
-    return cuda::layer_norm_bwd(type, vin(0), vin(1), vin(2), nullptr, nullptr,
-                                vout(0), vout(1), vout(2), rows, len,
-                                a.epsilon, ctx.workspace, st);
+    const int64_t rowBytes = len * int64_t(cuda::float_type_size(type));
+    cuda::Status r =
+        step.op == Op::LayerNorm
+            ? cuda::layer_norm_fwd(type, vin(0), vin(1), vin(2), vout(0),
+                                   nullptr, nullptr, rows, len, a.epsilon, st)
+            : cuda::layer_norm_bwd(type, vin(0), vin(1), vin(2), nullptr,
+                                   nullptr, vout(0), vout(1), vout(2), rows,
+                                   len, a.epsilon, ctx.workspace, st);
+    return r ? r : zeroTail(vout(0), rows * rowBytes, total * rowBytes, st);
   }
   case Op::Softmax:
   case Op::SoftmaxGrad:
@@ -716,18 +831,23 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
     const Value &x = in(0);
     const cuda::FloatType type = floatType(x.dtype);
     int64_t len = x.shape.back();
-    int64_t rows = len == 0 ? 0 : x.elements / len;
+    int64_t total = len == 0 ? 0 : x.elements / len;
+    int64_t rows = tokenRows(total);
     if (rows == 0)
       return 0;
+    cuda::Status r;
     if (step.op == Op::Softmax)
-      return cuda::softmax_rows(type, vin(0), vout(0), rows, len, st);
-    if (step.op == Op::LogSoftmax)
-      return cuda::log_softmax_rows(type, vin(0), vout(0), rows, len, st);
-    if (step.op == Op::SoftmaxGrad)
-      return cuda::softmax_grad_rows(type, vin(0), vin(1), vout(0), rows, len,
-                                     st);
-    return cuda::log_softmax_grad_rows(type, vin(0), vin(1), vout(0), rows,
-                                       len, st);
+      r = cuda::softmax_rows(type, vin(0), vout(0), rows, len, st);
+    else if (step.op == Op::LogSoftmax)
+      r = cuda::log_softmax_rows(type, vin(0), vout(0), rows, len, st);
+    else if (step.op == Op::SoftmaxGrad)
+      r = cuda::softmax_grad_rows(type, vin(0), vin(1), vout(0), rows, len,
+                                  st);
+    else
+      r = cuda::log_softmax_grad_rows(type, vin(0), vin(1), vout(0), rows,
+                                      len, st);
+    const int64_t rowBytes = len * int64_t(cuda::float_type_size(type));
+    return r ? r : zeroTail(vout(0), rows * rowBytes, total * rowBytes, st);
   }
   case Op::Attention:
   case Op::AttentionGrad: {
@@ -736,6 +856,20 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
     const cuda::FloatType type = floatType(q.dtype);
     cuda::KeyMask mask;
     size_t mi = grad ? 4 : 3;
+    int64_t b = q.shape[0], h = q.shape[1], tq = q.shape[2], d = q.shape[3];
+    int64_t tk = k.shape[2], dv = v.shape[3];
+    if (mi < step.inputs.size() && step.inputs[mi] >= 0 &&
+        in(mi).dtype == DType::I32) {
+      // Packed tokens: the mask is pack_index's cu_seqlens.
+      auto cu = reinterpret_cast<const int32_t *>(ptrs[step.inputs[mi]]);
+      if (!grad)
+        return cuda::attention_varlen_fwd(type, vin(0), vin(1), vin(2),
+                                          vout(0), cu, b, h, tq, d, dv,
+                                          a.scale, a.causal, ctx.workspace, st);
+      return cuda::attention_varlen_bwd(
+          type, vin(0), vin(1), vin(2), vin(3), vout(0), vout(1), vout(2), cu,
+          b, h, tq, d, dv, a.scale, a.causal, ctx.workspace, st);
+    }
     if (mi < step.inputs.size() && step.inputs[mi] >= 0) {
       if (in(mi).dtype == DType::Bool) {
         mask.keep = ptrs[step.inputs[mi]];
@@ -744,8 +878,6 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
         mask.biasType = floatType(in(mi).dtype);
       }
     }
-    int64_t b = q.shape[0], h = q.shape[1], tq = q.shape[2], d = q.shape[3];
-    int64_t tk = k.shape[2], dv = v.shape[3];
     if (!grad)
       return cuda::attention_fwd(type, vin(0), vin(1), vin(2), vout(0), b, h,
                                  tq, tk, d, dv, a.scale, a.causal, mask,
@@ -759,7 +891,7 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
   case Op::CrossEntropyGrad: {
     const Value &logits = in(0), &labels = in(1);
     const cuda::FloatType type = floatType(logits.dtype);
-    int64_t classes = logits.shape.back(), rows = labels.elements;
+    int64_t classes = logits.shape.back(), rows = tokenRows(labels.elements);
     const uint8_t *ids = ptrs[step.inputs[1]];
     bool i64 = labels.dtype == DType::I64;
     auto l64 = reinterpret_cast<const int64_t *>(ids);
@@ -772,12 +904,17 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
                                            a.ignoreIndex, fout(0), fout(1),
                                            ctx.workspace, error, st);
     const cuda::FloatType seed = floatType(in(2).dtype);
-    return i64 ? cuda::cross_entropy_grad(type, vin(0), l64, seed, vin(2),
-                                          vout(0), rows, classes,
-                                          a.ignoreIndex, error, st)
-               : cuda::cross_entropy_grad(type, vin(0), l32, seed, vin(2),
-                                          vout(0), rows, classes,
-                                          a.ignoreIndex, error, st);
+    cuda::Status r =
+        i64 ? cuda::cross_entropy_grad(type, vin(0), l64, seed, vin(2),
+                                       vout(0), rows, classes, a.ignoreIndex,
+                                       error, st)
+            : cuda::cross_entropy_grad(type, vin(0), l32, seed, vin(2),
+                                       vout(0), rows, classes, a.ignoreIndex,
+                                       error, st);
+    const int64_t rowBytes = classes * int64_t(cuda::float_type_size(type));
+    return r ? r
+             : zeroTail(vout(0), rows * rowBytes, labels.elements * rowBytes,
+                        st);
   }
   case Op::Embedding: {
     const Value &table = in(0), &idv = in(1);
@@ -817,13 +954,41 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
                         ? ptrs[step.outputs[1]]
                         : nullptr;
     uint64_t seed = static_cast<uint64_t>(a.seed);
+    // Packed tokens: each row hashes its unpacked position (pack_index's rows).
+    const Value *rowsValue = operand(fn, step.inputs, 2);
+    const auto *rows = rowsValue ? reinterpret_cast<const int32_t *>(
+                                       ptrs[step.inputs[2]])
+                                 : nullptr;
+    int64_t width = rowsValue ? x.elements / rowsValue->elements : 0;
     if (x.dtype == DType::F64)
       return cuda::dropout(
           reinterpret_cast<const double *>(ptrs[step.inputs[0]]),
           reinterpret_cast<double *>(ptrs[step.outputs[0]]), mask, x.elements,
-          a.ratio, seed, offset, st);
+          a.ratio, seed, offset, st, rows, width);
     return cuda::dropout(floatType(x.dtype), vin(0), vout(0), mask,
-                         x.elements, a.ratio, seed, offset, st);
+                         x.elements, a.ratio, seed, offset, st, rows, width);
+  }
+  case Op::PackIndex: {
+    const Value &mask = in(0);
+    bool keep = mask.dtype == DType::Bool;
+    return cuda::pack_index(keep ? ptrs[step.inputs[0]] : nullptr,
+                            keep ? nullptr : vin(0), floatType(mask.dtype),
+                            mask.shape[0], mask.shape[1],
+                            reinterpret_cast<int32_t *>(vout(0)),
+                            reinterpret_cast<int32_t *>(vout(1)), error, st);
+  }
+  case Op::Pack:
+  case Op::Unpack: {
+    const Value &x = in(0), &rows = in(1);
+    int64_t rowBytes = x.bytes / rows.elements;
+    const auto *index = reinterpret_cast<const int32_t *>(ptrs[step.inputs[1]]);
+    if (step.op == Op::Unpack)
+      return cuda::unpack_rows(vin(0), index, rows.elements, rowBytes, a.seq,
+                               a.readBegin, a.readEnd, vout(0), error, st);
+    return cuda::pack_rows(vin(0), index, rows.elements, rowBytes,
+                           scalarBits(x.dtype, a.fill),
+                           int64_t(data::dtypeSize(x.dtype)), a.checkFill,
+                           packComparesFloats(x.dtype), vout(0), error, st);
   }
   case Op::SgdUpdate:
     return cuda::sgd_update(
@@ -854,6 +1019,7 @@ std::string callErrorMessage(
     const Function &fn, size_t s, int64_t word,
     const std::vector<TensorDesc> &params,
     const std::function<int64_t(int64_t, int64_t)> &readInt,
+    const std::function<double(int64_t, int64_t)> &readFloat,
     tcc_status &status) {
   const Step &step = fn.steps[s];
   const Attrs &a = step.attrs;
@@ -887,6 +1053,19 @@ std::string callErrorMessage(
            " in row " + row + " of " + name(0) +
            " is out of range for dim 0 of size " +
            std::to_string(fn.values[step.outputs[0]].shape[0]);
+  case Op::PackIndex:
+    return packIndexError(where, name(0), readFloat(step.inputs[0], word),
+                          word, fn.values[step.inputs[0]].shape[1]);
+  case Op::Pack: {
+    const Value &x = fn.values[step.inputs[0]];
+    bool floats = packComparesFloats(x.dtype);
+    int64_t perRow = x.elements / fn.values[step.inputs[1]].elements;
+    return packFillError(where, name(0), floats, word,
+                         floats ? 0 : readInt(step.inputs[0], word * perRow),
+                         int64_t(a.fill));
+  }
+  case Op::Unpack:
+    return unpackReadError(where, word, a.seq);
   case Op::AdamwUpdate:
     status = TCC_ERROR_FORMAT;
     return where + "step " + std::to_string(readInt(step.inputs[5], 0)) +

@@ -25,11 +25,45 @@
 
 namespace tcc::rt {
 
+/// Token buckets: how the CUDA backend runs the steps over packed tokens
+/// (the plan's token_rows, pad-skipping). The count of valid tokens is on
+/// the device (pack_index's cu_seqlens); the backend reads it once a step,
+/// after pack_index (a segment ends there), and runs the rest of the step
+/// as the CUDA graph of its bucket: the smallest of `count` row counts
+/// (capacity * b / count, b = 1..count, rounded up to 64 rows) holding
+/// the valid tokens. Steps over packed tokens then run that many rows
+/// (GEMMs through a cuBLASLt plan made per bucket at open) and write the
+/// rows past them as zero, as the CPU backend does past the count.
+/// TCC_CUDA_TOKEN_BUCKETS=N sets the number (default 8; 0: every step
+/// runs over the capacity).
+struct TokenBuckets {
+  int64_t capacity = 0; ///< B*T of the function's pack_index; 0: none
+  int count = 0;        ///< buckets; 0: off
+  /// The rows bucket b (1..count) runs.
+  int64_t rows(int b) const;
+  /// The bucket holding `tokens` valid tokens (1 at least).
+  int of(int64_t tokens) const;
+  /// The rows a step over packed tokens runs of its `total` in bucket b:
+  /// total unless the step is over packed tokens (tokenRows == total),
+  /// the bucket is set (b > 0) and buckets are on.
+  int64_t rowsOf(const Step &step, int64_t total, int b) const;
+  /// The function's buckets: none without a pack_index step or when
+  /// TCC_CUDA_TOKEN_BUCKETS is 0.
+  static TokenBuckets of(const Function &fn);
+};
+
+/// Which dimension of a GEMM over packed tokens depends on the count.
+enum class TokenDim { None, M, K, Batch };
+
 /// A matmul or gemm call as the CPU backend maps it (cpu_backend.cpp):
 /// one GEMM over all rows, one strided-batched GEMM, or one GEMM per output
 /// batch with the broadcast operand's matrix looked up.
 struct GemmStep {
   std::unique_ptr<cuda::GemmPlan> plan;
+  /// Over packed tokens: the dimension that follows the token count and
+  /// one plan per token bucket (bucketPlans[b - 1]).
+  TokenDim tokenDim = TokenDim::None;
+  std::vector<std::unique_ptr<cuda::GemmPlan>> bucketPlans;
   bool empty = false;     ///< no output element: nothing to do
   bool zero = false;      ///< k == 0: the output is zero-filled
   bool loop = false;      ///< one GEMM per entry of lmap / rmap
@@ -111,15 +145,18 @@ bool readFatbinCode(const std::string &path, FatbinCode &code,
 /// fatbin's architectures. (cuBLASLt can still refuse a GEMM at open.)
 std::string cudaBackendVerdict(const Artifact &art);
 
-/// Plans call `s` of `fn` (its GemmPlan made on `gemm`); throws
-/// TCC_ERROR_BACKEND naming `where` when cuBLASLt refuses the GEMM.
+/// Plans call `s` of `fn` (its GemmPlan made on `gemm`, and one per token
+/// bucket for a GEMM over packed tokens); throws TCC_ERROR_BACKEND naming
+/// `where` when cuBLASLt refuses the GEMM.
 CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
-                  const std::string &where);
+                  const TokenBuckets &buckets, const std::string &where);
 
 struct CallContext {
   cudaStream_t stream = nullptr;
   void *workspace = nullptr;
   int64_t *errorWords = nullptr; ///< device, one per error slot
+  const TokenBuckets *buckets = nullptr;
+  int bucket = 0; ///< the token bucket this run is in; 0: the capacity
 };
 
 /// Enqueues call `s` of `fn`; `ptrs[v]` is value v's device address.
@@ -129,12 +166,13 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
 
 /// The TCC_ERROR_DATA / TCC_ERROR_FORMAT message for error word value
 /// `word` (>= 0) of call `s`, as the CPU backend words it. `readInt(v, i)`
-/// downloads element i of the integer value with id v; `params` names
-/// parameters.
+/// and `readFloat(v, i)` download element i of the integer / float value
+/// with id v; `params` names parameters.
 std::string callErrorMessage(
     const Function &fn, size_t s, int64_t word,
     const std::vector<TensorDesc> &params,
     const std::function<int64_t(int64_t, int64_t)> &readInt,
+    const std::function<double(int64_t, int64_t)> &readFloat,
     tcc_status &status);
 
 } // namespace tcc::rt

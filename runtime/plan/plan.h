@@ -163,6 +163,13 @@ struct Function {
   int64_t lossValue = -1; ///< the loss result's value (set by the reader)
 };
 
+/// The value of optional operand or result `i` of a step (ids: its inputs
+/// or outputs); null when absent (-1) or past the end.
+inline const Value *operand(const Function &fn, const std::vector<int64_t> &ids,
+                            size_t i) {
+  return i >= ids.size() || ids[i] < 0 ? nullptr : &fn.values[ids[i]];
+}
+
 /// One buffer of a generated kernel: its dtype and its elements. For an
 /// input, `elements` is the fewest the kernel may be given (those of its
 /// fusion, or the fewest over the fusions sharing its code), or

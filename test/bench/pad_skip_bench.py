@@ -6,6 +6,7 @@ the padded batch, in one run.
 
     pad_skip_bench.py [--tcc BUILD/bin] [--steps N] [--batch B] [--seq T]
                       [--hidden C] [--layers L] [--paddings 0,25,50,75]
+                      [--device cpu|cuda] [--stage all|compile|run]
                       [--work DIR]
 
 The model is test/models' TinyBERT (post-LN encoder, separate q/k/v, exact
@@ -21,6 +22,13 @@ Printed: ms per step, tcc's pad-skip/off ratio (the issue's "done when":
 <= 0.65 at 50%), tcc vs PyTorch, and the valid tokens per second. Whether the
 installed torch has a variable-length attention for training on the CPU is
 printed too (it has none today; that row says so).
+
+On a GPU (`--device cuda`) the same in two stages, as gpt_bench.py: the
+GPU machine has no LLVM/MLIR, so `--stage compile` (here) exports and
+compiles both artifacts for sm_90 and removes their weights, and `--stage
+run` (there, `--tcc` naming a folder with `tcc-run`) writes the weights
+again from the seed, trains with `tcc-run --backend cuda`, and PyTorch
+eager trains on the GPU (autocast off, fp32; TF32 as tcc, i.e. off).
 
 Run it with the project's environment, `.venv/bin/python` (or Debian's
 python3 with torch 1.13), and OPENBLAS_NUM_THREADS=1: tcc's CPU backend then
@@ -80,16 +88,21 @@ def make_batches(a, padding, steps):
     return ids.astype(np.int64), mask, labels.astype(np.int64)
 
 
-def tcc_ms(a, onnx_path, data, pad_skip, work):
+def compile_art(a, onnx_path, pad_skip, work):
     art = os.path.join(work, "bert-%s.tcc" % pad_skip)
     if not os.path.isdir(art):
+        target = ["--no-cuda"] if a.device == "cpu" else ["--cuda-arch", "sm_90"]
         run([os.path.join(a.tcc, "tcc"), "compile", onnx_path, "--loss", LOSS,
-             "--optimizer", ADAMW, "--no-cuda", "--pad-skip", pad_skip, "-o", art])
+             "--optimizer", ADAMW, "--pad-skip", pad_skip, "-o", art] + target)
+    return art
+
+
+def tcc_ms(a, art, data, pad_skip, work):
     log = os.path.join(work, "%s-%s.csv" % (os.path.basename(data), pad_skip))
     if os.path.exists(log):
         os.remove(log)
-    run([os.path.join(a.tcc, "tcc"), "run", art, "--data", data, "--steps", str(a.steps),
-         "--log", log, "--progress", "none"])
+    run([os.path.join(a.tcc, "tcc-run"), art, "--data", data, "--steps", str(a.steps),
+         "--log", log, "--progress", "none", "--backend", a.device])
     with open(log) as f:
         seconds = [float(r["seconds"]) for r in csv.DictReader(f)]
     return 1e3 * statistics.median(seconds[len(seconds) // 5:])
@@ -98,20 +111,26 @@ def tcc_ms(a, onnx_path, data, pad_skip, work):
 def torch_ms(a, model, batches):
     import torch
     import torch.nn.functional as F
-    model.train()
+    dev = torch.device(a.device)
+    model.to(dev).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.999),
                             eps=1e-8, weight_decay=0.01)
-    ids, mask, labels = (torch.from_numpy(x) for x in batches)
+    ids, mask, labels = (torch.from_numpy(x).to(dev) for x in batches)
     times = []
     for s in range(a.steps):
         rows = slice(s * a.batch, (s + 1) * a.batch)
+        if a.device == "cuda":
+            torch.cuda.synchronize()
         t0 = time.perf_counter()
         out = model(ids[rows], mask[rows])
         loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), labels[rows].reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        if a.device == "cuda":
+            torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
+    model.cpu()
     return 1e3 * statistics.median(times[len(times) // 5:])
 
 
@@ -126,25 +145,49 @@ def main():
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--vocab", type=int, default=2048)
     p.add_argument("--paddings", default="0,25,50,75")
-    p.add_argument("--work", default=os.path.join(ROOT, "build-bench", "pad-skip"))
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--stage", choices=["all", "compile", "run"], default="all",
+                   help="compile: export and compile (here); run: train (the GPU machine)")
+    p.add_argument("--work", default="")
     a = p.parse_args()
+    a.work = a.work or os.path.join(ROOT, "build-bench", "pad-skip" + (
+        "" if a.device == "cpu" else "-" + a.device))
     import numpy as np
     import torch
-    from export import export_onnx
 
     torch.set_flush_denormal(True)  # as tcc's CPU backend does while a step runs
     os.makedirs(a.work, exist_ok=True)
     model = build_model(a)
-    onnx_path = os.path.join(a.work, "model.onnx")
-    example = {"input_ids": torch.zeros(a.batch, a.seq, dtype=torch.long),
-               "attention_mask": torch.ones(a.batch, a.seq, dtype=torch.long)}
-    export_onnx(model, example, ["logits"], onnx_path)
     params0 = {k: v.clone() for k, v in model.state_dict().items()}
+    arts = {}
+    if a.stage != "run":
+        from export import export_onnx
+        onnx_path = os.path.join(a.work, "model.onnx")
+        example = {"input_ids": torch.zeros(a.batch, a.seq, dtype=torch.long),
+                   "attention_mask": torch.ones(a.batch, a.seq, dtype=torch.long)}
+        export_onnx(model, example, ["logits"], onnx_path)
+        for mode in ("auto", "off"):
+            arts[mode] = compile_art(a, onnx_path, mode, a.work)
+            if a.stage == "compile":
+                os.remove(os.path.join(arts[mode], "weights.safetensors"))
+        os.remove(onnx_path)
+        if a.stage == "compile":
+            print("compiled %s (weights removed; --stage run writes them again)" %
+                  ", ".join(arts.values()))
+            return
+    else:
+        sys.path.insert(0, HERE)
+        import tcc_side
+        for mode in ("auto", "off"):
+            arts[mode] = os.path.join(a.work, "bert-%s.tcc" % mode)
+            tcc_side.write_weights(arts[mode], model)
     varlen = hasattr(torch.nn.attention, "varlen") if hasattr(torch.nn, "attention") else False
+    where = (torch.cuda.get_device_name() if a.device == "cuda"
+             else "%d threads" % torch.get_num_threads())
     print("BERT-style encoder: batch %d x seq %d, hidden %d, %d heads, %d layers, vocab %d; "
-          "AdamW; %d steps; torch %s, %d threads" % (
+          "AdamW; %d steps; torch %s, %s %s" % (
               a.batch, a.seq, a.hidden, a.heads, a.layers, a.vocab, a.steps,
-              torch.__version__, torch.get_num_threads()))
+              torch.__version__, a.device, where))
     print()
     print("| padding | tcc pad-skip (ms) | tcc off (ms) | pad-skip / off | PyTorch eager (ms) "
           "| tcc pad-skip vs eager | valid tokens/s (tcc pad-skip) |")
@@ -154,14 +197,16 @@ def main():
         data = os.path.join(a.work, "pad%d.npz" % level)
         np.savez(data, input_ids=ids, attention_mask=mask, labels=labels)
         share = 100.0 * (1 - mask.mean())
-        on = tcc_ms(a, onnx_path, data, "auto", a.work)
-        off = tcc_ms(a, onnx_path, data, "off", a.work)
+        on = tcc_ms(a, arts["auto"], data, "auto", a.work)
+        off = tcc_ms(a, arts["off"], data, "off", a.work)
         model.load_state_dict(params0)
         eager = torch_ms(a, model, (ids, mask, labels))
         valid = mask.sum() / a.steps
         print("| %d%% (measured %.1f%%) | %.2f | %.2f | %.2f | %.2f | %.2fx | %.0f |" % (
             level, share, on, off, on / off, eager, eager / on, valid / (on / 1e3)))
         sys.stdout.flush()
+    if a.device != "cpu":
+        return
     print()
     print("PyTorch variable-length attention for CPU training: %s" % (
         "torch.nn.attention.varlen present (not measured here)" if varlen else

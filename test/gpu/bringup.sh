@@ -13,6 +13,9 @@
 #     bench-fp32, bench-bf16   test/bench/gpt_bench.py --stage run, GPT-2
 #                 124M, PyTorch eager and torch.compile in the same run,
 #                 tcc-run --profile
+#     bench-pad   test/bench/pad_skip_bench.py --stage run: a BERT-base-size
+#                 encoder at 0-75% padding, --pad-skip auto vs off, and
+#                 PyTorch eager on the padded batch
 #
 # Every step has a time limit and writes its log, so a late failure
 # leaves the rest. The last lines are a
@@ -20,9 +23,12 @@
 # BENCH_WARMUP (3), T1 (phase-1 limit, s), TB (per benchmark limit, s),
 # RACECHECK_FILTER (the gtest filter racecheck runs; default the kernels),
 # SANITIZERS=0 (skip memcheck and racecheck), BENCH_PRECISIONS ("fp32
-# bf16"), BENCH_BASELINES_fp32 / _bf16 (gpt_bench.py --baselines).
+# bf16"), BENCH_BASELINES_fp32 / _bf16 (gpt_bench.py --baselines),
+# PAD_BENCH=0 (skip bench-pad).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+# The pad-skipping benchmark's model (bundle.sh compiles with the same).
+PAD_ARGS="--batch 16 --seq 512 --hidden 768 --heads 12 --layers 12 --vocab 8192 --steps 15"
 ROOT=$PWD
 # Logs go to build-bundle/out; the device tool returns at most 8 files, so
 # $OUT gets summary.txt (written as the steps finish) and logs.tgz (at exit).
@@ -118,5 +124,11 @@ if [[ " $PHASES " == *" 2 "* ]]; then
     [[ -f $w/profile.json ]] && cp "$w/profile.json" "$OUTD/profile-$p.json"
     grep -E "^\|" "$OUTD/bench-$p.log" | head -8 | tee -a "$OUTD/summary.txt"
   done
+  if [[ ${PAD_BENCH:-1} == 1 && -d build-bench/pad-skip-cuda ]]; then
+    PYTHONUNBUFFERED=1 timeout "$TB" python3 test/bench/pad_skip_bench.py --device cuda \
+      --stage run --tcc "$W" $PAD_ARGS >"$OUTD/bench-pad.log" 2>&1
+    stamp "bench-pad: exit $?"
+    grep -E "^\||^BERT" "$OUTD/bench-pad.log" | tee -a "$OUTD/summary.txt"
+  fi
 fi
 stamp "done"

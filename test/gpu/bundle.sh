@@ -4,7 +4,8 @@
 #
 #   test/gpu/bundle.sh        # here: builds, compiles, bundles
 #   test/gpu/bringup.sh       # there, from the repository root, carrying
-#                             # build-carry and build-bench
+#                             # build-carry and the build-bench folders
+#                             # this prints last
 #
 # Builds the runtime alone with the CUDA backend and its tests for sm_90
 # (build-gpu/, -DTCC_BUILD_COMPILER=OFF, no MPI), prepares the model checks
@@ -32,11 +33,17 @@ for p in fp32 bf16; do
       --tcc build/bin --precision $p
   fi
 done
+# Pad-skipping on the GPU (test/bench/pad_skip_bench.py; bringup.sh passes
+# the same model flags to its run stage).
+PAD_ARGS=$(sed -n 's/^PAD_ARGS="\(.*\)"$/\1/p' test/gpu/bringup.sh)
+if [[ ! -f build-bench/pad-skip-cuda/bert-off.tcc/plan.json ]]; then
+  "$PY" test/bench/pad_skip_bench.py --device cuda --stage compile --tcc build/bin $PAD_ARGS
+fi
 mkdir -p build-bundle/bin build-bundle/lib build-carry
 cp $B/bin/tcc-run $B/bin/tcc-gpu-tests build-bundle/bin/
 for l in $(ldd $B/bin/tcc-run | awk '/openblas|gfortran|quadmath/ {print $3}'); do
   cp -L "$l" build-bundle/lib/
 done
 tar -czf build-carry/bundle.tgz --exclude=build-bundle/out --exclude=build-bundle/wrap --exclude="build-bundle/*.tgz" --exclude=build-bundle/summary.txt build-bundle
-du -sh build-carry/bundle.tgz build-bench
-echo "carry: build-carry build-bench"
+du -sh build-carry/bundle.tgz build-bench/gpt2-* build-bench/pad-skip-cuda
+echo "carry: build-carry build-bench/gpt2-124m-fp32-b8-t1024 build-bench/gpt2-124m-bf16-b8-t1024 build-bench/pad-skip-cuda"

@@ -48,6 +48,8 @@ ADAMW_GPT = ("adamw:lr=1e-3,beta1=0.9,beta2=0.95,eps=1e-8,weight_decay=0.1",
 ADAMW_MLP = ("adamw:lr=1e-2,beta1=0.9,beta2=0.95,eps=1e-8,weight_decay=0.1",
              ["--grad-clip", "0.5", "--lr-schedule", "cosine:warmup=2,total=5,min=1e-3"])
 ADAMW_CNN = ("adamw:lr=1e-2,beta1=0.9,beta2=0.95,eps=1e-8,weight_decay=0.1", [])
+SGD_PAD = ("sgd:lr=0.05,momentum=0.9,weight_decay=0.01", ["--grad-clip", "1.0"])
+PADDED = ["8,1", "5,8", "1,1", "3,6", "8,8"]
 TEXT = ("adamw:lr=1e-2,beta1=0.9,beta2=0.99,eps=1e-8,weight_decay=0.1",
         ["--no-decay", "bias$|ln_", "--grad-clip", "1.0",
          "--lr-schedule", "cosine:warmup=20,total=200,min=1e-4"])
@@ -63,10 +65,15 @@ CASES = [
          tol=["c_attn\\.bias=1e-1"], budget="490000"),
     dict(name="gpt-accum2", model="gpt", loss=CE, opt=ADAMW_GPT, steps=3, accum=2, rtol=1e-4,
          tol=["c_attn\\.bias=1e-1"]),
-    # --pad-skip off: the CUDA backend runs no packed ops yet (it refuses a
-    # packed artifact at session open; docs/pad-skipping.md).
+    # Pad-skipping (the default): packed tokens, varlen attention.
     dict(name="bert-adamw", model="bert", loss=CE, opt=ADAMW_GPT, steps=5, rtol=1e-4,
-         tol=["key\\.bias=2e-1"], extra=["--pad-skip", "off"]),
+         tol=["key\\.bias=2e-1"]),
+    # test/lit/Train/pad-skip.test's batches: one-token rows, a batch of two
+    # one-token rows, one without padding; and the same with --pad-skip off.
+    dict(name="bert-padded", model="bert", loss=CE, opt=SGD_PAD, steps=5, rtol=1e-4,
+         padded=PADDED),
+    dict(name="bert-padded-off", model="bert", loss=CE, opt=SGD_PAD, steps=5, rtol=1e-4,
+         padded=PADDED, extra=["--pad-skip", "off"]),
     dict(name="cnn-adamw", model="cnn", loss=CE, opt=ADAMW_CNN, steps=3, rtol=1e-3),
     # 200 steps on the bundled text corpus (test/lit/Train/precision.test)
     dict(name="text-fp32", model="gpt", loss=CE, opt=TEXT, steps=200, text=True),
@@ -159,6 +166,11 @@ def prepare(a):
                    "--out", d] + flags
             if c.get("accum"):
                 ref += ["--accum", str(c["accum"])]
+            if c.get("padded"):
+                npz = os.path.join(d, "padded.npz")
+                sh([py, os.path.join(ROOT, "test", "lit", "Train", "Inputs",
+                                     "padded_bert_data.py"), npz] + c["padded"], log=log)
+                ref += ["--data-npz", npz]
             sh(ref, log=log)
         onnx = os.path.join(d, "model.onnx")
         sh([tcc, "compile", onnx] + compile_flags(c) + ["--cuda-arch", "sm_90", "-o",

@@ -199,11 +199,15 @@ __global__ void __launch_bounds__(C::NT) attentionFwdKernel(Params p) {
   const int64_t tiles = (p.tq + BR - 1) / BR;
   const int64_t bh = blockIdx.x / tiles, q0 = (blockIdx.x % tiles) * BR;
   const int64_t b = bh / p.heads;
+  // Rows of this (batch, head): all, or a varlen sequence's (p.cu).
+  const int64_t tq = seqRows(p, b, p.tq), tk = seqRows(p, b, p.tk);
+  if (q0 >= tq)
+    return; // past a varlen sequence's end: no query here
   const T *qp = static_cast<const T *>(p.q) + bh * p.tq * p.d;
   const T *kp = static_cast<const T *>(p.k) + bh * p.tk * p.d;
   const T *vp = static_cast<const T *>(p.v) + bh * p.tk * p.dvDim;
 
-  loadTile<BR, HD, NT, true>(QsT, C::LDR, qp, p.tq, p.d, q0, p.vecQK);
+  loadTile<BR, HD, NT, true>(QsT, C::LDR, qp, tq, p.d, q0, p.vecQK);
 
   float acc[RPT][CPT], m[RPT], l[RPT];
 #pragma unroll
@@ -216,11 +220,11 @@ __global__ void __launch_bounds__(C::NT) attentionFwdKernel(Params p) {
   }
 
   // Under causal masking no query of this tile sees a key >= q0 + BR.
-  const int64_t kEnd = p.causal && q0 + BR < p.tk ? q0 + BR : p.tk;
+  const int64_t kEnd = p.causal && q0 + BR < tk ? q0 + BR : tk;
   for (int64_t k0 = 0; k0 < kEnd; k0 += BC) {
     __syncthreads(); // the previous tile's KsT / Vs / PsT reads are done
-    loadTile<BC, HD, NT, true>(KsT, C::LDC, kp, p.tk, p.d, k0, p.vecQK);
-    loadTile<BC, HD, NT, false>(Vs, C::LDH, vp, p.tk, p.dvDim, k0, p.vecV);
+    loadTile<BC, HD, NT, true>(KsT, C::LDC, kp, tk, p.d, k0, p.vecQK);
+    loadTile<BC, HD, NT, false>(Vs, C::LDH, vp, tk, p.dvDim, k0, p.vecV);
     __syncthreads();
 
     float s[RPT][4];
@@ -237,7 +241,7 @@ __global__ void __launch_bounds__(C::NT) attentionFwdKernel(Params p) {
 #pragma unroll
       for (int r = 0; r < RPT; ++r) {
         const int64_t i = q0 + ty * RPT + r;
-        s[r][c] = j < p.tk ? maskScore(p, s[r][c], b, i, j) : -INFINITY;
+        s[r][c] = j < tk ? maskScore(p, s[r][c], b, i, j) : -INFINITY;
       }
     }
 
@@ -270,14 +274,14 @@ __global__ void __launch_bounds__(C::NT) attentionFwdKernel(Params p) {
   for (int r = 0; r < RPT; ++r) {
     const float total = rowSum<TX>(l[r]);
     const int64_t i = q0 + ty * RPT + r;
-    if (i >= p.tq)
+    if (i >= tq)
       continue;
     TO *orow = static_cast<TO *>(p.o) + (bh * p.tq + i) * p.dvDim;
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
       const int col = accCol<CPT, TX>(tx, c);
       if (col < p.dvDim)
-        orow[col] = fromFloat<TO>(p.tk == 0 ? 0.f : acc[r][c] / total);
+        orow[col] = fromFloat<TO>(tk == 0 ? 0.f : acc[r][c] / total);
     }
     if (p.lseOut && tx == 0)
       p.lseOut[bh * p.tq + i] = m[r] + logf(total);
@@ -335,33 +339,37 @@ __global__ void __launch_bounds__(C::NT) attentionDqKernel(Params p) {
   const int64_t tiles = (p.tq + BR - 1) / BR;
   const int64_t bh = blockIdx.x / tiles, q0 = (blockIdx.x % tiles) * BR;
   const int64_t b = bh / p.heads;
+  // Rows of this (batch, head): all, or a varlen sequence's (p.cu).
+  const int64_t tq = seqRows(p, b, p.tq), tk = seqRows(p, b, p.tk);
+  if (q0 >= tq)
+    return; // past a varlen sequence's end: no query here
   const T *kp = static_cast<const T *>(p.k) + bh * p.tk * p.d;
   const T *vp = static_cast<const T *>(p.v) + bh * p.tk * p.dvDim;
 
   loadTile<BR, HD, NT, true>(QsT, C::LDR,
                              static_cast<const T *>(p.q) + bh * p.tq * p.d,
-                             p.tq, p.d, q0, p.vecQK);
+                             tq, p.d, q0, p.vecQK);
   loadTile<BR, HD, NT, true>(dOsT, C::LDR,
                              static_cast<const T *>(p.dout) +
                                  bh * p.tq * p.dvDim,
-                             p.tq, p.dvDim, q0, p.vecV);
+                             tq, p.dvDim, q0, p.vecV);
   float L[RPT], D[RPT], acc[RPT][CPT];
 #pragma unroll
   for (int r = 0; r < RPT; ++r) {
     const int64_t i = q0 + ty * RPT + r;
-    L[r] = i < p.tq ? p.lse[bh * p.tq + i] : 0.f;
-    D[r] = i < p.tq ? p.delta[bh * p.tq + i] : 0.f;
+    L[r] = i < tq ? p.lse[bh * p.tq + i] : 0.f;
+    D[r] = i < tq ? p.delta[bh * p.tq + i] : 0.f;
 #pragma unroll
     for (int c = 0; c < CPT; ++c)
       acc[r][c] = 0.f;
   }
 
-  const int64_t kEnd = p.causal && q0 + BR < p.tk ? q0 + BR : p.tk;
+  const int64_t kEnd = p.causal && q0 + BR < tk ? q0 + BR : tk;
   for (int64_t k0 = 0; k0 < kEnd; k0 += BC) {
     __syncthreads(); // the previous tile's dSsT / Ks reads are done
-    loadTile<BC, HD, NT, true>(KsT, C::LDC, kp, p.tk, p.d, k0, p.vecQK);
-    loadTile<BC, HD, NT, false>(Ks, C::LDH, kp, p.tk, p.d, k0, p.vecQK);
-    loadTile<BC, HD, NT, true>(VsT, C::LDC, vp, p.tk, p.dvDim, k0, p.vecV);
+    loadTile<BC, HD, NT, true>(KsT, C::LDC, kp, tk, p.d, k0, p.vecQK);
+    loadTile<BC, HD, NT, false>(Ks, C::LDH, kp, tk, p.d, k0, p.vecQK);
+    loadTile<BC, HD, NT, true>(VsT, C::LDC, vp, tk, p.dvDim, k0, p.vecV);
     __syncthreads();
 
     float s[RPT][4], dp[RPT][4];
@@ -379,7 +387,7 @@ __global__ void __launch_bounds__(C::NT) attentionDqKernel(Params p) {
       for (int r = 0; r < RPT; ++r) {
         const int64_t i = q0 + ty * RPT + r;
         float pr = 0.f;
-        if (j < p.tk)
+        if (j < tk)
           pr = prob(maskScore(p, s[r][c], b, i, j), L[r]);
         s[r][c] = pr * (dp[r][c] - D[r]);
       }
@@ -393,7 +401,7 @@ __global__ void __launch_bounds__(C::NT) attentionDqKernel(Params p) {
 #pragma unroll
   for (int r = 0; r < RPT; ++r) {
     const int64_t i = q0 + ty * RPT + r;
-    if (i >= p.tq)
+    if (i >= tq)
       continue;
     T *row = static_cast<T *>(p.dq) + (bh * p.tq + i) * p.d;
 #pragma unroll
@@ -441,15 +449,19 @@ __global__ void __launch_bounds__(C::NT) attentionDkvKernel(Params p) {
   const int64_t tiles = (p.tk + BR - 1) / BR;
   const int64_t bh = blockIdx.x / tiles, k0 = (blockIdx.x % tiles) * BR;
   const int64_t b = bh / p.heads;
+  // Rows of this (batch, head): all, or a varlen sequence's (p.cu).
+  const int64_t tq = seqRows(p, b, p.tq), tk = seqRows(p, b, p.tk);
+  if (k0 >= tk)
+    return; // past a varlen sequence's end: no key here
   const T *qp = static_cast<const T *>(p.q) + bh * p.tq * p.d;
   const T *gp = static_cast<const T *>(p.dout) + bh * p.tq * p.dvDim;
 
   loadTile<BR, HD, NT, true>(KsT, C::LDR,
                              static_cast<const T *>(p.k) + bh * p.tk * p.d,
-                             p.tk, p.d, k0, p.vecQK);
+                             tk, p.d, k0, p.vecQK);
   loadTile<BR, HD, NT, true>(VsT, C::LDR,
                              static_cast<const T *>(p.v) + bh * p.tk * p.dvDim,
-                             p.tk, p.dvDim, k0, p.vecV);
+                             tk, p.dvDim, k0, p.vecV);
   float accK[RPT][CPT], accV[RPT][CPT];
 #pragma unroll
   for (int r = 0; r < RPT; ++r)
@@ -459,16 +471,16 @@ __global__ void __launch_bounds__(C::NT) attentionDkvKernel(Params p) {
 
   // Under causal masking queries i < k0 see none of these keys.
   const int64_t qStart = p.causal ? (k0 / BC) * BC : 0;
-  for (int64_t q0 = qStart; q0 < p.tq; q0 += BC) {
+  for (int64_t q0 = qStart; q0 < tq; q0 += BC) {
     __syncthreads(); // the previous tile's Ps / dSs / Qs / dOs reads are done
-    loadTile<BC, HD, NT, true>(QsT, C::LDC, qp, p.tq, p.d, q0, p.vecQK);
-    loadTile<BC, HD, NT, false>(Qs, C::LDH, qp, p.tq, p.d, q0, p.vecQK);
-    loadTile<BC, HD, NT, true>(dOsT, C::LDC, gp, p.tq, p.dvDim, q0, p.vecV);
-    loadTile<BC, HD, NT, false>(dOs, C::LDH, gp, p.tq, p.dvDim, q0, p.vecV);
+    loadTile<BC, HD, NT, true>(QsT, C::LDC, qp, tq, p.d, q0, p.vecQK);
+    loadTile<BC, HD, NT, false>(Qs, C::LDH, qp, tq, p.d, q0, p.vecQK);
+    loadTile<BC, HD, NT, true>(dOsT, C::LDC, gp, tq, p.dvDim, q0, p.vecV);
+    loadTile<BC, HD, NT, false>(dOs, C::LDH, gp, tq, p.dvDim, q0, p.vecV);
     for (int c = tid; c < BC; c += NT) {
       const int64_t i = q0 + c;
-      Ls[c] = i < p.tq ? p.lse[bh * p.tq + i] : 0.f;
-      Ds[c] = i < p.tq ? p.delta[bh * p.tq + i] : 0.f;
+      Ls[c] = i < tq ? p.lse[bh * p.tq + i] : 0.f;
+      Ds[c] = i < tq ? p.delta[bh * p.tq + i] : 0.f;
     }
     __syncthreads();
 
@@ -488,7 +500,7 @@ __global__ void __launch_bounds__(C::NT) attentionDkvKernel(Params p) {
       for (int r = 0; r < RPT; ++r) {
         const int64_t j = k0 + ty * RPT + r;
         float pr = 0.f;
-        if (i < p.tq && j < p.tk)
+        if (i < tq && j < tk)
           pr = prob(maskScore(p, st[r][c], b, i, j), L);
         st[r][c] = pr;
         dpt[r][c] = pr * (dpt[r][c] - D);
@@ -505,7 +517,7 @@ __global__ void __launch_bounds__(C::NT) attentionDkvKernel(Params p) {
 #pragma unroll
   for (int r = 0; r < RPT; ++r) {
     const int64_t j = k0 + ty * RPT + r;
-    if (j >= p.tk)
+    if (j >= tk)
       continue;
     T *krow = static_cast<T *>(p.dk) + (bh * p.tk + j) * p.d;
     T *vrow = static_cast<T *>(p.dv) + (bh * p.tk + j) * p.dvDim;
@@ -662,7 +674,7 @@ Status attentionFwd(const void *q, const void *k, const void *v, void *out,
                     int64_t batch, int64_t heads, int64_t tq, int64_t tk,
                     int64_t d, int64_t dv, double scale, bool causal,
                     KeyMask mask, float *lse, cudaStream_t stream,
-                    AttentionPath path) {
+                    AttentionPath path, const int32_t *cu = nullptr) {
   if (Status st = checkShapes(batch, heads, tq, tk, d, dv))
     return st;
   if (mask.keep && mask.bias)
@@ -671,6 +683,7 @@ Status attentionFwd(const void *q, const void *k, const void *v, void *out,
   if (path == AttentionPath::TensorCore && !tc)
     return invalid();
   Params p = baseParams(q, k, v, heads, tq, tk, d, dv, scale, causal, mask);
+  p.cu = cu;
   p.o = out;
   p.lseOut = lse;
   p.vecV = p.vecV && aligned16(out);
@@ -687,7 +700,7 @@ Status attentionBwd(const void *q, const void *k, const void *v,
                     int64_t d, int64_t dvDim, double scale, bool causal,
                     KeyMask mask, const void *out, const float *lse,
                     void *workspace, cudaStream_t stream,
-                    AttentionPath path) {
+                    AttentionPath path, const int32_t *cu = nullptr) {
   if (Status st = checkShapes(batch, heads, tq, tk, d, dvDim))
     return st;
   if ((mask.keep && mask.bias) || (!out) != (!lse))
@@ -712,6 +725,7 @@ Status attentionBwd(const void *q, const void *k, const void *v,
   const bool haveForward = out != nullptr;
   BwdWorkspace w = bwdWorkspace(workspace, batch, heads, tq, dvDim, haveForward);
   Params p = baseParams(q, k, v, heads, tq, tk, d, dvDim, scale, causal, mask);
+  p.cu = cu;
   const unsigned deltaBlocks = static_cast<unsigned>(ceilDiv(bh * tq, 8));
   if (!haveForward) {
     // The forward into the workspace, its output in float (unrounded), by
@@ -753,7 +767,139 @@ Status attentionBwd(const void *q, const void *k, const void *v,
   return launchBwd<T>(p, bh, stream);
 }
 
+/// Varlen attention's workspace: q, k, v (and for the backward dout, dq,
+/// dk, dv) in the aligned layout of varlen_gather, then the out of the
+/// forward or the dense backward's workspace.
+struct VarlenWorkspace {
+  char *q, *k, *v, *o, *dout, *dq, *dk, *dv, *rest;
+  size_t bytes;
+};
+
+VarlenWorkspace varlenWorkspace(void *base, int64_t batch, int64_t heads,
+                                int64_t seq, int64_t d, int64_t dv,
+                                size_t elemBytes, bool backward) {
+  const size_t rows = size_t(batch) * size_t(heads) * size_t(seq);
+  const size_t qk = roundUp256(rows * size_t(d) * elemBytes);
+  const size_t vo = roundUp256(rows * size_t(dv) * elemBytes);
+  char *p = static_cast<char *>(base);
+  VarlenWorkspace w{};
+  auto take = [&](size_t n) {
+    char *at = p ? p + w.bytes : nullptr;
+    w.bytes += n;
+    return at;
+  };
+  w.q = take(qk), w.k = take(qk), w.v = take(vo);
+  if (!backward) {
+    w.o = take(vo);
+  } else {
+    w.dout = take(vo), w.dq = take(qk), w.dk = take(qk), w.dv = take(vo);
+    w.rest = p ? p + w.bytes : nullptr;
+    w.bytes += bwdWorkspace(nullptr, batch, heads, seq, dv, false).bytes;
+  }
+  return w;
+}
+
+/// Gathers packed rows into the aligned layout, runs the dense kernels over
+/// each sequence's rows (Params::cu) and scatters the results back.
+template <class T>
+Status attentionVarlenFwd(const void *q, const void *k, const void *v,
+                          void *out, const int32_t *cu, int64_t batch,
+                          int64_t heads, int64_t seq, int64_t d, int64_t dv,
+                          double scale, bool causal, void *workspace,
+                          cudaStream_t stream, AttentionPath path) {
+  if (Status st = checkShapes(batch, heads, seq, seq, d, dv))
+    return st;
+  if (!cu || !workspace)
+    return invalid();
+  const int64_t es = sizeof(T);
+  VarlenWorkspace w =
+      varlenWorkspace(workspace, batch, heads, seq, d, dv, es, false);
+  Status st = varlen_gather(q, cu, batch, heads, seq, d, es, w.q, stream);
+  if (!st)
+    st = varlen_gather(k, cu, batch, heads, seq, d, es, w.k, stream);
+  if (!st)
+    st = varlen_gather(v, cu, batch, heads, seq, dv, es, w.v, stream);
+  if (!st)
+    st = attentionFwd<T>(w.q, w.k, w.v, w.o, batch, heads, seq, seq, d, dv,
+                         scale, causal, KeyMask{}, nullptr, stream, path, cu);
+  if (!st)
+    st = varlen_scatter(w.o, cu, batch, heads, seq, dv, es, out, stream);
+  return st;
+}
+
+template <class T>
+Status attentionVarlenBwd(const void *q, const void *k, const void *v,
+                          const void *dout, void *dq, void *dk, void *dv,
+                          const int32_t *cu, int64_t batch, int64_t heads,
+                          int64_t seq, int64_t d, int64_t dvDim, double scale,
+                          bool causal, void *workspace, cudaStream_t stream,
+                          AttentionPath path) {
+  if (Status st = checkShapes(batch, heads, seq, seq, d, dvDim))
+    return st;
+  if (!cu || !workspace)
+    return invalid();
+  const int64_t es = sizeof(T);
+  VarlenWorkspace w =
+      varlenWorkspace(workspace, batch, heads, seq, d, dvDim, es, true);
+  Status st = varlen_gather(q, cu, batch, heads, seq, d, es, w.q, stream);
+  if (!st)
+    st = varlen_gather(k, cu, batch, heads, seq, d, es, w.k, stream);
+  if (!st)
+    st = varlen_gather(v, cu, batch, heads, seq, dvDim, es, w.v, stream);
+  if (!st)
+    st = varlen_gather(dout, cu, batch, heads, seq, dvDim, es, w.dout, stream);
+  if (!st)
+    st = attentionBwd<T>(w.q, w.k, w.v, w.dout, w.dq, w.dk, w.dv, batch, heads,
+                         seq, seq, d, dvDim, scale, causal, KeyMask{}, nullptr,
+                         nullptr, w.rest, stream, path, cu);
+  if (!st)
+    st = varlen_scatter(w.dq, cu, batch, heads, seq, d, es, dq, stream);
+  if (!st)
+    st = varlen_scatter(w.dk, cu, batch, heads, seq, d, es, dk, stream);
+  if (!st)
+    st = varlen_scatter(w.dv, cu, batch, heads, seq, dvDim, es, dv, stream);
+  return st;
+}
+
 } // namespace
+
+size_t attention_varlen_workspace_bytes(FloatType type, int64_t batch,
+                                        int64_t heads, int64_t seq, int64_t d,
+                                        int64_t dv, bool backward) {
+  if (batch <= 0 || heads <= 0 || seq <= 0)
+    return 0;
+  return varlenWorkspace(nullptr, batch, heads, seq, d, dv,
+                         float_type_size(type), backward)
+      .bytes;
+}
+
+Status attention_varlen_fwd(FloatType type, const void *q, const void *k,
+                            const void *v, void *out, const int32_t *cu,
+                            int64_t batch, int64_t heads, int64_t seq,
+                            int64_t d, int64_t dv, double scale, bool causal,
+                            void *workspace, cudaStream_t stream,
+                            AttentionPath path) {
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    return attentionVarlenFwd<T>(q, k, v, out, cu, batch, heads, seq, d, dv,
+                                 scale, causal, workspace, stream, path);
+  });
+}
+
+Status attention_varlen_bwd(FloatType type, const void *q, const void *k,
+                            const void *v, const void *dout, void *dq,
+                            void *dk, void *dv, const int32_t *cu,
+                            int64_t batch, int64_t heads, int64_t seq,
+                            int64_t d, int64_t dvDim, double scale,
+                            bool causal, void *workspace, cudaStream_t stream,
+                            AttentionPath path) {
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    return attentionVarlenBwd<T>(q, k, v, dout, dq, dk, dv, cu, batch, heads,
+                                 seq, d, dvDim, scale, causal, workspace,
+                                 stream, path);
+  });
+}
 
 bool attention_fwd_uses_tensor_cores(FloatType type, int64_t d, int64_t dv,
                                      const void *q, const void *k,

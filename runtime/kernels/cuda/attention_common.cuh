@@ -25,11 +25,26 @@ struct Params {
   const uint8_t *keep;
   const void *bias;
   FloatType biasType;
+  /// Variable-length sequences (pad-skipping), [B + 1] prefix sums: batch
+  /// b holds a sequence of cu[b+1] - cu[b] tokens in its first rows (Tq ==
+  /// Tk); its later rows are neither read as keys nor written. Null: every
+  /// row is a token.
+  const int32_t *cu;
   int64_t heads, tq, tk;
   int d, dvDim;
   float scale;
   bool causal, vecQK, vecV;
 };
+
+/// Rows of batch b that hold tokens, of its `n` (tq or tk): all of them,
+/// or its variable-length sequence's.
+__device__ __forceinline__ int64_t seqRows(const Params &p, int64_t b,
+                                           int64_t n) {
+  if (!p.cu)
+    return n;
+  const int64_t len = p.cu[b + 1] - p.cu[b];
+  return len < n ? len : n;
+}
 
 /// The masked, scaled score of query i and key j (key j < tk), given the
 /// raw dot product: the CPU kernel's order (scale, hide, add bias).

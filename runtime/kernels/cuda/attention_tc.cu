@@ -43,11 +43,15 @@ __global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
   const int64_t tiles = (p.tq + BR - 1) / BR;
   const int64_t bh = blockIdx.x / tiles, q0 = (blockIdx.x % tiles) * BR;
   const int64_t b = bh / p.heads;
+  // Rows of this (batch, head): all, or a varlen sequence's (p.cu).
+  const int64_t tq = seqRows(p, b, p.tq), tk = seqRows(p, b, p.tk);
+  if (q0 >= tq)
+    return; // past a varlen sequence's end: no query here
   const T *kp = static_cast<const T *>(p.k) + bh * p.tk * HD;
   const T *vp = static_cast<const T *>(p.v) + bh * p.tk * HD;
 
   copyTileAsync<BR, HD, LD, NT>(
-      Qs, static_cast<const T *>(p.q) + bh * p.tq * HD, p.tq, q0);
+      Qs, static_cast<const T *>(p.q) + bh * p.tq * HD, tq, q0);
   cpAsyncWait<0>();
   __syncthreads();
   // This warp's 16 query rows as A fragments, one per k-step: matrices
@@ -73,12 +77,12 @@ __global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
     row[h] = q0 + warp * 16 + g + h * 8;
   }
 
-  const int64_t kEnd = p.causal && q0 + BR < p.tk ? q0 + BR : p.tk;
+  const int64_t kEnd = p.causal && q0 + BR < tk ? q0 + BR : tk;
   for (int64_t k0 = 0; k0 < kEnd; k0 += BC) {
     __syncthreads(); // the previous tile's K / V reads are done
     // V's copy overlaps S = Q K^T and the softmax.
-    copyTileAsync<BC, HD, LD, NT>(Ks, kp, p.tk, k0);
-    copyTileAsync<BC, HD, LD, NT>(Vs, vp, p.tk, k0);
+    copyTileAsync<BC, HD, LD, NT>(Ks, kp, tk, k0);
+    copyTileAsync<BC, HD, LD, NT>(Vs, vp, tk, k0);
     cpAsyncWait<1>(); // this thread's K copies
     __syncthreads();  // everyone's
 
@@ -107,7 +111,7 @@ __global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int64_t j = k0 + n * 8 + 2 * t4 + (c % 2);
-        s[n][c] = j < p.tk ? maskScore(p, s[n][c], b, row[c / 2], j)
+        s[n][c] = j < tk ? maskScore(p, s[n][c], b, row[c / 2], j)
                            : -INFINITY;
       }
 
@@ -171,13 +175,13 @@ __global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
     float total = l[h];
     total += __shfl_xor_sync(kFullMask, total, 1);
     total += __shfl_xor_sync(kFullMask, total, 2);
-    if (row[h] >= p.tq)
+    if (row[h] >= tq)
       continue;
     TO *orow = static_cast<TO *>(p.o) + (bh * p.tq + row[h]) * HD;
 #pragma unroll
     for (int n = 0; n < ON; ++n) {
-      const float a = p.tk == 0 ? 0.f : o[n][2 * h] / total;
-      const float c = p.tk == 0 ? 0.f : o[n][2 * h + 1] / total;
+      const float a = tk == 0 ? 0.f : o[n][2 * h] / total;
+      const float c = tk == 0 ? 0.f : o[n][2 * h + 1] / total;
       if constexpr (std::is_same_v<TO, float>)
         *reinterpret_cast<float2 *>(orow + n * 8 + 2 * t4) = make_float2(a, c);
       else

@@ -89,30 +89,34 @@ __global__ void __launch_bounds__(C::NT) attentionDqTcKernel(Params p) {
   const int64_t tiles = (p.tq + BR - 1) / BR;
   const int64_t bh = blockIdx.x / tiles, q0 = (blockIdx.x % tiles) * BR;
   const int64_t b = bh / p.heads;
+  // Rows of this (batch, head): all, or a varlen sequence's (p.cu).
+  const int64_t tq = seqRows(p, b, p.tq), tk = seqRows(p, b, p.tk);
+  if (q0 >= tq)
+    return; // past a varlen sequence's end: no query here
   const T *kp = static_cast<const T *>(p.k) + bh * p.tk * HD;
   const T *vp = static_cast<const T *>(p.v) + bh * p.tk * HD;
 
   copyTileAsync<BR, HD, LD, NT>(
-      Qs, static_cast<const T *>(p.q) + bh * p.tq * HD, p.tq, q0);
+      Qs, static_cast<const T *>(p.q) + bh * p.tq * HD, tq, q0);
   copyTileAsync<BR, HD, LD, NT>(
-      dOs, static_cast<const T *>(p.dout) + bh * p.tq * HD, p.tq, q0);
+      dOs, static_cast<const T *>(p.dout) + bh * p.tq * HD, tq, q0);
   int64_t row[2];
   float L[2], D[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     row[h] = q0 + warp * 16 + g + 8 * h;
-    L[h] = row[h] < p.tq ? p.lse[bh * p.tq + row[h]] : 0.f;
-    D[h] = row[h] < p.tq ? p.delta[bh * p.tq + row[h]] : 0.f;
+    L[h] = row[h] < tq ? p.lse[bh * p.tq + row[h]] : 0.f;
+    D[h] = row[h] < tq ? p.delta[bh * p.tq + row[h]] : 0.f;
   }
   float acc[ON][4];
   zero(acc);
 
   // Under causal masking no query of this tile sees a key >= q0 + BR.
-  const int64_t kEnd = p.causal && q0 + BR < p.tk ? q0 + BR : p.tk;
+  const int64_t kEnd = p.causal && q0 + BR < tk ? q0 + BR : tk;
   for (int64_t k0 = 0; k0 < kEnd; k0 += BC) {
     __syncthreads(); // the previous tile's K / V reads are done
-    copyTileAsync<BC, HD, LD, NT>(Ks, kp, p.tk, k0);
-    copyTileAsync<BC, HD, LD, NT>(Vs, vp, p.tk, k0);
+    copyTileAsync<BC, HD, LD, NT>(Ks, kp, tk, k0);
+    copyTileAsync<BC, HD, LD, NT>(Vs, vp, tk, k0);
     cpAsyncWait<0>(); // this thread's copies (Q and dO too, the first time)
     __syncthreads();  // everyone's
 
@@ -142,7 +146,7 @@ __global__ void __launch_bounds__(C::NT) attentionDqTcKernel(Params p) {
         const int64_t j = k0 + n * 8 + 2 * t4 + (c % 2);
         const int h = c / 2;
         const float pr =
-            j < p.tk ? prob(maskScore(p, s[n][c], b, row[h], j), L[h]) : 0.f;
+            j < tk ? prob(maskScore(p, s[n][c], b, row[h], j), L[h]) : 0.f;
         s[n][c] = pr * (dp[n][c] - D[h]); // dS
       }
     // dQ += dS K: K rows are the k index (keys), its columns the n index.
@@ -160,7 +164,7 @@ __global__ void __launch_bounds__(C::NT) attentionDqTcKernel(Params p) {
     }
   }
   cpAsyncWait<0>(); // with no key tile the Q / dO copies are still pending
-  storeRows<T, HD>(static_cast<T *>(p.dq) + bh * p.tq * HD, p.tq,
+  storeRows<T, HD>(static_cast<T *>(p.dq) + bh * p.tq * HD, tq,
                    q0 + warp * 16, acc, p.scale, g, t4);
 }
 
@@ -183,13 +187,17 @@ __global__ void __launch_bounds__(C::NT) attentionDkvTcKernel(Params p) {
   const int64_t tiles = (p.tk + BR - 1) / BR;
   const int64_t bh = blockIdx.x / tiles, k0 = (blockIdx.x % tiles) * BR;
   const int64_t b = bh / p.heads;
+  // Rows of this (batch, head): all, or a varlen sequence's (p.cu).
+  const int64_t tq = seqRows(p, b, p.tq), tk = seqRows(p, b, p.tk);
+  if (k0 >= tk)
+    return; // past a varlen sequence's end: no key here
   const T *qp = static_cast<const T *>(p.q) + bh * p.tq * HD;
   const T *gp = static_cast<const T *>(p.dout) + bh * p.tq * HD;
 
   copyTileAsync<BR, HD, LD, NT>(
-      Ks, static_cast<const T *>(p.k) + bh * p.tk * HD, p.tk, k0);
+      Ks, static_cast<const T *>(p.k) + bh * p.tk * HD, tk, k0);
   copyTileAsync<BR, HD, LD, NT>(
-      Vs, static_cast<const T *>(p.v) + bh * p.tk * HD, p.tk, k0);
+      Vs, static_cast<const T *>(p.v) + bh * p.tk * HD, tk, k0);
   int64_t key[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h)
@@ -200,14 +208,14 @@ __global__ void __launch_bounds__(C::NT) attentionDkvTcKernel(Params p) {
 
   // Under causal masking queries i < k0 see none of these keys.
   const int64_t qStart = p.causal ? (k0 / BC) * BC : 0;
-  for (int64_t q0 = qStart; q0 < p.tq; q0 += BC) {
+  for (int64_t q0 = qStart; q0 < tq; q0 += BC) {
     __syncthreads(); // the previous tile's Q / dO / L / delta reads are done
-    copyTileAsync<BC, HD, LD, NT>(Qs, qp, p.tq, q0);
-    copyTileAsync<BC, HD, LD, NT>(dOs, gp, p.tq, q0);
+    copyTileAsync<BC, HD, LD, NT>(Qs, qp, tq, q0);
+    copyTileAsync<BC, HD, LD, NT>(dOs, gp, tq, q0);
     for (int c = threadIdx.x; c < BC; c += NT) {
       const int64_t i = q0 + c;
-      Ls[c] = i < p.tq ? p.lse[bh * p.tq + i] : 0.f;
-      Ds[c] = i < p.tq ? p.delta[bh * p.tq + i] : 0.f;
+      Ls[c] = i < tq ? p.lse[bh * p.tq + i] : 0.f;
+      Ds[c] = i < tq ? p.delta[bh * p.tq + i] : 0.f;
     }
     cpAsyncWait<0>();
     __syncthreads();
@@ -238,7 +246,7 @@ __global__ void __launch_bounds__(C::NT) attentionDkvTcKernel(Params p) {
         const int col = n * 8 + 2 * t4 + (c % 2);
         const int64_t i = q0 + col, j = key[c / 2];
         float pr = 0.f;
-        if (i < p.tq && j < p.tk)
+        if (i < tq && j < tk)
           pr = prob(maskScore(p, st[n][c], b, i, j), Ls[col]);
         st[n][c] = pr;                          // P^T
         dpt[n][c] = pr * (dpt[n][c] - Ds[col]); // dS^T
@@ -262,9 +270,9 @@ __global__ void __launch_bounds__(C::NT) attentionDkvTcKernel(Params p) {
     }
   }
   cpAsyncWait<0>(); // with no query tile the K / V copies are still pending
-  storeRows<T, HD>(static_cast<T *>(p.dk) + bh * p.tk * HD, p.tk,
+  storeRows<T, HD>(static_cast<T *>(p.dk) + bh * p.tk * HD, tk,
                    k0 + warp * 16, accK, p.scale, g, t4);
-  storeRows<T, HD>(static_cast<T *>(p.dv) + bh * p.tk * HD, p.tk,
+  storeRows<T, HD>(static_cast<T *>(p.dv) + bh * p.tk * HD, tk,
                    k0 + warp * 16, accV, 1.f, g, t4);
 }
 

@@ -276,6 +276,35 @@ bool attention_bwd_uses_tensor_cores(FloatType type, int64_t d, int64_t dv,
                                      const void *dq, const void *dk,
                                      const void *dvp);
 
+/// Variable-length attention over packed tokens (pad-skipping; the CPU
+/// kernels' KeyMask::cuSeqlens): q, k, v, out / dout, dq, dk, dv are
+/// [B,H,T,D] of `type` whose flattened (batch, seq) rows are packed tokens
+/// (token r of head h at row ((r / T) * H + h) * T + r % T); sequence s is
+/// tokens [cu[s], cu[s+1]) (cu: device int32 [B+1], tcc.pack_index's) and
+/// attends only to its own tokens (causal: to the earlier ones). Rows from
+/// cu[B] on are padding, written as zero. Runs as varlen_gather into the
+/// workspace (each sequence at the start of its batch's rows), the dense
+/// kernels above bounded by each sequence's length (query and key tiles
+/// past it are skipped, so the work is sum len^2, not B T^2), and
+/// varlen_scatter back; same numerics and paths as the dense forward and
+/// backward (the backward recomputes the forward).
+size_t attention_varlen_workspace_bytes(FloatType type, int64_t batch,
+                                        int64_t heads, int64_t seq, int64_t d,
+                                        int64_t dv, bool backward);
+Status attention_varlen_fwd(FloatType type, const void *q, const void *k,
+                            const void *v, void *out, const int32_t *cu,
+                            int64_t batch, int64_t heads, int64_t seq,
+                            int64_t d, int64_t dv, double scale, bool causal,
+                            void *workspace, cudaStream_t stream,
+                            AttentionPath path = AttentionPath::Auto);
+Status attention_varlen_bwd(FloatType type, const void *q, const void *k,
+                            const void *v, const void *dout, void *dq,
+                            void *dk, void *dv, const int32_t *cu,
+                            int64_t batch, int64_t heads, int64_t seq,
+                            int64_t d, int64_t dvDim, double scale,
+                            bool causal, void *workspace, cudaStream_t stream,
+                            AttentionPath path = AttentionPath::Auto);
+
 //===----------------------------------------------------------------------===//
 // Cross-entropy over logits [rows, classes] and labels [rows]
 //===----------------------------------------------------------------------===//
