@@ -19,7 +19,9 @@ tokens is printed. tcc trains one artifact per --pad-skip for N steps on the
 CPU (`tcc run`; its CSV log's per-step seconds, median of the last 80%);
 PyTorch trains the same model with torch.optim.AdamW on the same batches.
 Printed: ms per step, tcc's pad-skip/off ratio (the issue's "done when":
-<= 0.65 at 50%), tcc vs PyTorch, and the valid tokens per second. Whether the
+<= 0.65 at 50%), tcc vs PyTorch, the valid tokens per second, and the
+largest relative difference of the per-step losses between pad-skip and
+off (the same weights and batches: rounding only). Whether the
 installed torch has a variable-length attention for training on the CPU is
 printed too (it has none today; that row says so).
 
@@ -104,8 +106,9 @@ def tcc_ms(a, art, data, pad_skip, work):
     run([os.path.join(a.tcc, "tcc-run"), art, "--data", data, "--steps", str(a.steps),
          "--log", log, "--progress", "none", "--backend", a.device])
     with open(log) as f:
-        seconds = [float(r["seconds"]) for r in csv.DictReader(f)]
-    return 1e3 * statistics.median(seconds[len(seconds) // 5:])
+        rows = list(csv.DictReader(f))
+    seconds = [float(r["seconds"]) for r in rows]
+    return 1e3 * statistics.median(seconds[len(seconds) // 5:]), [float(r["loss"]) for r in rows]
 
 
 def torch_ms(a, model, batches):
@@ -189,6 +192,7 @@ def main():
               a.batch, a.seq, a.hidden, a.heads, a.layers, a.vocab, a.steps,
               torch.__version__, a.device, where))
     print()
+    loss_notes = []
     print("| padding | tcc pad-skip (ms) | tcc off (ms) | pad-skip / off | PyTorch eager (ms) "
           "| tcc pad-skip vs eager | valid tokens/s (tcc pad-skip) |")
     print("|---|---|---|---|---|---|---|")
@@ -197,14 +201,20 @@ def main():
         data = os.path.join(a.work, "pad%d.npz" % level)
         np.savez(data, input_ids=ids, attention_mask=mask, labels=labels)
         share = 100.0 * (1 - mask.mean())
-        on = tcc_ms(a, arts["auto"], data, "auto", a.work)
-        off = tcc_ms(a, arts["off"], data, "off", a.work)
+        on, loss_on = tcc_ms(a, arts["auto"], data, "auto", a.work)
+        off, loss_off = tcc_ms(a, arts["off"], data, "off", a.work)
+        # Same weights, same batches: pad-skipping must not change the loss.
+        worst = max(abs(x - y) / abs(y) for x, y in zip(loss_on, loss_off))
+        loss_notes.append("%d%%: %.2e" % (level, worst))
         model.load_state_dict(params0)
         eager = torch_ms(a, model, (ids, mask, labels))
         valid = mask.sum() / a.steps
         print("| %d%% (measured %.1f%%) | %.2f | %.2f | %.2f | %.2f | %.2fx | %.0f |" % (
             level, share, on, off, on / off, eager, eager / on, valid / (on / 1e3)))
         sys.stdout.flush()
+    print()
+    print("Largest relative difference of the per-step losses, pad-skip vs off: " +
+          ", ".join(loss_notes))
     if a.device != "cpu":
         return
     print()

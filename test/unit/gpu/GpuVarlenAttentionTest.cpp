@@ -16,6 +16,7 @@
 #include "GpuTestUtil.h"
 
 #include "data/half.h"
+#include "exec/cuda_calls.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/cuda_kernels.h"
 
@@ -218,6 +219,33 @@ INSTANTIATE_TEST_SUITE_P(Types, VarlenAttention,
                            return std::string(
                                cu::float_type_name(info.param));
                          });
+
+// The CUDA backend's token buckets (no GPU needed): 8 row counts from an
+// eighth of the capacity up, rounded to 64 rows; a count picks the smallest
+// holding it; only steps over packed tokens follow the bucket.
+TEST(TokenBuckets, SmallestBucketHoldingTheTokens) {
+  rt::TokenBuckets t;
+  t.capacity = 8192, t.count = 8;
+  EXPECT_EQ(t.rows(1), 1024);
+  EXPECT_EQ(t.rows(3), 3072);
+  EXPECT_EQ(t.rows(8), 8192);
+  EXPECT_EQ(t.of(0), 1);
+  EXPECT_EQ(t.of(1024), 1);
+  EXPECT_EQ(t.of(1025), 2);
+  EXPECT_EQ(t.of(8192), 8);
+  rt::TokenBuckets odd; // 8 rows of 1000: 125 -> 128 rows, capped at 1000
+  odd.capacity = 1000, odd.count = 8;
+  EXPECT_EQ(odd.rows(1), 128);
+  EXPECT_EQ(odd.rows(7), 896);
+  EXPECT_EQ(odd.rows(8), 1000);
+  EXPECT_EQ(odd.of(897), 8);
+  rt::Step packed, plain;
+  packed.tokenRows = 8192;
+  EXPECT_EQ(t.rowsOf(packed, 8192, 2), 2048);
+  EXPECT_EQ(t.rowsOf(packed, 8192, 0), 8192); // before pack_index ran
+  EXPECT_EQ(t.rowsOf(packed, 4096, 2), 4096); // not its token rows
+  EXPECT_EQ(t.rowsOf(plain, 8192, 2), 8192);
+}
 
 } // namespace
 } // namespace tcc::gputest
