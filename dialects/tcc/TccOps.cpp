@@ -429,12 +429,16 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
     return emitOptionalError(loc, "query and key head dims differ");
   if (Value m = adaptor.getKeyMask()) {
     auto mt = tensorOf(m);
-    // Packed tokens (tcc-pack-tokens): the row offsets of the sequences.
+    // Packed tokens (tcc-pack-tokens: one sequence per batch row) or packed
+    // documents (tcc-pack-documents: up to one per token): the row offsets
+    // of the sequences.
     if (mt.getElementType().isInteger(32)) {
-      if (mt.getShape() != ArrayRef<int64_t>{q.getDimSize(0) + 1} ||
+      int64_t rows = q.getDimSize(0), tokens = rows * q.getDimSize(2);
+      if (mt.getRank() != 1 ||
+          (mt.getDimSize(0) != rows + 1 && mt.getDimSize(0) != tokens + 1) ||
           q.getDimSize(2) != k.getDimSize(2))
-        return emitOptionalError(loc, "cu_seqlens key_mask must be [", q.getDimSize(0) + 1,
-                                 "] of i32, with queries as long as keys");
+        return emitOptionalError(loc, "cu_seqlens key_mask must be [", rows + 1, "] or [",
+                                 tokens + 1, "] of i32, with queries as long as keys");
     } else {
     bool okType = mt.getElementType().isInteger(1) || mt.getElementType() == q.getElementType();
     if (!okType || mt.getShape() != ArrayRef<int64_t>{q.getDimSize(0), k.getDimSize(2)})

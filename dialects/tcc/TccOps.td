@@ -440,7 +440,9 @@ def Tcc_AttentionOp : Tcc_Op<"attention", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tc
     `[batch + 1]`, the `cu_seqlens` of packed tokens (tcc-pack-tokens): the
     flattened (batch, seq) positions are packed rows, row b's tokens are
     rows `[cu_seqlens[b], cu_seqlens[b+1])` and attend only to each other;
-    rows past `cu_seqlens[batch]` are padding, written as zero. Never needs
+    rows past `cu_seqlens[batch]` are padding, written as zero. Or i32
+    `[batch * seq + 1]`: the documents of tcc.segment_index (packed
+    documents), the same way with one sequence per document. Never needs
     the seq x seq matrix to exist.
   }];
   let arguments = (ins Tcc_FloatTensor:$query, Tcc_FloatTensor:$key,

@@ -21,6 +21,17 @@ LogicalResult PackIndexOp::inferReturnTypes(MLIRContext *ctx, std::optional<Loca
   return success();
 }
 
+LogicalResult SegmentIndexOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &inferred) {
+  auto pos = tensorOf(adaptor.getPositionIds());
+  if (pos.getRank() != 2 || !llvm::isa<IntegerType>(pos.getElementType()))
+    return emitOptionalError(loc, "position_ids must be [batch, seq] of integers");
+  inferred.push_back(
+      RankedTensorType::get({pos.getNumElements() + 1}, IntegerType::get(ctx, 32)));
+  return success();
+}
+
 /// `input`'s leading dims whose product is the row count of `rows`, or an
 /// error: [B, T, ...] and [B*T, ...] are both packed rows.
 static LogicalResult checkRows(std::optional<Location> loc, Value input, Value rows) {

@@ -67,4 +67,23 @@ def Tcc_UnpackOp : Tcc_Op<"unpack", [Pure, InferTypeOpAdaptor, Tcc_LibraryCall]>
   let assemblyFormat = Tcc_GenericFormat;
 }
 
+def Tcc_SegmentIndexOp : Tcc_Op<"segment_index", [Pure, InferTypeOpAdaptor, Tcc_LibraryCall]> {
+  let callFamily = "pack";
+  let summary = "the documents of packed rows, from their position ids";
+  let description = [{
+    Packed documents (tcc-pack-documents): `position_ids` `[B, T]` (integer)
+    numbers each token within its document. A document starts at every row
+    start and wherever the position is 0; within a document a position is
+    the previous one plus 1 (any other value stops the step with an error
+    naming it). `cu_seqlens` (i32 `[B*T+1]`): the flattened `b*T + t` of
+    each document's first token in order, then `B*T` in every later entry,
+    so document s is tokens `[cu_seqlens[s], cu_seqlens[s+1])` (empty past
+    the last) and attention over it is block-diagonal: a document never
+    crosses a row and attends only to itself.
+  }];
+  let arguments = (ins Tcc_Tensor:$position_ids);
+  let results = (outs StaticShapeTensorOf<[I32]>:$cu_seqlens);
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
 #endif // TCC_PACK_OPS_TD

@@ -41,13 +41,15 @@ void attentionProbs(const T *query, const T *keys, int64_t tk, int64_t d,
   softmaxRow(p, tk);
 }
 
-/// Packed tokens (tcc-pack-tokens): a key mask of i32 cu_seqlens [B + 1].
-/// Token r of the flattened (batch, seq) order sits, for head h, at row
-/// ((r / seq) * heads + h) * seq + r % seq of a [B, H, T, D] tensor;
-/// sequence s holds tokens [cu[s], cu[s+1]), rows from cu[B] on are padding.
+/// Packed tokens (tcc-pack-tokens, i32 cu_seqlens [B + 1]) or packed
+/// documents (tcc.segment_index, [B*T + 1]): a key mask of `sequences + 1`
+/// row offsets. Token r of the flattened (batch, seq) order sits, for head
+/// h, at row ((r / seq) * heads + h) * seq + r % seq of a [B, H, T, D]
+/// tensor; sequence s holds tokens [cu[s], cu[s+1]), rows from
+/// cu[sequences] on are padding.
 struct PackedRows {
   const int32_t *cu;
-  int64_t batch, heads, seq;
+  int64_t batch, heads, seq, sequences;
 
   static bool is(const data::Array *mask) {
     return mask && mask->dtype == data::DType::I32;
@@ -74,7 +76,7 @@ struct PackedRows {
   /// The padding rows of every head, zero.
   template <class T> void zeroPadding(T *dst, int64_t dim) const {
     for (int64_t h = 0; h < heads; ++h)
-      for (int64_t r = cu[batch]; r < batch * seq; ++r)
+      for (int64_t r = cu[sequences]; r < batch * seq; ++r)
         std::fill_n(dst + row(r, h) * dim, dim, T(0));
   }
 };

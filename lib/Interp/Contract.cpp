@@ -144,9 +144,10 @@ bool attentionKernel(KernelContext &ctx) {
     using T = decltype(tag);
     if (PackedRows::is(mask)) {
       // Each sequence's packed tokens attend to each other only.
-      PackedRows pk{mask->data<int32_t>(), batch, heads, tq};
+      PackedRows pk{mask->data<int32_t>(), batch, heads, tq,
+                    mask->numElements() - 1};
       pk.zeroPadding(out.data<T>(), dv);
-      for (int64_t s = 0; s < batch; ++s)
+      for (int64_t s = 0; s < pk.sequences; ++s)
         for (int64_t h = 0; h < heads; ++h) {
           int64_t n = pk.length(s);
           std::vector<T> qs = pk.gather(q.data<T>(), s, h, d),

@@ -178,9 +178,10 @@ bool attentionGradKernel(KernelContext &ctx) {
     T *dq = ctx.out(0).data<T>(), *dk = ctx.out(1).data<T>(),
       *dvOut = ctx.out(2).data<T>();
     if (PackedRows::is(mask)) {
-      PackedRows pk{mask->data<int32_t>(), batch, heads, tq};
+      PackedRows pk{mask->data<int32_t>(), batch, heads, tq,
+                    mask->numElements() - 1};
       pk.zeroPadding(dq, d), pk.zeroPadding(dk, d), pk.zeroPadding(dvOut, dv);
-      for (int64_t s = 0; s < batch; ++s)
+      for (int64_t s = 0; s < pk.sequences; ++s)
         for (int64_t h = 0; h < heads; ++h) {
           int64_t n = pk.length(s);
           std::vector<T> qs = pk.gather(q.data<T>(), s, h, d),

@@ -45,6 +45,31 @@ bool packIndexKernel(KernelContext &ctx) {
   return true;
 }
 
+bool segmentIndexKernel(KernelContext &ctx) {
+  const Array &pos = ctx.in(0u);
+  int64_t batch = pos.shape[0], seq = pos.shape[1];
+  int32_t *cu = ctx.out().data<int32_t>();
+  auto at = [&](int64_t r) {
+    return pos.dtype == data::DType::I64 ? pos.data<int64_t>()[r]
+                                         : int64_t(pos.data<int32_t>()[r]);
+  };
+  int64_t count = 0;
+  for (int64_t r = 0; r < batch * seq; ++r) {
+    int64_t p = at(r);
+    if (r % seq == 0 || p == 0) {
+      cu[count++] = int32_t(r);
+    } else if (p != at(r - 1) + 1) {
+      return ctx.fail("position_ids at (" + std::to_string(r / seq) + ", " +
+                      std::to_string(r % seq) + ") is " + std::to_string(p) +
+                      ": a document's positions count 0, 1, 2, ... (0 starts "
+                      "the next document)");
+    }
+  }
+  for (int64_t s = count; s <= batch * seq; ++s)
+    cu[s] = int32_t(batch * seq);
+  return true;
+}
+
 /// Bytes per row of `a` laid out in `n` rows.
 size_t rowBytes(const Array &a, int64_t n) { return a.bytes.size() / size_t(n); }
 
@@ -126,6 +151,7 @@ bool unpackKernel(KernelContext &ctx) {
 
 void registerPackKernels(KernelTable &t) {
   t[PackIndexOp::getOperationName()] = packIndexKernel;
+  t[SegmentIndexOp::getOperationName()] = segmentIndexKernel;
   t[PackOp::getOperationName()] = packKernel;
   t[UnpackOp::getOperationName()] = unpackKernel;
 }

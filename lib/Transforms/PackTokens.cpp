@@ -59,6 +59,10 @@ std::optional<Geometry> findMask(func::FuncOp func, std::string &why) {
   }
   auto type = tensorOf(masks[0]);
   Type e = type.getElementType();
+  if (e.isInteger(32)) {
+    why = "the attention runs over packed documents (tcc-pack-documents)";
+    return std::nullopt;
+  }
   if (type.getRank() != 2 || !(e.isInteger(1) || llvm::isa<FloatType>(e)) ||
       type.getDimSize(1) < 2) {
     why = "the key mask is not [batch, seq] of bools or biases";

@@ -28,7 +28,11 @@ SmallVector<PipelineStage> forwardStages(const PrecisionPolicy &precision) {
 }
 
 SmallVector<PipelineStage> trainStages(const TrainConfig &config) {
-  SmallVector<PipelineStage> stages = forwardStages(config.precision);
+  SmallVector<PipelineStage> stages;
+  if (config.packDocuments)
+    stages.push_back({"pack-documents", "tcc-pack-documents",
+                      [](OpPassManager &pm) { pm.addPass(createPackDocuments()); }});
+  stages.append(forwardStages(config.precision));
   BuildTrainStepOptions options = trainStepOptions(config);
   stages.push_back({"build-train-step", "tcc-build-train-step",
                     [options](OpPassManager &pm) {
@@ -158,6 +162,11 @@ struct TrainPipelineOptions : PassPipelineOptions<TrainPipelineOptions> {
       *this, "loss-scale-growth-interval",
       llvm::cl::desc("clean steps before the dynamic scale doubles"),
       llvm::cl::init(BuildTrainStepOptions().lossScaleGrowthInterval)};
+  Option<bool> packDocuments{
+      *this, "pack-documents",
+      llvm::cl::desc("runs tcc-pack-documents on the forward model first "
+                     "(input position_ids, attention within each document)"),
+      llvm::cl::init(false)};
 };
 
 /// --tcc-lower-pipeline's options.
@@ -213,6 +222,7 @@ LogicalResult buildTrainPipeline(OpPassManager &pm, StringRef text,
   FailureOr<TrainConfig> config = parseTrainStepOptions(loc, step, *precision);
   if (failed(config))
     return errorHandler("tcc-train-pipeline: " + error);
+  config->packDocuments = o.packDocuments;
   for (const PipelineStage &stage : trainStages(*config))
     stage.add(pm);
   return success();

@@ -402,11 +402,15 @@ std::string describeTrainConfig(const TrainConfig &c) {
          roundTrip(double(c.bucketBytes) / (1 << 20)) + "MiB";
   const LossScaleSpec &ls = c.lossScale;
   if (ls.kind == LossScaleSpec::None)
-    return s + " loss_scale=none";
-  if (ls.kind == LossScaleSpec::Static)
-    return s + " loss_scale=" + roundTrip(ls.scale);
-  return s + " loss_scale=dynamic:init=" + roundTrip(ls.scale) +
+    s += " loss_scale=none";
+  else if (ls.kind == LossScaleSpec::Static)
+    s += " loss_scale=" + roundTrip(ls.scale);
+  else
+    s += " loss_scale=dynamic:init=" + roundTrip(ls.scale) +
          ",growth_interval=" + std::to_string(ls.growthInterval);
+  if (c.packDocuments)
+    s += " pack_documents";
+  return s;
 }
 
 } // namespace tcc

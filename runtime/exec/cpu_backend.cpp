@@ -163,6 +163,10 @@ std::string cpuUnsupported(const Function &fn, const Step &step) {
   // once (runStep), as the interpreter does.
   if (step.op == Op::Pack || step.op == Op::Unpack || step.op == Op::PackIndex)
     return "";
+  if (step.op == Op::SegmentIndex)
+    return dtypeOf(0) == DType::I64 || dtypeOf(0) == DType::I32
+               ? ""
+               : "the cpu backend takes i64 or i32 position_ids";
   DType main = dtypeOf(step.op == Op::GatherGrad ? 1 : 0);
   bool f64Ok = step.op == Op::Dropout;
   if (main != DType::F32 && !isHalf(main) && !(f64Ok && main == DType::F64))
@@ -731,9 +735,11 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
     if (const Value *mv = operand(fn, step.inputs, maskIndex)) {
       if (mv->dtype == DType::Bool)
         mask.keep = ptrs[step.inputs[maskIndex]];
-      else if (mv->dtype == DType::I32)
+      else if (mv->dtype == DType::I32) {
         mask.cuSeqlens =
             reinterpret_cast<const int32_t *>(ptrs[step.inputs[maskIndex]]);
+        mask.sequences = mv->elements - 1;
+      }
       else
         mask.bias = fin(maskIndex);
     }
@@ -783,6 +789,18 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
            packIndexError(where(), name(0), fin(0)[bad], bad, mask.shape[1]));
     tokens = reinterpret_cast<const int32_t *>(
         ptrs[step.outputs[1]])[mask.shape[0]];
+    return;
+  }
+  case Op::SegmentIndex: {
+    const Value &pos = in(0);
+    int64_t bad = cpu::segment_index(
+        ptrs[step.inputs[0]], pos.dtype == DType::I64, pos.shape[0],
+        pos.shape[1], reinterpret_cast<int32_t *>(ptrs[step.outputs[0]]));
+    if (bad >= 0)
+      fail(TCC_ERROR_DATA,
+           segmentIndexError(where(), name(0),
+                             readInt(pos, ptrs[step.inputs[0]], bad), bad,
+                             pos.shape[1]));
     return;
   }
   case Op::Pack:

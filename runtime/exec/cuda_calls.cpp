@@ -62,7 +62,8 @@ const void *vptr(uint8_t *const *ptrs, int64_t id) {
 bool writesErrorWord(Op op) {
   return op == Op::CrossEntropy || op == Op::CrossEntropyGrad ||
          op == Op::Embedding || op == Op::GatherGrad || op == Op::AdamwUpdate ||
-         op == Op::PackIndex || op == Op::Pack || op == Op::Unpack;
+         op == Op::PackIndex || op == Op::Pack || op == Op::Unpack ||
+         op == Op::SegmentIndex;
 }
 
 namespace {
@@ -251,6 +252,14 @@ std::string cudaCallUnsupported(const Function &fn, const Step &step) {
   // bool mask or a float bias.
   if (step.op == Op::Pack || step.op == Op::Unpack)
     return "";
+  if (step.op == Op::SegmentIndex) {
+    DType pt = value(0).dtype;
+    if (pt != DType::I64 && pt != DType::I32)
+      return "the cuda backend takes segment_index's position_ids of i64 or "
+             "i32, not " +
+             std::string(data::dtypeName(pt));
+    return "";
+  }
   if (step.op == Op::PackIndex) {
     DType mt = value(0).dtype;
     if (mt != DType::Bool && mt != DType::F32 && !isHalf(mt))
@@ -643,8 +652,8 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
     const Value *mask = operand(fn, step.inputs, grad ? 4 : 3);
     if (mask && mask->dtype == DType::I32)
       plan.workspace = cuda::attention_varlen_workspace_bytes(
-          floatType(q.dtype), q.shape[0], q.shape[1], q.shape[2], q.shape[3],
-          v.shape[3], grad);
+          floatType(q.dtype), mask->elements - 1, q.shape[0], q.shape[1],
+          q.shape[2], q.shape[3], v.shape[3], grad);
     else if (grad)
       plan.workspace = cuda::attention_bwd_workspace_bytes(
           q.shape[0], q.shape[1], q.shape[2], k.shape[2], q.shape[3],
@@ -861,14 +870,17 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
     if (mi < step.inputs.size() && step.inputs[mi] >= 0 &&
         in(mi).dtype == DType::I32) {
       // Packed tokens: the mask is pack_index's cu_seqlens.
+      // Packed tokens (one sequence per row) or packed documents.
       auto cu = reinterpret_cast<const int32_t *>(ptrs[step.inputs[mi]]);
+      int64_t sequences = in(mi).elements - 1;
       if (!grad)
         return cuda::attention_varlen_fwd(type, vin(0), vin(1), vin(2),
-                                          vout(0), cu, b, h, tq, d, dv,
-                                          a.scale, a.causal, ctx.workspace, st);
+                                          vout(0), cu, sequences, b, h, tq, d,
+                                          dv, a.scale, a.causal, ctx.workspace,
+                                          st);
       return cuda::attention_varlen_bwd(
           type, vin(0), vin(1), vin(2), vin(3), vout(0), vout(1), vout(2), cu,
-          b, h, tq, d, dv, a.scale, a.causal, ctx.workspace, st);
+          sequences, b, h, tq, d, dv, a.scale, a.causal, ctx.workspace, st);
     }
     if (mi < step.inputs.size() && step.inputs[mi] >= 0) {
       if (in(mi).dtype == DType::Bool) {
@@ -968,6 +980,12 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
     return cuda::dropout(floatType(x.dtype), vin(0), vout(0), mask,
                          x.elements, a.ratio, seed, offset, st, rows, width);
   }
+  case Op::SegmentIndex: {
+    const Value &pos = in(0);
+    return cuda::segment_index(vin(0), pos.dtype == DType::I64, pos.shape[0],
+                               pos.shape[1],
+                               reinterpret_cast<int32_t *>(vout(0)), error, st);
+  }
   case Op::PackIndex: {
     const Value &mask = in(0);
     bool keep = mask.dtype == DType::Bool;
@@ -1066,6 +1084,9 @@ std::string callErrorMessage(
   }
   case Op::Unpack:
     return unpackReadError(where, word, a.seq);
+  case Op::SegmentIndex:
+    return segmentIndexError(where, name(0), readInt(step.inputs[0], word),
+                             word, fn.values[step.inputs[0]].shape[1]);
   case Op::AdamwUpdate:
     status = TCC_ERROR_FORMAT;
     return where + "step " + std::to_string(readInt(step.inputs[5], 0)) +

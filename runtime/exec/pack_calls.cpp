@@ -78,4 +78,12 @@ std::string unpackReadError(const std::string &where, int64_t pos,
          "every sequence that token, or compile with --pad-skip=off";
 }
 
+std::string segmentIndexError(const std::string &where, const std::string &ids,
+                              int64_t value, int64_t pos, int64_t seq) {
+  return where + ids + " holds " + std::to_string(value) + " at (" +
+         std::to_string(pos / seq) + ", " + std::to_string(pos % seq) +
+         "): a document's positions count 0, 1, 2, ... and 0 starts the next "
+         "document (packed documents, --pack-documents)";
+}
+
 } // namespace tcc::rt

@@ -42,6 +42,12 @@ std::string packFillError(const std::string &where, const std::string &value,
 std::string unpackReadError(const std::string &where, int64_t pos,
                             int64_t seq);
 
+/// segment_index met position `value` at flat position `pos` of the
+/// [B, seq] position ids named `ids`: neither 0 (a new document) nor the
+/// previous position plus 1.
+std::string segmentIndexError(const std::string &where, const std::string &ids,
+                              int64_t value, int64_t pos, int64_t seq);
+
 } // namespace tcc::rt
 
 #endif // TCC_RUNTIME_EXEC_PACK_CALLS_H

@@ -330,11 +330,15 @@ static void checkAttentionCall(CallCheck &c, bool grad) {
       v.shape[1] != h || v.shape[2] != tk)
     c.bad("query " + describe(q) + ", key " + describe(k) + " and value " +
           describe(v) + " do not agree on [batch, heads, seq, head_dim]");
-  // i32 [b + 1]: the cu_seqlens of packed tokens (tcc.pack_index).
+  // i32 [b + 1]: the cu_seqlens of packed tokens (tcc.pack_index); i32
+  // [b * tq + 1]: packed documents (tcc.segment_index).
   bool packed = mask && mask->dtype == DType::I32;
-  if (packed && (mask->shape != std::vector<int64_t>{b + 1} || tq != tk))
+  if (packed && ((mask->shape != std::vector<int64_t>{b + 1} &&
+                  mask->shape != std::vector<int64_t>{b * tq + 1}) ||
+                 tq != tk))
     c.bad("key_mask is " + describe(*mask) + ", expected the cu_seqlens i32 " +
-          shapeString({b + 1}) + " of packed queries and keys of one length");
+          shapeString({b + 1}) + " (or " + shapeString({b * tq + 1}) +
+          ") of packed queries and keys of one length");
   if (mask && !packed &&
       (mask->shape != std::vector<int64_t>{b, tk} ||
        (mask->dtype != DType::Bool && mask->dtype != q.dtype)))
@@ -389,6 +393,14 @@ void checkPackIndex(CallCheck &c) {
     c.bad("key_mask is " + describe(mask) + ", expected bool or float");
   c.wantLike(*c.out(0), "rows", DType::I32, {mask.elements});
   c.wantLike(*c.out(1), "cu_seqlens", DType::I32, {mask.shape[0] + 1});
+}
+
+/// segment_index: integer position_ids [B, T] -> i32 cu_seqlens [B*T+1].
+void checkSegmentIndex(CallCheck &c) {
+  const Value &pos = *c.in(0);
+  c.wantRank(pos, "position_ids", 2);
+  c.wantInt(pos, "position_ids");
+  c.wantLike(*c.out(0), "cu_seqlens", DType::I32, {pos.elements + 1});
 }
 
 /// pack and unpack: a value whose leading dims hold the rows of `rows`.

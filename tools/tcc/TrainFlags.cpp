@@ -89,6 +89,14 @@ TrainFlags::TrainFlags(cl::SubCommand &sub)
           cl::desc("With --data-parallel: MiB of gradients per all-reduce "
                    "bucket, in the order backward produces them (default 25, "
                    "as PyTorch DDP)"),
+          cl::sub(sub), cl::cat(flagCategory())),
+      packDocuments(
+          "pack-documents",
+          cl::desc("Packed documents: the step takes position_ids [B, T] "
+                   "(0 starts a document) and each document attends only to "
+                   "itself, its position embedding restarting at 0 (train "
+                   "with tcc run --pack-documents EOT_ID; "
+                   "docs/pad-skipping.md)"),
           cl::sub(sub), cl::cat(flagCategory())) {}
 
 bool TrainFlags::anyTrainingOnly() const {
@@ -98,7 +106,8 @@ bool TrainFlags::anyTrainingOnly() const {
          noDecay.getNumOccurrences() || lossScale.getNumOccurrences() ||
          lossScaleInit.getNumOccurrences() ||
          lossScaleGrowthInterval.getNumOccurrences() ||
-         dataParallel.getNumOccurrences() || bucketSize.getNumOccurrences();
+         dataParallel.getNumOccurrences() || bucketSize.getNumOccurrences() ||
+         packDocuments.getNumOccurrences();
 }
 
 FailureOr<PrecisionPolicy> TrainFlags::toPrecision(Location loc) const {
@@ -138,6 +147,7 @@ FailureOr<TrainConfig> TrainFlags::toConfig(Location loc) const {
   FailureOr<TrainConfig> config = parseTrainStepOptions(loc, options, *policy);
   if (failed(config))
     return failure();
+  config->packDocuments = packDocuments;
   // The option's 0 means "no clipping"; a --grad-clip given must clip.
   if (gradClip.getNumOccurrences()) {
     config->gradClip = gradClip;

@@ -30,6 +30,7 @@ struct TrainFlags {
   llvm::cl::opt<int64_t> lossScaleGrowthInterval;
   llvm::cl::opt<bool> dataParallel;
   llvm::cl::opt<double> bucketSize;
+  llvm::cl::opt<bool> packDocuments;
 
   /// Whether a flag that only a training step uses was given (--precision
   /// and --precision-policy also apply to an inference artifact).

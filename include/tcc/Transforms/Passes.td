@@ -281,6 +281,30 @@ def DropUnreachable : Pass<"tcc-drop-unreachable", "mlir::ModuleOp"> {
   ];
 }
 
+def PackDocuments : Pass<"tcc-pack-documents", "mlir::ModuleOp"> {
+  let summary = "Packed documents: block-diagonal attention and per-document positions from position_ids";
+  let description = [{
+    `tcc compile --pack-documents` (the first stage of the forward
+    pipeline). Rows of a batch hold several documents, as modern language
+    model training packs them (Hugging Face's DataCollatorWithFlattening,
+    `tcc run --pack-documents EOT_ID`); `@forward` gets the batch input
+    `position_ids` `[B, T]` (i64; an existing argument of that name is
+    used), numbering each token within its document. `tcc.segment_index`
+    turns it into the documents' offsets (`cu_seqlens`, a new document
+    where the position is 0 and at every row start), every self-attention
+    (no key mask, queries as long as keys) takes them as its key mask and
+    attends within its document only, and a position embedding read with
+    the constant positions `0 .. T-1` reads `position_ids` instead. So a
+    row of documents trains as each document would on its own.
+
+    Refused with an error naming the op: no attention, an attention that
+    already has a key mask, or attention ops of different [B, T]. A
+    constant `0 .. T-1` that reaches anything but an embedding's indices is
+    warned about (those positions are not restarted per document).
+  }];
+  let dependentDialects = ["::tcc::TccDialect"];
+}
+
 def PackTokens : Pass<"tcc-pack-tokens", "mlir::func::FuncOp"> {
   let summary = "Pad-skipping: run token-wise ops and attention over the valid tokens of a padded batch";
   let description = [{

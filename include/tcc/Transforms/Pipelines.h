@@ -2,7 +2,7 @@
 //
 // The one list of the stages a model goes through after import:
 //
-//   tcc-train-pipeline   lower-precision, build-train-step
+//   tcc-train-pipeline   [pack-documents], lower-precision, build-train-step
 //   tcc-lower-pipeline   drop-unreachable, pack-tokens, fuse-gemm-epilogue, fuse,
 //                        canonicalize, cse, plan-memory
 //
@@ -42,7 +42,8 @@ struct PipelineStage {
 llvm::SmallVector<PipelineStage>
 forwardStages(const PrecisionPolicy &precision);
 
-/// tcc-train-pipeline: forwardStages(config.precision), then
+/// tcc-train-pipeline: pack-documents (tcc-pack-documents, with
+/// config.packDocuments), forwardStages(config.precision), then
 /// build-train-step (tcc-build-train-step with `config`).
 llvm::SmallVector<PipelineStage> trainStages(const TrainConfig &config);
 

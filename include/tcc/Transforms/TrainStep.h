@@ -69,6 +69,9 @@ struct TrainConfig {
   /// `bucketBytes` in the order backward produces them.
   bool dataParallel = false;
   int64_t bucketBytes = 25 << 20;
+  /// Packed documents: tcc-pack-documents runs on @forward first (input
+  /// position_ids, attention within each document).
+  bool packDocuments = false;
 };
 
 /// Flag parsers. A malformed value is an error diagnostic at `loc` (where

@@ -83,9 +83,12 @@ void headBwd(const float *qp, const float *kp, const float *vp,
 /// the rows of padding are zero.
 struct Packed {
   const int32_t *cu;
-  int64_t batch, heads, seq;
+  int64_t batch, heads, seq, sequences;
 
-  int64_t count() const { return cu[batch]; }
+  Packed(const KeyMask &m, int64_t batch, int64_t heads, int64_t seq)
+      : cu(m.cuSeqlens), batch(batch), heads(heads), seq(seq),
+        sequences(m.sequences > 0 ? m.sequences : batch) {}
+  int64_t count() const { return cu[sequences]; }
   int64_t row(int64_t r, int64_t h) const {
     return ((r / seq) * heads + h) * seq + r % seq;
   }
@@ -113,9 +116,9 @@ void attention_fwd(const float *q, const float *k, const float *v, float *out,
                    int64_t d, int64_t dv, double scale, bool causal,
                    KeyMask mask) {
   if (mask.cuSeqlens) {
-    Packed pk{mask.cuSeqlens, batch, heads, tq};
+    Packed pk(mask, batch, heads, tq);
     pk.zeroPadding(out, dv);
-    parallel_for(batch * heads, 1, [&](int64_t begin, int64_t end) {
+    parallel_for(pk.sequences * heads, 1, [&](int64_t begin, int64_t end) {
       std::vector<float> qs, ks, vs, os, p;
       for (int64_t sh = begin; sh < end; ++sh) {
         int64_t s = sh / heads, h = sh % heads;
@@ -149,9 +152,9 @@ void attention_bwd(const float *q, const float *k, const float *v,
                    int64_t d, int64_t dvDim, double scale, bool causal,
                    KeyMask mask) {
   if (mask.cuSeqlens) {
-    Packed pk{mask.cuSeqlens, batch, heads, tq};
+    Packed pk(mask, batch, heads, tq);
     pk.zeroPadding(dq, d), pk.zeroPadding(dk, d), pk.zeroPadding(dv, dvDim);
-    parallel_for(batch * heads, 1, [&](int64_t begin, int64_t end) {
+    parallel_for(pk.sequences * heads, 1, [&](int64_t begin, int64_t end) {
       std::vector<float> qs, ks, vs, gs, dqs, dks, dvs, p, ds;
       for (int64_t sh = begin; sh < end; ++sh) {
         int64_t s = sh / heads, h = sh % heads;

@@ -96,6 +96,9 @@ struct KeyMask {
   /// rows [cu[b], cu[b+1]) and attend only to each other (causal: to the
   /// earlier ones); rows from cu[B] on are padding, written as zero.
   const int32_t *cuSeqlens = nullptr;
+  /// The sequences of cuSeqlens: B (packed tokens, the default when 0) or
+  /// up to B*T (packed documents, tcc.segment_index: [B*T + 1]).
+  int64_t sequences = 0;
 };
 
 /// out = softmax(scale * q @ k^T + mask) @ v (tcc.attention): q [B,H,Tq,D],
@@ -125,6 +128,14 @@ void attention_bwd(const float *q, const float *k, const float *v,
 /// is neither.
 int64_t pack_index(const uint8_t *keep, const float *bias, int64_t batch,
                    int64_t seq, int32_t *rows, int32_t *cu);
+
+/// tcc.segment_index: cu [batch*seq + 1] from integer position ids `pos`
+/// (int64 when `pos64`, else int32): a document starts at every row start
+/// and where the position is 0, else a position continues the previous
+/// one by 1; cu lists the starts, then batch*seq. Returns -1, or the first
+/// flat position that does neither.
+int64_t segment_index(const void *pos, bool pos64, int64_t batch,
+                      int64_t seq, int32_t *cu);
 
 /// out row i = in row rows[i] (rows of `rowBytes` bytes), or `fill` (one
 /// element of `elemBytes` bytes, repeated) where rows[i] < 0. With `check`,

@@ -1,5 +1,6 @@
 // Packed tokens (pad-skipping): the key mask's valid positions in packed
-// order, and rows moved into and out of that order. Rows are opaque bytes,
+// order, and rows moved into and out of that order; packed documents'
+// boundaries from their position ids. Rows are opaque bytes,
 // so one kernel serves every dtype.
 #include "kernels/cpu/cpu_kernels.h"
 
@@ -32,6 +33,25 @@ int64_t pack_index(const uint8_t *keep, const float *bias, int64_t batch,
   cu[batch] = count;
   for (int64_t i = count; i < batch * seq; ++i)
     rows[i] = -1;
+  return -1;
+}
+
+int64_t segment_index(const void *pos, bool pos64, int64_t batch,
+                      int64_t seq, int32_t *cu) {
+  auto at = [&](int64_t r) {
+    return pos64 ? static_cast<const int64_t *>(pos)[r]
+                 : int64_t(static_cast<const int32_t *>(pos)[r]);
+  };
+  int64_t count = 0;
+  for (int64_t r = 0; r < batch * seq; ++r) {
+    int64_t p = at(r);
+    if (r % seq == 0 || p == 0)
+      cu[count++] = static_cast<int32_t>(r);
+    else if (p != at(r - 1) + 1)
+      return r;
+  }
+  for (int64_t s = count; s <= batch * seq; ++s)
+    cu[s] = static_cast<int32_t>(batch * seq);
   return -1;
 }
 

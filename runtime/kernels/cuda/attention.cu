@@ -221,7 +221,7 @@ __global__ void __launch_bounds__(C::NT) attentionFwdKernel(Params p) {
 
   // Under causal masking no query of this tile sees a key >= q0 + BR.
   const int64_t kEnd = p.causal && q0 + BR < tk ? q0 + BR : tk;
-  for (int64_t k0 = 0; k0 < kEnd; k0 += BC) {
+  for (int64_t k0 = firstKeyTile<BC>(p, b, q0); k0 < kEnd; k0 += BC) {
     __syncthreads(); // the previous tile's KsT / Vs / PsT reads are done
     loadTile<BC, HD, NT, true>(KsT, C::LDC, kp, tk, p.d, k0, p.vecQK);
     loadTile<BC, HD, NT, false>(Vs, C::LDH, vp, tk, p.dvDim, k0, p.vecV);
@@ -365,7 +365,7 @@ __global__ void __launch_bounds__(C::NT) attentionDqKernel(Params p) {
   }
 
   const int64_t kEnd = p.causal && q0 + BR < tk ? q0 + BR : tk;
-  for (int64_t k0 = 0; k0 < kEnd; k0 += BC) {
+  for (int64_t k0 = firstKeyTile<BC>(p, b, q0); k0 < kEnd; k0 += BC) {
     __syncthreads(); // the previous tile's dSsT / Ks reads are done
     loadTile<BC, HD, NT, true>(KsT, C::LDC, kp, tk, p.d, k0, p.vecQK);
     loadTile<BC, HD, NT, false>(Ks, C::LDH, kp, tk, p.d, k0, p.vecQK);
@@ -674,7 +674,8 @@ Status attentionFwd(const void *q, const void *k, const void *v, void *out,
                     int64_t batch, int64_t heads, int64_t tq, int64_t tk,
                     int64_t d, int64_t dv, double scale, bool causal,
                     KeyMask mask, float *lse, cudaStream_t stream,
-                    AttentionPath path, const int32_t *cu = nullptr) {
+                    AttentionPath path, const int32_t *cu = nullptr,
+                    const int32_t *docStart = nullptr) {
   if (Status st = checkShapes(batch, heads, tq, tk, d, dv))
     return st;
   if (mask.keep && mask.bias)
@@ -684,6 +685,7 @@ Status attentionFwd(const void *q, const void *k, const void *v, void *out,
     return invalid();
   Params p = baseParams(q, k, v, heads, tq, tk, d, dv, scale, causal, mask);
   p.cu = cu;
+  p.docStart = docStart;
   p.o = out;
   p.lseOut = lse;
   p.vecV = p.vecV && aligned16(out);
@@ -700,7 +702,8 @@ Status attentionBwd(const void *q, const void *k, const void *v,
                     int64_t d, int64_t dvDim, double scale, bool causal,
                     KeyMask mask, const void *out, const float *lse,
                     void *workspace, cudaStream_t stream,
-                    AttentionPath path, const int32_t *cu = nullptr) {
+                    AttentionPath path, const int32_t *cu = nullptr,
+                    const int32_t *docStart = nullptr) {
   if (Status st = checkShapes(batch, heads, tq, tk, d, dvDim))
     return st;
   if ((mask.keep && mask.bias) || (!out) != (!lse))
@@ -726,6 +729,7 @@ Status attentionBwd(const void *q, const void *k, const void *v,
   BwdWorkspace w = bwdWorkspace(workspace, batch, heads, tq, dvDim, haveForward);
   Params p = baseParams(q, k, v, heads, tq, tk, d, dvDim, scale, causal, mask);
   p.cu = cu;
+  p.docStart = docStart;
   const unsigned deltaBlocks = static_cast<unsigned>(ceilDiv(bh * tq, 8));
   if (!haveForward) {
     // The forward into the workspace, its output in float (unrounded), by
@@ -777,7 +781,20 @@ struct VarlenWorkspace {
 
 VarlenWorkspace varlenWorkspace(void *base, int64_t batch, int64_t heads,
                                 int64_t seq, int64_t d, int64_t dv,
-                                size_t elemBytes, bool backward) {
+                                size_t elemBytes, bool backward,
+                                bool documents) {
+  if (documents) {
+    // Packed documents run in place: each token's document start, then the
+    // dense backward's workspace.
+    VarlenWorkspace w{};
+    char *p = static_cast<char *>(base);
+    w.q = p; // the document starts, int32 [batch * seq]
+    w.bytes = roundUp256(size_t(batch) * size_t(seq) * sizeof(int32_t));
+    w.rest = p ? p + w.bytes : nullptr;
+    if (backward)
+      w.bytes += bwdWorkspace(nullptr, batch, heads, seq, dv, false).bytes;
+    return w;
+  }
   const size_t rows = size_t(batch) * size_t(heads) * size_t(seq);
   const size_t qk = roundUp256(rows * size_t(d) * elemBytes);
   const size_t vo = roundUp256(rows * size_t(dv) * elemBytes);
@@ -799,21 +816,66 @@ VarlenWorkspace varlenWorkspace(void *base, int64_t batch, int64_t heads,
   return w;
 }
 
+/// docStart[r] = the row offset of the first token of token r's document:
+/// cu[s] - (r / seq) * seq for the last s with cu[s] <= r (binary search;
+/// documents never cross a row).
+__global__ void __launch_bounds__(256)
+    documentStartKernel(const int32_t *cu, int64_t sequences, int64_t batch,
+                        int64_t seq, int32_t *docStart) {
+  const int64_t n = batch * seq;
+  for (int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < n;
+       r += int64_t(gridDim.x) * blockDim.x) {
+    int64_t lo = 0, hi = sequences; // cu[lo] <= r < cu[hi]
+    while (hi - lo > 1) {
+      const int64_t mid = (lo + hi) / 2;
+      if (cu[mid] <= r)
+        lo = mid;
+      else
+        hi = mid;
+    }
+    docStart[r] = static_cast<int32_t>(cu[lo] - (r / seq) * seq);
+  }
+}
+
+Status documentStarts(const int32_t *cu, int64_t sequences, int64_t batch,
+                      int64_t seq, int32_t *docStart, cudaStream_t stream) {
+  const int64_t n = batch * seq;
+  if (n == 0)
+    return 0;
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(
+      ceilDiv(n, 256), 4096));
+  documentStartKernel<<<blocks, 256, 0, stream>>>(cu, sequences, batch, seq,
+                                                  docStart);
+  return launched();
+}
+
 /// Gathers packed rows into the aligned layout, runs the dense kernels over
-/// each sequence's rows (Params::cu) and scatters the results back.
+/// each sequence's rows (Params::cu) and scatters the results back. Packed
+/// documents (more sequences than batch rows) run in place instead, each
+/// query's keys bounded by its document's start (Params::docStart).
 template <class T>
 Status attentionVarlenFwd(const void *q, const void *k, const void *v,
-                          void *out, const int32_t *cu, int64_t batch,
-                          int64_t heads, int64_t seq, int64_t d, int64_t dv,
-                          double scale, bool causal, void *workspace,
-                          cudaStream_t stream, AttentionPath path) {
+                          void *out, const int32_t *cu, int64_t sequences,
+                          int64_t batch, int64_t heads, int64_t seq, int64_t d,
+                          int64_t dv, double scale, bool causal,
+                          void *workspace, cudaStream_t stream,
+                          AttentionPath path) {
   if (Status st = checkShapes(batch, heads, seq, seq, d, dv))
     return st;
-  if (!cu || !workspace)
+  if (!cu || !workspace || sequences < batch)
     return invalid();
   const int64_t es = sizeof(T);
-  VarlenWorkspace w =
-      varlenWorkspace(workspace, batch, heads, seq, d, dv, es, false);
+  const bool documents = sequences > batch;
+  VarlenWorkspace w = varlenWorkspace(workspace, batch, heads, seq, d, dv, es,
+                                      false, documents);
+  if (documents) {
+    auto *starts = reinterpret_cast<int32_t *>(w.q);
+    if (Status st = documentStarts(cu, sequences, batch, seq, starts, stream))
+      return st;
+    return attentionFwd<T>(q, k, v, out, batch, heads, seq, seq, d, dv, scale,
+                           causal, KeyMask{}, nullptr, stream, path, nullptr,
+                           starts);
+  }
   Status st = varlen_gather(q, cu, batch, heads, seq, d, es, w.q, stream);
   if (!st)
     st = varlen_gather(k, cu, batch, heads, seq, d, es, w.k, stream);
@@ -830,17 +892,26 @@ Status attentionVarlenFwd(const void *q, const void *k, const void *v,
 template <class T>
 Status attentionVarlenBwd(const void *q, const void *k, const void *v,
                           const void *dout, void *dq, void *dk, void *dv,
-                          const int32_t *cu, int64_t batch, int64_t heads,
-                          int64_t seq, int64_t d, int64_t dvDim, double scale,
-                          bool causal, void *workspace, cudaStream_t stream,
-                          AttentionPath path) {
+                          const int32_t *cu, int64_t sequences, int64_t batch,
+                          int64_t heads, int64_t seq, int64_t d, int64_t dvDim,
+                          double scale, bool causal, void *workspace,
+                          cudaStream_t stream, AttentionPath path) {
   if (Status st = checkShapes(batch, heads, seq, seq, d, dvDim))
     return st;
-  if (!cu || !workspace)
+  if (!cu || !workspace || sequences < batch)
     return invalid();
   const int64_t es = sizeof(T);
-  VarlenWorkspace w =
-      varlenWorkspace(workspace, batch, heads, seq, d, dvDim, es, true);
+  const bool documents = sequences > batch;
+  VarlenWorkspace w = varlenWorkspace(workspace, batch, heads, seq, d, dvDim,
+                                      es, true, documents);
+  if (documents) {
+    auto *starts = reinterpret_cast<int32_t *>(w.q);
+    if (Status st = documentStarts(cu, sequences, batch, seq, starts, stream))
+      return st;
+    return attentionBwd<T>(q, k, v, dout, dq, dk, dv, batch, heads, seq, seq,
+                           d, dvDim, scale, causal, KeyMask{}, nullptr,
+                           nullptr, w.rest, stream, path, nullptr, starts);
+  }
   Status st = varlen_gather(q, cu, batch, heads, seq, d, es, w.q, stream);
   if (!st)
     st = varlen_gather(k, cu, batch, heads, seq, d, es, w.k, stream);
@@ -863,41 +934,43 @@ Status attentionVarlenBwd(const void *q, const void *k, const void *v,
 
 } // namespace
 
-size_t attention_varlen_workspace_bytes(FloatType type, int64_t batch,
-                                        int64_t heads, int64_t seq, int64_t d,
-                                        int64_t dv, bool backward) {
+size_t attention_varlen_workspace_bytes(FloatType type, int64_t sequences,
+                                        int64_t batch, int64_t heads,
+                                        int64_t seq, int64_t d, int64_t dv,
+                                        bool backward) {
   if (batch <= 0 || heads <= 0 || seq <= 0)
     return 0;
   return varlenWorkspace(nullptr, batch, heads, seq, d, dv,
-                         float_type_size(type), backward)
+                         float_type_size(type), backward, sequences > batch)
       .bytes;
 }
 
 Status attention_varlen_fwd(FloatType type, const void *q, const void *k,
                             const void *v, void *out, const int32_t *cu,
-                            int64_t batch, int64_t heads, int64_t seq,
-                            int64_t d, int64_t dv, double scale, bool causal,
-                            void *workspace, cudaStream_t stream,
+                            int64_t sequences, int64_t batch, int64_t heads,
+                            int64_t seq, int64_t d, int64_t dv, double scale,
+                            bool causal, void *workspace, cudaStream_t stream,
                             AttentionPath path) {
   return dispatchType(type, [&](auto tag) {
     using T = decltype(tag);
-    return attentionVarlenFwd<T>(q, k, v, out, cu, batch, heads, seq, d, dv,
-                                 scale, causal, workspace, stream, path);
+    return attentionVarlenFwd<T>(q, k, v, out, cu, sequences, batch, heads,
+                                 seq, d, dv, scale, causal, workspace, stream,
+                                 path);
   });
 }
 
 Status attention_varlen_bwd(FloatType type, const void *q, const void *k,
                             const void *v, const void *dout, void *dq,
                             void *dk, void *dv, const int32_t *cu,
-                            int64_t batch, int64_t heads, int64_t seq,
-                            int64_t d, int64_t dvDim, double scale,
-                            bool causal, void *workspace, cudaStream_t stream,
-                            AttentionPath path) {
+                            int64_t sequences, int64_t batch, int64_t heads,
+                            int64_t seq, int64_t d, int64_t dvDim,
+                            double scale, bool causal, void *workspace,
+                            cudaStream_t stream, AttentionPath path) {
   return dispatchType(type, [&](auto tag) {
     using T = decltype(tag);
-    return attentionVarlenBwd<T>(q, k, v, dout, dq, dk, dv, cu, batch, heads,
-                                 seq, d, dvDim, scale, causal, workspace,
-                                 stream, path);
+    return attentionVarlenBwd<T>(q, k, v, dout, dq, dk, dv, cu, sequences,
+                                 batch, heads, seq, d, dvDim, scale, causal,
+                                 workspace, stream, path);
   });
 }
 

@@ -30,6 +30,9 @@ struct Params {
   /// Tk); its later rows are neither read as keys nor written. Null: every
   /// row is a token.
   const int32_t *cu;
+  /// Packed documents: per (batch, query) the first key of the query's
+  /// document (its row offset); earlier keys are hidden. Null: none.
+  const int32_t *docStart;
   int64_t heads, tq, tk;
   int d, dvDim;
   float scale;
@@ -46,6 +49,15 @@ __device__ __forceinline__ int64_t seqRows(const Params &p, int64_t b,
   return len < n ? len : n;
 }
 
+/// The first key tile (of BC keys) a query tile starting at q0 needs: the
+/// one holding its first query's document start (packed documents; a
+/// document's later queries start no earlier), else 0.
+template <int BC>
+__device__ __forceinline__ int64_t firstKeyTile(const Params &p, int64_t b,
+                                                int64_t q0) {
+  return p.docStart ? int64_t(p.docStart[b * p.tq + q0]) / BC * BC : 0;
+}
+
 /// The masked, scaled score of query i and key j (key j < tk), given the
 /// raw dot product: the CPU kernel's order (scale, hide, add bias).
 __device__ __forceinline__ float maskScore(const Params &p, float dot,
@@ -54,6 +66,8 @@ __device__ __forceinline__ float maskScore(const Params &p, float dot,
   if (p.causal && j > i)
     x = -INFINITY;
   if (p.keep && !p.keep[b * p.tk + j])
+    x = -INFINITY;
+  if (p.docStart && j < p.docStart[b * p.tq + i])
     x = -INFINITY;
   if (p.bias)
     x += detail::loadAs(p.biasType, p.bias, b * p.tk + j);

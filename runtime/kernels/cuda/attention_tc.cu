@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
   }
 
   const int64_t kEnd = p.causal && q0 + BR < tk ? q0 + BR : tk;
-  for (int64_t k0 = 0; k0 < kEnd; k0 += BC) {
+  for (int64_t k0 = firstKeyTile<BC>(p, b, q0); k0 < kEnd; k0 += BC) {
     __syncthreads(); // the previous tile's K / V reads are done
     // V's copy overlaps S = Q K^T and the softmax.
     copyTileAsync<BC, HD, LD, NT>(Ks, kp, tk, k0);

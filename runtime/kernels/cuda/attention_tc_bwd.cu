@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(C::NT) attentionDqTcKernel(Params p) {
 
   // Under causal masking no query of this tile sees a key >= q0 + BR.
   const int64_t kEnd = p.causal && q0 + BR < tk ? q0 + BR : tk;
-  for (int64_t k0 = 0; k0 < kEnd; k0 += BC) {
+  for (int64_t k0 = firstKeyTile<BC>(p, b, q0); k0 < kEnd; k0 += BC) {
     __syncthreads(); // the previous tile's K / V reads are done
     copyTileAsync<BC, HD, LD, NT>(Ks, kp, tk, k0);
     copyTileAsync<BC, HD, LD, NT>(Vs, vp, tk, k0);

@@ -282,27 +282,33 @@ bool attention_bwd_uses_tensor_cores(FloatType type, int64_t d, int64_t dv,
 /// (token r of head h at row ((r / T) * H + h) * T + r % T); sequence s is
 /// tokens [cu[s], cu[s+1]) (cu: device int32 [B+1], tcc.pack_index's) and
 /// attends only to its own tokens (causal: to the earlier ones). Rows from
-/// cu[B] on are padding, written as zero. Runs as varlen_gather into the
+/// cu[sequences] on are padding, written as zero. With `sequences` == B
+/// (packed tokens, tcc.pack_index) it runs as varlen_gather into the
 /// workspace (each sequence at the start of its batch's rows), the dense
 /// kernels above bounded by each sequence's length (query and key tiles
 /// past it are skipped, so the work is sum len^2, not B T^2), and
-/// varlen_scatter back; same numerics and paths as the dense forward and
-/// backward (the backward recomputes the forward).
-size_t attention_varlen_workspace_bytes(FloatType type, int64_t batch,
-                                        int64_t heads, int64_t seq, int64_t d,
-                                        int64_t dv, bool backward);
+/// varlen_scatter back. With more (packed documents, tcc.segment_index:
+/// cu [B*T + 1], every token a token, no document crossing a row) it runs
+/// in place: each query's keys start at its document's first token, and
+/// key tiles before it are skipped. Same numerics and paths as the dense
+/// forward and backward (the backward recomputes the forward).
+size_t attention_varlen_workspace_bytes(FloatType type, int64_t sequences,
+                                        int64_t batch, int64_t heads,
+                                        int64_t seq, int64_t d, int64_t dv,
+                                        bool backward);
 Status attention_varlen_fwd(FloatType type, const void *q, const void *k,
                             const void *v, void *out, const int32_t *cu,
-                            int64_t batch, int64_t heads, int64_t seq,
-                            int64_t d, int64_t dv, double scale, bool causal,
-                            void *workspace, cudaStream_t stream,
+                            int64_t sequences, int64_t batch, int64_t heads,
+                            int64_t seq, int64_t d, int64_t dv, double scale,
+                            bool causal, void *workspace, cudaStream_t stream,
                             AttentionPath path = AttentionPath::Auto);
 Status attention_varlen_bwd(FloatType type, const void *q, const void *k,
                             const void *v, const void *dout, void *dq,
                             void *dk, void *dv, const int32_t *cu,
-                            int64_t batch, int64_t heads, int64_t seq,
-                            int64_t d, int64_t dvDim, double scale,
-                            bool causal, void *workspace, cudaStream_t stream,
+                            int64_t sequences, int64_t batch, int64_t heads,
+                            int64_t seq, int64_t d, int64_t dvDim,
+                            double scale, bool causal, void *workspace,
+                            cudaStream_t stream,
                             AttentionPath path = AttentionPath::Auto);
 
 //===----------------------------------------------------------------------===//
@@ -463,6 +469,15 @@ Status dropout(FloatType type, const void *x, void *y, uint8_t *mask,
 Status pack_index(const uint8_t *keep, const void *bias, FloatType biasType,
                   int64_t batch, int64_t seq, int32_t *rows, int32_t *cu,
                   int64_t *error, cudaStream_t stream);
+
+/// Packed documents (tcc.segment_index, the CPU kernel segment_index):
+/// cu [batch*seq + 1] from position ids `pos` [batch, seq] (int64 when
+/// `pos64`, else int32): a document starts at every row start and where
+/// the position is 0; its starts in order, then batch*seq. A position that
+/// neither is 0 nor continues the previous one by 1 goes to `error` (the
+/// smallest such flat position).
+Status segment_index(const void *pos, bool pos64, int64_t batch, int64_t seq,
+                     int32_t *cu, int64_t *error, cudaStream_t stream);
 
 /// out row i (rowBytes bytes) = in row rows[i] when rows[i] >= 0, else the
 /// fill row (the elemBytes-byte value `fillBits` (little-endian low bytes of

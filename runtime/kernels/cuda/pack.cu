@@ -2,8 +2,8 @@
 // runtime/kernels/cpu/pack.cpp and the layout change of varlen attention
 // (runtime/kernels/cpu/attention.cpp's Packed).
 //
-// pack_index is one block of 1024 threads walking the key mask in chunks of
-// 4096 positions (4 consecutive positions per thread): a block-wide
+// pack_index (and segment_index, packed documents' boundaries) is one block
+// of 1024 threads walking the key mask in chunks of 4096 positions (4 consecutive positions per thread): a block-wide
 // exclusive prefix sum of the token flags (warp shuffles, then the 32 warp
 // totals scanned by warp 0) gives each token its packed row, and a running
 // total carries from chunk to chunk.
@@ -50,22 +50,24 @@ __device__ __forceinline__ bool isToken(const uint8_t *keep, const void *bias,
   return false;
 }
 
-__global__ void __launch_bounds__(kIndexThreads)
-    packIndexKernel(const uint8_t *keep, const void *bias, FloatType biasType,
-                    int64_t batch, int64_t seq, int32_t *rows, int32_t *cu,
-                    int64_t *error) {
+/// Block-wide stream compaction (one block of kIndexThreads): writes, in
+/// order, every position p < n with flag(p) to out[0 .. count) and calls
+/// atRowStart(p, before) at each p % seq == 0 with the count before p.
+/// Returns the count, in every thread.
+template <class Flag, class AtRowStart>
+__device__ int compactPositions(int64_t n, int64_t seq, Flag flag,
+                                AtRowStart atRowStart, int32_t *out) {
   __shared__ int warpScan[kIndexThreads / 32];
-  const int64_t n = batch * seq; // <= INT32_MAX (checked by the launcher)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  int base = 0; // tokens before the current chunk (the same in every thread)
+  int base = 0; // flagged positions before the current chunk (every thread)
   for (int64_t c0 = 0; c0 < n; c0 += int64_t(kIndexThreads) * kIndexItems) {
     const int64_t p0 = c0 + int64_t(threadIdx.x) * kIndexItems;
-    bool token[kIndexItems];
+    bool hit[kIndexItems];
     int count = 0;
 #pragma unroll
     for (int j = 0; j < kIndexItems; ++j) {
-      token[j] = p0 + j < n && isToken(keep, bias, biasType, p0 + j, error);
-      count += token[j];
+      hit[j] = p0 + j < n && flag(p0 + j);
+      count += hit[j];
     }
     // Inclusive scan of the counts over the warp, then over the warps.
     int incl = count;
@@ -89,7 +91,7 @@ __global__ void __launch_bounds__(kIndexThreads)
       warpScan[lane] = t; // inclusive over warps 0 .. lane
     }
     __syncthreads();
-    // Tokens before position p0: earlier chunks, earlier warps, earlier
+    // Flags before position p0: earlier chunks, earlier warps, earlier
     // lanes of this warp.
     int before = base + (warp > 0 ? warpScan[warp - 1] : 0) + (incl - count);
 #pragma unroll
@@ -98,13 +100,25 @@ __global__ void __launch_bounds__(kIndexThreads)
       if (p >= n)
         break;
       if (p % seq == 0)
-        cu[p / seq] = before;
-      if (token[j])
-        rows[before++] = static_cast<int32_t>(p);
+        atRowStart(p, before);
+      if (hit[j])
+        out[before++] = static_cast<int32_t>(p);
     }
     base += warpScan[kIndexThreads / 32 - 1];
     __syncthreads(); // warpScan is rewritten by the next chunk
   }
+  return base;
+}
+
+__global__ void __launch_bounds__(kIndexThreads)
+    packIndexKernel(const uint8_t *keep, const void *bias, FloatType biasType,
+                    int64_t batch, int64_t seq, int32_t *rows, int32_t *cu,
+                    int64_t *error) {
+  const int64_t n = batch * seq; // <= INT32_MAX (checked by the launcher)
+  const int base = compactPositions(
+      n, seq,
+      [&](int64_t p) { return isToken(keep, bias, biasType, p, error); },
+      [&](int64_t p, int before) { cu[p / seq] = before; }, rows);
   if (threadIdx.x == 0)
     cu[batch] = base;
   if (seq == 0) // no positions: every sequence starts at 0
@@ -112,6 +126,28 @@ __global__ void __launch_bounds__(kIndexThreads)
       cu[b] = 0;
   for (int64_t i = base + int64_t(threadIdx.x); i < n; i += kIndexThreads)
     rows[i] = -1;
+}
+
+/// segment_index: a document starts at every row start and where the
+/// position is 0; any other position must continue the previous one by 1
+/// (else `error`, and it counts as no start).
+template <class P>
+__global__ void __launch_bounds__(kIndexThreads)
+    segmentIndexKernel(const P *pos, int64_t batch, int64_t seq, int32_t *cu,
+                       int64_t *error) {
+  const int64_t n = batch * seq;
+  const int count = compactPositions(
+      n, seq,
+      [&](int64_t p) {
+        if (p % seq == 0 || pos[p] == 0)
+          return true;
+        if (pos[p] != pos[p - 1] + 1)
+          recordError(error, p);
+        return false;
+      },
+      [](int64_t, int) {}, cu);
+  for (int64_t s = count + int64_t(threadIdx.x); s <= n; s += kIndexThreads)
+    cu[s] = static_cast<int32_t>(n);
 }
 
 //===----------------------------------------------------------------------===//
@@ -351,6 +387,19 @@ Status pack_index(const uint8_t *keep, const void *bias, FloatType biasType,
   // One block even for batch * seq == 0: cu is written.
   packIndexKernel<<<1, kIndexThreads, 0, stream>>>(keep, bias, biasType, batch,
                                                    seq, rows, cu, error);
+  return launched();
+}
+
+Status segment_index(const void *pos, bool pos64, int64_t batch, int64_t seq,
+                     int32_t *cu, int64_t *error, cudaStream_t stream) {
+  if (batch < 0 || seq <= 0 || !pos || !cu || batch >= INT32_MAX / seq)
+    return invalid();
+  if (pos64)
+    segmentIndexKernel<<<1, kIndexThreads, 0, stream>>>(
+        static_cast<const int64_t *>(pos), batch, seq, cu, error);
+  else
+    segmentIndexKernel<<<1, kIndexThreads, 0, stream>>>(
+        static_cast<const int32_t *>(pos), batch, seq, cu, error);
   return launched();
 }
 

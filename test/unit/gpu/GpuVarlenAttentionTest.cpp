@@ -1,5 +1,5 @@
-// Variable-length attention over packed tokens (cuda::attention_varlen_fwd
-// / _bwd, pad-skipping) against the CPU kernels' packed path
+// Variable-length attention over packed tokens and packed documents
+// (cuda::attention_varlen_fwd / _bwd) against the CPU kernels' packed path
 // (cpu::attention_fwd / _bwd with KeyMask::cuSeqlens), for f32 (FMA
 // kernels), bf16 and f16 (FMA and tensor cores), causal or not, on
 // sequences that cross the 64-row tiles, a one-token sequence, an empty
@@ -31,9 +31,11 @@ namespace cu = tcc::cuda;
 using cu::FloatType;
 
 struct VarlenCase {
-  std::vector<int> lengths; ///< tokens of each batch row (<= seq)
+  /// Packed tokens: the tokens of each batch row (<= seq). Packed
+  /// documents: the documents' lengths, filling rows of seq in order.
+  std::vector<int> lengths;
   int64_t heads, seq, d;
-  bool causal;
+  bool causal, documents = false;
 };
 
 const VarlenCase kCases[] = {
@@ -42,10 +44,16 @@ const VarlenCase kCases[] = {
     {{0, 130, 65}, 1, 130, 64, true},
     {{5, 3}, 2, 8, 16, false},
     {{100, 100}, 1, 100, 128, true},
+    // Packed documents (tcc.segment_index's cu_seqlens [B*T + 1]): rows of
+    // 130 holding documents of 30 + 100, 130, 1 + 64 + 65 tokens.
+    {{30, 100, 130, 1, 64, 65}, 2, 130, 64, true, true},
+    {{30, 100, 130, 1, 64, 65}, 1, 130, 64, false, true},
+    {{3, 5, 8}, 2, 8, 16, true, true},
 };
 
 std::string caseName(const VarlenCase &c, FloatType t) {
-  std::string s = std::string(cu::float_type_name(t)) + " lengths";
+  std::string s = std::string(cu::float_type_name(t)) +
+                  (c.documents ? " documents" : " lengths");
   for (int n : c.lengths)
     s += " " + std::to_string(n);
   return s + " heads " + std::to_string(c.heads) + " seq " +
@@ -112,8 +120,8 @@ std::vector<double> widen(const std::vector<float> &v) {
 
 /// The rows of packed tokens past cu[batch], for every head, are exactly 0.
 void expectPaddingZero(const std::vector<float> &got, const VarlenCase &c,
-                       int64_t count, int64_t dim, const std::string &what) {
-  const int64_t batch = int64_t(c.lengths.size());
+                       int64_t batch, int64_t count, int64_t dim,
+                       const std::string &what) {
   size_t bad = 0;
   for (int64_t h = 0; h < c.heads; ++h)
     for (int64_t r = count; r < batch * c.seq; ++r) {
@@ -132,20 +140,36 @@ TEST_P(VarlenAttention, ForwardAndBackwardMatchTheCpuKernels) {
   uint32_t seed = 7;
   for (const VarlenCase &c : kCases) {
     SCOPED_TRACE(caseName(c, t));
-    const int64_t batch = int64_t(c.lengths.size()), seq = c.seq;
+    const int64_t seq = c.seq;
+    int64_t total = 0;
+    for (int n : c.lengths)
+      total += n;
+    const int64_t batch =
+        c.documents ? total / seq : int64_t(c.lengths.size());
     const int64_t d = c.d, n = batch * c.heads * seq * d;
     const double scale = 1.0 / std::sqrt(double(d));
-    // cu_seqlens from a left-aligned mask (pack_index's rows do not matter
-    // to attention; only the sequence boundaries do).
-    std::vector<uint8_t> keep(size_t(batch * seq), 0);
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t i = 0; i < c.lengths[size_t(b)]; ++i)
-        keep[size_t(b * seq + i)] = 1;
-    std::vector<int32_t> rows(size_t(batch * seq)), cuHost(size_t(batch + 1));
-    ASSERT_EQ(cpu::pack_index(keep.data(), nullptr, batch, seq, rows.data(),
-                              cuHost.data()),
-              -1);
-    const int64_t count = cuHost[size_t(batch)];
+    std::vector<int32_t> cuHost;
+    if (c.documents) {
+      // One sequence per document, then batch*seq up to [B*T + 1].
+      int32_t start = 0;
+      for (int len : c.lengths)
+        cuHost.push_back(start), start += len;
+      cuHost.resize(size_t(batch * seq + 1), start);
+    } else {
+      // cu_seqlens from a left-aligned mask (pack_index's rows do not
+      // matter to attention; only the sequence boundaries do).
+      std::vector<uint8_t> keep(size_t(batch * seq), 0);
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t i = 0; i < c.lengths[size_t(b)]; ++i)
+          keep[size_t(b * seq + i)] = 1;
+      std::vector<int32_t> rows(size_t(batch * seq));
+      cuHost.resize(size_t(batch + 1));
+      ASSERT_EQ(cpu::pack_index(keep.data(), nullptr, batch, seq,
+                                rows.data(), cuHost.data()),
+                -1);
+    }
+    const int64_t sequences = int64_t(cuHost.size()) - 1;
+    const int64_t count = cuHost.back();
     // Every row random, the padding rows too: garbage the kernels must not
     // read.
     std::vector<float> q = randomNormal(size_t(n), seed++),
@@ -157,6 +181,7 @@ TEST_P(VarlenAttention, ForwardAndBackwardMatchTheCpuKernels) {
 
     cpu::KeyMask mask;
     mask.cuSeqlens = cuHost.data();
+    mask.sequences = sequences;
     const size_t elems = static_cast<size_t>(n);
     std::vector<float> refOut(elems), refDq(elems), refDk(elems), refDv(elems);
     cpu::attention_fwd(q.data(), k.data(), v.data(), refOut.data(), batch,
@@ -176,18 +201,18 @@ TEST_P(VarlenAttention, ForwardAndBackwardMatchTheCpuKernels) {
     for (cu::AttentionPath path : paths) {
       SCOPED_TRACE(path == cu::AttentionPath::Fma ? "fma" : "tensor cores");
       Tensor out(t, elems), dq(t, elems), dk(t, elems), dv(t, elems);
-      DevBytes fwdWs(cu::attention_varlen_workspace_bytes(t, batch, c.heads,
-                                                          seq, d, d, false));
-      DevBytes bwdWs(cu::attention_varlen_workspace_bytes(t, batch, c.heads,
-                                                          seq, d, d, true));
+      DevBytes fwdWs(cu::attention_varlen_workspace_bytes(
+          t, sequences, batch, c.heads, seq, d, d, false));
+      DevBytes bwdWs(cu::attention_varlen_workspace_bytes(
+          t, sequences, batch, c.heads, seq, d, d, true));
       checkStatus(cu::attention_varlen_fwd(t, qd.get(), kd.get(), vd.get(),
-                                           out.get(), cu.get(), batch, c.heads,
+                                           out.get(), cu.get(), sequences, batch, c.heads,
                                            seq, d, d, scale, c.causal,
                                            fwdWs.get(), nullptr, path),
                   "attention_varlen_fwd");
       checkStatus(cu::attention_varlen_bwd(
                       t, qd.get(), kd.get(), vd.get(), gd.get(), dq.get(),
-                      dk.get(), dv.get(), cu.get(), batch, c.heads, seq, d, d,
+                      dk.get(), dv.get(), cu.get(), sequences, batch, c.heads, seq, d, d,
                       scale, c.causal, bwdWs.get(), nullptr, path),
                   "attention_varlen_bwd");
       std::vector<float> o = out.download(), gq = dq.download(),
@@ -196,14 +221,14 @@ TEST_P(VarlenAttention, ForwardAndBackwardMatchTheCpuKernels) {
       expectClose(gq, widen(refDq), bwdTol, "dq", 1.0);
       expectClose(gk, widen(refDk), bwdTol, "dk", 1.0);
       expectClose(gv, widen(refDv), bwdTol, "dv", 1.0);
-      expectPaddingZero(o, c, count, d, "out");
-      expectPaddingZero(gq, c, count, d, "dq");
-      expectPaddingZero(gk, c, count, d, "dk");
-      expectPaddingZero(gv, c, count, d, "dv");
+      expectPaddingZero(o, c, batch, count, d, "out");
+      expectPaddingZero(gq, c, batch, count, d, "dq");
+      expectPaddingZero(gk, c, batch, count, d, "dk");
+      expectPaddingZero(gv, c, batch, count, d, "dv");
       // Deterministic: a second forward gives the same bits.
       Tensor again(t, elems);
       checkStatus(cu::attention_varlen_fwd(t, qd.get(), kd.get(), vd.get(),
-                                           again.get(), cu.get(), batch,
+                                           again.get(), cu.get(), sequences, batch,
                                            c.heads, seq, d, d, scale, c.causal,
                                            fwdWs.get(), nullptr, path),
                   "attention_varlen_fwd");
