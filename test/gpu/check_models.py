@@ -41,6 +41,7 @@ MODELS = os.path.join(ROOT, "test", "models")
 sys.path.insert(0, MODELS)
 import safetensors_np  # noqa: E402
 
+DOCS = os.path.join(ROOT, "test", "lit", "Train", "Inputs", "packed_docs.py")
 CE = "cross_entropy(logits,labels)"
 MSE = "mse(y,target)"
 ADAMW_GPT = ("adamw:lr=1e-3,beta1=0.9,beta2=0.95,eps=1e-8,weight_decay=0.1",
@@ -75,6 +76,10 @@ CASES = [
     dict(name="bert-padded-off", model="bert", loss=CE, opt=SGD_PAD, steps=5, rtol=1e-4,
          padded=PADDED, extra=["--pad-skip", "off"]),
     dict(name="cnn-adamw", model="cnn", loss=CE, opt=ADAMW_CNN, steps=3, rtol=1e-3),
+    # Packed documents (test/lit/Train/pack-documents.test): the losses
+    # against PyTorch training each document on its own.
+    dict(name="gpt-docs", model="gpt", loss=CE, opt=("sgd:lr=0.1", []), steps=3, rtol=1e-4,
+         docs=63, extra=["--pack-documents"]),
     # 200 steps on the bundled text corpus (test/lit/Train/precision.test)
     dict(name="text-fp32", model="gpt", loss=CE, opt=TEXT, steps=200, text=True),
     dict(name="text-bf16", model="gpt", loss=CE, opt=TEXT, steps=200, text=True,
@@ -160,6 +165,11 @@ def prepare(a):
         if c.get("text"):
             sh([py, os.path.join(MODELS, "export.py"), "--model", c["model"], "--out", d], log=log)
             shutil.copy(os.path.join(text_dir, "train.npz"), d)
+        elif c.get("docs"):
+            sh([py, os.path.join(MODELS, "export.py"), "--model", c["model"], "--out", d], log=log)
+            sh([py, DOCS, "make", os.path.join(d, "tokens.bin"), "--eot", str(c["docs"])], log=log)
+            sh([py, DOCS, "npz", os.path.join(d, "tokens.bin"), os.path.join(d, "data.npz"),
+                "--eot", str(c["docs"]), "--steps", str(c["steps"])], log=log)
         else:
             ref = [py, os.path.join(MODELS, "train_ref.py"), "--model", c["model"],
                    "--loss", c["loss"], "--optimizer", opt, "--steps", str(c["steps"]),
@@ -288,7 +298,15 @@ def check(a):
         ok = all(math.isfinite(x) for x in lc)
         t.add(name, "finite losses", "%d steps" % len(lc), str(c["steps"]),
               ok and len(lc) == c["steps"])
-        if not c.get("text"):
+        if c.get("docs"):
+            r = sh([py, DOCS, "check", os.path.join(d, "tokens.bin"), os.path.join(d, "cuda.csv"),
+                    "--eot", str(c["docs"]), "--steps", str(c["steps"]), "--lr",
+                    c["opt"][0].split("lr=")[1]], log=log, check=False)
+            t.add(name, "cuda losses vs torch per document", "exit %d" % r.returncode, "0",
+                  r.returncode == 0, r.stdout.strip().splitlines()[-1][:80] if r.stdout else "")
+            worst, ok = judge(tensor_errors(cu, cpu), c["rtol"], c.get("tol", []))
+            t.add(name, "cuda vs cpu backend", "%.2e" % worst, "%g" % c["rtol"], ok)
+        elif not c.get("text"):
             cmd = [py, os.path.join(MODELS, "compare_params.py"), os.path.join(d, "reference.npz"),
                    os.path.join(d, "ck-cuda", "step-%d" % c["steps"]), "--rtol", str(c["rtol"])]
             for tol in c.get("tol", []):

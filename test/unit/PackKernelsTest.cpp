@@ -180,4 +180,82 @@ TEST(PackKernels, CausalAttentionOverPackedSequences) {
   checkPackedAttention(true);
 }
 
+/// Packed documents: segment_index's offsets from position ids, derived by
+/// hand, and its error.
+TEST(PackKernels, SegmentIndexFromPositionIds) {
+  // Row 0: documents of 3 and 2 tokens; row 1: one of 5 whose positions
+  // continue from the previous row (a row start starts a document anyway).
+  const int64_t pos[] = {0, 1, 2, 0, 1, 5, 6, 7, 8, 9};
+  std::vector<int32_t> cu(11, -7);
+  EXPECT_EQ(tcc::cpu::segment_index(pos, true, 2, 5, cu.data()), -1);
+  EXPECT_EQ(cu, (std::vector<int32_t>{0, 3, 5, 10, 10, 10, 10, 10, 10, 10, 10}));
+  const int32_t bad[] = {0, 1, 3, 4}; // 3 neither restarts nor continues
+  std::vector<int32_t> cu2(5);
+  EXPECT_EQ(tcc::cpu::segment_index(bad, false, 1, 4, cu2.data()), 2);
+}
+
+/// Attention over packed documents equals attention over each document as
+/// a batch of its own, forward and backward.
+void checkDocumentAttention(bool causal) {
+  const int64_t B = 2, H = 2, T = 6, D = 4;
+  // Row 0: documents of 2 and 4 tokens; row 1: 1, 1 and 4.
+  const std::vector<std::pair<int64_t, int64_t>> docs = {
+      {0, 2}, {2, 4}, {6, 1}, {7, 1}, {8, 4}};
+  std::vector<int32_t> cu;
+  for (auto [start, len] : docs)
+    cu.push_back(int32_t(start));
+  cu.resize(size_t(B * T + 1), int32_t(B * T));
+
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  const size_t size = size_t(B * H * T * D);
+  std::vector<float> q(size), k(size), v(size), g(size);
+  for (auto *t : {&q, &k, &v, &g})
+    for (float &x : *t)
+      x = normal(rng);
+  tcc::cpu::KeyMask mask;
+  mask.cuSeqlens = cu.data();
+  mask.sequences = B * T;
+  std::vector<float> o(size), dq(size), dk(size), dv(size);
+  tcc::cpu::attention_fwd(q.data(), k.data(), v.data(), o.data(), B, H, T, T,
+                          D, D, 0.5, causal, mask);
+  tcc::cpu::attention_bwd(q.data(), k.data(), v.data(), g.data(), dq.data(),
+                          dk.data(), dv.data(), B, H, T, T, D, D, 0.5, causal,
+                          mask);
+  // [B, H, T, D] row of token p (= b*T + t) for head h.
+  auto at = [&](int64_t p, int64_t h) { return ((p / T) * H + h) * T + p % T; };
+  for (auto [start, len] : docs) {
+    // The document alone: [1, H, len, D].
+    const size_t one = size_t(H * len * D);
+    std::vector<float> sq(one), sk(one), sv(one), sg(one), so(one), sdq(one),
+        sdk(one), sdv(one);
+    auto gather = [&](const std::vector<float> &x, std::vector<float> &out) {
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < len; ++i)
+          std::copy_n(x.begin() + at(start + i, h) * D, D,
+                      out.begin() + (h * len + i) * D);
+    };
+    gather(q, sq), gather(k, sk), gather(v, sv), gather(g, sg);
+    tcc::cpu::attention_fwd(sq.data(), sk.data(), sv.data(), so.data(), 1, H,
+                            len, len, D, D, 0.5, causal, {});
+    tcc::cpu::attention_bwd(sq.data(), sk.data(), sv.data(), sg.data(),
+                            sdq.data(), sdk.data(), sdv.data(), 1, H, len, len,
+                            D, D, 0.5, causal, {});
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < len; ++i)
+        for (int64_t d = 0; d < D; ++d) {
+          int64_t p = at(start + i, h) * D + d, s = (h * len + i) * D + d;
+          EXPECT_NEAR(o[p], so[s], 1e-6) << "document at " << start;
+          EXPECT_NEAR(dq[p], sdq[s], 1e-6) << "document at " << start;
+          EXPECT_NEAR(dk[p], sdk[s], 1e-6) << "document at " << start;
+          EXPECT_NEAR(dv[p], sdv[s], 1e-6) << "document at " << start;
+        }
+  }
+}
+
+TEST(PackKernels, AttentionOverPackedDocuments) { checkDocumentAttention(false); }
+TEST(PackKernels, CausalAttentionOverPackedDocuments) {
+  checkDocumentAttention(true);
+}
+
 } // namespace

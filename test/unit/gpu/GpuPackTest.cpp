@@ -28,6 +28,7 @@
 #include "kernels/dropout_hash.h"
 
 #include <algorithm>
+#include <random>
 #include <limits>
 
 namespace tcc::gputest {
@@ -701,6 +702,61 @@ TEST_F(GpuPack, PackedDropoutMatchesTheCpuBackend) {
       expectBitEqual(mask.download(), refMask, "16-bit mask");
     }
   }
+}
+
+// segment_index (packed documents) against the CPU kernel: documents of
+// random lengths in rows that span several 4096-position chunks, positions
+// continuing across a row start, int64 and int32; and the first position
+// that neither restarts nor continues.
+TEST_F(GpuPack, SegmentIndexMatchesTheCpuKernel) {
+  std::mt19937 rng(5);
+  for (int64_t seq : {1, 7, 1000, 5000})
+    for (bool pos64 : {true, false}) {
+      SCOPED_TRACE("seq " + std::to_string(seq) + (pos64 ? " i64" : " i32"));
+      const int64_t batch = 3, n = batch * seq;
+      std::vector<int64_t> p64(static_cast<size_t>(n));
+      int64_t next = 0;
+      for (int64_t r = 0; r < n; ++r) {
+        if (std::uniform_int_distribution<int>(0, 9)(rng) == 0)
+          next = 0; // a new document
+        p64[size_t(r)] = next++;
+      }
+      std::vector<int32_t> p32(p64.begin(), p64.end());
+      std::vector<int32_t> want(size_t(n + 1));
+      ASSERT_EQ(cpu::segment_index(pos64 ? static_cast<const void *>(p64.data())
+                                         : p32.data(),
+                                   pos64, batch, seq, want.data()),
+                -1);
+      DevBuf<int64_t> d64(p64);
+      DevBuf<int32_t> d32(p32), cuOut(size_t(n + 1));
+      DevBuf<int64_t> error(1);
+      resetError(error);
+      poisonWith(cuOut);
+      checkStatus(cu::segment_index(pos64 ? static_cast<const void *>(d64.get())
+                                          : d32.get(),
+                                    pos64, batch, seq, cuOut.get(),
+                                    error.get(), nullptr),
+                  "segment_index");
+      EXPECT_EQ(cuOut.download(), want);
+      EXPECT_EQ(readError(error), -1);
+      if (seq < 7)
+        continue;
+      // Two bad positions: the smaller is reported, as the CPU's.
+      p64[size_t(seq + 3)] = p64[size_t(seq + 2)] + 5;
+      p64[size_t(2 * seq + 4)] = 77;
+      if (p64[size_t(2 * seq + 3)] == 76)
+        p64[size_t(2 * seq + 4)] = 78;
+      std::vector<int32_t> ignore(size_t(n + 1));
+      const int64_t first = cpu::segment_index(p64.data(), true, batch, seq,
+                                               ignore.data());
+      ASSERT_EQ(first, seq + 3);
+      DevBuf<int64_t> bad(p64);
+      resetError(error);
+      checkStatus(cu::segment_index(bad.get(), true, batch, seq, cuOut.get(),
+                                    error.get(), nullptr),
+                  "segment_index");
+      EXPECT_EQ(readError(error), first);
+    }
 }
 
 } // namespace
