@@ -512,6 +512,126 @@ static LogicalResult writeMemoryBudget(llvm::raw_ostream &os,
   return success();
 }
 
+/// Pad-skipping and packed documents in @train_step: where the packed
+/// order comes from, which launches run over the packed token rows (the
+/// plan's token_rows) by model layer, where values enter and leave the
+/// packed order, and the attention that reads the sequences' offsets.
+/// The tcc op a launch runs: an exec.call's callee, an exec.fusion's root
+/// (its result's op), else the op.
+static Operation *rootOf(Operation *op) {
+  if (auto call = llvm::dyn_cast<exec::CallOp>(op))
+    return call.getCallee();
+  if (auto fusion = llvm::dyn_cast<exec::FusionOp>(op))
+    if (Operation *root = fusion.getBody().front().getTerminator()
+                              ->getOperand(0)
+                              .getDefiningOp())
+      return root;
+  return op;
+}
+
+/// `v` as the function sees it: a block argument of an exec.call's body is
+/// the call's input.
+static Value outside(Value v) {
+  if (auto arg = llvm::dyn_cast<BlockArgument>(v))
+    if (auto call = llvm::dyn_cast<exec::CallOp>(arg.getOwner()->getParentOp()))
+      return call.getInputs()[arg.getArgNumber()];
+  return v;
+}
+
+static void writePacking(llvm::raw_ostream &os, func::FuncOp func,
+                         llvm::function_ref<std::string(Operation *)> layer) {
+  Operation *index = nullptr;
+  func.walk([&](Operation *op) {
+    if (!index && llvm::isa<PackIndexOp, SegmentIndexOp>(op))
+      index = op;
+  });
+  if (!index)
+    return;
+  bool documents = llvm::isa<SegmentIndexOp>(index);
+  auto input = llvm::cast<RankedTensorType>(index->getOperand(0).getType());
+  os << "<h2>" << (documents ? "Packed documents" : "Packed tokens")
+     << "</h2>\n<p>";
+  if (documents)
+    os << "<code>tcc.segment_index</code> reads the documents of each row "
+          "from <code>position_ids</code> ("
+       << typeString(input)
+       << "); every attention runs within its document (docs/"
+          "pad-skipping.md#packed-documents).";
+  else
+    os << "<code>tcc.pack_index</code> packs the valid tokens of the key mask ("
+       << typeString(input) << ", capacity "
+       << input.getNumElements()
+       << " tokens) at run time; the launches below run over the valid rows "
+          "only (on CUDA over the smallest token bucket holding them).";
+  os << "</p>\n";
+  struct Row {
+    int64_t first = 0, packed = 0, all = 0;
+  };
+  std::map<std::string, Row> rows;
+  int64_t position = 0, attention = 0;
+  SmallVector<Operation *> entries, exits;
+  for (Operation &op : func.getBody().front()) {
+    std::string name = layer(&op);
+    if (!rows.count(name))
+      rows[name].first = position;
+    ++position;
+    Operation *root = rootOf(&op);
+    if (llvm::isa<PackOp>(root))
+      entries.push_back(&op);
+    if (llvm::isa<UnpackOp>(root))
+      exits.push_back(&op);
+    Value mask;
+    if (auto a = llvm::dyn_cast<AttentionOp>(root))
+      mask = a.getKeyMask();
+    else if (auto g = llvm::dyn_cast<AttentionGradOp>(root))
+      mask = g.getKeyMask();
+    if (mask)
+      if (Operation *def = outside(mask).getDefiningOp();
+          def && rootOf(def) == index)
+        ++attention;
+    if (!launchesKernel(&op))
+      continue;
+    ++rows[name].all;
+    if (root->hasAttr(kTokenRowsAttr))
+      ++rows[name].packed;
+  }
+  int64_t packed = 0, all = 0;
+  for (const auto &[name, row] : rows)
+    packed += row.packed, all += row.all;
+  os << "<p>" << attention << " attention calls read the sequences' offsets; "
+     << packed << " of " << all
+     << " launches run over packed token rows.</p>\n";
+  if (packed) {
+    std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
+    llvm::stable_sort(sorted, [](const auto &a, const auto &b) {
+      return a.second.first < b.second.first;
+    });
+    os << "<table><tr><th>layer</th><th>launches over packed rows</th>"
+       << "<th>launches</th></tr>\n";
+    for (const auto &[name, row] : sorted)
+      if (row.all)
+        os << "<tr><td>" << escape(name) << "</td><td class=\"n\">"
+           << row.packed << "</td><td class=\"n\">" << row.all
+           << "</td></tr>\n";
+    os << "</table>\n";
+  }
+  for (auto [title, ops] : {std::pair{"Into packed order (tcc.pack)", &entries},
+                            {"Out of packed order (tcc.unpack)", &exits}}) {
+    if (ops->empty())
+      continue;
+    os << "<h3>" << title << "</h3>\n<ul>\n";
+    for (Operation *op : *ops) {
+      Value v = op->getOperand(0);
+      Operation *def = v.getDefiningOp();
+      os << "<li><code>" << typeString(v.getType()) << "</code> from "
+         << (def ? escape(launchName(def)) + " (" + escape(layer(def)) + ")"
+                 : std::string("an input"))
+         << "</li>\n";
+    }
+    os << "</ul>\n";
+  }
+}
+
 LogicalResult writeReport(ModuleOp trained, ModuleOp lowered,
                           ArrayRef<ReportStage> stages,
                           const PrecisionPolicy &policy,
@@ -663,6 +783,7 @@ LogicalResult writeReport(ModuleOp trained, ModuleOp lowered,
   os << "</table>\n";
 
   writePrecision(os, trained, policy);
+  writePacking(os, func, layer);
 
   os << "<h2>Kernels per step</h2>\n<table><tr><th>before fusion</th>"
      << "<th>after fusion</th></tr>\n<tr><td class=\"n\">" << kernelsBefore
