@@ -675,7 +675,8 @@ Status attentionFwd(const void *q, const void *k, const void *v, void *out,
                     int64_t d, int64_t dv, double scale, bool causal,
                     KeyMask mask, float *lse, cudaStream_t stream,
                     AttentionPath path, const int32_t *cu = nullptr,
-                    const int32_t *docStart = nullptr) {
+                    const int32_t *docStart = nullptr,
+                    const int32_t *docEnd = nullptr) {
   if (Status st = checkShapes(batch, heads, tq, tk, d, dv))
     return st;
   if (mask.keep && mask.bias)
@@ -686,6 +687,7 @@ Status attentionFwd(const void *q, const void *k, const void *v, void *out,
   Params p = baseParams(q, k, v, heads, tq, tk, d, dv, scale, causal, mask);
   p.cu = cu;
   p.docStart = docStart;
+  p.docEnd = docEnd;
   p.o = out;
   p.lseOut = lse;
   p.vecV = p.vecV && aligned16(out);
@@ -703,7 +705,8 @@ Status attentionBwd(const void *q, const void *k, const void *v,
                     KeyMask mask, const void *out, const float *lse,
                     void *workspace, cudaStream_t stream,
                     AttentionPath path, const int32_t *cu = nullptr,
-                    const int32_t *docStart = nullptr) {
+                    const int32_t *docStart = nullptr,
+                    const int32_t *docEnd = nullptr) {
   if (Status st = checkShapes(batch, heads, tq, tk, d, dvDim))
     return st;
   if ((mask.keep && mask.bias) || (!out) != (!lse))
@@ -730,6 +733,7 @@ Status attentionBwd(const void *q, const void *k, const void *v,
   Params p = baseParams(q, k, v, heads, tq, tk, d, dvDim, scale, causal, mask);
   p.cu = cu;
   p.docStart = docStart;
+  p.docEnd = docEnd;
   const unsigned deltaBlocks = static_cast<unsigned>(ceilDiv(bh * tq, 8));
   if (!haveForward) {
     // The forward into the workspace, its output in float (unrounded), by
@@ -784,12 +788,14 @@ VarlenWorkspace varlenWorkspace(void *base, int64_t batch, int64_t heads,
                                 size_t elemBytes, bool backward,
                                 bool documents) {
   if (documents) {
-    // Packed documents run in place: each token's document start, then the
-    // dense backward's workspace.
+    // Packed documents run in place: each token's document start and end,
+    // then the dense backward's workspace.
     VarlenWorkspace w{};
     char *p = static_cast<char *>(base);
-    w.q = p; // the document starts, int32 [batch * seq]
-    w.bytes = roundUp256(size_t(batch) * size_t(seq) * sizeof(int32_t));
+    const size_t bounds = roundUp256(size_t(batch) * size_t(seq) * sizeof(int32_t));
+    w.q = p;                         // the document starts, int32 [batch * seq]
+    w.k = p ? p + bounds : nullptr;  // the document ends
+    w.bytes = 2 * bounds;
     w.rest = p ? p + w.bytes : nullptr;
     if (backward)
       w.bytes += bwdWorkspace(nullptr, batch, heads, seq, dv, false).bytes;
@@ -816,12 +822,13 @@ VarlenWorkspace varlenWorkspace(void *base, int64_t batch, int64_t heads,
   return w;
 }
 
-/// docStart[r] = the row offset of the first token of token r's document:
-/// cu[s] - (r / seq) * seq for the last s with cu[s] <= r (binary search;
+/// docStart[r] / docEnd[r] = the row offsets of the first token of token
+/// r's document and of the token past it: cu[s] and cu[s+1] less
+/// (r / seq) * seq for the last s with cu[s] <= r (binary search;
 /// documents never cross a row).
 __global__ void __launch_bounds__(256)
     documentStartKernel(const int32_t *cu, int64_t sequences, int64_t batch,
-                        int64_t seq, int32_t *docStart) {
+                        int64_t seq, int32_t *docStart, int32_t *docEnd) {
   const int64_t n = batch * seq;
   for (int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < n;
        r += int64_t(gridDim.x) * blockDim.x) {
@@ -834,18 +841,20 @@ __global__ void __launch_bounds__(256)
         hi = mid;
     }
     docStart[r] = static_cast<int32_t>(cu[lo] - (r / seq) * seq);
+    docEnd[r] = static_cast<int32_t>(cu[lo + 1] - (r / seq) * seq);
   }
 }
 
-Status documentStarts(const int32_t *cu, int64_t sequences, int64_t batch,
-                      int64_t seq, int32_t *docStart, cudaStream_t stream) {
+Status documentBounds(const int32_t *cu, int64_t sequences, int64_t batch,
+                      int64_t seq, int32_t *docStart, int32_t *docEnd,
+                      cudaStream_t stream) {
   const int64_t n = batch * seq;
   if (n == 0)
     return 0;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(
       ceilDiv(n, 256), 4096));
   documentStartKernel<<<blocks, 256, 0, stream>>>(cu, sequences, batch, seq,
-                                                  docStart);
+                                                  docStart, docEnd);
   return launched();
 }
 
@@ -870,11 +879,13 @@ Status attentionVarlenFwd(const void *q, const void *k, const void *v,
                                       false, documents);
   if (documents) {
     auto *starts = reinterpret_cast<int32_t *>(w.q);
-    if (Status st = documentStarts(cu, sequences, batch, seq, starts, stream))
+    auto *ends = reinterpret_cast<int32_t *>(w.k);
+    if (Status st =
+            documentBounds(cu, sequences, batch, seq, starts, ends, stream))
       return st;
     return attentionFwd<T>(q, k, v, out, batch, heads, seq, seq, d, dv, scale,
                            causal, KeyMask{}, nullptr, stream, path, nullptr,
-                           starts);
+                           starts, ends);
   }
   Status st = varlen_gather(q, cu, batch, heads, seq, d, es, w.q, stream);
   if (!st)
@@ -906,11 +917,14 @@ Status attentionVarlenBwd(const void *q, const void *k, const void *v,
                                       es, true, documents);
   if (documents) {
     auto *starts = reinterpret_cast<int32_t *>(w.q);
-    if (Status st = documentStarts(cu, sequences, batch, seq, starts, stream))
+    auto *ends = reinterpret_cast<int32_t *>(w.k);
+    if (Status st =
+            documentBounds(cu, sequences, batch, seq, starts, ends, stream))
       return st;
     return attentionBwd<T>(q, k, v, dout, dq, dk, dv, batch, heads, seq, seq,
                            d, dvDim, scale, causal, KeyMask{}, nullptr,
-                           nullptr, w.rest, stream, path, nullptr, starts);
+                           nullptr, w.rest, stream, path, nullptr, starts,
+                           ends);
   }
   Status st = varlen_gather(q, cu, batch, heads, seq, d, es, w.q, stream);
   if (!st)

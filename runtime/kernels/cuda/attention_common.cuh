@@ -31,8 +31,9 @@ struct Params {
   /// row is a token.
   const int32_t *cu;
   /// Packed documents: per (batch, query) the first key of the query's
-  /// document (its row offset); earlier keys are hidden. Null: none.
-  const int32_t *docStart;
+  /// document and the first key past it (row offsets); keys outside are
+  /// hidden. Null: none.
+  const int32_t *docStart, *docEnd;
   int64_t heads, tq, tk;
   int d, dvDim;
   float scale;
@@ -67,7 +68,9 @@ __device__ __forceinline__ float maskScore(const Params &p, float dot,
     x = -INFINITY;
   if (p.keep && !p.keep[b * p.tk + j])
     x = -INFINITY;
-  if (p.docStart && j < p.docStart[b * p.tq + i])
+  // (Rows of a tile past tq are computed and dropped: no document.)
+  if (p.docStart && i < p.tq &&
+      (j < p.docStart[b * p.tq + i] || j >= p.docEnd[b * p.tq + i]))
     x = -INFINITY;
   if (p.bias)
     x += detail::loadAs(p.biasType, p.bias, b * p.tk + j);
