@@ -269,6 +269,14 @@ tcc_status tcc_opt_state_info(const tcc_session *session, int32_t index,
  *  token file: the next-token targets) — or NULL when there is none. */
 const char *tcc_label_input(const tcc_session *session);
 
+/** The ignore_index of the training step's loss: that of its first
+ *  cross_entropy (the one tcc_label_input names the labels of), else of its
+ *  first cross_entropy_grad. A label equal to it counts for nothing: what a
+ *  data feed writes as the target of a position with none (the padding of
+ *  a packed row). -100, PyTorch's default, when the step has neither (and
+ *  for a NULL session or an inference artifact). */
+int64_t tcc_label_ignore_index(const tcc_session *session);
+
 /** Copies `bytes` (must equal the input's info.bytes) into input `name`.
  *  Every input a step function reads must have been bound once before it
  *  runs (TCC_ERROR_ARGUMENT otherwise); a binding stays until replaced. */

@@ -316,6 +316,23 @@ size_t TokenBatcher::shardOf(int64_t p) const {
 }
 
 int64_t TokenBatcher::batchesPerPass() const {
+  if (packed) {
+    if (packedBatches < 0) {
+      // Batches from token 0 while the stream position stays within the
+      // first pass (a batch ending exactly at the end counts).
+      int64_t v = 0, n = 0;
+      size_t k = 0;
+      while (v < total) {
+        for (int64_t r = 0; r < batch; ++r)
+          v = packRow(v, nullptr, nullptr, nullptr, k);
+        if (v > total)
+          break;
+        ++n;
+      }
+      packedBatches = std::max<int64_t>(n, 1);
+    }
+    return packedBatches;
+  }
   int64_t n = 0;
   for (const std::vector<uint16_t> &s : shards)
     n += (int64_t(s.size()) - 1) / (batch * seqLen);
@@ -323,9 +340,90 @@ int64_t TokenBatcher::batchesPerPass() const {
 }
 
 void TokenBatcher::randomWindows(uint64_t s) {
+  if (packed)
+    fail(path + ": ", "random windows cut through documents: they cannot "
+                      "be packed");
   random = true;
   seed = s;
   pos = 0;
+}
+
+void TokenBatcher::packDocuments(uint16_t eotToken, int64_t ignore,
+                                 std::string name) {
+  if (random)
+    fail(path + ": ", "random windows cut through documents: they cannot "
+                      "be packed");
+  // Some token before the last that is not an eot starts a document of at
+  // least one position; without one every row would be padding.
+  bool any = false;
+  for (size_t k = 0; k < shards.size() && !any; ++k) {
+    size_t n = shards[k].size() - (k + 1 == shards.size() ? 1 : 0);
+    any = std::any_of(shards[k].begin(), shards[k].begin() + long(n),
+                      [&](uint16_t t) { return t != eotToken; });
+  }
+  if (!any)
+    fail(path + ": ", "no document to pack: every token is the end-of-text "
+                      "token " +
+                          std::to_string(eotToken));
+  packed = true;
+  eot = eotToken;
+  ignoreIndex = ignore;
+  positionName = std::move(name);
+  packedBatches = -1;
+  pos = 0;
+}
+
+uint16_t TokenBatcher::tokenAt(int64_t g, size_t &k) const {
+  if (g < starts[k] || g - starts[k] >= int64_t(shards[k].size()))
+    k = shardOf(g);
+  return shards[k][size_t(g - starts[k])];
+}
+
+int64_t TokenBatcher::documentPositions(int64_t g, int64_t limit,
+                                        size_t &k) const {
+  for (int64_t i = g;; ++i) {
+    if (i - g > limit)
+      return limit + 1;
+    if (i == total - 1 || tokenAt(i, k) == eot)
+      return i - g;
+  }
+}
+
+int64_t TokenBatcher::packRow(int64_t v, int64_t *x, int64_t *y, int64_t *ids,
+                              size_t &k) const {
+  int64_t t = 0, skipped = 0;
+  while (t < seqLen) {
+    int64_t g = v % total;
+    int64_t n = documentPositions(g, seqLen, k);
+    if (n == 0) { // an eot right after an eot: nothing to train on
+      // packDocuments found a document: this ends within one pass.
+      ++skipped;
+      assert(skipped <= total && "no document in the stream");
+      (void)skipped;
+      ++v;
+      continue;
+    }
+    // A document that does not fit ends the row, unless it fits no row:
+    // then it starts one and fills it with its first T positions.
+    if (n > seqLen - t && (n <= seqLen || t > 0))
+      break;
+    int64_t m = std::min(n, seqLen);
+    if (x)
+      for (int64_t i = 0; i < m; ++i) {
+        x[t + i] = tokenAt(g + i, k);
+        y[t + i] = tokenAt(g + i + 1, k);
+        ids[t + i] = i;
+      }
+    t += m;
+    v += m < n ? m : n + 1; // a chunk: the document goes on at its next token
+  }
+  if (x)
+    for (int64_t i = t; i < seqLen; ++i) {
+      x[i] = eot;
+      y[i] = ignoreIndex;
+      ids[i] = i - t;
+    }
+  return v;
 }
 
 void TokenBatcher::wrapIfShort() {
@@ -335,16 +433,25 @@ void TokenBatcher::wrapIfShort() {
 }
 
 std::vector<Array> TokenBatcher::next() {
-  std::vector<Array> out(2);
+  std::vector<Array> out(packed ? 3 : 2);
   int64_t n = batch * seqLen;
-  for (int k = 0; k < 2; ++k) {
+  for (size_t k = 0; k < out.size(); ++k) {
     Array &a = out[k];
-    a.name = k == 0 ? inputName : targetName;
+    a.name = k == 0 ? inputName : k == 1 ? targetName : positionName;
     a.dtype = DType::I64;
     a.shape = {batch, seqLen};
     a.bytes.resize(size_t(n) * sizeof(int64_t));
   }
   int64_t *x = out[0].data<int64_t>(), *y = out[1].data<int64_t>();
+  if (packed) {
+    int64_t *ids = out[2].data<int64_t>();
+    int64_t v = pos;
+    size_t k = shardOf(pos);
+    for (int64_t r = 0; r < batch; ++r)
+      v = packRow(v, x + r * seqLen, y + r * seqLen, ids + r * seqLen, k);
+    pos = v % total;
+    return out;
+  }
   if (random) {
     // Windows of T+1 tokens; shard i has size - T starts.
     int64_t windows = 0;
@@ -389,7 +496,8 @@ void TokenBatcher::seek(int64_t position) {
                           " is outside the " + std::to_string(numTokens()) +
                           " tokens");
   pos = position;
-  wrapIfShort();
+  if (!packed)
+    wrapIfShort();
 }
 
 } // namespace tcc::data

@@ -120,6 +120,23 @@ private:
 /// drawn uniformly (streamAt(seed, k), one draw per row) among the starts of
 /// all shards whose window lies inside one shard, as nanoGPT's get_batch
 /// draws torch.randint(len(data) - T); positions count batches.
+///
+/// With packDocuments(eot, ...), rows hold whole documents instead of
+/// windows (`tcc run --pack-documents`). The shards read as one stream of
+/// tokens; a document is the tokens from where the last one ended up to and
+/// including the next `eot` (or the stream's last token). Document
+/// [d0, ..., dn, eot] trains as n+1 positions: inputs d0..dn, targets
+/// d1..dn, eot, position ids 0..n. Each row of T positions takes the next
+/// documents in stream order while they fit in what is left of it; the
+/// rest of the row is padding: input `eot`, target `ignoreIndex` (the
+/// loss's), position ids 0, 1, ... (a segment of its own). A document of
+/// more than T positions starts on a row of its own and is cut into chunks
+/// of T positions, each chunk's position ids from 0 and its last target the
+/// document's next token; the rest after the last whole chunk is a document
+/// like any other. Documents of one token (an eot right after an eot) have
+/// no positions and are skipped. At the end of the stream the next document
+/// starts at token 0. position() is the token index where the next row's
+/// first document starts, so seek(position()) repeats the same next batch.
 class TokenBatcher {
 public:
   /// The whole file is read into memory. Throws Error when the file holds
@@ -130,7 +147,8 @@ public:
   TokenBatcher(const std::vector<std::string> &paths, int64_t batch,
                int64_t seqLen, std::string inputName, std::string targetName);
 
-  /// {x named inputName, y named targetName}, both int64 [B, T].
+  /// {x named inputName, y named targetName}, both int64 [B, T]; packing
+  /// documents, then the position ids named positionName, int64 [B, T].
   std::vector<Array> next();
 
   /// Token index the next batch starts at (random windows: batches drawn).
@@ -143,14 +161,37 @@ public:
   /// Draws random windows from `seed`; call before next() or seek().
   void randomWindows(uint64_t seed);
 
+  /// Packs whole documents ended by token `eot` into the rows (see above),
+  /// padding with targets `ignoreIndex`; next() adds the position ids as a
+  /// third array named `positionName`. Call before next() or seek(); the
+  /// position restarts at 0. Throws Error with random windows.
+  void packDocuments(uint16_t eot, int64_t ignoreIndex,
+                     std::string positionName = "position_ids");
+  bool packsDocuments() const { return packed; }
+
   int64_t numTokens() const { return total; }
-  /// Batches in one pass through the shards in order.
+  /// Batches in one pass through the shards in order. Packing documents:
+  /// the batches from token 0 that end at or before the end of the stream
+  /// (at least 1), counted by packing the whole stream once.
   int64_t batchesPerPass() const;
 
 private:
   void wrapIfShort();
   /// The shard holding global token `p`.
   size_t shardOf(int64_t p) const;
+  /// Global token `g` in [0, total); `k` is the shard tried first, and
+  /// becomes the one holding `g`.
+  uint16_t tokenAt(int64_t g, size_t &k) const;
+  /// The positions of the document starting at global token `g`: up to
+  /// and including the next eot or the stream's last token, less one;
+  /// limit + 1 when more than `limit`.
+  int64_t documentPositions(int64_t g, int64_t limit, size_t &k) const;
+  /// Fills one packed row from stream position `v` (token v % total; a
+  /// count past the end of the stream, so that a pass is v <= total) and
+  /// returns the stream position of the next row's first document. Null
+  /// x, y, ids: counts only.
+  int64_t packRow(int64_t v, int64_t *x, int64_t *y, int64_t *ids,
+                  size_t &k) const;
 
   std::string path, inputName, targetName;
   std::vector<std::vector<uint16_t>> shards;
@@ -159,6 +200,13 @@ private:
   int64_t total = 0, batch, seqLen, pos = 0;
   bool random = false;
   uint64_t seed = 0;
+  /// packDocuments: the end-of-text token, the padding's target, the name
+  /// of the position ids, and batchesPerPass() once counted (-1 before).
+  bool packed = false;
+  uint16_t eot = 0;
+  int64_t ignoreIndex = -100;
+  std::string positionName;
+  mutable int64_t packedBatches = -1;
 };
 
 } // namespace tcc::data

@@ -128,6 +128,8 @@ struct tcc_session {
   /// Input shapes as the data feed yields them (accum merged).
   std::vector<std::vector<int64_t>> feedShapes;
   std::string labelInput;
+  /// The loss's ignore_index (tcc_label_ignore_index).
+  int64_t labelIgnoreIndex = -100;
   std::string written, restoredFrom;
   /// Inference: forward's outputs (name, dtype, shape) and their results.
   std::vector<TensorDesc> outputs;
@@ -329,13 +331,22 @@ void open(tcc_session &s, const std::string &dir,
         s.metricValues.push_back(std::nan(""));
       }
 
+  bool crossEntropy = false;
   for (const Step &step : train.steps)
     if (step.kind == Step::Call && step.op == Op::CrossEntropy) {
       const Value &labels = train.values[step.inputs[1]];
       if (labels.storage == Storage::Input)
         s.labelInput = train.inputs[labels.index].name;
+      s.labelIgnoreIndex = step.attrs.ignoreIndex;
+      crossEntropy = true;
       break;
     }
+  if (!crossEntropy) // no cross_entropy: its gradient's, if any
+    for (const Step &step : train.steps)
+      if (step.kind == Step::Call && step.op == Op::CrossEntropyGrad) {
+        s.labelIgnoreIndex = step.attrs.ignoreIndex;
+        break;
+      }
 }
 
 /// Runs function `f` on the bound inputs: its steps, then the copies of
@@ -593,6 +604,10 @@ tcc_status tcc_opt_state_info(const tcc_session *s, int32_t index,
 
 const char *tcc_label_input(const tcc_session *s) {
   return s && !s->labelInput.empty() ? s->labelInput.c_str() : nullptr;
+}
+
+int64_t tcc_label_ignore_index(const tcc_session *s) {
+  return s ? s->labelIgnoreIndex : -100;
 }
 
 tcc_status tcc_bind_input(tcc_session *s, const char *name, const void *data,

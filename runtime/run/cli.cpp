@@ -32,6 +32,10 @@ const char *runFlagsHelp() {
                           token file: random windows, as nanoGPT); resumed
                           runs continue the checkpoint's order
   --seed S                the shuffle's seed (default 0)
+  --pack-documents EOT_ID pack a token file's documents, each ended by token
+                          EOT_ID, whole into the rows (padding the rest of a
+                          row) with their position_ids, for an artifact of
+                          `tcc compile --pack-documents`
   --checkpoint-dir DIR    write DIR/step-N checkpoints (always after the last)
   --checkpoint-every K    also every K steps
   --keep-checkpoints K    keep only this run's newest K checkpoints
@@ -329,7 +333,8 @@ int forward(const std::string &artifact, const std::string &backend,
 
 bool parseRunFlags(std::vector<std::string> &args, RunOptions &o,
                    std::string &error) {
-  std::string earlyStop;
+  std::string earlyStop, packText;
+  bool packGiven = false;
   struct StringFlag {
     const char *name;
     std::string *value;
@@ -340,7 +345,8 @@ bool parseRunFlags(std::vector<std::string> &args, RunOptions &o,
                  {"--progress", &o.progress},
                  {"--on-nan", &o.onNan},
                  {"--tensorboard", &o.tensorboard},
-                 {"--early-stop", &earlyStop}};
+                 {"--early-stop", &earlyStop},
+                 {"--pack-documents", &packText}};
   struct IntFlag {
     const char *name;
     int64_t *value;
@@ -373,8 +379,10 @@ bool parseRunFlags(std::vector<std::string> &args, RunOptions &o,
     for (StringFlag &f : strings) {
       if (!takeValue(args, i, f.name, *f.value, matched, error))
         return false;
-      if (matched)
+      if (matched) {
+        packGiven |= f.value == &packText;
         break;
+      }
     }
     for (IntFlag &f : ints) {
       if (matched)
@@ -391,6 +399,16 @@ bool parseRunFlags(std::vector<std::string> &args, RunOptions &o,
     }
     if (!matched)
       ++i;
+  }
+  if (packGiven) {
+    std::string ignored;
+    if (!toInt("--pack-documents", packText, o.packDocuments, ignored) ||
+        o.packDocuments < 0 || o.packDocuments > 65535) {
+      error = "--pack-documents expects the end-of-text token id, an integer "
+              "in 0..65535, got '" +
+              packText + "'";
+      return false;
+    }
   }
   return earlyStop.empty() || parseEarlyStop(earlyStop, o, error);
 }

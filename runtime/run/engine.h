@@ -33,6 +33,10 @@ public:
   /// The batch input holding next-token targets when training on a token
   /// file (the loss's label), or "" when the model has none.
   virtual std::string tokenTarget() const = 0;
+  /// The ignore_index of the loss's cross_entropy (a target equal to it
+  /// counts for nothing): what a packed row's padding holds as targets.
+  /// -100, PyTorch's default, when the loss has none (the default).
+  virtual int64_t labelIgnoreIndex() const { return -100; }
 
   /// One optimizer step; `loss` is the step's loss before the update.
   virtual bool step(std::vector<data::Array> batch, double &loss,

@@ -106,34 +106,67 @@ std::vector<std::string> tokenFiles(const std::string &path) {
   return files;
 }
 
+/// The batch input of packed documents' position ids.
+constexpr const char *kPositionIds = "position_ids";
+
 /// Opens `path` for `engine`'s batch inputs: a .bin token file (or a
 /// pattern of several) needs two int64 [B, T] inputs, one of them the
-/// loss's target. With `ranks` > 1 the feed reads global batches of `ranks`
+/// loss's target, and packing documents (`packEot` >= 0, --pack-documents)
+/// a third, position_ids; an artifact with position_ids takes a token file
+/// only packed. With `ranks` > 1 the feed reads global batches of `ranks`
 /// times the rows and hands out rank `rank`'s block of them.
 void openFeed(Feed &feed, const std::string &path, const Engine &engine,
-              int rank = 0, int ranks = 1) {
+              int64_t packEot, int rank = 0, int ranks = 1) {
   std::vector<data::InputSpec> specs = engine.batchSpecs();
   for (data::InputSpec &s : specs)
     s.shape[0] *= ranks;
   feed.rank = rank;
   feed.ranks = ranks;
+  const data::InputSpec *ids = nullptr;
+  for (const data::InputSpec &s : specs)
+    if (s.name == kPositionIds)
+      ids = &s;
+  bool pack = packEot >= 0;
+  if (pack && !ids)
+    throw data::Error("--pack-documents: this artifact has no 'position_ids' "
+                      "batch input; compile the model with `tcc compile "
+                      "--pack-documents`");
   if (!endsWith(path, ".bin")) {
+    if (pack)
+      throw data::Error(path + ": --pack-documents packs the documents of a "
+                               "uint16 token file: it needs a .bin file");
     feed.arrays.emplace(data::Batcher::open(path, specs));
     return;
   }
+  if (ids && !pack)
+    throw data::Error(path + ": the artifact's batch inputs include "
+                             "'position_ids' (packed documents): pass "
+                             "--pack-documents EOT_ID to pack the token "
+                             "file's documents, EOT_ID the token ending each");
   std::string target = engine.tokenTarget();
   const data::InputSpec *x = nullptr, *y = nullptr;
   for (const data::InputSpec &s : specs)
-    (s.name == target ? y : x) = &s;
-  if (specs.size() != 2 || !x || !y || x->shape != y->shape ||
-      x->shape.size() != 2 || x->dtype != data::DType::I64 ||
-      y->dtype != data::DType::I64)
+    if (&s != ids)
+      (s.name == target ? y : x) = &s;
+  auto isTokens = [&](const data::InputSpec *s) {
+    return s && s->shape == x->shape && s->dtype == data::DType::I64;
+  };
+  if (specs.size() != (pack ? 3u : 2u) || !x || !y || x->shape.size() != 2 ||
+      !isTokens(x) || !isTokens(y) || (pack && !isTokens(ids)))
     throw data::Error(path +
-                      ": a token file feeds models with exactly two int64 "
-                      "[B, T] batch inputs, the tokens and the loss's "
-                      "targets; this model's inputs do not fit");
+                      (pack ? ": a token file with --pack-documents feeds "
+                              "models with exactly three int64 [B, T] batch "
+                              "inputs, the tokens, the loss's targets and "
+                              "position_ids"
+                            : ": a token file feeds models with exactly two "
+                              "int64 [B, T] batch inputs, the tokens and the "
+                              "loss's targets") +
+                      "; this model's inputs do not fit");
   feed.tokens.emplace(tokenFiles(path), x->shape[0], x->shape[1], x->name,
                       y->name);
+  if (pack)
+    feed.tokens->packDocuments(uint16_t(packEot), engine.labelIgnoreIndex(),
+                               ids->name);
 }
 
 /// Elements of the first integer input of rank >= 2 (tokens per step), or 0.
@@ -312,7 +345,8 @@ private:
 
 bool Loop::openFeeds() {
   try {
-    openFeed(train, options.data, engine, options.rank, options.worldSize);
+    openFeed(train, options.data, engine, options.packDocuments, options.rank,
+             options.worldSize);
     if (train.arrays &&
         train.arrays->numSamples() < train.arrays->batchSize() &&
         !options.allowRepeat)
@@ -323,7 +357,7 @@ bool Loop::openFeeds() {
                     ": every batch would repeat samples (--allow-repeat "
                     "trains on it anyway)");
     if (!options.evalData.empty()) {
-      openFeed(eval, options.evalData, engine);
+      openFeed(eval, options.evalData, engine, options.packDocuments);
       if (eval.arrays && eval.arrays->numSamples() < eval.arrays->batchSize())
         return reject(options.evalData + ": " +
                       std::to_string(eval.arrays->numSamples()) +
@@ -384,6 +418,10 @@ bool Loop::startRun() {
                             : std::string("in order")) +
                   "; a resumed run continues that order (leave out --shuffle "
                   "and --seed)");
+  if (shuffled && options.packDocuments >= 0)
+    return reject("--resume: '" + from +
+                  "' read the data shuffled (--shuffle); --pack-documents "
+                  "reads it in order");
   options.shuffle = shuffled;
   options.seed = seed;
   if (state.contains("eval")) {
@@ -915,6 +953,9 @@ bool checkRunOptions(const RunOptions &o, const std::string &command,
                             std::to_string(o.steps));
   if (o.seedGiven && !o.shuffle && !o.resume)
     return reject("--seed seeds --shuffle: give --shuffle too");
+  if (o.packDocuments >= 0 && o.shuffle)
+    return reject("--pack-documents packs the documents in the data's order: "
+                  "it cannot take --shuffle (random windows)");
   if (o.evalBatches < 0 || (o.evalBatches && o.evalData.empty()))
     return reject("--eval-batches needs a positive N and --eval-data");
   if (o.patience && o.evalData.empty())

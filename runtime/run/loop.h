@@ -29,6 +29,11 @@ struct RunOptions {
   bool shuffle = false;
   int64_t seed = 0;
   bool seedGiven = false;
+  /// --pack-documents EOT_ID: the end-of-text token (0..65535) whose
+  /// documents token files pack whole into rows, with position ids, for an
+  /// artifact with a `position_ids` batch input (TokenBatcher::
+  /// packDocuments); -1: off.
+  int64_t packDocuments = -1;
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
   /// Keep only the newest K checkpoints of this run (0: keep all).

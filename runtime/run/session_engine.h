@@ -30,6 +30,9 @@ public:
     return specs;
   }
   std::string tokenTarget() const override;
+  int64_t labelIgnoreIndex() const override {
+    return tcc_label_ignore_index(handle);
+  }
   bool step(std::vector<data::Array> batch, double &loss,
             std::string &error) override;
   bool evalLoss(std::vector<data::Array> batch, double &loss,

@@ -397,3 +397,164 @@ TEST(TokenBatcher, ShardsInOrderAndRandomWindows) {
   std::remove(a.c_str());
   std::remove(b.c_str());
 }
+
+namespace {
+
+/// One packed batch: x, y and the position ids, row after row.
+struct Packed {
+  std::vector<int64_t> x, y, ids;
+};
+
+Packed packedBatch(TokenBatcher &b) {
+  std::vector<Array> batch = b.next();
+  EXPECT_EQ(batch.size(), 3u);
+  return {values<int64_t>(batch[0]), values<int64_t>(batch[1]),
+          values<int64_t>(batch[2])};
+}
+
+std::vector<int64_t> cat(std::vector<int64_t> a,
+                         const std::vector<int64_t> &b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+} // namespace
+
+TEST(TokenBatcher, PacksDocuments) {
+  // EOT 0, B=2, T=6. Documents: A = 1 2 3 0 (3 positions), B = 4 5 0 (2),
+  // an empty one (0 after 0), D = 6..13 0 (8 positions: more than T),
+  // E = 14 15 0 (2), and the stream's last token 16 (no positions).
+  std::string path = tempPath("docs.bin");
+  writeTokens(path, {1, 2,  3,  0,  4,  5, 0,  0,  6, 7, 8,
+                     9, 10, 11, 12, 13, 0, 14, 15, 0, 16});
+  TokenBatcher b(path, 2, 6, "idx", "labels");
+  b.packDocuments(0, -1, "position_ids");
+  EXPECT_TRUE(b.packsDocuments());
+  constexpr int64_t I = -1; // the ignore index: padding's targets
+
+  // A and B fit row 0; the empty document is skipped; D does not fit the
+  // one position left, which is padding; D fits no row: row 1 is its first
+  // chunk of 6 positions, whose last target is D's next token (12).
+  std::vector<int64_t> abRowX = {1, 2, 3, 4, 5, 0}, abRowY = {2, 3, 0, 5, 0, I},
+                       abRowIds = {0, 1, 2, 0, 1, 0};
+  std::vector<int64_t> chunkX = {6, 7, 8, 9, 10, 11},
+                       chunkY = {7, 8, 9, 10, 11, 12},
+                       chunkIds = {0, 1, 2, 3, 4, 5};
+  std::vector<Array> first = b.next();
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_EQ(first[0].name, "idx");
+  EXPECT_EQ(first[1].name, "labels");
+  EXPECT_EQ(first[2].name, "position_ids");
+  for (const Array &a : first) {
+    EXPECT_EQ(a.dtype, DType::I64);
+    EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 6}));
+  }
+  EXPECT_EQ(values<int64_t>(first[0]), cat(abRowX, chunkX));
+  EXPECT_EQ(values<int64_t>(first[1]), cat(abRowY, chunkY));
+  EXPECT_EQ(values<int64_t>(first[2]), cat(abRowIds, chunkIds));
+  // The next row starts where D goes on, at token 14 (12).
+  EXPECT_EQ(b.position(), 14);
+
+  // Row 0: the rest of D (12 13 0: 2 positions, from 0 again), E, the last
+  // token (skipped), then the stream starts over: A does not fit the 2
+  // positions left, padding (ids 0 1). Row 1: A, B, padding as before.
+  std::vector<int64_t> tailRowX = {12, 13, 14, 15, 0, 0},
+                       tailRowY = {13, 0, 15, 0, I, I},
+                       tailRowIds = {0, 1, 0, 1, 0, 1};
+  Packed second = packedBatch(b);
+  EXPECT_EQ(second.x, cat(tailRowX, abRowX));
+  EXPECT_EQ(second.y, cat(tailRowY, abRowY));
+  EXPECT_EQ(second.ids, cat(tailRowIds, abRowIds));
+  // The second pass's D: token 8.
+  EXPECT_EQ(b.position(), 8);
+
+  Packed third = packedBatch(b);
+  EXPECT_EQ(third.x, cat(chunkX, tailRowX));
+  EXPECT_EQ(third.y, cat(chunkY, tailRowY));
+  EXPECT_EQ(third.ids, cat(chunkIds, tailRowIds));
+  EXPECT_EQ(b.position(), 0);
+  EXPECT_EQ(b.next()[0].bytes, first[0].bytes);
+
+  // Resuming at a recorded position repeats the same next batch.
+  b.seek(14);
+  Packed again = packedBatch(b);
+  EXPECT_EQ(again.x, second.x);
+  EXPECT_EQ(again.y, second.y);
+  EXPECT_EQ(again.ids, second.ids);
+  EXPECT_EQ(b.position(), 8);
+  // From 0, the first batch ends within the pass (at 14), the second past it.
+  EXPECT_EQ(b.batchesPerPass(), 1);
+  EXPECT_EQ(errorOf([&] { b.seek(21); }),
+            path + ": position 21 is outside the 21 tokens");
+  std::remove(path.c_str());
+}
+
+TEST(TokenBatcher, PackedDocumentsRunAcrossShards) {
+  // Shards 1 2 0 3 4 | 5 0 6 7 0 read as one stream: 1 2 0, then 3 4 5 0
+  // across the shards, 6 7 0. B=1, T=3; the padding's target is -100.
+  std::string a = tempPath("docs_a.bin"), b = tempPath("docs_b.bin");
+  writeTokens(a, {1, 2, 0, 3, 4});
+  writeTokens(b, {5, 0, 6, 7, 0}, {20240520, 1, 5});
+  TokenBatcher t({a, b}, 1, 3, "x", "y");
+  t.packDocuments(0, -100);
+  Packed p = packedBatch(t);
+  EXPECT_EQ(p.x, (std::vector<int64_t>{1, 2, 0}));
+  EXPECT_EQ(p.y, (std::vector<int64_t>{2, 0, -100}));
+  EXPECT_EQ(p.ids, (std::vector<int64_t>{0, 1, 0}));
+  EXPECT_EQ(t.position(), 3);
+  p = packedBatch(t);
+  EXPECT_EQ(p.x, (std::vector<int64_t>{3, 4, 5}));
+  EXPECT_EQ(p.y, (std::vector<int64_t>{4, 5, 0}));
+  EXPECT_EQ(p.ids, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(t.position(), 7);
+  p = packedBatch(t); // 1 2 0 after the wrap does not fit the last position
+  EXPECT_EQ(p.x, (std::vector<int64_t>{6, 7, 0}));
+  EXPECT_EQ(p.y, (std::vector<int64_t>{7, 0, -100}));
+  EXPECT_EQ(p.ids, (std::vector<int64_t>{0, 1, 0}));
+  EXPECT_EQ(t.position(), 0);
+  // The third batch ends exactly at the end of the stream: a whole pass.
+  EXPECT_EQ(t.batchesPerPass(), 3);
+
+  // A document of exactly T positions fills a row; one of T+1 is a chunk
+  // of T and a rest of one position. EOT 9.
+  writeTokens(a, {1, 2, 3, 9, 4, 5, 6, 7, 9, 8});
+  TokenBatcher c(a, 1, 3, "x", "y");
+  c.packDocuments(9, -100);
+  p = packedBatch(c);
+  EXPECT_EQ(p.x, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(p.y, (std::vector<int64_t>{2, 3, 9}));
+  p = packedBatch(c);
+  EXPECT_EQ(p.x, (std::vector<int64_t>{4, 5, 6}));
+  EXPECT_EQ(p.y, (std::vector<int64_t>{5, 6, 7}));
+  EXPECT_EQ(p.ids, (std::vector<int64_t>{0, 1, 2}));
+  // The rest of the document (7 9), then 8, the last token, is skipped and
+  // the stream starts over: 1 2 3 9 does not fit.
+  p = packedBatch(c);
+  EXPECT_EQ(p.x, (std::vector<int64_t>{7, 9, 9}));
+  EXPECT_EQ(p.y, (std::vector<int64_t>{9, -100, -100}));
+  EXPECT_EQ(p.ids, (std::vector<int64_t>{0, 0, 1}));
+  EXPECT_EQ(c.position(), 0);
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+}
+
+TEST(TokenBatcher, PackDocumentsErrors) {
+  std::string path = tempPath("eots.bin");
+  // Every token an EOT but the last, which ends the stream: no positions.
+  writeTokens(path, {7, 7, 7, 7, 7, 3});
+  TokenBatcher b(path, 1, 2, "x", "y");
+  EXPECT_EQ(errorOf([&] { b.packDocuments(7, -100); }),
+            path + ": no document to pack: every token is the end-of-text "
+                   "token 7");
+  TokenBatcher r(path, 1, 2, "x", "y");
+  r.randomWindows(1);
+  EXPECT_EQ(errorOf([&] { r.packDocuments(3, -100); }),
+            path + ": random windows cut through documents: they cannot be "
+                   "packed");
+  TokenBatcher p(path, 1, 2, "x", "y");
+  p.packDocuments(3, -100);
+  EXPECT_EQ(errorOf([&] { p.randomWindows(1); }),
+            path + ": random windows cut through documents: they cannot be "
+                   "packed");
+  std::remove(path.c_str());
+}

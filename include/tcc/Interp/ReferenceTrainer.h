@@ -44,6 +44,7 @@ public:
     return specs;
   }
   std::string tokenTarget() const override { return config.loss.label; }
+  int64_t labelIgnoreIndex() const override { return config.loss.ignoreIndex; }
 
   /// One optimizer step on `batch` (in batchSpecs() order and shapes);
   /// `loss` is the step's loss before the update.

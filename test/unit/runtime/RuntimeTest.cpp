@@ -68,6 +68,7 @@ TEST(Runtime, LinearRegressionTrainsAsComputedInDouble) {
   EXPECT_EQ(info.shape[1], 3);
   EXPECT_EQ(info.bytes, 48u);
   EXPECT_EQ(tcc_label_input(s), nullptr);
+  EXPECT_EQ(tcc_label_ignore_index(s), -100); // no cross_entropy
   bindRegression(s);
 
   Reference ref = trainInDouble(3);
@@ -592,6 +593,8 @@ TEST(Runtime, CrossEntropyLossAndLabelOutOfRange) {
   tcc_session *s = openOrFail(dir.path);
   ASSERT_TRUE(s);
   EXPECT_STREQ(tcc_label_input(s), "labels");
+  EXPECT_EQ(tcc_label_ignore_index(s), -1);
+  EXPECT_EQ(tcc_label_ignore_index(nullptr), -100);
   std::vector<float> logits = {1, 2, 3, 4, -1, 0, 1, 0.5f, 2, 2, 2, 2};
   std::vector<int64_t> labels = {3, -1, 0};
   ASSERT_EQ(tcc_bind_input(s, "logits", logits.data(), 48), TCC_OK);
@@ -940,7 +943,7 @@ TEST(Runtime, SharedLibraryExportsTheCApiOnly) {
   ASSERT_TRUE(lib) << ::dlerror();
   for (const char *fn : {"tcc_session_open", "tcc_train_step",
                          "tcc_save_checkpoint", "tcc_memory", "tcc_last_error",
-                         "tcc_label_input"})
+                         "tcc_label_input", "tcc_label_ignore_index"})
     EXPECT_TRUE(::dlsym(lib, fn)) << fn;
   EXPECT_FALSE(::dlsym(lib, "_ZN3tcc2rt12loadArtifactERKNSt7__cxx1112basic_"
                             "stringIcSt11char_traitsIcESaIcEEE"));
