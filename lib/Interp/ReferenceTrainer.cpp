@@ -343,9 +343,16 @@ std::vector<Array> ReferenceTrainer::gather(const std::vector<Slot> &slots,
       *a.data<int64_t>() = steps;
       break;
     }
-    default: // Batch: the feed's [N*b, ...] is the argument's [N, b, ...].
-      inputs.push_back(std::move(batch[s.index]));
+    default: { // Batch: the feed's [N*b, ...] is the argument's [N, b, ...].
+      // By name: a feed need not hand the inputs in the step's order (a
+      // token file's packed documents come as tokens, targets, positions).
+      Array *a = &batch[s.index];
+      for (Array &b : batch)
+        if (b.name == specs[s.index].name)
+          a = &b;
+      inputs.push_back(std::move(*a));
       inputs.back().shape = argShapes[s.index];
+    }
     }
   }
   return inputs;

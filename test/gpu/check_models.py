@@ -299,8 +299,8 @@ def check(a):
         t.add(name, "finite losses", "%d steps" % len(lc), str(c["steps"]),
               ok and len(lc) == c["steps"])
         if c.get("docs"):
-            r = sh([py, DOCS, "check", os.path.join(d, "tokens.bin"), os.path.join(d, "cuda.csv"),
-                    "--eot", str(c["docs"]), "--steps", str(c["steps"]), "--lr",
+            r = sh([py, DOCS, "check", os.path.join(d, "data.npz"), os.path.join(d, "cuda.csv"),
+                    "--steps", str(c["steps"]), "--lr",
                     c["opt"][0].split("lr=")[1]], log=log, check=False)
             t.add(name, "cuda losses vs torch per document", "exit %d" % r.returncode, "0",
                   r.returncode == 0, r.stdout.strip().splitlines()[-1][:80] if r.stdout else "")

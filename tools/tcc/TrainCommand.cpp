@@ -90,6 +90,10 @@ int runTrain() {
       trainFlags.toConfig(UnknownLoc::get(&context));
   if (failed(config))
     return errors.report();
+  // --pack-documents EOT_ID (a run flag, read before the compile flags)
+  // packs the token file's documents and compiles the step for them.
+  if (options.packDocuments >= 0)
+    config->packDocuments = true;
 
   if (reference) {
     if (const cl::Option *o = buildFlags.firstGiven())
