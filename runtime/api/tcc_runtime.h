@@ -93,6 +93,8 @@ typedef struct tcc_profile_record {
                               library op ("matmul", "adamw_update") or
                               the collective ("all_reduce") */
   double ms;             /**< milliseconds, >= 0 */
+  int64_t token_rows;    /**< > 0: the step runs over packed token rows
+                              (pad-skipping), this many at most; else 0 */
 } tcc_profile_record;
 
 typedef struct tcc_session tcc_session;

@@ -659,14 +659,15 @@ tcc_status tcc_profile_step(tcc_session *s, double *loss,
       switch (step.kind) {
       case Step::Kernel:
         records[i] = {int32_t(i), TCC_PROFILE_KERNEL, step.symbol.c_str(),
-                      ms[i]};
+                      ms[i], step.tokenRows};
         break;
       case Step::Call:
-        records[i] = {int32_t(i), TCC_PROFILE_CALL, opName(step.op), ms[i]};
+        records[i] = {int32_t(i), TCC_PROFILE_CALL, opName(step.op), ms[i],
+                      step.tokenRows};
         break;
       case Step::Collective:
         records[i] = {int32_t(i), TCC_PROFILE_COLLECTIVE,
-                      collectiveName(step.collective), ms[i]};
+                      collectiveName(step.collective), ms[i], 0};
         break;
       }
     }

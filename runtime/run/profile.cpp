@@ -87,6 +87,16 @@ void printFamilies(std::ostream &out, const StepProfile &p) {
     row(f.family, f.ms, std::to_string(f.count));
   row(sum, stepsMs(p), std::to_string(p.records.size()));
   row(total, p.wallMs, "");
+  // Pad-skipping: the steps over packed token rows, as one more view.
+  double packedMs = 0;
+  size_t packed = 0;
+  for (const tcc_profile_record &r : p.records)
+    if (r.token_rows > 0)
+      packedMs += r.ms, ++packed;
+  if (packed)
+    out << "  of which over packed token rows: " << packed << " steps, "
+        << format("%.3f", packedMs * unit.perMs) << " " << unit.name << " ("
+        << percent(packedMs, p.wallMs) << ")\n";
 }
 
 void printSlowest(std::ostream &out, const StepProfile &p, size_t top) {
@@ -107,9 +117,10 @@ void printSlowest(std::ostream &out, const StepProfile &p, size_t top) {
   out << line;
   for (size_t i = 0; i < shown; ++i) {
     const tcc_profile_record &r = *order[i];
-    std::snprintf(line, sizeof line, "  %5d  %-6s  %s %12.3f %7s\n", r.step,
+    std::snprintf(line, sizeof line, "  %5d  %-6s  %s %12.3f %7s%s\n", r.step,
                   kindName(r), pad(r.name, width).c_str(), r.ms * unit.perMs,
-                  percent(r.ms, p.wallMs).c_str());
+                  percent(r.ms, p.wallMs).c_str(),
+                  r.token_rows > 0 ? "  packed" : "");
     out << line;
   }
   if (shown == order.size())
@@ -180,7 +191,8 @@ void writeProfileJson(std::ostream &out, const StepProfile &p) {
                           {"kind", kindName(r)},
                           {"name", r.name},
                           {"family", profileFamily(r)},
-                          {"ms", r.ms}});
+                          {"ms", r.ms},
+                          {"token_rows", r.token_rows}});
   out << j.dump(1) << "\n";
 }
 

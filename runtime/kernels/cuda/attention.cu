@@ -845,9 +845,14 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-Status documentBounds(const int32_t *cu, int64_t sequences, int64_t batch,
-                      int64_t seq, int32_t *docStart, int32_t *docEnd,
+/// The document bounds of packed documents, computed into the workspace
+/// `w` (its first two slices).
+Status documentBounds(const VarlenWorkspace &w, const int32_t *cu,
+                      int64_t sequences, int64_t batch, int64_t seq,
+                      int32_t *&docStart, int32_t *&docEnd,
                       cudaStream_t stream) {
+  docStart = reinterpret_cast<int32_t *>(w.q);
+  docEnd = reinterpret_cast<int32_t *>(w.k);
   const int64_t n = batch * seq;
   if (n == 0)
     return 0;
@@ -878,10 +883,9 @@ Status attentionVarlenFwd(const void *q, const void *k, const void *v,
   VarlenWorkspace w = varlenWorkspace(workspace, batch, heads, seq, d, dv, es,
                                       false, documents);
   if (documents) {
-    auto *starts = reinterpret_cast<int32_t *>(w.q);
-    auto *ends = reinterpret_cast<int32_t *>(w.k);
-    if (Status st =
-            documentBounds(cu, sequences, batch, seq, starts, ends, stream))
+    int32_t *starts, *ends;
+    if (Status st = documentBounds(w, cu, sequences, batch, seq, starts, ends,
+                                   stream))
       return st;
     return attentionFwd<T>(q, k, v, out, batch, heads, seq, seq, d, dv, scale,
                            causal, KeyMask{}, nullptr, stream, path, nullptr,
@@ -916,10 +920,9 @@ Status attentionVarlenBwd(const void *q, const void *k, const void *v,
   VarlenWorkspace w = varlenWorkspace(workspace, batch, heads, seq, d, dvDim,
                                       es, true, documents);
   if (documents) {
-    auto *starts = reinterpret_cast<int32_t *>(w.q);
-    auto *ends = reinterpret_cast<int32_t *>(w.k);
-    if (Status st =
-            documentBounds(cu, sequences, batch, seq, starts, ends, stream))
+    int32_t *starts, *ends;
+    if (Status st = documentBounds(w, cu, sequences, batch, seq, starts, ends,
+                                   stream))
       return st;
     return attentionBwd<T>(q, k, v, dout, dq, dk, dv, batch, heads, seq, seq,
                            d, dvDim, scale, causal, KeyMask{}, nullptr,

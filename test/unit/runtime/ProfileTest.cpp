@@ -216,6 +216,27 @@ TEST(Profile, ReportSortsFamiliesAndSteps) {
             "  ... 2 more steps, 0.750 ms (7.5%)\n");
 }
 
+// Pad-skipping: the steps over packed token rows are summed under the
+// families and marked among the slowest.
+TEST(Profile, ReportMarksTheStepsOverPackedTokenRows) {
+  tcc::run::StepProfile p = madeUpProfile();
+  p.records[0].token_rows = 16;
+  p.records[3].token_rows = 16;
+  std::ostringstream out;
+  tcc::run::printProfile(out, p, 3);
+  std::string text = out.str();
+  EXPECT_NE(text.find("  total (wall time)       10.000  100.0%\n"
+                      "  of which over packed token rows: 2 steps, 5.250 ms "
+                      "(52.5%)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("      0  call    matmul             4.000   40.0%  "
+                      "packed\n"
+                      "      2  call    gemm               2.000   20.0%\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(Profile, ReportOfAShortStepIsInMicroseconds) {
   tcc::run::StepProfile p = madeUpProfile();
   p.wallMs /= 1000;
@@ -249,7 +270,8 @@ TEST(Profile, JsonHasStepsInPlanOrderAndFamiliesByTime) {
   ASSERT_EQ(j["steps"].size(), 5u);
   EXPECT_EQ(j["steps"][3],
             json({{"step", 3}, {"kind", "kernel"}, {"name", "tcc_fused_1"},
-                  {"family", "generated kernels"}, {"ms", 1.25}}));
+                  {"family", "generated kernels"}, {"ms", 1.25},
+                  {"token_rows", 0}}));
   ASSERT_EQ(j["families"].size(), 3u);
   EXPECT_EQ(j["families"][0],
             json({{"family", "GEMM"}, {"ms", 6.0}, {"count", 2}}));
