@@ -6,7 +6,8 @@ the padded batch, in one run.
 
     pad_skip_bench.py [--tcc BUILD/bin] [--steps N] [--batch B] [--seq T]
                       [--hidden C] [--layers L] [--paddings 0,25,50,75]
-                      [--device cpu|cuda] [--stage all|compile|run]
+                      [--device cpu|cuda] [--precision fp32|bf16]
+                      [--stage all|compile|run]
                       [--work DIR]
 
 The model is test/models' TinyBERT (post-LN encoder, separate q/k/v, exact
@@ -95,7 +96,8 @@ def compile_art(a, onnx_path, pad_skip, work):
     if not os.path.isdir(art):
         target = ["--no-cuda"] if a.device == "cpu" else ["--cuda-arch", "sm_90"]
         run([os.path.join(a.tcc, "tcc"), "compile", onnx_path, "--loss", LOSS,
-             "--optimizer", ADAMW, "--pad-skip", pad_skip, "-o", art] + target)
+             "--optimizer", ADAMW, "--pad-skip", pad_skip, "--precision", a.precision,
+             "-o", art] + target)
     return art
 
 
@@ -125,8 +127,10 @@ def torch_ms(a, model, batches):
         if a.device == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
-        out = model(ids[rows], mask[rows])
-        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), labels[rows].reshape(-1))
+        with torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            out = model(ids[rows], mask[rows])
+            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]).float(),
+                                   labels[rows].reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -149,12 +153,15 @@ def main():
     p.add_argument("--vocab", type=int, default=2048)
     p.add_argument("--paddings", default="0,25,50,75")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                   help="tcc compile --precision; PyTorch autocasts to bf16 likewise")
     p.add_argument("--stage", choices=["all", "compile", "run"], default="all",
                    help="compile: export and compile (here); run: train (the GPU machine)")
     p.add_argument("--work", default="")
     a = p.parse_args()
     a.work = a.work or os.path.join(ROOT, "build-bench", "pad-skip" + (
-        "" if a.device == "cpu" else "-" + a.device))
+        "" if a.device == "cpu" else "-" + a.device) + (
+        "" if a.precision == "fp32" else "-" + a.precision))
     import numpy as np
     import torch
 
@@ -188,9 +195,9 @@ def main():
     where = (torch.cuda.get_device_name() if a.device == "cuda"
              else "%d threads" % torch.get_num_threads())
     print("BERT-style encoder: batch %d x seq %d, hidden %d, %d heads, %d layers, vocab %d; "
-          "AdamW; %d steps; torch %s, %s %s" % (
-              a.batch, a.seq, a.hidden, a.heads, a.layers, a.vocab, a.steps,
-              torch.__version__, a.device, where))
+          "AdamW; %s; %d steps; torch %s, %s %s" % (
+              a.batch, a.seq, a.hidden, a.heads, a.layers, a.vocab, a.precision,
+              a.steps, torch.__version__, a.device, where))
     print()
     loss_notes = []
     print("| padding | tcc pad-skip (ms) | tcc off (ms) | pad-skip / off | PyTorch eager (ms) "

@@ -13,9 +13,9 @@
 #     bench-fp32, bench-bf16   test/bench/gpt_bench.py --stage run, GPT-2
 #                 124M, PyTorch eager and torch.compile in the same run,
 #                 tcc-run --profile
-#     bench-pad   test/bench/pad_skip_bench.py --stage run: a BERT-base-size
-#                 encoder at 0-75% padding, --pad-skip auto vs off, and
-#                 PyTorch eager on the padded batch
+#     bench-pad-fp32, bench-pad-bf16   test/bench/pad_skip_bench.py --stage
+#                 run: a BERT-base-size encoder at 0-75% padding, --pad-skip
+#                 auto vs off, and PyTorch eager on the padded batch
 #
 # Every step has a time limit and writes its log, so a late failure
 # leaves the rest. The last lines are a
@@ -24,7 +24,7 @@
 # RACECHECK_FILTER (the gtest filter racecheck runs; default the kernels),
 # SANITIZERS=0 (skip memcheck and racecheck), BENCH_PRECISIONS ("fp32
 # bf16"), BENCH_BASELINES_fp32 / _bf16 (gpt_bench.py --baselines),
-# PAD_BENCH=0 (skip bench-pad).
+# PAD_BENCH=0 (skip bench-pad), PAD_PRECISIONS ("fp32 bf16").
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 # The pad-skipping benchmark's model (bundle.sh compiles with the same).
@@ -124,11 +124,13 @@ if [[ " $PHASES " == *" 2 "* ]]; then
     [[ -f $w/profile.json ]] && cp "$w/profile.json" "$OUTD/profile-$p.json"
     grep -E "^\|" "$OUTD/bench-$p.log" | head -8 | tee -a "$OUTD/summary.txt"
   done
-  if [[ ${PAD_BENCH:-1} == 1 && -d build-bench/pad-skip-cuda ]]; then
+  for p in ${PAD_PRECISIONS:-fp32 bf16}; do
+    w=build-bench/pad-skip-cuda$([[ $p == fp32 ]] || echo "-$p")
+    [[ ${PAD_BENCH:-1} == 1 && -d $w ]] || continue
     PYTHONUNBUFFERED=1 timeout "$TB" python3 test/bench/pad_skip_bench.py --device cuda \
-      --stage run --tcc "$W" $PAD_ARGS >"$OUTD/bench-pad.log" 2>&1
-    stamp "bench-pad: exit $?"
-    grep -E "^\||^BERT" "$OUTD/bench-pad.log" | tee -a "$OUTD/summary.txt"
-  fi
+      --precision $p --stage run --tcc "$W" $PAD_ARGS >"$OUTD/bench-pad-$p.log" 2>&1
+    stamp "bench-pad-$p: exit $?"
+    grep -E "^\||^BERT|^Largest" "$OUTD/bench-pad-$p.log" | tee -a "$OUTD/summary.txt"
+  done
 fi
 stamp "done"

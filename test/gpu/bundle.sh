@@ -36,14 +36,18 @@ done
 # Pad-skipping on the GPU (test/bench/pad_skip_bench.py; bringup.sh passes
 # the same model flags to its run stage).
 PAD_ARGS=$(sed -n 's/^PAD_ARGS="\(.*\)"$/\1/p' test/gpu/bringup.sh)
-if [[ ! -f build-bench/pad-skip-cuda/bert-off.tcc/plan.json ]]; then
-  "$PY" test/bench/pad_skip_bench.py --device cuda --stage compile --tcc build/bin $PAD_ARGS
-fi
+for p in fp32 bf16; do
+  w=build-bench/pad-skip-cuda$([[ $p == fp32 ]] || echo "-$p")
+  if [[ ! -f $w/bert-off.tcc/plan.json ]]; then
+    "$PY" test/bench/pad_skip_bench.py --device cuda --precision $p --stage compile \
+      --tcc build/bin $PAD_ARGS
+  fi
+done
 mkdir -p build-bundle/bin build-bundle/lib build-carry
 cp $B/bin/tcc-run $B/bin/tcc-gpu-tests build-bundle/bin/
 for l in $(ldd $B/bin/tcc-run | awk '/openblas|gfortran|quadmath/ {print $3}'); do
   cp -L "$l" build-bundle/lib/
 done
 tar -czf build-carry/bundle.tgz --exclude=build-bundle/out --exclude=build-bundle/wrap --exclude="build-bundle/*.tgz" --exclude=build-bundle/summary.txt build-bundle
-du -sh build-carry/bundle.tgz build-bench/gpt2-* build-bench/pad-skip-cuda
-echo "carry: build-carry build-bench/gpt2-124m-fp32-b8-t1024 build-bench/gpt2-124m-bf16-b8-t1024 build-bench/pad-skip-cuda"
+du -sh build-carry/bundle.tgz build-bench/gpt2-* build-bench/pad-skip-cuda*
+echo "carry: build-carry build-bench/gpt2-124m-fp32-b8-t1024 build-bench/gpt2-124m-bf16-b8-t1024 build-bench/pad-skip-cuda build-bench/pad-skip-cuda-bf16"
