@@ -422,6 +422,20 @@ bool Loop::startRun() {
     return reject("--resume: '" + from +
                   "' read the data shuffled (--shuffle); --pack-documents "
                   "reads it in order");
+  // Packed documents: the data position is a document start of that
+  // packing; another end-of-text token (or none) would cut other rows.
+  int64_t packed = state.contains("data_order")
+                       ? state["data_order"].value("pack_documents", int64_t(-1))
+                       : int64_t(-1);
+  if (packed != options.packDocuments)
+    return reject("--resume: '" + from + "' read the data " +
+                  (packed >= 0 ? "as packed documents ending in token " +
+                                     std::to_string(packed)
+                               : std::string("without --pack-documents")) +
+                  "; a resumed run packs it the same way (" +
+                  (packed >= 0 ? "--pack-documents " + std::to_string(packed)
+                               : std::string("leave out --pack-documents")) +
+                  ")");
   options.shuffle = shuffled;
   options.seed = seed;
   if (state.contains("eval")) {
@@ -485,6 +499,8 @@ nlohmann::json Loop::checkpointExtra(double loss) const {
                       ? nlohmann::json(loss)
                       : nlohmann::json(nullptr); // no NaN in JSON
   extra["data_order"] = {{"shuffle", options.shuffle}, {"seed", options.seed}};
+  if (options.packDocuments >= 0)
+    extra["data_order"]["pack_documents"] = options.packDocuments;
   if (bestStep >= 0 && (options.saveBest || options.patience)) {
     extra["eval"] = {{"best_loss", bestLoss},
                      {"best_step", bestStep},
