@@ -117,6 +117,27 @@ Status launchFwdTc(const Params &p, int64_t bh, cudaStream_t stream);
 template <class T>
 Status launchBwdTc(const Params &p, int64_t bh, cudaStream_t stream);
 
+/// attention.cu's dense forward and backward (without a key mask), for
+/// attention_varlen.cu: `cu` bounds each batch's rows to its sequence,
+/// docStart / docEnd each query's keys to its document (Params). The
+/// backward recomputes the forward in `workspace`
+/// (recomputingBwdWorkspaceBytes).
+Status checkShapes(int64_t batch, int64_t heads, int64_t tq, int64_t tk,
+                   int64_t d, int64_t dv);
+size_t recomputingBwdWorkspaceBytes(int64_t batch, int64_t heads, int64_t tq,
+                                    int64_t dv);
+Status denseFwd(FloatType type, const void *q, const void *k, const void *v,
+                void *out, int64_t batch, int64_t heads, int64_t tq,
+                int64_t tk, int64_t d, int64_t dv, double scale, bool causal,
+                cudaStream_t stream, AttentionPath path, const int32_t *cu,
+                const int32_t *docStart, const int32_t *docEnd);
+Status denseBwd(FloatType type, const void *q, const void *k, const void *v,
+                const void *dout, void *dq, void *dk, void *dv, int64_t batch,
+                int64_t heads, int64_t tq, int64_t tk, int64_t d,
+                int64_t dvDim, double scale, bool causal, void *workspace,
+                cudaStream_t stream, AttentionPath path, const int32_t *cu,
+                const int32_t *docStart, const int32_t *docEnd);
+
 } // namespace tcc::cuda::attn
 
 #endif // TCC_RUNTIME_KERNELS_CUDA_ATTENTION_COMMON_CUH
