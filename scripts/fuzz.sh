@@ -1,57 +1,36 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of test/fuzz with Debian's clang 14
-# (-fsanitize=fuzzer,address,undefined) over the runtime's readers, makes
-# their seed corpora from the repository's test files and an artifact of
-# examples/mlp, and runs each one (docs/fuzzing.md).
+# Builds the libFuzzer targets of test/fuzz (the target tcc-fuzzers of the
+# build: Debian's clang 14 with -fsanitize=fuzzer,address,undefined over the
+# runtime's readers and the ONNX importer), makes their seed corpora from the
+# repository's test files, ONNX's node tests and an artifact of examples/mlp,
+# and runs each one (docs/fuzzing.md).
 #
 #   scripts/fuzz.sh [RUNS]      RUNS inputs per target (default 10000)
 #   TCC_FUZZ_SECONDS=S          ... or at most S seconds each instead
-#   TCC_FUZZ_OUT=DIR            build and corpus directory (build/fuzz)
-#
+#   TCC_FUZZ_OUT=DIR            corpus and log directory (build/fuzz)
+#   TCC_FUZZ_TARGETS="a b"      only these targets (default: all six)
+#   TCC_BUILD_DIR=DIR           the configured build (build)
 #   TCC_BIN=PATH                the tcc for the artifact seeds (build/bin/tcc)
 #
-# Needs tcc (scripts/bootstrap.sh) for the artifact seeds. Exits
-# non-zero on the first target that crashes, hangs (-timeout=10 s an input),
-# leaks or trips a sanitizer; the reproducer is left in DIR/crashes.
+# Needs a configured and built tree (scripts/bootstrap.sh). Exits non-zero
+# on the first target that crashes, hangs (-timeout=10 s an input), leaks or
+# trips a sanitizer; the reproducer is left in DIR/crashes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-10000}
 OUT=${TCC_FUZZ_OUT:-build/fuzz}
-CXX=${TCC_FUZZ_CXX:-clang++-14}
-JOBS=${TCC_JOBS:-2}
-TCC=${TCC_BIN:-build/bin/tcc}
-TARGETS=(safetensors npz tokens plan checkpoint)
+BUILD=${TCC_BUILD_DIR:-build}
+TCC=${TCC_BIN:-$BUILD/bin/tcc}
+read -r -a TARGETS <<<"${TCC_FUZZ_TARGETS:-safetensors npz tokens plan checkpoint import}"
 
-command -v "$CXX" >/dev/null || { echo "fuzz: $CXX not found (apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 1; }
-mkdir -p "$OUT/obj" "$OUT/crashes"
-FLAGS=(-std=c++17 -O1 -g -fno-omit-frame-pointer
-       -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
-       -Iruntime -Itest/fuzz)
-
-# The runtime sources the readers need (no LLVM/MLIR), compiled once each.
-SOURCES=(runtime/data/{fileio,npz,safetensors,batcher,finite,sha256}.cpp
-         runtime/plan/{calls,library_ops,liveness,plan,plan_read,plan_write,schedule}.cpp
-         runtime/checkpoint/{checkpoint,compat,digests,fingerprint}.cpp)
-objs=()
-pids=()
-for src in "${SOURCES[@]}"; do
-  obj="$OUT/obj/$(echo "${src%.cpp}" | tr / _).o"
-  objs+=("$obj")
-  if [[ ! -f $obj || $src -nt $obj || -n $(find runtime -name '*.h' -newer "$obj" -o -name '*.inc' -newer "$obj" | head -1) ]]; then
-    "$CXX" "${FLAGS[@]}" -c "$src" -o "$obj" &
-    pids+=($!)
-    if ((${#pids[@]} >= JOBS)); then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
-  fi
-done
-for p in "${pids[@]}"; do wait "$p"; done
-for t in "${TARGETS[@]}"; do
-  "$CXX" "${FLAGS[@]/fuzzer-no-link/fuzzer}" "test/fuzz/fuzz_$t.cpp" "${objs[@]}" -lz \
-    -o "$OUT/fuzz_$t"
-done
+command -v clang++-14 >/dev/null || { echo "fuzz: clang++-14 not found (apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 1; }
+cmake --build "$BUILD" -j "${TCC_JOBS:-2}" --target tcc-fuzzers
+BIN=$(cd "$BUILD/test/fuzz" && pwd)
+mkdir -p "$OUT/crashes"
 
 # Seed corpora: the test fixtures, an artifact and a checkpoint of the MLP.
 seeds="$OUT/seeds"
-rm -rf "$seeds" && mkdir -p "$seeds"/{safetensors,npz,tokens,plan,checkpoint}
+rm -rf "$seeds" && mkdir -p "$seeds"/{safetensors,npz,tokens,plan,checkpoint,import}
 cp test/unit/fixtures/*.safetensors "$seeds/safetensors/"
 cp test/unit/fixtures/*.npz test/unit/fixtures/*.npy examples/mlp/*.npz "$seeds/npz/"
 if [[ -x $TCC ]]; then
@@ -78,6 +57,16 @@ open(d + "/raw.bin", "wb").write(struct.pack("<32H", *range(32)))
 open(d + "/llmc.bin", "wb").write(struct.pack("<256i", 20240520, 1, 16, *([0] * 253))
                                   + struct.pack("<16H", *range(16)))
 PY
+# ONNX models: the MLP example and every 8th of the pinned onnx's node
+# tests (test/conformance/gen_node_data.py; only the MLP without the venv).
+cp examples/mlp/model.onnx "$seeds/import/mlp.onnx"
+if [[ -x .venv/bin/python ]]; then
+  .venv/bin/python test/conformance/gen_node_data.py "$OUT/node-tests" >/dev/null
+  i=0
+  for m in "$OUT"/node-tests/test_*/model.onnx; do
+    (( i++ % 8 == 0 )) && cp "$m" "$seeds/import/$(basename "$(dirname "$m")").onnx"
+  done
+fi
 
 for t in "${TARGETS[@]}"; do
   corpus="$OUT/corpus/$t"
@@ -87,7 +76,7 @@ for t in "${TARGETS[@]}"; do
   echo "== fuzz_$t: ${limit[*]}"
   # Inputs are capped at 64 KiB; -timeout makes a hang a failure.
   rm -rf "$OUT/tmp" && mkdir -p "$OUT/tmp"
-  if ! (cd "$OUT/crashes" && TMPDIR="$(cd ../tmp && pwd)" "../fuzz_$t" "${limit[@]}" -max_len=65536 \
+  if ! (cd "$OUT/crashes" && TMPDIR="$(cd ../tmp && pwd)" "$BIN/fuzz_$t" "${limit[@]}" -max_len=65536 \
         -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         "../corpus/$t" "../seeds/$t" 2>"../fuzz_$t.log"); then
     tail -40 "$OUT/fuzz_$t.log" >&2

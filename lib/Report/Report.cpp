@@ -8,13 +8,13 @@
 #include "tcc/TccOps.h"
 #include "tcc/Transforms/Fuse.h"
 #include "exec/MemoryPlan.h"
+#include "tcc/Support/OutputFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -807,7 +807,9 @@ LogicalResult writeReport(ModuleOp trained, ModuleOp lowered,
   if (failed(writeMemoryBudget(os, before, *live, unbudgeted)))
     return failure();
   os << "</body></html>\n";
-  out.keep();
+  if (std::error_code written = commitOutput(out))
+    return emitError(flag) << "--report: cannot write '" << path
+                           << "': " << written.message();
   return success();
 }
 

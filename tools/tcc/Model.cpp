@@ -1,6 +1,7 @@
 #include "Model.h"
 
 #include "tcc/TccOps.h"
+#include "tcc/Support/OutputFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -10,7 +11,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -107,7 +107,8 @@ int writeModule(ModuleOp module, const std::string &path) {
   if (ec)
     return fail("cannot write '" + path + "': " + ec.message());
   module->print(out.os());
-  out.keep();
+  if ((ec = commitOutput(out)))
+    return fail("cannot write '" + path + "': " + ec.message());
   return 0;
 }
 

@@ -354,6 +354,7 @@ int plotCommand(std::vector<std::string> args) {
   for (const Chart &c : charts)
     svgChart(os, c);
   os << "</body></html>\n";
+  os.close();
   if (!os)
     return fail("-o " + out + ": write error");
   std::cout << "wrote " << out << "\n";

@@ -1,11 +1,11 @@
 // The stage dumps and report rows of `tcc compile`; see StageLog.h.
 #include "StageLog.h"
+#include "tcc/Support/OutputFile.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/raw_ostream.h"
 
 namespace fs = llvm::sys::fs;
 
@@ -57,11 +57,10 @@ mlir::LogicalResult StageLog::record(llvm::StringRef name, llvm::StringRef note,
   llvm::SmallString<128> path(dir);
   llvm::sys::path::append(path, number + "-" + name + ".mlir");
   std::error_code ec;
-  llvm::raw_fd_ostream out(path, ec, fs::OF_Text);
+  llvm::ToolOutputFile out(path, ec, fs::OF_Text);
   if (!ec) {
-    module->print(out);
-    out.close();
-    ec = out.error();
+    module->print(out.os());
+    ec = commitOutput(out);
   }
   if (ec)
     return mlir::emitError(mlir::UnknownLoc::get(module.getContext()))
