@@ -59,7 +59,9 @@ double sourceCoordinate(const std::string &coord, double o, double scale,
 AxisTable axisTable(const ResizeAttrs &a, double scale, int64_t in,
                     int64_t out) {
   AxisTable t;
-  auto clamp = [&](int64_t i) { return std::min(std::max<int64_t>(i, 0), in - 1); };
+  auto clamp = [&](int64_t i) {
+    return std::min(std::max<int64_t>(i, 0), in - 1);
+  };
   for (int64_t o = 0; o < out; ++o) {
     double x = sourceCoordinate(a.coord, double(o), scale, in, out);
     double fl = std::floor(x), r = x - fl;
@@ -70,7 +72,7 @@ AxisTable axisTable(const ResizeAttrs &a, double scale, int64_t in,
       t.w1.push_back(r);
       continue;
     }
-    bool up = r == 0 ? false
+    bool up = r == 0                             ? false
               : a.nearest == "round_prefer_ceil" ? r >= 0.5
               : a.nearest == "floor"             ? false
               : a.nearest == "ceil"              ? true
@@ -98,14 +100,16 @@ FailureOr<Value> resizeAxis(NodeImporter &n, Value x, int64_t axis,
                             const AxisTable &t, bool linear) {
   auto xType = llvm::cast<RankedTensorType>(x.getType());
   int64_t out = int64_t(t.i0.size());
-  auto indexType = RankedTensorType::get({out}, IntegerType::get(n.context(), 64));
+  auto indexType =
+      RankedTensorType::get({out}, IntegerType::get(n.context(), 64));
   auto gather = [&](llvm::ArrayRef<int64_t> idx) -> FailureOr<Value> {
     auto g = n.create<GatherOp>(
         x, n.constant(DenseElementsAttr::get(indexType, idx)), axis);
     return failed(g) ? FailureOr<Value>(failure()) : FailureOr<Value>(*g);
   };
   auto a = gather(t.i0);
-  if (failed(a) || !linear || llvm::all_of(t.w1, [](double w) { return w == 0; }))
+  if (failed(a) || !linear ||
+      llvm::all_of(t.w1, [](double w) { return w == 0; }))
     return a;
   auto b = gather(t.i1);
   if (failed(b))
@@ -130,20 +134,21 @@ FailureOr<Value> resizeAxis(NodeImporter &n, Value x, int64_t axis,
 
 LogicalResult convertResize(NodeImporter &n) {
   if (failed(n.expectInputs(1, 4)) ||
-      failed(n.expectAttrs({"antialias", "axes", "coordinate_transformation_mode",
-                            "cubic_coeff_a", "exclude_outside",
-                            "extrapolation_value", "keep_aspect_ratio_policy",
-                            "mode", "nearest_mode"})))
+      failed(n.expectAttrs(
+          {"antialias", "axes", "coordinate_transformation_mode",
+           "cubic_coeff_a", "exclude_outside", "extrapolation_value",
+           "keep_aspect_ratio_policy", "mode", "nearest_mode"})))
     return failure();
   std::string at = " at opset " + std::to_string(n.opset());
   ResizeAttrs a;
   auto mode = stringAttr(n, "mode", "nearest", {"nearest", "linear"});
-  auto coord = stringAttr(n, "coordinate_transformation_mode", "half_pixel",
-                          {"half_pixel", "half_pixel_symmetric",
-                           "pytorch_half_pixel", "align_corners", "asymmetric"});
-  auto nearest = stringAttr(n, "nearest_mode", "round_prefer_floor",
-                            {"round_prefer_floor", "round_prefer_ceil", "floor",
-                             "ceil"});
+  auto coord =
+      stringAttr(n, "coordinate_transformation_mode", "half_pixel",
+                 {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                  "align_corners", "asymmetric"});
+  auto nearest =
+      stringAttr(n, "nearest_mode", "round_prefer_floor",
+                 {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"});
   auto policy = stringAttr(n, "keep_aspect_ratio_policy", "stretch",
                            {"stretch", "not_larger", "not_smaller"});
   if (failed(mode) || failed(coord) || failed(nearest) || failed(policy))
@@ -208,8 +213,7 @@ LogicalResult convertResize(NodeImporter &n) {
       if ((*sizes)[i] < 1)
         return n.fail("sizes must be positive");
       out[axes[i]] = (*sizes)[i];
-      scale[axes[i]] =
-          double((*sizes)[i]) / double(type.getDimSize(axes[i]));
+      scale[axes[i]] = double((*sizes)[i]) / double(type.getDimSize(axes[i]));
     }
     if (*policy != "stretch") {
       double s = scale[axes[0]];

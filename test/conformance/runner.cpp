@@ -550,7 +550,8 @@ struct Runner {
       std::string why = errors.take();
       if (importFailure == tcc::ImportFailure::Unsupported)
         return {Outcome::Unsupported, why};
-      static const std::regex named("\\('([^']+)'\\) is only known at run time");
+      static const std::regex named(
+          "\\('([^']+)'\\) is only known at run time");
       std::smatch m;
       if (!std::regex_search(why, m, named))
         return fail("import: " + why);
@@ -866,12 +867,12 @@ int main(int argc, char **argv) {
               << (opset ? "opset " + std::to_string(opset)
                         : std::string("no ai.onnx opset"))
               << ": " << c.tests << (c.tests == 1 ? " test, " : " tests, ")
-              << c.passed + c.failed + c.badReference
-              << " supported, " << c.passed << " passed, " << c.failed
-              << " failed, " << c.unsupported << " unsupported"
-              << (c.badReference ? ", " + std::to_string(c.badReference) +
-                                       " bad reference"
-                                 : std::string())
+              << c.passed + c.failed + c.badReference << " supported, "
+              << c.passed << " passed, " << c.failed << " failed, "
+              << c.unsupported << " unsupported"
+              << (c.badReference
+                      ? ", " + std::to_string(c.badReference) + " bad reference"
+                      : std::string())
               << "\n";
   std::cout << "conformance: " << badReference
             << " tests ran against reference data known to be wrong and are "
