@@ -256,6 +256,7 @@ void registerSequenceConverters(ConverterTable &table);
 void registerConstOnlyConverters(ConverterTable &table);
 void registerAttentionConverters(ConverterTable &table);
 void registerVisionConverters(ConverterTable &table);
+void registerResizeConverter(ConverterTable &table);
 
 /// Decides which initializers become tcc.params; see Initializers.cpp.
 struct InitializerPlan {

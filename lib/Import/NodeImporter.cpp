@@ -344,6 +344,7 @@ const ConverterTable &converterTable() {
     registerConstOnlyConverters(t);
     registerAttentionConverters(t);
     registerVisionConverters(t);
+    registerResizeConverter(t);
     return t;
   }();
   return table;

@@ -76,6 +76,8 @@ CASES = [
     dict(name="bert-padded-off", model="bert", loss=CE, opt=SGD_PAD, steps=5, rtol=1e-4,
          padded=PADDED, extra=["--pad-skip", "off"]),
     dict(name="cnn-adamw", model="cnn", loss=CE, opt=ADAMW_CNN, steps=3, rtol=1e-3),
+    # Resize (F.interpolate): gathers and their gather_grad, fused kernels.
+    dict(name="upsample-adamw", model="upsample", loss=CE, opt=ADAMW_CNN, steps=3, rtol=1e-4),
     # Packed documents (test/lit/Train/pack-documents.test): the losses
     # against PyTorch training each document on its own.
     dict(name="gpt-docs", model="gpt", loss=CE, opt=("sgd:lr=0.1", []), steps=3, rtol=1e-4,

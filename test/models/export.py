@@ -7,6 +7,8 @@ writes
     DIR/model.onnx     opset 17, static shapes, parameters as named initializers
     DIR/inputs.npz     one array per ONNX graph input, named after it
     DIR/expected.npz   PyTorch's forward outputs (float32), named after the graph outputs
+    DIR/onnxruntime.npz  with --onnxruntime: onnxruntime's outputs on DIR/model.onnx,
+                       checked against PyTorch's (a second oracle for `tcc eval --expected`)
 
 Output is byte-for-byte reproducible: the seed is fixed, PyTorch runs on one
 thread, and the .npz archives carry a fixed timestamp (numpy's own savez
@@ -170,7 +172,18 @@ def export_eval_mode(model, inputs, output_names, onnx_path):
                       output_names=output_names)
 
 
-def export(name, out_dir, eval_mode=False, exporter="torchscript"):
+def onnxruntime_outputs(onnx_path, inputs, output_names):
+    """The model's outputs computed by onnxruntime (CPU), a second oracle."""
+    import onnxruntime
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 3  # not its constant-folding warnings
+    sess = onnxruntime.InferenceSession(onnx_path, options, providers=["CPUExecutionProvider"])
+    outs = sess.run(output_names, {n: t.numpy() for n, t in inputs.items()})
+    return dict(zip(output_names, outs))
+
+
+def export(name, out_dir, eval_mode=False, exporter="torchscript", ort=False):
     torch.set_num_threads(1)  # fixed reduction order -> identical expected.npz
     model, inputs, output_names = MODELS[name]()
     input_names = list(inputs)
@@ -190,8 +203,15 @@ def export(name, out_dir, eval_mode=False, exporter="torchscript"):
 
     save_npz(os.path.join(out_dir, "inputs.npz"),
              {n: t.numpy() for n, t in inputs.items()})
-    save_npz(os.path.join(out_dir, "expected.npz"),
-             {n: t.detach().float().numpy() for n, t in zip(output_names, outputs)})
+    expected = {n: t.detach().float().numpy() for n, t in zip(output_names, outputs)}
+    save_npz(os.path.join(out_dir, "expected.npz"), expected)
+    if ort:
+        got = onnxruntime_outputs(os.path.join(out_dir, "model.onnx"), inputs, output_names)
+        for n in output_names:
+            err = np.abs(got[n] - expected[n]).max() / np.abs(expected[n]).max()
+            print("onnxruntime vs PyTorch: %s max error / max|ref| %.2e" % (n, err))
+            assert err <= 1e-5, n
+        save_npz(os.path.join(out_dir, "onnxruntime.npz"), got)
 
 
 def main():
@@ -203,8 +223,11 @@ def main():
                         "constant folding) instead of the export contract")
     p.add_argument("--exporter", default="torchscript", choices=EXPORTERS,
                    help="which torch.onnx.export path (see EXPORTERS)")
+    p.add_argument("--onnxruntime", action="store_true",
+                   help="also run model.onnx with onnxruntime, check it against "
+                        "PyTorch (1e-5 of max|ref|) and write DIR/onnxruntime.npz")
     a = p.parse_args()
-    export(a.model, a.out, a.eval_mode, a.exporter)
+    export(a.model, a.out, a.eval_mode, a.exporter, a.onnxruntime)
 
 
 if __name__ == "__main__":

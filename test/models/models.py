@@ -395,6 +395,35 @@ def build_bert_sce():
     return model.eval(), inputs, ["loss"]
 
 
+class UpsampleNet(nn.Module):
+    """F.interpolate as decoders and FPNs use it, between convolutions:
+    nearest x2 (asymmetric, floor), bilinear to a size of non-integer ratio
+    (half-pixel), bilinear x0.5 with align_corners. (1-D linear the dynamo
+    exporter writes as index arithmetic and a GatherND of run-time data,
+    which tcc does not import.)"""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 4, 3, padding=1)
+        self.fc = nn.Linear(4 * 4 * 3, 5)
+
+    def forward(self, x):
+        x = F.interpolate(torch.tanh(self.conv1(x)), scale_factor=2, mode="nearest")
+        x = F.interpolate(torch.tanh(self.conv2(x)), size=(9, 7), mode="bilinear",
+                          align_corners=False)
+        x = F.interpolate(x, scale_factor=0.5, mode="bilinear", align_corners=True)
+        return self.fc(x.flatten(1))  # [B, 4, 4, 3]
+
+
+def build_upsample():
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    model = UpsampleNet()
+    inputs = {"x": torch.randn(2, 3, 6, 5, generator=gen)}
+    return model.eval(), inputs, ["logits"]
+
+
 # name -> builder returning (model in eval mode, ordered {input name: tensor},
 # [output names]). Input order is the forward() argument order.
 # ------------------------------------------- Hugging Face transformers models
@@ -456,9 +485,27 @@ def build_hf_bert():
     return model.eval(), {"input_ids": input_ids, "attention_mask": attention_mask}, ["logits"]
 
 
+def build_hf_vit():
+    """ViTForImageClassification on 16x16 RGB images in 4x4 patches (16
+    patches and the CLS token), 5 classes."""
+    from transformers import ViTConfig, ViTForImageClassification
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    cfg = ViTConfig(image_size=16, patch_size=4, num_channels=3, hidden_size=32,
+                    num_hidden_layers=2, num_attention_heads=4,
+                    intermediate_size=64, hidden_dropout_prob=0.0,
+                    attention_probs_dropout_prob=0.0, num_labels=5)
+    model = HFLogits(ViTForImageClassification(cfg), ["pixel_values"])
+    _perturb_layernorms(model, gen)
+    pixel_values = torch.randn(2, 3, 16, 16, generator=gen)
+    return model.eval(), {"pixel_values": pixel_values}, ["logits"]
+
+
 MODELS = {
     "hf_gpt2": build_hf_gpt2,
     "hf_bert": build_hf_bert,
+    "hf_vit": build_hf_vit,
+    "upsample": build_upsample,
     "hf_gpt2_padded": lambda: build_hf_gpt2(padded=True),
     "mlp": build_mlp,
     "gpt": build_gpt,

@@ -230,6 +230,11 @@ def make_data(model_name, model, inputs, out_shape, loss, K):
             data[extra] = target
     elif model_name == "cnn":
         data["x"] = torch.randn((K,) + tuple(inputs["x"].shape[1:]), generator=g)
+    elif model_name == "upsample":  # labels: the generic ones below
+        data["x"] = torch.randn((K,) + tuple(inputs["x"].shape[1:]), generator=g)
+    elif model_name == "hf_vit":  # images; labels: the generic ones below
+        shape = tuple(inputs["pixel_values"].shape[1:])
+        data["pixel_values"] = torch.randn((K,) + shape, generator=g)
     else:
         raise UsageError("no data generator for model '%s'; pass --data-npz" % model_name)
     # Generic targets for loss/model combinations not covered above.
