@@ -14,5 +14,8 @@ INC=${MLIR_INCLUDE:-/usr/lib/llvm-22/include}
   "$TBLGEN" -gen-pass-doc -I "$INC" include/tcc/Transforms/Passes.td
 } > docs/passes.md.new
 mv docs/passes.md.new docs/passes.md
-"$TBLGEN" -gen-op-doc -I "$INC" -I dialects/tcc dialects/tcc/TccOps.td > docs/dialect.md
+{
+  "$TBLGEN" -gen-op-doc -I "$INC" -I dialects/tcc dialects/tcc/TccOps.td
+  "$TBLGEN" -gen-op-doc -I "$INC" -I dialects/tcc dialects/tcc/TccBatchNorm.td
+} > docs/dialect.md
 "$TBLGEN" -gen-op-doc -I "$INC" -I dialects -I dialects/exec dialects/exec/ExecOps.td > docs/exec-dialect.md

@@ -1,3 +1,4 @@
+#include "tcc/TccBatchNorm.h"
 #include "tcc/TccOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -18,6 +19,10 @@ void TccDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "tcc/TccOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "tcc/TccBatchNorm.cpp.inc"
       >();
   addAttributes<
 #define GET_ATTRDEF_LIST

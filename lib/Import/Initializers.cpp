@@ -10,7 +10,8 @@
 // A use whose outputs are themselves only read as data, through any chain of
 // ops, is a data use too: nanoGPT's mask buffer, sliced and compared with 0,
 // is a constant, not a parameter. Unused float initializers stay parameters,
-// so the names in a checkpoint match the model.
+// so the names in a checkpoint match the model. A BatchNormalization's
+// running mean and variance are parameters whatever their uses.
 //
 // An Identity of a parameter whose output has a parameter's name is an
 // eval-mode export's merged copy (see planInitializers) and is untied into a
@@ -189,11 +190,21 @@ InitializerPlan planInitializers(const onnx::GraphProto &graph,
   // torch.export's record, where the dynamo-based exporter left one, says
   // which initializers are buffers (masks, position ids, rotary tables):
   // never trained, however the graph uses them.
+  // A batch norm's running statistics are buffers too, but state that the
+  // training step updates, so they are parameters (never trained: see
+  // tcc-build-train-step).
+  llvm::StringSet<> batchStats;
+  for (const onnx::NodeProto &node : graph.node())
+    if (node.op_type() == "BatchNormalization")
+      for (int i : {3, 4})
+        if (i < node.input_size())
+          batchStats.insert(node.input(i));
   for (const TP &t : graph.initializer()) {
     auto kind = torchKinds.find(t.name());
     bool buffer = kind != torchKinds.end() && kind->second != "PARAMETER";
     plan.isParam[t.name()] =
-        !buffer && isFloatType(t.data_type()) && !data.onlyData(t.name());
+        isFloatType(t.data_type()) &&
+        (batchStats.contains(t.name()) || (!buffer && !data.onlyData(t.name())));
   }
 
   // PyTorch's exporter in eval mode merges initializers of equal value: a

@@ -3,6 +3,8 @@
 // converter table, then clean up (GELU, attention, canonicalize, CSE).
 #include "Importer.h"
 
+#include "tcc/TccBatchNorm.h"
+
 #include "exec/ExecOps.h"
 #include "tcc/Import/OnnxTensor.h"
 #include "tcc/Transforms/Passes.h"
@@ -124,6 +126,26 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
     ParamOp::create(b, loc, copy, llvm::cast<ElementsAttr>(value));
     params.emplace_back(copy, llvm::cast<RankedTensorType>(value.getType()));
     untied.insert(copy);
+  }
+
+  // PyTorch's step counter of each batch norm (`bn1.num_batches_tracked`),
+  // which exporters drop as unused: a parameter the training step counts.
+  for (const onnx::NodeProto &node : g.node()) {
+    if (node.op_type() != "BatchNormalization" || node.input_size() < 4 ||
+        !paramValues.count(node.input(3)))
+      continue;
+    std::optional<std::string> counter = batchCounterName(node.input(3));
+    if (!counter || paramValues.count(*counter) ||
+        module.lookupSymbol(*counter))
+      continue;
+    auto type = RankedTensorType::get({}, b.getI64Type());
+    DenseElementsAttr start = graph.values.count(*counter)
+                                  ? graph.values[*counter].constant
+                                  : DenseElementsAttr();
+    if (!start || start.getType() != type)
+      start = DenseElementsAttr::get(type, b.getI64IntegerAttr(0).getValue());
+    graph.values.erase(*counter);
+    ParamOp::create(b, loc, *counter, llvm::cast<ElementsAttr>(start));
   }
 
   llvm::SmallVector<Type> argTypes;

@@ -4,6 +4,8 @@
 #include "ConstFold.h"
 #include "Importer.h"
 
+#include "tcc/TccBatchNorm.h"
+
 #include <algorithm>
 
 using namespace mlir;
@@ -219,11 +221,11 @@ template <class ReduceOpT> LogicalResult convertGlobalPool(NodeImporter &n) {
   return failed(op) ? failure() : n.setOutput(0, *op);
 }
 
-/// BatchNormalization over dim 1. In training mode (training_mode = 1) it
-/// normalises with the batch's statistics, through which the gradient flows,
-/// and its optional outputs are ONNX's running statistics
-/// `running = input * momentum + batch * (1 - momentum)` (biased batch
-/// variance); otherwise it normalises with input_mean and input_var.
+/// BatchNormalization over dim 1, as one tcc.batch_norm (TccBatchNorm.td):
+/// in training mode (training_mode = 1) it normalises with the batch's
+/// statistics and its optional outputs are ONNX's running statistics;
+/// otherwise it normalises with input_mean and input_var. The training-step
+/// builder picks the mode per step function, as PyTorch's train()/eval().
 LogicalResult convertBatchNorm(NodeImporter &n) {
   if (failed(n.expectInputs(5, 5)) ||
       failed(
@@ -243,9 +245,6 @@ LogicalResult convertBatchNorm(NodeImporter &n) {
   if (!training && (n.outputUsed(1) || n.outputUsed(2)))
     return n.fail(
         "running_mean and running_var are outputs only in training mode");
-  // Per-channel operands as [C, 1, ...] so they broadcast over dims 2...
-  llvm::SmallVector<int64_t> channelShape(rank - 1, 1);
-  channelShape[0] = channels;
   Value perChannel[4];
   for (int i = 1; i <= 4; ++i) {
     if (n.inputType(i).getRank() != 1 ||
@@ -254,74 +253,22 @@ LogicalResult convertBatchNorm(NodeImporter &n) {
                     std::to_string(channels) + "], got " +
                     std::to_string(n.inputType(i).getNumElements()) +
                     " elements");
-    auto v = n.reshape(n.cast(n.input(i), elem), channelShape);
-    if (failed(v))
-      return failure();
-    perChannel[i - 1] = *v;
+    perChannel[i - 1] = n.cast(n.input(i), elem);
   }
-  double epsilon = n.floatAttr("epsilon", 1e-5),
-         momentum = n.floatAttr("momentum", 0.9);
-  Value mean = perChannel[2], var = perChannel[3];
-  Value centered;
-  if (training) {
-    llvm::SmallVector<int64_t> axes{0};
-    for (int64_t d = 2; d < rank; ++d)
-      axes.push_back(d);
-    auto m = n.create<ReduceMeanOp>(n.input(0), axes, true);
-    if (failed(m))
-      return failure();
-    auto c = n.create<SubOp>(n.input(0), *m);
-    if (failed(c))
-      return failure();
-    auto sq = n.create<MulOp>(*c, *c);
-    if (failed(sq))
-      return failure();
-    auto v = n.create<ReduceMeanOp>(*sq, axes, true);
-    if (failed(v))
-      return failure();
-    centered = *c;
-    // The batch statistics as [C, 1, ...], like the running ones.
-    auto bm = n.reshape(*m, channelShape), bv = n.reshape(*v, channelShape);
-    if (failed(bm) || failed(bv))
-      return failure();
-    for (int i : {1, 2}) {
-      if (!n.outputUsed(i))
-        continue;
-      Value running = perChannel[i + 1], batch = i == 1 ? *bm : *bv;
-      auto a = n.create<MulOp>(running, n.scalar(elem, momentum));
-      auto b = n.create<MulOp>(batch, n.scalar(elem, 1.0 - momentum));
-      if (failed(a) || failed(b))
-        return failure();
-      auto sum = n.create<AddOp>(*a, *b);
-      if (failed(sum))
-        return failure();
-      auto flat = n.reshape(*sum, {channels});
-      if (failed(flat) ||
-          failed(n.setOutput(i, n.cast(*flat, n.inputElementType(i + 2)))))
-        return failure();
-    }
-    mean = *bm;
-    var = *bv;
-  } else {
-    auto c = n.create<SubOp>(n.input(0), mean);
-    if (failed(c))
-      return failure();
-    centered = *c;
-  }
-  auto shifted = n.create<AddOp>(var, n.scalar(elem, epsilon));
-  if (failed(shifted))
+  OpBuilder &b = n.builder();
+  auto op = BatchNormOp::create(
+      b, n.loc(), n.input(0), perChannel[0], perChannel[1], perChannel[2],
+      perChannel[3], b.getF64FloatAttr(n.floatAttr("epsilon", 1e-5)),
+      b.getF64FloatAttr(n.floatAttr("momentum", 0.9)),
+      training ? b.getUnitAttr() : UnitAttr());
+  if (failed(n.setOutput(0, op.getResult())))
     return failure();
-  auto invStd = n.create<RsqrtOp>(*shifted);
-  if (failed(invStd))
-    return failure();
-  auto factor = n.create<MulOp>(*invStd, perChannel[0]);
-  if (failed(factor))
-    return failure();
-  auto scaled = n.create<MulOp>(centered, *factor);
-  if (failed(scaled))
-    return failure();
-  auto y = n.create<AddOp>(*scaled, perChannel[1]);
-  return failed(y) ? failure() : n.setOutput(0, *y);
+  for (int i : {1, 2})
+    if (n.outputUsed(i) &&
+        failed(n.setOutput(i, n.cast(op->getResult(i),
+                                     n.inputElementType(i + 2)))))
+      return failure();
+  return success();
 }
 
 /// Pad (opset 11+: pads and constant_value as inputs known at import time)

@@ -1,8 +1,10 @@
 // Convolution and pooling: conv, max_pool, avg_pool and their backward ops,
 // as direct loops over the window (accumulating in double), the reference
-// the runtime's kernels are tested against.
+// the runtime's kernels are tested against; and batch_norm as its
+// `training` attribute says (the step functions hold it expanded).
 #include "Kernel.h"
 
+#include "tcc/TccBatchNorm.h"
 #include "tcc/TccOps.h"
 
 #include <algorithm>
@@ -223,9 +225,61 @@ template <bool Max> bool poolGradKernel(KernelContext &ctx) {
   return ctx.finish(visitFloat(in.dtype, compute), in);
 }
 
+/// ONNX's BatchNormalization: per channel, mean and biased variance in
+/// double over every dim but 1 in training mode, the given ones otherwise.
+bool batchNormKernel(KernelContext &ctx) {
+  auto op = llvm::cast<BatchNormOp>(ctx.op);
+  const Array &in = ctx.in(op.getInput());
+  int64_t n = in.shape[0], c = in.shape[1], inner = 1;
+  for (size_t d = 2; d < in.shape.size(); ++d)
+    inner *= in.shape[d];
+  double eps = op.getEpsilon().convertToDouble(),
+         momentum = op.getMomentum().convertToDouble();
+  auto compute = [&](auto tag) {
+    using T = decltype(tag);
+    const T *x = in.data<T>();
+    const T *scale = ctx.in(op.getScale()).data<T>(),
+            *bias = ctx.in(op.getBias()).data<T>(),
+            *mean = ctx.in(op.getMean()).data<T>(),
+            *var = ctx.in(op.getVar()).data<T>();
+    T *y = ctx.out(0).data<T>(), *newMean = ctx.out(1).data<T>(),
+      *newVar = ctx.out(2).data<T>();
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double m = double(mean[ch]), v = double(var[ch]);
+      auto at = [&](int64_t b, int64_t i) { return (b * c + ch) * inner + i; };
+      if (op.getTraining()) {
+        double sum = 0, sq = 0;
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t i = 0; i < inner; ++i)
+            sum += double(x[at(b, i)]);
+        double bm = sum / double(n * inner);
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t i = 0; i < inner; ++i)
+            sq += (double(x[at(b, i)]) - bm) * (double(x[at(b, i)]) - bm);
+        double bv = sq / double(n * inner);
+        newMean[ch] = T(m * momentum + bm * (1 - momentum));
+        newVar[ch] = T(v * momentum + bv * (1 - momentum));
+        m = bm;
+        v = bv;
+      } else {
+        newMean[ch] = mean[ch];
+        newVar[ch] = var[ch];
+      }
+      double factor = double(scale[ch]) / std::sqrt(v + eps);
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t i = 0; i < inner; ++i)
+          y[at(b, i)] =
+              T((double(x[at(b, i)]) - m) * factor + double(bias[ch]));
+    }
+    return true;
+  };
+  return ctx.finish(visitFloat(in.dtype, compute), in);
+}
+
 } // namespace
 
 void registerWindowKernels(KernelTable &t) {
+  t[BatchNormOp::getOperationName()] = batchNormKernel;
   t[ConvOp::getOperationName()] = convKernel;
   t[ConvGradOp::getOperationName()] = convGradKernel;
   t[MaxPoolOp::getOperationName()] = poolKernel<true>;

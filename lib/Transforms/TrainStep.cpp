@@ -2,9 +2,13 @@
 // parameters turned into arguments, builds the loss over all micro-batches,
 // differentiates it once, clips, schedules the learning rate and applies the
 // optimizer, all as IR. Optimizer state is plain arguments and results so
-// later passes can shard it or keep it in another precision.
+// later passes can shard it or keep it in another precision. Batch norms run
+// as in PyTorch's train() in @train_step (their running statistics and step
+// counters are parameters it returns updated, never trained) and as in its
+// eval() in @eval_step.
 #include "TrainInternal.h"
 
+#include "tcc/TccBatchNorm.h"
 #include "tcc/TccOps.h"
 #include "tcc/Transforms/Autodiff.h"
 
@@ -25,6 +29,9 @@ struct ParamInfo {
   std::string name;
   RankedTensorType type;
   bool trainable = false;
+  /// A batch norm's running statistic or step counter: @train_step returns
+  /// it updated by the forward pass, not by the optimizer.
+  bool batchState = false;
   /// Under bf16/f16: the type @forward reads the parameter in (its
   /// persistent working copy); null when it reads it in fp32 only.
   RankedTensorType working;
@@ -45,6 +52,15 @@ llvm::StringSet<> paramsReachingOutput(func::FuncOp forward, unsigned output) {
       names.insert(get.getName());
   }
   return names;
+}
+
+/// The parameter `v` reads (through a cast), or none.
+static std::optional<StringRef> paramRead(Value v) {
+  if (auto cast = v.getDefiningOp<CastOp>())
+    v = cast.getInput();
+  if (auto get = v.getDefiningOp<GetParamOp>())
+    return get.getName();
+  return std::nullopt;
 }
 
 /// The 16-bit type each parameter is cast to in (lowered) @forward, by name.
@@ -112,8 +128,15 @@ private:
   /// micro-batch at b's insertion point.
   /// `step` is the train step's counter; null for eval_step, where dropout
   /// is the identity as in PyTorch's eval mode.
+  /// Batch norms run in `mode`; in Train mode `state` maps each batch-norm
+  /// state parameter to its value after the step's forward passes.
   FailureOr<Value> buildLoss(OpBuilder &b, ValueRange params, ValueRange batch,
-                             Value step);
+                             Value step, BatchNormMode mode,
+                             llvm::StringMap<Value> &state);
+  /// Clones `bn` expanded in `mode` (see buildLoss).
+  void mapBatchNorm(OpBuilder &b, BatchNormOp bn, IRMapping &map,
+                    ValueRange paramArgs, BatchNormMode mode,
+                    llvm::StringMap<Value> &state);
   LogicalResult mapDropout(OpBuilder &b, DropoutOp drop, IRMapping &map, Value step,
                            int64_t k);
   Value microBatch(OpBuilder &b, Value arg, int64_t k);
@@ -179,10 +202,20 @@ LogicalResult StepBuilder::plan() {
   // skip parameters whose .grad is None (the loss does not reach them), so
   // they get no update and, importantly, no weight decay.
   llvm::StringSet<> reaching = paramsReachingOutput(forward, lossPlan.output);
+  llvm::StringSet<> batchState;
+  forward.walk([&](BatchNormOp bn) {
+    for (Value v : {bn.getMean(), bn.getVar()})
+      if (std::optional<StringRef> name = paramRead(v)) {
+        batchState.insert(*name);
+        if (std::optional<std::string> counter = batchCounterName(*name))
+          batchState.insert(*counter);
+      }
+  });
   for (ParamOp p : module.getOps<ParamOp>()) {
     ParamInfo info{p.getSymName().str(), p.getType()};
+    info.batchState = batchState.contains(info.name);
     info.trainable = llvm::isa<FloatType>(info.type.getElementType()) &&
-                     !p.getFrozen() &&
+                     !p.getFrozen() && !info.batchState &&
                      !matchesParamRegex(config.freeze, info.name) &&
                      reaching.contains(info.name);
     paramIndex[info.name] = params.size();
@@ -253,8 +286,46 @@ LogicalResult StepBuilder::mapDropout(OpBuilder &b, DropoutOp drop, IRMapping &m
   return success();
 }
 
+void StepBuilder::mapBatchNorm(OpBuilder &b, BatchNormOp bn, IRMapping &map,
+                               ValueRange paramArgs, BatchNormMode mode,
+                               llvm::StringMap<Value> &state) {
+  auto clone = llvm::cast<BatchNormOp>(b.clone(*bn, map));
+  BatchNormValues v = expandBatchNorm(b, clone, mode);
+  map.map(bn.getResult(), v.result);
+  map.map(bn.getNewMean(), v.newMean);
+  map.map(bn.getNewVar(), v.newVar);
+  clone.erase();
+  if (mode != BatchNormMode::Train)
+    return;
+  // The new running statistics, in the parameters' own types.
+  std::optional<StringRef> meanName = paramRead(bn.getMean());
+  for (auto [operand, value] :
+       {std::pair(bn.getVar(), v.newVar), std::pair(bn.getMean(), v.newMean)})
+    if (std::optional<StringRef> name = paramRead(operand)) {
+      Type type = params[paramIndex.lookup(*name)].type;
+      state[*name] = value.getType() == type
+                         ? value
+                         : CastOp::create(b, loc, type, value).getResult();
+    }
+  if (!meanName)
+    return;
+  std::optional<std::string> counter = batchCounterName(*meanName);
+  if (!counter || !paramIndex.count(*counter))
+    return;
+  unsigned index = paramIndex.lookup(*counter);
+  const ParamInfo &p = params[index];
+  Value count = state.lookup(*counter);
+  if (!count)
+    count = paramArgs[index];
+  state[*counter] = AddOp::create(
+      b, loc, count,
+      train::scalarConstant(b, loc, p.type.getElementType(), 1.0));
+}
+
 FailureOr<Value> StepBuilder::buildLoss(OpBuilder &b, ValueRange paramArgs,
-                                        ValueRange batch, Value step) {
+                                        ValueRange batch, Value step,
+                                        BatchNormMode mode,
+                                        llvm::StringMap<Value> &state) {
   Block &body = forward.getBody().front();
   SmallVector<train::MicroLoss> parts;
   for (int64_t k = 0; k < config.accum; ++k) {
@@ -267,7 +338,11 @@ FailureOr<Value> StepBuilder::buildLoss(OpBuilder &b, ValueRange paramArgs,
     SmallVector<Value> outputs;
     for (Operation &op : body) {
       if (auto get = llvm::dyn_cast<GetParamOp>(op)) {
-        Value param = paramArgs[paramIndex.lookup(get.getName())];
+        // A running statistic a previous micro-batch updated reads as
+        // updated, as PyTorch's buffer does.
+        Value param = state.lookup(get.getName());
+        if (!param)
+          param = paramArgs[paramIndex.lookup(get.getName())];
         if (param.getType() != get.getType())
           return get.emitOpError() << "reads the parameter as " << get.getType()
                                    << " but it is " << param.getType();
@@ -275,6 +350,8 @@ FailureOr<Value> StepBuilder::buildLoss(OpBuilder &b, ValueRange paramArgs,
       } else if (auto drop = llvm::dyn_cast<DropoutOp>(op)) {
         if (failed(mapDropout(b, drop, map, step, k)))
           return failure();
+      } else if (auto bn = llvm::dyn_cast<BatchNormOp>(op)) {
+        mapBatchNorm(b, bn, map, paramArgs, mode, state);
       } else if (op.hasTrait<OpTrait::IsTerminator>()) {
         for (Value v : op.getOperands())
           outputs.push_back(map.lookupOrDefault(v));
@@ -414,8 +491,9 @@ LogicalResult StepBuilder::buildEvalStep(OpBuilder &b) {
   b.setInsertionPointToStart(&f.getBody().front());
   ValueRange all = f.getArguments();
   ValueRange paramArgs = all.take_front(params.size());
-  FailureOr<Value> loss =
-      buildLoss(b, paramArgs, all.drop_front(batchIndex), Value());
+  llvm::StringMap<Value> state;
+  FailureOr<Value> loss = buildLoss(b, paramArgs, all.drop_front(batchIndex),
+                                    Value(), BatchNormMode::Eval, state);
   if (failed(loss))
     return failure();
   func::ReturnOp::create(b, loc, lossResult(b, loc, *loss, lossType));
@@ -441,6 +519,11 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
       resultAttrs.push_back(strAttr(kParamAttr, p.name));
     }
   }
+  for (const ParamInfo &p : params)
+    if (p.batchState) {
+      results.push_back(p.type);
+      resultAttrs.push_back(strAttr(kParamAttr, p.name));
+    }
   // A trained parameter's working copy is rewritten by its update; a
   // frozen one's is only read.
   addWorkingArgs(args, argAttrs);
@@ -490,8 +573,10 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
   ValueRange all = f.getArguments();
   ValueRange paramArgs = all.take_front(params.size());
   Value step = all[stepIndex];
+  llvm::StringMap<Value> batchState;
   FailureOr<Value> loss =
-      buildLoss(b, paramArgs, all.drop_front(stepIndex + 1), step);
+      buildLoss(b, paramArgs, all.drop_front(stepIndex + 1), step,
+                BatchNormMode::Train, batchState);
   if (failed(loss))
     return failure();
 
@@ -574,6 +659,12 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
                        ValueRange{next.scale, next.goodSteps, next.skipped});
   }
   llvm::append_range(outs, newParams);
+  for (auto [i, p] : llvm::enumerate(params))
+    if (p.batchState) {
+      // A counter without its batch norm's running mean stays as it is.
+      Value v = batchState.lookup(p.name);
+      outs.push_back(v ? v : paramArgs[i]);
+    }
   llvm::append_range(outs, newWorking);
   llvm::append_range(outs, newState);
   func::ReturnOp::create(b, loc, outs);

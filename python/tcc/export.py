@@ -36,6 +36,10 @@ def _onnx_with(model, params, to):
                        "from (--model MODEL.onnx; the checkpoint does not hold the graph)")
     proto = onnx.load(os.fspath(model))
     inits = {i.name: i for i in proto.graph.initializer}
+    # A batch norm's step counter, which exporters drop and tcc's importer
+    # adds, has no initializer to go to.
+    params = {n: v for n, v in params.items()
+              if n in inits or n.rsplit(".", 1)[-1] != "num_batches_tracked"}
     missing = [n for n in params if n not in inits]
     if missing:
         raise TccError(f"'{model}' has no initializer '{missing[0]}' of the "

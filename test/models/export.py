@@ -172,6 +172,26 @@ def export_eval_mode(model, inputs, output_names, onnx_path):
                       output_names=output_names)
 
 
+def batch_norm_buffers(model):
+    """The batch norms' running statistics and step counters by name."""
+    return {n: b for n, b in model.named_buffers()
+            if n.rsplit(".", 1)[-1] in ("running_mean", "running_var", "num_batches_tracked")}
+
+
+def sync_batch_norm_buffers(model, onnx_path):
+    """Sets the batch norms' buffers to the ONNX file's values: a forward
+    pass in training mode (the builders' example run, an exporter's trace)
+    moves them, and the exporters drop the unused step counter, which tcc
+    then starts at 0."""
+    inits = {t.name: t for t in onnx.load(onnx_path).graph.initializer}
+    with torch.no_grad():
+        for n, b in batch_norm_buffers(model).items():
+            if n in inits:
+                b.copy_(torch.from_numpy(numpy_helper.to_array(inits[n]).copy()))
+            elif n.endswith("num_batches_tracked"):
+                b.zero_()
+
+
 def onnxruntime_outputs(onnx_path, inputs, output_names):
     """The model's outputs computed by onnxruntime (CPU), a second oracle."""
     import onnxruntime
@@ -191,22 +211,29 @@ def export(name, out_dir, eval_mode=False, exporter="torchscript", ort=False):
 
     with torch.no_grad():
         outputs = model(*args)
+    os.makedirs(out_dir, exist_ok=True)
+    onnx_path = os.path.join(out_dir, "model.onnx")
+    if eval_mode:
+        export_eval_mode(model, inputs, output_names, onnx_path)
+    else:
+        export_onnx(model, inputs, output_names, onnx_path, exporter=exporter)
+    if exporter.startswith("dynamo") and batch_norm_buffers(model):
+        # The dynamo exporter writes every BatchNormalization in inference
+        # mode (onnxscript's torch_lib sets training=False), whatever the
+        # module's mode: the graph computes model.eval()'s forward, on the
+        # running statistics the file holds.
+        sync_batch_norm_buffers(model, onnx_path)
+        with torch.no_grad():
+            outputs = model.eval()(*args)
     if isinstance(outputs, torch.Tensor):
         outputs = (outputs,)
 
-    os.makedirs(out_dir, exist_ok=True)
-    if eval_mode:
-        export_eval_mode(model, inputs, output_names, os.path.join(out_dir, "model.onnx"))
-    else:
-        export_onnx(model, inputs, output_names, os.path.join(out_dir, "model.onnx"),
-                    exporter=exporter)
-
+    expected = {n: t.detach().float().numpy() for n, t in zip(output_names, outputs)}
     save_npz(os.path.join(out_dir, "inputs.npz"),
              {n: t.numpy() for n, t in inputs.items()})
-    expected = {n: t.detach().float().numpy() for n, t in zip(output_names, outputs)}
     save_npz(os.path.join(out_dir, "expected.npz"), expected)
     if ort:
-        got = onnxruntime_outputs(os.path.join(out_dir, "model.onnx"), inputs, output_names)
+        got = onnxruntime_outputs(onnx_path, inputs, output_names)
         for n in output_names:
             err = np.abs(got[n] - expected[n]).max() / np.abs(expected[n]).max()
             print("onnxruntime vs PyTorch: %s max error / max|ref| %.2e" % (n, err))

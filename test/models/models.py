@@ -311,12 +311,16 @@ class SmallCNN(nn.Module):
 
 
 def _perturb_batchnorms(model, gen):
-    """A non-trivial BN affine, so a dropped or swapped one shows."""
+    """A non-trivial BN affine, so a dropped or swapped one shows, and
+    running statistics away from 0 and 1, so eval mode differs from
+    normalising with none."""
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, nn.BatchNorm2d):
                 m.weight.copy_(1 + 0.1 * torch.randn(m.weight.shape, generator=gen))
                 m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=gen))
+                m.running_mean.copy_(0.1 * torch.randn(m.running_mean.shape, generator=gen))
+                m.running_var.copy_(0.5 + torch.rand(m.running_var.shape, generator=gen))
 
 
 def build_cnn():
@@ -327,6 +331,20 @@ def build_cnn():
     inputs = {"x": torch.randn(4, 3, 16, 16, generator=gen)}
     # Training mode: batch norm normalises with the batch's statistics, as
     # the TRAINING export does.
+    return model.train(), inputs, ["logits"]
+
+
+def build_resnet18():
+    """torchvision's ResNet-18 (11.2M parameters, 20 batch norms) with 10
+    classes, on 2 images of 3x64x64, in training mode. Not 32x32: there
+    layer4's maps are 1x1, and batch norms over 2 values a channel make
+    float32 training too ill-conditioned to compare (resnet18.test)."""
+    import torchvision
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    model = torchvision.models.resnet18(num_classes=10)
+    _perturb_batchnorms(model, gen)
+    inputs = {"x": torch.randn(2, 3, 64, 64, generator=gen)}
     return model.train(), inputs, ["logits"]
 
 
@@ -515,4 +533,5 @@ MODELS = {
     "mlp_loss": build_mlp_loss,
     "bert_sce": build_bert_sce,
     "cnn": build_cnn,
+    "resnet18": build_resnet18,
 }

@@ -39,7 +39,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export import EXPORTERS, export_onnx, onnx_names, save_npz  # noqa: E402
+from export import (EXPORTERS, batch_norm_buffers, export_onnx, onnx_names,  # noqa: E402
+                    save_npz, sync_batch_norm_buffers)
 from models import MODELS, mlm_labels  # noqa: E402
 
 IGNORE_INDEX = -100
@@ -228,7 +229,7 @@ def make_data(model_name, model, inputs, out_shape, loss, K):
             data["target"] = target
         elif kind == "mse":
             data[extra] = target
-    elif model_name == "cnn":
+    elif model_name in ("cnn", "resnet18"):
         data["x"] = torch.randn((K,) + tuple(inputs["x"].shape[1:]), generator=g)
     elif model_name == "upsample":  # labels: the generic ones below
         data["x"] = torch.randn((K,) + tuple(inputs["x"].shape[1:]), generator=g)
@@ -333,6 +334,8 @@ def train(a):
     import onnx
     renamed = onnx_names(model, {t.name for t in onnx.load(onnx_path, load_external_data=False).graph.initializer})
 
+    sync_batch_norm_buffers(model, onnx_path)
+
     # Data.
     if a.data_npz:
         with np.load(a.data_npz) as z:
@@ -428,6 +431,8 @@ def train(a):
 
     np_dtype = np.float64 if dtype == torch.float64 else np.float32
     ref = {n: p.detach().numpy() for n, p in params.items()}
+    buffers = batch_norm_buffers(model)
+    ref.update({n: b.detach().numpy() for n, b in buffers.items()})
     assert "loss" not in ref and "lr" not in ref
     ref["loss"] = np.array(losses, dtype=np_dtype)
     ref["lr"] = np.array(lrs, dtype=np.float64)
@@ -437,6 +442,9 @@ def train(a):
         "grad_norm": np.array(norms, dtype=np_dtype),
         "tokens": np.array(tokens, dtype=np.int64)})
     save_npz(os.path.join(a.out, "optim_state.npz"), optim_state(opt, trainable))
+    if buffers and kind == "cross_entropy":
+        save_npz(os.path.join(a.out, "eval.npz"),
+                 {"loss": eval_loss(model, tensors, input_names, extra, B, K)})
 
     tcc_args = ["--loss", a.loss, "--optimizer", a.optimizer, "--lr-schedule", a.lr_schedule,
                 "--accum", str(a.accum), "--steps", str(a.steps)]
@@ -456,6 +464,22 @@ def train(a):
     if losses:
         print("train_ref: %s, %d steps x %d x %d samples, loss %.6f -> %.6f, %.2f s"
               % (a.model, a.steps, a.accum, B, losses[0], losses[-1], elapsed))
+
+
+def eval_loss(model, tensors, input_names, labels, B, K):
+    """model.eval()'s mean cross-entropy over the full batches of the data,
+    as `tcc train --eval-data` computes it (every batch has B samples)."""
+    model.eval()
+    losses = []
+    with torch.no_grad():
+        for start in range(0, K - B + 1, B):
+            rows = slice(start, start + B)
+            out = model(*[tensors[n][rows] for n in input_names])
+            V = out.shape[-1]
+            losses.append(F.cross_entropy(out.reshape(-1, V), tensors[labels][rows].reshape(-1),
+                                          ignore_index=IGNORE_INDEX))
+    model.train()
+    return np.array(torch.stack(losses).mean().item(), dtype=np.float32)
 
 
 def optim_state(opt, trainable):

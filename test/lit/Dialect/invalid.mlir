@@ -396,3 +396,19 @@ func.func @dynamic(%a: tensor<?xf32>) -> tensor<?xf32> {
   return %0 : tensor<?xf32>
 }
 
+
+// -----
+
+func.func @batch_norm_rank(%a: tensor<3xf32>, %s: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{input of rank 1 has no channel dim}}
+  %0:3 = tcc.batch_norm %a, %s, %s, %s, %s {epsilon = 1.0e-5 : f64, momentum = 0.9 : f64} : tensor<3xf32>, tensor<3xf32>
+  return %0#0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @batch_norm_channels(%a: tensor<2x3xf32>, %s: tensor<2xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{scale, bias, mean and var must be [3] of 'f32', got 'tensor<2xf32>'}}
+  %0:3 = tcc.batch_norm %a, %s, %s, %s, %s {epsilon = 1.0e-5 : f64, momentum = 0.9 : f64, training} : tensor<2x3xf32>, tensor<2xf32>
+  return %0#0 : tensor<2x3xf32>
+}
