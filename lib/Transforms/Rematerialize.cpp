@@ -14,6 +14,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
@@ -64,17 +65,7 @@ Cost costOf(Operation *op) {
     c.bytes += bytesOf(v.getType());
   for (Value v : op->getResults())
     c.bytes += bytesOf(v.getType());
-  if (auto call = llvm::dyn_cast<LibraryCallOpInterface>(op)) {
-    c.flops = call.getFlops();
-  } else if (op->hasTrait<OpClass::Layout>()) {
-    c.flops = 0;
-  } else if (op->hasTrait<OpClass::Structured>()) {
-    for (Value v : op->getOperands()) // a reduction: one per input element
-      c.flops += elements(v.getType());
-  } else {
-    for (Value v : op->getResults())
-      c.flops += elements(v.getType());
-  }
+  c.flops = opFlops(op);
   return c;
 }
 
@@ -187,6 +178,51 @@ SmallVector<Candidate> candidates(const Analysis &a) {
            static_cast<__int128>(y.time) * x.bytes;
   });
   return list;
+}
+
+/// The storage `v` is or views.
+Value storageOf(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!def->hasTrait<OpClass::View>() || def->getNumOperands() == 0)
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
+/// The checkpoints of Chen's sqrt(N) segments: positions of the forward
+/// ops whose result is the only forward value live across them (the
+/// residual stream between blocks), in order.
+SmallVector<unsigned> cuts(const Analysis &a) {
+  // Each forward value's storage: its def and last forward reader.
+  llvm::MapVector<Value, std::pair<unsigned, unsigned>> life;
+  for (auto [p, op] : llvm::enumerate(a.ops)) {
+    if (!a.forward.contains(op))
+      continue;
+    for (Value v : op->getOperands())
+      if (auto it = life.find(storageOf(v)); it != life.end())
+        it->second.second = p;
+    if (recomputable(a, op) && !op->hasTrait<OpClass::View>())
+      for (Value r : op->getResults())
+        life[r] = {unsigned(p), unsigned(p)};
+  }
+  // Values live across the boundary after each position.
+  std::vector<int> across(a.ops.size() + 1, 0);
+  for (auto &[v, span] : life)
+    if (span.second > span.first) {
+      ++across[span.first];
+      --across[span.second];
+    }
+  SmallVector<unsigned> out;
+  int live = 0;
+  for (unsigned p = 0; p < a.ops.size(); ++p) {
+    live += across[p];
+    Operation *op = a.ops[p];
+    if (live == 1 && op->getNumResults() == 1 && life.count(op->getResult(0)) &&
+        life.lookup(op->getResult(0)).second > p)
+      out.push_back(p);
+  }
+  return out;
 }
 
 /// Rewrites `step` (whose body has the analysed one's positions): every
@@ -308,6 +344,93 @@ int64_t updateEarly(func::FuncOp step) {
   return moved;
 }
 
+/// The ops that read `v`'s storage: its users and, through views, theirs.
+void storageReaders(Value v, SmallVectorImpl<Operation *> &readers) {
+  for (Operation *user : v.getUsers()) {
+    readers.push_back(user);
+    if (user->hasTrait<OpClass::View>())
+      for (Value r : user->getResults())
+        storageReaders(r, readers);
+  }
+}
+
+/// The block arguments whose storage `v` is or views.
+void argumentsOf(Value v, llvm::SmallSetVector<Value, 4> &args) {
+  if (llvm::isa<BlockArgument>(v)) {
+    args.insert(v);
+    return;
+  }
+  Operation *def = v.getDefiningOp();
+  if (def->hasTrait<OpClass::View>())
+    for (Value operand : def->getOperands())
+      argumentsOf(operand, args);
+}
+
+/// Moves each op of `step` down to right before the first op that reads
+/// one of its results, when that keeps every operand's storage alive no
+/// longer than before (each operand is read again there or later, or is an
+/// argument): its result then is not live across the ops it passes, and
+/// nothing else is. It never passes an in-place update that overwrites an
+/// argument it reads. The backward pass computes the gradient of an
+/// activation (dy W^T) before the weight's gradient (x^T dy) that shares
+/// its operand; sunk, the first is not live beside the second's per-batch
+/// product. The same ops compute the same values: only the order changes.
+/// Returns the number of ops moved.
+int64_t sinkLate(func::FuncOp step) {
+  Block &body = step.getBody().front();
+  SmallVector<Operation *> ops;
+  for (Operation &op : body)
+    ops.push_back(&op);
+  int64_t moved = 0;
+  for (Operation *op : llvm::reverse(ops)) {
+    if (op->hasTrait<OpTrait::IsTerminator>() ||
+        op->hasTrait<OpClass::View>() || llvm::isa<InPlaceOpInterface>(op) ||
+        op->getNumRegions() != 0 || op->getNumResults() == 0 ||
+        !isMemoryEffectFree(op))
+      continue;
+    Operation *target = nullptr;
+    auto bound = [&](Operation *user) {
+      user = body.findAncestorOpInBlock(*user);
+      if (user && (!target || user->isBeforeInBlock(target)))
+        target = user;
+    };
+    for (Value r : op->getResults())
+      for (Operation *user : r.getUsers())
+        bound(user);
+    llvm::SmallSetVector<Value, 4> args;
+    for (Value v : op->getOperands())
+      argumentsOf(v, args);
+    for (Value arg : args)
+      for (Operation *user : arg.getUsers())
+        if (llvm::isa<InPlaceOpInterface>(user) && op->isBeforeInBlock(user))
+          bound(user);
+    if (!target || op->getNextNode() == target)
+      continue;
+    bool extends = llvm::any_of(op->getOperands(), [&](Value v) {
+      Value root = v;
+      while (Operation *def = root.getDefiningOp()) {
+        if (!def->hasTrait<OpClass::View>() || def->getNumOperands() == 0)
+          break;
+        root = def->getOperand(0);
+      }
+      if (llvm::isa<BlockArgument>(root) || elements(root.getType()) <= 1 ||
+          llvm::isa_and_present<ConstantOp, GetParamOp>(root.getDefiningOp()))
+        return false;
+      SmallVector<Operation *> readers;
+      storageReaders(root, readers);
+      return llvm::none_of(readers, [&](Operation *reader) {
+        reader = body.findAncestorOpInBlock(*reader);
+        return reader && reader != op && !reader->isBeforeInBlock(target);
+      });
+    });
+    if (extends)
+      continue;
+    op->moveBefore(target);
+    ++moved;
+  }
+  return moved;
+}
+
 struct RematerializePass : impl::RematerializeBase<RematerializePass> {
   using Base::Base;
 
@@ -319,8 +442,10 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
     OwningOpRef<ModuleOp> copy = module.clone();
     auto step = copy->lookupSymbol<func::FuncOp>("train_step");
     recompute(step, chosen, a);
-    if (early)
+    if (early) {
       updateEarly(step);
+      sinkLate(step);
+    }
     LowerConfig config;
     config.roots.assign(trainingRoots().begin(), trainingRoots().end());
     config.order = order;
@@ -358,17 +483,21 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
     // Past the unbudgeted plan every plan moves the updates early first:
     // it costs nothing.
     bool early = false;
+    auto arenaOfSet = [&](const llvm::DenseSet<unsigned> &set) {
+      return measure(module, a, set, early);
+    };
     auto arenaOf = [&](ArrayRef<const Candidate *> picks) {
-      return measure(module, a, chosenOf(picks), early);
+      return arenaOfSet(chosenOf(picks));
     };
 
     FailureOr<std::pair<int64_t, std::string>> before = arenaOf({});
     if (failed(before))
       return signalPassFailure();
-    SmallVector<const Candidate *> picks;
-    int64_t after = before->first;
+    llvm::DenseSet<unsigned> chosen;
+    int64_t after = before->first, segments = 0;
     if (before->first > arenaBudget) {
       early = true;
+      SmallVector<const Candidate *> picks;
       FailureOr<std::pair<int64_t, std::string>> now = arenaOf({});
       if (failed(now))
         return signalPassFailure();
@@ -392,6 +521,56 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
           picks.pop_back();
         }
       }
+      if (after <= arenaBudget) {
+        // Drop the most expensive choices the plan does not need.
+        SmallVector<const Candidate *> byCost(picks);
+        llvm::stable_sort(byCost, [](const Candidate *x, const Candidate *y) {
+          return x->time > y->time;
+        });
+        for (const Candidate *c : ArrayRef(byCost).take_front(
+                 std::min(kPruneTries, byCost.size()))) {
+          SmallVector<const Candidate *> without;
+          for (const Candidate *p : picks)
+            if (p != c)
+              without.push_back(p);
+          FailureOr<std::pair<int64_t, std::string>> m = arenaOf(without);
+          if (failed(m))
+            return signalPassFailure();
+          if (m->first <= arenaBudget) {
+            picks = without;
+            after = m->first;
+          }
+        }
+        chosen = chosenOf(picks);
+      } else {
+        // The fallback, Chen's sqrt(N) segments: every recomputable saved
+        // value is recomputed but the checkpoints, every s-th cut of the
+        // forward (s = 1, 2, ...: fewer checkpoints, longer segments); the
+        // first s that fits.
+        SmallVector<const Candidate *> all;
+        for (const Candidate &c : list)
+          all.push_back(&c);
+        llvm::DenseSet<unsigned> everything = chosenOf(all);
+        SmallVector<unsigned> cutList = cuts(a);
+        for (size_t s = 1; s <= cutList.size(); ++s) {
+          llvm::DenseSet<unsigned> set = everything;
+          for (size_t j = s - 1; j < cutList.size(); j += s)
+            set.erase(cutList[j]);
+          FailureOr<std::pair<int64_t, std::string>> m = arenaOfSet(set);
+          if (failed(m))
+            return signalPassFailure();
+          if (m->first < after) {
+            after = m->first;
+            peakFunction = m->second;
+          }
+          if (m->first <= arenaBudget) {
+            chosen = std::move(set);
+            after = m->first;
+            segments = int64_t(s);
+            break;
+          }
+        }
+      }
       if (after > arenaBudget) {
         int64_t total = fixedBytes + after;
         auto diag = module.emitError()
@@ -410,28 +589,8 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
                << " bytes outside the arena)";
         return signalPassFailure();
       }
-      // Drop the most expensive choices the plan does not need.
-      SmallVector<const Candidate *> byCost(picks);
-      llvm::stable_sort(byCost, [](const Candidate *x, const Candidate *y) {
-        return x->time > y->time;
-      });
-      for (const Candidate *c :
-           ArrayRef(byCost).take_front(std::min(kPruneTries, byCost.size()))) {
-        SmallVector<const Candidate *> without;
-        for (const Candidate *p : picks)
-          if (p != c)
-            without.push_back(p);
-        FailureOr<std::pair<int64_t, std::string>> m = arenaOf(without);
-        if (failed(m))
-          return signalPassFailure();
-        if (m->first <= arenaBudget) {
-          picks = without;
-          after = m->first;
-        }
-      }
     }
 
-    llvm::DenseSet<unsigned> chosen = chosenOf(picks);
     int64_t stepFlops = 0, extraFlops = 0;
     for (Operation *op : a.ops)
       stepFlops += costOf(op).flops;
@@ -445,12 +604,15 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
     }
     recompute(step, chosen, a);
     int64_t moved = early ? updateEarly(step) : 0;
+    int64_t sunk = early ? sinkLate(step) : 0;
     NamedAttribute fields[] = {
         b.getNamedAttr("budget", b.getI64IntegerAttr(budget)),
         b.getNamedAttr("fixed_bytes", b.getI64IntegerAttr(fixedBytes)),
         b.getNamedAttr("arena_before", b.getI64IntegerAttr(before->first)),
         b.getNamedAttr("arena_after", b.getI64IntegerAttr(after)),
         b.getNamedAttr("early_updates", b.getI64IntegerAttr(moved)),
+        b.getNamedAttr("sunk_ops", b.getI64IntegerAttr(sunk)),
+        b.getNamedAttr("segments", b.getI64IntegerAttr(segments)),
         b.getNamedAttr("step_flops", b.getI64IntegerAttr(stepFlops)),
         b.getNamedAttr("extra_flops", b.getI64IntegerAttr(extraFlops)),
         b.getNamedAttr("recomputed", b.getArrayAttr(names)),
