@@ -54,7 +54,7 @@ def Tcc_LayerNormGradOp : Tcc_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor, T
   let assemblyFormat = "$input (`scale` $scale^)? `grad` $result_grad attr-dict `:` functional-type(operands, results)";
 }
 
-def Tcc_AttentionGradOp : Tcc_Op<"attention_grad", [Pure, InferTypeOpAdaptor, Tcc_LibraryCall]> {
+def Tcc_AttentionGradOp : Tcc_Op<"attention_grad", [Pure, InferTypeOpAdaptor, Tcc_ContractionCall]> {
   let callFamily = "attention";
   let summary = "gradients of attention w.r.t. query, key and value";
   let description = [{

@@ -58,4 +58,36 @@ int64_t AttentionOp::getFlops() {
   return getCausal() ? flops / 2 : flops;
 }
 
+// The forward's products again for the softmax gradient, then dq, dk, dv.
+int64_t AttentionGradOp::getFlops() {
+  int64_t rows = elementsOf(getQuery()) / dimFromEnd(getQuery(), 1);
+  int64_t keys = dimFromEnd(getKey(), 2);
+  int64_t d = dimFromEnd(getQuery(), 1), dv = dimFromEnd(getValue(), 1);
+  // s = q k^T, dp = dO v^T, dv = p^T dO, dq = ds k, dk = ds^T q.
+  int64_t flops = rows * keys * 2 * (3 * d + 2 * dv);
+  return getCausal() ? flops / 2 : flops;
+}
+
+int64_t opFlops(Operation *op) {
+  if (op->hasTrait<OpClass::View>())
+    return 0;
+  if (auto call = llvm::dyn_cast<LibraryCallOpInterface>(op))
+    return call.getFlops();
+  if (op->hasTrait<OpClass::Layout>())
+    return 0;
+  int64_t flops = 0;
+  auto elements = [](Type type) {
+    auto t = llvm::dyn_cast<RankedTensorType>(type);
+    return t && t.hasStaticShape() ? t.getNumElements() : int64_t(0);
+  };
+  if (op->hasTrait<OpClass::Structured>()) {
+    for (Type t : op->getOperandTypes())
+      flops += elements(t);
+  } else {
+    for (Type t : op->getResultTypes())
+      flops += elements(t);
+  }
+  return flops;
+}
+
 } // namespace tcc

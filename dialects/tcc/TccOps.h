@@ -32,6 +32,13 @@ inline constexpr llvm::StringLiteral kTokenRowsAttr = "tcc.token_rows";
 /// On the module: "off" when tcc-pack-tokens must leave it alone
 /// (`--pad-skip=off`).
 inline constexpr llvm::StringLiteral kPadSkipAttr = "tcc.pad_skip";
+
+/// Floating-point operations of one execution of a tcc op, the compute half
+/// of the cost model (docs/architecture.md) that rematerialisation ranks by
+/// and the compile report counts: none for a View op, a library call's
+/// getFlops(), none for the other Layout ops, one per input element for the
+/// other Structured ops (reductions), one per result element otherwise.
+int64_t opFlops(mlir::Operation *op);
 } // namespace tcc
 
 #endif // TCC_DIALECT_TCC_TCCOPS_H

@@ -221,9 +221,31 @@ void summarize(ModuleOp lowered, const PlanData &data, ArtifactSummary &s) {
     s.constantBytes += c.numElements() * data::dtypeSize(c.dtype);
 }
 
+/// tcc-rematerialize's decisions (`tcc.remat` on @train_step), when it ran.
+std::optional<rt::MemoryBudget> memoryBudgetOf(ModuleOp module) {
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  auto remat =
+      step ? step->getAttrOfType<DictionaryAttr>("tcc.remat") : nullptr;
+  if (!remat)
+    return std::nullopt;
+  auto get = [&](StringRef key) {
+    auto value = remat.getAs<IntegerAttr>(key);
+    return value ? value.getInt() : int64_t(0);
+  };
+  rt::MemoryBudget b;
+  b.budget = get("budget");
+  b.arenaUnbudgeted = get("arena_before");
+  b.stepFlops = get("step_flops");
+  b.extraFlops = get("extra_flops");
+  if (auto names = remat.getAs<ArrayAttr>("recomputed"))
+    for (auto name : names.getAsRange<StringAttr>())
+      b.recomputed.push_back(name.str());
+  return b;
+}
+
 /// The manifest: the artifact's kind, its files and, for training, the
 /// configuration the runtime prints, logs and stores in checkpoints.
-rt::Manifest manifestOf(const ArtifactOptions &options,
+rt::Manifest manifestOf(ModuleOp module, const ArtifactOptions &options,
                         const TrainConfig *config,
                         const std::string &fingerprint, bool constants,
                         bool cuda) {
@@ -247,6 +269,7 @@ rt::Manifest manifestOf(const ArtifactOptions &options,
     if (sched.kind == rt::Schedule::Cosine)
       sched.minLr = spec.minLr;
     m.accum = config->accum;
+    m.memoryBudget = memoryBudgetOf(module);
   }
   m.files = {{"plan", "plan.json"},
              {"weights", "weights.safetensors"},
@@ -459,7 +482,7 @@ static LogicalResult writeOfKind(ModuleOp module, rt::Kind kind,
   std::string fingerprint =
       config ? fingerprintOf(plan.plan, *config) : std::string();
   rt::Manifest manifest =
-      manifestOf(options, config, fingerprint, !plan.constants.empty(), cuda);
+      manifestOf(module, options, config, fingerprint, !plan.constants.empty(), cuda);
 
   fs::path final = normalized(path);
   codegen::KernelBuildReport buildReport;

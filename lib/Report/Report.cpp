@@ -54,19 +54,6 @@ static int64_t tensorBytes(Type type) {
   return numElements(type) * std::max<int64_t>(1, (bits + 7) / 8);
 }
 
-/// Contraction length of a matmul/gemm operand pair.
-static int64_t contraction(Value lhs, bool transposed) {
-  auto shape = llvm::cast<RankedTensorType>(lhs.getType()).getShape();
-  return transposed ? shape[shape.size() - 2] : shape.back();
-}
-
-static int64_t attentionFlops(Value query, Value key) {
-  auto q = llvm::cast<RankedTensorType>(query.getType()).getShape();
-  auto k = llvm::cast<RankedTensorType>(key.getType()).getShape();
-  // 4 * B * H * Tq * Tk * D: q @ k^T and p @ v.
-  return 4 * q[0] * q[1] * q[2] * k[2] * q[3];
-}
-
 /// What a launch runs: a library call's op, a generated kernel by its
 /// name, else the op itself.
 static std::string launchName(Operation *op) {
@@ -77,32 +64,19 @@ static std::string launchName(Operation *op) {
   return op->getName().getStringRef().str();
 }
 
-/// Estimated FLOPs of one launch.
+/// Estimated FLOPs of one launch (tcc::opFlops of the ops it runs).
 static int64_t launchFlops(Operation *op) {
-  if (auto mm = llvm::dyn_cast<MatmulOp>(op))
-    return 2 * numElements(mm.getType()) *
-           contraction(mm.getLhs(), mm.getTransposeLhs());
-  if (auto gemm = llvm::dyn_cast<GemmOp>(op))
-    return 2 * numElements(gemm.getType()) *
-           contraction(gemm.getA(), gemm.getTransposeA());
-  if (auto att = llvm::dyn_cast<AttentionOp>(op))
-    return attentionFlops(att.getQuery(), att.getKey());
-  if (auto grad = llvm::dyn_cast<AttentionGradOp>(op))
-    return 2 * attentionFlops(grad.getQuery(), grad.getKey());
   if (auto call = llvm::dyn_cast<exec::CallOp>(op))
-    return launchFlops(call.getCallee());
+    return opFlops(call.getCallee());
+  int64_t flops = 0;
   if (auto fusion = llvm::dyn_cast<exec::FusionOp>(op)) {
-    int64_t flops = 0;
     fusion.getBody().walk([&](Operation *inner) {
       if (!llvm::isa<ConstantOp, exec::YieldOp>(inner))
-        flops += launchFlops(inner);
+        flops += opFlops(inner);
     });
     return flops;
   }
-  int64_t flops = 0;
-  for (Type type : op->getResultTypes())
-    flops += numElements(type);
-  return flops;
+  return opFlops(op);
 }
 
 static int64_t launchBytes(Operation *op) {
@@ -460,15 +434,22 @@ static LogicalResult writeMemoryBudget(llvm::raw_ostream &os,
   auto values = remat.getAs<ArrayAttr>("recomputed");
   os << "<h2>Memory budget</h2>\n<table><tr><th>budget</th><th>outside the "
      << "arena</th><th>arena before</th><th>arena after</th><th>planned "
-     << "session</th><th>updates moved early</th><th>extra FLOPs per "
+     << "session</th><th>updates moved early / ops moved late</th><th>extra "
+        "FLOPs per "
      << "step</th></tr>\n<tr><td class=\"n\">" << withCommas(budget)
      << "</td><td class=\"n\">" << withCommas(fixed) << "</td><td class=\"n\">"
      << withCommas(get("arena_before")) << "</td><td class=\"n\">"
      << withCommas(get("arena_after")) << "</td><td class=\"n\">"
      << withCommas(fixed + get("arena_after")) << "</td><td class=\"n\">"
-     << get("early_updates") << "</td><td class=\"n\">" << withCommas(extra)
+     << get("early_updates") << " / " << get("sunk_ops")
+     << "</td><td class=\"n\">" << withCommas(extra)
      << llvm::format(" (+%.2f%%)", total ? 100.0 * extra / total : 0.0)
-     << "</td></tr></table>\n<p>Recomputed in the backward pass ("
+     << "</td></tr></table>\n";
+  if (int64_t segments = get("segments"))
+    os << "<p>Chen's sqrt(N) segments (per-value choices did not fit): 1 in "
+       << segments << " cuts of the forward kept as checkpoints, the rest "
+       << "recomputed.</p>\n";
+  os << "<p>Recomputed in the backward pass ("
      << (values ? values.size() : 0) << " ops):</p>\n<ul>\n";
   if (values)
     for (Attribute v : values)
@@ -769,11 +750,13 @@ LogicalResult writeReport(ModuleOp trained, ModuleOp lowered,
      << " (" << withCommas(flops) << ")</td><td class=\"n\">"
      << humanBytes(bytes) << " (" << withCommas(bytes)
      << ")</td></tr></table>\n"
-     << "<p>FLOPs: 2&middot;M&middot;N&middot;K per matmul/gemm, "
-     << "4&middot;B&middot;H&middot;Tq&middot;Tk&middot;D per attention "
-        "(2&times; "
-     << "for its gradient), 1 per element otherwise. Bytes moved: operands "
-     << "plus results of every launch.</p>\n";
+     << "<p>FLOPs: each op's count (<code>tcc::opFlops</code>, the cost "
+        "model of docs/architecture.md): 2&middot;M&middot;N&middot;K per "
+        "matmul/gemm, 2&middot;(D+Dv) per query-key pair of attention "
+        "(2&middot;(3D+2Dv) for its gradient; halved when causal), 5 per "
+        "result element of the other library calls, 1 per input element of "
+        "a reduction, 0 for layout ops, 1 per result element otherwise. "
+        "Bytes moved: operands plus results of every launch.</p>\n";
   os << "<h2>Pipeline stages</h2>\n<table><tr><th>stage</th><th>function"
      << "</th><th>ops</th><th>note</th></tr>\n";
   for (const ReportStage &stage : stages)

@@ -2,6 +2,7 @@
 // backward pass until the planned session fits a memory budget. Decisions
 // are measured with the real lowering (tcc-lower-pipeline on a copy), never
 // estimated; the cost model only ranks the candidates.
+#include "RematerializeSchedule.h"
 #include "tcc/Transforms/Passes.h"
 #include "tcc/Transforms/Pipelines.h"
 
@@ -10,10 +11,10 @@
 #include "tcc/TccTraits.h"
 
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
@@ -22,6 +23,10 @@
 using namespace mlir;
 
 namespace tcc {
+
+using remat::sinkLate;
+using remat::storageOf;
+using remat::updateEarly;
 
 #define GEN_PASS_DEF_REMATERIALIZE
 #include "tcc/Transforms/Passes.h.inc"
@@ -36,11 +41,6 @@ constexpr int64_t kFlopsPerByte = 8;
 /// Chosen candidates whose removal is tried once the plan fits (the most
 /// expensive first): each try is one lowering.
 constexpr size_t kPruneTries = 64;
-
-int64_t elements(Type type) {
-  auto t = llvm::dyn_cast<RankedTensorType>(type);
-  return t ? t.getNumElements() : 0;
-}
 
 int64_t bytesOf(Type type) {
   auto t = llvm::dyn_cast<RankedTensorType>(type);
@@ -64,17 +64,7 @@ Cost costOf(Operation *op) {
     c.bytes += bytesOf(v.getType());
   for (Value v : op->getResults())
     c.bytes += bytesOf(v.getType());
-  if (auto call = llvm::dyn_cast<LibraryCallOpInterface>(op)) {
-    c.flops = call.getFlops();
-  } else if (op->hasTrait<OpClass::Layout>()) {
-    c.flops = 0;
-  } else if (op->hasTrait<OpClass::Structured>()) {
-    for (Value v : op->getOperands()) // a reduction: one per input element
-      c.flops += elements(v.getType());
-  } else {
-    for (Value v : op->getResults())
-      c.flops += elements(v.getType());
-  }
+  c.flops = opFlops(op);
   return c;
 }
 
@@ -189,6 +179,41 @@ SmallVector<Candidate> candidates(const Analysis &a) {
   return list;
 }
 
+/// The checkpoints of Chen's sqrt(N) segments: positions of the forward
+/// ops whose result is the only forward value live across them (the
+/// residual stream between blocks), in order.
+SmallVector<unsigned> cuts(const Analysis &a) {
+  // Each forward value's storage: its def and last forward reader.
+  llvm::MapVector<Value, std::pair<unsigned, unsigned>> life;
+  for (auto [p, op] : llvm::enumerate(a.ops)) {
+    if (!a.forward.contains(op))
+      continue;
+    for (Value v : op->getOperands())
+      if (auto it = life.find(storageOf(v)); it != life.end())
+        it->second.second = p;
+    if (recomputable(a, op) && !op->hasTrait<OpClass::View>())
+      for (Value r : op->getResults())
+        life[r] = {unsigned(p), unsigned(p)};
+  }
+  // Values live across the boundary after each position.
+  std::vector<int> across(a.ops.size() + 1, 0);
+  for (auto &[v, span] : life)
+    if (span.second > span.first) {
+      ++across[span.first];
+      --across[span.second];
+    }
+  SmallVector<unsigned> out;
+  int live = 0;
+  for (unsigned p = 0; p < a.ops.size(); ++p) {
+    live += across[p];
+    Operation *op = a.ops[p];
+    if (live == 1 && op->getNumResults() == 1 && life.count(op->getResult(0)) &&
+        life.lookup(op->getResult(0)).second > p)
+      out.push_back(p);
+  }
+  return out;
+}
+
 /// Rewrites `step` (whose body has the analysed one's positions): every
 /// op at a position in `chosen` is cloned right before the first op after
 /// the forward that reads it, and those ops read the clone.
@@ -230,84 +255,6 @@ void recompute(func::FuncOp step, const llvm::DenseSet<unsigned> &chosen,
   }
 }
 
-/// Whether `op` computes a scalar from scalar arguments and constants only
-/// (the learning rate, AdamW's step count), so it may move anywhere earlier
-/// at no cost.
-bool scalarOnly(Operation *op, llvm::DenseMap<Operation *, bool> &memo) {
-  if (auto it = memo.find(op); it != memo.end())
-    return it->second;
-  auto scalar = [](Value v) { return elements(v.getType()) <= 1; };
-  bool only = op->getNumRegions() == 0 && isMemoryEffectFree(op) &&
-              llvm::all_of(op->getResults(), scalar);
-  for (Value v : op->getOperands()) {
-    if (!only)
-      break;
-    if (Operation *def = v.getDefiningOp())
-      only = scalarOnly(def, memo);
-    else
-      only = scalar(v);
-  }
-  return memo[op] = only;
-}
-
-/// Moves each in-place update (an optimizer step) of `step` up to right
-/// after the last op it must follow: the producers of its operands (the
-/// gradient) and the other readers of the storage it overwrites (the
-/// parameter's last use in the backward), with the argument-only ops it
-/// reads (the learning rate and step count). Its gradient then dies at once
-/// instead of living to the end of the backward pass. The same ops compute the
-/// same values: only the order changes. Returns the number of updates moved.
-int64_t updateEarly(func::FuncOp step) {
-  Block &body = step.getBody().front();
-  SmallVector<Operation *> updates;
-  for (Operation &op : body)
-    if (llvm::isa<InPlaceOpInterface>(op))
-      updates.push_back(&op);
-  llvm::DenseMap<Operation *, bool> memo;
-  int64_t moved = 0;
-  for (Operation *update : updates) {
-    Operation *anchor = nullptr;
-    auto follow = [&](Operation *op) {
-      op = body.findAncestorOpInBlock(*op);
-      if (op && op != update && (!anchor || anchor->isBeforeInBlock(op)))
-        anchor = op;
-    };
-    llvm::SetVector<Operation *> chain;
-    SmallVector<Value> work(update->getOperands());
-    while (!work.empty()) {
-      Value v = work.pop_back_val();
-      if (llvm::isa<BlockArgument>(v)) {
-        for (Operation *user : v.getUsers())
-          follow(user);
-        continue;
-      }
-      Operation *def = v.getDefiningOp();
-      if (!scalarOnly(def, memo)) {
-        follow(def);
-      } else if (chain.insert(def)) {
-        for (Value operand : def->getOperands())
-          if (!llvm::isa<BlockArgument>(operand))
-            work.push_back(operand);
-      }
-    }
-    if (!anchor || !anchor->isBeforeInBlock(update) ||
-        anchor->getNextNode() == update)
-      continue;
-    SmallVector<Operation *> late;
-    for (Operation *op : chain)
-      if (anchor->isBeforeInBlock(op))
-        late.push_back(op);
-    llvm::sort(
-        late, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
-    // anchor, the late scalar ops in their order, the update.
-    update->moveAfter(anchor);
-    for (Operation *op : llvm::reverse(late))
-      op->moveAfter(anchor);
-    ++moved;
-  }
-  return moved;
-}
-
 struct RematerializePass : impl::RematerializeBase<RematerializePass> {
   using Base::Base;
 
@@ -319,8 +266,10 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
     OwningOpRef<ModuleOp> copy = module.clone();
     auto step = copy->lookupSymbol<func::FuncOp>("train_step");
     recompute(step, chosen, a);
-    if (early)
+    if (early) {
       updateEarly(step);
+      sinkLate(step);
+    }
     LowerConfig config;
     config.roots.assign(trainingRoots().begin(), trainingRoots().end());
     config.order = order;
@@ -358,17 +307,21 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
     // Past the unbudgeted plan every plan moves the updates early first:
     // it costs nothing.
     bool early = false;
+    auto arenaOfSet = [&](const llvm::DenseSet<unsigned> &set) {
+      return measure(module, a, set, early);
+    };
     auto arenaOf = [&](ArrayRef<const Candidate *> picks) {
-      return measure(module, a, chosenOf(picks), early);
+      return arenaOfSet(chosenOf(picks));
     };
 
     FailureOr<std::pair<int64_t, std::string>> before = arenaOf({});
     if (failed(before))
       return signalPassFailure();
-    SmallVector<const Candidate *> picks;
-    int64_t after = before->first;
+    llvm::DenseSet<unsigned> chosen;
+    int64_t after = before->first, segments = 0;
     if (before->first > arenaBudget) {
       early = true;
+      SmallVector<const Candidate *> picks;
       FailureOr<std::pair<int64_t, std::string>> now = arenaOf({});
       if (failed(now))
         return signalPassFailure();
@@ -392,6 +345,56 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
           picks.pop_back();
         }
       }
+      if (after <= arenaBudget) {
+        // Drop the most expensive choices the plan does not need.
+        SmallVector<const Candidate *> byCost(picks);
+        llvm::stable_sort(byCost, [](const Candidate *x, const Candidate *y) {
+          return x->time > y->time;
+        });
+        for (const Candidate *c : ArrayRef(byCost).take_front(
+                 std::min(kPruneTries, byCost.size()))) {
+          SmallVector<const Candidate *> without;
+          for (const Candidate *p : picks)
+            if (p != c)
+              without.push_back(p);
+          FailureOr<std::pair<int64_t, std::string>> m = arenaOf(without);
+          if (failed(m))
+            return signalPassFailure();
+          if (m->first <= arenaBudget) {
+            picks = without;
+            after = m->first;
+          }
+        }
+        chosen = chosenOf(picks);
+      } else {
+        // The fallback, Chen's sqrt(N) segments: every recomputable saved
+        // value is recomputed but the checkpoints, every s-th cut of the
+        // forward (s = 1, 2, ...: fewer checkpoints, longer segments); the
+        // first s that fits.
+        SmallVector<const Candidate *> all;
+        for (const Candidate &c : list)
+          all.push_back(&c);
+        llvm::DenseSet<unsigned> everything = chosenOf(all);
+        SmallVector<unsigned> cutList = cuts(a);
+        for (size_t s = 1; s <= cutList.size(); ++s) {
+          llvm::DenseSet<unsigned> set = everything;
+          for (size_t j = s - 1; j < cutList.size(); j += s)
+            set.erase(cutList[j]);
+          FailureOr<std::pair<int64_t, std::string>> m = arenaOfSet(set);
+          if (failed(m))
+            return signalPassFailure();
+          if (m->first < after) {
+            after = m->first;
+            peakFunction = m->second;
+          }
+          if (m->first <= arenaBudget) {
+            chosen = std::move(set);
+            after = m->first;
+            segments = int64_t(s);
+            break;
+          }
+        }
+      }
       if (after > arenaBudget) {
         int64_t total = fixedBytes + after;
         auto diag = module.emitError()
@@ -410,28 +413,8 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
                << " bytes outside the arena)";
         return signalPassFailure();
       }
-      // Drop the most expensive choices the plan does not need.
-      SmallVector<const Candidate *> byCost(picks);
-      llvm::stable_sort(byCost, [](const Candidate *x, const Candidate *y) {
-        return x->time > y->time;
-      });
-      for (const Candidate *c :
-           ArrayRef(byCost).take_front(std::min(kPruneTries, byCost.size()))) {
-        SmallVector<const Candidate *> without;
-        for (const Candidate *p : picks)
-          if (p != c)
-            without.push_back(p);
-        FailureOr<std::pair<int64_t, std::string>> m = arenaOf(without);
-        if (failed(m))
-          return signalPassFailure();
-        if (m->first <= arenaBudget) {
-          picks = without;
-          after = m->first;
-        }
-      }
     }
 
-    llvm::DenseSet<unsigned> chosen = chosenOf(picks);
     int64_t stepFlops = 0, extraFlops = 0;
     for (Operation *op : a.ops)
       stepFlops += costOf(op).flops;
@@ -445,12 +428,15 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
     }
     recompute(step, chosen, a);
     int64_t moved = early ? updateEarly(step) : 0;
+    int64_t sunk = early ? sinkLate(step) : 0;
     NamedAttribute fields[] = {
         b.getNamedAttr("budget", b.getI64IntegerAttr(budget)),
         b.getNamedAttr("fixed_bytes", b.getI64IntegerAttr(fixedBytes)),
         b.getNamedAttr("arena_before", b.getI64IntegerAttr(before->first)),
         b.getNamedAttr("arena_after", b.getI64IntegerAttr(after)),
         b.getNamedAttr("early_updates", b.getI64IntegerAttr(moved)),
+        b.getNamedAttr("sunk_ops", b.getI64IntegerAttr(sunk)),
+        b.getNamedAttr("segments", b.getI64IntegerAttr(segments)),
         b.getNamedAttr("step_flops", b.getI64IntegerAttr(stepFlops)),
         b.getNamedAttr("extra_flops", b.getI64IntegerAttr(extraFlops)),
         b.getNamedAttr("recomputed", b.getArrayAttr(names)),

@@ -14,6 +14,7 @@
 #include "data/npz.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -209,6 +210,22 @@ void print(const Artifact &art, std::ostream &out) {
   line("inputs", mem.inputs);
   line("constants", mem.constants);
   line("total", mem.total());
+
+  if (const std::optional<MemoryBudget> &b = m.memoryBudget) {
+    out << "\nmemory budget " << grouped(b->budget) << " bytes: planned "
+        << grouped(mem.total()) << " bytes, arena " << grouped(mem.arena)
+        << " (unbudgeted " << grouped(b->arenaUnbudgeted) << ")\n";
+    char percent[32];
+    std::snprintf(percent, sizeof percent, "%.2f",
+                  b->stepFlops ? 100.0 * double(b->extraFlops) /
+                                     double(b->stepFlops)
+                               : 0.0);
+    out << "  recomputed " << b->recomputed.size() << " ops, +"
+        << grouped(b->extraFlops) << " FLOPs per step (+" << percent
+        << "% of " << grouped(b->stepFlops) << ")\n";
+    for (const std::string &op : b->recomputed)
+      out << "    " << op << "\n";
+  }
 }
 
 } // namespace

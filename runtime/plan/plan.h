@@ -222,6 +222,14 @@ struct FileIntegrity {
   std::string sha256;
 };
 
+/// What `tcc compile --memory-budget` decided (manifest "memory_budget"):
+/// the budget, the arena without it, the recomputed ops and their FLOPs
+/// against the step's. The planned session is the plan's own total.
+struct MemoryBudget {
+  int64_t budget = 0, arenaUnbudgeted = 0, stepFlops = 0, extraFlops = 0;
+  std::vector<std::string> recomputed;
+};
+
 /// manifest.json.
 struct Manifest {
   int64_t version = kArtifactVersion;
@@ -231,6 +239,8 @@ struct Manifest {
   std::string fingerprint, trainConfig;
   Schedule schedule;
   int64_t accum = 1;
+  /// Training under --memory-budget only.
+  std::optional<MemoryBudget> memoryBudget;
   /// "plan", "weights", ... -> path relative to the artifact directory.
   std::map<std::string, std::string> files;
   /// Path in `files` -> its size and SHA-256, one for every file listed.

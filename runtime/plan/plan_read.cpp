@@ -190,6 +190,19 @@ void readTrainingManifest(const JsonFile &file, const json &doc, Manifest &m) {
   if (m.accum < 1)
     file.bad("accum", "must be >= 1, got " + std::to_string(m.accum));
 
+  if (const json *v = file.optField(doc, "", "memory_budget")) {
+    MemoryBudget &b = m.memoryBudget.emplace();
+    const char *where = "memory_budget";
+    b.budget = file.intField(*v, where, "budget");
+    b.arenaUnbudgeted = file.intField(*v, where, "arena_unbudgeted");
+    b.stepFlops = file.intField(*v, where, "step_flops");
+    b.extraFlops = file.intField(*v, where, "extra_flops");
+    const json &ops = file.arrayField(*v, where, "recomputed");
+    for (size_t i = 0; i < ops.size(); ++i)
+      b.recomputed.push_back(
+          file.toString(ops[i], JsonFile::at("memory_budget.recomputed", i)));
+  }
+
   const json &sched = file.field(doc, "", "schedule");
   Schedule &s = m.schedule;
   std::string kind = file.stringField(sched, "schedule", "kind");

@@ -165,6 +165,13 @@ std::string writeManifestJson(const Manifest &m) {
     fields.push_back({"train_config", m.trainConfig});
     fields.push_back({"schedule", sched});
     fields.push_back({"accum", m.accum});
+    if (const std::optional<MemoryBudget> &b = m.memoryBudget)
+      fields.push_back({"memory_budget",
+                        {{"budget", b->budget},
+                         {"arena_unbudgeted", b->arenaUnbudgeted},
+                         {"step_flops", b->stepFlops},
+                         {"extra_flops", b->extraFlops},
+                         {"recomputed", b->recomputed}}});
   }
   std::string out = "{\n";
   for (const auto &[key, value] : fields)

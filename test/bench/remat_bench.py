@@ -3,11 +3,13 @@
 from "everything kept" down to the smallest session tcc plans, beside
 PyTorch eager with and without torch.utils.checkpoint on each block.
 
-    remat_bench.py [--tcc BUILD/bin] [--models mlp,gpt,bert] [--steps N]
-                   [--work DIR]
+    remat_bench.py [--tcc BUILD/bin] [--models mlp,gpt,gpt:bf16,gpt:accum2,bert]
+                   [--steps N] [--work DIR]
 
 For each test model of test/models (train_ref.py writes model.onnx and
-data.npz) it compiles the AdamW step without a budget, then at budgets
+data.npz), as test/lit/Train/remat.test compiles it (`gpt:bf16` with
+--precision bf16, `gpt:accum2` with --accum 2), it compiles the AdamW step
+without a budget, then at budgets
 total - arena/4, total - arena/2 (the issue's "done when" budget) and at
 the smallest total tcc reaches (taken from the error a lower budget gives),
 trains each artifact for N steps on the CPU (`tcc run`, its CSV log's
@@ -52,9 +54,13 @@ def session(tcc, artifact):
     return rows["total"], rows["arena"]
 
 
-def compile_step(tcc, model_dir, name, out, budget=None):
+# The compile flags of a variant (`gpt:bf16`).
+VARIANT = {"": [], "bf16": ["--precision", "bf16"], "accum2": ["--accum", "2"]}
+
+
+def compile_step(tcc, model_dir, name, variant, out, budget=None):
     cmd = [os.path.join(tcc, "tcc"), "compile", os.path.join(model_dir, "model.onnx"),
-           "--loss", LOSS[name], "--optimizer", ADAMW, "--no-cuda", "-o", out]
+           "--loss", LOSS[name], "--optimizer", ADAMW, "--no-cuda", "-o", out] + VARIANT[variant]
     if budget is not None:
         cmd += ["--memory-budget", str(budget)]
     return run(cmd, check=False)
@@ -111,47 +117,52 @@ def torch_ms(name, steps, checkpointed):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tcc", default=os.path.join(ROOT, "build", "bin"))
-    p.add_argument("--models", default="mlp,gpt,bert")
+    p.add_argument("--models", default="mlp,gpt,gpt:bf16,gpt:accum2,bert")
     p.add_argument("--steps", type=int, default=500)
     p.add_argument("--work", default=os.path.join(ROOT, "build-bench", "remat"))
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     print("| model | budget | planned session | arena | recomputed | extra FLOPs | step (ms) | vs unbudgeted |")
     print("|---|---|---|---|---|---|---|---|")
-    for name in a.models.split(","):
+    for entry in a.models.split(","):
+        name, _, variant = entry.partition(":")
         d = os.path.join(a.work, name)
-        run([sys.executable, os.path.join(MODELS_DIR, "train_ref.py"), "--model", name,
-             "--loss", LOSS[name], "--optimizer", "adamw:lr=1e-3", "--steps", "1", "--out", d])
+        if not os.path.exists(os.path.join(d, "data.npz")):
+            run([sys.executable, os.path.join(MODELS_DIR, "train_ref.py"), "--model", name,
+                 "--loss", LOSS[name], "--optimizer", "adamw:lr=1e-3", "--steps", "1",
+                 "--out", d])
         data = os.path.join(d, "data.npz")
+        d = os.path.join(a.work, entry.replace(":", "-"))
+        os.makedirs(d, exist_ok=True)
         base = os.path.join(d, "none.tcc")
-        compile_step(a.tcc, d, name, base)
+        compile_step(a.tcc, os.path.dirname(data), name, variant, base)
         total, arena = session(a.tcc, base)
         base_ms = step_ms(a.tcc, base, data, a.steps, os.path.join(d, "none.csv"))
-        print("| %s | none | %d | %d | 0 | 0 | %.3f | |" % (name, total, arena, base_ms))
+        print("| %s | none | %d | %d | 0 | 0 | %.3f | |" % (entry, total, arena, base_ms))
         budgets = [("total - arena/4", total - arena // 4), ("total - arena/2", total - arena // 2),
                    ("minimum", 1)]
         for label, budget in budgets:
             out = os.path.join(d, "b%d.tcc" % budget)
-            r = compile_step(a.tcc, d, name, out, budget)
+            r = compile_step(a.tcc, os.path.dirname(data), name, variant, out, budget)
             if r.returncode != 0:
                 m = re.search(r"smallest session tcc plans is (\d+) bytes", r.stderr)
                 if not m:
                     sys.exit("remat_bench: " + r.stderr)
                 if label != "minimum":
                     print("| %s | %s = %d | below the minimum %s | | | | | |" % (
-                        name, label, budget, m.group(1)))
+                        entry, label, budget, m.group(1)))
                     continue
                 budget = int(m.group(1))
                 out = os.path.join(d, "b%d.tcc" % budget)
-                r = compile_step(a.tcc, d, name, out, budget)
+                r = compile_step(a.tcc, os.path.dirname(data), name, variant, out, budget)
             line = r.stdout.strip().splitlines()[-1]
             m = re.search(r"(\d+) ops recomputed, \+(\d+) FLOPs per step \(\+([\d.]+)%\)", line)
             ops, extra, pct = m.groups() if m else ("0", "0", "0.00")
             t, ar = session(a.tcc, out)
             ms = step_ms(a.tcc, out, data, a.steps, out + ".csv")
             print("| %s | %s = %d | %d | %d | %s | %s (+%s%%) | %.3f | %+.1f%% |" % (
-                name, label, budget, t, ar, ops, extra, pct, ms, 100.0 * (ms / base_ms - 1)))
-        if name != "mlp":
+                entry, label, budget, t, ar, ops, extra, pct, ms, 100.0 * (ms / base_ms - 1)))
+        if name != "mlp" and not variant:
             plain = torch_ms(name, a.steps, False)
             ckpt = torch_ms(name, a.steps, True)
             print("| %s | PyTorch eager / checkpoint each block | | | | | %.3f / %.3f | %+.1f%% |" % (

@@ -149,9 +149,13 @@ static std::string budgetLine(ModuleOp module, int64_t budget,
   char percent[32];
   std::snprintf(percent, sizeof percent, "%.2f",
                 total ? 100.0 * double(extra) / double(total) : 0.0);
-  return text + ", " + std::to_string(values ? values.size() : 0) +
-         " ops recomputed, +" + std::to_string(extra) + " FLOPs per step (+" +
-         percent + "%)";
+  text += ", " + std::to_string(values ? values.size() : 0) +
+          " ops recomputed, +" + std::to_string(extra) + " FLOPs per step (+" +
+          percent + "%)";
+  if (int64_t segments = get("segments"))
+    text += ", sqrt(N) segments: checkpoints at 1 in " +
+            std::to_string(segments) + " cuts of the forward";
+  return text;
 }
 
 int compileModel(MLIRContext &context, const CommandErrors &errors,

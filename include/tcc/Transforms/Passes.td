@@ -557,9 +557,10 @@ def Rematerialize : Pass<"tcc-rematerialize", "mlir::ModuleOp"> {
       recomputed is recomputed with it and fuses the same way).
     - Cost model (docs/architecture.md): per op a roofline time in FLOP
       units, `max(flops, 8 x bytes moved)`; FLOPs from
-      `LibraryCallOpInterface::getFlops` (contractions count 2*M*N*K),
-      elementwise ops one per element, reductions one per input element,
-      layout ops and views none. Candidates are taken cheapest per saved
+      `tcc::opFlops` (a library call's `getFlops`: contractions count
+      2*M*N*K; elementwise ops one per element, reductions one per input
+      element, layout ops and views none; the compile report counts the
+      same). Candidates are taken cheapest per saved
       byte first: elementwise chains, casts, layer norm, GELU, dropout
       before GEMMs and attention.
     - The budget is checked against the real plan: for a set of decisions
@@ -570,18 +571,29 @@ def Rematerialize : Pass<"tcc-rematerialize", "mlir::ModuleOp"> {
       last use of the parameter it overwrites and its gradient, so
       gradients die as the backward pass makes them (not with global-norm
       clipping or dynamic loss scaling, whose updates wait for every
-      gradient). Then the candidates are taken in the ranking's order,
-      each kept when the measured plan does not grow with it, until the
-      plan fits; then the most expensive choices are dropped again while
-      it still fits. When nothing fits, the pass fails with one error
-      naming the smallest total it reached and what dominates it.
+      gradient), and each op moves down to right before the first op that
+      reads it when no operand lives longer for it (never past an update
+      that overwrites an argument it reads): an activation's gradient
+      (`dy W^T`) is then not live beside the weight gradient's per-batch
+      product (`x^T dy`). Then the candidates are taken in the ranking's
+      order, each kept when the measured plan does not grow with it, until
+      the plan fits; then the most expensive choices are dropped again
+      while it still fits.
+    - When the per-value choices cannot fit, Chen's sqrt(N) segments are
+      the fallback: the forward's cuts (values that are alone live across
+      their position, the residual stream between blocks) are the
+      candidate checkpoints; every recomputable saved value but one in `s`
+      cuts is recomputed, for s = 1, 2, ... until the plan fits. When
+      nothing fits, the pass fails with one error naming the smallest
+      total it reached and what dominates it.
     - Recomputed ops are clones of the forward ops with the same operands
       (dropout with the same seed and offset draws the same mask), marked
       `tcc.remat`, which also keeps CSE from merging them back: the step's
       results are bitwise those of the unbudgeted step.
     - `@train_step` gets `tcc.remat`, a dictionary for reports: the budget,
-      the arena before and after, the step's and the recompute's FLOPs and
-      the recomputed values.
+      the arena before and after, the updates moved early and ops moved
+      late, the segments' `s` (0 without the fallback), the step's and the
+      recompute's FLOPs and the recomputed values.
 
     With `budget = 0` (the default) the pass does nothing.
 

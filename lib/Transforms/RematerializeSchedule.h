@@ -1,0 +1,25 @@
+// tcc-rematerialize's reordering of @train_step (RematerializeSchedule.cpp).
+#ifndef TCC_LIB_TRANSFORMS_REMATERIALIZESCHEDULE_H
+#define TCC_LIB_TRANSFORMS_REMATERIALIZESCHEDULE_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace tcc::remat {
+
+/// Moves each in-place update (an optimizer step) of `step` up to right
+/// after the producers of its operands and the other readers of the
+/// storage it overwrites, with the scalar ops it reads. Returns the number
+/// of updates moved.
+int64_t updateEarly(mlir::func::FuncOp step);
+
+/// Moves each op of `step` down to right before its first reader when no
+/// operand's storage lives longer for it, never past an update that
+/// overwrites an argument it reads. Returns the number of ops moved.
+int64_t sinkLate(mlir::func::FuncOp step);
+
+/// The storage `v` is or views (through View ops).
+mlir::Value storageOf(mlir::Value v);
+
+} // namespace tcc::remat
+
+#endif // TCC_LIB_TRANSFORMS_REMATERIALIZESCHEDULE_H
