@@ -9,6 +9,7 @@
 #include "tcc/Transforms/Autodiff.h"
 
 #include "exec/ExecOps.h"
+#include "plan/plan.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -112,8 +113,11 @@ private:
   /// micro-batch at b's insertion point.
   /// `step` is the train step's counter; null for eval_step, where dropout
   /// is the identity as in PyTorch's eval mode.
+  /// With `accuracy` (a cross-entropy loss only), also the labels predicted
+  /// right and those counted, summed over the micro-batches.
   FailureOr<Value> buildLoss(OpBuilder &b, ValueRange params, ValueRange batch,
-                             Value step);
+                             Value step,
+                             std::pair<Value, Value> *accuracy = nullptr);
   LogicalResult mapDropout(OpBuilder &b, DropoutOp drop, IRMapping &map, Value step,
                            int64_t k);
   Value microBatch(OpBuilder &b, Value arg, int64_t k);
@@ -254,7 +258,8 @@ LogicalResult StepBuilder::mapDropout(OpBuilder &b, DropoutOp drop, IRMapping &m
 }
 
 FailureOr<Value> StepBuilder::buildLoss(OpBuilder &b, ValueRange paramArgs,
-                                        ValueRange batch, Value step) {
+                                        ValueRange batch, Value step,
+                                        std::pair<Value, Value> *accuracy) {
   Block &body = forward.getBody().front();
   SmallVector<train::MicroLoss> parts;
   for (int64_t k = 0; k < config.accum; ++k) {
@@ -289,6 +294,16 @@ FailureOr<Value> StepBuilder::buildLoss(OpBuilder &b, ValueRange paramArgs,
       label = micro.back();
     parts.push_back(train::buildMicroLoss(b, loc, lossPlan,
                                           outputs[lossPlan.output], label));
+    if (accuracy) {
+      Value right = train::buildCorrectCount(b, loc, lossPlan,
+                                             outputs[lossPlan.output], label);
+      Value counted = parts.back().denominator;
+      if (k > 0) {
+        right = AddOp::create(b, loc, accuracy->first, right);
+        counted = AddOp::create(b, loc, accuracy->second, counted);
+      }
+      *accuracy = {right, counted};
+    }
   }
   // A train step of several ranks weighs the label counts of all of them.
   return train::combineLosses(b, loc, parts,
@@ -408,17 +423,30 @@ LogicalResult StepBuilder::buildEvalStep(OpBuilder &b) {
   unsigned batchIndex = args.size();
   addBatchArgs(args, argAttrs);
   RankedTensorType lossType = lossResultType(forward, lossPlan);
-  func::FuncOp f = createFunc(b, "eval_step", args, argAttrs, {lossType},
-                              {strAttr(kNameAttr, "loss")});
+  SmallVector<Type> results{lossType};
+  SmallVector<DictionaryAttr> resultAttrs{strAttr(kNameAttr, "loss")};
+  // A classification loss also counts the labels predicted right.
+  bool classify = lossPlan.spec.kind == LossSpec::CrossEntropy;
+  if (classify)
+    for (StringRef name : {rt::kCorrectMetric, rt::kCountedMetric}) {
+      results.push_back(RankedTensorType::get({}, b.getF32Type()));
+      resultAttrs.push_back(strAttr(kNameAttr, name));
+    }
+  func::FuncOp f =
+      createFunc(b, "eval_step", args, argAttrs, results, resultAttrs);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&f.getBody().front());
   ValueRange all = f.getArguments();
   ValueRange paramArgs = all.take_front(params.size());
-  FailureOr<Value> loss =
-      buildLoss(b, paramArgs, all.drop_front(batchIndex), Value());
+  std::pair<Value, Value> accuracy;
+  FailureOr<Value> loss = buildLoss(b, paramArgs, all.drop_front(batchIndex),
+                                    Value(), classify ? &accuracy : nullptr);
   if (failed(loss))
     return failure();
-  func::ReturnOp::create(b, loc, lossResult(b, loc, *loss, lossType));
+  SmallVector<Value> outs{lossResult(b, loc, *loss, lossType)};
+  if (classify)
+    outs.append({accuracy.first, accuracy.second});
+  func::ReturnOp::create(b, loc, outs);
   readWorkingCopies(f, paramArgs, workingArgs(f, params.size()));
   eraseDeadOps(f);
   return success();
@@ -478,6 +506,14 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
       resultAttrs.push_back(argAttrs.back());
     }
   }
+  // The global gradient norm before clipping, as clip_grad_norm_ returns
+  // it, when the step computes it: for clipping or dynamic loss scaling
+  // (no extra kernel then), or asked for (--grad-norm, three kernels).
+  bool reportNorm = config.gradClip || dynamic || config.gradNorm;
+  if (reportNorm) {
+    results.push_back(RankedTensorType::get({}, b.getF32Type()));
+    resultAttrs.push_back(strAttr(kNameAttr, rt::kGradNormMetric));
+  }
   unsigned stepIndex = args.size();
   args.push_back(RankedTensorType::get({}, b.getI64Type()));
   argAttrs.push_back(attr(kStepAttr, UnitAttr::get(ctx)));
@@ -527,7 +563,7 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
         DivOp::create(b, loc, train::scalarConstant(b, loc, f32, 1.0), scale),
         *grads);
   Value norm;
-  if (config.gradClip || dynamic)
+  if (reportNorm)
     norm = train::globalGradNorm(b, loc, *grads);
   if (config.gradClip)
     train::clipGradients(b, loc, *config.gradClip, norm, *grads);
@@ -576,6 +612,8 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
   llvm::append_range(outs, newParams);
   llvm::append_range(outs, newWorking);
   llvm::append_range(outs, newState);
+  if (reportNorm)
+    outs.push_back(norm);
   func::ReturnOp::create(b, loc, outs);
   readWorkingCopies(f, paramArgs, working);
   eraseDeadOps(f);
