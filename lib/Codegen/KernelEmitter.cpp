@@ -159,6 +159,10 @@ private:
   /// mean over leading dims (a column reduction) and returns true, or
   /// writes nothing and returns false for any other kernel.
   bool writeColumnReduction();
+  /// Writes the host's loops of a kernel that yields a 1-D f32/f64 concat
+  /// (one loop per piece, no per-element search for the piece) and returns
+  /// true, or writes nothing and returns false for any other kernel.
+  bool writeConcatPieces();
 
   /// Fails the kernel with an error on `op`; returns "".
   std::string fail(Operation *op, const Twine &message) {
@@ -930,6 +934,8 @@ LogicalResult KernelWriter::write() {
   }
   if (writeColumnReduction() && failed)
     return failure();
+  if (writeConcatPieces() && failed)
+    return failure();
   depth = 1;
   open("TCC_FOR_EACH(i)");
   std::string result = outputElement();
@@ -939,6 +945,40 @@ LogicalResult KernelWriter::write() {
   close();
   os << "}\n";
   return success();
+}
+
+bool KernelWriter::writeConcatPieces() {
+  Block &body = fusion.getBody().front();
+  auto yield = llvm::cast<exec::YieldOp>(body.getTerminator());
+  auto concat = yield.getValues()[0].getDefiningOp<ConcatOp>();
+  if (!concat || shapeOf(concat.getResult()).size() != 1)
+    return false;
+  Type elem = elementType(concat.getResult());
+  if (!elem.isF32() && !elem.isF64())
+    return false;
+  // Output element i of piece k (elements [start, start + size)) is the
+  // piece's element i - start, as concatAt computes it after finding k.
+  os << "#if !TCC_KERNEL_GRID\n";
+  os << "  // A concatenation: a loop over each piece's part of [begin, end).\n";
+  depth = 1;
+  int64_t start = 0;
+  for (Value input : concat.getInputs()) {
+    int64_t size = shapeOf(input)[0];
+    if (size != 0) {
+      std::string lo = std::to_string(start), hi = std::to_string(start + size);
+      open("for (int64_t i = begin > " + lo + " ? begin : " + lo + "; i < (end < " +
+           hi + " ? end : " + hi + "); ++i)");
+      std::string x = valueAt(input, start == 0 ? "i" : "i - " + lo);
+      if (failed)
+        return true;
+      line("out[i] = " + x + ";");
+      close();
+    }
+    start += size;
+  }
+  line("return;");
+  os << "#endif\n";
+  return true;
 }
 
 std::string KernelWriter::outputElement() {

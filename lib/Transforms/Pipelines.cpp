@@ -125,6 +125,11 @@ struct TrainPipelineOptions : PassPipelineOptions<TrainPipelineOptions> {
       llvm::cl::desc("clip the global gradient L2 norm to this value (0: no "
                      "clipping)"),
       llvm::cl::init(BuildTrainStepOptions().gradClip)};
+  Option<bool> gradNorm{
+      *this, "grad-norm",
+      llvm::cl::desc("return the global gradient L2 norm (metric grad_norm) "
+                     "also without clipping or dynamic loss scaling"),
+      llvm::cl::init(BuildTrainStepOptions().gradNorm)};
   Option<std::string> lrSchedule{
       *this, "lr-schedule",
       llvm::cl::desc("constant, cosine:warmup=W,total=N,min=M or "
@@ -196,6 +201,7 @@ LogicalResult buildTrainPipeline(OpPassManager &pm, StringRef text,
   step.loss = o.loss;
   step.optimizer = o.optimizer;
   step.gradClip = o.gradClip;
+  step.gradNorm = o.gradNorm;
   step.lrSchedule = o.lrSchedule;
   step.accum = o.accum;
   step.freeze = o.freeze;

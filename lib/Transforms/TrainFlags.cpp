@@ -294,6 +294,7 @@ parseTrainStepOptions(Location loc, const BuildTrainStepOptions &options,
   c.schedule = *schedule;
   if (options.gradClip != 0)
     c.gradClip = options.gradClip;
+  c.gradNorm = options.gradNorm;
   c.accum = options.accum;
   c.freeze = options.freeze;
   c.noDecay = options.noDecay;
@@ -371,6 +372,7 @@ BuildTrainStepOptions trainStepOptions(const TrainConfig &c) {
   o.loss = lossText(c.loss);
   o.optimizer = optimizerText(c.optimizer);
   o.gradClip = c.gradClip.value_or(0.0);
+  o.gradNorm = c.gradNorm;
   o.lrSchedule = scheduleText(c.schedule);
   o.accum = c.accum;
   o.freeze = c.freeze;
@@ -393,6 +395,8 @@ std::string describeTrainConfig(const TrainConfig &c) {
   s += " optimizer=" + optimizerText(c.optimizer);
   s += " grad_clip=" +
        (c.gradClip ? roundTrip(*c.gradClip) : std::string("off"));
+  if (c.gradNorm)
+    s += " grad_norm";
   s += " lr_schedule=" + scheduleText(c.schedule);
   s += " accum=" + std::to_string(c.accum) + " freeze='" + c.freeze +
        "' no_decay='" + c.noDecay + "'";

@@ -42,6 +42,14 @@ struct MicroLoss {
 MicroLoss buildMicroLoss(mlir::OpBuilder &b, mlir::Location loc,
                          const LossPlan &plan, mlir::Value output,
                          mlir::Value label);
+/// For a cross-entropy loss: the labels of one micro-batch that `logits`
+/// predict right (the label's logit is the row's largest, a tie counting as
+/// right), over the rows whose label is not ignore_index, as an f32 scalar.
+/// The accuracy is its sum over micro-batches over the sum of the
+/// cross-entropy's counts.
+mlir::Value buildCorrectCount(mlir::OpBuilder &b, mlir::Location loc,
+                              const LossPlan &plan, mlir::Value logits,
+                              mlir::Value label);
 /// The mean loss over `parts` (a float scalar of the output's element type).
 /// With `allReduceCount` (a data-parallel train step) the summed
 /// denominator is replaced by its mean over the ranks (exec.all_reduce,
@@ -58,11 +66,14 @@ mlir::Value buildLearningRate(mlir::OpBuilder &b, mlir::Location loc,
                               const OptimizerSpec &opt,
                               const ScheduleSpec &schedule, mlir::Value step);
 
-/// The global L2 norm of `grads` as clip_grad_norm_ computes it (an f32
-/// scalar): the norm of the per-tensor norms. Inf or NaN when any gradient
-/// element is.
+/// The global L2 norm of `grads` as clip_grad_norm_ returns it (an f32
+/// scalar). Inf or NaN when any gradient element is. Two kernels per group
+/// of gradients (about kNormGroups of them, each at most kNormGroupBytes of
+/// squares, a transient vector) and two more.
 mlir::Value globalGradNorm(mlir::OpBuilder &b, mlir::Location loc,
                            llvm::ArrayRef<mlir::Value> grads);
+inline constexpr int64_t kNormGroups = 8;
+inline constexpr int64_t kNormGroupBytes = int64_t(64) << 20;
 
 /// Multiplies every gradient by the scalar `factor` (cast to its type).
 void scaleGradients(mlir::OpBuilder &b, mlir::Location loc, mlir::Value factor,

@@ -149,6 +149,54 @@ MicroLoss buildMicroLoss(OpBuilder &b, Location loc, const LossPlan &plan,
   llvm_unreachable("unknown loss kind");
 }
 
+Value buildCorrectCount(OpBuilder &b, Location loc, const LossPlan &plan,
+                        Value logits, Value label) {
+  auto logitsType = llvm::cast<RankedTensorType>(logits.getType());
+  auto labelType = llvm::cast<RankedTensorType>(label.getType());
+  int64_t rank = logitsType.getRank(), classes = logitsType.getShape().back();
+  Type index = labelType.getElementType();
+  auto cmp = [&](CmpPredicate pred, Value lhs, Value rhs) -> Value {
+    return CmpOp::create(b, loc, CmpPredicateAttr::get(b.getContext(), pred),
+                         lhs, rhs);
+  };
+  // one_hot[..., c] = (c == label[...]): the class ids against the labels
+  // with a trailing unit dim.
+  SmallVector<APInt> ids;
+  for (int64_t c = 0; c < classes; ++c)
+    ids.push_back(APInt(index.getIntOrFloatBitWidth(), uint64_t(c)));
+  Value classIds = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({classes}, index), ids));
+  SmallVector<int64_t> column = llvm::to_vector(labelType.getShape());
+  column.push_back(1);
+  Value labelColumn =
+      ReshapeOp::create(b, loc, RankedTensorType::get(column, index), label);
+  Value oneHot = cmp(CmpPredicate::eq, classIds, labelColumn);
+  Value x = atLeastF32(b, loc, logits);
+  Type elem = llvm::cast<RankedTensorType>(x.getType()).getElementType();
+  auto last = b.getDenseI64ArrayAttr({rank - 1});
+  Value picked = ReduceSumOp::create(
+      b, loc,
+      WhereOp::create(b, loc, oneHot, x, scalarConstant(b, loc, elem, 0.0)),
+      last, b.getBoolAttr(false));
+  Value best = ReduceMaxOp::create(b, loc, x, last, b.getBoolAttr(false));
+  Value counted =
+      cmp(CmpPredicate::ne, label,
+          scalarConstant(b, loc, index, double(plan.spec.ignoreIndex)));
+  Value right =
+      AndOp::create(b, loc, cmp(CmpPredicate::ge, picked, best), counted);
+  auto rowsType = llvm::cast<RankedTensorType>(right.getType());
+  Value ones = CastOp::create(
+      b, loc, RankedTensorType::get(rowsType.getShape(), b.getF32Type()),
+      right);
+  SmallVector<int64_t> axes =
+      llvm::to_vector(llvm::seq<int64_t>(0, rowsType.getRank()));
+  if (axes.empty())
+    return ones;
+  return ReduceSumOp::create(b, loc, ones, b.getDenseI64ArrayAttr(axes),
+                             b.getBoolAttr(false));
+}
+
 static Value sum(OpBuilder &b, Location loc, ArrayRef<Value> values) {
   Value total = values.front();
   for (Value v : values.drop_front())

@@ -13,6 +13,7 @@
 #include "tcc/Transforms/Autodiff.h"
 
 #include "exec/ExecOps.h"
+#include "plan/plan.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -129,10 +130,13 @@ private:
   /// `step` is the train step's counter; null for eval_step, where dropout
   /// is the identity as in PyTorch's eval mode.
   /// Batch norms run in `mode`; in Train mode `state` maps each batch-norm
-  /// state parameter to its value after the step's forward passes.
+  /// state parameter to its value after the step's forward passes. With
+  /// `accuracy` (a cross-entropy loss only), also the labels predicted right
+  /// and those counted, summed over the micro-batches.
   FailureOr<Value> buildLoss(OpBuilder &b, ValueRange params, ValueRange batch,
                              Value step, BatchNormMode mode,
-                             llvm::StringMap<Value> &state);
+                             llvm::StringMap<Value> &state,
+                             std::pair<Value, Value> *accuracy = nullptr);
   /// Clones `bn` expanded in `mode` (see buildLoss).
   void mapBatchNorm(OpBuilder &b, BatchNormOp bn, IRMapping &map,
                     ValueRange paramArgs, BatchNormMode mode,
@@ -325,7 +329,8 @@ void StepBuilder::mapBatchNorm(OpBuilder &b, BatchNormOp bn, IRMapping &map,
 FailureOr<Value> StepBuilder::buildLoss(OpBuilder &b, ValueRange paramArgs,
                                         ValueRange batch, Value step,
                                         BatchNormMode mode,
-                                        llvm::StringMap<Value> &state) {
+                                        llvm::StringMap<Value> &state,
+                                        std::pair<Value, Value> *accuracy) {
   Block &body = forward.getBody().front();
   SmallVector<train::MicroLoss> parts;
   for (int64_t k = 0; k < config.accum; ++k) {
@@ -366,6 +371,16 @@ FailureOr<Value> StepBuilder::buildLoss(OpBuilder &b, ValueRange paramArgs,
       label = micro.back();
     parts.push_back(train::buildMicroLoss(b, loc, lossPlan,
                                           outputs[lossPlan.output], label));
+    if (accuracy) {
+      Value right = train::buildCorrectCount(b, loc, lossPlan,
+                                             outputs[lossPlan.output], label);
+      Value counted = parts.back().denominator;
+      if (k > 0) {
+        right = AddOp::create(b, loc, accuracy->first, right);
+        counted = AddOp::create(b, loc, accuracy->second, counted);
+      }
+      *accuracy = {right, counted};
+    }
   }
   // A train step of several ranks weighs the label counts of all of them.
   return train::combineLosses(b, loc, parts,
@@ -485,18 +500,32 @@ LogicalResult StepBuilder::buildEvalStep(OpBuilder &b) {
   unsigned batchIndex = args.size();
   addBatchArgs(args, argAttrs);
   RankedTensorType lossType = lossResultType(forward, lossPlan);
-  func::FuncOp f = createFunc(b, "eval_step", args, argAttrs, {lossType},
-                              {strAttr(kNameAttr, "loss")});
+  SmallVector<Type> results{lossType};
+  SmallVector<DictionaryAttr> resultAttrs{strAttr(kNameAttr, "loss")};
+  // A classification loss also counts the labels predicted right.
+  bool classify = lossPlan.spec.kind == LossSpec::CrossEntropy;
+  if (classify)
+    for (StringRef name : {rt::kCorrectMetric, rt::kCountedMetric}) {
+      results.push_back(RankedTensorType::get({}, b.getF32Type()));
+      resultAttrs.push_back(strAttr(kNameAttr, name));
+    }
+  func::FuncOp f =
+      createFunc(b, "eval_step", args, argAttrs, results, resultAttrs);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&f.getBody().front());
   ValueRange all = f.getArguments();
   ValueRange paramArgs = all.take_front(params.size());
   llvm::StringMap<Value> state;
-  FailureOr<Value> loss = buildLoss(b, paramArgs, all.drop_front(batchIndex),
-                                    Value(), BatchNormMode::Eval, state);
+  std::pair<Value, Value> accuracy;
+  FailureOr<Value> loss =
+      buildLoss(b, paramArgs, all.drop_front(batchIndex), Value(),
+                BatchNormMode::Eval, state, classify ? &accuracy : nullptr);
   if (failed(loss))
     return failure();
-  func::ReturnOp::create(b, loc, lossResult(b, loc, *loss, lossType));
+  SmallVector<Value> outs{lossResult(b, loc, *loss, lossType)};
+  if (classify)
+    outs.append({accuracy.first, accuracy.second});
+  func::ReturnOp::create(b, loc, outs);
   readWorkingCopies(f, paramArgs, workingArgs(f, params.size()));
   eraseDeadOps(f);
   return success();
@@ -561,6 +590,14 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
       resultAttrs.push_back(argAttrs.back());
     }
   }
+  // The global gradient norm before clipping, as clip_grad_norm_ returns
+  // it, when the step computes it: for clipping or dynamic loss scaling
+  // (no extra kernel then), or asked for (--grad-norm, three kernels).
+  bool reportNorm = config.gradClip || dynamic || config.gradNorm;
+  if (reportNorm) {
+    results.push_back(RankedTensorType::get({}, b.getF32Type()));
+    resultAttrs.push_back(strAttr(kNameAttr, rt::kGradNormMetric));
+  }
   unsigned stepIndex = args.size();
   args.push_back(RankedTensorType::get({}, b.getI64Type()));
   argAttrs.push_back(attr(kStepAttr, UnitAttr::get(ctx)));
@@ -612,7 +649,7 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
         DivOp::create(b, loc, train::scalarConstant(b, loc, f32, 1.0), scale),
         *grads);
   Value norm;
-  if (config.gradClip || dynamic)
+  if (reportNorm)
     norm = train::globalGradNorm(b, loc, *grads);
   if (config.gradClip)
     train::clipGradients(b, loc, *config.gradClip, norm, *grads);
@@ -667,6 +704,8 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
     }
   llvm::append_range(outs, newWorking);
   llvm::append_range(outs, newState);
+  if (reportNorm)
+    outs.push_back(norm);
   func::ReturnOp::create(b, loc, outs);
   readWorkingCopies(f, paramArgs, working);
   eraseDeadOps(f);

@@ -25,6 +25,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepBase<BuildTrainStepPass> {
     options.loss = loss;
     options.optimizer = optimizer;
     options.gradClip = gradClip;
+    options.gradNorm = gradNorm;
     options.lrSchedule = lrSchedule;
     options.accum = accum;
     options.freeze = freeze;

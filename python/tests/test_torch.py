@@ -47,6 +47,30 @@ def test_mlp_adamw():
           inputs["x"], mlp_batches(3), grad_clip=1.0)
 
 
+def test_grad_norm_is_clip_grad_norm_s():
+    """grad_norm=True (tcc compile --grad-norm): each step's gradient norm is
+    what clip_grad_norm_ returns in the eager loop; without clipping or the
+    flag the step returns none."""
+    model, inputs, _ = models.build_mlp()
+    make_opt = lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)
+    ref = copy.deepcopy(model).train()
+    ref_opt = make_opt(ref.parameters())
+    step = tcc.torch.compile_train_step(model, nn.MSELoss(), make_opt(model.parameters()),
+                                        inputs["x"], grad_norm=True)
+    for x, y in mlp_batches(3):
+        ref_opt.zero_grad()
+        nn.MSELoss()(ref(x), y).backward()
+        want = float(nn.utils.clip_grad_norm_(ref.parameters(), float("inf")))
+        ref_opt.step()
+        step(x, y)
+        assert step.session.metrics()["grad_norm"] == pytest.approx(want, rel=1e-6)
+    step.close()
+    plain = tcc.torch.compile_train_step(model, nn.MSELoss(), make_opt(model.parameters()),
+                                         inputs["x"])
+    assert "grad_norm" not in plain.session.metrics()
+    plain.close()
+
+
 def test_gpt_sgd_momentum():
     model, inputs, _ = models.build_gpt()
     idx = inputs["idx"]

@@ -320,9 +320,10 @@ tcc_status tcc_eval_step(tcc_session *session, double *loss);
 int64_t tcc_steps_done(const tcc_session *session);
 
 /** Scalar metrics the training functions return besides the loss (plan
- *  results of role "metric"; the loop logs "grad_norm", and "correct" /
- *  "counted" as the eval accuracy). 0 for an inference artifact. tcc_metric_name is NULL for an index
- *  out of range. */
+ *  results of role "metric", names in docs/artifact.md): train_step's
+ *  "grad_norm" when it computes the gradient norm, eval_step's "correct"
+ *  and "counted" for a cross-entropy loss. 0 for an inference artifact.
+ *  tcc_metric_name is NULL for an index out of range. */
 int32_t tcc_num_metrics(const tcc_session *session);
 const char *tcc_metric_name(const tcc_session *session, int32_t index);
 /** *value receives metric `name` as the last successful tcc_train_step,

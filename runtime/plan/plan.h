@@ -145,6 +145,15 @@ struct Step {
 /// The metric a pad-skipping training or evaluation step returns
 /// (tcc-pack-tokens): the valid tokens it packed, an f32 scalar.
 inline constexpr const char *kValidTokensMetric = "valid_tokens";
+/// train_step's global gradient L2 norm before clipping, as
+/// torch.nn.utils.clip_grad_norm_ returns it (f32): returned when the step
+/// computes it (--grad-clip, dynamic loss scaling, --grad-norm).
+inline constexpr const char *kGradNormMetric = "grad_norm";
+/// eval_step's for a cross-entropy loss (f32): the labels predicted right
+/// (the label's logit is the row's largest) and those counted (not
+/// ignore_index); the accuracy is their ratio.
+inline constexpr const char *kCorrectMetric = "correct";
+inline constexpr const char *kCountedMetric = "counted";
 
 struct Result {
   Role role = Role::Loss;

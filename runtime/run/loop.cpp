@@ -578,8 +578,8 @@ bool Loop::evaluate() {
     }
     sum += loss;
     double c = 0, n = 0;
-    if (hasAccuracy && engine.metric("correct", c) &&
-        engine.metric("counted", n)) {
+    if (hasAccuracy && engine.metric(rt::kCorrectMetric, c) &&
+        engine.metric(rt::kCountedMetric, n)) {
       correct += c;
       counted += n;
     }
@@ -772,7 +772,7 @@ void Loop::progress(int64_t done, double loss, double seconds) {
   std::ostringstream line;
   double gradNorm = NAN;
   if (hasGradNorm)
-    engine.metric("grad_norm", gradNorm);
+    engine.metric(rt::kGradNormMetric, gradNorm);
   line << "step " << done << "/" << options.steps << "  loss "
        << format("%.6f", loss) << "  lr " << format("%.1e", lr);
   if (hasGradNorm)
@@ -855,10 +855,10 @@ int Loop::runSteps() {
   }
   lossScale.read(engine); // the log's columns depend on it
   double unused;
-  hasGradNorm = engine.metric("grad_norm", unused);
+  hasGradNorm = engine.metric(rt::kGradNormMetric, unused);
   hasValidTokens = engine.metric(rt::kValidTokensMetric, unused);
-  hasAccuracy =
-      engine.metric("correct", unused) && engine.metric("counted", unused);
+  hasAccuracy = engine.metric(rt::kCorrectMetric, unused) &&
+                engine.metric(rt::kCountedMetric, unused);
   if (!prepareOutputs())
     return 1;
 

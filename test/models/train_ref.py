@@ -14,8 +14,9 @@ writes
     DIR/params0.npz      parameters before training, named as the ONNX initializers
     DIR/reference.npz    parameters after --steps steps, plus loss f32[steps]
                          (each step's loss, before its update) and lr f64[steps]
-    DIR/trace.npz        loss, lr, grad_norm f32[steps] (global L2 norm before
-                         clipping), tokens i64[steps] (labels counted by the loss)
+    DIR/trace.npz        loss, lr, grad_norm f32[steps] (what clip_grad_norm_
+                         returns: the global L2 norm before clipping),
+                         tokens i64[steps] (labels counted by the loss)
     DIR/optim_state.npz  optimizer state after training (see README.md)
     DIR/train_args.json  the flags, and the matching `tcc train` argument list
     DIR/step-N/params.npz  with --save-every K: parameters after N steps (N = K, 2K, ...)
@@ -293,11 +294,6 @@ def build_optimizer(cfg, groups):
                              amsgrad=False, foreach=False)
 
 
-def global_norm(grads):
-    """clip_grad_norm_'s total norm, without touching the gradients."""
-    return torch.norm(torch.stack([torch.norm(g.detach(), 2.0) for g in grads]), 2.0)
-
-
 def train(a):
     torch.set_num_threads(1)
     model, inputs, output_names = MODELS[a.model]()
@@ -414,10 +410,9 @@ def train(a):
                 l = out if a.accum == 1 else out / a.accum
             l.backward()  # .grad accumulates (sums) over micro-batches
             step_loss += l.detach()
-        if a.grad_clip:
-            gn = torch.nn.utils.clip_grad_norm_(grads_of, a.grad_clip)
-        else:
-            gn = global_norm([p.grad for p in grads_of])
+        # clip_grad_norm_ returns the total norm before clipping; without
+        # --grad-clip, max_norm=inf scales every gradient by exactly 1.
+        gn = torch.nn.utils.clip_grad_norm_(grads_of, a.grad_clip or float("inf"))
         opt.step()
         losses.append(step_loss.item())
         lrs.append(lr)

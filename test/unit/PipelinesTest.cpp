@@ -51,6 +51,9 @@ TEST(PipelinesTest, TrainStepOptionsRoundTrip) {
   o.loss = "mse(y,target)";
   o.optimizer = "sgd:lr=0.1,momentum=0.9,nesterov=1,weight_decay=1e-4";
   o.gradClip = 0.3;
+  o.gradNorm = true;
+  EXPECT_NE(tcc::describeTrainConfig(parse(o)).find(" grad_norm "),
+            std::string::npos);
   o.lrSchedule = "linear:warmup=3,total=50";
   o.accum = 4;
   o.freeze = "^wte\\.";

@@ -32,6 +32,13 @@ TrainFlags::TrainFlags(cl::SubCommand &sub)
           cl::desc("Clip the global L2 norm of the gradients to this value, "
                    "as torch.nn.utils.clip_grad_norm_"),
           cl::sub(sub), cl::cat(flagCategory())),
+      gradNorm(
+          "grad-norm",
+          cl::desc("Compute the global L2 norm of the gradients before "
+                   "clipping every step and report it (the run's grad_norm); "
+                   "--grad-clip and dynamic loss scaling report it without "
+                   "this flag, at no extra cost"),
+          cl::sub(sub), cl::cat(flagCategory())),
       lrSchedule(
           "lr-schedule", cl::value_desc("schedule"), cl::init("constant"),
           cl::desc("constant | cosine:warmup=W,total=N,min=M | "
@@ -101,7 +108,8 @@ TrainFlags::TrainFlags(cl::SubCommand &sub)
 
 bool TrainFlags::anyTrainingOnly() const {
   return loss.getNumOccurrences() || optimizer.getNumOccurrences() ||
-         gradClip.getNumOccurrences() || lrSchedule.getNumOccurrences() ||
+         gradClip.getNumOccurrences() || gradNorm.getNumOccurrences() ||
+         lrSchedule.getNumOccurrences() ||
          accum.getNumOccurrences() || freeze.getNumOccurrences() ||
          noDecay.getNumOccurrences() || lossScale.getNumOccurrences() ||
          lossScaleInit.getNumOccurrences() ||
@@ -132,6 +140,7 @@ FailureOr<TrainConfig> TrainFlags::toConfig(Location loc) const {
   options.accum = accum;
   options.freeze = freeze;
   options.noDecay = noDecay;
+  options.gradNorm = gradNorm;
   options.dataParallel = dataParallel;
   options.bucketSize = bucketSize;
   if (bucketSize.getNumOccurrences() && !dataParallel)

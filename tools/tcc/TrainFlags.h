@@ -1,5 +1,5 @@
-// The training flags (--loss, --optimizer, --grad-clip, --lr-schedule,
-// --accum, --freeze, --no-decay, --precision, --loss-scale,
+// The training flags (--loss, --optimizer, --grad-clip, --grad-norm,
+// --lr-schedule, --accum, --freeze, --no-decay, --precision, --loss-scale,
 // --data-parallel...), shared by every command that builds a training step
 // (`tcc compile`, `tcc train`).
 #ifndef TCC_TOOLS_TCC_TRAINFLAGS_H
@@ -19,6 +19,7 @@ struct TrainFlags {
   llvm::cl::opt<std::string> loss;
   llvm::cl::opt<std::string> optimizer;
   llvm::cl::opt<double> gradClip;
+  llvm::cl::opt<bool> gradNorm;
   llvm::cl::opt<std::string> lrSchedule;
   llvm::cl::opt<int> accum;
   llvm::cl::opt<std::string> freeze;

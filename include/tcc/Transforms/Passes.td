@@ -171,6 +171,8 @@ def BuildTrainStep : Pass<"tcc-build-train-step", "mlir::ModuleOp"> {
            "sgd:lr=..,momentum=..,weight_decay=..,nesterov=0|1 or adamw:lr=..,beta1=..,beta2=..,eps=..,weight_decay=..">,
     Option<"gradClip", "grad-clip", "double", /*default=*/"0.0",
            "clip the global gradient L2 norm to this value (0: no clipping)">,
+    Option<"gradNorm", "grad-norm", "bool", /*default=*/"false",
+           "return the global gradient L2 norm (metric grad_norm) also without grad-clip or dynamic loss scaling">,
     Option<"lrSchedule", "lr-schedule", "std::string", /*default=*/"\"constant\"",
            "constant, cosine:warmup=W,total=N,min=M or linear:warmup=W,total=N">,
     Option<"accum", "accum", "int64_t", /*default=*/"1",

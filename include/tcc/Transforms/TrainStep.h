@@ -58,6 +58,9 @@ struct TrainConfig {
   LossSpec loss;
   OptimizerSpec optimizer;
   std::optional<double> gradClip; ///< max global L2 norm, as clip_grad_norm_
+  /// Return the global gradient norm (metric grad_norm) also when neither
+  /// clipping nor dynamic loss scaling computes it (--grad-norm).
+  bool gradNorm = false;
   ScheduleSpec schedule;
   int64_t accum = 1;   ///< micro-batches per optimizer step
   std::string freeze;  ///< regex of parameters that are not trained
@@ -132,7 +135,9 @@ inline constexpr llvm::StringLiteral kStepAttr = "tcc.step"; // unit
 inline constexpr llvm::StringLiteral kNameAttr =
     "tcc.name"; // batch input / "loss" / a metric
 /// A scalar result named other than "loss" is a metric (plan role "metric",
-/// tcc_read_metric). @train_step / @eval_step do not return any yet.
+/// tcc_read_metric; the names are runtime/plan/plan.h's): @train_step's
+/// grad_norm when it computes the norm, @eval_step's correct / counted for
+/// a cross-entropy loss.
 inline constexpr llvm::StringLiteral kAccumAttr =
     "tcc.accum"; // i64, on the functions
 /// On an optimizer-state argument that does not start at zero (the loss

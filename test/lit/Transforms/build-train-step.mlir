@@ -58,7 +58,7 @@ module {
 // SGD-SAME: %[[W:[^:]*]]: tensor<3x5xf32> {tcc.param = "w"}, %[[B:[^:]*]]: tensor<5xf32> {tcc.param = "b"}, %[[S:[^:]*]]: tensor<5xf32> {tcc.param = "s"}, %{{[^:]*}}: tensor<2xf32> {tcc.param = "aux"},
 // SGD-SAME: %[[BUF:[^:]*]]: tensor<3x5xf32> {tcc.opt_state = "w.momentum_buffer"}, %{{[^:]*}}: tensor<i64> {tcc.step},
 // SGD-SAME: %[[X:[^:]*]]: tensor<4x3xf32> {tcc.name = "x"}, %[[T:[^:]*]]: tensor<4x5xf32> {tcc.name = "target"})
-// SGD-SAME: -> (tensor<f32> {tcc.name = "loss"}, tensor<3x5xf32> {tcc.param = "w"}, tensor<3x5xf32> {tcc.opt_state = "w.momentum_buffer"})
+// SGD-SAME: -> (tensor<f32> {tcc.name = "loss"}, tensor<3x5xf32> {tcc.param = "w"}, tensor<3x5xf32> {tcc.opt_state = "w.momentum_buffer"}, tensor<f32> {tcc.name = "grad_norm"})
 // SGD-SAME: attributes {tcc.accum = 1 : i64}
 // SGD-NOT: tcc.get_param
 // SGD: %[[MM:.*]] = tcc.matmul %[[X]], %[[W]]
@@ -67,12 +67,19 @@ module {
 // SGD: %[[SQ:.*]] = tcc.mul %[[D]], %[[D]]
 // SGD: %[[LOSS:.*]] = tcc.reduce_mean %[[SQ]] {axes = array<i64: 0, 1>} : (tensor<4x5xf32>) -> tensor<f32>
 // SGD: %[[GW:.*]] = tcc.matmul %[[X]], %{{.*}} {transpose_lhs = true}
-// clip_grad_norm_: the norm of the per-tensor norms, coef = 1/(norm + 1e-6) * max_norm, clamped to 1.
-// SGD: tcc.mul %[[GW]], %[[GW]]
-// SGD: tcc.reduce_sum
-// SGD: %[[N1:.*]] = tcc.sqrt
-// SGD: tcc.reshape %[[N1]] : (tensor<f32>) -> tensor<1xf32>
-// SGD: %[[NORM:.*]] = tcc.sqrt
+// clip_grad_norm_'s total norm, sqrt of the sum of every gradient's
+// squares: the squares of all gradients concatenated (here one, 15
+// elements) and zero-padded to rows x columns (1 x 32), summed down the
+// columns, then the column sums. coef = 1/(norm + 1e-6) * max_norm,
+// clamped to 1. The step returns the norm as its grad_norm metric.
+// SGD: %[[SQW:.*]] = tcc.mul %[[GW]], %[[GW]]
+// SGD: %[[FLATW:.*]] = tcc.reshape %[[SQW]] : (tensor<3x5xf32>) -> tensor<15xf32>
+// SGD: %[[PAD:.*]] = tcc.constant dense<0.000000e+00> : tensor<17xf32>
+// SGD: %[[ALL:.*]] = tcc.concat %[[FLATW]], %[[PAD]] {axis = 0 : i64}
+// SGD: %[[GRID:.*]] = tcc.reshape %[[ALL]] : (tensor<32xf32>) -> tensor<1x32xf32>
+// SGD: %[[COLS:.*]] = tcc.reduce_sum %[[GRID]] {axes = array<i64: 0>} : (tensor<1x32xf32>) -> tensor<32xf32>
+// SGD: %[[SUM:.*]] = tcc.reduce_sum %[[COLS]] {axes = array<i64: 0>} : (tensor<32xf32>) -> tensor<f32>
+// SGD: %[[NORM:.*]] = tcc.sqrt %[[SUM]]
 // SGD: %[[EPS:.*]] = tcc.constant dense<9.99999997E-7> : tensor<f32>
 // SGD: %[[DEN:.*]] = tcc.add %[[NORM]], %[[EPS]]
 // SGD: %[[REC:.*]] = tcc.div %{{.*}}, %[[DEN]]
@@ -82,7 +89,7 @@ module {
 // SGD: %[[LR:.*]] = tcc.constant dense<1.000000e-01> : tensor<f64>
 // SGD: %[[NW:.*]], %[[NBUF:.*]] = tcc.sgd_update %[[W]], %[[GC]], %[[LR]], %[[BUF]] {momentum = 9.000000e-01 : f64, weight_decay = 1.000000e-02 : f64}
 // SGD-NOT: tcc.sgd_update
-// SGD: return %[[LOSS]], %[[NW]], %[[NBUF]] : tensor<f32>, tensor<3x5xf32>, tensor<3x5xf32>
+// SGD: return %[[LOSS]], %[[NW]], %[[NBUF]], %[[NORM]] : tensor<f32>, tensor<3x5xf32>, tensor<3x5xf32>, tensor<f32>
 // SGD-LABEL: func.func @eval_step(
 // SGD-SAME: %{{[^:]*}}: tensor<3x5xf32> {tcc.param = "w"}, %{{[^:]*}}: tensor<5xf32> {tcc.param = "b"}, %{{[^:]*}}: tensor<5xf32> {tcc.param = "s"}, %{{[^:]*}}: tensor<2xf32> {tcc.param = "aux"},
 // SGD-SAME: %{{[^:]*}}: tensor<4x3xf32> {tcc.name = "x"}, %{{[^:]*}}: tensor<4x5xf32> {tcc.name = "target"}) -> (tensor<f32> {tcc.name = "loss"})
@@ -130,9 +137,29 @@ module {
 // ADAMW: %[[NB:.*]], %[[NMB:.*]], %[[NVB:.*]] = tcc.adamw_update %[[B]], %{{.*}}, %[[MB]], %[[VB]], %[[LR]], %[[T]] {beta2 = 0.94999999999999996 : f64, weight_decay = 0.000000e+00 : f64}
 // ADAMW: return %[[LOSS]], %[[NW]], %[[NB]], %[[NMW]], %[[NVW]], %[[NMB]], %[[NVB]]
 // ADAMW-LABEL: func.func @eval_step(
-// ADAMW-SAME: tensor<2x4x3xf32> {tcc.name = "x"}, %{{[^:]*}}: tensor<2x4xi64> {tcc.name = "labels"}) -> (tensor<f32> {tcc.name = "loss"})
+// ADAMW-SAME: tensor<2x4x3xf32> {tcc.name = "x"}, %{{[^:]*}}: tensor<2x4xi64> {tcc.name = "labels"}) -> (tensor<f32> {tcc.name = "loss"}, tensor<f32> {tcc.name = "correct"}, tensor<f32> {tcc.name = "counted"})
 // ADAMW-SAME: attributes {tcc.accum = 2 : i64}
-// ADAMW-COUNT-2: tcc.cross_entropy %
+// A cross-entropy eval_step also counts, per micro-batch, the labels whose
+// logit is the row's largest among those not ignore_index (-100), and sums
+// them and the cross-entropy's counts over the micro-batches.
+// ADAMW: %[[LS0:[^,]*]], %[[N0:.*]] = tcc.cross_entropy %[[Y0:[^,]*]], %[[L0:[^ ]*]] :
+// ADAMW: %[[IDS:.*]] = tcc.constant dense<[0, 1, 2, 3, 4]> : tensor<5xi64>
+// ADAMW: %[[COL:.*]] = tcc.reshape %[[L0]] : (tensor<4xi64>) -> tensor<4x1xi64>
+// ADAMW: %[[HOT:.*]] = tcc.cmp  eq, %[[IDS]], %[[COL]]
+// ADAMW: %[[PICK:.*]] = tcc.where %[[HOT]], %[[Y0]], %{{.*}}
+// ADAMW: %[[LABEL:.*]] = tcc.reduce_sum %[[PICK]] {axes = array<i64: 1>}
+// ADAMW: %[[MAX:.*]] = tcc.reduce_max %[[Y0]] {axes = array<i64: 1>}
+// ADAMW: %[[IGN:.*]] = tcc.constant dense<-100> : tensor<i64>
+// ADAMW: %[[KEPT:.*]] = tcc.cmp  ne, %[[L0]], %[[IGN]]
+// ADAMW: %[[TOP:.*]] = tcc.cmp  ge, %[[LABEL]], %[[MAX]]
+// ADAMW: %[[RIGHT:.*]] = tcc.and %[[TOP]], %[[KEPT]]
+// ADAMW: %[[ONES:.*]] = tcc.cast %[[RIGHT]] : (tensor<4xi1>) -> tensor<4xf32>
+// ADAMW: %[[C0:.*]] = tcc.reduce_sum %[[ONES]] {axes = array<i64: 0>} : (tensor<4xf32>) -> tensor<f32>
+// ADAMW: %{{[^,]*}}, %[[N1:.*]] = tcc.cross_entropy %
+// ADAMW: %[[C1:.*]] = tcc.reduce_sum %{{.*}} {axes = array<i64: 0>} : (tensor<4xf32>) -> tensor<f32>
+// ADAMW: %[[CORRECT:.*]] = tcc.add %[[C0]], %[[C1]]
+// ADAMW: %[[COUNTED:.*]] = tcc.add %[[N0]], %[[N1]]
+// ADAMW: return %{{.*}}, %[[CORRECT]], %[[COUNTED]] : tensor<f32>, tensor<f32>, tensor<f32>
 // ADAMW-NOT: adamw_update
 
 // bf16 (tcc-lower-precision first, as tcc-train-pipeline runs them): each

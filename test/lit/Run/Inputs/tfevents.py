@@ -16,10 +16,13 @@ Checks every CRC, that the first event is file_version "brain.Event:2" and
 prints one line per scalar: "TAG STEP VALUE" (sorted by tag, then step).
 With --log, also checks train/loss, train/lr, eval/loss and (when the CSV
 has them) train/grad_norm, eval/accuracy and train/loss_scale against the
-CSV's loss, lr, eval_loss, grad_norm, eval_accuracy and loss_scale columns (same steps, values within 1e-6 relative) and prints "log: ok".
+CSV's loss, lr, eval_loss, grad_norm, eval_accuracy and loss_scale columns
+(same steps, values within 1e-6 relative, inf and NaN where the CSV has
+them) and prints "log: ok".
 """
 
 import csv
+import math
 import os
 import struct
 import sys
@@ -124,7 +127,10 @@ def main(argv):
             if rows and column in rows[0]:
                 want[tag] = [(int(r["step"]), f32(r[column]))
                              for r in rows if r[column]]
-        close = lambda a, b: a[0] == b[0] and abs(a[1] - b[1]) <= 1e-6 * abs(b[1])
+        # An overflowing step's grad_norm is inf or NaN in both.
+        same = lambda x, y: (x == y or abs(x - y) <= 1e-6 * abs(y)
+                             or (math.isnan(x) and math.isnan(y)))
+        close = lambda a, b: a[0] == b[0] and same(a[1], b[1])
         for tag, expected in want.items():
             got = scalars.get(tag, [])
             if len(got) != len(expected) or not all(map(close, got, expected)):
