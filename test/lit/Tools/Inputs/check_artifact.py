@@ -177,6 +177,10 @@ def check_plan(art):
                 if v["shape"] != [] or v["dtype"] not in ("f32", "f64"):
                     fail("%s: the loss is not a float scalar" % name)
                 continue
+            if r["role"] == "metric":
+                if v["shape"] != [] or v["dtype"] not in ("f32", "f64") or not r.get("name"):
+                    fail("%s: metric result %r is not a named float scalar" % (name, r.get("name")))
+                continue
             slots = params if r["role"] == "param" else state
             t = slots[r["index"]]
             if t["dtype"] != v["dtype"] or t["shape"] != v["shape"]:
