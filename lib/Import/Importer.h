@@ -160,6 +160,11 @@ public:
   /// `axis` in [-rank, rank) made non-negative; fails naming `what`.
   mlir::FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank,
                                          llvm::StringRef what);
+  /// Each of `given` normalized as normalizeAxis does, or every axis of
+  /// `rank` in order when there is none (an op's optional `axes`).
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  normalizeAxes(std::optional<llvm::ArrayRef<int64_t>> given, int64_t rank,
+                llvm::StringRef what);
   /// The tcc element type of an ONNX data type; fails (Unsupported) naming
   /// the dtype when tcc has none.
   mlir::FailureOr<mlir::Type> elementType(int64_t onnxType);

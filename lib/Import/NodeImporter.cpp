@@ -320,6 +320,24 @@ FailureOr<int64_t> NodeImporter::normalizeAxis(int64_t axis, int64_t rank,
   return axis < 0 ? axis + rank : axis;
 }
 
+FailureOr<llvm::SmallVector<int64_t>>
+NodeImporter::normalizeAxes(std::optional<llvm::ArrayRef<int64_t>> given,
+                            int64_t rank, llvm::StringRef what) {
+  llvm::SmallVector<int64_t> axes;
+  if (!given) {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+    return axes;
+  }
+  for (int64_t axis : *given) {
+    FailureOr<int64_t> d = normalizeAxis(axis, rank, what);
+    if (failed(d))
+      return failure();
+    axes.push_back(*d);
+  }
+  return axes;
+}
+
 FailureOr<Type> NodeImporter::elementType(int64_t onnxType) {
   if (Type t = onnxElementType(*context(), int32_t(onnxType)))
     return t;

@@ -164,18 +164,13 @@ LogicalResult convertResize(NodeImporter &n) {
     return n.unsupported("linear mode of a non-float input" + at);
 
   // The resized axes, and their scales or sizes.
-  llvm::SmallVector<int64_t> axes;
-  if (auto given = n.intsAttr("axes")) {
-    for (int64_t axis : *given) {
-      auto d = n.normalizeAxis(axis, rank, "axes");
-      if (failed(d))
-        return failure();
-      axes.push_back(*d);
-    }
-  } else {
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
-  }
+  std::optional<llvm::SmallVector<int64_t>> given = n.intsAttr("axes");
+  auto resized = n.normalizeAxes(
+      given ? std::optional<llvm::ArrayRef<int64_t>>(*given) : std::nullopt,
+      rank, "axes");
+  if (failed(resized))
+    return failure();
+  llvm::SmallVector<int64_t> &axes = *resized;
   int64_t k = int64_t(axes.size());
   llvm::SmallVector<double> scale(rank, 1.0);
   llvm::SmallVector<int64_t> out(type.getShape());

@@ -285,21 +285,20 @@ LogicalResult convertPad(NodeImporter &n) {
   if (failed(given))
     return failure();
   // Opset 18's axes input: pads holds begins and ends of those axes only.
-  llvm::SmallVector<int64_t> axes;
+  llvm::SmallVector<int64_t> axesGiven;
   if (n.hasInput(3)) {
     auto a = n.intsInput(3, "axes");
     if (failed(a))
       return failure();
-    for (int64_t axis : *a) {
-      auto d = n.normalizeAxis(axis, rank, "axes");
-      if (failed(d))
-        return failure();
-      axes.push_back(*d);
-    }
-  } else {
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
+    axesGiven = std::move(*a);
   }
+  auto padded = n.normalizeAxes(
+      n.hasInput(3) ? std::optional<llvm::ArrayRef<int64_t>>(axesGiven)
+                    : std::nullopt,
+      rank, "axes");
+  if (failed(padded))
+    return failure();
+  llvm::SmallVector<int64_t> &axes = *padded;
   int64_t k = int64_t(axes.size());
   if (int64_t(given->size()) != 2 * k)
     return n.fail("pads has " + std::to_string(given->size()) + " values for " +

@@ -240,7 +240,7 @@ TEST_F(TrainStepTest, GradClip) {
   auto out = run(*module, "train_step",
                  {f32({3, 2}, kW), f32({2}, kB), scalarI64(0), f32({4, 3}, kX),
                   f32({4, 2}, kT)});
-  ASSERT_EQ(out.size(), 3u);
+  ASSERT_EQ(out.size(), 4u); // loss, w, b, and grad_norm (clipping computes it)
   std::vector<double> w(kW.begin(), kW.end()), b(kB.begin(), kB.end());
   MseGrad g = mseGrad(w, b, kX, kT, 4);
   double sq = 0;
@@ -248,6 +248,8 @@ TEST_F(TrainStepTest, GradClip) {
     sq += v * v;
   for (double v : g.db)
     sq += v * v;
+  // The norm before clipping, as clip_grad_norm_ returns it.
+  expectNear(out[3], {std::sqrt(sq)}, 1e-6, "grad_norm");
   double coef = std::min(1.0, 0.5 / (std::sqrt(sq) + 1e-6));
   ASSERT_LT(coef, 0.5); // the clip is active
   for (int i = 0; i < 6; ++i)
