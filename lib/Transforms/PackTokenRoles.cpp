@@ -3,6 +3,7 @@
 
 #include "tcc/TccOps.h"
 
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -31,7 +32,7 @@ std::function<bool(unsigned, const Zero &)> never() {
 /// An elementwise op on token rows: the operands of the result's rank with
 /// token rows are packed; the others must broadcast along the rows.
 std::optional<Role> elementwise(Operation *op, const Geometry &g) {
-  if (op->getNumResults() != 1 || !isFloat(op->getResult(0)))
+  if (op->getNumResults() != 1)
     return std::nullopt;
   auto result = tensorOf(op->getResult(0));
   unsigned lead = rowDims(result, g);
@@ -57,7 +58,7 @@ std::optional<Role> elementwise(Operation *op, const Geometry &g) {
     return llvm::any_of(ops, [&](auto p) { return p.first == i; });
   };
   unsigned n = op->getNumOperands();
-  if (llvm::isa<MulOp>(op))
+  if (llvm::isa<MulOp, AndOp>(op))
     role.zeroPadded = [packed](unsigned, const Zero &zero) {
       return (packed(0) && zero(0)) || (packed(1) && zero(1));
     };
@@ -87,6 +88,15 @@ std::optional<Role> elementwise(Operation *op, const Geometry &g) {
     };
   else
     role.zeroPadded = never();
+  // x != c for an integer x in token rows: false at padding once x is
+  // packed with c there (eval_step's count of the labels not ignored).
+  auto cmp = llvm::dyn_cast<CmpOp>(op);
+  DenseIntElementsAttr c;
+  if (cmp && cmp.getPredicate() == CmpPredicate::ne && packed(0) &&
+      llvm::isa<IntegerType>(tensorOf(cmp.getLhs()).getElementType()) &&
+      matchPattern(cmp.getRhs(), m_Constant(&c)) && c.isSplat())
+    role.fill = Role::Fill{0, c.getSplatValue<APInt>().getSExtValue(),
+                           /*check=*/false, /*zeroResult=*/true};
   return role;
 }
 
@@ -258,8 +268,7 @@ std::optional<Role> crossEntropy(Value logits, Value labels,
   role.operands = {{0, Form::Row}, {1, Form::Row}};
   if (grad)
     role.results.push_back({0, Form::Row});
-  role.labelsOperand = 1;
-  role.ignoreIndex = ignoreIndex;
+  role.fill = Role::Fill{1, ignoreIndex, /*check=*/true, /*zeroResult=*/false};
   role.zeroPadded = [grad](unsigned, const Zero &) { return grad; };
   return role;
 }
@@ -281,6 +290,8 @@ std::optional<Role> roleOf(Operation *op, const Geometry &g) {
     return elementwise(op, g);
   return llvm::TypeSwitch<Operation *, std::optional<Role>>(op)
       .Case([&](ReshapeOp r) -> std::optional<Role> {
+        // Not integers: a loss's labels must reach it as they enter, to be
+        // packed with ignore_index at padding.
         if (!isFloat(r.getInput()) || !rowDims(r.getInput().getType(), g) ||
             !rowDims(r.getType(), g))
           return std::nullopt;

@@ -35,8 +35,18 @@ struct Role {
   llvm::SmallVector<std::pair<unsigned, Form>, 4> operands, results;
   /// A library call that may run over the valid rows only (tcc.token_rows).
   bool runsOverRows = false;
-  /// Labels of a loss: packed with this fill, checked at run time.
-  std::optional<int64_t> labelsOperand, ignoreIndex;
+  /// An operand whose padded rows enter the region as `value`: a loss's
+  /// labels (ignore_index, `check`ed at run time to be what the padded
+  /// tokens hold), or the integer compared with `value` by a `cmp ne`
+  /// (no check: whatever the padded tokens hold, the packed rows say
+  /// `value`, so the comparison is false there: `zeroResult`).
+  struct Fill {
+    unsigned operand;
+    int64_t value;
+    bool check;
+    bool zeroResult;
+  };
+  std::optional<Fill> fill;
   /// Sums over tokens: at least one of these operands must be zero at
   /// padding (else the sum would see the padded rows' values).
   llvm::SmallVector<unsigned, 2> needsZeroPadded;

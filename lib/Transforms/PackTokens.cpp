@@ -237,8 +237,11 @@ void Region::computeZeroPadded() {
       continue;
     const Role &role = roles[&op];
     auto zero = [&](unsigned i) { return zeroAt(op.getOpOperand(i)); };
+    // An operand entering packed with its fill value.
+    bool filled = role.fill && role.fill->zeroResult &&
+                  !internal(op.getOpOperand(role.fill->operand));
     for (auto [i, form] : role.results)
-      if (role.zeroPadded(i, zero))
+      if (filled || role.zeroPadded(i, zero))
         zeroPadded.insert(op.getResult(i));
   }
 }
@@ -330,33 +333,44 @@ void Region::rewrite() {
   Value rows = index.getRows(), cu = index.getCuSeqlens();
   Operation *top = index;
 
-  // Entries: one pack per value (and fill and check).
-  DenseMap<std::tuple<Value, int64_t, unsigned>, Value> packed;
-  auto pack = [&](Value v, int64_t fill, bool check) {
-    Value &p = packed[{v, fill, unsigned(check)}];
-    if (p)
-      return p;
-    Operation *def = v.getDefiningOp();
-    if (def && top->isBeforeInBlock(def))
-      b.setInsertionPointAfter(def);
-    else
-      b.setInsertionPointAfter(top);
-    auto op = PackOp::create(b, v.getLoc(), v, rows, APFloat(double(fill)),
-                             check);
-    ++packs;
-    return p = op.getResult();
+  // Entries: one pack per value and fill, checked when any use needs the
+  // check (the check holds for every use or the step stops).
+  struct Entry {
+    OpOperand *use;
+    int64_t fill;
+    bool check;
   };
+  SmallVector<Entry> entries;
+  DenseSet<std::pair<Value, int64_t>> checked;
   for (Operation *op : ops) {
     const Role &role = roles[op];
     for (auto [i, form] : role.operands) {
       OpOperand &use = op->getOpOperand(i);
       if (internal(use))
         continue;
-      if (role.labelsOperand && *role.labelsOperand == int64_t(i))
-        use.set(pack(use.get(), *role.ignoreIndex, true));
-      else
-        use.set(pack(use.get(), 0, zeroEntry(use)));
+      Entry e{&use, 0, zeroEntry(use)};
+      if (role.fill && role.fill->operand == i)
+        e = {&use, role.fill->value, role.fill->check};
+      entries.push_back(e);
+      if (e.check)
+        checked.insert({use.get(), e.fill});
     }
+  }
+  DenseMap<std::pair<Value, int64_t>, Value> packed;
+  for (Entry &e : entries) {
+    Value v = e.use->get();
+    Value &p = packed[{v, e.fill}];
+    if (!p) {
+      Operation *def = v.getDefiningOp();
+      if (def && top->isBeforeInBlock(def))
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPointAfter(top);
+      p = PackOp::create(b, v.getLoc(), v, rows, APFloat(double(e.fill)),
+                         checked.contains({v, e.fill}));
+      ++packs;
+    }
+    e.use->set(p);
   }
   // Exits: one unpack per value, for every use outside packed order.
   for (Operation *op : ops)

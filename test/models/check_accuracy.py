@@ -1,13 +1,14 @@
 #!/usr/bin/python3
-"""The eval accuracy of a tcc checkpoint of the MLP classifier, in PyTorch.
+"""The eval accuracy of a tcc checkpoint of a models.py classifier, in PyTorch.
 
-    check_accuracy.py STEP_DIR EVAL.npz LOG.csv
+    check_accuracy.py STEP_DIR EVAL.npz LOG.csv [--model NAME]
 
-Loads STEP_DIR/params.safetensors into models.py's MLP, classifies EVAL.npz's
-`x` (argmax of the logits, as torch.argmax) and counts the rows whose
-`labels` is not -100 (cross_entropy's ignore_index) predicted right. The
-log's eval_accuracy at the checkpoint's step must equal correct / counted
-(to 1e-7). Prints "accuracy ok: C/N"; exit 1 otherwise.
+Loads STEP_DIR/params.safetensors into models.py's model NAME (default
+mlp), classifies EVAL.npz (every array but `labels` is passed to forward by
+name; argmax of the logits' last dim, as torch.argmax) and counts the
+labels that are not -100 (cross_entropy's ignore_index) predicted right.
+The log's eval_accuracy at the checkpoint's step must equal correct /
+counted (to 1e-7). Prints "accuracy ok: C/N"; exit 1 otherwise.
 """
 
 import csv
@@ -17,21 +18,22 @@ import sys
 import numpy as np
 import torch
 
-MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "models")
-sys.path.insert(0, MODELS)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402
 import safetensors_np  # noqa: E402
 
 
 def main():
     step_dir, eval_npz, log = sys.argv[1:4]
+    name = sys.argv[5] if len(sys.argv) == 6 and sys.argv[4] == "--model" else "mlp"
     step = int(os.path.basename(os.path.normpath(step_dir)).split("-")[1])
-    model, _, _ = models.MODELS["mlp"]()
+    model, _, _ = models.MODELS[name]()
     params, _ = safetensors_np.read(os.path.join(step_dir, "params.safetensors"))
     model.load_state_dict({n: torch.from_numpy(np.array(a)) for n, a in params.items()})
     data = np.load(eval_npz)
     with torch.no_grad():
-        predicted = torch.argmax(model(torch.from_numpy(data["x"])), dim=-1).numpy()
+        inputs = {k: torch.from_numpy(data[k]) for k in data.files if k != "labels"}
+        predicted = torch.argmax(model(**inputs), dim=-1).numpy()
     labels = data["labels"]
     counted = labels != -100
     correct = int(((predicted == labels) & counted).sum())
