@@ -12,6 +12,7 @@
 
 #include "checkpoint/fingerprint.h"
 #include "data/safetensors.h"
+#include "plan/liveness.h"
 #include "plan/plan_json.h"
 #include "exec/ExecOps.h"
 #include "tcc/Codegen/KernelEmitter.h"
@@ -222,7 +223,8 @@ void summarize(ModuleOp lowered, const PlanData &data, ArtifactSummary &s) {
 }
 
 /// tcc-rematerialize's decisions (`tcc.remat` on @train_step), when it ran.
-std::optional<rt::MemoryBudget> memoryBudgetOf(ModuleOp module) {
+std::optional<rt::MemoryBudget>
+memoryBudgetOf(ModuleOp module, const ArtifactOptions &options) {
   auto step = module.lookupSymbol<func::FuncOp>("train_step");
   auto remat =
       step ? step->getAttrOfType<DictionaryAttr>("tcc.remat") : nullptr;
@@ -240,6 +242,7 @@ std::optional<rt::MemoryBudget> memoryBudgetOf(ModuleOp module) {
   if (auto names = remat.getAs<ArrayAttr>("recomputed"))
     for (auto name : names.getAsRange<StringAttr>())
       b.recomputed.push_back(name.str());
+  b.arenaTimelineUnbudgeted = options.unbudgetedTimeline;
   return b;
 }
 
@@ -269,7 +272,7 @@ rt::Manifest manifestOf(ModuleOp module, const ArtifactOptions &options,
     if (sched.kind == rt::Schedule::Cosine)
       sched.minLr = spec.minLr;
     m.accum = config->accum;
-    m.memoryBudget = memoryBudgetOf(module);
+    m.memoryBudget = memoryBudgetOf(module, options);
   }
   m.files = {{"plan", "plan.json"},
              {"weights", "weights.safetensors"},
@@ -563,10 +566,20 @@ FailureOr<SessionBytes> planSession(ModuleOp module) {
   bytes.working = s.workingBytes;
   bytes.optState = s.optStateBytes;
   bytes.constants = s.constantBytes;
-  for (const rt::Function &f : data->plan.functions)
-    if (f.name == "train_step")
-      for (const rt::TensorDesc &in : f.inputs)
-        bytes.inputs += in.bytes;
+  for (const rt::Function &f : data->plan.functions) {
+    if (f.name != "train_step")
+      continue;
+    for (const rt::TensorDesc &in : f.inputs)
+      bytes.inputs += in.bytes;
+    try {
+      rt::Dataflow flow = rt::analyzeDataflow(
+          f, [](const std::string &why) { rt::fail(TCC_ERROR_FORMAT, why); });
+      bytes.timeline = rt::timelinePeaks(
+          rt::heldArenaBytes(f, flow, f.arenaBytes), rt::kTimelineColumns);
+    } catch (const rt::Error &e) {
+      return module.emitError() << "the planned train_step: " << e.what();
+    }
+  }
   return bytes;
 }
 

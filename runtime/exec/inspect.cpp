@@ -6,6 +6,7 @@
 #include "exec/cpu_backend.h"
 #include "exec/gpu_cost.h"
 #include "exec/guard.h"
+#include "exec/memory_chart.h"
 #include "plan/calls.h"
 #ifdef TCC_HAVE_CUDA_BACKEND
 #include "exec/cuda_calls.h"
@@ -225,6 +226,9 @@ void print(const Artifact &art, std::ostream &out) {
         << "% of " << grouped(b->stepFlops) << ")\n";
     for (const std::string &op : b->recomputed)
       out << "    " << op << "\n";
+    for (const Function &fn : art.functions)
+      if (fn.name == "train_step")
+        printMemoryTimeline(out, fn, *b);
   }
 }
 

@@ -191,4 +191,29 @@ poisonSchedule(const Function &fn, const Dataflow &flow, int64_t arenaSize) {
   return schedule;
 }
 
+std::vector<int64_t> heldArenaBytes(const Function &fn, const Dataflow &flow,
+                                    int64_t arenaSize) {
+  std::vector<int64_t> held;
+  for (const std::vector<ByteRange> &free :
+       poisonSchedule(fn, flow, arenaSize)) {
+    int64_t bytes = arenaSize;
+    for (const ByteRange &r : free)
+      bytes -= r.end - r.begin;
+    held.push_back(bytes);
+  }
+  return held;
+}
+
+std::vector<int64_t> timelinePeaks(const std::vector<int64_t> &timeline,
+                                   size_t columns) {
+  size_t n = timeline.size();
+  if (n <= columns || columns == 0)
+    return timeline;
+  std::vector<int64_t> peaks(columns, 0);
+  for (size_t c = 0; c < columns; ++c)
+    for (size_t i = c * n / columns; i < (c + 1) * n / columns; ++i)
+      peaks[c] = std::max(peaks[c], timeline[i]);
+  return peaks;
+}
+
 } // namespace tcc::rt

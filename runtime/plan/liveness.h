@@ -61,6 +61,19 @@ Dataflow analyzeDataflow(const Function &fn,
 std::vector<std::vector<ByteRange>>
 poisonSchedule(const Function &fn, const Dataflow &flow, int64_t arenaSize);
 
+/// Per step (steps + 1 entries, as poisonSchedule): the arena bytes held
+/// before it, the bytes poisonSchedule does not free: the function's live
+/// arena timeline (`tcc inspect`'s memory chart; its maximum is at most the
+/// arena, which also holds the planner's gaps).
+std::vector<int64_t> heldArenaBytes(const Function &fn, const Dataflow &flow,
+                                    int64_t arenaSize);
+
+/// `timeline` in at most `columns` columns, each the largest entry of its
+/// share (column c holds entries [c*n/columns, (c+1)*n/columns)), so a
+/// peak survives the sampling. A shorter timeline is returned as it is.
+std::vector<int64_t> timelinePeaks(const std::vector<int64_t> &timeline,
+                                   size_t columns);
+
 } // namespace tcc::rt
 
 #endif // TCC_RUNTIME_PLAN_LIVENESS_H

@@ -237,7 +237,13 @@ struct FileIntegrity {
 struct MemoryBudget {
   int64_t budget = 0, arenaUnbudgeted = 0, stepFlops = 0, extraFlops = 0;
   std::vector<std::string> recomputed;
+  /// train_step's live arena bytes without the budget, in at most
+  /// kTimelineColumns columns (liveness.h's heldArenaBytes, then
+  /// timelinePeaks); empty in artifacts written before it existed.
+  std::vector<int64_t> arenaTimelineUnbudgeted;
 };
+/// The columns of the memory timelines `tcc inspect` charts.
+inline constexpr size_t kTimelineColumns = 64;
 
 /// manifest.json.
 struct Manifest {

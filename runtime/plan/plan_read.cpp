@@ -201,6 +201,20 @@ void readTrainingManifest(const JsonFile &file, const json &doc, Manifest &m) {
     for (size_t i = 0; i < ops.size(); ++i)
       b.recomputed.push_back(
           file.toString(ops[i], JsonFile::at("memory_budget.recomputed", i)));
+    if (const json *t = file.optField(*v, where, "arena_timeline_unbudgeted")) {
+      const char *at = "memory_budget.arena_timeline_unbudgeted";
+      if (!t->is_array() || t->size() > kTimelineColumns)
+        file.bad(at, "must be an array of at most " +
+                         std::to_string(kTimelineColumns) + " byte counts");
+      for (size_t i = 0; i < t->size(); ++i) {
+        int64_t bytes = file.toInt((*t)[i], JsonFile::at(at, i));
+        if (bytes < 0 || bytes > b.arenaUnbudgeted)
+          file.bad(JsonFile::at(at, i),
+                   "must be between 0 and arena_unbudgeted, got " +
+                       std::to_string(bytes));
+        b.arenaTimelineUnbudgeted.push_back(bytes);
+      }
+    }
   }
 
   const json &sched = file.field(doc, "", "schedule");

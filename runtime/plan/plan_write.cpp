@@ -171,7 +171,9 @@ std::string writeManifestJson(const Manifest &m) {
                          {"arena_unbudgeted", b->arenaUnbudgeted},
                          {"step_flops", b->stepFlops},
                          {"extra_flops", b->extraFlops},
-                         {"recomputed", b->recomputed}}});
+                         {"recomputed", b->recomputed},
+                         {"arena_timeline_unbudgeted",
+                          b->arenaTimelineUnbudgeted}}});
   }
   std::string out = "{\n";
   for (const auto &[key, value] : fields)

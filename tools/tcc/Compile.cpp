@@ -277,6 +277,7 @@ int compileModel(MLIRContext &context, const CommandErrors &errors,
     if (failed(planned))
       return errors.report(job.prefix);
     unbudgeted = *planned;
+    options.unbudgetedTimeline = planned->timeline;
     // --report charts the step without the budget beside the one with it.
     if (!report.empty()) {
       unbudgetedLowered = module->clone();

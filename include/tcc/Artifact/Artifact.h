@@ -68,6 +68,9 @@ struct ArtifactOptions {
   /// artifacts that a test writes and reads at once may skip it (the
   /// safetensors files are synced by data::writeSafetensors regardless).
   bool sync = true;
+  /// Under --memory-budget: train_step's live arena timeline without the
+  /// budget (SessionBytes::timeline), for the manifest's memory_budget.
+  std::vector<int64_t> unbudgetedTimeline;
 };
 
 /// What one step function of the artifact does.
@@ -104,6 +107,9 @@ struct ArtifactSummary {
 struct SessionBytes {
   int64_t arena = 0; ///< the largest arena over the functions
   int64_t params = 0, working = 0, optState = 0, inputs = 0, constants = 0;
+  /// train_step's live arena bytes in rt::kTimelineColumns columns (what
+  /// the manifest's memory_budget keeps of the unbudgeted plan).
+  std::vector<int64_t> timeline;
   int64_t outsideArena() const {
     return params + working + optState + inputs + constants;
   }
