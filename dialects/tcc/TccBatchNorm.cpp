@@ -103,19 +103,6 @@ BatchNormValues expandBatchNorm(OpBuilder &b, BatchNormOp op,
   return out;
 }
 
-void expandBatchNorms(Operation *root) {
-  SmallVector<BatchNormOp> ops;
-  root->walk([&](BatchNormOp op) { ops.push_back(op); });
-  for (BatchNormOp op : ops) {
-    OpBuilder b(op);
-    BatchNormValues v = expandBatchNorm(b, op, BatchNormMode::AsOp);
-    op.getResult().replaceAllUsesWith(v.result);
-    op.getNewMean().replaceAllUsesWith(v.newMean);
-    op.getNewVar().replaceAllUsesWith(v.newVar);
-    op.erase();
-  }
-}
-
 std::optional<std::string> batchCounterName(llvm::StringRef runningMean) {
   if (!runningMean.consume_back("running_mean") ||
       !(runningMean.empty() || runningMean.ends_with(".")))

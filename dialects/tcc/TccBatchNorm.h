@@ -31,9 +31,6 @@ struct BatchNormValues {
 BatchNormValues expandBatchNorm(mlir::OpBuilder &b, BatchNormOp op,
                                 BatchNormMode mode);
 
-/// Replaces every tcc.batch_norm under `root` by its AsOp expansion.
-void expandBatchNorms(mlir::Operation *root);
-
 /// PyTorch's name of the step counter of the batch norm whose running mean
 /// is the parameter `runningMean` (`bn1.running_mean` ->
 /// `bn1.num_batches_tracked`); none when the name is not PyTorch's.

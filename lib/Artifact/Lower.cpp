@@ -6,7 +6,6 @@
 
 #include "exec/ExecOps.h"
 #include "exec/MemoryPlan.h"
-#include "tcc/TccBatchNorm.h"
 #include "tcc/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -40,9 +39,6 @@ LogicalResult lowerInferenceModule(ModuleOp module, AfterStage afterStage,
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward || forward.isExternal())
     return module.emitError("the module has no @forward");
-  // Inference runs each batch norm in the mode the model gave it (the
-  // training step's builder picks modes itself).
-  expandBatchNorms(forward);
   return lowerModule(module, inferenceRoots(), afterStage, timing);
 }
 

@@ -68,6 +68,10 @@ SmallVector<PipelineStage> lowerStages(const LowerConfig &config) {
   return {
       {"drop-unreachable", "tcc-drop-unreachable",
        [drop](OpPassManager &pm) { pm.addPass(createDropUnreachable(drop)); }},
+      {"expand-batch-norm", "tcc-expand-batch-norm",
+       [](OpPassManager &pm) {
+         pm.addNestedPass<func::FuncOp>(createExpandBatchNorm());
+       }},
       {"pack-tokens", "tcc-pack-tokens",
        [](OpPassManager &pm) {
          pm.addNestedPass<func::FuncOp>(createPackTokens());

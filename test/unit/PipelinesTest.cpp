@@ -118,7 +118,7 @@ TEST(PipelinesTest, StagesInOrder) {
   lower.roots.assign(tcc::trainingRoots().begin(), tcc::trainingRoots().end());
   EXPECT_EQ(
       names(tcc::lowerStages(lower)),
-      (std::vector<std::string>{"drop-unreachable", "pack-tokens", "fuse-gemm-epilogue",
+      (std::vector<std::string>{"drop-unreachable", "expand-batch-norm", "pack-tokens", "fuse-gemm-epilogue",
                                 "fuse", "canonicalize", "cse", "lower-calls", "plan-memory"}));
 }
 

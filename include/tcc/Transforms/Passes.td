@@ -248,6 +248,43 @@ def LowerPrecision : Pass<"tcc-lower-precision", "mlir::func::FuncOp"> {
   let dependentDialects = ["::tcc::TccDialect"];
 }
 
+def ExpandBatchNorm : Pass<"tcc-expand-batch-norm", "mlir::func::FuncOp"> {
+  let summary = "Expand each tcc.batch_norm in the mode its `training` attribute gives";
+  let description = [{
+    Replaces every `tcc.batch_norm` by tcc ops (reductions and elementwise
+    ops, `expandBatchNorm` of `TccBatchNorm.h`) as the op says: with
+    `training = true` the batch statistics and ONNX's updated running
+    statistics, else the running statistics. The lowering pipeline
+    (`tcc-lower-pipeline`) runs it after `tcc-drop-unreachable`, so an
+    inference module's `@forward` (a `BatchNormalization` node of an
+    eval-mode export) lowers; `tcc-build-train-step` has already expanded
+    the batch norms of `@train_step` and `@eval_step` in PyTorch's modes,
+    so on a training module it finds none.
+
+    Before:
+    ```mlir
+    %y, %nm, %nv = tcc.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f64, momentum = 0.9 : f64}
+        : tensor<2x3x4xf32>, tensor<3xf32>
+    ```
+    After (without `training`: `(x - m) * (rsqrt(v + eps) * s) + b`, the
+    per-channel values reshaped to `[C, 1]` to broadcast over dims 2...):
+    ```mlir
+    %0 = tcc.reshape %m : (tensor<3xf32>) -> tensor<3x1xf32>
+    %1 = tcc.sub %x, %0 : (tensor<2x3x4xf32>, tensor<3x1xf32>) -> tensor<2x3x4xf32>
+    %2 = tcc.reshape %v : (tensor<3xf32>) -> tensor<3x1xf32>
+    %3 = tcc.constant dense<9.99999974E-6> : tensor<f32>
+    %4 = tcc.add %2, %3 : (tensor<3x1xf32>, tensor<f32>) -> tensor<3x1xf32>
+    %5 = tcc.reshape %s : (tensor<3xf32>) -> tensor<3x1xf32>
+    %6 = tcc.rsqrt %4 : (tensor<3x1xf32>) -> tensor<3x1xf32>
+    %7 = tcc.mul %6, %5 : (tensor<3x1xf32>, tensor<3x1xf32>) -> tensor<3x1xf32>
+    %8 = tcc.mul %1, %7 : (tensor<2x3x4xf32>, tensor<3x1xf32>) -> tensor<2x3x4xf32>
+    %9 = tcc.reshape %b : (tensor<3xf32>) -> tensor<3x1xf32>
+    %y = tcc.add %8, %9 : (tensor<2x3x4xf32>, tensor<3x1xf32>) -> tensor<2x3x4xf32>
+    ```
+  }];
+  let dependentDialects = ["::tcc::TccDialect"];
+}
+
 def DropUnreachable : Pass<"tcc-drop-unreachable", "mlir::ModuleOp"> {
   let summary = "Erase the functions that the root functions do not reach";
   let description = [{
