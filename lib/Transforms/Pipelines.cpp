@@ -100,8 +100,14 @@ LogicalResult runStages(ModuleOp module, ArrayRef<PipelineStage> stages,
   for (const PipelineStage &stage : stages) {
     PassManager pm(module.getContext());
     stage.add(pm);
-    if (timing)
-      pm.enableTiming(*timing);
+    // One scope per stage, named after it: MLIR keys pass timers by the
+    // pass object's address, which a later stage's pass may reuse, so that
+    // scopes shared by several stages would report it under another name.
+    TimingScope scope;
+    if (timing) {
+      scope = timing->nest(stage.name);
+      pm.enableTiming(scope);
+    }
     if (failed(pm.run(module)))
       return failure();
     if (afterStage && failed(afterStage(stage)))

@@ -1,0 +1,417 @@
+// Kernel source for exec.fusion, the indexing half (KernelWriter.h): layout
+// ops (transpose, slice, concat, gather and their gradients) read their
+// operand at the index their semantics give, a reduction loops over the
+// elements it reduces, and a column reduction (a sum over leading dims) gets
+// the host's blocked loop and the CUDA block path.
+#include "KernelWriter.h"
+
+#include "tcc/Codegen/KernelEmitter.h"
+
+#include "IndexExpr.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace tcc::codegen::detail {
+
+std::string KernelWriter::transposeAt(TransposeOp op, StringRef idx) {
+  SmallVector<int64_t> inStrides = rowMajorStrides(shapeOf(op.getInput()));
+  SmallVector<int64_t> strides;
+  for (int64_t p : op.getPerm())
+    strides.push_back(inStrides[p]);
+  return valueAt(op.getInput(),
+                 stridedIndexExpr(shapeOf(op.getResult()), strides, 0, idx));
+}
+
+std::string KernelWriter::sliceAt(SliceOp op, StringRef idx) {
+  SmallVector<int64_t> inStrides = rowMajorStrides(shapeOf(op.getInput()));
+  SmallVector<int64_t> strides;
+  int64_t base = 0;
+  for (size_t d = 0; d < inStrides.size(); ++d) {
+    // A negative stride walks down from `start`.
+    base += op.getStarts()[d] * inStrides[d];
+    strides.push_back(op.getStrides()[d] * inStrides[d]);
+  }
+  return valueAt(op.getInput(),
+                 stridedIndexExpr(shapeOf(op.getResult()), strides, base, idx));
+}
+
+std::string KernelWriter::sliceGradAt(SliceGradOp op, StringRef idx) {
+  // Zero unless, in every dim, the coordinate is start + k * stride with k
+  // below the gradient's size; then the gradient's element at the k's.
+  ArrayRef<int64_t> out = shapeOf(op.getResult());
+  ArrayRef<int64_t> grad = shapeOf(op.getResultGrad());
+  SmallVector<int64_t> gradStrides = rowMajorStrides(grad);
+  std::string type = ctype(op.getResult());
+  std::string name = fresh("v");
+  line(type + " " + name + " = " + type + "(0);");
+  open("");
+  SmallVector<std::string> conditions;
+  std::string gradIndex;
+  for (size_t d = 0; d < out.size(); ++d) {
+    int64_t start = op.getStarts()[d], stride = op.getStrides()[d];
+    if (grad[d] == 1 && out[d] == 1)
+      continue; // both coordinates are 0 (start is 0 then)
+    std::string k;
+    if (start == 0 && stride == 1 && grad[d] == out[d]) {
+      k = coordExpr(out, d, idx); // the whole dim
+    } else {
+      std::string t = fresh("t");
+      line("const int64_t " + t + " = " + coordExpr(out, d, idx) + " - " +
+           std::to_string(start) + ";");
+      if (stride == 1) {
+        k = t;
+        conditions.push_back(t + " >= 0 && " + t + " < " +
+                             std::to_string(grad[d]));
+      } else {
+        k = t + " / " + std::to_string(stride);
+        conditions.push_back(t + " % " + std::to_string(stride) + " == 0 && " +
+                             k + " >= 0 && " + k + " < " +
+                             std::to_string(grad[d]));
+      }
+    }
+    std::string term = gradStrides[d] == 1
+                           ? "(" + k + ")"
+                           : "(" + k + ") * " + std::to_string(gradStrides[d]);
+    gradIndex = gradIndex.empty() ? term : gradIndex + " + " + term;
+  }
+  std::string cond = conditions.empty() ? "true" : conditions[0];
+  for (size_t c = 1; c < conditions.size(); ++c)
+    cond += " && " + conditions[c];
+  open("if (" + cond + ")");
+  std::string value =
+      valueAt(op.getResultGrad(), gradIndex.empty() ? "0" : gradIndex);
+  line(name + " = " + value + ";");
+  close();
+  close();
+  return name;
+}
+
+std::string KernelWriter::concatAt(ConcatOp op, StringRef idx) {
+  ArrayRef<int64_t> out = shapeOf(op.getResult());
+  int64_t axis = op.getAxis();
+  int64_t inner = product(out.drop_front(axis + 1));
+  int64_t outer = product(out.take_front(axis));
+  std::string type = ctype(op.getResult());
+  std::string name = fresh("v");
+  line(type + " " + name + " = " + type + "(0);");
+  open("");
+  std::string c = fresh("c");
+  line("const int64_t " + c + " = " + coordExpr(out, axis, idx) + ";");
+  std::string o = outer == 1 ? "0" : fresh("o");
+  if (outer != 1)
+    line("const int64_t " + o + " = " + idx.str() + " / " +
+         std::to_string(out[axis] * inner) + ";");
+  std::string e = inner == 1 ? "" : " + " + idx.str() + " % " + std::to_string(inner);
+  SmallVector<std::pair<Value, int64_t>> pieces; // non-empty inputs, offsets
+  int64_t offset = 0;
+  for (Value input : op.getInputs()) {
+    if (product(shapeOf(input)) != 0)
+      pieces.push_back({input, offset});
+    offset += shapeOf(input)[axis];
+  }
+  for (auto [k, piece] : llvm::enumerate(pieces)) {
+    auto [input, start] = piece;
+    int64_t size = shapeOf(input)[axis];
+    std::string cond = "if (" + c + " < " + std::to_string(start + size) + ")";
+    if (pieces.size() == 1)
+      open("");
+    else if (k == 0)
+      open(cond);
+    else
+      reopen(k + 1 < pieces.size() ? "else " + cond : "else");
+    std::string index;
+    if (outer != 1)
+      index = o + " * " + std::to_string(size * inner) + " + ";
+    std::string col =
+        start == 0 ? c : "(" + c + " - " + std::to_string(start) + ")";
+    index += inner == 1 ? col : col + " * " + std::to_string(inner);
+    index += e;
+    std::string value = valueAt(input, index);
+    line(name + " = " + value + ";");
+  }
+  if (!pieces.empty())
+    close();
+  close();
+  return name;
+}
+
+std::string KernelWriter::gatherAt(GatherOp op, StringRef idx) {
+  ArrayRef<int64_t> data = shapeOf(op.getData());
+  int64_t axis = op.getAxis(), dim = data[axis];
+  int64_t inner = product(data.drop_front(axis + 1));
+  int64_t count = product(shapeOf(op.getIndices()));
+  std::string type = ctype(op.getResult());
+  std::string name = fresh("v");
+  // An index outside [-dim, dim) reads 0 (the interpreter reports it).
+  line(type + " " + name + " = " + type + "(0);");
+  open("");
+  std::string j = count == 1 ? "0" : fresh("g");
+  if (count != 1)
+    line("const int64_t " + j + " = " +
+         (inner == 1 ? idx.str() : idx.str() + " / " + std::to_string(inner)) +
+         " % " + std::to_string(count) + ";");
+  std::string index = fresh("k");
+  line("int64_t " + index + " = int64_t(" + valueAt(op.getIndices(), j) + ");");
+  line("if (" + index + " < 0) " + index + " += " + std::to_string(dim) + ";");
+  open("if (" + index + " >= 0 && " + index + " < " + std::to_string(dim) + ")");
+  std::string at;
+  if (product(data.take_front(axis)) != 1)
+    at = "(" + idx.str() + " / " + std::to_string(count * inner) + ") * " +
+         std::to_string(dim * inner) + " + ";
+  at += inner == 1 ? index : index + " * " + std::to_string(inner);
+  if (inner != 1)
+    at += " + " + idx.str() + " % " + std::to_string(inner);
+  line(name + " = " + valueAt(op.getData(), at) + ";");
+  close();
+  close();
+  return name;
+}
+
+std::string KernelWriter::gatherGradAt(GatherGradOp op, StringRef idx) {
+  // Sum, in index order, of the gradient slices whose index is this
+  // element's coordinate along the axis (accumulated in the element type,
+  // from +0, as the interpreter's scatter-add).
+  ArrayRef<int64_t> out = shapeOf(op.getResult());
+  int64_t axis = op.getAxis(), dim = out[axis];
+  int64_t inner = product(out.drop_front(axis + 1));
+  int64_t outer = product(out.take_front(axis));
+  int64_t count = product(shapeOf(op.getIndices()));
+  std::string type = ctype(op.getResult());
+  std::string name = fresh("v");
+  line(type + " " + name + " = " + type + "(0);");
+  open("");
+  std::string c = fresh("c");
+  line("const int64_t " + c + " = " + coordExpr(out, axis, idx) + ";");
+  std::string j = fresh("r");
+  open("for (int64_t " + j + " = 0; " + j + " < " + std::to_string(count) +
+       "; ++" + j + ")");
+  std::string index = fresh("k");
+  line("int64_t " + index + " = int64_t(" + valueAt(op.getIndices(), j) + ");");
+  line("if (" + index + " < 0) " + index + " += " + std::to_string(dim) + ";");
+  open("if (" + index + " == " + c + ")");
+  std::string at;
+  if (outer != 1)
+    at = "(" + idx.str() + " / " + std::to_string(dim * inner) + ") * " +
+         std::to_string(count * inner) + " + ";
+  at += inner == 1 ? j : j + " * " + std::to_string(inner);
+  if (inner != 1)
+    at += " + " + idx.str() + " % " + std::to_string(inner);
+  std::string g = valueAt(op.getResultGrad(), at);
+  line(name + " = " + name + " + " + g + ";");
+  close();
+  close();
+  close();
+  return name;
+}
+
+std::string KernelWriter::reduceAt(Operation *op, ArrayRef<int64_t> axes,
+                                   StringRef idx) {
+  // The interpreter's reduction: for each output element, the input
+  // elements it covers in row-major order; sums and means accumulate in
+  // double (int64 for integers, wrapping) and round once, max/min stay in
+  // the element type and propagate NaN.
+  Value input = op->getOperand(0);
+  Type elem = elementType(input);
+  if (!cppType(elem) || elem.isInteger(1))
+    return fail(op, "unsupported element type for a reduction");
+  bool isFloat = llvm::isa<FloatType>(elem);
+  std::string type = cppType(elem)->str();
+  ArrayRef<int64_t> in = shapeOf(input);
+  SmallVector<int64_t> inStrides = rowMajorStrides(in);
+  SmallVector<int64_t> keptShape, keptStrides, redShape, redStrides;
+  for (size_t d = 0; d < in.size(); ++d) {
+    bool reduced = llvm::is_contained(axes, static_cast<int64_t>(d));
+    (reduced ? redShape : keptShape).push_back(in[d]);
+    (reduced ? redStrides : keptStrides).push_back(inStrides[d]);
+  }
+  int64_t count = product(redShape);
+  bool sum = llvm::isa<ReduceSumOp, ReduceMeanOp>(op);
+  bool isMax = llvm::isa<ReduceMaxOp>(op);
+  std::string accType = sum ? (isFloat ? "double" : "int64_t") : type;
+  std::string init;
+  if (sum)
+    init = accType + "(0)";
+  else if (elem.isF32() || !halfName(elem).empty())
+    init = isMax ? "tcc_k::f32_bits(0xff800000u)" : "tcc_k::f32_bits(0x7f800000u)";
+  else if (elem.isF64())
+    init = isMax ? "tcc_k::f64_bits(0xfff0000000000000ull)"
+                 : "tcc_k::f64_bits(0x7ff0000000000000ull)";
+  else if (elem.isInteger(32))
+    init = isMax ? "INT32_MIN" : "INT32_MAX";
+  else
+    init = isMax ? "INT64_MIN" : "INT64_MAX";
+
+  std::string base = materialize(stridedIndexExpr(keptShape, keptStrides, 0, idx));
+  std::string acc = fresh("acc");
+  line(accType + " " + acc + " = " + init + ";");
+  if (count != 0) { // else the empty reduction's value, with no loop
+    std::string r = fresh("r");
+    open("for (int64_t " + r + " = 0; " + r + " < " + std::to_string(count) +
+         "; ++" + r + ")");
+    std::string offset = stridedIndexExpr(redShape, redStrides, 0, r);
+    std::string at = base == "0"     ? offset
+                     : offset == "0" ? base
+                                     : base + " + " + offset;
+    std::string x = valueAt(input, at);
+    if (sum)
+      line(acc + " = " +
+           (isFloat ? acc + " + static_cast<double>(" + x + ")"
+                    : "tcc_k::wrap_add(" + acc + ", int64_t(" + x + "))") +
+           ";");
+    else
+      line(acc + " = tcc_k::" + (isFloat ? "nan_" : "int_") +
+           (isMax ? "max" : "min") + "(" + acc + ", " + x + ");");
+    close();
+  }
+  std::string result;
+  if (!llvm::isa<ReduceMeanOp>(op))
+    result = "static_cast<" + type + ">(" + acc + ")";
+  else if (isFloat)
+    result = "static_cast<" + type + ">(" + acc + " / static_cast<double>(" +
+             std::to_string(count) + "))";
+  else // integer mean truncates; an empty one is 0
+    result = count == 0 ? type + "(0)"
+                        : "static_cast<" + type + ">(" + acc + " / int64_t(" +
+                              std::to_string(count) + "))";
+  std::string name = fresh("v");
+  line("const " + type + " " + name + " = " + result + ";");
+  return name;
+}
+
+std::optional<ColumnReduction> columnReduction(exec::FusionOp fusion) {
+  Block &body = fusion.getBody().front();
+  auto yield = llvm::cast<exec::YieldOp>(body.getTerminator());
+  Operation *op = yield.getValues()[0].getDefiningOp();
+  if (!op || !llvm::isa<ReduceSumOp, ReduceMeanOp>(op))
+    return std::nullopt;
+  Value input = op->getOperand(0);
+  Type elem = elementType(input);
+  if (!elem.isF32() && !elem.isF64())
+    return std::nullopt;
+  ArrayRef<int64_t> in = shapeOf(input);
+  SmallVector<int64_t> axes(llvm::isa<ReduceSumOp>(op)
+                                ? llvm::cast<ReduceSumOp>(op).getAxes()
+                                : llvm::cast<ReduceMeanOp>(op).getAxes());
+  llvm::sort(axes);
+  for (size_t a = 0; a < axes.size(); ++a)
+    if (axes[a] != int64_t(a))
+      return std::nullopt; // not the leading dims
+  int64_t count = product(in.take_front(axes.size()));
+  int64_t inner = product(in.drop_front(axes.size()));
+  if (axes.empty() || count < 2 || inner < 2)
+    return std::nullopt;
+  return ColumnReduction{op, count, inner};
+}
+
+bool KernelWriter::writeColumnReduction() {
+  std::optional<ColumnReduction> cr = columnReduction(fusion);
+  if (!cr)
+    return false;
+  Operation *op = cr->op;
+  Value input = op->getOperand(0);
+  const int64_t count = cr->count, inner = cr->inner;
+  const std::string countText = std::to_string(count);
+  // Output element i sums in[i + r * inner] over r in order, as the scalar
+  // loop does; the host computes Block consecutive outputs at once, with the
+  // loop over them innermost, so the compiler vectorises across outputs and
+  // each output's sum keeps its order (the same bits).
+  std::string type = ctype(input);
+  auto resultOf = [&](const std::string &acc) {
+    return llvm::isa<ReduceMeanOp>(op) ? "static_cast<" + type + ">(" + acc +
+                                             " / static_cast<double>(" +
+                                             countText + "))"
+                                       : "static_cast<" + type + ">(" + acc +
+                                             ")";
+  };
+  constexpr int64_t Block = 64;
+  os << "#if !TCC_KERNEL_GRID\n";
+  os << "  // A column reduction: " << Block
+     << " outputs at a time, each summed in order.\n";
+  depth = 1;
+  open("for (int64_t i0 = begin; i0 < end; i0 += " + std::to_string(Block) +
+       ")");
+  line("const int64_t n0 = end - i0 < " + std::to_string(Block) +
+       " ? end - i0 : " + std::to_string(Block) + ";");
+  line("double acc[" + std::to_string(Block) + "];");
+  line("for (int64_t l = 0; l < n0; ++l) acc[l] = 0.0;");
+  open("for (int64_t r = 0; r < " + countText + "; ++r)");
+  open("for (int64_t l = 0; l < n0; ++l)");
+  line("const int64_t i = i0 + l;");
+  std::string x = valueAt(input, "i + r * " + std::to_string(inner));
+  if (failed)
+    return true;
+  line("acc[l] = acc[l] + static_cast<double>(" + x + ");");
+  close();
+  close();
+  line("for (int64_t l = 0; l < n0; ++l) out[i0 + l] = " + resultOf("acc[l]") +
+       ";");
+  close();
+  line("return;");
+  os << "#endif\n";
+  if (launchShape(fusion).outputsPerBlock == 0) {
+    next = 0;
+    return true;
+  }
+  // On the device: one block per 32 consecutive outputs (the launch has
+  // ceil(n / 32) blocks of 1024 threads, plan "outputs_per_block"), its
+  // warps taking every (warps)-th row, so each warp reads 32 adjacent
+  // columns of a row; the warps' double partial sums are added in warp
+  // order. Sums in double are
+  // exact for all but widely ranged data, so this gives the host's bits in
+  // practice, not by construction. Other block shapes (not whole warps)
+  // take the one-thread-per-output loop below. The CUDA thread emulation
+  // runs it too (a block's threads as host threads, tcc_kernel.h).
+  os << "#if TCC_KERNEL_GRID\n";
+  os << "  // A column reduction of " << countText
+     << " rows: a block per 32 outputs, its warps splitting the rows.\n";
+  open("if (blockDim.x % 32 == 0 && blockDim.x <= 1024)");
+  line("__shared__ double part[32][33];");
+  line("const int lane = int(threadIdx.x % 32), w = int(threadIdx.x / 32);");
+  line("const int warps = int(blockDim.x / 32);");
+  open("for (int64_t i0 = begin + int64_t(blockIdx.x) * 32; i0 < end; "
+       "i0 += int64_t(gridDim.x) * 32)");
+  line("const int64_t i = i0 + lane;");
+  line("double acc = 0.0;");
+  open("if (i < end)");
+  // Eight rows per round, their loads issued before the adds (a warp's
+  // rows are latency-bound otherwise: one load in flight); the adds keep
+  // the row order.
+  line("int64_t r = w;");
+  open("for (; r + 7 * warps < " + countText + "; r += 8 * warps)");
+  std::vector<std::string> xs;
+  for (int k = 0; k < 8; ++k) {
+    std::string rk = "r" + std::to_string(k);
+    line("const int64_t " + rk + " = r + " + std::to_string(k) + " * warps;");
+    xs.push_back(valueAt(input, "i + " + rk + " * " + std::to_string(inner)));
+    if (failed)
+      return true;
+  }
+  for (const std::string &xk : xs)
+    line("acc = acc + static_cast<double>(" + xk + ");");
+  close();
+  open("for (; r < " + countText + "; r += warps)");
+  x = valueAt(input, "i + r * " + std::to_string(inner));
+  if (failed)
+    return true;
+  line("acc = acc + static_cast<double>(" + x + ");");
+  close();
+  close();
+  line("part[w][lane] = acc;");
+  line("__syncthreads();");
+  open("if (w == 0 && i < end)");
+  line("double total = 0.0;");
+  line("for (int k = 0; k < warps; ++k) total = total + part[k][lane];");
+  line("out[i] = " + resultOf("total") + ";");
+  close();
+  line("__syncthreads();");
+  close();
+  line("return;");
+  close();
+  os << "#endif\n";
+  next = 0;
+  return true;
+}
+
+} // namespace tcc::codegen::detail

@@ -1,0 +1,169 @@
+// The kernel writer of exec.fusion (KernelEmitter.cpp: the elementwise
+// ops, the kernel's frame and its vector and concat paths;
+// KernelIndexing.cpp: layout ops at their index maps, reductions and the
+// column-reduction paths), and the element-type helpers both use. Internal
+// to lib/Codegen.
+#ifndef TCC_LIB_CODEGEN_KERNELWRITER_H
+#define TCC_LIB_CODEGEN_KERNELWRITER_H
+
+#include "exec/ExecOps.h"
+#include "tcc/TccOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace tcc::codegen::detail {
+
+using mlir::ArrayRef;
+using mlir::LogicalResult;
+using mlir::Operation;
+using mlir::SmallVector;
+using mlir::StringRef;
+using mlir::Twine;
+using mlir::Type;
+using mlir::Value;
+using llvm::raw_ostream;
+
+/// The C++ type a kernel computes an element type in (bf16 and f16: float).
+std::optional<StringRef> cppType(Type elem);
+/// "bf16" / "f16" for the 16-bit storage types, else "".
+StringRef halfName(Type elem);
+/// The C++ type a kernel's buffers hold `elem` in: uint16_t bit patterns for
+/// bf16 and f16, else cppType.
+std::optional<StringRef> storageType(Type elem);
+Type elementType(Value v);
+/// A literal of `elem` with exactly the splat's value.
+std::optional<std::string> splatLiteral(mlir::DenseElementsAttr dense);
+const char *cmpOperator(CmpPredicate pred);
+ArrayRef<int64_t> shapeOf(Value v);
+
+/// A fusion that yields a float sum or mean over leading dims: its op, the
+/// reduced count (rows) and the kept count (columns, the outputs).
+struct ColumnReduction {
+  Operation *op = nullptr;
+  int64_t count = 0, inner = 0;
+};
+
+/// The fusion's column reduction, or nullopt when it yields none.
+std::optional<ColumnReduction> columnReduction(exec::FusionOp fusion);
+
+/// Column reductions of at least this many rows get the CUDA block path.
+constexpr int64_t kBlockReduceRows = 256;
+/// The outputs one block of that path sums (a warp's width) and its threads.
+constexpr int64_t kBlockReduceColumns = 32, kBlockReduceThreads = 1024;
+
+/// Writes one kernel. Each body value is computed on demand, starting from
+/// the yielded value at the output index `i`: valueAt(v, idx) emits the
+/// statements computing `v`'s element at flat index `idx` of `v`'s own
+/// shape and returns the C++ name (or literal) holding it. Elementwise ops
+/// read their operands at the numpy-broadcast index, structured ops at the
+/// index their semantics give (a reduction in a loop). A value is computed
+/// once per (index, scope): the cache is scoped like the C++ blocks emitted
+/// for loops and branches.
+class KernelWriter {
+public:
+  KernelWriter(exec::FusionOp fusion, raw_ostream &os)
+      : fusion(fusion), os(os), sink(&os) {}
+
+  LogicalResult write();
+
+  /// After write(): the elements per thread of the CUDA variant's vector
+  /// path (TCC_VECTOR_LOOP), or 1 for a kernel without one.
+  int64_t vectorWidth() const { return width; }
+
+private:
+  /// The C++ expression computing elementwise `op` from its operands'
+  /// expressions `args`, or "" when it is not supported.
+  std::string expression(Operation *op, ArrayRef<std::string> args);
+
+  std::string valueAt(Value v, StringRef idx);
+  /// Writes the statements computing the output element at `i` (from the
+  /// yielded value; converted to the storage type) and returns it.
+  std::string outputElement();
+  std::string elementwiseAt(Operation *op, StringRef idx);
+  std::string transposeAt(TransposeOp op, StringRef idx);
+  std::string sliceAt(SliceOp op, StringRef idx);
+  std::string sliceGradAt(SliceGradOp op, StringRef idx);
+  std::string concatAt(ConcatOp op, StringRef idx);
+  std::string gatherAt(GatherOp op, StringRef idx);
+  std::string gatherGradAt(GatherGradOp op, StringRef idx);
+  std::string reduceAt(Operation *op, ArrayRef<int64_t> axes, StringRef idx);
+  /// Writes the host's blocked loop of a kernel that yields a float sum or
+  /// mean over leading dims (a column reduction) and returns true, or
+  /// writes nothing and returns false for any other kernel.
+  bool writeColumnReduction();
+  /// Writes the host's loops of a kernel that yields a 1-D f32/f64 concat
+  /// (one loop per piece, no per-element search for the piece) and returns
+  /// true, or writes nothing and returns false for any other kernel.
+  bool writeConcatPieces();
+
+  /// Fails the kernel with an error on `op`; returns "".
+  std::string fail(Operation *op, const Twine &message) {
+    if (!failed)
+      op->emitOpError("kernel codegen: ") << message.str();
+    failed = true;
+    return "";
+  }
+  std::string fresh(StringRef prefix) {
+    return prefix.str() + std::to_string(next++);
+  }
+  /// `expr` as something usable as an index variable: itself when it is a
+  /// name or a literal, else a new `const int64_t` holding it.
+  std::string materialize(StringRef expr) {
+    if (llvm::all_of(expr, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
+      return expr.str();
+    std::string var = fresh("j");
+    line("const int64_t " + var + " = " + expr + ";");
+    return var;
+  }
+  /// The C++ element type of `v`.
+  std::string ctype(Value v) {
+    return cppType(elementType(v)).value_or("").str();
+  }
+  void line(const Twine &text) {
+    sink->indent(2 * depth) << text << "\n";
+  }
+  /// Opens a C++ block (`text {`, or a bare `{`) and its cache scope.
+  void open(const std::string &text) {
+    line(text.empty() ? "{" : text + " {");
+    ++depth;
+    scopes.emplace_back();
+  }
+  /// `} text {`: closes the block and opens the next (an else branch).
+  void reopen(const std::string &text) {
+    scopes.pop_back();
+    --depth;
+    line("} " + text + " {");
+    ++depth;
+    scopes.emplace_back();
+  }
+  void close(StringRef tail = "}") {
+    scopes.pop_back();
+    --depth;
+    line(tail);
+  }
+
+  exec::FusionOp fusion;
+  raw_ostream &os;
+  raw_ostream *sink; ///< where line() writes: os, or a kernel part
+  unsigned depth = 0, next = 0;
+  bool failed = false;
+  /// Lane mode (the element function of a vectorised kernel): a block
+  /// argument with at least the output's elements read at the output index
+  /// `i` is the element function's parameter x<arg> instead of in<arg>[i].
+  bool laneMode = false;
+  int64_t outElements = 0;
+  SmallVector<unsigned> laneArgs; ///< in order of first read
+  int64_t width = 1;
+  /// (value, index expression) -> C++ name, one map per open C++ block.
+  SmallVector<std::map<std::pair<void *, std::string>, std::string>> scopes;
+};
+
+} // namespace tcc::codegen::detail
+
+#endif // TCC_LIB_CODEGEN_KERNELWRITER_H
