@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <utility>
 
@@ -586,6 +587,14 @@ static int runTrainingCommand(const std::string &program,
                   artifact +
                   " differs between the ranks (plan.json or manifest.json); "
                   "every rank must run the same artifact");
+    std::shared_ptr<rt::dp::Group> group(
+        rt::dp::openGroup(world.comm, timeout).release());
+    options.sumOverRanks = [group](std::vector<double> &values) {
+      group->start(reinterpret_cast<uint8_t *>(values.data()),
+                   int64_t(values.size()), data::DType::F64, /*mean=*/false,
+                   "the evaluation's sums");
+      group->waitAll();
+    };
     if (world.rank != 0) { // rank 0 alone logs and writes the profile
       profileFlags.json.clear();
       options.log.clear();
