@@ -1,4 +1,5 @@
 #include "run/cli.h"
+#include "run/dp_inspect.h"
 #include "run/profile.h"
 #include "run/session_engine.h"
 
@@ -623,7 +624,9 @@ static int runTrainingCommand(const std::string &program,
 int inspectCommand(const std::string &program, std::vector<std::string> args) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     std::cout << "usage: " << asTyped(program)
-              << " ARTIFACT.tcc [--gpu NAME [--tf32]]\n\nPrints an artifact's "
+              << " ARTIFACT.tcc [--gpu NAME [--tf32]] [--data-parallel N "
+                 "--link-gbps B\n       [--profile-json FILE]]\n\nPrints an "
+                 "artifact's "
                  "inputs, parameters, kernels, memory plan and peak memory.\n\n"
                  "  --gpu NAME   also the GPU cost model on NAME ("
               << tcc::rt::gpuSpecNames()
@@ -633,13 +636,32 @@ int inspectCommand(const std::string &program, std::vector<std::string> args) {
                  "               tokens/s, the kernels that cannot fill the "
                  "device (an estimate)\n"
                  "  --tf32       with --gpu: f32 GEMMs on TF32 tensor cores "
-                 "(TCC_CUDA_TF32=1)\n";
+                 "(TCC_CUDA_TF32=1)\n"
+                 "  --data-parallel N --link-gbps B [--profile-json FILE]\n"
+                 "               in place of the summary, the scaling "
+                 "estimate on N ranks\n"
+                 "               over a B Gbit/s link: per gradient bucket "
+                 "the ring all-reduce\n"
+                 "               and what backward hides of it, the exposed "
+                 "communication and\n"
+                 "               the efficiency, from the step times FILE "
+                 "(tcc run\n"
+                 "               --profile-json) measured or --gpu NAME "
+                 "predicts\n";
     return 0;
   }
   const tcc::rt::GpuSpec *gpu = nullptr;
   bool tf32 = false;
+  DpInspectFlags dp;
   std::vector<std::string> rest;
   for (size_t i = 0; i < args.size(); ++i) {
+    std::string flagError;
+    if (takeDpInspectFlag(args, i, dp, flagError))
+      continue;
+    if (!flagError.empty()) {
+      std::cerr << "tcc: " << program << ": " << flagError << "\n";
+      return 1;
+    }
     const std::string &a = args[i];
     if (a == "--gpu" || a.rfind("--gpu=", 0) == 0) {
       std::string name = a == "--gpu" ? (i + 1 < args.size() ? args[++i] : "")
@@ -657,8 +679,10 @@ int inspectCommand(const std::string &program, std::vector<std::string> args) {
       continue;
     }
     if (a.size() > 1 && a[0] == '-') {
-      std::cerr << "tcc: " << program << ": "
-                << unknownFlagMessage(a, {"--help", "--gpu", "--tf32"}) << "\n";
+      std::vector<std::string> known = {"--help", "--gpu", "--tf32"};
+      known.insert(known.end(), kDpInspectFlags.begin(), kDpInspectFlags.end());
+      std::cerr << "tcc: " << program << ": " << unknownFlagMessage(a, known)
+                << "\n";
       return 1;
     }
     rest.push_back(a);
@@ -678,6 +702,8 @@ int inspectCommand(const std::string &program, std::vector<std::string> args) {
     std::cerr << "tcc: " << error << "\n";
     return 1;
   }
+  if (dp.any())
+    return printDpInspect(program, args[0], dp, gpu, tf32);
   if (tcc::rt::inspectArtifact(args[0], std::cout, error, gpu, tf32) !=
       TCC_OK) {
     std::cerr << "tcc: " << error << "\n";
