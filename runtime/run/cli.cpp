@@ -5,6 +5,7 @@
 
 #include "data/sha256.h"
 #include "exec/dp.h"
+#include "exec/dp_nccl.h"
 #include "exec/gpu_cost.h"
 #include "exec/inspect.h"
 #include "plan/plan.h"
@@ -603,8 +604,24 @@ static int runTrainingCommand(const std::string &program,
       options.progress = "none";
     }
   }
+  // On CUDA the ranks reduce over NCCL, the local rank r on device
+  // --device + r; the communicator outlives the session.
+  std::unique_ptr<void, void (*)(void *)> nccl(nullptr,
+                                               rt::dp::destroyNcclComm);
+  void *comm = world.comm;
+  if (world.size > 1 && backend == "cuda") {
+    if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
+      device += std::atoi(local);
+    try {
+      nccl.reset(rt::dp::createNcclComm(world.rank, world.size, int(device),
+                                        rt::dp::broadcastFromRank0));
+    } catch (const data::Error &e) {
+      return fail(program + ": " + e.what());
+    }
+    comm = nccl.get();
+  }
   std::unique_ptr<SessionEngine> engine = SessionEngine::open(
-      artifact, backend, int32_t(device), error, world.comm, timeout);
+      artifact, backend, int32_t(device), error, comm, timeout);
   if (!engine)
     return fail(error);
   Profiler profiler;
