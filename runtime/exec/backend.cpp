@@ -74,10 +74,9 @@ std::unique_ptr<Backend> makeBackend(const SessionOptions &options,
   checkBackendOptions(options);
   checkRanks(artifact);
   if (options.backend == "cuda" &&
-      options.communicatorKind != TCC_COMMUNICATOR_NONE)
-    fail(TCC_ERROR_BACKEND, "backend 'cuda' does not run collectives over a "
-                            "communicator yet (data-parallel training runs "
-                            "on 'cpu' over MPI)");
+      options.communicatorKind == TCC_COMMUNICATOR_MPI)
+    fail(TCC_ERROR_BACKEND, "backend 'cuda' runs collectives over NCCL "
+                            "(TCC_COMMUNICATOR_NCCL), not MPI");
 #ifdef TCC_HAVE_CUDA_BACKEND
   if (options.backend == "cuda")
     return makeCudaBackend(options, artifact);

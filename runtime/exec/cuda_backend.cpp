@@ -15,9 +15,10 @@
 
 #include "exec/cuda_backend.h"
 
-#include "exec/allocator.h"
 #include "data/half.h"
+#include "exec/allocator.h"
 #include "exec/cuda_calls.h"
+#include "exec/dp_nccl.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/gemm.h"
 
@@ -269,6 +270,10 @@ private:
   void *workspace = nullptr;     // device
   size_t workspaceBytes = 0;
   int64_t hostStep = 0;
+  /// With an NCCL communicator: the collectives' group, and per function
+  /// which steps read a collective's result (they wait for it).
+  std::unique_ptr<dp::NcclGroup> nccl;
+  std::vector<std::vector<bool>> readsCollective;
 };
 
 CudaBackend::CudaBackend(const SessionOptions &options,
@@ -339,6 +344,37 @@ void CudaBackend::init(const SessionOptions &options) {
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
           "cudaStreamCreate");
     ownStream = true;
+  }
+  if (options.communicatorKind == TCC_COMMUNICATOR_NCCL) {
+    nccl = dp::openNcclGroup(options.communicator, options.collectiveTimeout);
+    for (const Function &fn : art.functions) {
+      std::vector<bool> reduced(fn.values.size(), false), reads;
+      for (const Step &step : fn.steps) {
+        if (step.kind == Step::Collective &&
+            step.collective != CollectiveOp::AllReduce)
+          fail(TCC_ERROR_BACKEND, art.file("plan") + ": " + fn.name + ": " +
+                                      collectiveName(step.collective) +
+                                      ": only all_reduce runs over NCCL");
+        bool r = false;
+        for (int64_t id : step.inputs)
+          r = r || (id >= 0 && reduced[size_t(id)]);
+        reads.push_back(r);
+        if (step.kind == Step::Collective)
+          for (int64_t id : step.outputs)
+            reduced[size_t(id)] = true;
+      }
+      readsCollective.push_back(std::move(reads));
+      // Without collectives the ranks would each train a model of their own.
+      if (fn.name == "train_step" && nccl->size() > 1 &&
+          std::none_of(fn.steps.begin(), fn.steps.end(), [](const Step &st) {
+            return st.kind == Step::Collective;
+          }))
+        fail(TCC_ERROR_BACKEND, art.file("plan") +
+                                    ": train_step has no all_reduce, so it "
+                                    "cannot train on " +
+                                    std::to_string(nccl->size()) +
+                                    " ranks (compile with --data-parallel)");
+    }
   }
   std::string gemmError;
   gemmContext = cuda::GemmContext::create(&gemmError);
@@ -480,6 +516,7 @@ void CudaBackend::release() {
           cudaGraphExecDestroy(g);
     plans.clear(); // the GemmPlans before their context
     gemmContext.reset();
+    nccl.reset();
     if (module)
       driver().moduleUnload(module);
     module = nullptr;
@@ -613,6 +650,8 @@ void CudaBackend::enqueue(size_t f, size_t begin, size_t end,
   CallContext ctx{stream, workspace, errorWords, &plans[f].buckets, bucket};
   for (size_t s = begin; s < end; ++s) {
     poison(s);
+    if (nccl && readsCollective[f][s])
+      nccl->join(stream);
     if (!timing) {
       enqueueStep(f, s, ctx);
       continue;
@@ -621,6 +660,8 @@ void CudaBackend::enqueue(size_t f, size_t begin, size_t end,
     enqueueStep(f, s, ctx);
     check(cudaEventRecord(timing->after[s].get(), stream), "cudaEventRecord");
   }
+  if (nccl) // a segment (a graph) ends with its collectives done
+    nccl->join(stream);
   if (end == fn.steps.size()) {
     poison(end);
     for (const FunctionBinding::Copy &c : fb.resultCopies)
@@ -642,6 +683,10 @@ void CudaBackend::enqueueStep(size_t f, size_t s, const CallContext &ctx) {
                                        cudaMemcpyDeviceToDevice, stream),
                        where(f, s) + "copying a collective's result");
                });
+    if (nccl) // reduced in place in the outputs, on the NCCL stream
+      for (int64_t id : step.outputs)
+        nccl->start(fb.ptrs[id], fn.values[id].elements, fn.values[id].dtype,
+                    step.reduction == Reduction::Mean, stream);
     return;
   }
   if (step.kind == Step::Call) {
@@ -686,7 +731,10 @@ void CudaBackend::enqueueStep(size_t f, size_t s, const CallContext &ctx) {
 }
 
 void CudaBackend::checkErrorWords(size_t f) {
-  check(cudaStreamSynchronize(stream), art.functions[f].name);
+  if (nccl)
+    nccl->synchronize(stream, art.functions[f].name);
+  else
+    check(cudaStreamSynchronize(stream), art.functions[f].name);
   const FunctionPlan &fp = plans[f];
   if (fp.errorSteps.empty())
     return;

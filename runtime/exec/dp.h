@@ -73,6 +73,9 @@ void leaveWorld();
 [[noreturn]] void abortWorld(int status);
 /// Whether every rank passed the same `text`.
 bool sameOnAllRanks(const std::string &text);
+/// Overwrites `bytes` at `buf` with rank 0's (MPI_Bcast; nothing in a
+/// world of one): NCCL's unique id travels so.
+void broadcastFromRank0(void *buf, size_t bytes);
 
 } // namespace tcc::rt::dp
 

@@ -220,4 +220,9 @@ bool sameOnAllRanks(const std::string &text) {
   return all != 0;
 }
 
+void broadcastFromRank0(void *buf, size_t bytes) {
+  if (joined)
+    MPI_Bcast(buf, int(bytes), MPI_BYTE, 0, worldComm);
+}
+
 } // namespace tcc::rt::dp

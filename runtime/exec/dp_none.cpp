@@ -27,5 +27,6 @@ World joinWorld() {
 void leaveWorld() {}
 void abortWorld(int status) { std::exit(status); }
 bool sameOnAllRanks(const std::string &) { return true; }
+void broadcastFromRank0(void *, size_t) {}
 
 } // namespace tcc::rt::dp

@@ -335,6 +335,16 @@ std::string gpuSpecNames() {
   return out;
 }
 
+std::vector<double> gpuStepSeconds(const Artifact &art, const Function &fn,
+                                   const GpuSpec &gpu, bool tf32) {
+  std::vector<double> seconds;
+  for (size_t i = 0; i < fn.steps.size(); ++i) {
+    StepCost c = stepCost(art, fn, i, gpu, tf32);
+    seconds.push_back(c.kind == "coll" ? 0.0 : c.seconds + gpu.launchGraph);
+  }
+  return seconds;
+}
+
 void printGpuCost(const Artifact &art, const GpuSpec &gpu, bool tf32,
                   std::ostream &out) {
   char line[200];

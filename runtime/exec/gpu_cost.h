@@ -31,6 +31,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace tcc::rt {
 
@@ -57,6 +58,11 @@ std::string gpuSpecNames();
 /// step. `tf32`: f32 GEMMs on TF32 (TCC_CUDA_TF32=1).
 void printGpuCost(const Artifact &art, const GpuSpec &gpu, bool tf32,
                   std::ostream &out);
+
+/// The predicted seconds of each step of `fn` with CUDA graphs (its time
+/// and a graph launch; a collective step 0), as printGpuCost sums them.
+std::vector<double> gpuStepSeconds(const Artifact &art, const Function &fn,
+                                   const GpuSpec &gpu, bool tf32);
 
 } // namespace tcc::rt
 

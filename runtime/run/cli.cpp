@@ -1,9 +1,11 @@
 #include "run/cli.h"
+#include "run/dp_inspect.h"
 #include "run/profile.h"
 #include "run/session_engine.h"
 
 #include "data/sha256.h"
 #include "exec/dp.h"
+#include "exec/dp_nccl.h"
 #include "exec/gpu_cost.h"
 #include "exec/inspect.h"
 #include "plan/plan.h"
@@ -15,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <utility>
 
@@ -586,6 +589,14 @@ static int runTrainingCommand(const std::string &program,
                   artifact +
                   " differs between the ranks (plan.json or manifest.json); "
                   "every rank must run the same artifact");
+    std::shared_ptr<rt::dp::Group> group(
+        rt::dp::openGroup(world.comm, timeout).release());
+    options.sumOverRanks = [group](std::vector<double> &values) {
+      group->start(reinterpret_cast<uint8_t *>(values.data()),
+                   int64_t(values.size()), data::DType::F64, /*mean=*/false,
+                   "the evaluation's sums");
+      group->waitAll();
+    };
     if (world.rank != 0) { // rank 0 alone logs and writes the profile
       profileFlags.json.clear();
       options.log.clear();
@@ -593,8 +604,24 @@ static int runTrainingCommand(const std::string &program,
       options.progress = "none";
     }
   }
+  // On CUDA the ranks reduce over NCCL, the local rank r on device
+  // --device + r; the communicator outlives the session.
+  std::unique_ptr<void, void (*)(void *)> nccl(nullptr,
+                                               rt::dp::destroyNcclComm);
+  void *comm = world.comm;
+  if (world.size > 1 && backend == "cuda") {
+    if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
+      device += std::atoi(local);
+    try {
+      nccl.reset(rt::dp::createNcclComm(world.rank, world.size, int(device),
+                                        rt::dp::broadcastFromRank0));
+    } catch (const data::Error &e) {
+      return fail(program + ": " + e.what());
+    }
+    comm = nccl.get();
+  }
   std::unique_ptr<SessionEngine> engine = SessionEngine::open(
-      artifact, backend, int32_t(device), error, world.comm, timeout);
+      artifact, backend, int32_t(device), error, comm, timeout);
   if (!engine)
     return fail(error);
   Profiler profiler;
@@ -614,7 +641,9 @@ static int runTrainingCommand(const std::string &program,
 int inspectCommand(const std::string &program, std::vector<std::string> args) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     std::cout << "usage: " << asTyped(program)
-              << " ARTIFACT.tcc [--gpu NAME [--tf32]]\n\nPrints an artifact's "
+              << " ARTIFACT.tcc [--gpu NAME [--tf32]] [--data-parallel N "
+                 "--link-gbps B\n       [--profile-json FILE]]\n\nPrints an "
+                 "artifact's "
                  "inputs, parameters, kernels, memory plan and peak memory.\n\n"
                  "  --gpu NAME   also the GPU cost model on NAME ("
               << tcc::rt::gpuSpecNames()
@@ -624,13 +653,32 @@ int inspectCommand(const std::string &program, std::vector<std::string> args) {
                  "               tokens/s, the kernels that cannot fill the "
                  "device (an estimate)\n"
                  "  --tf32       with --gpu: f32 GEMMs on TF32 tensor cores "
-                 "(TCC_CUDA_TF32=1)\n";
+                 "(TCC_CUDA_TF32=1)\n"
+                 "  --data-parallel N --link-gbps B [--profile-json FILE]\n"
+                 "               in place of the summary, the scaling "
+                 "estimate on N ranks\n"
+                 "               over a B Gbit/s link: per gradient bucket "
+                 "the ring all-reduce\n"
+                 "               and what backward hides of it, the exposed "
+                 "communication and\n"
+                 "               the efficiency, from the step times FILE "
+                 "(tcc run\n"
+                 "               --profile-json) measured or --gpu NAME "
+                 "predicts\n";
     return 0;
   }
   const tcc::rt::GpuSpec *gpu = nullptr;
   bool tf32 = false;
+  DpInspectFlags dp;
   std::vector<std::string> rest;
   for (size_t i = 0; i < args.size(); ++i) {
+    std::string flagError;
+    if (takeDpInspectFlag(args, i, dp, flagError))
+      continue;
+    if (!flagError.empty()) {
+      std::cerr << "tcc: " << program << ": " << flagError << "\n";
+      return 1;
+    }
     const std::string &a = args[i];
     if (a == "--gpu" || a.rfind("--gpu=", 0) == 0) {
       std::string name = a == "--gpu" ? (i + 1 < args.size() ? args[++i] : "")
@@ -648,8 +696,10 @@ int inspectCommand(const std::string &program, std::vector<std::string> args) {
       continue;
     }
     if (a.size() > 1 && a[0] == '-') {
-      std::cerr << "tcc: " << program << ": "
-                << unknownFlagMessage(a, {"--help", "--gpu", "--tf32"}) << "\n";
+      std::vector<std::string> known = {"--help", "--gpu", "--tf32"};
+      known.insert(known.end(), kDpInspectFlags.begin(), kDpInspectFlags.end());
+      std::cerr << "tcc: " << program << ": " << unknownFlagMessage(a, known)
+                << "\n";
       return 1;
     }
     rest.push_back(a);
@@ -669,6 +719,8 @@ int inspectCommand(const std::string &program, std::vector<std::string> args) {
     std::cerr << "tcc: " << error << "\n";
     return 1;
   }
+  if (dp.any())
+    return printDpInspect(program, args[0], dp, gpu, tf32);
   if (tcc::rt::inspectArtifact(args[0], std::cout, error, gpu, tf32) !=
       TCC_OK) {
     std::cerr << "tcc: " << error << "\n";

@@ -50,19 +50,29 @@ struct Feed {
     if (ranks == 1)
       return s;
     s.next = [next = s.next, r = rank, n = ranks] {
-      std::vector<data::Array> batch = next();
-      for (data::Array &a : batch) {
-        int64_t rows = a.shape[0] / n;
-        size_t rowBytes = a.bytes.size() / size_t(a.shape[0]);
-        a.bytes.erase(a.bytes.begin() + size_t(r + 1) * rows * rowBytes,
-                      a.bytes.end());
-        a.bytes.erase(a.bytes.begin(),
-                      a.bytes.begin() + size_t(r) * rows * rowBytes);
-        a.shape[0] = rows;
-      }
-      return batch;
+      return block(next(), r, n);
     };
     return s;
+  }
+  /// The next global batch, this rank's block of it.
+  std::vector<data::Array> next() {
+    return block(arrays ? arrays->next() : tokens->next(), rank, ranks);
+  }
+  /// Rank `r`'s block of `n` equal blocks of the rows of `batch`.
+  static std::vector<data::Array> block(std::vector<data::Array> batch, int r,
+                                        int n) {
+    if (n == 1)
+      return batch;
+    for (data::Array &a : batch) {
+      int64_t rows = a.shape[0] / n;
+      size_t rowBytes = a.bytes.size() / size_t(a.shape[0]);
+      a.bytes.erase(a.bytes.begin() + size_t(r + 1) * rows * rowBytes,
+                    a.bytes.end());
+      a.bytes.erase(a.bytes.begin(),
+                    a.bytes.begin() + size_t(r) * rows * rowBytes);
+      a.shape[0] = rows;
+    }
+    return batch;
   }
 };
 
@@ -357,7 +367,8 @@ bool Loop::openFeeds() {
                     ": every batch would repeat samples (--allow-repeat "
                     "trains on it anyway)");
     if (!options.evalData.empty()) {
-      openFeed(eval, options.evalData, engine, options.packDocuments);
+      openFeed(eval, options.evalData, engine, options.packDocuments,
+               options.rank, options.worldSize);
       if (eval.arrays && eval.arrays->numSamples() < eval.arrays->batchSize())
         return reject(options.evalData + ": " +
                       std::to_string(eval.arrays->numSamples()) +
@@ -552,7 +563,12 @@ bool Loop::prepareOutputs() {
 }
 
 bool Loop::evaluate() {
-  double sum = 0, correct = 0, counted = 0;
+  // Each rank evaluates its block of every global batch (the artifact's
+  // batch times the ranks, as training reads it; the last partial batch is
+  // left out, as one process leaves it out). Per batch the loss is a
+  // fraction, sum / count for cross-entropy (weighted by the labels
+  // counted) and mean / 1 otherwise, so the ranks' parts add up to the
+  // global batch's loss.
   int64_t batches = 0;
   if (eval.arrays) {
     eval.arrays->seek(0);
@@ -563,35 +579,56 @@ bool Loop::evaluate() {
   }
   if (options.evalBatches > 0)
     batches = std::min(batches, options.evalBatches);
+  // num[0..batches), den[0..batches), correct, counted.
+  std::vector<double> sums(size_t(2 * batches + 2), 0.0);
+  bool shared = options.worldSize > 1;
   for (int64_t b = 0; b < batches; ++b) {
-    if (InterruptScope::received()) {
+    // The ranks evaluate together: a signal ends the run after this.
+    if (!shared && InterruptScope::received()) {
       evalDone = false; // the checkpoint matters more than this evaluation
       return true;
     }
     double loss;
     std::string error;
-    std::vector<data::Array> batch =
-        eval.arrays ? eval.arrays->next() : eval.tokens->next();
-    if (!engine.evalLoss(std::move(batch), loss, error)) {
+    if (!engine.evalLoss(eval.next(), loss, error)) {
       fail("evaluation: " + error);
       return false;
     }
-    sum += loss;
-    double c = 0, n = 0;
+    double c = 0, n = 1;
     if (hasAccuracy && engine.metric(rt::kCorrectMetric, c) &&
         engine.metric(rt::kCountedMetric, n)) {
-      correct += c;
-      counted += n;
+      sums[2 * batches] += c;
+      sums[2 * batches + 1] += n;
+    }
+    // Counted labels weigh the loss only across ranks (n = 0: no loss).
+    if (!shared)
+      n = 1;
+    sums[b] = n > 0 ? loss * n : 0;
+    sums[batches + b] = n;
+  }
+  if (shared) {
+    try {
+      options.sumOverRanks(sums);
+    } catch (const std::exception &e) {
+      fail("evaluation: " + std::string(e.what()));
+      return false;
     }
   }
+  double sum = 0;
+  for (int64_t b = 0; b < batches; ++b)
+    sum += sums[b] / sums[batches + b];
   evalLoss = sum / double(batches);
-  evalAccuracy = counted > 0 ? correct / counted : NAN;
+  double counted = sums[2 * batches + 1];
+  evalAccuracy = counted > 0 ? sums[2 * batches] / counted : NAN;
   evalDone = true;
   endLiveLine();
   out << "eval step " << engine.stepsDone() << ": loss "
       << format("%.6f", evalLoss);
   if (hasAccuracy)
     out << "  accuracy " << format("%.4f", evalAccuracy);
+  if (shared)
+    out << "  (" << batches << " batches on each of " << options.worldSize
+        << " ranks)";
   out << "\n";
   return true;
 }

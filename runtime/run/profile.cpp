@@ -196,6 +196,39 @@ void writeProfileJson(std::ostream &out, const StepProfile &p) {
   out << j.dump(1) << "\n";
 }
 
+bool readProfileJson(const std::string &path, std::vector<double> &ms,
+                     std::string &error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = path + ": cannot open (" + std::strerror(errno) + ")";
+    return false;
+  }
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("steps") ||
+      !j["steps"].is_array() || j.value("function", "") != "train_step") {
+    error = path + ": not a train_step profile (tcc run --profile-json FILE)";
+    return false;
+  }
+  ms.assign(j["steps"].size(), -1.0);
+  for (const nlohmann::json &r : j["steps"]) {
+    int64_t step = -1;
+    double t = -1;
+    if (r.is_object() && r.contains("step") && r["step"].is_number_integer() &&
+        r.contains("ms") && r["ms"].is_number()) {
+      step = r["step"].get<int64_t>();
+      t = r["ms"].get<double>();
+    }
+    if (step < 0 || step >= int64_t(ms.size()) || !(t >= 0) ||
+        ms[size_t(step)] >= 0) {
+      error = path + ": step records must number the plan steps 0.." +
+              std::to_string(ms.size() - 1) + " once each, with ms >= 0";
+      return false;
+    }
+    ms[size_t(step)] = t;
+  }
+  return true;
+}
+
 bool profileStep(tcc_session *session, const std::vector<data::Array> &batch,
                  double &loss, StepProfile &profile, std::string &error) {
   size_t count = 0;

@@ -57,6 +57,12 @@ void printProfile(std::ostream &out, const StepProfile &profile, size_t top);
 /// The profile as one JSON object (docs/user-guide.md, --profile-json).
 void writeProfileJson(std::ostream &out, const StepProfile &profile);
 
+/// Reads a writeProfileJson file back: the ms of each plan step, indexed
+/// as the plan's steps (`tcc inspect --data-parallel N --profile-json`).
+/// False with `error` naming `path` and what is wrong.
+bool readProfileJson(const std::string &path, std::vector<double> &ms,
+                     std::string &error);
+
 /// Binds `batch` to `session` and takes one optimizer step through
 /// tcc_profile_step into `profile` (its records, wall time and step).
 bool profileStep(tcc_session *session, const std::vector<data::Array> &batch,

@@ -12,17 +12,19 @@ namespace tcc::run {
 
 static std::string lastError() { return tcc_last_error(); }
 
-std::unique_ptr<SessionEngine>
-SessionEngine::open(const std::string &artifact, const std::string &backend,
-                    int32_t device, std::string &error, void *mpiComm,
-                    double timeout) {
+std::unique_ptr<SessionEngine> SessionEngine::open(const std::string &artifact,
+                                                   const std::string &backend,
+                                                   int32_t device,
+                                                   std::string &error,
+                                                   void *comm, double timeout) {
   tcc_session_options options;
   tcc_session_options_init(&options);
   options.backend = backend.c_str();
   options.device = device;
-  if (mpiComm) {
-    options.communicator_kind = TCC_COMMUNICATOR_MPI;
-    options.communicator = mpiComm;
+  if (comm) {
+    options.communicator_kind =
+        backend == "cuda" ? TCC_COMMUNICATOR_NCCL : TCC_COMMUNICATOR_MPI;
+    options.communicator = comm;
     options.collective_timeout_s = timeout;
   }
   tcc_session *s = nullptr;

@@ -54,6 +54,12 @@ if LD_LIBRARY_PATH=$LIBS ldd "$BIN/tcc-run" | grep -q "=> not found"; then
     if [[ -e $d/libcublasLt.so.13 ]]; then LIBS=$LIBS:$d; break; fi
   done
 fi
+# NCCL (dlopened by the runtime for test/unit/gpu/CudaNcclTest.cpp): the
+# toolkit's, or PyTorch's wheel's, when the loader does not find it.
+if ! ldconfig -p 2>/dev/null | grep -q libnccl.so.2; then
+  nccl=$(find /usr/local/cuda/lib64 / -xdev -name 'libnccl.so.2' 2>/dev/null | head -1)
+  [[ -n $nccl ]] && LIBS=$LIBS:$(dirname "$nccl")
+fi
 mkdir -p build-bundle/wrap
 for b in tcc-run tcc-gpu-tests; do
   printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' \

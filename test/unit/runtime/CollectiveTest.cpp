@@ -7,32 +7,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RuntimeTestUtil.h"
+#include "CollectiveArtifact.h"
 
 #include <cstring>
 
 using namespace rttest;
 
 namespace {
-
-/// linearRegression() with `all_reduce(gw, gb)` between the gradients and
-/// the SGD updates (two new arena values, 17 and 18).
-TestArtifact allReducedRegression() {
-  TestArtifact a = linearRegression();
-  json &fn = a.fn("train_step");
-  fn["arena_bytes"] = 640;
-  fn["values"].push_back(arena("f32", {3, 1}, 512)); // 17 gw, reduced
-  fn["values"].push_back(arena("f32", {1}, 576));    // 18 gb, reduced
-  json &steps = fn["steps"];
-  json collective = {{"kind", "collective"}, {"op", "all_reduce"},
-                     {"reduction", "mean"},  {"bucket", 0},
-                     {"stream", 1},          {"inputs", {11, 12}},
-                     {"outputs", {17, 18}}};
-  steps.insert(steps.begin() + 7, collective); // before the first update
-  steps[8]["inputs"][1] = 17;
-  steps[9]["inputs"][1] = 18;
-  return a;
-}
 
 /// w and b after `steps` training steps of the artifact written to `dir`.
 std::vector<float> trained(const TestArtifact &art, const std::string &dir,

@@ -2,7 +2,11 @@
 dialect, batch B given) with a classifier head, and 24 samples of x [3],
 class labels in [0, 4) (some -1 = ignored) and regression targets [4].
 
-usage: dp_mlp.py B OUT.mlir | dp_mlp.py --data OUT.npz"""
+With --eval: 26 evaluation samples (a last partial batch at 2 and 3 ranks
+of batch 4), rows 8-11 all ignored (one rank's block of a batch counts no
+label).
+
+usage: dp_mlp.py B OUT.mlir | dp_mlp.py --data OUT.npz | dp_mlp.py --eval OUT.npz"""
 import sys
 
 import numpy as np
@@ -13,6 +17,13 @@ if sys.argv[1] == "--data":
     labels[[1, 5, 6, 17]] = -1  # uneven per rank: the count must be global
     np.savez(sys.argv[2], x=r.randn(24, 3).astype(np.float32), labels=labels,
              target=r.randn(24, 4).astype(np.float32))
+    sys.exit(0)
+if sys.argv[1] == "--eval":
+    r = np.random.RandomState(3)
+    labels = r.randint(0, 4, size=26).astype(np.int64)
+    labels[[2, 8, 9, 10, 11, 19]] = -1
+    np.savez(sys.argv[2], x=r.randn(26, 3).astype(np.float32), labels=labels,
+             target=r.randn(26, 4).astype(np.float32))
     sys.exit(0)
 B = int(sys.argv[1])
 w1 = np.random.RandomState(1).randn(3, 8) * 0.5

@@ -1,0 +1,143 @@
+//===- dp_estimate.cpp - `tcc inspect --data-parallel N` ------------------===//
+
+#include "exec/dp_estimate.h"
+
+#include "exec/artifact.h"
+#include "exec/gpu_cost.h"
+#include "exec/guard.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace tcc::rt {
+
+namespace {
+
+struct Bucket {
+  size_t step = 0;
+  int64_t bucket = 0, bytes = 0;
+  double seconds = 0, ready = 0, start = 0, end = 0, hidden = 0;
+};
+
+std::string ms(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", s * 1e3);
+  return b;
+}
+
+void estimate(const Artifact &art, const DpEstimateOptions &o,
+              std::ostream &out) {
+  const Function *fn = nullptr;
+  for (const Function &f : art.functions)
+    if (f.name == "train_step")
+      fn = &f;
+  if (!fn)
+    fail(TCC_ERROR_ARGUMENT, art.dir + ": --data-parallel estimates a "
+                                       "training artifact (no train_step)");
+  std::vector<double> seconds;
+  if (!o.measuredMs.empty()) {
+    if (o.measuredMs.size() != fn->steps.size())
+      fail(TCC_ERROR_ARGUMENT,
+           o.measuredFrom + ": a profile of " +
+               std::to_string(o.measuredMs.size()) + " plan steps, but " +
+               art.dir + "'s train_step has " +
+               std::to_string(fn->steps.size()) +
+               ": profile this artifact (tcc run ARTIFACT --profile-json "
+               "FILE)");
+    for (double m : o.measuredMs)
+      seconds.push_back(m / 1e3);
+  } else {
+    seconds = gpuStepSeconds(art, *fn, *o.gpu, o.tf32);
+  }
+  // Replay one step: compute on one stream, the buckets' all-reduces on
+  // one link in plan order.
+  const double bytesPerSecond = o.linkGbps * 1e9 / 8;
+  const double ring = 2.0 * double(o.ranks - 1) / double(o.ranks);
+  std::vector<Bucket> buckets;
+  std::map<int64_t, size_t> reducedBy;         // value id -> its bucket
+  std::vector<std::pair<double, double>> busy; // compute intervals
+  double t = 0, linkFree = 0, t1 = 0;
+  for (size_t i = 0; i < fn->steps.size(); ++i) {
+    const Step &s = fn->steps[i];
+    if (s.kind == Step::Collective) {
+      Bucket b;
+      b.step = i;
+      b.bucket = s.bucket;
+      for (int64_t id : s.inputs)
+        b.bytes += fn->values[size_t(id)].bytes;
+      b.seconds = ring * double(b.bytes) / bytesPerSecond;
+      b.ready = t;
+      b.start = std::max(t, linkFree);
+      b.end = linkFree = b.start + b.seconds;
+      for (int64_t id : s.outputs)
+        reducedBy[id] = buckets.size();
+      buckets.push_back(b);
+      continue;
+    }
+    for (int64_t id : s.inputs)
+      if (auto it = reducedBy.find(id); it != reducedBy.end())
+        t = std::max(t, buckets[it->second].end);
+    busy.push_back({t, t + seconds[i]});
+    t += seconds[i];
+    t1 += seconds[i];
+  }
+  if (buckets.empty())
+    fail(TCC_ERROR_ARGUMENT, art.dir + ": train_step has no all_reduce: "
+                                       "compile with --data-parallel");
+  double stepTime = std::max(t, linkFree);
+  for (Bucket &b : buckets) {
+    for (auto [from, to] : busy)
+      b.hidden += std::max(0.0, std::min(to, b.end) - std::max(from, b.start));
+    b.hidden = std::min(b.hidden, b.seconds); // not -0.000 exposed
+  }
+  double exposed = stepTime - t1;
+
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "data-parallel estimate: %d ranks, link %g Gbit/s (%g GB/s); "
+                "ring all-reduce 2(N-1)/N x bytes / link\n",
+                o.ranks, o.linkGbps, bytesPerSecond / 1e9);
+  out << line << "  train_step on one rank: T1 = " << ms(t1) << " ms, "
+      << (o.measuredMs.empty() ? std::string("the GPU cost model on ") +
+                                     (o.gpu ? o.gpu->name : "?")
+                               : "measured (" + o.measuredFrom + ")")
+      << "\n";
+  std::snprintf(line, sizeof line, "  %6s %5s %12s %10s %9s %9s %9s %9s %9s\n",
+                "bucket", "step", "bytes", "reduce ms", "ready ms", "start ms",
+                "end ms", "hidden ms", "exposed");
+  out << line;
+  for (const Bucket &b : buckets) {
+    std::snprintf(line, sizeof line,
+                  "  %6lld %5zu %12lld %10s %9s %9s %9s %9s %9s\n",
+                  static_cast<long long>(b.bucket), b.step,
+                  static_cast<long long>(b.bytes), ms(b.seconds).c_str(),
+                  ms(b.ready).c_str(), ms(b.start).c_str(), ms(b.end).c_str(),
+                  ms(b.hidden).c_str(), ms(b.seconds - b.hidden).c_str());
+    out << line;
+  }
+  std::snprintf(line, sizeof line,
+                "  exposed communication per step: %s ms; step on %d ranks "
+                "%s ms; scaling efficiency T1/(T1+exposed) = %.1f%%\n",
+                ms(exposed).c_str(), o.ranks, ms(stepTime).c_str(),
+                stepTime > 0 ? 100.0 * t1 / stepTime : 100.0);
+  out << line;
+}
+
+} // namespace
+
+tcc_status inspectDataParallel(const std::string &dir,
+                               const DpEstimateOptions &options,
+                               std::ostream &out, std::string &error) {
+  return guarded(
+      [&] {
+        Artifact art = loadArtifact(dir);
+        std::ostringstream text;
+        estimate(art, options, text);
+        out << text.str();
+      },
+      error);
+}
+
+} // namespace tcc::rt
