@@ -1,12 +1,15 @@
-// Import-time evaluation of ONNX ops on constants. This is what folds the
-// shape arithmetic PyTorch exports (Shape, Gather, Unsqueeze, Concat, Range,
-// Equal/Where on shapes, ...) into the literal shapes tcc ops need.
+// Import-time evaluation of what has no tcc op, on constants: integer Mod,
+// Range, CumSum and the gathers of ConstOnly.cpp, the int64 exponent of a
+// Pow. Every other node whose inputs are all constants is folded by the
+// reference interpreter after its converter (FoldNode.cpp); this header's
+// Lit is also how converters build the small constants they emit (masks,
+// interpolation weights).
 //
 // Arithmetic runs in int64 (integers and bool) or double (floats, rounded to
-// the element type afterwards, which gives the correctly rounded f32 result
-// for + - * / and sqrt). Folds give up, returning nullopt, rather than guess:
-// on division by zero, on casts out of range, and above kMaxFoldElements so
-// that a huge constant computation stays in the IR instead of in memory.
+// the element type afterwards). Evaluations give up, returning nullopt,
+// rather than guess: on division by zero, on casts out of range, and above
+// kMaxFoldElements, the cap the interpreter's fold shares, so that a huge
+// constant computation stays in the IR instead of in memory.
 #ifndef TCC_LIB_IMPORT_CONSTFOLD_H
 #define TCC_LIB_IMPORT_CONSTFOLD_H
 
@@ -44,49 +47,16 @@ std::optional<Lit> toLit(mlir::DenseElementsAttr attr);
 /// Packs `lit`, rounding/wrapping to its element type.
 mlir::DenseElementsAttr fromLit(const Lit &lit);
 
-enum class BinaryFn {
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Pow,
-  Max,
-  Min,
-  Mod,
-  Eq,
-  Lt,
-  Le,
-  Gt,
-  Ge,
-  And,
-  Or,
-  Xor
-};
-enum class UnaryFn { Neg, Abs, Sqrt, Reciprocal, Relu, Not };
-
-/// Numpy-broadcasting binary op; comparisons produce i1.
-std::optional<Lit> foldBinary(BinaryFn fn, const Lit &a, const Lit &b);
-std::optional<Lit> foldUnary(UnaryFn fn, const Lit &a);
+/// Integer Mod (fmod=0, the divisor's sign) with numpy broadcasting: ONNX
+/// Mod has no tcc op, so only a Mod of constants imports. Nullopt on a zero
+/// divisor.
+std::optional<Lit> foldMod(const Lit &a, const Lit &b);
+/// Converts `a` to `elementType` (float -> integer truncates; out of range or
+/// NaN gives nullopt). Used for Pow's int64 exponent, cast when the Pow is
+/// built: the Pow itself is not constant, so no node fold sees the cast.
 std::optional<Lit> foldCast(const Lit &a, mlir::Type elementType);
-std::optional<Lit> foldWhere(const Lit &cond, const Lit &a, const Lit &b);
 
-// Data movement; the caller has validated the parameters.
-mlir::DenseElementsAttr foldTranspose(mlir::DenseElementsAttr a,
-                                      llvm::ArrayRef<int64_t> perm);
-mlir::DenseElementsAttr foldSlice(mlir::DenseElementsAttr a,
-                                  llvm::ArrayRef<int64_t> starts,
-                                  llvm::ArrayRef<int64_t> limits,
-                                  llvm::ArrayRef<int64_t> strides);
-mlir::DenseElementsAttr foldBroadcast(mlir::DenseElementsAttr a,
-                                      llvm::ArrayRef<int64_t> shape);
-mlir::DenseElementsAttr
-foldConcat(llvm::ArrayRef<mlir::DenseElementsAttr> parts, int64_t axis);
-/// ONNX Gather with (already range-checked, possibly negative) indices.
-mlir::DenseElementsAttr foldGather(mlir::DenseElementsAttr data,
-                                   mlir::DenseElementsAttr indices,
-                                   int64_t axis);
-
-// Index helpers shared by the folds (ConstFoldLayout.cpp).
+// Index helpers (ConstFoldLayout.cpp).
 
 /// Row-major strides of `shape`.
 std::vector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);

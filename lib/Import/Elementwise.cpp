@@ -1,6 +1,7 @@
 // Elementwise ONNX ops: arithmetic, comparisons, logic, Where, Cast, Clip.
-// Each folds when its inputs are known (shape arithmetic, masks) and emits
-// the matching tcc op otherwise; broadcasting is numpy's in both.
+// Each emits the matching tcc op (numpy broadcasting); a node of constants is
+// then folded by the interpreter like any other (FoldNode.cpp). Integer Mod,
+// which has no tcc op, is evaluated here.
 #include "ConstFold.h"
 #include "Importer.h"
 
@@ -8,23 +9,28 @@ using namespace mlir;
 
 namespace tcc::onnx_import {
 
+enum class BinaryFn {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  Max,
+  Min,
+  Mod,
+  Eq,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  And,
+  Or,
+  Xor
+};
+
 static bool isFloat(Value v) {
   return llvm::isa<FloatType>(
       llvm::cast<RankedTensorType>(v.getType()).getElementType());
-}
-
-/// Folds `fn` when both operands are known; nullopt when it cannot.
-static std::optional<DenseElementsAttr>
-tryFoldBinary(BinaryFn fn, DenseElementsAttr a, DenseElementsAttr b) {
-  if (!a || !b)
-    return std::nullopt;
-  auto la = toLit(a), lb = toLit(b);
-  if (!la || !lb)
-    return std::nullopt;
-  auto r = foldBinary(fn, *la, *lb);
-  if (!r)
-    return std::nullopt;
-  return fromLit(*r);
 }
 
 static FailureOr<Value> emitBinary(NodeImporter &n, BinaryFn fn, Value lhs,
@@ -88,8 +94,13 @@ template <BinaryFn Fn> static LogicalResult convertBinary(NodeImporter &n) {
     return failure();
   if (Fn == BinaryFn::Mod && n.intAttr("fmod", 0) != 0)
     return n.unsupported("Mod with fmod=1");
-  if (auto r = tryFoldBinary(Fn, n.constantInput(0), n.constantInput(1)))
-    return n.setConstant(0, *r);
+  // Integer Mod has no tcc op: only a Mod of constants is evaluated.
+  if (Fn == BinaryFn::Mod)
+    if (DenseElementsAttr a = n.constantInput(0), b = n.constantInput(1);
+        a && b)
+      if (auto la = toLit(a), lb = toLit(b); la && lb)
+        if (auto r = foldMod(*la, *lb))
+          return n.setConstant(0, fromLit(*r));
   Value rhs;
   // PyTorch's x ** 2 carries an int64 exponent: convert it here, not at run
   // time.
@@ -108,14 +119,6 @@ template <BinaryFn Fn, bool Mean = false>
 static LogicalResult convertVariadic(NodeImporter &n) {
   if (failed(n.expectInputs(1, n.numInputs())) || failed(n.expectAttrs({})))
     return failure();
-  DenseElementsAttr acc = n.constantInput(0);
-  int i = 1;
-  for (; acc && i < n.numInputs(); ++i) {
-    auto r = tryFoldBinary(Fn, acc, n.constantInput(i));
-    acc = r ? *r : nullptr;
-  }
-  if (acc && !Mean)
-    return n.setConstant(0, acc);
   Value value = n.input(0);
   for (int k = 1; k < n.numInputs(); ++k) {
     auto r = emitBinary(n, Fn, value, n.input(k));
@@ -154,33 +157,6 @@ enum class Unary {
 template <Unary U> static LogicalResult convertUnary(NodeImporter &n) {
   if (failed(n.expectInputs(1, 1)) || failed(n.expectAttrs({})))
     return failure();
-  std::optional<UnaryFn> foldFn;
-  switch (U) {
-  case Unary::Neg:
-    foldFn = UnaryFn::Neg;
-    break;
-  case Unary::Abs:
-    foldFn = UnaryFn::Abs;
-    break;
-  case Unary::Sqrt:
-    foldFn = UnaryFn::Sqrt;
-    break;
-  case Unary::Reciprocal:
-    foldFn = UnaryFn::Reciprocal;
-    break;
-  case Unary::Relu:
-    foldFn = UnaryFn::Relu;
-    break;
-  case Unary::Not:
-    foldFn = UnaryFn::Not;
-    break;
-  default:
-    break;
-  }
-  if (DenseElementsAttr c = n.constantInput(0); c && foldFn)
-    if (auto lit = toLit(c))
-      if (auto r = foldUnary(*foldFn, *lit))
-        return n.setConstant(0, fromLit(*r));
   Value x = n.input(0);
   Type elem = n.inputElementType(0);
   bool floatOnly =
@@ -246,22 +222,15 @@ static LogicalResult convertWhere(NodeImporter &n) {
     return failure();
   if (!n.inputElementType(0).isInteger(1))
     return n.fail("the condition must be a bool tensor");
-  if (n.allInputsConstant()) {
-    auto c = toLit(n.constantInput(0)), a = toLit(n.constantInput(1)),
-         b = toLit(n.constantInput(2));
-    if (c && a && b)
-      if (auto r = foldWhere(*c, *a, *b))
-        return n.setConstant(0, fromLit(*r));
-  }
   auto op = n.create<WhereOp>(n.input(0), n.input(1), n.input(2));
   return failed(op) ? failure() : n.setOutput(0, *op);
 }
 
 /// Trilu: x where element (i, j) of the last two dimensions lies in the kept
 /// triangle (upper: j - i >= k, lower: j - i <= k), else 0. The triangle is
-/// an import-time bool mask [N, M], so the Trilu of a constant (a causal
-/// mask built in forward as tril(ones(T, T))) folds, and that of a computed
-/// value is a tcc.where whose gradient masks the same way.
+/// an import-time bool mask [N, M] in a tcc.where, whose gradient masks the
+/// same way; the Trilu of a constant (a causal mask built in forward as
+/// tril(ones(T, T))) folds like any node of constants.
 static LogicalResult convertTrilu(NodeImporter &n) {
   if (failed(n.expectInputs(1, 2)) || failed(n.expectAttrs({"upper"})))
     return failure();
@@ -292,24 +261,13 @@ static LogicalResult convertTrilu(NodeImporter &n) {
   Type elem = type.getElementType();
   DenseElementsAttr zero =
       splatOf(RankedTensorType::get({}, elem), 0.0);
-  if (DenseElementsAttr x = n.constantInput(0)) {
-    auto c = toLit(mask), a = toLit(x), b = toLit(zero);
-    if (c && a && b)
-      if (auto r = foldWhere(*c, *a, *b))
-        return n.setConstant(0, fromLit(*r));
-  }
   auto op = n.create<WhereOp>(n.constant(mask), n.input(0), n.constant(zero));
   return failed(op) ? failure() : n.setOutput(0, *op);
 }
 
 static LogicalResult castTo(NodeImporter &n, Type elem) {
-  if (DenseElementsAttr c = n.constantInput(0)) {
-    if (c.getElementType() == elem)
-      return n.setConstant(0, c);
-    if (auto lit = toLit(c))
-      if (auto r = foldCast(*lit, elem))
-        return n.setConstant(0, fromLit(*r));
-  }
+  if (DenseElementsAttr c = n.constantInput(0); c && c.getElementType() == elem)
+    return n.setConstant(0, c);
   return n.setOutput(0, n.cast(n.input(0), elem));
 }
 
@@ -354,16 +312,6 @@ static LogicalResult convertIsNaN(NodeImporter &n) {
     return failure();
   if (!llvm::isa<FloatType>(n.inputElementType(0)))
     return n.fail("input must be a float tensor");
-  if (DenseElementsAttr c = n.constantInput(0))
-    if (auto lit = toLit(c)) {
-      Lit out;
-      out.type = RankedTensorType::get(lit->shape(),
-                                       IntegerType::get(n.context(), 1));
-      out.splat = lit->splat;
-      for (double v : lit->floats)
-        out.ints.push_back(v != v);
-      return n.setConstant(0, fromLit(out));
-    }
   auto op = n.create<CmpOp>(CmpPredicate::ne, n.input(0), n.input(0));
   return failed(op) ? failure() : n.setOutput(0, *op);
 }

@@ -2,10 +2,11 @@
 // converter sees for one node, and the op_type -> converter table.
 //
 // Every ONNX value is either an SSA value or a constant known at import time
-// (or both once a constant has been materialised). Converters fold when all
-// the inputs they need are known, which is how PyTorch's shape sub-graphs
-// (Shape -> Gather -> Unsqueeze -> Concat -> Reshape, ...) disappear: they
-// never reach the IR, and ops that need a shape read it as a constant.
+// (or both once a constant has been materialised). A node whose inputs are
+// all known is folded after its converter by the reference interpreter
+// (foldNode), which is how PyTorch's shape sub-graphs (Shape -> Gather ->
+// Unsqueeze -> Concat -> Reshape, ...) disappear: they never stay in the IR,
+// and ops that need a shape read it as a constant.
 #ifndef TCC_LIB_IMPORT_IMPORTER_H
 #define TCC_LIB_IMPORT_IMPORTER_H
 
@@ -262,6 +263,15 @@ void registerConstOnlyConverters(ConverterTable &table);
 void registerAttentionConverters(ConverterTable &table);
 void registerVisionConverters(ConverterTable &table);
 void registerResizeConverter(ConverterTable &table);
+
+/// After `n`'s converter, whose ops follow `last` in `body` (null: from the
+/// start): when every input of the node is an import-time constant, runs
+/// those ops in the reference interpreter and makes the node's outputs
+/// constants (see FoldNode.cpp). Leaves the node as converted when it cannot
+/// (side effects, over kMaxFoldElements, a type no constant holds); fails
+/// only when a folded output contradicts ONNX's inferred type.
+mlir::LogicalResult foldNode(GraphState &graph, NodeImporter &n,
+                             mlir::Block &body, mlir::Operation *last);
 
 /// Decides which initializers become tcc.params; see Initializers.cpp.
 struct InitializerPlan {

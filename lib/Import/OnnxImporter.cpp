@@ -1,6 +1,7 @@
 // The import driver: load the model (ModelLoader.cpp), make params and
 // constants of the initializers, convert the nodes in order through the
-// converter table, then clean up (GELU, attention, canonicalize, CSE).
+// converter table (folding each node whose inputs are all constants,
+// FoldNode.cpp), then clean up (GELU, attention, canonicalize, CSE).
 #include "Importer.h"
 
 #include "tcc/TccBatchNorm.h"
@@ -197,12 +198,15 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
         return n.unsupported("input '" + in +
                              "' is a sequence, which this op does not take");
     }
+    Operation *last = body->empty() ? nullptr : &body->back();
     if (failed(table.lookup(node.op_type())(n)))
       return failure();
     for (const std::string &out : node.output())
       if (!out.empty() && graph.used.contains(out) && !graph.values.count(out) &&
           !graph.sequences.count(out))
         return n.fail("internal error: output '" + out + "' was not produced");
+    if (failed(foldNode(graph, n, *body, last)))
+      return failure();
   }
 
   llvm::SmallVector<Value> results;

@@ -1,7 +1,7 @@
 // Shape ops: Reshape, Flatten, Squeeze, Unsqueeze, Expand, Transpose, Concat,
 // Split. Their shape operands must be known at import time (tcc has static
-// shapes); a known data operand is moved around at import time as well.
-#include "ConstFold.h"
+// shapes); a known data operand is moved around by the interpreter's fold of
+// the emitted op (FoldNode.cpp).
 #include "Importer.h"
 
 #include "tcc/TccShapes.h"
@@ -13,12 +13,6 @@ namespace tcc::onnx_import {
 /// Sets output 0 to input 0 reshaped to `shape` (element count checked).
 static LogicalResult setReshaped(NodeImporter &n,
                                  llvm::ArrayRef<int64_t> shape) {
-  if (DenseElementsAttr c = n.constantInput(0)) {
-    if (c.getNumElements() != numElements(shape))
-      return n.fail("cannot reshape " + shapeStr(n.inputShape(0)) + " to " +
-                    shapeStr(shape));
-    return n.setConstant(0, c.reshape(n.inputType(0).clone(shape)));
-  }
   auto r = n.reshape(n.input(0), shape);
   return failed(r) ? failure() : n.setOutput(0, *r);
 }
@@ -168,9 +162,6 @@ static LogicalResult convertExpand(NodeImporter &n) {
   if (!shape)
     return n.fail("cannot expand " + shapeStr(n.inputShape(0)) + " to " +
                   shapeStr(*target));
-  if (DenseElementsAttr c = n.constantInput(0))
-    if (DenseElementsAttr r = foldBroadcast(c, *shape))
-      return n.setConstant(0, r);
   auto r = n.broadcast(n.input(0), *shape);
   return failed(r) ? failure() : n.setOutput(0, *r);
 }
@@ -195,9 +186,6 @@ static LogicalResult convertTranspose(NodeImporter &n) {
   if (!valid)
     return n.fail("perm " + shapeStr(perm) + " is not a permutation of rank " +
                   std::to_string(rank));
-  if (DenseElementsAttr c = n.constantInput(0))
-    if (DenseElementsAttr r = foldTranspose(c, perm))
-      return n.setConstant(0, r);
   auto op = n.create<TransposeOp>(n.input(0), perm);
   return failed(op) ? failure() : n.setOutput(0, *op);
 }
@@ -212,7 +200,6 @@ static LogicalResult convertConcat(NodeImporter &n) {
   auto axis = n.normalizeAxis(n.intAttr("axis", 0), first.getRank(), "axis");
   if (failed(axis))
     return failure();
-  llvm::SmallVector<DenseElementsAttr> consts;
   llvm::SmallVector<int> parts;
   for (int i = 0; i < n.numInputs(); ++i) {
     RankedTensorType t = n.inputType(i);
@@ -228,14 +215,10 @@ static LogicalResult convertConcat(NodeImporter &n) {
     if (t.getDimSize(*axis) == 0)
       continue; // empty pieces contribute nothing
     parts.push_back(i);
-    consts.push_back(n.constantInput(i));
   }
   if (parts.empty())
     return n.setConstant(
         0, DenseElementsAttr::get(first, llvm::ArrayRef<Attribute>{}));
-  if (llvm::all_of(consts, [](DenseElementsAttr c) { return bool(c); }))
-    if (DenseElementsAttr r = foldConcat(consts, *axis))
-      return n.setConstant(0, r);
   if (parts.size() == 1)
     return n.setOutput(0, n.input(parts[0]));
   llvm::SmallVector<Value> values;
@@ -281,21 +264,6 @@ static LogicalResult convertSplit(NodeImporter &n) {
     return n.fail("split sizes " + shapeStr(sizes) + " do not cover dim " +
                   std::to_string(dim) + " with " + std::to_string(pieces) +
                   " outputs");
-  if (DenseElementsAttr c = n.constantInput(0)) {
-    llvm::SmallVector<int64_t> starts(type.getRank(), 0),
-        limits(type.getShape()), strides(type.getRank(), 1);
-    for (int64_t i = 0, offset = 0; i < pieces; offset += sizes[i++]) {
-      starts[*axis] = offset;
-      limits[*axis] = offset + sizes[i];
-      DenseElementsAttr piece = foldSlice(c, starts, limits, strides);
-      if (!piece)
-        break;
-      if (failed(n.setConstant(i, piece)))
-        return failure();
-      if (i + 1 == pieces)
-        return success();
-    }
-  }
   auto op = n.create<SplitOp>(n.input(0), *axis, sizes);
   if (failed(op))
     return failure();

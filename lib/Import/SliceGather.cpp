@@ -78,9 +78,6 @@ static LogicalResult convertSlice(NodeImporter &n) {
     stride[*axis] = steps[k];
     clampSliceDim(type.getDimSize(*axis), lo[*axis], hi[*axis], stride[*axis]);
   }
-  if (DenseElementsAttr c = n.constantInput(0))
-    if (DenseElementsAttr r = foldSlice(c, lo, hi, stride))
-      return n.setConstant(0, r);
   auto op = n.create<SliceOp>(n.input(0), lo, hi, stride);
   return failed(op) ? failure() : n.setOutput(0, *op);
 }
@@ -114,9 +111,6 @@ static LogicalResult convertGather(NodeImporter &n) {
       }
       indices = fromLit(*lit);
     }
-    if (DenseElementsAttr c = n.constantInput(0))
-      if (DenseElementsAttr r = foldGather(c, indices, *axis))
-        return n.setConstant(0, r);
   }
   Value table = n.input(0);
   Value ids = indices ? n.constant(indices) : n.input(1);

@@ -151,6 +151,95 @@ bool run(func::FuncOp func, const std::vector<Array> &inputs,
   return true;
 }
 
+/// Runs one op whose operands are in `values`, putting one array per result
+/// in `outs`: the kernel dispatch `runBlock` and `evaluate` share.
+static bool runOp(Operation &op, llvm::DenseMap<Value, Array> &values,
+                  const Options &options, std::vector<Array> &outs,
+                  std::string &error) {
+  bool promote = options.promoteToF64;
+  const KernelTable &table = kernelTable();
+  auto kernel = table.find(op.getName().getStringRef());
+  if (kernel == table.end()) {
+    error = "unsupported op " + describe(&op);
+    return false;
+  }
+  outs.assign(op.getNumResults(), Array());
+  llvm::SmallVector<data::DType> storage(op.getNumResults());
+  for (unsigned r = 0; r < op.getNumResults(); ++r) {
+    if (!allocate(op.getResult(r).getType(), promote, outs[r])) {
+      error = describe(&op) + ": unsupported result type " +
+              typeStr(op.getResult(r).getType());
+      return false;
+    }
+    // Half results are computed in float, rounded below.
+    storage[r] = outs[r].dtype;
+    if (isHalf(storage[r]))
+      outs[r].bytes.assign(
+          outs[r].numElements() *
+              data::dtypeSize(outs[r].dtype = computeDType(storage[r], promote)),
+          0);
+  }
+  // Half operands are widened (exactly) for the kernel, put back after.
+  llvm::SmallVector<std::pair<Value, Array>> halves;
+  for (Value v : op.getOperands()) {
+    auto it = values.find(v);
+    if (it == values.end() || !isHalf(it->second.dtype))
+      continue;
+    Array wide;
+    convertArray(it->second, computeDType(it->second.dtype, promote), wide);
+    halves.push_back({v, std::move(it->second)});
+    it->second = std::move(wide);
+  }
+  KernelContext ctx(&op, values, outs, options);
+  bool ok = kernel->second(ctx);
+  for (auto &[v, a] : halves)
+    values[v] = std::move(a);
+  if (!ok) {
+    error = describe(&op) + ": " + ctx.error;
+    return false;
+  }
+  for (unsigned r = 0; r < op.getNumResults(); ++r)
+    if (isHalf(storage[r]) && outs[r].dtype != storage[r]) {
+      Array narrow;
+      convertArray(outs[r], storage[r], narrow);
+      outs[r] = std::move(narrow);
+    }
+  return true;
+}
+
+bool evaluate(Operation *op, llvm::ArrayRef<Array> operands,
+              std::vector<Array> &results, std::string &error,
+              const Options &options) {
+  results.clear();
+  if (operands.size() != op->getNumOperands()) {
+    error = describe(op) + " has " + std::to_string(op->getNumOperands()) +
+            " operands, got " + std::to_string(operands.size()) + " arrays";
+    return false;
+  }
+  if (op->getNumRegions() != 0) {
+    // Its body may read values from outside, which only a block run has.
+    error = describe(op) + " holds a region; run its function instead";
+    return false;
+  }
+  llvm::DenseMap<Value, Array> values;
+  for (auto [i, a] : llvm::enumerate(operands)) {
+    Value v = op->getOperand(i);
+    auto type = llvm::dyn_cast<RankedTensorType>(v.getType());
+    std::optional<data::DType> want =
+        type ? toDType(type.getElementType(), options.promoteToF64)
+             : std::nullopt;
+    if (!want || a.dtype != *want ||
+        llvm::ArrayRef<int64_t>(a.shape) != type.getShape()) {
+      error = describe(op) + ": operand #" + std::to_string(i) + " is " +
+              typeStr(v.getType()) + " but its array is " +
+              data::dtypeName(a.dtype) + " " + shapeStr(a.shape);
+      return false;
+    }
+    values[v] = a;
+  }
+  return runOp(*op, values, options, results, error);
+}
+
 bool runBlock(Block &block, llvm::DenseMap<Value, Array> &values,
               const Options &options, std::vector<Array> &returned,
               std::string &error) {
@@ -161,60 +250,15 @@ bool runBlock(Block &block, llvm::DenseMap<Value, Array> &values,
     for (Value v : op.getOperands())
       lastUse[v] = &op;
 
-  bool promote = options.promoteToF64;
-  const KernelTable &table = kernelTable();
   for (Operation &op : block) {
     if (op.hasTrait<OpTrait::IsTerminator>()) {
       for (Value v : op.getOperands())
         returned.push_back(values.find(v)->second);
       return true;
     }
-    auto kernel = table.find(op.getName().getStringRef());
-    if (kernel == table.end()) {
-      error = "unsupported op " + describe(&op);
+    std::vector<Array> outs;
+    if (!runOp(op, values, options, outs, error))
       return false;
-    }
-    std::vector<Array> outs(op.getNumResults());
-    llvm::SmallVector<data::DType> storage(op.getNumResults());
-    for (unsigned r = 0; r < op.getNumResults(); ++r) {
-      if (!allocate(op.getResult(r).getType(), promote, outs[r])) {
-        error = describe(&op) + ": unsupported result type " +
-                typeStr(op.getResult(r).getType());
-        return false;
-      }
-      // Half results are computed in float, rounded below.
-      storage[r] = outs[r].dtype;
-      if (isHalf(storage[r]))
-        outs[r].bytes.assign(
-            outs[r].numElements() *
-                data::dtypeSize(outs[r].dtype = computeDType(storage[r], promote)),
-            0);
-    }
-    // Half operands are widened (exactly) for the kernel, put back after.
-    llvm::SmallVector<std::pair<Value, Array>> halves;
-    for (Value v : op.getOperands()) {
-      auto it = values.find(v);
-      if (it == values.end() || !isHalf(it->second.dtype))
-        continue;
-      Array wide;
-      convertArray(it->second, computeDType(it->second.dtype, promote), wide);
-      halves.push_back({v, std::move(it->second)});
-      it->second = std::move(wide);
-    }
-    KernelContext ctx(&op, values, outs, options);
-    bool ok = kernel->second(ctx);
-    for (auto &[v, a] : halves)
-      values[v] = std::move(a);
-    if (!ok) {
-      error = describe(&op) + ": " + ctx.error;
-      return false;
-    }
-    for (unsigned r = 0; r < op.getNumResults(); ++r)
-      if (isHalf(storage[r]) && outs[r].dtype != storage[r]) {
-        Array narrow;
-        convertArray(outs[r], storage[r], narrow);
-        outs[r] = std::move(narrow);
-      }
     for (Value v : op.getOperands())
       if (lastUse.lookup(v) == &op)
         values.erase(v);

@@ -508,6 +508,37 @@ TEST_F(InterpTest, BindByNameAndResultNames) {
   EXPECT_NE(error.find("'b'"), std::string::npos) << error;
 }
 
+TEST_F(InterpTest, EvaluateRunsOneOp) {
+  // The op-level entry the importer's constant folder uses: the same kernel
+  // as a function run (softmax of [1, 2, 3] over its one axis).
+  func::FuncOp func = parse(R"(func.func @f(%x: tensor<3xf32>) -> tensor<3xf32> {
+    %0 = tcc.softmax %x {axis = 0 : i64} : (tensor<3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  })");
+  ASSERT_TRUE(func);
+  Operation *softmax = &func.getBody().front().front();
+  std::vector<Array> results;
+  std::string error;
+  ASSERT_TRUE(tcc::interp::evaluate(softmax, {f32({3}, {1, 2, 3})}, results,
+                                    error))
+      << error;
+  ASSERT_EQ(results.size(), 1u);
+  double s = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
+  expectValues(results[0],
+               {std::exp(1.0) / s, std::exp(2.0) / s, std::exp(3.0) / s});
+
+  // Operands are checked as run checks arguments, naming the op.
+  EXPECT_FALSE(
+      tcc::interp::evaluate(softmax, {i64({3}, {1, 2, 3})}, results, error));
+  EXPECT_NE(error.find("'tcc.softmax' at loc("), std::string::npos) << error;
+  EXPECT_NE(error.find("operand #0 is tensor<3xf32> but its array is i64"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(tcc::interp::evaluate(softmax, {}, results, error));
+  EXPECT_NE(error.find("has 1 operands, got 0 arrays"), std::string::npos)
+      << error;
+}
+
 TEST_F(InterpTest, EveryTccOpHasAKernel) {
   std::vector<std::string> ops = tcc::interp::supportedOps();
   for (RegisteredOperationName name : context.getRegisteredOperations()) {

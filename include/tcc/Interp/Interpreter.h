@@ -29,6 +29,17 @@ bool run(mlir::func::FuncOp func, const std::vector<data::Array> &inputs,
          std::vector<data::Array> &results, std::string &error,
          const Options &options = {});
 
+/// Evaluates the single op `op` on `operands` (one array per operand, in
+/// order, each with its operand's dtype and shape) with the same kernel and
+/// numerics as `run`: f32 elementwise math in float, sums accumulated in
+/// double and rounded once (lib/Interp/Numerics.h); bf16/f16 computed in
+/// float and rounded to storage. `results` get one array per result. Ops
+/// holding a region are refused (their bodies may read outer values). On
+/// failure returns false with a one-line `error` naming the op.
+bool evaluate(mlir::Operation *op, llvm::ArrayRef<data::Array> operands,
+              std::vector<data::Array> &results, std::string &error,
+              const Options &options = {});
+
 /// Binds arrays to `func`'s arguments by their `tcc.name` attribute, checking
 /// dtype and shape as `run` does (so with `promoteToF64`, f64 arrays are also
 /// accepted for f32 arguments); arrays no argument names are ignored.

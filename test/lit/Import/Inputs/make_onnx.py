@@ -525,6 +525,30 @@ def tril_mask():
     return model(nodes, [vi("x", F, [2, 3, 3])], [vi("y", F, [2, 3, 3])])
 
 
+def fold_all():
+    """Ops on no hand-written fold list, all of constants (Constant nodes,
+    not initializers, which could be parameters): MatMul, Softmax, Erf,
+    LayerNormalization, Trilu, ReduceMean and Exp fold, through the
+    interpreter, to one constant c; y = x + c keeps x's add."""
+    r = np.random.RandomState(1)
+    n = helper.make_node
+    nodes = [const("a", r.randn(4, 4).astype(np.float32)),
+             const("w", r.randn(4, 4).astype(np.float32)),
+             const("scale", r.randn(4).astype(np.float32)),
+             const("bias", r.randn(4).astype(np.float32)),
+             n("MatMul", ["a", "w"], ["mm"], name="mm"),
+             n("Softmax", ["mm"], ["sm"], name="sm", axis=-1),
+             n("Erf", ["sm"], ["erf"], name="erf"),
+             n("LayerNormalization", ["erf", "scale", "bias"], ["ln"], name="ln",
+               axis=-1, epsilon=1e-5),
+             n("Trilu", ["ln"], ["tril"], name="tril", upper=0),
+             n("ReduceMean", ["tril"], ["mean"], name="mean", axes=[0],
+               keepdims=1),
+             n("Exp", ["mean"], ["c"], name="exp"),
+             n("Add", ["x", "c"], ["y"], name="add")]
+    return model(nodes, [vi("x", F, [3, 4])], [vi("y", F, [3, 4])])
+
+
 def eval_mode_copies():
     """torch.onnx.export in eval mode merges initializers of equal value:
     the second LayerNorm's fresh weight and bias are Identity copies of the
