@@ -312,6 +312,13 @@ tcc_status tcc_profile_step(tcc_session *session, double *loss,
                             tcc_profile_record *records, size_t capacity,
                             size_t *count);
 
+/** What the session's backend chose, when it opened, to run some ops: one
+ *  line per choice, each ending in a newline; "" when there is nothing to
+ *  say. "cuda" with conv steps: "conv: cuDNN 9.1.0" or "conv: tcc kernels
+ *  (libcudnn.so.9 not found)" (docs/architecture.md). Valid until the
+ *  session is closed; "" for NULL. */
+const char *tcc_backend_notes(const tcc_session *session);
+
 /** The evaluation loss on the bound inputs (no dropout, no update).
  *  TCC_ERROR_ARGUMENT when the artifact has no eval_step. */
 tcc_status tcc_eval_step(tcc_session *session, double *loss);

@@ -64,6 +64,12 @@ public:
   /// "cpu", "cuda".
   virtual const char *name() const = 0;
 
+  /// tcc_backend_notes: the library choices made at open, a line each.
+  virtual const std::string &notes() const {
+    static const std::string none;
+    return none;
+  }
+
   /// `bytes` zero-filled bytes for `what`, at least kHostAlignment-aligned,
   /// from the session's allocator, owned by the backend until it is
   /// destroyed; null for 0 bytes. TCC_ERROR_MEMORY naming `what` when the

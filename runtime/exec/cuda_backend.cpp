@@ -190,6 +190,7 @@ public:
   ~CudaBackend() override;
 
   const char *name() const override { return "cuda"; }
+  const std::string &notes() const override { return notes_; }
   uint8_t *allocate(size_t bytes, const std::string &what) override;
   void upload(uint8_t *dst, const void *src, size_t bytes) override;
   void download(void *dst, const uint8_t *src, size_t bytes) override;
@@ -238,6 +239,9 @@ private:
   int smCount = 1;
   CUmodule module = nullptr;
   std::unique_ptr<cuda::GemmContext> gemmContext;
+  /// Conv steps' cuDNN handle (cudnn_conv.h); null: tcc's conv kernels.
+  std::unique_ptr<cuda::CudnnContext> cudnnContext;
+  std::string notes_; ///< tcc_backend_notes
   Allocator memory;
   bool useGraphs = true;
   int bucket = 0; ///< the token bucket enqueue runs (0: the capacity)
@@ -380,6 +384,23 @@ void CudaBackend::init(const SessionOptions &options) {
   gemmContext = cuda::GemmContext::create(&gemmError);
   if (!gemmContext)
     fail(TCC_ERROR_BACKEND, "backend 'cuda': cuBLASLt: " + gemmError);
+  // cuDNN for the conv steps: loaded (once per process) only for them.
+  cuda::CudnnLibrary cudnn;
+  ConvTally convs;
+  bool hasConv = false;
+  for (const Function &fn : art.functions)
+    for (const Step &step : fn.steps)
+      hasConv |= step.kind == Step::Call &&
+                 (step.op == Op::Conv || step.op == Op::ConvGrad);
+  if (hasConv) {
+    cudnn = cuda::cudnnLibrary();
+    std::string cudnnError;
+    cudnnContext = cuda::CudnnContext::create(stream, &cudnnError);
+    if (!cudnnContext && cudnn.loaded) {
+      cudnn.loaded = false; // loaded, but no handle on this device
+      cudnn.reason = cudnnError;
+    }
+  }
 
   // The generated kernels.
   if (art.hasKernelSteps()) {
@@ -433,7 +454,9 @@ void CudaBackend::init(const SessionOptions &options) {
       }
       if (step.kind == Step::Collective)
         continue; // device-to-device copies at one rank (runOneRank)
-      sp.call = planCall(fn, s, *gemmContext, fp.buckets, where(f, s));
+      sp.call = planCall(fn, s, *gemmContext, cudnnContext.get(), fp.buckets,
+                         where(f, s));
+      convs.add(step, sp.call);
       if (step.op == Op::PackIndex && fp.buckets.count > 0 &&
           fp.packStep < 0) {
         fp.packStep = int64_t(s);
@@ -460,6 +483,7 @@ void CudaBackend::init(const SessionOptions &options) {
     fp.graphs.assign(fp.segmentEnds.size() * size_t(fp.buckets.count + 1),
                      nullptr);
   }
+  notes_ = convs.note(cudnn);
   if (errorSlots)
     errorWords = reinterpret_cast<int64_t *>(
         allocate(sizeof(int64_t) * size_t(errorSlots), "the error words"));
@@ -514,9 +538,10 @@ void CudaBackend::release() {
       for (cudaGraphExec_t g : fp.graphs)
         if (g)
           cudaGraphExecDestroy(g);
-    plans.clear(); // the GemmPlans before their context
+    plans.clear(); // the GemmPlans and CudnnConvPlans before their contexts
     gemmContext.reset();
     nccl.reset();
+    cudnnContext.reset();
     if (module)
       driver().moduleUnload(module);
     module = nullptr;

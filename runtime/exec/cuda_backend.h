@@ -11,7 +11,8 @@
 // from the session's allocator. Kernel steps launch the `tcc_<name>` symbols of
 // kernels/kernels.fatbin (driver API, resolved at open) over `elements`,
 // their inputs a device array of device pointers written once at open. Call
-// steps run tcc_cuda_kernels and cuBLASLt GemmPlans made at open. Everything
+// steps run tcc_cuda_kernels, cuBLASLt GemmPlans and (conv, when cuDNN
+// loads: kernels/cuda/cudnn_conv.h) cuDNN conv plans made at open. Everything
 // is enqueued on one stream, the caller's or one made here; the first run of
 // each function captures it as CUDA graphs, later runs replay them
 // (TCC_CUDA_GRAPHS=0: always eager).

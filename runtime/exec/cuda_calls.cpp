@@ -421,7 +421,8 @@ TokenBuckets TokenBuckets::of(const Function &fn) {
 }
 
 CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
-                  const TokenBuckets &buckets, const std::string &where) {
+                  const cuda::CudnnContext *cudnn, const TokenBuckets &buckets,
+                  const std::string &where) {
   const Step &step = fn.steps[s];
   const Attrs &a = step.attrs;
   auto in = [&](size_t i) -> const Value & {
@@ -537,6 +538,19 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
           v.shape[3], /*haveForward=*/false);
     return plan;
   }
+  case Op::Conv:
+  case Op::ConvGrad: {
+    cuda::CudnnConvDims dims;
+    if (!cudnn || !cuda::cudnnConvDims(windowShape(fn, step), dims,
+                                       plan.convOwn))
+      return plan;
+    plan.conv = cuda::CudnnConvPlan::create(
+        *cudnn, dims, step.op == Op::ConvGrad, desc.allowTF32,
+        desc.maxWorkspaceBytes, &plan.convOwn);
+    if (plan.conv)
+      plan.workspace = plan.conv->workspaceBytes();
+    return plan;
+  }
   case Op::CrossEntropy:
     plan.workspace = cuda::cross_entropy_fwd_workspace_bytes(in(1).elements);
     return plan;
@@ -628,6 +642,27 @@ int runGemm(const Function &fn, const Step &step, const GemmStep &g,
 
 } // namespace
 
+void ConvTally::add(const Step &step, const CallPlan &plan) {
+  if (step.kind != Step::Call ||
+      (step.op != Op::Conv && step.op != Op::ConvGrad))
+    return;
+  ++steps;
+  if (plan.conv)
+    return;
+  if (own++ == 0)
+    why = plan.convOwn;
+}
+
+std::string ConvTally::note(const cuda::CudnnLibrary &library) const {
+  if (steps == 0)
+    return "";
+  std::string line = "conv: " + cuda::convLibraryName(library);
+  if (library.loaded && own > 0)
+    line += ", " + std::to_string(own) + " of " + std::to_string(steps) +
+            " conv steps on tcc kernels (" + why + ")";
+  return line + "\n";
+}
+
 cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
                 uint8_t *const *ptrs, const CallContext &ctx) {
   const Step &step = fn.steps[s];
@@ -677,10 +712,21 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
   case Op::AvgPool:
   case Op::AvgPoolGrad: {
     const kernels::WindowShape ws = windowShape(fn, step);
+    const cuda::CudnnConvPlan *conv = plan.conv.get();
     switch (step.op) {
     case Op::Conv:
+      if (conv)
+        return conv->forward(fin(0), fin(1), fin(2), fout(0), ctx.workspace);
       return cuda::conv2d_fwd(ws, fin(0), fin(1), fin(2), fout(0), st);
     case Op::ConvGrad:
+      if (conv) {
+        cuda::Status r = conv->backward(fin(0), fin(1), fin(2), fout(0),
+                                        fout(1), ctx.workspace);
+        // The bias gradient: conv.cu's per-channel sum.
+        return r || !fout(2) ? r
+                             : cuda::conv2d_bwd(ws, nullptr, nullptr, fin(2),
+                                                nullptr, nullptr, fout(2), st);
+      }
       return cuda::conv2d_bwd(ws, fin(0), fin(1), fin(2), fout(0), fout(1),
                               fout(2), st);
     case Op::MaxPool:

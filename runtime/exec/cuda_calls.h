@@ -14,6 +14,7 @@
 #define TCC_RUNTIME_EXEC_CUDA_CALLS_H
 
 #include "exec/artifact.h"
+#include "kernels/cuda/cudnn_conv.h"
 #include "kernels/cuda/gemm.h"
 
 #include <cstddef>
@@ -93,6 +94,10 @@ struct CallPlan {
   /// group's); the later members' `adamwGrouped` steps enqueue nothing.
   AdamwGroupLaunch adamw;
   bool adamwGrouped = false;
+  /// Conv, ConvGrad on cuDNN; null: tcc's kernels (conv.cu), `convOwn`
+  /// saying why when cuDNN is loaded but cannot run this conv.
+  std::unique_ptr<cuda::CudnnConvPlan> conv;
+  std::string convOwn;
 };
 
 /// Whether call `op` reports bad rows / steps through an error word.
@@ -146,10 +151,24 @@ bool readFatbinCode(const std::string &path, FatbinCode &code,
 std::string cudaBackendVerdict(const Artifact &art);
 
 /// Plans call `s` of `fn` (its GemmPlan made on `gemm`, and one per token
-/// bucket for a GEMM over packed tokens); throws TCC_ERROR_BACKEND naming
+/// bucket for a GEMM over packed tokens; a conv's CudnnConvPlan on `cudnn`
+/// when not null and cuDNN can run it); throws TCC_ERROR_BACKEND naming
 /// `where` when cuBLASLt refuses the GEMM.
 CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
-                  const TokenBuckets &buckets, const std::string &where);
+                  const cuda::CudnnContext *cudnn, const TokenBuckets &buckets,
+                  const std::string &where);
+
+/// The conv steps of a session's plans, for tcc_backend_notes.
+struct ConvTally {
+  int64_t steps = 0, own = 0; ///< conv / conv_grad steps; on tcc's kernels
+  std::string why;            ///< the first own step's convOwn
+  /// Counts `step` (planned as `plan`) when it is a conv or conv_grad.
+  void add(const Step &step, const CallPlan &plan);
+  /// "" without conv steps; "conv: cuDNN 9.1.0\n" with ", N of M conv
+  /// steps on tcc kernels (why)" before the newline when some are not on
+  /// cuDNN; "conv: tcc kernels (reason)\n" when cuDNN is not loaded.
+  std::string note(const cuda::CudnnLibrary &library) const;
+};
 
 struct CallContext {
   cudaStream_t stream = nullptr;

@@ -689,6 +689,10 @@ tcc_status tcc_eval_step(tcc_session *s, double *loss) {
 
 int64_t tcc_steps_done(const tcc_session *s) { return s ? s->stepsDone : 0; }
 
+const char *tcc_backend_notes(const tcc_session *s) {
+  return s ? s->backend->notes().c_str() : "";
+}
+
 int32_t tcc_num_metrics(const tcc_session *s) {
   return s ? int32_t(s->metricNames.size()) : 0;
 }

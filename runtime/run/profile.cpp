@@ -169,6 +169,7 @@ void printProfile(std::ostream &out, const StepProfile &p, size_t top) {
   out << "profile of step " << p.step << " (train_step, backend "
       << p.backend << "): " << p.records.size() << " plan steps, "
       << format("%.3f", p.wallMs) << " ms wall time\n";
+  out << p.notes;
   printFamilies(out, p);
   out << "slowest steps\n";
   printSlowest(out, p, top);
@@ -253,6 +254,7 @@ bool profileStep(tcc_session *session, const std::vector<data::Array> &batch,
                        std::chrono::steady_clock::now() - start)
                        .count();
   profile.step = tcc_steps_done(session);
+  profile.notes = tcc_backend_notes(session);
   return true;
 }
 

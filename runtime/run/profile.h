@@ -27,6 +27,7 @@ namespace tcc::run {
 /// One profiled optimizer step.
 struct StepProfile {
   std::string backend; ///< "cpu", "cuda"
+  std::string notes;   ///< tcc_backend_notes (each line ends in "\n")
   int64_t step = 0;    ///< the step as the progress line counts it (1-based)
   double wallMs = 0;   ///< tcc_profile_step's wall time
   /// One per plan step, in plan order; names point into the session.
@@ -49,7 +50,8 @@ std::string profileFamily(const tcc_profile_record &record);
 /// The families of `profile`, the most time first.
 std::vector<FamilyTime> familyTimes(const StepProfile &profile);
 
-/// The report: a header naming the step and the backend, the time per
+/// The report: a header naming the step and the backend, the backend's
+/// notes (which library runs conv on cuda), the time per
 /// family with the sum of the steps and the step's wall time, then the
 /// `top` slowest plan steps and a line for the rest.
 void printProfile(std::ostream &out, const StepProfile &profile, size_t top);

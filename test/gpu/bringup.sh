@@ -60,6 +60,16 @@ if ! ldconfig -p 2>/dev/null | grep -q libnccl.so.2; then
   nccl=$(find /usr/local/cuda/lib64 / -xdev -name 'libnccl.so.2' 2>/dev/null | head -1)
   [[ -n $nccl ]] && LIBS=$LIBS:$(dirname "$nccl")
 fi
+# cuDNN for the conv steps (runtime/kernels/cuda/cudnn_conv.h): the system's
+# libcudnn.so.9, else PyTorch's pip copy (nvidia-cudnn), whose directory
+# also holds the sub-libraries the libcudnn.so.9 shim loads.
+if [[ -z ${TCC_CUDNN_LIBRARY:-} ]] && ! ldconfig -p | grep "libcudnn.so.9 " >/dev/null; then
+  d=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+  if [[ -n $d && -e $d/libcudnn.so.9 ]]; then
+    export TCC_CUDNN_LIBRARY=$d/libcudnn.so.9
+    LIBS=$LIBS:$d
+  fi
+fi
 mkdir -p build-bundle/wrap
 for b in tcc-run tcc-gpu-tests; do
   printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' \
@@ -76,8 +86,10 @@ if [[ ! -e /work/main/test/unit/fixtures ]]; then mkdir -p /work; ln -sfn "$ROOT
   python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name())'
   echo "tcc library path: $LIBS"
   LD_LIBRARY_PATH=$LIBS ldd "$BIN/tcc-run" | grep -E "not found|cublas|cudart|openblas"
+  echo "cuDNN: ${TCC_CUDNN_LIBRARY:-$(ldconfig -p | grep -m1 'libcudnn.so.9 ' || echo 'none (conv on tcc kernels)')}"
 } >"$OUTD/env.txt" 2>&1
 stamp "env: $(head -2 "$OUTD/env.txt" | tail -1)"
+stamp "$(grep -m1 '^cuDNN: ' "$OUTD/env.txt")"
 if grep -q "=> not found" "$OUTD/env.txt"; then
   stamp "missing libraries: $(grep '=> not found' "$OUTD/env.txt" | tr '\n' ' ')"
 fi
@@ -105,6 +117,7 @@ if [[ " $PHASES " == *" 1 "* ]]; then
     stamp "$s: exit $(cat "$OUTD/$s.rc" 2>/dev/null || echo '?') (124 = time limit)"
   done
   grep -E "^\[  (PASSED|FAILED) |^\[  FAILED" "$OUTD/gpu-tests.log" | tee -a "$OUTD/summary.txt"
+  grep -m1 "cuDNN not loaded" "$OUTD/gpu-tests.log" | tee -a "$OUTD/summary.txt"
   grep -E "ERROR SUMMARY|Error|error" "$OUTD/memcheck.log" | sort | uniq -c | head -8 | tee -a "$OUTD/summary.txt"
   grep -E "RACECHECK SUMMARY|hazard" "$OUTD/racecheck.log" | sort | uniq -c | head -5 | tee -a "$OUTD/summary.txt"
   grep -h FAIL "$OUTD/check_models.txt" | head -20 | tee -a "$OUTD/summary.txt"

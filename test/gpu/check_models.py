@@ -17,6 +17,9 @@ prints one line per comparison:
   * cuda vs cpu: the same artifact on the CPU backend;
   * graphs == eager: bit-identical parameters with and without CUDA graphs;
   * remat == plain: with --memory-budget, bit-identical to the plan without;
+  * conv (artifacts with conv steps): the conv library `tcc-run --profile`
+    names, a second cuDNN run bit-identical to the first, and the run on
+    tcc's own conv kernels (TCC_CUDNN=0) against the cuDNN one;
   * curve: 16-bit loss curves track fp32 window by window; the loss falls.
 
 A checking program for the GPU bring-up (../shared/gpu-bringup.md step 3),
@@ -267,6 +270,48 @@ def bitwise(a, b):
     return diff
 
 
+def has_conv(art):
+    """Whether artifact ART's plan has conv or conv_grad calls."""
+    with open(os.path.join(art, "plan.json")) as f:
+        fns = json.load(f)["functions"]
+    fns = fns.values() if isinstance(fns, dict) else fns
+    return any(st.get("kind") == "call" and st.get("op") in ("conv", "conv_grad")
+               for fn in fns for st in fn["steps"])
+
+
+def conv_line(out):
+    """The `conv: ...` line of a tcc-run --profile output, or ""."""
+    return next((l[len("conv: "):] for l in out.splitlines() if l.startswith("conv: ")), "")
+
+
+def check_conv(a, c, d, art, cu, t, log):
+    """cuDNN against tcc's own conv kernels on the conv artifact ART (cu: the
+    cuDNN run's parameters), rows in table T."""
+    name = c["name"]
+    try:
+        r = sh([a.tcc_run] + run_args(c, d, art, os.path.join(d, "ck-prof"),
+                                      os.path.join(d, "prof.csv"))
+               + ["--backend", "cuda", "--profile"], log=log)
+        own = sh([a.tcc_run] + run_args(c, d, art, os.path.join(d, "ck-own"),
+                                        os.path.join(d, "own.csv"))
+                 + ["--backend", "cuda", "--profile"], env={"TCC_CUDNN": "0"}, log=log)
+    except RuntimeError as e:
+        t.add(name, "conv runs", "error", "-", False, str(e).splitlines()[-1][:120])
+        return
+    lib = conv_line(r.stdout)
+    t.add(name, "conv library", lib[:12] or "none", "named", bool(lib), lib)
+    own_lib = conv_line(own.stdout)
+    t.add(name, "TCC_CUDNN=0", own_lib[:12] or "none", "tcc kernels",
+          own_lib == "tcc kernels (TCC_CUDNN=0)", own_lib)
+    if not lib.startswith("cuDNN"):
+        return
+    diff = bitwise(last_params(os.path.join(d, "ck-prof")), cu)
+    t.add(name, "cuDNN run to run", "%d differ" % len(diff), "0", not diff, ",".join(diff[:3]))
+    worst, ok = judge(tensor_errors(cu, last_params(os.path.join(d, "ck-own"))), c["rtol"],
+                      c.get("tol", []))
+    t.add(name, "cuDNN vs tcc conv kernels", "%.2e" % worst, "%g" % c["rtol"], ok)
+
+
 def check(a):
     all_cases = json.load(open(os.path.join(a.dir, "cases.json")))
     cases, inference = all_cases["training"], all_cases["inference"]
@@ -296,6 +341,8 @@ def check(a):
         diff = bitwise(cu, eager)
         t.add(name, "graphs == eager", "%d differ" % len(diff), "0", not diff,
               ",".join(diff[:3]))
+        if has_conv(art):
+            check_conv(a, c, d, art, cu, t, log)
         lc, lp = losses(os.path.join(d, "cuda.csv")), losses(os.path.join(d, "cpu.csv"))
         ok = all(math.isfinite(x) for x in lc)
         t.add(name, "finite losses", "%d steps" % len(lc), str(c["steps"]),

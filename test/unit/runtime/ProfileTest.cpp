@@ -237,6 +237,28 @@ TEST(Profile, ReportMarksTheStepsOverPackedTokenRows) {
       << text;
 }
 
+// The backend's notes (tcc_backend_notes: on cuda, which library runs the
+// convolutions) go right under the header; the cpu backend has none.
+TEST(Profile, ReportPrintsTheBackendNotesUnderTheHeader) {
+  tcc::run::StepProfile p = madeUpProfile();
+  p.notes = "conv: cuDNN 9.1.0\n";
+  std::ostringstream out;
+  tcc::run::printProfile(out, p, 1);
+  EXPECT_EQ(out.str().substr(0, out.str().find("  GEMM")),
+            "profile of step 7 (train_step, backend cpu): 5 plan steps, "
+            "10.000 ms wall time\n"
+            "conv: cuDNN 9.1.0\n"
+            "  family                      ms  % step  count\n");
+
+  TempDir dir("profile-notes");
+  linearRegression().write(dir.path);
+  tcc_session *s = openOrFail(dir.path);
+  ASSERT_TRUE(s);
+  EXPECT_STREQ(tcc_backend_notes(s), "");
+  EXPECT_STREQ(tcc_backend_notes(nullptr), "");
+  tcc_session_close(s);
+}
+
 TEST(Profile, ReportOfAShortStepIsInMicroseconds) {
   tcc::run::StepProfile p = madeUpProfile();
   p.wallMs /= 1000;
