@@ -10,6 +10,8 @@
 #include "exec/MemoryPlan.h"
 #include "tcc/Support/OutputFile.h"
 
+#include "plan/plan.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
@@ -107,16 +109,6 @@ static std::string typeString(Type type) {
   llvm::raw_string_ostream os(s);
   type.print(os);
   return escape(s);
-}
-
-static std::string withCommas(int64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0)
-      out += ',';
-    out += digits[i];
-  }
-  return out;
 }
 
 /// Bytes in binary units, as an ML engineer reads them: "512 B",
@@ -436,13 +428,13 @@ static LogicalResult writeMemoryBudget(llvm::raw_ostream &os,
      << "arena</th><th>arena before</th><th>arena after</th><th>planned "
      << "session</th><th>updates moved early / ops moved late</th><th>extra "
         "FLOPs per "
-     << "step</th></tr>\n<tr><td class=\"n\">" << withCommas(budget)
-     << "</td><td class=\"n\">" << withCommas(fixed) << "</td><td class=\"n\">"
-     << withCommas(get("arena_before")) << "</td><td class=\"n\">"
-     << withCommas(get("arena_after")) << "</td><td class=\"n\">"
-     << withCommas(fixed + get("arena_after")) << "</td><td class=\"n\">"
+     << "step</th></tr>\n<tr><td class=\"n\">" << rt::groupedDigits(budget)
+     << "</td><td class=\"n\">" << rt::groupedDigits(fixed) << "</td><td class=\"n\">"
+     << rt::groupedDigits(get("arena_before")) << "</td><td class=\"n\">"
+     << rt::groupedDigits(get("arena_after")) << "</td><td class=\"n\">"
+     << rt::groupedDigits(fixed + get("arena_after")) << "</td><td class=\"n\">"
      << get("early_updates") << " / " << get("sunk_ops")
-     << "</td><td class=\"n\">" << withCommas(extra)
+     << "</td><td class=\"n\">" << rt::groupedDigits(extra)
      << llvm::format(" (+%.2f%%)", total ? 100.0 * extra / total : 0.0)
      << "</td></tr></table>\n";
   if (int64_t segments = get("segments"))
@@ -719,7 +711,7 @@ LogicalResult writeReport(ModuleOp trained, ModuleOp lowered,
   os << "</table>\n";
 
   os << "<h2>Memory plan</h2>\n<p>Arena: " << humanBytes(arenaBytes) << " ("
-     << withCommas(arenaBytes) << " bytes) over " << live->numOps
+     << rt::groupedDigits(arenaBytes) << " bytes) over " << live->numOps
      << " ops of @train_step; live buffers peak at " << humanBytes(peak.bytes)
      << " at op " << peak.op << " ("
      << escape(launchName(&*std::next(func.getBody().front().begin(), peak.op)))
@@ -747,8 +739,8 @@ LogicalResult writeReport(ModuleOp trained, ModuleOp lowered,
 
   os << "<h2>Estimated cost per step</h2>\n<table><tr><th>FLOPs</th>"
      << "<th>bytes moved</th></tr>\n<tr><td class=\"n\">" << humanFlops(flops)
-     << " (" << withCommas(flops) << ")</td><td class=\"n\">"
-     << humanBytes(bytes) << " (" << withCommas(bytes)
+     << " (" << rt::groupedDigits(flops) << ")</td><td class=\"n\">"
+     << humanBytes(bytes) << " (" << rt::groupedDigits(bytes)
      << ")</td></tr></table>\n"
      << "<p>FLOPs: each op's count (<code>tcc::opFlops</code>, the cost "
         "model of docs/architecture.md): 2&middot;M&middot;N&middot;K per "

@@ -30,17 +30,6 @@ std::string describe(const TensorDesc &t) {
   return std::string(data::dtypeName(t.dtype)) + " " + shapeString(t.shape);
 }
 
-/// "1,234,567".
-std::string grouped(int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0)
-      out += ',';
-    out += digits[i];
-  }
-  return (n < 0 ? "-" : "") + out;
-}
-
 std::string num(double v) {
   std::ostringstream s;
   s.precision(17);
@@ -62,7 +51,7 @@ void printTensors(std::ostream &out, const std::vector<TensorDesc> &tensors) {
     width = std::max(width, t.name.size());
   for (const TensorDesc &t : tensors)
     out << "  " << t.name << std::string(width - t.name.size() + 2, ' ')
-        << describe(t) << "  " << grouped(t.bytes) << " bytes\n";
+        << describe(t) << "  " << groupedDigits(t.bytes) << " bytes\n";
 }
 
 void print(const Artifact &art, std::ostream &out) {
@@ -134,15 +123,15 @@ void print(const Artifact &art, std::ostream &out) {
   int64_t elements = 0;
   for (const TensorDesc &t : art.params)
     elements += t.elements;
-  out << "\nparameters: " << art.params.size() << ", " << grouped(elements)
-      << " elements, " << grouped(mem.params) << " bytes\n";
+  out << "\nparameters: " << art.params.size() << ", " << groupedDigits(elements)
+      << " elements, " << groupedDigits(mem.params) << " bytes\n";
   printTensors(out, art.params);
   if (!art.inference())
     out << "\noptimizer state: " << art.optState.size() << ", "
-        << grouped(mem.optState) << " bytes\n";
+        << groupedDigits(mem.optState) << " bytes\n";
   if (!art.constants.empty())
     out << "constants: " << art.constants.size() << ", "
-        << grouped(mem.constants) << " bytes\n";
+        << groupedDigits(mem.constants) << " bytes\n";
 
   out << "\nfunctions\n";
   std::string unsupported;
@@ -179,7 +168,7 @@ void print(const Artifact &art, std::ostream &out) {
     }
     if (collectives)
       out << ", " << collectives << " collectives";
-    out << "; arena " << grouped(fn.arenaBytes) << " bytes\n";
+    out << "; arena " << groupedDigits(fn.arenaBytes) << " bytes\n";
   }
   std::error_code hostError;
   std::string host = art.file("host_kernels");
@@ -197,7 +186,7 @@ void print(const Artifact &art, std::ostream &out) {
 #endif
 
   auto line = [&](const char *what, int64_t bytes) {
-    std::string b = grouped(bytes);
+    std::string b = groupedDigits(bytes);
     out << "  " << what << std::string(14 - std::string(what).size(), ' ')
         << std::string(b.size() < 16 ? 16 - b.size() : 0, ' ') << b
         << " bytes\n";
@@ -213,17 +202,17 @@ void print(const Artifact &art, std::ostream &out) {
   line("total", mem.total());
 
   if (const std::optional<MemoryBudget> &b = m.memoryBudget) {
-    out << "\nmemory budget " << grouped(b->budget) << " bytes: planned "
-        << grouped(mem.total()) << " bytes, arena " << grouped(mem.arena)
-        << " (unbudgeted " << grouped(b->arenaUnbudgeted) << ")\n";
+    out << "\nmemory budget " << groupedDigits(b->budget) << " bytes: planned "
+        << groupedDigits(mem.total()) << " bytes, arena " << groupedDigits(mem.arena)
+        << " (unbudgeted " << groupedDigits(b->arenaUnbudgeted) << ")\n";
     char percent[32];
     std::snprintf(percent, sizeof percent, "%.2f",
                   b->stepFlops ? 100.0 * double(b->extraFlops) /
                                      double(b->stepFlops)
                                : 0.0);
     out << "  recomputed " << b->recomputed.size() << " ops, +"
-        << grouped(b->extraFlops) << " FLOPs per step (+" << percent
-        << "% of " << grouped(b->stepFlops) << ")\n";
+        << groupedDigits(b->extraFlops) << " FLOPs per step (+" << percent
+        << "% of " << groupedDigits(b->stepFlops) << ")\n";
     for (const std::string &op : b->recomputed)
       out << "    " << op << "\n";
     for (const Function &fn : art.functions)

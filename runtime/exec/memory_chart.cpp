@@ -13,16 +13,6 @@ namespace {
 
 constexpr int kRows = 8;
 
-std::string grouped(int64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0)
-      out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 /// Whether a column of `bytes` reaches row `row` (1 = the bottom) of a
 /// chart whose top row is `top` bytes: the cell is filled when the value
 /// is at least the middle of the row's band.
@@ -50,9 +40,9 @@ void printMemoryTimeline(std::ostream &out, const Function &trainStep,
   int64_t peakBefore = *std::max_element(before.begin(), before.end());
   out << "  live arena bytes of train_step, first step to last ('#' with "
          "the budget, peak "
-      << grouped(peakAfter) << "; ':' without it, peak " << grouped(peakBefore)
+      << groupedDigits(peakAfter) << "; ':' without it, peak " << groupedDigits(peakBefore)
       << ")\n";
-  std::string label = grouped(top);
+  std::string label = groupedDigits(top);
   size_t width = label.size();
   size_t columns = std::max(before.size(), after.size());
   // Column c of each timeline at the same fraction of its step.

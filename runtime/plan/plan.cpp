@@ -29,6 +29,16 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
+std::string groupedDigits(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
 std::ifstream openInput(const std::string &path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))

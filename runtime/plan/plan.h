@@ -53,6 +53,10 @@ public:
 /// "[2, 3]"; "[]" for a scalar.
 std::string shapeString(const std::vector<int64_t> &shape);
 
+/// `n` with its digits in groups of three: "1,234,567" (`tcc inspect`'s
+/// and the compile report's byte and FLOP counts).
+std::string groupedDigits(int64_t n);
+
 /// `path` opened for reading; TCC_ERROR_IO naming it when it does not exist
 /// or cannot be opened.
 std::ifstream openInput(const std::string &path);
