@@ -398,7 +398,7 @@ bool Loop::prepareOutputs() {
     if (!events.open(options.tensorboard, error))
       return reject(error);
   }
-  if (options.checkpointDir.empty())
+  if (options.checkpointDir.empty() && options.rank == 0)
     warn("no --checkpoint-dir: the trained parameters are not saved");
   return true;
 }
