@@ -68,9 +68,15 @@ LogicalResult convertAttention(NodeImporter &n) {
   if (n.intAttr("left_window_size", -1) != -1 ||
       n.intAttr("right_window_size", -1) != -1)
     return n.unsupported("sliding windows are not supported");
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < 3; ++i) {
     if (!llvm::isa<FloatType>(n.inputElementType(i)))
       return n.fail("q, k and v must be float tensors");
+    int64_t rank = llvm::cast<RankedTensorType>(n.input(i).getType()).getRank();
+    if (rank != 3 && rank != 4)
+      return n.fail("q, k and v must be 3-D [B, S, H*D] or 4-D [B, H, S, D] "
+                    "(input " + std::to_string(i) + " is " +
+                    std::to_string(rank) + "-D)");
+  }
   auto q = toHeads(n, n.input(0), n.intAttr("q_num_heads", 0));
   auto k = toHeads(n, n.input(1), n.intAttr("kv_num_heads", 0));
   auto v = toHeads(n, n.input(2), n.intAttr("kv_num_heads", 0));

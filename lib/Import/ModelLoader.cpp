@@ -19,6 +19,8 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
 #include <cerrno>
+#include <map>
+#include <memory>
 #include <climits>
 #include <cstring>
 #include <fcntl.h>
@@ -54,6 +56,59 @@ std::string dimsStr(llvm::ArrayRef<int64_t> dims) {
   for (size_t i = 0; i < dims.size(); ++i)
     s += (i ? "x" : "") + std::to_string(dims[i]);
   return s;
+}
+
+/// ONNX's schema registry, except that every op's shape inference first
+/// checks an `axis` attribute against its first input's rank: some of ONNX's
+/// inference functions index dims with an unchecked axis (LayerNormalization
+/// with axis < -rank writes before its shape's first dim). An axis out of
+/// range fails the node's inference as ONNX's own checks do, and the
+/// converter then reports it.
+class AxisCheckedSchemas final : public onnx::ISchemaRegistry {
+public:
+  const onnx::OpSchema *GetSchema(const std::string &key, int maxInclusiveVersion,
+                                  const std::string &domain) const override {
+    const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Instance()->GetSchema(
+        key, maxInclusiveVersion, domain);
+    if (!schema || !schema->has_type_and_shape_inference_function())
+      return schema;
+    auto [it, added] = checked.try_emplace(schema, nullptr);
+    if (added) {
+      it->second = std::make_unique<onnx::OpSchema>(*schema);
+      // Axes index the first input's dims, except Flatten's (which may
+      // also be the rank) and OneHot's (which index its output's).
+      int64_t below = key == "OneHot" ? 1 : 0,
+              above = key == "OneHot" || key == "Flatten" ? 1 : 0;
+      it->second->TypeAndShapeInferenceFunction(
+          [inner = schema->GetTypeAndShapeInferenceFunction(), below,
+           above](onnx::InferenceContext &ctx) {
+            const onnx::AttributeProto *axis = ctx.getAttribute("axis");
+            const onnx::TypeProto *in =
+                ctx.getNumInputs() ? ctx.getInputType(0) : nullptr;
+            if (axis && in && in->has_tensor_type() &&
+                in->tensor_type().has_shape()) {
+              int64_t rank = in->tensor_type().shape().dim_size();
+              if (axis->i() < -rank - below || axis->i() > rank - 1 + above)
+                fail_shape_inference("axis ", axis->i(),
+                                     " is out of range for rank ", rank);
+            }
+            inner(ctx);
+          });
+    }
+    return it->second.get();
+  }
+
+private:
+  mutable std::map<const onnx::OpSchema *, std::unique_ptr<onnx::OpSchema>>
+      checked;
+};
+
+/// ONNX's shape inference over `model` (may throw), with AxisCheckedSchemas.
+void inferOnnxShapes(onnx::ModelProto &model) {
+  AxisCheckedSchemas schemas;
+  onnx::shape_inference::InferShapes(
+      model, &schemas,
+      onnx::ShapeInferenceOptions(/*check_type=*/false, /*error_mode=*/0));
 }
 
 struct Loader {
@@ -190,9 +245,7 @@ LogicalResult Loader::upgradeOpset() {
     return success();
   int64_t from = graph.opset;
   try {
-    onnx::shape_inference::InferShapes(
-        model, onnx::OpSchemaRegistry::Instance(),
-        onnx::ShapeInferenceOptions(/*check_type=*/false, /*error_mode=*/0));
+    inferOnnxShapes(model);
   } catch (const std::exception &) {
     // The converter says what it needed, should it need a shape.
   }
@@ -379,9 +432,7 @@ LogicalResult Loader::inferShapes() {
   // Only a cross-check: when ONNX's inference gives up on a model (its
   // messages are also less specific than the converters'), import without.
   try {
-    onnx::shape_inference::InferShapes(
-        model, onnx::OpSchemaRegistry::Instance(),
-        onnx::ShapeInferenceOptions(/*check_type=*/false, /*error_mode=*/0));
+    inferOnnxShapes(model);
   } catch (const std::exception &) {
     return success();
   }

@@ -204,7 +204,9 @@ LogicalResult Importer::convertGraph(ModuleOp module) {
     for (const std::string &out : node.output())
       if (!out.empty() && graph.used.contains(out) && !graph.values.count(out) &&
           !graph.sequences.count(out))
-        return n.fail("internal error: output '" + out + "' was not produced");
+        return graph.fail(ImportFailure::Internal,
+                          describeNode(node, i) + ": internal error: output '" +
+                              out + "' was not produced");
     if (failed(foldNode(graph, n, *body, last)))
       return failure();
   }
@@ -267,12 +269,12 @@ LogicalResult Importer::finish(ModuleOp module) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     if (failed(pm.run(module)))
-      return graph.fail(ImportFailure::Invalid,
+      return graph.fail(ImportFailure::Internal,
                         "internal error: post-import passes failed: " +
                             oneLine(held.release()));
   }
   if (failed(verify(module)))
-    return graph.fail(ImportFailure::Invalid,
+    return graph.fail(ImportFailure::Internal,
                       "internal error: imported IR does not verify: " +
                           oneLine(held.release()));
   return success();
@@ -310,7 +312,7 @@ OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context,
     emitError(NameLoc::get(StringAttr::get(&context, path)))
         << "internal error: " << onnx_import::oneLine(e.what());
     if (failure)
-      *failure = ImportFailure::Invalid;
+      *failure = ImportFailure::Internal;
     return nullptr;
   }
   if (!module && failure)

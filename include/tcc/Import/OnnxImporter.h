@@ -37,8 +37,10 @@ struct ImportOptions {
 /// conformance tests count what tcc does not support and fail on the rest).
 /// `Unsupported` means a valid model uses something tcc does not handle (an
 /// op, an attribute value, a dtype); `Invalid` means the input itself is
-/// wrong (missing file, bad protobuf, bad --input-shape).
-enum class ImportFailure { Unsupported, Invalid };
+/// wrong (missing file, bad protobuf, bad --input-shape); `Internal` is
+/// tcc's own bug (IR that does not verify, a library's exception): its
+/// message starts "internal error" after the node it names.
+enum class ImportFailure { Unsupported, Invalid, Internal };
 
 /// Imports `path` into a module holding `tcc.param`s and `func.func @forward`
 /// (arguments/results carry `tcc.name` attributes with the ONNX names). The

@@ -299,6 +299,21 @@ def mod_fmod():
     return model([node], [vi("x", F, [2]), vi("y", F, [2])], [vi("z", F, [2])])
 
 
+def layernorm_axis_below_rank():
+    """axis < -rank: ONNX's own shape inference indexed before the first dim."""
+    node = helper.make_node("LayerNormalization", ["x", "w"], ["y", "mean"],
+                            name="ln", axis=-5)
+    return model([node], [vi("x", F, [2, 3, 4, 5]), vi("w", F, [5])],
+                 [vi("y", F, [2, 3, 4, 5]), vi("mean", F, [2, 3, 4, 5])])
+
+
+def attention_2d():
+    """Opset 23's Attention takes 3-D or 4-D q, k, v only."""
+    node = helper.make_node("Attention", ["q", "k", "v"], ["y"], name="attn")
+    return model([node], [vi(n, F, [4, 8]) for n in "qkv"], [vi("y", F, [4, 8])],
+                 opset=23)
+
+
 def unnamed_custom_op():
     node = helper.make_node("FusedGelu", ["x"], ["y"], domain="com.microsoft")
     m = model([helper.make_node("Relu", ["x"], ["r"]), node],
