@@ -36,7 +36,11 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Loc
   auto norm = RankedTensorType::get(in.getShape().drop_front(axis), in.getElementType());
   if (Value scale = adaptor.getScale(); scale && tensorOf(scale) != norm)
     return emitOptionalError(loc, "scale must be ", norm);
-  inferred.append({in, norm, norm});
+  // Sums over all rows: f32 for 16-bit input, as the parameters they update.
+  Type sumType = in.getElementType();
+  if (sumType.isBF16() || sumType.isF16())
+    sumType = Float32Type::get(in.getContext());
+  inferred.append({in, norm.clone(sumType), norm.clone(sumType)});
   return success();
 }
 

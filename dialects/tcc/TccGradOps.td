@@ -45,7 +45,8 @@ def Tcc_LayerNormGradOp : Tcc_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor, T
     Recomputes the row statistics of `input` over dims [axis, rank). Without
     a `scale` operand the scale is taken as 1. `scale_grad` and `bias_grad`
     are shaped like the normalised dims and are always produced (unused
-    ones are dead code).
+    ones are dead code); they are sums over all rows, f32 for bf16/f16
+    input (the parameters' gradients, not rounded to 16 bits).
   }];
   let arguments = (ins Tcc_FloatTensor:$input, Optional<Tcc_FloatTensor>:$scale,
                        Tcc_FloatTensor:$result_grad, I64Attr:$axis, F64Attr:$epsilon);

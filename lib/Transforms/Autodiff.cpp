@@ -67,9 +67,24 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss, Val
     if (failed(diff.buildVjp(builder, resultGrads, operandGrads)))
       return failure();
     assert(operandGrads.size() == op->getNumOperands() && "one gradient per operand");
-    for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
-      if (g && varies.contains(operand))
-        accumulate(operand, g);
+    for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads)) {
+      if (!g || !varies.contains(operand))
+        continue;
+      if (g.getType() != operand.getType()) {
+        // A gradient wider than its 16-bit operand (layer_norm_grad's f32
+        // scale and bias sums): an operand cast from the gradient's type (a
+        // parameter's per-use cast) passes it on unrounded, as the cast's
+        // own rule would after rounding; elsewhere it is cast to the operand.
+        auto cast = operand.getDefiningOp<CastOp>();
+        if (cast && cast.getInput().getType() == g.getType() &&
+            varies.contains(cast.getInput())) {
+          accumulate(cast.getInput(), g);
+          continue;
+        }
+        g = CastOp::create(builder, loc, operand.getType(), g);
+      }
+      accumulate(operand, g);
+    }
   }
 
   SmallVector<Value> result;

@@ -20,6 +20,8 @@ static const PolicyRow kTable[] = {
      "softmax max/sum in fp32 inside the kernel"},
     {"layer_norm", OpPrecision::Low,
      "mean and variance in fp32 inside the kernel"},
+    {"layer_norm_grad", OpPrecision::Low,
+     "low input gradient; the scale and bias gradients come out fp32"},
     {"softmax", OpPrecision::Low, "max and sum in fp32 inside the kernel"},
     {"log_softmax", OpPrecision::Low, "max and sum in fp32 inside the kernel"},
     {"cross_entropy", OpPrecision::Low,

@@ -752,7 +752,9 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
             ? cuda::layer_norm_fwd(type, vin(0), vin(1), vin(2), vout(0),
                                    nullptr, nullptr, rows, len, a.epsilon, st)
             : cuda::layer_norm_bwd(type, vin(0), vin(1), vin(2), nullptr,
-                                   nullptr, vout(0), vout(1), vout(2), rows,
+                                   nullptr, vout(0),
+                                   static_cast<float *>(vout(1)),
+                                   static_cast<float *>(vout(2)), rows,
                                    len, a.epsilon, ctx.workspace, st);
     return r ? r : zeroTail(vout(0), rows * rowBytes, total * rowBytes, st);
   }

@@ -176,10 +176,13 @@ static void checkLayerNormCall(CallCheck &c, bool grad) {
   }
   c.wantLike(*c.in(2), "result_grad", x, "input");
   c.wantLike(*c.out(0), "input_grad", x, "input");
+  // The parameters' gradients (sums over all rows) are f32 for 16-bit input.
+  DType paramGrad =
+      x.dtype == DType::BF16 || x.dtype == DType::F16 ? DType::F32 : x.dtype;
   if (const Value *g = c.out(1))
-    c.wantLike(*g, "scale_grad", x.dtype, trailing);
+    c.wantLike(*g, "scale_grad", paramGrad, trailing);
   if (const Value *g = c.out(2))
-    c.wantLike(*g, "bias_grad", x.dtype, trailing);
+    c.wantLike(*g, "bias_grad", paramGrad, trailing);
 }
 void checkLayerNorm(CallCheck &c) { checkLayerNormCall(c, false); }
 void checkLayerNormGrad(CallCheck &c) { checkLayerNormCall(c, true); }

@@ -154,8 +154,9 @@ Status layer_norm_bwd(const float *x, const float *scale, const float *dy,
                       float *dscale, float *dbias, int64_t rows, int64_t len,
                       double eps, void *workspace, cudaStream_t stream);
 
-/// The two above on `type` storage: x, scale, bias, y, dy, dx, dscale and
-/// dbias of `type`; mean and rstd stay float. The statistics, dx's row sums
+/// The two above on `type` storage: x, scale, bias, y, dy and dx of `type`;
+/// mean, rstd, dscale and dbias stay float (the parameters' gradients are
+/// fp32, as tcc.layer_norm_grad types them). The statistics, dx's row sums
 /// and the column sums of dscale / dbias are double as for float32.
 Status layer_norm_fwd(FloatType type, const void *x, const void *scale,
                       const void *bias, void *y, float *mean, float *rstd,
@@ -163,7 +164,7 @@ Status layer_norm_fwd(FloatType type, const void *x, const void *scale,
                       cudaStream_t stream);
 Status layer_norm_bwd(FloatType type, const void *x, const void *scale,
                       const void *dy, const float *mean, const float *rstd,
-                      void *dx, void *dscale, void *dbias, int64_t rows,
+                      void *dx, float *dscale, float *dbias, int64_t rows,
                       int64_t len, double eps, void *workspace,
                       cudaStream_t stream);
 

@@ -6,9 +6,9 @@
 // atomics in two kernels: per (column tile, chunk of rows) partial sums into
 // the workspace, then a per-column sum of the chunks in order. The chunking
 // depends on `rows` only, so the result is the same on every run.
-// Templated on the storage type T of x, scale, bias, y, dy, dx, dscale and
-// dbias (float, bf16, f16): loads widen to float, every output is rounded
-// once when stored; mean and rstd stay float.
+// Templated on the storage type T of x, scale, bias, y, dy and dx (float,
+// bf16, f16): loads widen to float, every output is rounded once when
+// stored; mean, rstd, dscale and dbias stay float.
 #include "kernels/cuda/common.cuh"
 
 #include <algorithm>
@@ -204,11 +204,12 @@ __global__ void __launch_bounds__(kColTile *kColLanes)
   }
 }
 
-template <class T>
+/// dscale / dbias are float for every storage type: the parameters' fp32
+/// gradients (sums over all rows; no 16-bit rounding before the optimizer).
 __global__ void layerNormColumnFinalKernel(const double *partScale,
-                                           const double *partBias, T *dscale,
-                                           T *dbias, int64_t len,
-                                           int64_t chunks) {
+                                           const double *partBias,
+                                           float *dscale, float *dbias,
+                                           int64_t len, int64_t chunks) {
   int64_t col = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (col >= len)
     return;
@@ -216,13 +217,13 @@ __global__ void layerNormColumnFinalKernel(const double *partScale,
     double s = 0;
     for (int64_t c = 0; c < chunks; ++c)
       s += partScale[c * len + col];
-    dscale[col] = fromFloat<T>(static_cast<float>(s));
+    dscale[col] = static_cast<float>(s);
   }
   if (dbias) {
     double s = 0;
     for (int64_t c = 0; c < chunks; ++c)
       s += partBias[c * len + col];
-    dbias[col] = fromFloat<T>(static_cast<float>(s));
+    dbias[col] = static_cast<float>(s);
   }
 }
 
@@ -270,7 +271,7 @@ Status layerNormFwd(const T *x, const T *scale, const T *bias, T *y,
 
 template <class T>
 Status layerNormBwd(const T *x, const T *scale, const T *dy, const float *mean,
-                    const float *rstd, T *dx, T *dscale, T *dbias,
+                    const float *rstd, T *dx, float *dscale, float *dbias,
                     int64_t rows, int64_t len, double eps, void *workspace,
                     cudaStream_t stream) {
   if (rows < 0 || len < 0 || (len > 0 && rows > 0 && !workspace))
@@ -281,9 +282,9 @@ Status layerNormBwd(const T *x, const T *scale, const T *dy, const float *mean,
     // Column sums over no rows (+0 has all bits zero in every type).
     cudaError_t e = cudaSuccess;
     if (dscale)
-      e = cudaMemsetAsync(dscale, 0, sizeof(T) * len, stream);
+      e = cudaMemsetAsync(dscale, 0, sizeof(float) * len, stream);
     if (dbias && e == cudaSuccess)
-      e = cudaMemsetAsync(dbias, 0, sizeof(T) * len, stream);
+      e = cudaMemsetAsync(dbias, 0, sizeof(float) * len, stream);
     return static_cast<Status>(e);
   }
   BwdWorkspace w = bwdWorkspace(workspace, rows, len);
@@ -310,7 +311,7 @@ Status layerNormBwd(const T *x, const T *scale, const T *dy, const float *mean,
       ch.rowsPerChunk, dscale != nullptr, dbias != nullptr);
   if ((st = launched()))
     return st;
-  layerNormColumnFinalKernel<T><<<static_cast<unsigned>(ceilDiv(len, 256)),
+  layerNormColumnFinalKernel<<<static_cast<unsigned>(ceilDiv(len, 256)),
                                   256, 0, stream>>>(w.partScale, w.partBias,
                                                     dscale, dbias, len,
                                                     ch.chunks);
@@ -355,7 +356,7 @@ Status layer_norm_bwd(const float *x, const float *scale, const float *dy,
 
 Status layer_norm_bwd(FloatType type, const void *x, const void *scale,
                       const void *dy, const float *mean, const float *rstd,
-                      void *dx, void *dscale, void *dbias, int64_t rows,
+                      void *dx, float *dscale, float *dbias, int64_t rows,
                       int64_t len, double eps, void *workspace,
                       cudaStream_t stream) {
   return dispatchType(type, [&](auto tag) {
@@ -363,7 +364,7 @@ Status layer_norm_bwd(FloatType type, const void *x, const void *scale,
     return layerNormBwd<T>(
         static_cast<const T *>(x), static_cast<const T *>(scale),
         static_cast<const T *>(dy), mean, rstd, static_cast<T *>(dx),
-        static_cast<T *>(dscale), static_cast<T *>(dbias), rows, len, eps,
+        dscale, dbias, rows, len, eps,
         workspace, stream);
   });
 }
