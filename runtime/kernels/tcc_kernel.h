@@ -323,6 +323,29 @@ template <class T> TCC_KERNEL_FN T nan_min(T a, T b) {
     return quiet_nan(a);
   return b < a ? b : a;
 }
+// A float max / min split over threads (a row reduction on the device)
+// with the bits of the in-order nan_max / nan_min loop: a partial is a
+// value and the row index it came from; of equal values (+0 and -0) the
+// lower index wins, as the in-order loop keeps the first; NaN wins as the
+// canonical quiet NaN. Folds (x, at r) into (v, at).
+template <class T>
+TCC_KERNEL_FN void pick_max(T &v, int64_t &at, T x, int64_t r) {
+  if (v != v)
+    return;
+  if (x != x || v < x || (!(x < v) && r < at)) {
+    v = x != x ? quiet_nan(x) : x;
+    at = r;
+  }
+}
+template <class T>
+TCC_KERNEL_FN void pick_min(T &v, int64_t &at, T x, int64_t r) {
+  if (v != v)
+    return;
+  if (x != x || x < v || (!(v < x) && r < at)) {
+    v = x != x ? quiet_nan(x) : x;
+    at = r;
+  }
+}
 template <class T> TCC_KERNEL_FN T int_max(T a, T b) { return a < b ? b : a; }
 template <class T> TCC_KERNEL_FN T int_min(T a, T b) { return b < a ? b : a; }
 

@@ -247,7 +247,9 @@ inline uint8_t *placeAt(std::vector<uint8_t> &storage,
 
 /// For each block argument of `fusion` read as gather / gather_grad
 /// indices, the size of the dim they index (inputs must be in range: the
-/// interpreter rejects others).
+/// interpreter rejects others), and for one compared for equality (through
+/// a reshape) with a constant (the class ids of an accuracy count), the
+/// constant's size, so that some compare equal.
 inline llvm::DenseMap<unsigned, int64_t>
 indexRanges(tcc::exec::FusionOp fusion) {
   llvm::DenseMap<unsigned, int64_t> ranges;
@@ -262,6 +264,14 @@ indexRanges(tcc::exec::FusionOp fusion) {
       indices = grad.getIndices();
       dim = llvm::cast<RankedTensorType>(grad.getType()).getDimSize(
           grad.getAxis());
+    }
+    if (auto cmp = llvm::dyn_cast<tcc::CmpOp>(op);
+        cmp && cmp.getPredicate() == tcc::CmpPredicate::eq &&
+        cmp.getLhs().getDefiningOp<tcc::ConstantOp>()) {
+      indices = cmp.getRhs();
+      if (auto reshape = indices.getDefiningOp<tcc::ReshapeOp>())
+        indices = reshape.getInput();
+      dim = llvm::cast<RankedTensorType>(cmp.getLhs().getType()).getNumElements();
     }
     if (auto arg = llvm::dyn_cast_or_null<BlockArgument>(indices))
       ranges[arg.getArgNumber()] = dim;
