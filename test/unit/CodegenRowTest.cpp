@@ -169,4 +169,76 @@ TEST_F(CodegenTest, RowReductionOfTheAccuracyLookup) {
   }
 }
 
+// Sums over widely ranged data (2^60 and its negation between values of
+// 2^-20 to 2^20), where the group path's order (lanes, then the tree)
+// rounds differently from the host's in-order double sum: two runs of the same launch give the
+// same bits, and every row is within the order's error bound of the
+// interpreter, 2 (n - 1) 2^-53 sum|x| in double plus one f32 rounding.
+TEST_F(CodegenTest, RowSumsAreDeterministicAndWithinTheOrderBound) {
+  OwningOpRef<ModuleOp> module = fused(R"mlir(
+    func.func @sum(%x: tensor<3x20000xf32>) -> tensor<3xf32> {
+      %0 = tcc.reduce_sum %x {axes = array<i64: 1>} : (tensor<3x20000xf32>) -> tensor<3xf32>
+      return %0 : tensor<3xf32>
+    })mlir");
+  ASSERT_TRUE(module);
+  tcc::exec::FusionOp fusion;
+  module->walk([&](tcc::exec::FusionOp f) { fusion = f; });
+  codegen::LaunchShape shape = codegen::launchShape(fusion);
+  ASSERT_EQ(shape.outputsPerBlock, 1);
+  ASSERT_EQ(shape.blockThreads, 1024);
+  const int64_t rows = 3, n = 20000;
+  std::vector<float> x(rows * n);
+  std::vector<double> magnitude(rows, 0.0);
+  uint32_t seed = 12345;
+  for (int64_t e = 0; e < rows * n; ++e) {
+    seed = seed * 1664525u + 1013904223u;
+    float m = float((seed >> 12) % 1000 + 1) / 1000.0f;
+    // +L, -L, small: the in-order sum loses its low bits (below L's
+    // double ulp, 2^8) each time it adds L, a lane loses others.
+    if (e % n % 3 == 0)
+      x[e] = std::ldexp(m, 60);
+    else if (e % n % 3 == 1)
+      x[e] = -x[e - 1];
+    else
+      x[e] = std::ldexp((seed & 1) ? -m : m, int(seed >> 8) % 41 - 20);
+    magnitude[e / n] += std::fabs(double(x[e]));
+  }
+  std::vector<Array> want;
+  std::string error;
+  OwningOpRef<ModuleOp> wrapper = wrapFusion(fusion);
+  ASSERT_TRUE(tcc::interp::run(wrapper->lookupSymbol<func::FuncOp>("kernel"),
+                               {makeArray("", DType::F32, {rows, n}, x)}, want,
+                               error))
+      << error;
+  FailureOr<std::string> source = codegen::emitKernelSource(*module);
+  ASSERT_TRUE(succeeded(source));
+  EmulatedCuda cuda = emulated(*source);
+  ASSERT_TRUE(cuda.handle);
+  auto fn = reinterpret_cast<KernelFn>(
+      dlsym(cuda.handle, codegen::kernelSymbol(fusion).c_str()));
+  ASSERT_TRUE(fn);
+  const void *inputs[] = {x.data()};
+  int differ = 0;
+  for (unsigned threads : {1024u, 96u}) {
+    std::vector<float> first(rows, -1.0f), second(rows, -2.0f);
+    cuda.launchBlocks(fn, inputs, first.data(), 0, rows, 1, threads, 132 * 32);
+    cuda.launchBlocks(fn, inputs, second.data(), 0, rows, 1, threads, 132 * 32);
+    for (int64_t r = 0; r < rows; ++r) {
+      float expected;
+      std::memcpy(&expected, &want[0].bytes[r * 4], 4);
+      EXPECT_EQ(std::memcmp(&first[r], &second[r], 4), 0)
+          << threads << " threads, row " << r << ": " << first[r] << " then "
+          << second[r];
+      double bound = 2.0 * double(n - 1) * std::ldexp(1.0, -53) * magnitude[r] +
+                     std::ldexp(std::fabs(double(expected)), -23);
+      EXPECT_LE(std::fabs(double(first[r]) - double(expected)), bound)
+          << threads << " threads, row " << r;
+      differ += std::memcmp(&first[r], &expected, 4) != 0;
+    }
+  }
+  // The data is order-sensitive: the bound, not bit identity, is the claim.
+  EXPECT_GT(differ, 0);
+  dlclose(cuda.handle);
+}
+
 } // namespace

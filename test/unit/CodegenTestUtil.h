@@ -368,6 +368,34 @@ protected:
     return kernels;
   }
 
+  /// The CUDA variant of kernel `source` built as host code with the
+  /// prelude's grid emulation and loaded (a null handle, with a test
+  /// failure, when that fails).
+  EmulatedCuda emulated(const std::string &source) {
+    EmulatedCuda cuda;
+    std::string so = tempPath("codegen", "emulated.so");
+    if (failed(codegen::compileHostSharedObject(
+            UnknownLoc::get(&context),
+            "#define TCC_KERNEL_EMULATE_CUDA 1\n" + source, so))) {
+      ADD_FAILURE() << errors.first() << "\n" << source;
+      return cuda;
+    }
+    cuda.handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    EXPECT_TRUE(cuda.handle) << dlerror();
+    if (!cuda.handle)
+      return cuda;
+    cuda.setThread = reinterpret_cast<decltype(cuda.setThread)>(
+        dlsym(cuda.handle, "tcc_emulate_cuda_thread"));
+    cuda.counters = reinterpret_cast<decltype(cuda.counters)>(
+        dlsym(cuda.handle, "tcc_emulate_cuda_counters"));
+    cuda.setBlock = reinterpret_cast<decltype(cuda.setBlock)>(
+        dlsym(cuda.handle, "tcc_emulate_cuda_block"));
+    EXPECT_TRUE(cuda.setThread && cuda.counters && cuda.setBlock);
+    if (!cuda.setThread || !cuda.counters || !cuda.setBlock)
+      cuda.handle = nullptr;
+    return cuda;
+  }
+
   /// The CUDA variant of `module`'s kernels, built as host code with the
   /// prelude's grid emulation, against its host kernels (the scalar loop,
   /// which checkAgainstInterpreter pins to the interpreter): every kernel on
@@ -387,30 +415,15 @@ protected:
     if (failed(source))
       return 0;
     std::string hostSo = tempPath("codegen", "vector-host.so");
-    std::string emuSo = tempPath("codegen", "vector-emulated.so");
     Location loc = UnknownLoc::get(&context);
-    bool built =
-        succeeded(codegen::compileHostSharedObject(loc, *source, hostSo)) &&
-        succeeded(codegen::compileHostSharedObject(
-            loc, "#define TCC_KERNEL_EMULATE_CUDA 1\n" + *source, emuSo));
+    bool built = succeeded(codegen::compileHostSharedObject(loc, *source, hostSo));
     EXPECT_TRUE(built) << errors.first() << "\n" << *source;
     if (!built)
       return 0;
     void *host = dlopen(hostSo.c_str(), RTLD_NOW | RTLD_LOCAL);
     EXPECT_TRUE(host) << dlerror();
-    EmulatedCuda cuda;
-    cuda.handle = dlopen(emuSo.c_str(), RTLD_NOW | RTLD_LOCAL);
-    EXPECT_TRUE(cuda.handle) << dlerror();
+    EmulatedCuda cuda = emulated(*source);
     if (!host || !cuda.handle)
-      return 0;
-    cuda.setThread = reinterpret_cast<decltype(cuda.setThread)>(
-        dlsym(cuda.handle, "tcc_emulate_cuda_thread"));
-    cuda.counters = reinterpret_cast<decltype(cuda.counters)>(
-        dlsym(cuda.handle, "tcc_emulate_cuda_counters"));
-    cuda.setBlock = reinterpret_cast<decltype(cuda.setBlock)>(
-        dlsym(cuda.handle, "tcc_emulate_cuda_block"));
-    EXPECT_TRUE(cuda.setThread && cuda.counters && cuda.setBlock);
-    if (!cuda.setThread || !cuda.counters || !cuda.setBlock)
       return 0;
 
     int kernels = 0, vectorised = 0, inputChecked = 0;
