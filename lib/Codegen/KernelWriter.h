@@ -1,8 +1,8 @@
 // The kernel writer of exec.fusion (KernelEmitter.cpp: the elementwise
 // ops, the kernel's frame and its vector and concat paths;
 // KernelIndexing.cpp: layout ops at their index maps, reductions and the
-// column-reduction paths), and the element-type helpers both use. Internal
-// to lib/Codegen.
+// column-reduction paths; RowReduction.cpp: the row reductions' device
+// path), and the element-type helpers they use. Internal to lib/Codegen.
 #ifndef TCC_LIB_CODEGEN_KERNELWRITER_H
 #define TCC_LIB_CODEGEN_KERNELWRITER_H
 

@@ -30,9 +30,19 @@
 //           its 32 outputs and add their double partial sums in warp order
 //           (exact sums in all but widely ranged data, so the host's bits
 //           in practice); other blocks that are whole warps are correct
-//           too, others take the one-thread-per-output loop. `inputs` must then point to device memory holding the
-//           device pointers, and the inputs must not change while the
-//           kernel runs (vector loads go through the read-only path).
+//           too, others take the one-thread-per-output loop. A row
+//           reduction (a reduction over the innermost dims) launched with
+//           outputs_per_block rows a block of block_threads gives each row
+//           block_threads / outputs_per_block threads (a warp or the
+//           block), which stride the row and combine their partials in a
+//           fixed shared-memory tree (pick_max / pick_min below keep max
+//           and min bit-exact; sums in double the host's bits in practice);
+//           any block of at most 1024 threads that is a multiple of
+//           outputs_per_block is correct, others take the
+//           one-thread-per-output loop. `inputs` must then point to
+//           device memory holding the device pointers, and the inputs
+//           must not change while the kernel runs (vector loads go
+//           through the read-only path).
 //           A kernel whose inputs are read at the output index
 //           (TCC_VECTOR_LOOP below) computes W consecutive elements per
 //           work item with 16-byte loads and stores when every such buffer
