@@ -66,7 +66,8 @@ bool KernelWriter::writeRowReduction() {
   // the tree keeps the in-order loop's choice among equal values.
   const bool indexed = !acc.sum && acc.isFloat;
   const std::string count = std::to_string(rr->count);
-  const std::string per = std::to_string(shape.outputsPerBlock);
+  const std::string rowsPerBlock = std::to_string(shape.outputsPerBlock);
+  const std::string threads = std::to_string(shape.blockThreads);
   // Folds the element `x` at row position `r` into the thread's partial.
   auto fold = [&](const std::string &x, const std::string &r) {
     if (indexed)
@@ -81,26 +82,27 @@ bool KernelWriter::writeRowReduction() {
   // partials combined in a fixed tree (lane k with lane k + s, s halving),
   // so a launch gives the same bits run to run. Max / min give the host's
   // bits; sums in double the host's in practice (exact for all but widely
-  // ranged data), not by construction. Blocks over 1024 threads or not a
-  // multiple of P take the one-thread-per-output loop below.
+  // ranged data), not by construction. Blocks over the launch shape's
+  // threads (the shared arrays' size) or not a multiple of P take the
+  // one-thread-per-output loop below.
   os << "#if TCC_KERNEL_GRID\n";
   os << "  // A row reduction of " << count << " elements: "
      << (shape.outputsPerBlock == 1 ? "a block" : "a warp")
      << " per row, partials combined in a fixed tree.\n";
   depth = 1;
   open(shape.outputsPerBlock == 1
-           ? "if (blockDim.x <= 1024)"
-           : "if (blockDim.x <= 1024 && blockDim.x >= " + per +
-                 " && blockDim.x % " + per + " == 0)");
-  line("__shared__ " + acc.accType + " part[1024];");
+           ? "if (blockDim.x <= " + threads + ")"
+           : "if (blockDim.x <= " + threads + " && blockDim.x >= " +
+                 rowsPerBlock + " && blockDim.x % " + rowsPerBlock + " == 0)");
+  line("__shared__ " + acc.accType + " part[" + threads + "];");
   if (indexed)
-    line("__shared__ int64_t part_at[1024];");
-  line("const int per = int(blockDim.x / " + per +
+    line("__shared__ int64_t part_at[" + threads + "];");
+  line("const int per = int(blockDim.x / " + rowsPerBlock +
        "), t = int(threadIdx.x), lane = t % per;");
   line("int span = 1;");
   line("while (span < per) span *= 2;");
-  open("for (int64_t i0 = begin + int64_t(blockIdx.x) * " + per +
-       "; i0 < end; i0 += int64_t(gridDim.x) * " + per + ")");
+  open("for (int64_t i0 = begin + int64_t(blockIdx.x) * " + rowsPerBlock +
+       "; i0 < end; i0 += int64_t(gridDim.x) * " + rowsPerBlock + ")");
   line("const int64_t i = i0 + t / per;");
   line(acc.accType + " acc = " + acc.init + ";");
   if (indexed)

@@ -37,8 +37,8 @@
 //           block), which stride the row and combine their partials in a
 //           fixed shared-memory tree (pick_max / pick_min below keep max
 //           and min bit-exact; sums in double the host's bits in practice);
-//           any block of at most 1024 threads that is a multiple of
-//           outputs_per_block is correct, others take the
+//           any block of at most block_threads threads that is a
+//           multiple of outputs_per_block is correct, others take the
 //           one-thread-per-output loop. `inputs` must then point to
 //           device memory holding the device pointers, and the inputs
 //           must not change while the kernel runs (vector loads go

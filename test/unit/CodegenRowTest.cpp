@@ -120,8 +120,9 @@ TEST_F(CodegenTest, RowReductionsSpreadRowsOverAGroup) {
   EXPECT_CONTAINS(*source, "// A row reduction of 50304 elements: a block per "
                            "row, partials combined in a fixed tree.");
   EXPECT_CONTAINS(*source, "// A row reduction of 100 elements: a warp per row");
-  EXPECT_CONTAINS(*source, "if (blockDim.x <= 1024 && blockDim.x >= 8 && "
-                           "blockDim.x % 8 == 0) {");
+  EXPECT_CONTAINS(*source, "if (blockDim.x <= 256 && blockDim.x >= 8 && "
+                           "blockDim.x % 8 == 0) {\n    __shared__ float part[256];\n"
+                           "    __shared__ int64_t part_at[256];");
   EXPECT_CONTAINS(*source, "tcc_k::pick_max(part[t], part_at[t], part[t + s], "
                            "part_at[t + s]);");
   EXPECT_CONTAINS(*source, "tcc_k::pick_min(acc, at, ");
