@@ -416,6 +416,8 @@ LogicalResult KernelWriter::write() {
     return failure();
   if (writeConcatPieces() && failed)
     return failure();
+  if (writeRowReduction() && failed)
+    return failure();
   depth = 1;
   open("TCC_FOR_EACH(i)");
   std::string result = outputElement();
@@ -491,6 +493,8 @@ LogicalResult emitKernel(exec::FusionOp fusion, raw_ostream &os) {
 }
 
 LaunchShape launchShape(exec::FusionOp fusion) {
+  if (std::optional<RowReduction> rr = rowReduction(fusion))
+    return rowLaunchShape(*rr);
   std::optional<ColumnReduction> cr = columnReduction(fusion);
   if (!cr || cr->count < kBlockReduceRows)
     return {};

@@ -206,18 +206,59 @@ std::string KernelWriter::gatherGradAt(GatherGradOp op, StringRef idx) {
   return name;
 }
 
+std::optional<Accumulation> accumulation(Operation *op, int64_t count) {
+  Type elem = elementType(op->getOperand(0));
+  if (!cppType(elem) || elem.isInteger(1))
+    return std::nullopt;
+  Accumulation a;
+  a.op = op;
+  a.count = count;
+  a.isFloat = llvm::isa<FloatType>(elem);
+  a.sum = llvm::isa<ReduceSumOp, ReduceMeanOp>(op);
+  a.isMax = llvm::isa<ReduceMaxOp>(op);
+  a.type = cppType(elem)->str();
+  a.accType = a.sum ? (a.isFloat ? "double" : "int64_t") : a.type;
+  if (a.sum)
+    a.init = a.accType + "(0)";
+  else if (elem.isF32() || !halfName(elem).empty())
+    a.init = a.isMax ? "tcc_k::f32_bits(0xff800000u)"
+                     : "tcc_k::f32_bits(0x7f800000u)";
+  else if (elem.isF64())
+    a.init = a.isMax ? "tcc_k::f64_bits(0xfff0000000000000ull)"
+                     : "tcc_k::f64_bits(0x7ff0000000000000ull)";
+  else if (elem.isInteger(32))
+    a.init = a.isMax ? "INT32_MIN" : "INT32_MAX";
+  else
+    a.init = a.isMax ? "INT64_MIN" : "INT64_MAX";
+  return a;
+}
+
+std::string Accumulation::step(StringRef acc, StringRef x) const {
+  if (sum)
+    return isFloat ? acc.str() + " + static_cast<double>(" + x.str() + ")"
+                   : "tcc_k::wrap_add(" + acc.str() + ", int64_t(" + x.str() +
+                         "))";
+  return "tcc_k::" + std::string(isFloat ? "nan_" : "int_") +
+         (isMax ? "max" : "min") + "(" + acc.str() + ", " + x.str() + ")";
+}
+
+std::string Accumulation::result(StringRef acc) const {
+  if (!llvm::isa<ReduceMeanOp>(op))
+    return "static_cast<" + type + ">(" + acc.str() + ")";
+  if (isFloat)
+    return "static_cast<" + type + ">(" + acc.str() +
+           " / static_cast<double>(" + std::to_string(count) + "))";
+  // An integer mean truncates; an empty one is 0.
+  return count == 0 ? type + "(0)"
+                    : "static_cast<" + type + ">(" + acc.str() + " / int64_t(" +
+                          std::to_string(count) + "))";
+}
+
 std::string KernelWriter::reduceAt(Operation *op, ArrayRef<int64_t> axes,
                                    StringRef idx) {
-  // The interpreter's reduction: for each output element, the input
-  // elements it covers in row-major order; sums and means accumulate in
-  // double (int64 for integers, wrapping) and round once, max/min stay in
-  // the element type and propagate NaN.
+  // The interpreter's reduction (Accumulation): for each output element,
+  // the input elements it covers in row-major order.
   Value input = op->getOperand(0);
-  Type elem = elementType(input);
-  if (!cppType(elem) || elem.isInteger(1))
-    return fail(op, "unsupported element type for a reduction");
-  bool isFloat = llvm::isa<FloatType>(elem);
-  std::string type = cppType(elem)->str();
   ArrayRef<int64_t> in = shapeOf(input);
   SmallVector<int64_t> inStrides = rowMajorStrides(in);
   SmallVector<int64_t> keptShape, keptStrides, redShape, redStrides;
@@ -227,25 +268,13 @@ std::string KernelWriter::reduceAt(Operation *op, ArrayRef<int64_t> axes,
     (reduced ? redStrides : keptStrides).push_back(inStrides[d]);
   }
   int64_t count = product(redShape);
-  bool sum = llvm::isa<ReduceSumOp, ReduceMeanOp>(op);
-  bool isMax = llvm::isa<ReduceMaxOp>(op);
-  std::string accType = sum ? (isFloat ? "double" : "int64_t") : type;
-  std::string init;
-  if (sum)
-    init = accType + "(0)";
-  else if (elem.isF32() || !halfName(elem).empty())
-    init = isMax ? "tcc_k::f32_bits(0xff800000u)" : "tcc_k::f32_bits(0x7f800000u)";
-  else if (elem.isF64())
-    init = isMax ? "tcc_k::f64_bits(0xfff0000000000000ull)"
-                 : "tcc_k::f64_bits(0x7ff0000000000000ull)";
-  else if (elem.isInteger(32))
-    init = isMax ? "INT32_MIN" : "INT32_MAX";
-  else
-    init = isMax ? "INT64_MIN" : "INT64_MAX";
+  std::optional<Accumulation> acc = accumulation(op, count);
+  if (!acc)
+    return fail(op, "unsupported element type for a reduction");
 
   std::string base = materialize(stridedIndexExpr(keptShape, keptStrides, 0, idx));
-  std::string acc = fresh("acc");
-  line(accType + " " + acc + " = " + init + ";");
+  std::string a = fresh("acc");
+  line(acc->accType + " " + a + " = " + acc->init + ";");
   if (count != 0) { // else the empty reduction's value, with no loop
     std::string r = fresh("r");
     open("for (int64_t " + r + " = 0; " + r + " < " + std::to_string(count) +
@@ -255,28 +284,11 @@ std::string KernelWriter::reduceAt(Operation *op, ArrayRef<int64_t> axes,
                      : offset == "0" ? base
                                      : base + " + " + offset;
     std::string x = valueAt(input, at);
-    if (sum)
-      line(acc + " = " +
-           (isFloat ? acc + " + static_cast<double>(" + x + ")"
-                    : "tcc_k::wrap_add(" + acc + ", int64_t(" + x + "))") +
-           ";");
-    else
-      line(acc + " = tcc_k::" + (isFloat ? "nan_" : "int_") +
-           (isMax ? "max" : "min") + "(" + acc + ", " + x + ");");
+    line(a + " = " + acc->step(a, x) + ";");
     close();
   }
-  std::string result;
-  if (!llvm::isa<ReduceMeanOp>(op))
-    result = "static_cast<" + type + ">(" + acc + ")";
-  else if (isFloat)
-    result = "static_cast<" + type + ">(" + acc + " / static_cast<double>(" +
-             std::to_string(count) + "))";
-  else // integer mean truncates; an empty one is 0
-    result = count == 0 ? type + "(0)"
-                        : "static_cast<" + type + ">(" + acc + " / int64_t(" +
-                              std::to_string(count) + "))";
   std::string name = fresh("v");
-  line("const " + type + " " + name + " = " + result + ";");
+  line("const " + acc->type + " " + name + " = " + acc->result(a) + ";");
   return name;
 }
 

@@ -1,12 +1,13 @@
 // The kernel writer of exec.fusion (KernelEmitter.cpp: the elementwise
 // ops, the kernel's frame and its vector and concat paths;
 // KernelIndexing.cpp: layout ops at their index maps, reductions and the
-// column-reduction paths), and the element-type helpers both use. Internal
-// to lib/Codegen.
+// column-reduction paths; RowReduction.cpp: the row reductions' device
+// path), and the element-type helpers they use. Internal to lib/Codegen.
 #ifndef TCC_LIB_CODEGEN_KERNELWRITER_H
 #define TCC_LIB_CODEGEN_KERNELWRITER_H
 
 #include "exec/ExecOps.h"
+#include "tcc/Codegen/KernelEmitter.h"
 #include "tcc/TccOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -57,6 +58,49 @@ constexpr int64_t kBlockReduceRows = 256;
 /// The outputs one block of that path sums (a warp's width) and its threads.
 constexpr int64_t kBlockReduceColumns = 32, kBlockReduceThreads = 1024;
 
+/// How the interpreter accumulates a reduction of `count` elements: sums
+/// and means in double (int64 for integers, wrapping) and rounded once,
+/// max/min in the element type propagating NaN.
+struct Accumulation {
+  Operation *op = nullptr;
+  int64_t count = 0;
+  bool sum = false, isMax = false, isFloat = false;
+  /// The C++ element type, the accumulator's and its initial value.
+  std::string type, accType, init;
+  /// The accumulator after adding (or taking the max/min with) `x`.
+  std::string step(StringRef acc, StringRef x) const;
+  /// The reduction's value (element type) from the final accumulator.
+  std::string result(StringRef acc) const;
+};
+
+/// The accumulation of reduction `op` over `count` elements, or nullopt for
+/// an element type it does not handle (i1).
+std::optional<Accumulation> accumulation(Operation *op, int64_t count);
+
+/// A fusion whose reduction covers the innermost dims (reduce_sum / mean /
+/// max / min; all dims included) and whose output has one element per
+/// reduced row: the op, the row length and the rows (outputs).
+struct RowReduction {
+  Operation *op = nullptr;
+  int64_t count = 0, rows = 0;
+};
+
+/// The fusion's row reduction, or nullopt when it has none (or it is a
+/// column reduction, which columnReduction's path takes).
+std::optional<RowReduction> rowReduction(exec::FusionOp fusion);
+
+/// The launch of a row reduction's kernel (launchShape): none below
+/// kRowGroupMin elements a row, else its group's rows and threads a block.
+LaunchShape rowLaunchShape(const RowReduction &rr);
+
+/// Row reductions of at least this many elements a row get the CUDA group
+/// path; a thread loops over shorter ones alone.
+constexpr int64_t kRowGroupMin = 32;
+/// The group of threads a row gets: a warp (8 rows a block of 256) below
+/// kRowWarpMax elements, a block of 256 below kRowBlockMax, else a block of
+/// 1024 (a serial loop of at most 64 elements a thread up to 65,536).
+constexpr int64_t kRowWarpMax = 2048, kRowBlockMax = 16384;
+
 /// Writes one kernel. Each body value is computed on demand, starting from
 /// the yielded value at the output index `i`: valueAt(v, idx) emits the
 /// statements computing `v`'s element at flat index `idx` of `v`'s own
@@ -97,6 +141,10 @@ private:
   /// mean over leading dims (a column reduction) and returns true, or
   /// writes nothing and returns false for any other kernel.
   bool writeColumnReduction();
+  /// Writes the CUDA group path of a row reduction (rowReduction; the host
+  /// keeps the scalar loop) and returns true, or writes nothing and returns
+  /// false for any other kernel.
+  bool writeRowReduction();
   /// Writes the host's loops of a kernel that yields a 1-D f32/f64 concat
   /// (one loop per piece, no per-element search for the piece) and returns
   /// true, or writes nothing and returns false for any other kernel.

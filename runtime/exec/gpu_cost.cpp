@@ -191,8 +191,11 @@ StepCost stepCost(const Artifact &art, const Function &fn, size_t i,
   if (k && k->outputsPerBlock > 0) {
     c.blocks = (s.elements + k->outputsPerBlock - 1) / k->outputsPerBlock;
     c.threads = c.blocks * k->blockThreads;
-    int64_t warps = k->blockThreads / 32;
-    c.loop = (rows + warps - 1) / warps;
+    // The threads an output's reduction is split over: a column
+    // reduction's 32 warps (32 outputs a block of 1024), a row reduction's
+    // warp or block.
+    int64_t perOutput = std::max<int64_t>(1, k->blockThreads / k->outputsPerBlock);
+    c.loop = (rows + perOutput - 1) / perOutput;
   } else {
     c.blocks = (s.elements + kBlockSize - 1) / kBlockSize;
     c.threads = s.elements;

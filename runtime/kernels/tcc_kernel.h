@@ -30,9 +30,19 @@
 //           its 32 outputs and add their double partial sums in warp order
 //           (exact sums in all but widely ranged data, so the host's bits
 //           in practice); other blocks that are whole warps are correct
-//           too, others take the one-thread-per-output loop. `inputs` must then point to device memory holding the
-//           device pointers, and the inputs must not change while the
-//           kernel runs (vector loads go through the read-only path).
+//           too, others take the one-thread-per-output loop. A row
+//           reduction (a reduction over the innermost dims) launched with
+//           outputs_per_block rows a block of block_threads gives each row
+//           block_threads / outputs_per_block threads (a warp or the
+//           block), which stride the row and combine their partials in a
+//           fixed shared-memory tree (pick_max / pick_min below keep max
+//           and min bit-exact; sums in double the host's bits in practice);
+//           any block of at most block_threads threads that is a
+//           multiple of outputs_per_block is correct, others take the
+//           one-thread-per-output loop. `inputs` must then point to
+//           device memory holding the device pointers, and the inputs
+//           must not change while the kernel runs (vector loads go
+//           through the read-only path).
 //           A kernel whose inputs are read at the output index
 //           (TCC_VECTOR_LOOP below) computes W consecutive elements per
 //           work item with 16-byte loads and stores when every such buffer
@@ -322,6 +332,29 @@ template <class T> TCC_KERNEL_FN T nan_min(T a, T b) {
   if (a != a || b != b)
     return quiet_nan(a);
   return b < a ? b : a;
+}
+// A float max / min split over threads (a row reduction on the device)
+// with the bits of the in-order nan_max / nan_min loop: a partial is a
+// value and the row index it came from; of equal values (+0 and -0) the
+// lower index wins, as the in-order loop keeps the first; NaN wins as the
+// canonical quiet NaN. Folds (x, at r) into (v, at).
+template <class T>
+TCC_KERNEL_FN void pick_max(T &v, int64_t &at, T x, int64_t r) {
+  if (v != v)
+    return;
+  if (x != x || v < x || (!(x < v) && r < at)) {
+    v = x != x ? quiet_nan(x) : x;
+    at = r;
+  }
+}
+template <class T>
+TCC_KERNEL_FN void pick_min(T &v, int64_t &at, T x, int64_t r) {
+  if (v != v)
+    return;
+  if (x != x || x < v || (!(v < x) && r < at)) {
+    v = x != x ? quiet_nan(x) : x;
+    at = r;
+  }
 }
 template <class T> TCC_KERNEL_FN T int_max(T a, T b) { return a < b ? b : a; }
 template <class T> TCC_KERNEL_FN T int_min(T a, T b) { return b < a ? b : a; }

@@ -100,6 +100,8 @@ CASES = [
 INFERENCE = [
     # Column reductions, the CUDA block path among them (Inputs/columns.mlir)
     dict(name="columns", mlir="test/gpu/Inputs/columns.mlir", rtol=1e-6),
+    # Row reductions, a warp or block a row (Inputs/rows.mlir)
+    dict(name="rows", mlir="test/gpu/Inputs/rows.mlir", rtol=1e-6),
 ]
 
 

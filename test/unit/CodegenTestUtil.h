@@ -247,7 +247,9 @@ inline uint8_t *placeAt(std::vector<uint8_t> &storage,
 
 /// For each block argument of `fusion` read as gather / gather_grad
 /// indices, the size of the dim they index (inputs must be in range: the
-/// interpreter rejects others).
+/// interpreter rejects others), and for one compared for equality (through
+/// a reshape) with a constant (the class ids of an accuracy count), the
+/// constant's size, so that some compare equal.
 inline llvm::DenseMap<unsigned, int64_t>
 indexRanges(tcc::exec::FusionOp fusion) {
   llvm::DenseMap<unsigned, int64_t> ranges;
@@ -262,6 +264,14 @@ indexRanges(tcc::exec::FusionOp fusion) {
       indices = grad.getIndices();
       dim = llvm::cast<RankedTensorType>(grad.getType()).getDimSize(
           grad.getAxis());
+    }
+    if (auto cmp = llvm::dyn_cast<tcc::CmpOp>(op);
+        cmp && cmp.getPredicate() == tcc::CmpPredicate::eq &&
+        cmp.getLhs().getDefiningOp<tcc::ConstantOp>()) {
+      indices = cmp.getRhs();
+      if (auto reshape = indices.getDefiningOp<tcc::ReshapeOp>())
+        indices = reshape.getInput();
+      dim = llvm::cast<RankedTensorType>(cmp.getLhs().getType()).getNumElements();
     }
     if (auto arg = llvm::dyn_cast_or_null<BlockArgument>(indices))
       ranges[arg.getArgNumber()] = dim;
@@ -358,6 +368,34 @@ protected:
     return kernels;
   }
 
+  /// The CUDA variant of kernel `source` built as host code with the
+  /// prelude's grid emulation and loaded (a null handle, with a test
+  /// failure, when that fails).
+  EmulatedCuda emulated(const std::string &source) {
+    EmulatedCuda cuda;
+    std::string so = tempPath("codegen", "emulated.so");
+    if (failed(codegen::compileHostSharedObject(
+            UnknownLoc::get(&context),
+            "#define TCC_KERNEL_EMULATE_CUDA 1\n" + source, so))) {
+      ADD_FAILURE() << errors.first() << "\n" << source;
+      return cuda;
+    }
+    cuda.handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    EXPECT_TRUE(cuda.handle) << dlerror();
+    if (!cuda.handle)
+      return cuda;
+    cuda.setThread = reinterpret_cast<decltype(cuda.setThread)>(
+        dlsym(cuda.handle, "tcc_emulate_cuda_thread"));
+    cuda.counters = reinterpret_cast<decltype(cuda.counters)>(
+        dlsym(cuda.handle, "tcc_emulate_cuda_counters"));
+    cuda.setBlock = reinterpret_cast<decltype(cuda.setBlock)>(
+        dlsym(cuda.handle, "tcc_emulate_cuda_block"));
+    EXPECT_TRUE(cuda.setThread && cuda.counters && cuda.setBlock);
+    if (!cuda.setThread || !cuda.counters || !cuda.setBlock)
+      cuda.handle = nullptr;
+    return cuda;
+  }
+
   /// The CUDA variant of `module`'s kernels, built as host code with the
   /// prelude's grid emulation, against its host kernels (the scalar loop,
   /// which checkAgainstInterpreter pins to the interpreter): every kernel on
@@ -377,30 +415,15 @@ protected:
     if (failed(source))
       return 0;
     std::string hostSo = tempPath("codegen", "vector-host.so");
-    std::string emuSo = tempPath("codegen", "vector-emulated.so");
     Location loc = UnknownLoc::get(&context);
-    bool built =
-        succeeded(codegen::compileHostSharedObject(loc, *source, hostSo)) &&
-        succeeded(codegen::compileHostSharedObject(
-            loc, "#define TCC_KERNEL_EMULATE_CUDA 1\n" + *source, emuSo));
+    bool built = succeeded(codegen::compileHostSharedObject(loc, *source, hostSo));
     EXPECT_TRUE(built) << errors.first() << "\n" << *source;
     if (!built)
       return 0;
     void *host = dlopen(hostSo.c_str(), RTLD_NOW | RTLD_LOCAL);
     EXPECT_TRUE(host) << dlerror();
-    EmulatedCuda cuda;
-    cuda.handle = dlopen(emuSo.c_str(), RTLD_NOW | RTLD_LOCAL);
-    EXPECT_TRUE(cuda.handle) << dlerror();
+    EmulatedCuda cuda = emulated(*source);
     if (!host || !cuda.handle)
-      return 0;
-    cuda.setThread = reinterpret_cast<decltype(cuda.setThread)>(
-        dlsym(cuda.handle, "tcc_emulate_cuda_thread"));
-    cuda.counters = reinterpret_cast<decltype(cuda.counters)>(
-        dlsym(cuda.handle, "tcc_emulate_cuda_counters"));
-    cuda.setBlock = reinterpret_cast<decltype(cuda.setBlock)>(
-        dlsym(cuda.handle, "tcc_emulate_cuda_block"));
-    EXPECT_TRUE(cuda.setThread && cuda.counters && cuda.setBlock);
-    if (!cuda.setThread || !cuda.counters || !cuda.setBlock)
       return 0;
 
     int kernels = 0, vectorised = 0, inputChecked = 0;

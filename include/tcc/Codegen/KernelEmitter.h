@@ -64,7 +64,11 @@ int64_t vectorWidth(exec::FusionOp fusion);
 /// dims, e.g. a bias gradient over the tokens) of at least 256 rows: a
 /// block's 32 warps split the rows of 32 outputs, so the reduction spreads
 /// over many multiprocessors instead of one thread per output summing every
-/// row; the kernel is declared with __launch_bounds__(blockThreads).
+/// row. Set for a row reduction (a reduction over the innermost dims, a
+/// full one included) of at least 32 elements a row: a warp a row ({8,
+/// 256}) below 2048 elements, a block a row beyond ({1, 256}, from 16,384
+/// elements {1, 1024}), the row's elements strided over its threads. The
+/// kernel is declared with __launch_bounds__(blockThreads).
 struct LaunchShape {
   int64_t outputsPerBlock = 0, blockThreads = 0;
 };
