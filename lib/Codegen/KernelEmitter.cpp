@@ -490,13 +490,6 @@ LogicalResult emitKernel(exec::FusionOp fusion, raw_ostream &os) {
   return KernelWriter(fusion, os).write();
 }
 
-LaunchShape launchShape(exec::FusionOp fusion) {
-  std::optional<ColumnReduction> cr = columnReduction(fusion);
-  if (!cr || cr->count < kBlockReduceRows)
-    return {};
-  return {kBlockReduceColumns, kBlockReduceThreads};
-}
-
 int64_t vectorWidth(exec::FusionOp fusion) {
   std::string text;
   llvm::raw_string_ostream os(text);
