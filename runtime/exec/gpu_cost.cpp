@@ -189,10 +189,14 @@ StepCost stepCost(const Artifact &art, const Function &fn, size_t i,
   const KernelSignature *k = art.kernel(s.symbol);
   int64_t rows = s.elements > 0 && maxIn > s.elements ? maxIn / s.elements : 1;
   if (k && k->outputsPerBlock > 0) {
-    c.blocks = (s.elements + k->outputsPerBlock - 1) / k->outputsPerBlock;
+    // rowSlices blocks per outputsPerBlock outputs, a slice of the rows
+    // each, its warps splitting the slice's rows.
+    c.blocks = (s.elements + k->outputsPerBlock - 1) / k->outputsPerBlock *
+               k->rowSlices;
     c.threads = c.blocks * k->blockThreads;
     int64_t warps = k->blockThreads / 32;
-    c.loop = (rows + warps - 1) / warps;
+    int64_t sliceRows = (rows + k->rowSlices - 1) / k->rowSlices;
+    c.loop = (sliceRows + warps - 1) / warps;
   } else {
     c.blocks = (s.elements + kBlockSize - 1) / kBlockSize;
     c.threads = s.elements;
