@@ -463,6 +463,10 @@ static LogicalResult prepare(ModuleOp module, rt::Kind kind,
   for (rt::KernelSignature &k : plan.plan.kernels) {
     k.outputsPerBlock = shapes[k.symbol].outputsPerBlock;
     k.blockThreads = shapes[k.symbol].blockThreads;
+    if (shapes[k.symbol].rowSlices > 1) {
+      k.rowSlices = shapes[k.symbol].rowSlices;
+      k.workspaceBytes = shapes[k.symbol].workspaceBytes;
+    }
   }
   return success();
 }

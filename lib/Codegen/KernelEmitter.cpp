@@ -495,10 +495,9 @@ LogicalResult emitKernel(exec::FusionOp fusion, raw_ostream &os) {
 LaunchShape launchShape(exec::FusionOp fusion) {
   if (std::optional<RowReduction> rr = rowReduction(fusion))
     return rowLaunchShape(*rr);
-  std::optional<ColumnReduction> cr = columnReduction(fusion);
-  if (!cr || cr->count < kBlockReduceRows)
-    return {};
-  return {kBlockReduceColumns, kBlockReduceThreads};
+  if (std::optional<ColumnReduction> cr = columnReduction(fusion))
+    return columnLaunchShape(*cr);
+  return {};
 }
 
 int64_t vectorWidth(exec::FusionOp fusion) {

@@ -1,8 +1,9 @@
 // The kernel writer of exec.fusion (KernelEmitter.cpp: the elementwise
 // ops, the kernel's frame and its vector and concat paths;
-// KernelIndexing.cpp: layout ops at their index maps, reductions and the
-// column-reduction paths; RowReduction.cpp: the row reductions' device
-// path), and the element-type helpers they use. Internal to lib/Codegen.
+// KernelIndexing.cpp: layout ops at their index maps and reductions;
+// ColumnReduction.cpp: the column-reduction paths; RowReduction.cpp: the
+// row reductions' device path), and the element-type helpers they use.
+// Internal to lib/Codegen.
 #ifndef TCC_LIB_CODEGEN_KERNELWRITER_H
 #define TCC_LIB_CODEGEN_KERNELWRITER_H
 
@@ -52,11 +53,22 @@ struct ColumnReduction {
 
 /// The fusion's column reduction, or nullopt when it yields none.
 std::optional<ColumnReduction> columnReduction(exec::FusionOp fusion);
+/// The launch of a column reduction's kernel (launchShape): none below
+/// kBlockReduceRows rows, else a block per kBlockReduceColumns outputs, the
+/// rows split into slices where that fills more of the device.
+LaunchShape columnLaunchShape(const ColumnReduction &cr);
 
-/// Column reductions of at least this many rows get the CUDA block path.
+/// Column reductions of at least this many rows get the CUDA block path;
+/// a slice of the rows (row_slices > 1) has at least this many too.
 constexpr int64_t kBlockReduceRows = 256;
 /// The outputs one block of that path sums (a warp's width) and its threads.
 constexpr int64_t kBlockReduceColumns = 32, kBlockReduceThreads = 1024;
+/// The most rows one warp of that path sums one after another (more rows
+/// split into slices, one block each).
+constexpr int64_t kBlockReduceWarpRows = 64;
+/// The threads the slices aim to launch: one wave of an H100 (132
+/// multiprocessors of 2,048 threads; runtime/exec/gpu_cost.cpp's spec).
+constexpr int64_t kBlockReduceWave = 132 * 2048;
 
 /// How the interpreter accumulates a reduction of `count` elements: sums
 /// and means in double (int64 for integers, wrapping) and rounded once,

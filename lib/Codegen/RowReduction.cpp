@@ -47,9 +47,10 @@ std::optional<RowReduction> rowReduction(exec::FusionOp fusion) {
 LaunchShape rowLaunchShape(const RowReduction &rr) {
   if (rr.count < kRowGroupMin)
     return {};
+  // One slice of the rows (grid.y 1), no workspace.
   if (rr.count < kRowWarpMax)
-    return {8, 256};
-  return {1, rr.count < kRowBlockMax ? 256 : 1024};
+    return {8, 256, 1, 0};
+  return {1, rr.count < kRowBlockMax ? 256 : 1024, 1, 0};
 }
 
 bool KernelWriter::writeRowReduction() {

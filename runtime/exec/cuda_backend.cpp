@@ -249,6 +249,7 @@ private:
   struct StepPlan {
     CUfunction kernel = nullptr; ///< kernel steps
     int64_t outputsPerBlock = 0, blockThreads = 0; ///< launch shape (plan)
+    int64_t rowSlices = 1; ///< grid.y (plan); > 1: reads kernelScratch
     const void *inputs = nullptr; ///< device array of device pointers
     CallPlan call;               ///< call steps
   };
@@ -273,6 +274,11 @@ private:
   int64_t *errorWords = nullptr; // device
   void *workspace = nullptr;     // device
   size_t workspaceBytes = 0;
+  /// The kernels' workspace (plan "workspace_bytes", the largest; zeroed
+  /// once: the kernels leave their counters at 0), after a kernel's inputs
+  /// in its argument array. Kernels run one at a time on the stream.
+  uint8_t *kernelScratch = nullptr; // device
+  size_t kernelScratchBytes = 0;
   int64_t hostStep = 0;
   /// With an NCCL communicator: the collectives' group, and per function
   /// which steps read a collective's result (they wait for it).
@@ -449,6 +455,9 @@ void CudaBackend::init(const SessionOptions &options) {
         if (const KernelSignature *k = art.kernel(step.symbol)) {
           sp.outputsPerBlock = k->outputsPerBlock;
           sp.blockThreads = k->blockThreads;
+          sp.rowSlices = k->rowSlices;
+          kernelScratchBytes =
+              std::max(kernelScratchBytes, size_t(k->workspaceBytes));
         }
         continue;
       }
@@ -489,6 +498,11 @@ void CudaBackend::init(const SessionOptions &options) {
         allocate(sizeof(int64_t) * size_t(errorSlots), "the error words"));
   if (workspaceBytes)
     workspace = allocate(workspaceBytes, "the library calls' workspace");
+  if (kernelScratchBytes) {
+    kernelScratch = allocate(kernelScratchBytes, "the kernels' workspace");
+    check(cudaMemsetAsync(kernelScratch, 0, kernelScratchBytes, stream),
+          "zeroing the kernels' workspace");
+  }
 }
 
 void CudaBackend::checkCallerStream() const {
@@ -645,6 +659,8 @@ void CudaBackend::prepare(const Bindings &b) {
       offsets.push_back(table.size());
       for (int64_t v : step.inputs)
         table.push_back(b.functions[f].ptrs[v]);
+      if (plans[f].steps[s].rowSlices > 1)
+        table.push_back(kernelScratch);
     }
   }
   if (table.empty())
@@ -741,16 +757,18 @@ void CudaBackend::enqueueStep(size_t f, size_t s, const CallContext &ctx) {
   }
   void *args[] = {&inputs, &output, &first, &last};
   // One thread per output, or the plan's launch shape: a block of
-  // blockThreads per outputsPerBlock outputs (a column reduction whose
-  // warps split the rows); a grid-stride loop beyond.
+  // blockThreads per outputsPerBlock outputs and rowSlices slices of the
+  // rows in grid.y (a column reduction whose warps split the rows); a
+  // grid-stride loop beyond.
   const bool perTile = sp.outputsPerBlock > 0;
   const int64_t perBlock = perTile ? sp.outputsPerBlock : BlockSize;
   const unsigned threads = unsigned(perTile ? sp.blockThreads : BlockSize);
   int64_t blocksNeeded = (last + perBlock - 1) / perBlock;
   unsigned grid = unsigned(std::min<int64_t>(blocksNeeded, int64_t(smCount) * 32));
-  CUresult r = driver().launchKernel(sp.kernel, grid, 1, 1, threads, 1, 1, 0,
-                                     reinterpret_cast<CUstream>(stream), args,
-                                     nullptr);
+  const unsigned slices = unsigned(perTile ? sp.rowSlices : 1);
+  CUresult r = driver().launchKernel(
+      sp.kernel, grid, slices, 1, threads, 1, 1, 0,
+      reinterpret_cast<CUstream>(stream), args, nullptr);
   if (r != CUDA_SUCCESS)
     fail(TCC_ERROR_BACKEND, where(f, s) + "cuLaunchKernel: " + driverError(r));
 }

@@ -7,6 +7,7 @@
 // whose primary context each entry point makes current and gives back;
 // device memory of exactly the plan's sizes (one arena, one buffer per
 // parameter, optimizer slot, input and constant) plus a scratch workspace,
+// the kernels' workspace (the largest plan "workspace_bytes", zeroed once),
 // the kernel argument arrays and the error words (outside tcc_memory), all
 // from the session's allocator. Kernel steps launch the `tcc_<name>` symbols of
 // kernels/kernels.fatbin (driver API, resolved at open) over `elements`,

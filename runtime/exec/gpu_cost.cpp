@@ -78,6 +78,10 @@ struct StepCost {
   double roofline = 0; ///< max(bytes / bandwidth, FLOPs / rate, loop term)
   double seconds = 0;  ///< at the family's measured efficiency
   std::string flag;
+  /// A kernel with less work than one wave (every element it reads or
+  /// writes would fit a thread of its own): no launch fills the device, its
+  /// launch is its cost. Not flagged; counted apart.
+  bool small = false;
 };
 
 bool isHalf(data::DType t) {
@@ -189,13 +193,17 @@ StepCost stepCost(const Artifact &art, const Function &fn, size_t i,
   const KernelSignature *k = art.kernel(s.symbol);
   int64_t rows = s.elements > 0 && maxIn > s.elements ? maxIn / s.elements : 1;
   if (k && k->outputsPerBlock > 0) {
-    c.blocks = (s.elements + k->outputsPerBlock - 1) / k->outputsPerBlock;
+    // rowSlices blocks per outputsPerBlock outputs, a slice of the rows
+    // each, its warps splitting the slice's rows.
+    c.blocks = (s.elements + k->outputsPerBlock - 1) / k->outputsPerBlock *
+               k->rowSlices;
     c.threads = c.blocks * k->blockThreads;
-    // The threads an output's reduction is split over: a column
-    // reduction's 32 warps (32 outputs a block of 1024), a row reduction's
-    // warp or block.
+    // The threads an output's reduction is split over (a column
+    // reduction's 32 warps, 32 outputs a block of 1024; a row reduction's
+    // warp or block) and, for a column reduction, its slice of the rows.
     int64_t perOutput = std::max<int64_t>(1, k->blockThreads / k->outputsPerBlock);
-    c.loop = (rows + perOutput - 1) / perOutput;
+    int64_t sliceRows = (rows + k->rowSlices - 1) / k->rowSlices;
+    c.loop = (sliceRows + perOutput - 1) / perOutput;
   } else {
     c.blocks = (s.elements + kBlockSize - 1) / kBlockSize;
     c.threads = s.elements;
@@ -206,15 +214,17 @@ StepCost stepCost(const Artifact &art, const Function &fn, size_t i,
   c.roofline = std::max(streaming, loopTime);
   c.seconds = std::max(streaming / efficiency(c.family, true), loopTime);
   const int64_t wave = int64_t(gpu.sms) * kThreadsPerSm;
+  const int64_t work = std::max(s.elements, maxIn);
   char why[160] = "";
   if (c.loop > kLongLoop)
     std::snprintf(why, sizeof why, "serial loop of %lld",
                   static_cast<long long>(c.loop));
-  else if (c.threads < wave)
+  else if (c.threads < wave && work >= wave)
     std::snprintf(why, sizeof why, "%lld threads, under one wave (%lld)",
                   static_cast<long long>(c.threads),
                   static_cast<long long>(wave));
   c.flag = why;
+  c.small = c.flag.empty() && work < wave;
   return c;
 }
 
@@ -303,6 +313,16 @@ void printFunction(const Artifact &art, const Function &fn, const GpuSpec &gpu,
     }
   out << "  generated kernels that cannot fill the device: " << flagged
       << " launches of " << flaggedSymbols.size() << " kernels\n";
+  int small = 0;
+  double smallSeconds = 0;
+  for (const StepCost &c : steps)
+    if (c.small) {
+      ++small;
+      smallSeconds += c.seconds + gpu.launchGraph;
+    }
+  out << "  launch-bound kernels (less work than one wave, none can fill it): "
+      << small << " launches, " << us(smallSeconds)
+      << " us with graphs\n";
   out << "  steps (grid x 256 threads, or the kernel's block; loop: elements "
          "a thread sums serially)\n";
   std::snprintf(line, sizeof line, "  %5s  %-6s %-20s %9s %11s %5s %9s %9s %9s  %s\n",
@@ -317,7 +337,8 @@ void printFunction(const Artifact &art, const Function &fn, const GpuSpec &gpu,
                   "  %5zu  %-6s %-20s %9s %11s %5s %9s %9s %9s  %s\n", c.index,
                   c.kind.c_str(), c.name.c_str(), blocks.c_str(),
                   threads.c_str(), loop.c_str(), si(c.bytes).c_str(),
-                  si(c.flops).c_str(), us(c.seconds).c_str(), c.flag.c_str());
+                  si(c.flops).c_str(), us(c.seconds).c_str(),
+                  c.small ? "(launch-bound)" : c.flag.c_str());
     out << line;
   }
 }

@@ -18,7 +18,10 @@
 // reduction or gather_grad), and `iteration` what one such iteration costs
 // (a memory latency over the loads in flight). It flags the generated
 // kernels that cannot fill the device: fewer threads than one wave (every
-// multiprocessor's 2048) or a serial loop longer than 64. The device
+// multiprocessor's 2048) where they read or write at least a wave of
+// elements, or a serial loop longer than 64. A kernel with less work than
+// a wave (a scalar, a 768-element vector) cannot fill one however it is
+// launched: it is marked launch-bound and counted apart. The device
 // numbers are in gpu_cost.cpp with where each comes from; docs/benchmarks.md
 // puts the prediction beside the measured profile.
 //

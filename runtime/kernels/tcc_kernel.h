@@ -26,11 +26,17 @@
 //           correct). A column reduction of many rows (TCC_KERNEL_BLOCK,
 //           the plan's kernel "outputs_per_block" and "block_threads") is
 //           launched with one block of block_threads threads per
-//           outputs_per_block outputs: a block's warps split the rows of
-//           its 32 outputs and add their double partial sums in warp order
-//           (exact sums in all but widely ranged data, so the host's bits
-//           in practice); other blocks that are whole warps are correct
-//           too, others take the one-thread-per-output loop. A row
+//           outputs_per_block outputs and slice of the rows (grid.y: the
+//           plan's "row_slices", 1 when absent): a block's warps split its
+//           slice's rows of its 32 outputs and add their double partial
+//           sums in warp order; with several slices the blocks write them
+//           to a workspace ("workspace_bytes", zeroed once, its device
+//           pointer in inputs[N] after the N inputs; at most that many
+//           slices) and the last block of each 32 columns adds them in
+//           slice order (exact sums in all but widely ranged data, so the
+//           host's bits in practice). Other grids and blocks that are whole
+//           warps are correct too (one kernel at a time per workspace),
+//           others take the one-thread-per-output loop. A row
 //           reduction (a reduction over the innermost dims) launched with
 //           outputs_per_block rows a block of block_threads gives each row
 //           block_threads / outputs_per_block threads (a warp or the
@@ -103,9 +109,11 @@
 // (TCC_KERNEL_BLOCK: __shared__ memory and __syncthreads) runs a block's
 // threads as concurrent host threads, one block at a time:
 // tcc_emulate_cuda_block(threads) arms the barrier __syncthreads waits on,
-// and __shared__ arrays are statics, which the block's threads share. The
+// and __shared__ arrays are statics, which the block's threads share;
+// __threadfence is a fence and atomicAdd (unsigned) an atomic add. The
 // vector accesses are counted and their alignment checked
 // (tcc_emulate_cuda_counters).
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #define TCC_KERNEL_GRID 1
@@ -142,17 +150,24 @@ inline void syncthreads() {
 static thread_local tcc_k::emu::Dim3 blockIdx, threadIdx, blockDim, gridDim;
 #define __syncthreads() tcc_k::emu::syncthreads()
 #define __shared__ static
+#define __threadfence() std::atomic_thread_fence(std::memory_order_seq_cst)
+inline unsigned atomicAdd(unsigned *address, unsigned value) {
+  return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
+}
 /// Arms the barrier for a block of `threads` concurrent threads.
 extern "C" void tcc_emulate_cuda_block(unsigned threads) {
   tcc_k::emu::barrier.threads = threads;
   tcc_k::emu::barrier.waiting = 0;
 }
-extern "C" void tcc_emulate_cuda_thread(unsigned grid, unsigned block,
-                                        unsigned block_index,
+/// The thread `thread_index` of block (block_x, block_y) of a grid of
+/// grid_x x grid_y blocks of `block` threads.
+extern "C" void tcc_emulate_cuda_thread(unsigned grid_x, unsigned grid_y,
+                                        unsigned block, unsigned block_x,
+                                        unsigned block_y,
                                         unsigned thread_index) {
-  gridDim = {grid, 1, 1};
+  gridDim = {grid_x, grid_y, 1};
   blockDim = {block, 1, 1};
-  blockIdx = {block_index, 0, 0};
+  blockIdx = {block_x, block_y, 0};
   threadIdx = {thread_index, 0, 0};
 }
 /// Reads and clears the counters: {vector loads, vector stores, vector

@@ -207,6 +207,11 @@ struct KernelSignature {
   /// "outputs_per_block" and "block_threads", absent when 0: any launch
   /// shape, one thread per output).
   int64_t outputsPerBlock = 0, blockThreads = 0;
+  /// With outputsPerBlock: that many blocks per outputs in grid.y, each a
+  /// slice of the rows ("row_slices", absent when 1), and the device
+  /// workspace they share, zeroed once, passed after the inputs
+  /// ("workspace_bytes", with row_slices).
+  int64_t rowSlices = 1, workspaceBytes = 0;
 };
 
 /// plan.json: persistent state and the step functions.

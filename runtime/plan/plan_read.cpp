@@ -340,6 +340,22 @@ std::vector<KernelSignature> readKernels(const JsonFile &file,
                  std::to_string(k.blockThreads) +
                      " is not a CUDA block of whole warps (32 to 1024 "
                      "threads)");
+      if (list[i].contains("row_slices")) {
+        k.rowSlices = file.intField(list[i], w, "row_slices");
+        if (k.rowSlices < 2 || k.rowSlices > 65535)
+          file.bad(w + ".row_slices",
+                   std::to_string(k.rowSlices) +
+                       " is out of range (2 to 65535 slices; absent for 1)");
+        // At least a double per (slice, output); at most 16 GiB.
+        k.workspaceBytes = file.intField(list[i], w, "workspace_bytes");
+        if (k.workspaceBytes < 8 * k.rowSlices * k.output.elements ||
+            k.workspaceBytes > (int64_t(1) << 34))
+          file.bad(w + ".workspace_bytes",
+                   std::to_string(k.workspaceBytes) +
+                       " does not fit row_slices x output doubles (" +
+                       std::to_string(8 * k.rowSlices * k.output.elements) +
+                       " bytes or more, at most 16 GiB)");
+      }
     }
     out.push_back(std::move(k));
   }

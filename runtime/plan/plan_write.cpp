@@ -112,6 +112,10 @@ json kernelJson(const KernelSignature &k) {
   if (k.outputsPerBlock > 0) {
     j["outputs_per_block"] = k.outputsPerBlock;
     j["block_threads"] = k.blockThreads;
+    if (k.rowSlices > 1) {
+      j["row_slices"] = k.rowSlices;
+      j["workspace_bytes"] = k.workspaceBytes;
+    }
   }
   return j;
 }

@@ -218,12 +218,14 @@ TEST_F(CodegenTest, RowSumsAreDeterministicAndWithinTheOrderBound) {
   auto fn = reinterpret_cast<KernelFn>(
       dlsym(cuda.handle, codegen::kernelSymbol(fusion).c_str()));
   ASSERT_TRUE(fn);
-  const void *inputs[] = {x.data()};
+  const std::vector<const void *> inputs = {x.data()};
   int differ = 0;
   for (unsigned threads : {1024u, 96u}) {
     std::vector<float> first(rows, -1.0f), second(rows, -2.0f);
-    cuda.launchBlocks(fn, inputs, first.data(), 0, rows, 1, threads, 132 * 32);
-    cuda.launchBlocks(fn, inputs, second.data(), 0, rows, 1, threads, 132 * 32);
+    cuda.launchBlocks(fn, inputs, nullptr, first.data(), 0, rows, 1, threads,
+                      132 * 32);
+    cuda.launchBlocks(fn, inputs, nullptr, second.data(), 0, rows, 1, threads,
+                      132 * 32);
     for (int64_t r = 0; r < rows; ++r) {
       float expected;
       std::memcpy(&expected, &want[0].bytes[r * 4], 4);

@@ -159,6 +159,52 @@ TEST_F(CodegenTest, ColumnReductionsSplitRowsOverAWarpBlock) {
   EXPECT_EQ(checkVectorPath(*module, /*specials=*/true), 0);
 }
 
+// Row slices: enough that a warp sums at most 64 rows, more (slices of at
+// least 256 rows) until the launch has an H100 wave of threads (270,336):
+// 8192 x 768 takes 11 slices of 745 rows (24 rows a warp; 24 x 11 blocks
+// of 1024 threads, one wave), x 3072 and x 2304 take 4 of 2048 (64 a
+// warp). The workspace holds a double per (slice, column of the whole
+// tiles) and a 4-byte counter per tile.
+TEST_F(CodegenTest, ColumnReductionSlicesFillAWave) {
+  OwningOpRef<ModuleOp> module = fused(kColumnGpt2);
+  ASSERT_TRUE(module);
+  std::map<int64_t, std::pair<int64_t, int64_t>> shapes; // by outputs
+  module->walk([&](tcc::exec::FusionOp fusion) {
+    codegen::LaunchShape s = codegen::launchShape(fusion);
+    EXPECT_EQ(s.outputsPerBlock, 32);
+    EXPECT_EQ(s.blockThreads, 1024);
+    shapes[fusion.getResult().getType().getNumElements()] = {
+        s.rowSlices, s.workspaceBytes};
+  });
+  using Shape = std::pair<int64_t, int64_t>;
+  EXPECT_EQ(shapes,
+            (std::map<int64_t, Shape>{
+                {768, Shape{11, 11 * 24 * 32 * 8 + 24 * 4}},
+                {3072, Shape{4, 4 * 96 * 32 * 8 + 96 * 4}},
+                {2304, Shape{4, 4 * 72 * 32 * 8 + 72 * 4}}}));
+}
+
+// The two-stage block path (slices of rows, the last block of a tile adding
+// their sums), run by the emulation: 600 rows in 2 slices, a mean of 1000
+// in 3 (the last 332 rows), 2100 bf16 rows in 8 (the last 259). Every case
+// of checkVectorPath (its launch, fewer warps and slices, one block, three
+// launches, blocks in shuffled orders, each run twice) gives the host
+// kernel's bits, which checkAgainstInterpreter pins to the interpreter's:
+// tolerance 0, as the double sums are exact for these data.
+TEST_F(CodegenTest, ColumnReductionSlicesMatchTheHost) {
+  OwningOpRef<ModuleOp> module = fused(kColumnSlices);
+  ASSERT_TRUE(module);
+  FailureOr<std::string> source = codegen::emitKernelSource(*module);
+  ASSERT_TRUE(succeeded(source));
+  EXPECT_CONTAINS(*source, "A column reduction of 2100 rows: a block per 32 "
+                           "outputs and slice of rows (8 slices)");
+  EXPECT_CONTAINS(*source, "atomicAdd(arrival, 1u)");
+  EXPECT_EQ(checkAgainstInterpreter(*module, /*specials=*/true), 3);
+  std::set<int64_t> slices;
+  EXPECT_EQ(checkVectorPath(*module, /*specials=*/true, nullptr, &slices), 0);
+  EXPECT_EQ(slices, (std::set<int64_t>{2, 3, 8}));
+}
+
 TEST_F(CodegenTest, HalfKernelsMatchInterpreter) {
   OwningOpRef<ModuleOp> module = fused(kHalf);
   ASSERT_TRUE(module);
@@ -225,7 +271,8 @@ TEST_F(CodegenTest, PreludeGeluTanhIsAccurate) {
 TEST_F(CodegenTest, CudaFatbinCompiles) {
   if (!codegen::cudaCompilerAvailable())
     GTEST_SKIP() << "nvcc not found at configure time; fatbin not tested";
-  for (const char *text : {kChains, kStructured, kHalf, kVector, kColumn}) {
+  for (const char *text :
+       {kChains, kStructured, kHalf, kVector, kColumn, kColumnSlices}) {
     OwningOpRef<ModuleOp> module = fused(text);
     ASSERT_TRUE(module);
     FailureOr<codegen::KernelSource> source = codegen::emitKernels(*module);

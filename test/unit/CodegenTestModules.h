@@ -269,6 +269,34 @@ inline constexpr const char *kColumn = R"mlir(
   }
 )mlir";
 
+// Column reductions whose CUDA block path splits the rows into slices
+// (launchShape: 2, 3 and 8 slices; ragged last slices and column tiles),
+// sum and mean, f32 and bf16 (cast) inputs.
+inline constexpr const char *kColumnSlices = R"mlir(
+  func.func @slices(%x: tensor<600x40xf32>, %y: tensor<10x100x33xf32>,
+                    %h: tensor<2100x9xbf16>)
+      -> (tensor<40xf32>, tensor<33xf32>, tensor<9xf32>) {
+    %0 = tcc.reduce_sum %x {axes = array<i64: 0>} : (tensor<600x40xf32>) -> tensor<40xf32>
+    %1 = tcc.reduce_mean %y {axes = array<i64: 0, 1>} : (tensor<10x100x33xf32>) -> tensor<33xf32>
+    %2 = tcc.cast %h : (tensor<2100x9xbf16>) -> tensor<2100x9xf32>
+    %3 = tcc.reduce_sum %2 {axes = array<i64: 0>} : (tensor<2100x9xf32>) -> tensor<9xf32>
+    return %0, %1, %3 : tensor<40xf32>, tensor<33xf32>, tensor<9xf32>
+  }
+)mlir";
+
+// GPT-2 124M's column reductions (8192 tokens; 768, 3072 and 2304
+// columns): their launch shapes only.
+inline constexpr const char *kColumnGpt2 = R"mlir(
+  func.func @gpt2(%a: tensor<8192x768xf32>, %b: tensor<8192x3072xf32>,
+                  %c: tensor<8192x2304xf32>)
+      -> (tensor<768xf32>, tensor<3072xf32>, tensor<2304xf32>) {
+    %0 = tcc.reduce_sum %a {axes = array<i64: 0>} : (tensor<8192x768xf32>) -> tensor<768xf32>
+    %1 = tcc.reduce_sum %b {axes = array<i64: 0>} : (tensor<8192x3072xf32>) -> tensor<3072xf32>
+    %2 = tcc.reduce_sum %c {axes = array<i64: 0>} : (tensor<8192x2304xf32>) -> tensor<2304xf32>
+    return %0, %1, %2 : tensor<768xf32>, tensor<3072xf32>, tensor<2304xf32>
+  }
+)mlir";
+
 // bf16 / f16 storage: elementwise chains with broadcasting, splat constants
 // (rounded to the type; an infinity), f16 overflow, casts between f32, bf16,
 // f16 and integers, compare/where; every reduction kind with a prologue and

@@ -42,6 +42,7 @@
 #include <cmath>
 #include <cstring>
 #include <dlfcn.h>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -182,28 +183,40 @@ inline bool sameValue(DType dtype, const uint8_t *a, const uint8_t *b) {
 /// tcc_emulate_cuda_thread set and counts the vector accesses.
 struct EmulatedCuda {
   void *handle = nullptr;
-  void (*setThread)(unsigned, unsigned, unsigned, unsigned) = nullptr;
+  void (*setThread)(unsigned, unsigned, unsigned, unsigned, unsigned,
+                    unsigned) = nullptr;
   void (*counters)(int64_t *) = nullptr;
   void (*setBlock)(unsigned) = nullptr;
 
   /// Runs a kernel whose threads cooperate (a plan launch shape: one block
-  /// of `threads` per `perBlock` outputs, at most `maxBlocks`) over
-  /// [begin, end): each block's threads as concurrent host threads sharing
-  /// the prelude's barrier, one block after another.
-  void launchBlocks(KernelFn fn, const void *const *inputs, void *output,
-                    int64_t begin, int64_t end, int64_t perBlock,
-                    unsigned threads, int64_t maxBlocks) const {
+  /// of `threads` per `perBlock` outputs, at most `maxBlocks`, times
+  /// `slices` in grid.y) over [begin, end), with `workspace` (when not
+  /// null) after the inputs: each block's threads as concurrent host
+  /// threads sharing the prelude's barrier, one block after another, in an
+  /// order shuffled by `seed` (0: x fastest, then y).
+  void launchBlocks(KernelFn fn, std::vector<const void *> inputs,
+                    void *workspace, void *output, int64_t begin, int64_t end,
+                    int64_t perBlock, unsigned threads, int64_t maxBlocks,
+                    unsigned slices = 1, unsigned seed = 0) const {
     int64_t n = end - begin;
     if (n <= 0)
       return;
+    if (workspace)
+      inputs.push_back(workspace);
     unsigned grid = unsigned(std::min((n + perBlock - 1) / perBlock, maxBlocks));
-    for (unsigned b = 0; b < grid; ++b) {
+    std::vector<std::pair<unsigned, unsigned>> blocks;
+    for (unsigned y = 0; y < slices; ++y)
+      for (unsigned x = 0; x < grid; ++x)
+        blocks.push_back({x, y});
+    if (seed)
+      std::shuffle(blocks.begin(), blocks.end(), std::mt19937(seed));
+    for (auto [x, y] : blocks) {
       setBlock(threads);
       std::vector<std::thread> pool;
       for (unsigned t = 0; t < threads; ++t)
-        pool.emplace_back([=] {
-          setThread(grid, threads, b, t);
-          fn(inputs, output, begin, end);
+        pool.emplace_back([=, &inputs] {
+          setThread(grid, slices, threads, x, y, t);
+          fn(inputs.data(), output, begin, end);
         });
       for (std::thread &th : pool)
         th.join();
@@ -226,7 +239,7 @@ struct EmulatedCuda {
     unsigned grid = unsigned(std::min((n + block - 1) / block, maxBlocks));
     for (unsigned b = 0; b < grid; ++b)
       for (unsigned t = 0; t < unsigned(block); ++t) {
-        setThread(grid, unsigned(block), b, t);
+        setThread(grid, 1, unsigned(block), b, 0, t);
         fn(inputs, output, begin, end);
       }
     counters(count.data());
@@ -407,9 +420,11 @@ protected:
   /// must equal the host kernel's (NaN as NaN). A kernel with a vector path
   /// (vectorWidth W > 1) stores floor(n / W) chunks when aligned and none
   /// when its output is not, and no vector access is ever misaligned.
-  /// Returns the kernels with a vector path; `widths` collects their W.
+  /// Returns the kernels with a vector path; `widths` collects their W,
+  /// `blockSlices` the row slices of the kernels with a block path.
   int checkVectorPath(ModuleOp module, bool specials,
-                      std::set<int64_t> *widths = nullptr) {
+                      std::set<int64_t> *widths = nullptr,
+                      std::set<int64_t> *blockSlices = nullptr) {
     FailureOr<std::string> source = codegen::emitKernelSource(module);
     EXPECT_TRUE(succeeded(source));
     if (failed(source))
@@ -467,7 +482,10 @@ protected:
       // A kernel whose threads cooperate (a column reduction's block
       // path): its launch shape, fewer and odd warps, a block that is not
       // whole warps (the one-thread loop), one block (grid-stride over
-      // tiles), three launches.
+      // tiles), three launches; with row slices also one slice (no
+      // workspace), fewer slices and the blocks in two shuffled orders
+      // (another block is the last of a tile). Each case runs twice on
+      // the same workspace (its counters back at 0): the same bits.
       codegen::LaunchShape shape = codegen::launchShape(fusion);
       if (shape.outputsPerBlock > 0) {
         struct BlockCase {
@@ -475,23 +493,39 @@ protected:
           unsigned threads;
           int64_t maxBlocks;
           bool pieces;
+          unsigned slices, seed;
         };
         const unsigned full = unsigned(shape.blockThreads);
-        for (const BlockCase &c : {BlockCase{"as launched", full, 132 * 32, false},
-                                   BlockCase{"two warps", 64, 132 * 32, false},
-                                   BlockCase{"three warps, one block", 96, 1, false},
-                                   BlockCase{"48 threads", 48, 132 * 32, false},
-                                   BlockCase{"in three launches", full, 132 * 32, true}}) {
-          std::vector<uint8_t> got(n * size, 0xa5);
-          if (c.pieces) {
-            for (auto [b, e] : {std::pair<int64_t, int64_t>{0, n / 3},
-                                {n / 3, 2 * n / 3},
-                                {2 * n / 3, n}})
-              cuda.launchBlocks(device, pointers.data(), got.data(), b, e,
-                                shape.outputsPerBlock, c.threads, c.maxBlocks);
-          } else {
-            cuda.launchBlocks(device, pointers.data(), got.data(), 0, n,
-                              shape.outputsPerBlock, c.threads, c.maxBlocks);
+        const unsigned slices = unsigned(shape.rowSlices);
+        std::vector<BlockCase> blockCases = {
+            {"as launched", full, 132 * 32, false, slices, 0},
+            {"two warps", 64, 132 * 32, false, slices, 0},
+            {"three warps, one block", 96, 1, false, slices, 0},
+            {"48 threads", 48, 132 * 32, false, slices, 0},
+            {"in three launches", full, 132 * 32, true, slices, 0}};
+        if (slices > 1)
+          blockCases.insert(
+              blockCases.end(),
+              {{"one slice", full, 132 * 32, false, 1, 0},
+               {"two slices, shuffled", 64, 132 * 32, false, 2, 7},
+               {"shuffled", full, 132 * 32, false, slices, 1},
+               {"shuffled again", 96, 1, false, slices, 2}});
+        std::vector<uint64_t> workspace(size_t(shape.workspaceBytes + 7) / 8,
+                                        0);
+        for (const BlockCase &c : blockCases) {
+          std::vector<uint8_t> got(n * size, 0xa5), again;
+          for (int run = 0; run < 2; ++run) {
+            if (run == 1)
+              again.assign(n * size, 0x5a);
+            uint8_t *into = run == 0 ? got.data() : again.data();
+            std::vector<std::pair<int64_t, int64_t>> ranges = {{0, n}};
+            if (c.pieces)
+              ranges = {{0, n / 3}, {n / 3, 2 * n / 3}, {2 * n / 3, n}};
+            for (auto [b, e] : ranges)
+              cuda.launchBlocks(device, pointers,
+                                workspace.empty() ? nullptr : workspace.data(),
+                                into, b, e, shape.outputsPerBlock, c.threads,
+                                c.maxBlocks, c.slices, c.seed);
           }
           int mismatches = 0;
           for (int64_t e = 0; e < n; ++e)
@@ -499,7 +533,11 @@ protected:
           EXPECT_EQ(mismatches, 0)
               << symbol << " (" << c.name << ", " << c.threads
               << " threads): the block path differs from the host kernel";
+          EXPECT_EQ(got, again) << symbol << " (" << c.name
+                                << "): a second run gave other bits";
         }
+        if (blockSlices)
+          blockSlices->insert(shape.rowSlices);
         return;
       }
 

@@ -58,19 +58,27 @@ mlir::LogicalResult emitKernel(exec::FusionOp fusion, llvm::raw_ostream &os);
 int64_t vectorWidth(exec::FusionOp fusion);
 
 /// The CUDA launch `fusion`'s kernel text expects (the plan's kernel
-/// "outputs_per_block" and "block_threads": ceil(elements / outputsPerBlock)
-/// blocks of blockThreads threads), or {0, 0} when any launch fits. Set
-/// ({32, 1024}) for a column reduction (a float sum or mean over leading
-/// dims, e.g. a bias gradient over the tokens) of at least 256 rows: a
-/// block's 32 warps split the rows of 32 outputs, so the reduction spreads
-/// over many multiprocessors instead of one thread per output summing every
-/// row. Set for a row reduction (a reduction over the innermost dims, a
-/// full one included) of at least 32 elements a row: a warp a row ({8,
-/// 256}) below 2048 elements, a block a row beyond ({1, 256}, from 16,384
-/// elements {1, 1024}), the row's elements strided over its threads. The
-/// kernel is declared with __launch_bounds__(blockThreads).
+/// "outputs_per_block", "block_threads", "row_slices" and
+/// "workspace_bytes": a grid of ceil(elements / outputsPerBlock) x
+/// rowSlices blocks of blockThreads threads, with a device workspace of
+/// workspaceBytes, zeroed once, as the pointer after the inputs), or all 0
+/// when any launch fits. Set ({32, 1024, S, W}) for a column reduction (a
+/// float sum or mean over leading dims, e.g. a bias gradient over the
+/// tokens) of at least 256 rows: a block's 32 warps split the rows of 32
+/// outputs, so the reduction spreads over many multiprocessors instead of
+/// one thread per output summing every row; the kernel is declared with
+/// __launch_bounds__(blockThreads). S > 1 splits the rows into slices (at
+/// most 64 rows per warp, and about one H100 wave of threads where slices
+/// of 256 rows or more allow it): each block writes its partial sums to the
+/// workspace and the last block of a column tile adds them in slice order.
+/// S = 1 (W = 0) for fewer rows or enough columns. Set for a row reduction
+/// (a reduction over the innermost dims, a full one included) of at least 32
+/// elements a row: a warp a row ({8, 256}) below 2048 elements, a block a
+/// row beyond ({1, 256}, from 16,384 elements {1, 1024}), the row's
+/// elements strided over its threads.
 struct LaunchShape {
   int64_t outputsPerBlock = 0, blockThreads = 0;
+  int64_t rowSlices = 0, workspaceBytes = 0;
 };
 LaunchShape launchShape(exec::FusionOp fusion);
 

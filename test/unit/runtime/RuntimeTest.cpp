@@ -340,10 +340,31 @@ TEST_F(LoadError, KernelStepsAreCheckedAgainstTheKernelTable) {
   expect(TCC_ERROR_FORMAT,
          {"kernels[0].block_threads", "1000 is not a CUDA block of whole "
                                       "warps (32 to 1024 threads)"});
+  // Its row slices (2 to 65535) and their workspace: a double per
+  // (slice, output) at least.
   art = linearRegression();
   art.plan["kernels"] = table;
   art.plan["kernels"][0]["outputs_per_block"] = 32;
   art.plan["kernels"][0]["block_threads"] = 1024;
+  art.plan["kernels"][0]["row_slices"] = 1;
+  art.plan["kernels"][0]["workspace_bytes"] = 1024;
+  expect(TCC_ERROR_FORMAT,
+         {"kernels[0].row_slices",
+          "1 is out of range (2 to 65535 slices; absent for 1)"});
+  art = linearRegression();
+  art.plan["kernels"] = table;
+  art.plan["kernels"][0]["outputs_per_block"] = 32;
+  art.plan["kernels"][0]["block_threads"] = 1024;
+  art.plan["kernels"][0]["row_slices"] = 4;
+  art.plan["kernels"][0]["workspace_bytes"] = 8;
+  expect(TCC_ERROR_FORMAT, {"kernels[0].workspace_bytes",
+                            "8 does not fit row_slices x output doubles"});
+  art = linearRegression();
+  art.plan["kernels"] = table;
+  art.plan["kernels"][0]["outputs_per_block"] = 32;
+  art.plan["kernels"][0]["block_threads"] = 1024;
+  art.plan["kernels"][0]["row_slices"] = 4;
+  art.plan["kernels"][0]["workspace_bytes"] = 1 << 20;
   art.write(dir.path);
   tcc_session *s = nullptr;
   EXPECT_EQ(tcc_session_open(dir.path.c_str(), nullptr, &s), TCC_OK)
