@@ -139,6 +139,7 @@ public:
     return tcc_learning_rate(open(), it);
   }
   std::string trainConfig() const { return tcc_train_config(open()); }
+  std::string backendNotes() const { return tcc_backend_notes(open()); }
   std::vector<std::string> metrics() const {
     std::vector<std::string> names;
     for (int32_t i = 0, n = tcc_num_metrics(open()); i < n; ++i)
@@ -226,6 +227,7 @@ NB_MODULE(_native, m) {
       .def("steps_done", &Session::stepsDone)
       .def("learning_rate", &Session::learningRate)
       .def("train_config", &Session::trainConfig)
+      .def("backend_notes", &Session::backendNotes)
       .def("metrics", &Session::metrics)
       .def("metric", &Session::metric)
       .def("memory", &Session::memory);

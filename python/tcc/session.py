@@ -208,6 +208,13 @@ class Session:
     def label_input(self):
         return self._s.label_input()
 
+    @property
+    def backend_notes(self):
+        """The backend's library choices made at open, a string each (on
+        cuda, which library runs the convolutions: cuDNN or tcc's kernels);
+        [] on the cpu backend."""
+        return self._s.backend_notes().splitlines()
+
     def metrics(self):
         """{metric name: value of the last step} (grad_norm, ...)."""
         return {n: self._s.metric(n) for n in self._s.metrics()}

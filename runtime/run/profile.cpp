@@ -182,6 +182,15 @@ void writeProfileJson(std::ostream &out, const StepProfile &p) {
   j["step"] = p.step;
   j["wall_ms"] = p.wallMs;
   j["steps_ms"] = stepsMs(p);
+  j["notes"] = nlohmann::ordered_json::array(); // tcc_backend_notes, a line each
+  for (size_t at = 0; at < p.notes.size();) {
+    size_t end = p.notes.find('\n', at);
+    if (end == std::string::npos)
+      end = p.notes.size();
+    if (end > at)
+      j["notes"].push_back(p.notes.substr(at, end - at));
+    at = end + 1;
+  }
   j["families"] = nlohmann::ordered_json::array();
   for (const FamilyTime &f : familyTimes(p))
     j["families"].push_back(

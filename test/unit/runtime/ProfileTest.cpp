@@ -259,6 +259,16 @@ TEST(Profile, ReportPrintsTheBackendNotesUnderTheHeader) {
   tcc_session_close(s);
 }
 
+// The notes in JSON: one string per line, in order.
+TEST(Profile, JsonHasTheBackendNotesALineEach) {
+  tcc::run::StepProfile p = madeUpProfile();
+  p.notes = "conv: cuDNN 9.1.0\nsecond: note\n";
+  std::ostringstream out;
+  tcc::run::writeProfileJson(out, p);
+  json j = json::parse(out.str());
+  EXPECT_EQ(j["notes"], json({"conv: cuDNN 9.1.0", "second: note"}));
+}
+
 TEST(Profile, ReportOfAShortStepIsInMicroseconds) {
   tcc::run::StepProfile p = madeUpProfile();
   p.wallMs /= 1000;
@@ -289,6 +299,7 @@ TEST(Profile, JsonHasStepsInPlanOrderAndFamiliesByTime) {
   EXPECT_EQ(j["step"], 7);
   EXPECT_EQ(j["wall_ms"], 10.0);
   EXPECT_EQ(j["steps_ms"], 8.0);
+  EXPECT_EQ(j["notes"], json::array()); // the cpu backend has none
   ASSERT_EQ(j["steps"].size(), 5u);
   EXPECT_EQ(j["steps"][3],
             json({{"step", 3}, {"kind", "kernel"}, {"name", "tcc_fused_1"},
