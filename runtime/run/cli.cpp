@@ -483,8 +483,10 @@ int runCommand(const std::string &program, std::vector<std::string> args) {
     return 1;
   }
   int status = runTrainingCommand(program, std::move(args), world);
-  // Other ranks may wait in a collective for this one: end them all.
-  if (status != 0 && world.size > 1) {
+  // Other ranks may wait in a collective for this one: end them all. A
+  // signal's stop (128 + it) is one the ranks agreed on after the same step
+  // (loop.cpp): they all end so, none waits.
+  if (status != 0 && status < 128 && world.size > 1) {
     std::cout.flush();
     std::cerr.flush();
     rt::dp::abortWorld(status);
@@ -591,10 +593,11 @@ static int runTrainingCommand(const std::string &program,
                   "every rank must run the same artifact");
     std::shared_ptr<rt::dp::Group> group(
         rt::dp::openGroup(world.comm, timeout).release());
-    options.sumOverRanks = [group](std::vector<double> &values) {
+    options.sumOverRanks = [group](std::vector<double> &values,
+                                   const std::string &what) {
       group->start(reinterpret_cast<uint8_t *>(values.data()),
                    int64_t(values.size()), data::DType::F64, /*mean=*/false,
-                   "the evaluation's sums");
+                   what);
       group->waitAll();
     };
     if (world.rank != 0) { // rank 0 alone logs and writes the profile

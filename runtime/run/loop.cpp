@@ -113,7 +113,9 @@ private:
   /// Prints the run's one error line; returns exit status 1.
   int fail(const std::string &message) {
     endLiveLine();
-    err << "tcc: " << message << "\n";
+    // One write a line: under mpirun the ranks' and mpirun's own output
+    // share a stream, and a line written in pieces can be split.
+    err << ("tcc: " + message + "\n") << std::flush;
     return 1;
   }
   bool reject(const std::string &message) {
@@ -126,7 +128,7 @@ private:
   }
   void warn(const std::string &message) {
     endLiveLine();
-    err << "tcc: warning: " << message << "\n";
+    err << ("tcc: warning: " + message + "\n") << std::flush;
   }
   void endLiveLine() {
     if (liveLine) {
@@ -147,7 +149,12 @@ private:
   void flushRow(const std::string &evalFields = "");
   Next checkpoint(double loss);
   Next nonFinite(const std::string &what);
-  int interrupted(double loss);
+  int interrupted(double loss, int signal);
+  /// The signal that stops the run before the next step: this process's,
+  /// or with several ranks any rank's (SIGTERM over SIGINT), so that every
+  /// rank stops after the same step; -1 (after an error) when the ranks do
+  /// not answer.
+  int stopSignal();
   void progress(int64_t done, double loss, double seconds);
 
   Engine &engine;
@@ -449,7 +456,7 @@ bool Loop::evaluate() {
   }
   if (shared) {
     try {
-      options.sumOverRanks(sums);
+      options.sumOverRanks(sums, "the evaluation's sums");
     } catch (const std::exception &e) {
       fail("evaluation: " + std::string(e.what()));
       return false;
@@ -615,20 +622,41 @@ Loop::Next Loop::nonFinite(const std::string &what) {
   return Next::Rewound;
 }
 
+int Loop::stopSignal() {
+  int signal = InterruptScope::received();
+  if (options.worldSize <= 1 || !options.sumOverRanks)
+    return signal;
+  // One signal reaches one rank (a scheduler's SIGTERM to a node, Ctrl-C
+  // in one terminal): the ranks agree before each step, or the others would
+  // wait for it in the next step's all-reduce until the collective timeout.
+  std::vector<double> asked = {signal == SIGINT ? 1.0 : 0.0,
+                               signal == SIGTERM ? 1.0 : 0.0};
+  try {
+    options.sumOverRanks(asked, "the ranks' agreement to go on before step " +
+                                    std::to_string(engine.stepsDone() + 1));
+  } catch (const std::exception &e) {
+    fail(e.what());
+    return -1;
+  }
+  return asked[1] > 0 ? SIGTERM : asked[0] > 0 ? SIGINT : 0;
+}
+
 /// After SIGINT or SIGTERM: saves the last step unless it is saved, says
 /// where, and returns 128 + the signal.
-int Loop::interrupted(double loss) {
-  int signal = InterruptScope::received();
+int Loop::interrupted(double loss, int signal) {
   if (!options.checkpointDir.empty() && savedStep != engine.stepsDone() &&
       checkpoint(loss) == Next::Stop)
     return 1;
+  if (options.rank != 0)
+    return 128 + signal; // rank 0 saves and says where
   std::string saved =
       options.checkpointDir.empty() ? "nothing saved (no --checkpoint-dir)"
       : lastCheckpoint.empty()      ? "no checkpoint written"
                                : "--resume continues from " + lastCheckpoint;
   endLiveLine();
-  err << "tcc: " << signalName(signal) << ": stopped after step "
-      << engine.stepsDone() << "; " << saved << "\n";
+  err << ("tcc: " + std::string(signalName(signal)) + ": stopped after step " +
+          std::to_string(engine.stepsDone()) + "; " + saved + "\n")
+      << std::flush;
   return 128 + signal;
 }
 
@@ -752,8 +780,8 @@ int Loop::runSteps() {
   InterruptScope interrupts;
   double loss = 0;
   while (engine.stepsDone() < options.steps) {
-    if (InterruptScope::received())
-      return interrupted(loss);
+    if (int signal = stopSignal())
+      return signal < 0 ? 1 : interrupted(loss, signal);
     std::vector<data::Array> batch;
     try {
       batch = train.prefetch->next();
@@ -791,8 +819,10 @@ int Loop::runSteps() {
     bool evalDue = options.evalEvery ? done % options.evalEvery == 0
                                      : done == options.steps;
     bool stopEarly = false;
-    if ((eval.arrays || eval.tokens) && evalDue &&
-        !InterruptScope::received()) {
+    // One process skips a due evaluation once a signal came (the checkpoint
+    // matters more); ranks evaluate together (stopSignal decides after it).
+    bool stopping = options.worldSize <= 1 && InterruptScope::received();
+    if ((eval.arrays || eval.tokens) && evalDue && !stopping) {
       if (!evaluate()) {
         flushRow();
         return 1;

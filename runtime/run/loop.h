@@ -77,10 +77,13 @@ struct RunOptions {
   /// can resume from them).
   int rank = 0, worldSize = 1;
   /// With worldSize > 1: sums `values` over the ranks in place (every rank
-  /// calls it with as many values); throws rt::Error when the others do not
-  /// answer within the collective timeout. Evaluation reduces its per-batch
-  /// sums with it, so rank 0 reports the global eval loss and accuracy.
-  std::function<void(std::vector<double> &values)> sumOverRanks;
+  /// calls it with as many values); throws rt::Error naming `what` when the
+  /// others do not answer within the collective timeout. Evaluation reduces
+  /// its per-batch sums with it, so rank 0 reports the global eval loss and
+  /// accuracy; the ranks agree with it before each step whether a signal
+  /// stops the run.
+  std::function<void(std::vector<double> &values, const std::string &what)>
+      sumOverRanks;
   /// When set, takes the run's last step in place of Engine::step, with the
   /// same contract (`tcc run --profile` times that step's plan steps).
   std::function<bool(std::vector<data::Array> batch, double &loss,

@@ -14,6 +14,9 @@ newest complete checkpoint of CK (ckpt.py's check: it must load), or
 
 --twice: stop the run (SIGSTOP), send SIGINT and SIGTERM, let it go on: the
 second signal must end it at once.
+--rank R: COMMAND is `mpirun ... tcc run ...`; the signal goes to rank R's
+process alone (the descendant of COMMAND whose environment says
+OMPI_COMM_WORLD_RANK=R), as a scheduler's signal to one node would.
 --reference REF: resume the interrupted run to step M+2 (printing its
 output), run the same command uninterrupted to M+2 into REF, and compare
 the two step-(M+2) checkpoints byte for byte ("same as uninterrupted").
@@ -41,6 +44,31 @@ def default_signals():
         signal.signal(s, signal.SIG_DFL)
 
 
+def rank_process(root, rank):
+    """The pid of MPI rank `rank` among the descendants of `root`."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    todo, want = [root], b"OMPI_COMM_WORLD_RANK=%d" % rank
+    while todo:
+        pid = todo.pop()
+        try:
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                if want in f.read().split(b"\0"):
+                    return pid
+        except OSError:
+            pass
+        todo.extend(children.get(pid, []))
+    fail("no process of rank %d under %d" % (rank, root))
+
+
 def with_steps(cmd, steps):
     cmd = list(cmd)
     cmd[cmd.index("--steps") + 1] = str(steps)
@@ -53,6 +81,7 @@ def main():
     p.add_argument("--after", type=int, required=True)
     p.add_argument("--signal", choices=["INT", "TERM"], default="INT")
     p.add_argument("--twice", action="store_true")
+    p.add_argument("--rank", type=int)
     p.add_argument("--reference")
     p.add_argument("command", nargs="+")
     a = p.parse_args()
@@ -74,6 +103,8 @@ def main():
             proc.send_signal(signal.SIGINT)
             proc.send_signal(signal.SIGTERM)
             proc.send_signal(signal.SIGCONT)
+        elif a.rank is not None:
+            os.kill(rank_process(proc.pid, a.rank), getattr(signal, "SIG" + a.signal))
         else:
             proc.send_signal(getattr(signal, "SIG" + a.signal))
         proc.stdout.read()
