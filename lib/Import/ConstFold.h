@@ -23,6 +23,11 @@
 namespace tcc::onnx_import {
 
 constexpr int64_t kMaxFoldElements = int64_t(1) << 22;
+/// The most floating-point operations (tcc::opFlops) the folder spends on
+/// one node: about a second of the reference interpreter. A node over
+/// constants that costs more (a large constant MatMul) stays in the graph
+/// and runs with the step.
+constexpr int64_t kMaxFoldFlops = int64_t(1) << 28;
 
 /// A constant unpacked for evaluation. A splat holds one value for all
 /// elements.

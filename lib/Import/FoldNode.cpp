@@ -5,6 +5,10 @@
 // interpreter evaluates, so later converters that need a constant (Reshape
 // shapes, Slice starts, Expand shapes) see one whatever op computed it.
 //
+// A node is folded only when its elements (kMaxFoldElements a value) and its
+// work (kMaxFoldFlops, by tcc::opFlops) are small enough for the
+// interpreter; a bigger one stays in the graph and runs with the step.
+//
 // Precision: the interpreter's default numerics, which its tests hold the
 // runtime to: f32 elementwise math in float, sums (reductions, dot products,
 // normalisation statistics) accumulated in double and rounded once to f32.
@@ -109,9 +113,13 @@ LogicalResult foldNode(GraphState &graph, NodeImporter &n, Block &body,
   if (outputs.empty())
     return success();
   llvm::SmallVector<Operation *> ops;
+  int64_t flops = 0;
   for (Operation *op = last ? last->getNextNode() : &body.front(); op;
        op = op->getNextNode()) {
     if (!foldableOp(*op))
+      return success();
+    flops += opFlops(op);
+    if (flops > kMaxFoldFlops)
       return success();
     ops.push_back(op);
   }

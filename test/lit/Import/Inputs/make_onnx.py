@@ -89,6 +89,24 @@ def matmul_1d():
                  [init("w", rand(3, 5))])
 
 
+def constant_matmul():
+    """A MatMul of two Constant nodes worth 2^30 FLOPs (1024x512 @ 512x1024),
+    more than the import-time folder spends on a node (2^28): it stays a
+    matmul; the small one beside it (2 x 4 x 8 x 8 FLOPs) folds."""
+    r = np.random.RandomState(2)
+    n = helper.make_node
+    nodes = [const("a", r.randn(1024, 512).astype(np.float32)),
+             const("b", r.randn(512, 1024).astype(np.float32)),
+             const("c", r.randn(4, 8).astype(np.float32)),
+             const("d", r.randn(8, 8).astype(np.float32)),
+             n("MatMul", ["a", "b"], ["ab"], name="big"),
+             n("MatMul", ["c", "d"], ["cd"], name="small"),
+             n("Add", ["ab", "x"], ["y"], name="add_x"),
+             n("Add", ["cd", "z"], ["w"], name="add_z")]
+    return model(nodes, [vi("x", F, [1024, 1024]), vi("z", F, [4, 8])],
+                 [vi("y", F, [1024, 1024]), vi("w", F, [4, 8])])
+
+
 def matmul_transpose():
     """PyTorch's nn.Linear at opset 17 on 3-D input: MatMul(x, Transpose(W))."""
     n = helper.make_node
