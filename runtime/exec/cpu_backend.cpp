@@ -200,9 +200,15 @@ std::string cpuUnsupported(const Function &fn, const Step &step) {
   return "";
 }
 
+const std::string &CpuBackend::notes() const {
+  return cpu::selectBlasKernels();
+}
+
 CpuBackend::CpuBackend(const SessionOptions &options, const Artifact &art)
     : artifact(art), memory(options.allocator, callocAllocator(),
                             TCC_MEMORY_HOST, kHostAlignment) {
+  cpu::selectBlasKernels(); // before the first GEMM
+
   for (const Function &fn : art.functions)
     for (size_t s = 0; s < fn.steps.size(); ++s) {
       const Step &step = fn.steps[s];

@@ -41,6 +41,9 @@ public:
   ~CpuBackend() override;
 
   const char *name() const override { return "cpu"; }
+  /// The OpenBLAS kernels chosen for this CPU, when tcc chose them
+  /// (cpu::selectBlasKernels).
+  const std::string &notes() const override;
   uint8_t *allocate(size_t bytes, const std::string &what) override;
   void upload(uint8_t *dst, const void *src, size_t bytes) override;
   void download(void *dst, const uint8_t *src, size_t bytes) override;

@@ -21,8 +21,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -132,6 +135,33 @@ protected:
 //===----------------------------------------------------------------------===//
 // GEMM
 //===----------------------------------------------------------------------===//
+
+// OpenBLAS's fallback to its generic Prescott kernels on a CPU it does not
+// recognise (virtual machines) is replaced by the kernels the CPU's
+// features allow: after selectBlasKernels, an AVX2 (or AVX-512) CPU runs
+// anything but Prescott, unless OPENBLAS_CORETYPE chose; the note says so
+// exactly when it changed the kernels. The GEMM tests below then run on
+// those kernels.
+TEST(CpuBlas, KernelsFitTheCpuFeatures) {
+  const std::string &note = tcc::cpu::selectBlasKernels();
+  std::string core = openblas_get_corename();
+  bool avx2 = false;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  if (avx2 && !std::getenv("OPENBLAS_CORETYPE"))
+    EXPECT_NE(core, "Prescott");
+  if (!note.empty()) {
+    EXPECT_EQ(note.rfind("OpenBLAS: " + core + " kernels (it detected its "
+                         "generic 'Prescott'",
+                         0),
+              0u)
+        << note;
+    EXPECT_EQ(note.back(), '\n');
+  }
+  EXPECT_EQ(&tcc::cpu::selectBlasKernels(), &note); // once per process
+}
 
 TEST_F(CpuKernelsTest, GemmMatchesBatchedTransposedMatmul) {
   // op(a) = a^T [m, k], op(b) = b^T [k, n] with b broadcast over the batch

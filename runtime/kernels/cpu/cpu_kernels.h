@@ -24,6 +24,7 @@
 #include "kernels/window.h"
 
 #include <cstdint>
+#include <string>
 
 namespace tcc::cpu {
 
@@ -36,6 +37,18 @@ namespace tcc::cpu {
 /// likewise B, C), each matrix dense row-major as stored (A is [k, m] when
 /// transA). A stride of 0 broadcasts one matrix over the batch. With
 /// beta == 0, C is only written (NaNs in it do not propagate).
+/// OpenBLAS (a DYNAMIC_ARCH build) picks its kernels from the CPU's model
+/// number when it loads and falls back to its generic "Prescott" kernels
+/// (SSE3, no FMA) for a model it does not know, as virtual machines often
+/// report, even when the CPU has AVX2 or AVX-512: its sgemm is then up to
+/// 9x slower (docs/benchmarks.md). Unless OPENBLAS_CORETYPE is set, that
+/// fallback is replaced by the kernels the CPU's features allow (SkylakeX
+/// for AVX-512, Haswell for AVX2 + FMA) through OpenBLAS's own
+/// re-initialisation (gotoblas_dynamic_quit / _init, looked up at run time;
+/// another BLAS is left alone). Once per process, before the first GEMM;
+/// returns a note saying what it chose, or "" when it changed nothing.
+const std::string &selectBlasKernels();
+
 void gemm(bool transA, bool transB, int64_t batch, int64_t m, int64_t n,
           int64_t k, float alpha, const float *a, int64_t strideA,
           const float *b, int64_t strideB, float beta, float *c,

@@ -8,10 +8,60 @@
 #include "kernels/cpu/parallel.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
 
 namespace tcc::cpu {
+
+namespace {
+
+/// The OpenBLAS kernels this CPU's features allow, or null.
+const char *featureCore() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "Haswell";
+#endif
+  return nullptr;
+}
+
+std::string chooseKernels() {
+  if (std::getenv("OPENBLAS_CORETYPE"))
+    return ""; // the user's choice
+  const char *detected = openblas_get_corename();
+  const char *core = featureCore();
+  if (!detected || std::strcmp(detected, "Prescott") != 0 || !core)
+    return "";
+  using Fn = void (*)();
+  auto quit = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  auto init = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  if (!quit || !init)
+    return ""; // not a DYNAMIC_ARCH OpenBLAS
+  setenv("OPENBLAS_CORETYPE", core, 1);
+  quit();
+  init(); // reads OPENBLAS_CORETYPE
+  unsetenv("OPENBLAS_CORETYPE");
+  const char *now = openblas_get_corename();
+  return std::string("OpenBLAS: ") + (now ? now : "?") +
+         " kernels (it detected its generic 'Prescott' on this CPU, whose "
+         "features allow " + core + "; OPENBLAS_CORETYPE overrides)\n";
+}
+
+} // namespace
+
+const std::string &selectBlasKernels() {
+  static std::once_flag once;
+  static std::string note;
+  std::call_once(once, [] { note = chooseKernels(); });
+  return note;
+}
 
 void gemm(bool transA, bool transB, int64_t batch, int64_t m, int64_t n,
           int64_t k, float alpha, const float *a, int64_t strideA,

@@ -10,6 +10,7 @@
 
 #include "RuntimeTestUtil.h"
 
+#include "kernels/cpu/cpu_kernels.h"
 #include "run/profile.h"
 
 #include <chrono>
@@ -238,7 +239,8 @@ TEST(Profile, ReportMarksTheStepsOverPackedTokenRows) {
 }
 
 // The backend's notes (tcc_backend_notes: on cuda, which library runs the
-// convolutions) go right under the header; the cpu backend has none.
+// convolutions) go right under the header; the cpu backend's only one says
+// which OpenBLAS kernels it chose, when it chose them.
 TEST(Profile, ReportPrintsTheBackendNotesUnderTheHeader) {
   tcc::run::StepProfile p = madeUpProfile();
   p.notes = "conv: cuDNN 9.1.0\n";
@@ -254,7 +256,8 @@ TEST(Profile, ReportPrintsTheBackendNotesUnderTheHeader) {
   linearRegression().write(dir.path);
   tcc_session *s = openOrFail(dir.path);
   ASSERT_TRUE(s);
-  EXPECT_STREQ(tcc_backend_notes(s), "");
+  // cpu's only note: the OpenBLAS kernels, when tcc chose them.
+  EXPECT_EQ(std::string(tcc_backend_notes(s)), tcc::cpu::selectBlasKernels());
   EXPECT_STREQ(tcc_backend_notes(nullptr), "");
   tcc_session_close(s);
 }
