@@ -118,6 +118,11 @@ bool writesErrorWord(Op op);
 std::vector<std::vector<size_t>> adamwGroups(const Function &fn,
                                              uint8_t *const *ptrs);
 
+/// An adamw_update's or sgd_update's working copy for the kernels: operand
+/// `wi` (working) and result `wo` (new_working); out null when absent.
+cuda::WorkingCopy workingCopy(const Function &fn, const Step &step,
+                              uint8_t *const *ptrs, size_t wi, size_t wo);
+
 /// The host table of adamw_update_multi for `group` (adamw_table_bytes of
 /// its size); its chunk count in `chunks`.
 std::vector<char> adamwGroupTable(const Function &fn,
