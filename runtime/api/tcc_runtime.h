@@ -214,6 +214,22 @@ typedef struct tcc_session_options {
    *  ranks before the step fails (TCC_ERROR_BACKEND naming it: a rank died
    *  or hangs); 0, the default, waits forever. */
   double collective_timeout_s;
+  /** ZeRO stage: 0 (the default) or 1. With 1 and a communicator of N
+   *  ranks, each rank keeps 1/N of the optimizer state: the elements
+   *  [n*r/N, n*(r+1)/N) of every state tensor that an optimizer update
+   *  (adamw_update's moments, sgd_update's momentum buffer) reads, n the
+   *  parameter's elements; the update runs on that slice only and the
+   *  parameters (and their working copies) are then gathered from the
+   *  ranks (MPI_Iallgatherv), so every rank ends the step with the same
+   *  parameters as without ZeRO, bit for bit. Then tcc_opt_state_shard
+   *  says which elements this rank holds, tcc_read_opt_state /
+   *  tcc_write_opt_state move that slice only, tcc_memory counts it, and
+   *  tcc_save_checkpoint is collective: every rank calls it, rank 0 writes
+   *  the whole state. Other state (a loss scale, its counters) is whole on
+   *  every rank. "cpu" with TCC_COMMUNICATOR_MPI only for now
+   *  (TCC_ERROR_ARGUMENT otherwise); without a communicator it changes
+   *  nothing. Other values: TCC_ERROR_ARGUMENT. */
+  int64_t zero_stage;
 } tcc_session_options;
 
 /** Fills `options` with the defaults and struct_size = sizeof. Inline, so
@@ -265,6 +281,11 @@ tcc_status tcc_param_info(const tcc_session *session, int32_t index,
 int32_t tcc_num_opt_state(const tcc_session *session);
 tcc_status tcc_opt_state_info(const tcc_session *session, int32_t index,
                               tcc_tensor_info *info);
+/** The elements [*first, *first + *count) of optimizer state `index` that
+ *  this session holds: all of them, or under zero_stage 1 this rank's
+ *  slice (possibly none). Either pointer may be NULL. */
+tcc_status tcc_opt_state_shard(const tcc_session *session, int32_t index,
+                               int64_t *first, int64_t *count);
 
 /** The batch input holding the loss's labels — the labels operand of the
  *  training step's first cross_entropy when that is a batch input (for a
@@ -364,7 +385,8 @@ tcc_status tcc_read_output(const tcc_session *session, const char *name,
                            void *dst, size_t bytes);
 
 /** Copy a parameter / optimizer state slot out of or into the session;
- *  `bytes` must equal its info.bytes. Writing a parameter that has a
+ *  `bytes` must equal its info.bytes (a sharded optimizer state's: its
+ *  slice's, tcc_opt_state_shard's count times the element size). Writing a parameter that has a
  *  bf16/f16 working copy (plan params[i].working) also rewrites that copy,
  *  the new values rounded to nearest even. Working copies are derived
  *  state: not parameters or optimizer state here, not in checkpoints. */
@@ -382,14 +404,18 @@ tcc_status tcc_write_opt_state(tcc_session *session, const char *name,
  *  `data_position`, and `extra_json` — a JSON object text or NULL — merged
  *  in). Atomic: an interrupted save leaves the previous checkpoint intact.
  *  If `written` is not NULL it receives the step directory's path (valid
- *  until the next call on this session). */
+ *  until the next call on this session). Under zero_stage 1 with several
+ *  ranks every rank must call it (the state's slices are gathered to rank
+ *  0, which writes the whole of it; the others write nothing and receive
+ *  ""). */
 tcc_status tcc_save_checkpoint(tcc_session *session, const char *dir,
                                int64_t data_position, const char *extra_json,
                                const char **written);
 
 /** Restores a step directory (or, given a checkpoint root, its latest
  *  complete checkpoint): parameters (and their working copies, rounded
- *  from them), optimizer state and steps done.
+ *  from them), optimizer state (under zero_stage 1, this rank's slice of
+ *  it: a checkpoint resumes at any world size) and steps done.
  *  Refuses (TCC_ERROR_CHECKPOINT) a checkpoint of another model or
  *  configuration, naming what differs. *data_position (may be NULL)
  *  receives the saved data position; *restored_from (may be NULL) the step

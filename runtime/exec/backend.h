@@ -47,6 +47,16 @@ struct FunctionBinding {
     size_t bytes;
   };
   std::vector<Copy> resultCopies;
+  /// ZeRO-1 (tcc_session_options.zero_stage): per step, the elements
+  /// [first, first + count) of an optimizer update's parameter that this
+  /// rank updates, count < 0 for the other steps; empty without ZeRO. The
+  /// update's optimizer-state operands and results hold just those
+  /// elements, from their first byte; its parameter, gradient and working
+  /// copy are whole, and it reads and writes only those elements of them.
+  struct Shard {
+    int64_t first = 0, count = -1;
+  };
+  std::vector<Shard> shards;
 };
 
 struct Bindings {

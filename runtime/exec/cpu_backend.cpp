@@ -2,6 +2,7 @@
 
 #include "exec/cpu_backend.h"
 #include "exec/pack_calls.h"
+#include "exec/zero.h"
 #include "plan/calls.h"
 
 #include "data/half.h"
@@ -416,6 +417,77 @@ public:
 void runCall(const Artifact &artifact, const Function &fn, size_t s,
              uint8_t *const *ptrs, int64_t &tokens);
 
+/// ZeRO-1: optimizer update step `s` on the parameter's elements
+/// [shard.first, shard.first + shard.count) (FunctionBinding::shards). The
+/// parameter, gradient and working copy are read and written at that
+/// offset, the optimizer-state slices from their first byte; the rest of
+/// the parameter is gathered from the other ranks after the step.
+void runShardedUpdate(const Function &fn, size_t s, uint8_t *const *ptrs,
+                      FunctionBinding::Shard shard) {
+  const Step &step = fn.steps[s];
+  const Attrs &a = step.attrs;
+  bool adamw = step.op == Op::AdamwUpdate;
+  // The operands as zero.h's updateState and runCall's keep() count them.
+  size_t skipIn = adamw ? 6 : 4, workingIn = adamw ? 7 : 5,
+         workingOut = adamw ? 3 : 2;
+  auto sliced = [&](int64_t id, bool state) -> uint8_t * {
+    if (id < 0)
+      return nullptr;
+    size_t elem = data::dtypeSize(fn.values[id].dtype);
+    return ptrs[id] + (state ? 0 : size_t(shard.first) * elem);
+  };
+  auto in = [&](size_t i, bool state = false) {
+    return reinterpret_cast<float *>(
+        i < step.inputs.size() ? sliced(step.inputs[i], state) : nullptr);
+  };
+  auto out = [&](size_t o, bool state = false) {
+    return reinterpret_cast<float *>(
+        o < step.outputs.size() ? sliced(step.outputs[o], state) : nullptr);
+  };
+  cpu::WorkingCopy working;
+  if (workingOut < step.outputs.size() && step.outputs[workingOut] >= 0) {
+    working.data = reinterpret_cast<uint16_t *>(out(workingOut));
+    working.bf16 = fn.values[step.outputs[workingOut]].dtype == DType::BF16;
+  }
+  int64_t skip = skipIn < step.inputs.size() ? step.inputs[skipIn] : -1;
+  if (skip >= 0 && *ptrs[skip] != 0) {
+    // Dynamic loss scaling skipped the step: the results are the operands.
+    std::vector<std::pair<size_t, size_t>> pairs = updateState(step);
+    pairs.push_back({0, 0});
+    pairs.push_back({workingIn, workingOut});
+    for (auto [i, o] : pairs) {
+      bool state = i != 0 && i != workingIn;
+      if (i >= step.inputs.size() || o >= step.outputs.size() ||
+          step.inputs[i] < 0 || step.outputs[o] < 0)
+        continue;
+      auto *src = reinterpret_cast<uint8_t *>(in(i, state));
+      auto *dst = reinterpret_cast<uint8_t *>(out(o, state));
+      if (src != dst)
+        std::memmove(dst, src,
+                     size_t(shard.count) *
+                         data::dtypeSize(fn.values[step.outputs[o]].dtype));
+    }
+    return;
+  }
+  if (!adamw) {
+    double lr = *reinterpret_cast<const double *>(ptrs[step.inputs[2]]);
+    cpu::sgd_update(in(0), in(1), in(3, true), out(0), out(1, true),
+                    shard.count, lr, a.momentum, a.weightDecay, a.nesterov,
+                    working);
+    return;
+  }
+  double lr = *reinterpret_cast<const double *>(ptrs[step.inputs[4]]);
+  int64_t t = *reinterpret_cast<const int64_t *>(ptrs[step.inputs[5]]);
+  if (!cpu::adamw_update(in(0), in(1), in(2, true), in(3, true), out(0),
+                         out(1, true), out(2, true), shard.count, lr, t,
+                         a.beta1, a.beta2, a.eps, a.weightDecay, working))
+    fail(TCC_ERROR_FORMAT, fn.name + " step " + std::to_string(s) +
+                               " (adamw_update): step " + std::to_string(t) +
+                               " is not a valid AdamW step (the first update "
+                               "is step 1): the plan computes the step "
+                               "operand wrongly");
+}
+
 } // namespace
 
 void CpuBackend::startCollective(const Function &fn, size_t s,
@@ -470,6 +542,12 @@ void CpuBackend::runStep(size_t fnIndex, size_t s,
       std::memset(ptrs[step.outputs[0]] + size_t(elements) * size, 0,
                   size_t(step.elements - elements) * size);
     }
+    return;
+  }
+  const std::vector<FunctionBinding::Shard> &shards =
+      bindings->functions[fnIndex].shards;
+  if (!shards.empty() && shards[s].count >= 0) {
+    runShardedUpdate(fn, s, ptrs, shards[s]);
     return;
   }
   if (!wideCalls[fnIndex][s]) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tcc::rt::dp {
 
@@ -34,10 +35,23 @@ public:
   /// once waitAll() returns. `what` names it in a timeout message.
   virtual void start(uint8_t *buf, int64_t elements, data::DType dtype,
                      bool mean, const std::string &what) = 0;
+  /// Starts gathering `buf` in place (MPI_Iallgatherv of bytes): rank r
+  /// holds bytes [offsets[r], offsets[r] + counts[r]) and, once waitAll()
+  /// returns, every rank holds every rank's. ZeRO-1's parameter gather.
+  virtual void startGather(uint8_t *buf, const std::vector<int64_t> &offsets,
+                           const std::vector<int64_t> &counts,
+                           const std::string &what) = 0;
+  /// Starts sending `counts[rank]` bytes at `mine` to rank 0, where they
+  /// land at `all` + offsets[rank] once waitAll() returns (MPI_Igatherv;
+  /// `all` is only read on rank 0). ZeRO-1's checkpoint of the state.
+  virtual void startGatherToRoot(const uint8_t *mine, uint8_t *all,
+                                 const std::vector<int64_t> &offsets,
+                                 const std::vector<int64_t> &counts,
+                                 const std::string &what) = 0;
   /// Lets started reductions progress without waiting (MPI_Testall).
   virtual void progress() = 0;
   virtual bool pending() const = 0;
-  /// Waits for every started reduction. TCC_ERROR_BACKEND naming the
+  /// Waits for every started reduction and gather. TCC_ERROR_BACKEND naming the
   /// reduction when it has not finished after the timeout (a rank died or
   /// hangs).
   virtual void waitAll() = 0;

@@ -5,6 +5,7 @@
 #include "exec/artifact.h"
 #include "exec/gpu_cost.h"
 #include "exec/guard.h"
+#include "exec/zero.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -25,6 +26,50 @@ std::string ms(double s) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3f", s * 1e3);
   return b;
+}
+
+/// What a rank holds, with the whole optimizer state and under ZeRO-1
+/// (`tcc run --zero 1`, zero.h: the largest slice, rank N-1's), and the
+/// cost of ZeRO-1's parameter gather after each step: a ring all-gather
+/// moves (N-1)/N of the gathered bytes over the link, after the last
+/// update, so nothing overlaps it.
+void memoryPerRank(const Artifact &art, const DpEstimateOptions &o,
+                   double bytesPerSecond, double stepTime, std::ostream &out) {
+  MemoryPlan m = memoryPlan(art);
+  ZeroPlan z = planZero(art);
+  int64_t sharded = 0, slices = 0, gathered = 0;
+  for (size_t i = 0; i < art.optState.size(); ++i) {
+    int64_t n = z.stateElements[i];
+    if (n < 0)
+      continue;
+    int64_t elem = art.optState[i].bytes / std::max<int64_t>(n, 1);
+    sharded += art.optState[i].bytes;
+    slices += sliceOf(n, o.ranks - 1, o.ranks).count * elem;
+  }
+  for (size_t p : z.params) {
+    const TensorDesc &t = art.params[p];
+    gathered += t.bytes;
+    if (t.working)
+      gathered += t.elements * int64_t(data::dtypeSize(*t.working));
+  }
+  int64_t zeroTotal = m.total() - sharded + slices;
+  double gather = double(o.ranks - 1) / double(o.ranks) * double(gathered) /
+                  bytesPerSecond;
+  out << "  memory per rank: " << m.total() << " bytes (parameters "
+      << m.params + m.working << ", optimizer state " << m.optState
+      << ", arena " << m.arena << ", inputs and constants "
+      << m.inputs + m.constants << ")\n";
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "  with --zero 1: %lld bytes (optimizer state %lld, %lld of "
+                "it in 1/%d slices); the parameter gather moves %lld bytes, "
+                "%s ms after the update: step %s ms\n",
+                static_cast<long long>(zeroTotal),
+                static_cast<long long>(m.optState - sharded + slices),
+                static_cast<long long>(slices), o.ranks,
+                static_cast<long long>(gathered), ms(gather).c_str(),
+                ms(stepTime + gather).c_str());
+  out << line;
 }
 
 void estimate(const Artifact &art, const DpEstimateOptions &o,
@@ -123,6 +168,7 @@ void estimate(const Artifact &art, const DpEstimateOptions &o,
                 ms(exposed).c_str(), o.ranks, ms(stepTime).c_str(),
                 stepTime > 0 ? 100.0 * t1 / stepTime : 100.0);
   out << line;
+  memoryPerRank(art, o, bytesPerSecond, stepTime, out);
 }
 
 } // namespace

@@ -74,6 +74,41 @@ public:
     check(rc, what);
   }
 
+  void startGather(uint8_t *buf, const std::vector<int64_t> &offsets,
+                   const std::vector<int64_t> &counts,
+                   const std::string &what) override {
+    if (ranks == 1)
+      return;
+    std::vector<int> c = ints(counts, what), d = ints(offsets, what);
+    requests.emplace_back();
+    items.push_back({buf, 0, data::DType::U8, false, what});
+    int rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, buf, c.data(),
+                             d.data(), MPI_BYTE, comm, &requests.back());
+    keep(std::move(c), std::move(d));
+    check(rc, what);
+  }
+
+  void startGatherToRoot(const uint8_t *mine, uint8_t *all,
+                         const std::vector<int64_t> &offsets,
+                         const std::vector<int64_t> &counts,
+                         const std::string &what) override {
+    if (ranks == 1) {
+      std::memcpy(all + offsets[0], mine, size_t(counts[0]));
+      return;
+    }
+    std::vector<int> c = ints(counts, what), d = ints(offsets, what);
+    requests.emplace_back();
+    items.push_back({all, 0, data::DType::U8, false, what});
+    // Rank 0 receives its own part in place.
+    if (me == 0 && c[0] > 0)
+      std::memcpy(all + d[0], mine, size_t(c[0]));
+    const void *send = me == 0 ? MPI_IN_PLACE : mine;
+    int rc = MPI_Igatherv(send, c[size_t(me)], MPI_BYTE, all, c.data(),
+                          d.data(), MPI_BYTE, 0, comm, &requests.back());
+    keep(std::move(c), std::move(d));
+    check(rc, what);
+  }
+
   void progress() override {
     if (requests.empty())
       return;
@@ -126,6 +161,7 @@ public:
     }
     items.clear();
     requests.clear();
+    counts.clear();
   }
 
 private:
@@ -146,11 +182,31 @@ private:
                                 ": MPI error: " + std::string(text, len));
   }
 
+  /// `v` as MPI's int counts; TCC_ERROR_BACKEND past INT_MAX bytes.
+  std::vector<int> ints(const std::vector<int64_t> &v,
+                        const std::string &what) {
+    std::vector<int> out;
+    for (int64_t x : v) {
+      if (x > INT32_MAX)
+        fail(TCC_ERROR_BACKEND, what + ": " + std::to_string(x) +
+                                    " bytes, more than one MPI call takes");
+      out.push_back(int(x));
+    }
+    return out;
+  }
+  /// Keeps a started gather's count arrays alive until it completes (MPI
+  /// may read them until then).
+  void keep(std::vector<int> c, std::vector<int> d) {
+    counts.push_back(std::move(c));
+    counts.push_back(std::move(d));
+  }
+
   MPI_Comm comm;
   double timeout;
   int me = 0, ranks = 1;
   std::vector<MPI_Request> requests;
   std::vector<Item> items;
+  std::vector<std::vector<int>> counts;
 };
 
 MPI_Comm worldComm = MPI_COMM_NULL;

@@ -13,11 +13,11 @@ namespace {
 
 using Options = tcc_session_options;
 
-// A newer header appends fields after `collective_timeout_s`; were there
+// A newer header appends fields after `zero_stage`; were there
 // padding after it, such a field could land in bytes a caller of this header
 // leaves uninitialised, and the zero check on unknown bytes would misread them.
 static_assert(sizeof(Options) ==
-                  offsetof(Options, collective_timeout_s) + sizeof(double),
+                  offsetof(Options, zero_stage) + sizeof(int64_t),
               "tcc_session_options must have no trailing padding");
 static_assert(sizeof(tcc_communicator_kind) == sizeof(int32_t),
               "enum fields keep the struct's layout");
@@ -88,6 +88,8 @@ SessionOptions readSessionOptions(const tcc_session_options *options) {
   if (has(offsetof(Options, collective_timeout_s),
           sizeof options->collective_timeout_s))
     out.collectiveTimeout = options->collective_timeout_s;
+  if (has(offsetof(Options, zero_stage), sizeof options->zero_stage))
+    out.zeroStage = options->zero_stage;
 
   if (out.device < 0)
     refuse("device " + std::to_string(out.device) + " is negative");
@@ -106,6 +108,12 @@ SessionOptions readSessionOptions(const tcc_session_options *options) {
   if (!(out.collectiveTimeout >= 0))
     refuse("collective_timeout_s " + std::to_string(out.collectiveTimeout) +
            " is negative");
+  if (out.zeroStage != 0 && out.zeroStage != 1)
+    refuse("zero_stage " + std::to_string(out.zeroStage) +
+           " is not 0 or 1 (ZeRO stages 2 and 3 are not implemented)");
+  if (out.zeroStage == 1 && out.communicatorKind == TCC_COMMUNICATOR_NCCL)
+    refuse("zero_stage 1 with TCC_COMMUNICATOR_NCCL: ZeRO-1 runs on the cpu "
+           "backend over MPI only for now");
   return out;
 }
 

@@ -33,6 +33,8 @@ struct SessionOptions {
   void *communicator = nullptr;
   /// Seconds a collective may wait for the other ranks; 0: forever.
   double collectiveTimeout = 0;
+  /// 0, or 1: the optimizer state sharded over the ranks (ZeRO-1).
+  int64_t zeroStage = 0;
 };
 
 /// `options` (null: the defaults) read within its struct_size.

@@ -28,8 +28,10 @@
 #include "data/safetensors.h"
 #include "exec/artifact.h"
 #include "exec/backend.h"
+#include "exec/dp.h"
 #include "exec/guard.h"
 #include "exec/options.h"
+#include "exec/zero.h"
 #include "plan/liveness.h"
 #include "plan/schedule.h"
 
@@ -143,6 +145,16 @@ struct tcc_session {
   /// "metric"), each with its value from the last step that returned it.
   std::vector<std::string> metricNames;
   std::vector<double> metricValues;
+  /// ZeRO-1 (options.zeroStage with a communicator): the ranks the
+  /// optimizer state is sharded over; null without.
+  std::unique_ptr<dp::Group> zeroGroup;
+  /// [opt state] the elements of its parameter when it is sharded (this
+  /// rank holds sliceOf(n, rank, ranks) of them), else -1.
+  std::vector<int64_t> shardedState;
+  /// [function] its FunctionBinding::shards.
+  std::vector<std::vector<FunctionBinding::Shard>> stepShards;
+  /// The parameters whose updates are sharded: gathered after each step.
+  std::vector<size_t> gatheredParams;
 
   Mem alloc(size_t bytes, const std::string &what) {
     return {backend->allocate(bytes, what), bytes};
@@ -160,6 +172,55 @@ struct tcc_session {
 };
 
 namespace {
+
+/// ZeRO-1: this rank's slices (zero.h). Refuses a plan it cannot shard.
+void planShards(tcc_session &s) {
+  ZeroPlan z = planZero(s.art);
+  int q = s.zeroGroup->rank(), ranks = s.zeroGroup->size();
+  s.shardedState = std::move(z.stateElements);
+  s.gatheredParams = std::move(z.params);
+  for (const std::vector<int64_t> &elements : z.stepElements) {
+    std::vector<FunctionBinding::Shard> shards(elements.size());
+    for (size_t i = 0; i < elements.size(); ++i)
+      if (elements[i] >= 0) {
+        Slice r = sliceOf(elements[i], q, ranks);
+        shards[i] = {r.first, r.count};
+      }
+    s.stepShards.push_back(std::move(shards));
+  }
+}
+
+/// ZeRO-1, after a step that updated slices: every rank's slice of each
+/// parameter (and working copy) to every rank.
+void gatherParams(tcc_session &s) {
+  int ranks = s.zeroGroup->size();
+  std::vector<int64_t> offsets, counts;
+  for (size_t p : s.gatheredParams) {
+    const TensorDesc &t = s.art.params[p];
+    sliceBytes(t.elements, ranks, tcc::data::dtypeSize(t.dtype), offsets,
+               counts);
+    s.zeroGroup->startGather(s.params[p].data(), offsets, counts,
+                             "the gather of parameter '" + t.name +
+                                 "' (ZeRO-1)");
+    if (s.working[p].size()) {
+      sliceBytes(t.elements, ranks, tcc::data::dtypeSize(*t.working), offsets,
+                 counts);
+      s.zeroGroup->startGather(s.working[p].data(), offsets, counts,
+                               "the gather of the working copy of '" + t.name +
+                                   "' (ZeRO-1)");
+    }
+  }
+  s.zeroGroup->waitAll();
+}
+
+/// Optimizer state i as this session holds it: all of it, or this rank's
+/// slice.
+Slice heldState(const tcc_session &s, size_t i) {
+  int64_t n = s.shardedState.empty() ? -1 : s.shardedState[i];
+  if (n < 0)
+    return {0, s.art.optState[i].elements};
+  return sliceOf(n, s.zeroGroup->rank(), s.zeroGroup->size());
+}
 
 /// Parameter i's working copy, when it has one, from `master`: the
 /// parameter's f32 bytes on the host, each element rounded to nearest even
@@ -205,14 +266,29 @@ void open(tcc_session &s, const std::string &dir,
     refreshWorking(s, s.params.size() - 1, w->bytes.data());
   }
   weights.clear();
+  if (s.options.zeroStage == 1 &&
+      s.options.communicatorKind == TCC_COMMUNICATOR_MPI) {
+    if (s.options.backend != "cpu")
+      fail(TCC_ERROR_ARGUMENT, "tcc_session_options: zero_stage 1 runs on "
+                               "the cpu backend only for now");
+    s.zeroGroup =
+        dp::openGroup(s.options.communicator, s.options.collectiveTimeout);
+    planShards(s);
+  }
   // Optimizer state starts at zero (the backends clear what they allocate)
-  // or at its plan "init", e.g. a loss scale of 65536.
-  for (const TensorDesc &t : art.optState) {
-    s.optState.push_back(s.alloc(t.bytes, "optimizer state '" + t.name + "'"));
+  // or at its plan "init", e.g. a loss scale of 65536; under ZeRO-1 this
+  // rank's slice of what is sharded.
+  for (size_t i = 0; i < art.optState.size(); ++i) {
+    const TensorDesc &t = art.optState[i];
+    size_t elem = tcc::data::dtypeSize(t.dtype);
+    Slice held = heldState(s, i);
+    size_t bytes = size_t(held.count) * elem;
+    s.optState.push_back(s.alloc(bytes, "optimizer state '" + t.name + "'"));
     double init = t.init.value_or(0.0);
-    if ((init != 0 || std::signbit(init)) && t.bytes > 0)
-      s.backend->upload(s.optState.back().data(), filled(t, init).data(),
-                        size_t(t.bytes));
+    if ((init != 0 || std::signbit(init)) && bytes > 0)
+      s.backend->upload(s.optState.back().data(),
+                        filled(t, init).data() + size_t(held.first) * elem,
+                        bytes);
   }
   // The session's inputs: train_step's (every function binds by name from
   // them), or forward's in an inference artifact.
@@ -285,6 +361,8 @@ void open(tcc_session &s, const std::string &dir,
       ptrs.push_back(p);
     }
     FunctionBinding fb;
+    if (!s.stepShards.empty())
+      fb.shards = s.stepShards[s.bindings.functions.size()];
     for (const Result &r : fn.results) {
       const std::vector<Mem> *slots = r.role == Role::Param    ? &s.params
                                       : r.role == Role::OptState ? &s.optState
@@ -362,6 +440,8 @@ void execute(tcc_session &s, size_t f, std::vector<double> *ms = nullptr) {
     s.backend->runProfiled(f, s.stepsDone, *ms);
   else
     s.backend->run(f, s.stepsDone);
+  if (!s.stepShards.empty() && !s.stepShards[f].empty())
+    gatherParams(s);
 }
 
 /// The f32 or f64 scalar value `v` of function `f` after it ran.
@@ -462,6 +542,30 @@ void checkBytes(const TensorDesc &t, size_t bytes, const void *p,
                                  "': the buffer is NULL");
 }
 
+/// checkBytes for optimizer state i, which under ZeRO-1 may be this rank's
+/// slice only.
+void checkStateBytes(const tcc_session &s, size_t i, size_t bytes,
+                     const void *p) {
+  const TensorDesc &t = s.art.optState[i];
+  Slice held = heldState(s, i);
+  if (held.count == t.elements) {
+    checkBytes(t, bytes, p, "optimizer state");
+    return;
+  }
+  if (s.optState[i].size() != bytes)
+    fail(TCC_ERROR_ARGUMENT,
+         "optimizer state '" + t.name + "' is sharded over " +
+             std::to_string(s.zeroGroup->size()) +
+             " ranks (zero_stage 1): this rank holds its elements [" +
+             std::to_string(held.first) + ", " +
+             std::to_string(held.first + held.count) + "), " +
+             std::to_string(s.optState[i].size()) + " bytes, got " +
+             std::to_string(bytes));
+  if (!p && bytes)
+    fail(TCC_ERROR_ARGUMENT, "optimizer state '" + t.name +
+                                 "': the buffer is NULL");
+}
+
 std::vector<Array> snapshot(Backend &backend,
                             const std::vector<TensorDesc> &descs,
                             const std::vector<Mem> &buffers) {
@@ -475,6 +579,47 @@ std::vector<Array> snapshot(Backend &backend,
     backend.download(a.bytes.data(), buffers[i].data(), buffers[i].size());
     out.push_back(std::move(a));
   }
+  return out;
+}
+
+/// The whole optimizer state, for a checkpoint. Under ZeRO-1 with several
+/// ranks every rank sends its slices to rank 0, whose arrays are whole; the
+/// other ranks' arrays are empty.
+std::vector<Array> stateSnapshot(tcc_session &s) {
+  if (!s.zeroGroup)
+    return snapshot(*s.backend, s.art.optState, s.optState);
+  int me = s.zeroGroup->rank(), ranks = s.zeroGroup->size();
+  std::vector<Array> out(s.art.optState.size());
+  std::vector<std::vector<uint8_t>> mine(out.size());
+  std::vector<int64_t> offsets, counts;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const TensorDesc &t = s.art.optState[i];
+    Array &a = out[i];
+    a.name = t.name;
+    a.dtype = t.dtype;
+    a.shape = t.shape;
+    if (s.shardedState[i] < 0) {
+      if (me == 0) {
+        a.bytes.resize(s.optState[i].size());
+        s.backend->download(a.bytes.data(), s.optState[i].data(),
+                            a.bytes.size());
+      }
+      continue;
+    }
+    mine[i].resize(s.optState[i].size());
+    if (!mine[i].empty())
+      s.backend->download(mine[i].data(), s.optState[i].data(),
+                          mine[i].size());
+    if (me == 0)
+      a.bytes.resize(size_t(t.bytes));
+    sliceBytes(t.elements, ranks, tcc::data::dtypeSize(t.dtype), offsets,
+               counts);
+    s.zeroGroup->startGatherToRoot(mine[i].data(), a.bytes.data(), offsets,
+                                   counts,
+                                   "the checkpoint's gather of optimizer "
+                                   "state '" + t.name + "' (ZeRO-1)");
+  }
+  s.zeroGroup->waitAll();
   return out;
 }
 
@@ -599,6 +744,22 @@ tcc_status tcc_opt_state_info(const tcc_session *s, int32_t index,
                                    std::to_string(index) + " is out of range (" +
                                    std::to_string(s->optState.size()) + ")");
     fillInfo(s->art.optState[index], s->art.optState[index].shape, info);
+  });
+}
+
+tcc_status tcc_opt_state_shard(const tcc_session *s, int32_t index,
+                               int64_t *first, int64_t *count) {
+  return guard([&] {
+    needSession(s);
+    if (index < 0 || size_t(index) >= s->optState.size())
+      fail(TCC_ERROR_ARGUMENT, "optimizer state index " +
+                                   std::to_string(index) + " is out of range (" +
+                                   std::to_string(s->optState.size()) + ")");
+    Slice held = heldState(*s, size_t(index));
+    if (first)
+      *first = held.first;
+    if (count)
+      *count = held.count;
   });
 }
 
@@ -806,8 +967,9 @@ tcc_status tcc_read_opt_state(const tcc_session *s, const char *name,
   return guard([&] {
     needSession(s);
     size_t i = findSlot(s->art.optState, name, "optimizer state");
-    checkBytes(s->art.optState[i], bytes, dst, "optimizer state");
-    s->backend->download(dst, s->optState[i].data(), bytes);
+    checkStateBytes(*s, i, bytes, dst);
+    if (bytes) // a rank's slice may be empty
+      s->backend->download(dst, s->optState[i].data(), bytes);
   });
 }
 
@@ -816,8 +978,9 @@ tcc_status tcc_write_opt_state(tcc_session *s, const char *name,
   return guard([&] {
     needSession(s);
     size_t i = findSlot(s->art.optState, name, "optimizer state");
-    checkBytes(s->art.optState[i], bytes, src, "optimizer state");
-    s->backend->upload(s->optState[i].data(), src, bytes);
+    checkStateBytes(*s, i, bytes, src);
+    if (bytes)
+      s->backend->upload(s->optState[i].data(), src, bytes);
   });
 }
 
@@ -852,10 +1015,16 @@ tcc_status tcc_save_checkpoint(tcc_session *s, const char *dir,
         state.extra[it.key()] = it.value();
       }
     }
+    std::vector<Array> opt = stateSnapshot(*s);
+    if (s->zeroGroup && s->zeroGroup->rank() != 0) {
+      s->written.clear(); // rank 0 writes the whole state
+      if (written)
+        *written = s->written.c_str();
+      return;
+    }
     try {
       s->written = tcc::checkpoint::saveCheckpoint(
-          dir, snapshot(*s->backend, s->art.params, s->params),
-          snapshot(*s->backend, s->art.optState, s->optState), state);
+          dir, snapshot(*s->backend, s->art.params, s->params), opt, state);
     } catch (const tcc::data::Error &e) {
       fail(TCC_ERROR_IO, e.what());
     }
@@ -895,9 +1064,15 @@ tcc_status tcc_restore_checkpoint(tcc_session *s, const char *path,
                          params[i]->bytes.size());
       refreshWorking(*s, i, params[i]->bytes.data());
     }
-    for (size_t i = 0; i < opt.size(); ++i)
-      s->backend->upload(s->optState[i].data(), opt[i]->bytes.data(),
-                         opt[i]->bytes.size());
+    for (size_t i = 0; i < opt.size(); ++i) {
+      size_t elem = tcc::data::dtypeSize(s->art.optState[i].dtype);
+      if (s->optState[i].size() == 0)
+        continue; // this rank's slice is empty
+      s->backend->upload(s->optState[i].data(),
+                         opt[i]->bytes.data() +
+                             size_t(heldState(*s, i).first) * elem,
+                         s->optState[i].size());
+    }
     s->stepsDone = ck.state.step;
     s->restoredFrom = ck.dir;
     if (data_position)

@@ -435,6 +435,11 @@ static const char *kRunOnlyHelp =
                           than S seconds for the others (a rank died or
                           hangs) stops the job with an error (default 300;
                           0 waits forever)
+  --zero N                under mpirun, cpu backend: 1 shards the optimizer
+                          state over the ranks (ZeRO-1: each updates its
+                          slice of every parameter, then the ranks gather
+                          the parameters); 0, the default, keeps it whole on
+                          every rank
 
 An inference artifact (tcc compile MODEL -o OUT.tcc, without --loss) runs its
 forward pass instead: ARTIFACT.tcc --inputs IN.npz [--outputs OUT.npz]
@@ -520,7 +525,8 @@ static int runTrainingCommand(const std::string &program,
   RunOptions options;
   ProfileFlags profileFlags;
   std::string error, backend = "cpu", deviceText = "0";
-  std::string inputs, outputs, checkpointPath, timeoutText = "300";
+  std::string inputs, outputs, checkpointPath, timeoutText = "300",
+                                               zeroText = "0";
   if (!parseRunFlags(args, options, error) ||
       !parseProfileFlags(args, profileFlags, error))
     return fail(program + ": " + error);
@@ -530,7 +536,8 @@ static int runTrainingCommand(const std::string &program,
          {std::pair{"--backend", &backend}, std::pair{"--device", &deviceText},
           std::pair{"--inputs", &inputs}, std::pair{"--outputs", &outputs},
           std::pair{"--checkpoint", &checkpointPath},
-          std::pair{"--collective-timeout", &timeoutText}}) {
+          std::pair{"--collective-timeout", &timeoutText},
+          std::pair{"--zero", &zeroText}}) {
       if (!takeValue(args, i, flag, *value, matched, error))
         return fail(program + ": " + error);
       if (matched)
@@ -580,8 +587,18 @@ static int runTrainingCommand(const std::string &program,
                 ": --collective-timeout expects seconds (a number "
                 ">= 0), got '" +
                 timeoutText + "'");
+  if (zeroText != "0" && zeroText != "1")
+    return fail(program + ": --zero expects 0 or 1 (ZeRO-1 shards the "
+                          "optimizer state; stages 2 and 3 are not "
+                          "implemented), got '" +
+                zeroText + "'");
+  int64_t zeroStage = zeroText == "1" ? 1 : 0;
+  if (zeroStage == 1 && backend != "cpu")
+    return fail(program + ": --zero 1 runs on the cpu backend only for now "
+                          "(the NCCL path is not implemented)");
   options.rank = world.rank;
   options.worldSize = world.size;
+  options.shardedState = zeroStage == 1 && world.size > 1;
   static NullBuffer discard;
   static std::ostream nowhere(&discard);
   std::ostream &out = world.rank == 0 ? std::cout : nowhere;
@@ -624,7 +641,7 @@ static int runTrainingCommand(const std::string &program,
     comm = nccl.get();
   }
   std::unique_ptr<SessionEngine> engine = SessionEngine::open(
-      artifact, backend, int32_t(device), error, comm, timeout);
+      artifact, backend, int32_t(device), error, comm, timeout, zeroStage);
   if (!engine)
     return fail(error);
   Profiler profiler;

@@ -148,6 +148,8 @@ private:
   /// when evaluated: `evalFields` "loss[,accuracy]".
   void flushRow(const std::string &evalFields = "");
   Next checkpoint(double loss);
+  bool save(const std::string &dir, double loss, std::string &written,
+            std::string &error);
   Next nonFinite(const std::string &what);
   int interrupted(double loss, int signal);
   /// The signal that stops the run before the next step: this process's,
@@ -508,16 +510,17 @@ bool Loop::afterEvaluation(double loss, bool &stopEarly) {
     std::string dir =
         (std::filesystem::path(options.checkpointDir) / "best").string();
     std::string written, error;
-    if (!engine.saveCheckpoint(dir, train.prefetch->position(),
-                               checkpointExtra(loss), written, error))
+    if (!save(dir, loss, written, error))
       return reject(error);
-    try {
-      checkpoint::pruneCheckpoints(dir, 1, runNumber);
-    } catch (const data::Error &e) {
-      return reject(e.what());
+    if (options.rank == 0) { // rank 0 writes the whole state and says so
+      try {
+        checkpoint::pruneCheckpoints(dir, 1, runNumber);
+      } catch (const data::Error &e) {
+        return reject(e.what());
+      }
+      out << "best checkpoint " << written << " (eval loss "
+          << format("%.6f", evalLoss) << ")\n";
     }
-    out << "best checkpoint " << written << " (eval loss "
-        << format("%.6f", evalLoss) << ")\n";
   }
   if (options.patience > 0 && sinceBest >= options.patience) {
     out << "early stop at step " << done << ": " << sinceBest
@@ -540,6 +543,18 @@ void Loop::flushRow(const std::string &evalFields) {
     log.row(pendingRow + (options.evalData.empty() ? "" : "," + fields));
 }
 
+/// Writes a checkpoint of the state to `dir` on rank 0 (`written` its path).
+/// The other ranks take part only when each holds a slice of the optimizer
+/// state (--zero 1), which rank 0 gathers; their `written` is empty.
+bool Loop::save(const std::string &dir, double loss, std::string &written,
+                std::string &error) {
+  written.clear();
+  if (options.rank != 0 && !options.shardedState)
+    return true;
+  return engine.saveCheckpoint(dir, train.prefetch->position(),
+                               checkpointExtra(loss), written, error);
+}
+
 /// Saves the state after the step just done, unless it holds a NaN or an
 /// infinity: such a checkpoint would only be resumed into more of them.
 Loop::Next Loop::checkpoint(double loss) {
@@ -547,6 +562,19 @@ Loop::Next Loop::checkpoint(double loss) {
   if (!engine.findNonFinite(bad, error))
     return stop(error);
   int64_t done = engine.stepsDone();
+  if (options.shardedState && options.worldSize > 1) {
+    // Each rank holds a slice of the optimizer state: they agree, as every
+    // rank must take part in the save or in none.
+    std::vector<double> found = {bad.empty() ? 0.0 : 1.0};
+    try {
+      options.sumOverRanks(found, "the ranks' check of the state of step " +
+                                      std::to_string(done));
+    } catch (const std::exception &e) {
+      return stop(e.what());
+    }
+    if (found[0] > 0 && bad.empty())
+      bad = "the optimizer state of another rank";
+  }
   if (!bad.empty()) {
     std::string what = "'" + bad + "' holds a NaN or an infinity";
     if (options.onNan != "continue")
@@ -558,13 +586,12 @@ Loop::Next Loop::checkpoint(double loss) {
     warn(at + ": no checkpoint written (--on-nan continue)");
     return Next::Train;
   }
+  if (!save(options.checkpointDir, loss, written, error))
+    return stop(error);
   if (options.rank != 0) { // rank 0 writes the whole state
     savedStep = done;
     return Next::Train;
   }
-  if (!engine.saveCheckpoint(options.checkpointDir, train.prefetch->position(),
-                             checkpointExtra(loss), written, error))
-    return stop(error);
   endLiveLine();
   out << "checkpoint " << written << "\n";
   lastCheckpoint = written;

@@ -76,6 +76,9 @@ struct RunOptions {
   /// its r-th block of rows. Only rank 0 writes checkpoints (every rank
   /// can resume from them).
   int rank = 0, worldSize = 1;
+  /// --zero 1: each rank holds a slice of the optimizer state, so every
+  /// rank takes part in each checkpoint (rank 0 gathers and writes it).
+  bool shardedState = false;
   /// With worldSize > 1: sums `values` over the ranks in place (every rank
   /// calls it with as many values); throws rt::Error naming `what` when the
   /// others do not answer within the collective timeout. Evaluation reduces

@@ -16,7 +16,8 @@ std::unique_ptr<SessionEngine> SessionEngine::open(const std::string &artifact,
                                                    const std::string &backend,
                                                    int32_t device,
                                                    std::string &error,
-                                                   void *comm, double timeout) {
+                                                   void *comm, double timeout,
+                                                   int64_t zeroStage) {
   tcc_session_options options;
   tcc_session_options_init(&options);
   options.backend = backend.c_str();
@@ -26,6 +27,7 @@ std::unique_ptr<SessionEngine> SessionEngine::open(const std::string &artifact,
         backend == "cuda" ? TCC_COMMUNICATOR_NCCL : TCC_COMMUNICATOR_MPI;
     options.communicator = comm;
     options.collective_timeout_s = timeout;
+    options.zero_stage = zeroStage;
   }
   tcc_session *s = nullptr;
   if (tcc_session_open(artifact.c_str(), &options, &s) != TCC_OK) {
@@ -147,13 +149,21 @@ bool SessionEngine::findNonFinite(std::string &name, std::string &error) const {
   // One slot at a time through one buffer: a copy of the model's state at
   // once would double its host memory.
   std::vector<uint8_t> bytes;
-  auto scan = [&](int32_t count, auto info, auto read) {
+  auto scan = [&](int32_t count, auto info, auto read, bool state) {
     for (int32_t i = 0; i < count; ++i) {
       tcc_tensor_info t;
       if (info(handle, i, &t) != TCC_OK)
         return false;
-      bytes.resize(t.bytes);
-      if (read(handle, t.name, bytes.data(), t.bytes) != TCC_OK)
+      // Under ZeRO-1 a rank holds a slice of some optimizer state.
+      int64_t held = int64_t(t.bytes);
+      if (state) {
+        int64_t count = 0;
+        if (tcc_opt_state_shard(handle, i, nullptr, &count) != TCC_OK)
+          return false;
+        held = count * int64_t(data::dtypeSize(rt::fromApiDType(t.dtype)));
+      }
+      bytes.resize(size_t(held));
+      if (read(handle, t.name, bytes.data(), bytes.size()) != TCC_OK)
         return false;
       if (!data::allFinite(rt::fromApiDType(t.dtype), bytes.data(),
                            bytes.size())) {
@@ -164,9 +174,9 @@ bool SessionEngine::findNonFinite(std::string &name, std::string &error) const {
     return true;
   };
   name.clear();
-  if (scan(tcc_num_params(handle), tcc_param_info, tcc_read_param) &&
-      (!name.empty() ||
-       scan(tcc_num_opt_state(handle), tcc_opt_state_info, tcc_read_opt_state)))
+  if (scan(tcc_num_params(handle), tcc_param_info, tcc_read_param, false) &&
+      (!name.empty() || scan(tcc_num_opt_state(handle), tcc_opt_state_info,
+                             tcc_read_opt_state, true)))
     return true;
   error = lastError();
   return false;

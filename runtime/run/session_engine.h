@@ -20,11 +20,13 @@ public:
   /// Opens `artifact` on `backend` ("cpu", "cuda") and its device
   /// `device`, a rank of the communicator `comm` when it is not null: on
   /// "cpu" it points to an MPI_Comm, on "cuda" it is an ncclComm_t
-  /// (collectives wait `timeout` seconds at most, 0: forever); null with
-  /// `error` set on failure.
+  /// (collectives wait `timeout` seconds at most, 0: forever), with the
+  /// optimizer state sharded over its ranks when `zeroStage` is 1; null
+  /// with `error` set on failure.
   static std::unique_ptr<SessionEngine>
   open(const std::string &artifact, const std::string &backend, int32_t device,
-       std::string &error, void *comm = nullptr, double timeout = 0);
+       std::string &error, void *comm = nullptr, double timeout = 0,
+       int64_t zeroStage = 0);
   ~SessionEngine() override;
 
   const std::vector<data::InputSpec> &batchSpecs() const override {

@@ -78,6 +78,7 @@ TEST_F(SessionOptions, InitGivesTheDefaults) {
   EXPECT_EQ(o.allocator.free, nullptr);
   EXPECT_EQ(o.communicator, nullptr);
   EXPECT_EQ(o.collective_timeout_s, 0.0);
+  EXPECT_EQ(o.zero_stage, 0);
   tcc_session_options_init(nullptr); // ignored
   // The defaults are NULL options are backend "cpu".
   std::vector<double> byDefault = trainWith(nullptr);
@@ -190,6 +191,18 @@ TEST(SessionOptionsRefusal, NamesTheFieldBeforeReadingTheArtifact) {
        "backend 'tpu' is not available; this runtime has: cpu"},
       {[](Options &o) { o.collective_timeout_s = -1; }, TCC_ERROR_ARGUMENT,
        "tcc_session_options: collective_timeout_s -1.000000 is negative"},
+      {[](Options &o) { o.zero_stage = 2; }, TCC_ERROR_ARGUMENT,
+       "tcc_session_options: zero_stage 2 is not 0 or 1 (ZeRO stages 2 and 3 "
+       "are not implemented)"},
+      {[](Options &o) {
+         o.backend = "cuda";
+         o.communicator_kind = TCC_COMMUNICATOR_NCCL;
+         o.communicator = &o;
+         o.zero_stage = 1;
+       },
+       TCC_ERROR_ARGUMENT,
+       "tcc_session_options: zero_stage 1 with TCC_COMMUNICATOR_NCCL: ZeRO-1 "
+       "runs on the cpu backend over MPI only for now"},
   };
   for (const Case &c : cases) {
     Options o = defaults();
