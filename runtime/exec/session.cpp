@@ -497,6 +497,15 @@ void needInference(const tcc_session *s, const char *call) {
              "outputs; run it with tcc_train_step / tcc_eval_step");
 }
 
+/// Refuses an optimizer-state index out of range.
+void needStateIndex(const tcc_session *s, int32_t index) {
+  needSession(s);
+  if (index < 0 || size_t(index) >= s->optState.size())
+    fail(TCC_ERROR_ARGUMENT, "optimizer state index " + std::to_string(index) +
+                                 " is out of range (" +
+                                 std::to_string(s->optState.size()) + ")");
+}
+
 void needName(const char *name, const char *what) {
   if (!name)
     fail(TCC_ERROR_ARGUMENT, std::string(what) + " name is NULL");
@@ -738,11 +747,7 @@ int32_t tcc_num_opt_state(const tcc_session *s) {
 tcc_status tcc_opt_state_info(const tcc_session *s, int32_t index,
                               tcc_tensor_info *info) {
   return guard([&] {
-    needSession(s);
-    if (index < 0 || size_t(index) >= s->optState.size())
-      fail(TCC_ERROR_ARGUMENT, "optimizer state index " +
-                                   std::to_string(index) + " is out of range (" +
-                                   std::to_string(s->optState.size()) + ")");
+    needStateIndex(s, index);
     fillInfo(s->art.optState[index], s->art.optState[index].shape, info);
   });
 }
@@ -750,11 +755,7 @@ tcc_status tcc_opt_state_info(const tcc_session *s, int32_t index,
 tcc_status tcc_opt_state_shard(const tcc_session *s, int32_t index,
                                int64_t *first, int64_t *count) {
   return guard([&] {
-    needSession(s);
-    if (index < 0 || size_t(index) >= s->optState.size())
-      fail(TCC_ERROR_ARGUMENT, "optimizer state index " +
-                                   std::to_string(index) + " is out of range (" +
-                                   std::to_string(s->optState.size()) + ")");
+    needStateIndex(s, index);
     Slice held = heldState(*s, size_t(index));
     if (first)
       *first = held.first;
