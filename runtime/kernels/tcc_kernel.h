@@ -94,9 +94,23 @@
 #define TCC_UNROLL _Pragma("unroll")
 #else
 #define TCC_KERNEL_FN inline
+// A host.so is compiled once, for whatever x86-64 machine runs the
+// artifact: each kernel is cloned for x86-64-v4 (AVX-512), x86-64-v3 (AVX2)
+// and the baseline, and the loader binds the clone the CPU can run (an
+// ifunc). Every clone does the same IEEE operations in the same order
+// (-ffp-contract=off: no fused multiply-add; no reassociation), so their
+// results are the same bits; only the width of the vectorised loops differs.
+// -DTCC_KERNEL_NO_CLONES compiles the one baseline version.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
+    !defined(TCC_KERNEL_EMULATE_CUDA) && !defined(TCC_KERNEL_NO_CLONES)
+#define TCC_HOST_CLONES                                                        \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TCC_HOST_CLONES
+#endif
 #define TCC_KERNEL(name)                                                       \
-  extern "C" void tcc_##name(const void *const *inputs, void *output,         \
-                             int64_t begin, int64_t end)
+  extern "C" TCC_HOST_CLONES void tcc_##name(                                  \
+      const void *const *inputs, void *output, int64_t begin, int64_t end)
 #define TCC_KERNEL_BLOCK(name, threads) TCC_KERNEL(name)
 #define TCC_UNROLL
 #if defined(TCC_KERNEL_EMULATE_CUDA)
