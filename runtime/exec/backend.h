@@ -32,6 +32,14 @@
 
 namespace tcc::rt {
 
+/// A buffer in the backend's memory (the backend owns it).
+struct Mem {
+  uint8_t *p = nullptr;
+  size_t n = 0;
+  uint8_t *data() const { return p; }
+  size_t size() const { return n; }
+};
+
 /// Every address a function's steps use, resolved when the session opens.
 struct FunctionBinding {
   /// Per value: its address.

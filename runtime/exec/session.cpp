@@ -31,7 +31,7 @@
 #include "exec/dp.h"
 #include "exec/guard.h"
 #include "exec/options.h"
-#include "exec/zero.h"
+#include "exec/zero_session.h"
 #include "plan/liveness.h"
 #include "plan/schedule.h"
 
@@ -54,14 +54,6 @@ using tcc::data::DType;
 using namespace tcc::rt;
 
 namespace {
-
-/// A buffer in the backend's memory (the backend owns it).
-struct Mem {
-  uint8_t *p = nullptr;
-  size_t n = 0;
-  uint8_t *data() const { return p; }
-  size_t size() const { return n; }
-};
 
 thread_local std::string lastErrorText;
 
@@ -145,16 +137,9 @@ struct tcc_session {
   /// "metric"), each with its value from the last step that returned it.
   std::vector<std::string> metricNames;
   std::vector<double> metricValues;
-  /// ZeRO-1 (options.zeroStage with a communicator): the ranks the
-  /// optimizer state is sharded over; null without.
-  std::unique_ptr<dp::Group> zeroGroup;
-  /// [opt state] the elements of its parameter when it is sharded (this
-  /// rank holds sliceOf(n, rank, ranks) of them), else -1.
-  std::vector<int64_t> shardedState;
-  /// [function] its FunctionBinding::shards.
-  std::vector<std::vector<FunctionBinding::Shard>> stepShards;
-  /// The parameters whose updates are sharded: gathered after each step.
-  std::vector<size_t> gatheredParams;
+  /// ZeRO-1 (options.zeroStage with a communicator): this rank's shards;
+  /// null without.
+  std::unique_ptr<ZeroShards> zero;
 
   Mem alloc(size_t bytes, const std::string &what) {
     return {backend->allocate(bytes, what), bytes};
@@ -173,53 +158,10 @@ struct tcc_session {
 
 namespace {
 
-/// ZeRO-1: this rank's slices (zero.h). Refuses a plan it cannot shard.
-void planShards(tcc_session &s) {
-  ZeroPlan z = planZero(s.art);
-  int q = s.zeroGroup->rank(), ranks = s.zeroGroup->size();
-  s.shardedState = std::move(z.stateElements);
-  s.gatheredParams = std::move(z.params);
-  for (const std::vector<int64_t> &elements : z.stepElements) {
-    std::vector<FunctionBinding::Shard> shards(elements.size());
-    for (size_t i = 0; i < elements.size(); ++i)
-      if (elements[i] >= 0) {
-        Slice r = sliceOf(elements[i], q, ranks);
-        shards[i] = {r.first, r.count};
-      }
-    s.stepShards.push_back(std::move(shards));
-  }
-}
-
-/// ZeRO-1, after a step that updated slices: every rank's slice of each
-/// parameter (and working copy) to every rank.
-void gatherParams(tcc_session &s) {
-  int ranks = s.zeroGroup->size();
-  std::vector<int64_t> offsets, counts;
-  for (size_t p : s.gatheredParams) {
-    const TensorDesc &t = s.art.params[p];
-    sliceBytes(t.elements, ranks, tcc::data::dtypeSize(t.dtype), offsets,
-               counts);
-    s.zeroGroup->startGather(s.params[p].data(), offsets, counts,
-                             "the gather of parameter '" + t.name +
-                                 "' (ZeRO-1)");
-    if (s.working[p].size()) {
-      sliceBytes(t.elements, ranks, tcc::data::dtypeSize(*t.working), offsets,
-                 counts);
-      s.zeroGroup->startGather(s.working[p].data(), offsets, counts,
-                               "the gather of the working copy of '" + t.name +
-                                   "' (ZeRO-1)");
-    }
-  }
-  s.zeroGroup->waitAll();
-}
-
 /// Optimizer state i as this session holds it: all of it, or this rank's
 /// slice.
 Slice heldState(const tcc_session &s, size_t i) {
-  int64_t n = s.shardedState.empty() ? -1 : s.shardedState[i];
-  if (n < 0)
-    return {0, s.art.optState[i].elements};
-  return sliceOf(n, s.zeroGroup->rank(), s.zeroGroup->size());
+  return s.zero ? s.zero->held(i) : Slice{0, s.art.optState[i].elements};
 }
 
 /// Parameter i's working copy, when it has one, from `master`: the
@@ -271,9 +213,9 @@ void open(tcc_session &s, const std::string &dir,
     if (s.options.backend != "cpu")
       fail(TCC_ERROR_ARGUMENT, "tcc_session_options: zero_stage 1 runs on "
                                "the cpu backend only for now");
-    s.zeroGroup =
-        dp::openGroup(s.options.communicator, s.options.collectiveTimeout);
-    planShards(s);
+    s.zero = std::make_unique<ZeroShards>(
+        s.art,
+        dp::openGroup(s.options.communicator, s.options.collectiveTimeout));
   }
   // Optimizer state starts at zero (the backends clear what they allocate)
   // or at its plan "init", e.g. a loss scale of 65536; under ZeRO-1 this
@@ -361,8 +303,8 @@ void open(tcc_session &s, const std::string &dir,
       ptrs.push_back(p);
     }
     FunctionBinding fb;
-    if (!s.stepShards.empty())
-      fb.shards = s.stepShards[s.bindings.functions.size()];
+    if (s.zero)
+      fb.shards = s.zero->stepShards(s.bindings.functions.size());
     for (const Result &r : fn.results) {
       const std::vector<Mem> *slots = r.role == Role::Param    ? &s.params
                                       : r.role == Role::OptState ? &s.optState
@@ -440,8 +382,8 @@ void execute(tcc_session &s, size_t f, std::vector<double> *ms = nullptr) {
     s.backend->runProfiled(f, s.stepsDone, *ms);
   else
     s.backend->run(f, s.stepsDone);
-  if (!s.stepShards.empty() && !s.stepShards[f].empty())
-    gatherParams(s);
+  if (s.zero)
+    s.zero->gatherAfter(f, s.params, s.working);
 }
 
 /// The f32 or f64 scalar value `v` of function `f` after it ran.
@@ -564,7 +506,7 @@ void checkStateBytes(const tcc_session &s, size_t i, size_t bytes,
   if (s.optState[i].size() != bytes)
     fail(TCC_ERROR_ARGUMENT,
          "optimizer state '" + t.name + "' is sharded over " +
-             std::to_string(s.zeroGroup->size()) +
+             std::to_string(s.zero->ranks()) +
              " ranks (zero_stage 1): this rank holds its elements [" +
              std::to_string(held.first) + ", " +
              std::to_string(held.first + held.count) + "), " +
@@ -588,47 +530,6 @@ std::vector<Array> snapshot(Backend &backend,
     backend.download(a.bytes.data(), buffers[i].data(), buffers[i].size());
     out.push_back(std::move(a));
   }
-  return out;
-}
-
-/// The whole optimizer state, for a checkpoint. Under ZeRO-1 with several
-/// ranks every rank sends its slices to rank 0, whose arrays are whole; the
-/// other ranks' arrays are empty.
-std::vector<Array> stateSnapshot(tcc_session &s) {
-  if (!s.zeroGroup)
-    return snapshot(*s.backend, s.art.optState, s.optState);
-  int me = s.zeroGroup->rank(), ranks = s.zeroGroup->size();
-  std::vector<Array> out(s.art.optState.size());
-  std::vector<std::vector<uint8_t>> mine(out.size());
-  std::vector<int64_t> offsets, counts;
-  for (size_t i = 0; i < out.size(); ++i) {
-    const TensorDesc &t = s.art.optState[i];
-    Array &a = out[i];
-    a.name = t.name;
-    a.dtype = t.dtype;
-    a.shape = t.shape;
-    if (s.shardedState[i] < 0) {
-      if (me == 0) {
-        a.bytes.resize(s.optState[i].size());
-        s.backend->download(a.bytes.data(), s.optState[i].data(),
-                            a.bytes.size());
-      }
-      continue;
-    }
-    mine[i].resize(s.optState[i].size());
-    if (!mine[i].empty())
-      s.backend->download(mine[i].data(), s.optState[i].data(),
-                          mine[i].size());
-    if (me == 0)
-      a.bytes.resize(size_t(t.bytes));
-    sliceBytes(t.elements, ranks, tcc::data::dtypeSize(t.dtype), offsets,
-               counts);
-    s.zeroGroup->startGatherToRoot(mine[i].data(), a.bytes.data(), offsets,
-                                   counts,
-                                   "the checkpoint's gather of optimizer "
-                                   "state '" + t.name + "' (ZeRO-1)");
-  }
-  s.zeroGroup->waitAll();
   return out;
 }
 
@@ -1016,8 +917,10 @@ tcc_status tcc_save_checkpoint(tcc_session *s, const char *dir,
         state.extra[it.key()] = it.value();
       }
     }
-    std::vector<Array> opt = stateSnapshot(*s);
-    if (s->zeroGroup && s->zeroGroup->rank() != 0) {
+    std::vector<Array> opt =
+        s->zero ? s->zero->stateSnapshot(*s->backend, s->optState)
+                : snapshot(*s->backend, s->art.optState, s->optState);
+    if (s->zero && s->zero->rank() != 0) {
       s->written.clear(); // rank 0 writes the whole state
       if (written)
         *written = s->written.c_str();
