@@ -2,9 +2,13 @@
 // head): S = scale * Q K^T (OpenBLAS), the causal and key masks, P =
 // softmax(S) by row (softmax_rows), O = P V; the backward recomputes P and
 // runs dP = dO V^T, dS = P * (dP - rowsum(P * dP)) * scale, dQ = dS K,
-// dK = dS^T Q, dV = P^T dO. The (batch, head) pairs are independent and run
-// on the worker pool (parallel.h), each written by one thread. Packed tokens
-// (pad-skipping) run each (sequence, head) pair on its gathered rows.
+// dK = dS^T Q, dV = P^T dO. Under a causal mask the query rows run in
+// blocks, each with the keys its rows can see only (about half the
+// products for long sequences; dK and dV add up the blocks' products, so
+// their float sums group by block). The (batch, head) pairs are
+// independent and run on the worker pool (parallel.h), each written by one
+// thread. Packed tokens (pad-skipping) run each (sequence, head) pair on
+// its gathered rows.
 //
 // Numerics: the GEMMs accumulate in float in OpenBLAS's order, where the
 // interpreter (lib/Interp/Attention.h) sums the dot products in double; the
@@ -22,58 +26,85 @@
 namespace tcc::cpu {
 namespace {
 
-/// P (tq x tk) = softmax(scale * q k^T + mask) of one (batch b, head) pair;
-/// hidden keys (causal j > i, keep[j] == 0) are -inf before the softmax.
-void probs(const float *q, const float *k, int64_t tq, int64_t tk, int64_t d,
-           double scale, bool causal, KeyMask mask, int64_t b, float *p) {
-  gemm(false, true, 1, tq, tk, d, static_cast<float>(scale), q, 0, k, 0, 0.0f,
+/// Query rows per block under a causal mask: block [i0, i1) sees keys
+/// [0, i1) only, so the GEMMs skip the keys hidden from all its rows.
+int64_t queryBlock(bool causal, int64_t tq) {
+  if (!causal)
+    return tq;
+  return tq <= 256 ? 32 : 64;
+}
+
+/// P (rows x w, rows i0 .. i0 + rows - 1, keys 0 .. w - 1) = softmax(scale
+/// * q k^T + mask) of one (batch b, head) pair; hidden keys (causal j > i,
+/// keep[j] == 0) are -inf before the softmax. `q` points to row i0.
+void probs(const float *q, const float *k, int64_t i0, int64_t rows,
+           int64_t w, int64_t tk, int64_t d, double scale, bool causal,
+           KeyMask mask, int64_t b, float *p) {
+  gemm(false, true, 1, rows, w, d, static_cast<float>(scale), q, 0, k, 0, 0.0f,
        p, 0);
   const float inf = std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < tq; ++i) {
-    float *row = p + i * tk;
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = p + r * w;
     if (causal)
-      for (int64_t j = i + 1; j < tk; ++j)
+      for (int64_t j = i0 + r + 1; j < w; ++j)
         row[j] = -inf;
     if (mask.keep)
-      for (int64_t j = 0; j < tk; ++j)
+      for (int64_t j = 0; j < w; ++j)
         if (!mask.keep[b * tk + j])
           row[j] = -inf;
     if (mask.bias)
-      for (int64_t j = 0; j < tk; ++j)
+      for (int64_t j = 0; j < w; ++j)
         row[j] += mask.bias[b * tk + j];
   }
-  softmax_rows(p, p, tq, tk);
+  softmax_rows(p, p, rows, w);
 }
 
-/// One (batch, head) pair forward: out [tq, dv] = P v, P in `p`.
+/// One (batch, head) pair forward: out [tq, dv] = P v; `p` is tq x tk
+/// scratch.
 void headFwd(const float *q, const float *k, const float *v, float *out,
              int64_t tq, int64_t tk, int64_t d, int64_t dv, double scale,
              bool causal, KeyMask mask, int64_t b, float *p) {
-  probs(q, k, tq, tk, d, scale, causal, mask, b, p);
-  gemm(false, false, 1, tq, dv, tk, 1.0f, p, 0, v, 0, 0.0f, out, 0);
+  int64_t block = queryBlock(causal, tq);
+  for (int64_t i0 = 0; i0 < tq; i0 += block) {
+    int64_t rows = std::min(block, tq - i0);
+    int64_t w = causal ? std::min(i0 + rows, tk) : tk;
+    probs(q + i0 * d, k, i0, rows, w, tk, d, scale, causal, mask, b, p);
+    gemm(false, false, 1, rows, dv, w, 1.0f, p, 0, v, 0, 0.0f, out + i0 * dv,
+         0);
+  }
 }
 
 /// One (batch, head) pair backward; `p` and `ds` are tq x tk scratch.
+/// dK and dV sum over the query blocks.
 void headBwd(const float *qp, const float *kp, const float *vp,
              const float *gp, float *dq, float *dk, float *dv, int64_t tq,
              int64_t tk, int64_t d, int64_t dvDim, double scale, bool causal,
              KeyMask mask, int64_t b, float *p, float *ds) {
-  probs(qp, kp, tq, tk, d, scale, causal, mask, b, p);
-  // dP = dO V^T into ds, then dS = scale * P * (dP - sum_j P dP) by row.
-  gemm(false, true, 1, tq, tk, dvDim, 1.0f, gp, 0, vp, 0, 0.0f, ds, 0);
-  for (int64_t i = 0; i < tq; ++i) {
-    const float *pr = p + i * tk;
-    float *sr = ds + i * tk;
-    double pdp = 0;
-    for (int64_t j = 0; j < tk; ++j)
-      pdp += static_cast<double>(pr[j]) * sr[j];
-    const float f = static_cast<float>(pdp), s = static_cast<float>(scale);
-    for (int64_t j = 0; j < tk; ++j)
-      sr[j] = s * (pr[j] * (sr[j] - f));
+  int64_t block = queryBlock(causal, tq);
+  std::fill_n(dk, tk * d, 0.0f);
+  std::fill_n(dv, tk * dvDim, 0.0f);
+  for (int64_t i0 = 0; i0 < tq; i0 += block) {
+    int64_t rows = std::min(block, tq - i0);
+    int64_t w = causal ? std::min(i0 + rows, tk) : tk;
+    const float *q = qp + i0 * d, *g = gp + i0 * dvDim;
+    probs(q, kp, i0, rows, w, tk, d, scale, causal, mask, b, p);
+    // dP = dO V^T into ds, then dS = scale * P * (dP - sum_j P dP) by row.
+    gemm(false, true, 1, rows, w, dvDim, 1.0f, g, 0, vp, 0, 0.0f, ds, 0);
+    for (int64_t i = 0; i < rows; ++i) {
+      const float *pr = p + i * w;
+      float *sr = ds + i * w;
+      double pdp = 0;
+      for (int64_t j = 0; j < w; ++j)
+        pdp += static_cast<double>(pr[j]) * sr[j];
+      const float f = static_cast<float>(pdp), s = static_cast<float>(scale);
+      for (int64_t j = 0; j < w; ++j)
+        sr[j] = s * (pr[j] * (sr[j] - f));
+    }
+    gemm(false, false, 1, rows, d, w, 1.0f, ds, 0, kp, 0, 0.0f, dq + i0 * d,
+         0);
+    gemm(true, false, 1, w, d, rows, 1.0f, ds, 0, q, 0, 1.0f, dk, 0);
+    gemm(true, false, 1, w, dvDim, rows, 1.0f, p, 0, g, 0, 1.0f, dv, 0);
   }
-  gemm(false, false, 1, tq, d, tk, 1.0f, ds, 0, kp, 0, 0.0f, dq, 0);
-  gemm(true, false, 1, tk, d, tq, 1.0f, ds, 0, qp, 0, 0.0f, dk, 0);
-  gemm(true, false, 1, tk, dvDim, tq, 1.0f, p, 0, gp, 0, 0.0f, dv, 0);
 }
 
 /// Packed tokens: token r of the flattened (batch, seq) order sits, for

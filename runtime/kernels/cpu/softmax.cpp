@@ -1,36 +1,70 @@
 // Softmax, log-softmax and their gradients over contiguous rows, with the
 // interpreter's arithmetic (lib/Interp/Numerics.h softmaxRow, Reduce.cpp,
 // Grad.cpp): elementwise math in float, row sums in double rounded once.
+// softmax_rows takes its exponentials from expFloat (vexp.h: correctly
+// rounded but for inputs within ~2^-52 of a rounding boundary, where glibc's
+// expf, which the interpreter calls, is off by one ulp now and then), in
+// loops compiled per x86-64 level (clones.h), and advances kSumRows rows'
+// sums at once: each row still sums in element order.
+#include "kernels/cpu/clones.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/vexp.h"
 
 #include <cmath>
 #include <limits>
 
 namespace tcc::cpu {
+namespace {
 
-void softmax_rows(const float *x, float *y, int64_t rows, int64_t len) {
+constexpr int kSumRows = 4;
+
+/// y = exp(x - m), or NaN everywhere when `nan` (a NaN input poisons the
+/// whole row, as in torch).
+TCC_CPU_CLONES void expRow(const float *x, float m, bool nan, float *y,
+                           int64_t len) {
+  if (nan) {
+    for (int64_t j = 0; j < len; ++j)
+      y[j] = std::numeric_limits<float>::quiet_NaN();
+    return;
+  }
+  for (int64_t j = 0; j < len; ++j)
+    y[j] = expFloat(x[j] - m);
+}
+
+TCC_CPU_CLONES void divideRow(float *y, float total, int64_t len) {
+  for (int64_t j = 0; j < len; ++j)
+    y[j] /= total;
+}
+
+/// Softmax of R consecutive rows of `len`.
+template <int R> void softmaxRows(const float *x, float *y, int64_t len) {
   const float inf = std::numeric_limits<float>::infinity();
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *xr = x + r * len;
-    float *yr = y + r * len;
+  for (int i = 0; i < R; ++i) {
+    const float *xr = x + i * len;
     float m = -inf;
     bool nan = false;
     for (int64_t j = 0; j < len; ++j) {
       nan |= std::isnan(xr[j]);
       m = xr[j] > m ? xr[j] : m;
     }
-    double sum = 0;
-    for (int64_t j = 0; j < len; ++j) {
-      // A NaN input poisons the whole row, as in torch.
-      float e =
-          nan ? std::numeric_limits<float>::quiet_NaN() : std::exp(xr[j] - m);
-      yr[j] = e;
-      sum += e;
-    }
-    float total = static_cast<float>(sum);
-    for (int64_t j = 0; j < len; ++j)
-      yr[j] /= total;
+    expRow(xr, m, nan, y + i * len, len);
   }
+  double sum[R] = {};
+  for (int64_t j = 0; j < len; ++j)
+    for (int i = 0; i < R; ++i)
+      sum[i] += y[i * len + j];
+  for (int i = 0; i < R; ++i)
+    divideRow(y + i * len, static_cast<float>(sum[i]), len);
+}
+
+} // namespace
+
+void softmax_rows(const float *x, float *y, int64_t rows, int64_t len) {
+  int64_t r = 0;
+  for (; r + kSumRows <= rows; r += kSumRows)
+    softmaxRows<kSumRows>(x + r * len, y + r * len, len);
+  for (; r < rows; ++r)
+    softmaxRows<1>(x + r * len, y + r * len, len);
 }
 
 void softmax_grad_rows(const float *y, const float *dy, float *dx, int64_t rows,
