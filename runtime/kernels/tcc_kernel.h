@@ -213,11 +213,22 @@ extern "C" void tcc_emulate_cuda_counters(int64_t *out) {
   if (tcc_k::vector_loop<W>(begin, end, element, __VA_ARGS__))                 \
   return
 #else
-#define TCC_FOR_EACH(i) for (int64_t i = begin; i < end; ++i)
+// The runtime's element ranges start at 0 or later; said so, the compiler
+// divides the non-negative flat indices as unsigned (shifts and masks for
+// powers of two, no sign fix-up): layout kernels run about twice as fast.
+#define TCC_FOR_EACH(i)                                                        \
+  for (int64_t i = tcc_k::non_negative(begin); i < end; ++i)
 #define TCC_VECTOR_LOOP(W, element, ...) (void)0
 #endif
 
 namespace tcc_k {
+
+/// `x`, which the caller knows is >= 0 (TCC_FOR_EACH's start).
+TCC_KERNEL_FN int64_t non_negative(int64_t x) {
+  if (x < 0)
+    __builtin_unreachable();
+  return x;
+}
 
 // The C names resolve to the same libm entry points as the interpreter's
 // std:: overloads on the host (std::exp(float) is expf) and exist as device
