@@ -253,6 +253,7 @@ const ConverterTable &converterTable();
 // Each op family registers its converters (one file each).
 void registerConstantConverters(ConverterTable &table);
 void registerElementwiseConverters(ConverterTable &table);
+void registerActivationConverters(ConverterTable &table);
 void registerShapeConverters(ConverterTable &table);
 void registerSliceGatherConverters(ConverterTable &table);
 void registerReduceConverters(ConverterTable &table);

@@ -353,6 +353,7 @@ const ConverterTable &converterTable() {
     ConverterTable t;
     registerConstantConverters(t);
     registerElementwiseConverters(t);
+    registerActivationConverters(t);
     registerShapeConverters(t);
     registerSliceGatherConverters(t);
     registerReduceConverters(t);

@@ -52,6 +52,44 @@ class MLP(nn.Module):
         return self.fc2(self.act(self.ln(self.fc1(x))))
 
 
+# ------------------------------------------------------------------ Activations
+
+
+class Activations(nn.Module):
+    """Every activation the exporters write as an ONNX op of its own
+    (LeakyRelu, Elu, Selu, Celu, PRelu, Softplus, Softsign, Mish,
+    HardSigmoid, HardSwish), chained through Linear layers. `wide` scales
+    one Softplus and one ELU input so both sides of their thresholds (x > 20,
+    x > 0) are reached."""
+
+    def __init__(self, d_in=12, d=24, d_out=6):
+        super().__init__()
+        self.fc1 = nn.Linear(d_in, d)
+        self.fc2 = nn.Linear(d, d)
+        self.fc3 = nn.Linear(d, d)
+        self.prelu = nn.PReLU(d, init=0.2)
+        self.fc4 = nn.Linear(d, d)
+        self.out = nn.Linear(d, d_out)
+        self.wide = 30.0
+
+    def forward(self, x):
+        h = F.leaky_relu(self.fc1(x), 0.1)
+        h = F.elu(self.fc2(h), alpha=0.7) + F.elu(self.wide * h)
+        h = F.selu(self.fc3(h)) + F.celu(h, alpha=1.3)
+        h = self.prelu(h)
+        h = F.softplus(h) + F.softplus(self.wide * h) / self.wide + F.softsign(h) + F.mish(h)
+        h = F.hardswish(self.fc4(h)) + F.hardsigmoid(3.0 * h)
+        return self.out(h)
+
+
+def build_acts():
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    model = Activations()
+    inputs = {"x": torch.randn(4, 12, generator=gen)}
+    return model.eval(), inputs, ["y"]
+
+
 # ---------------------------------------------------------------------- TinyGPT
 
 
@@ -526,6 +564,7 @@ MODELS = {
     "upsample": build_upsample,
     "hf_gpt2_padded": lambda: build_hf_gpt2(padded=True),
     "mlp": build_mlp,
+    "acts": build_acts,
     "gpt": build_gpt,
     "gpt_buffer": lambda: build_gpt(mask="buffer"),
     "gpt_tril": lambda: build_gpt(mask="tril"),
