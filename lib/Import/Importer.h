@@ -254,6 +254,7 @@ const ConverterTable &converterTable();
 void registerConstantConverters(ConverterTable &table);
 void registerElementwiseConverters(ConverterTable &table);
 void registerActivationConverters(ConverterTable &table);
+void registerEinsumConverter(ConverterTable &table);
 void registerShapeConverters(ConverterTable &table);
 void registerSliceGatherConverters(ConverterTable &table);
 void registerReduceConverters(ConverterTable &table);

@@ -167,6 +167,77 @@ static LogicalResult convertLayerNorm(NodeImporter &n) {
   return failed(op) ? failure() : n.setOutput(0, *op);
 }
 
+/// x [N, C, ...] normalised per sample over `groups` groups of channels
+/// (with their spatial elements), then scaled and shifted per channel:
+/// one tcc.layer_norm over the last dim of the [N, groups, rest] view (the
+/// same statistics: population variance, epsilon inside the square root),
+/// its result taking scale and bias [C] broadcast as [C, 1, ...].
+static LogicalResult normalizeGroups(NodeImporter &n, int64_t groups) {
+  RankedTensorType type = n.inputType(0);
+  if (type.getRank() < 3)
+    return n.fail("the input must have rank 3 or more ([N, C, D1, ...]), not " +
+                  std::to_string(type.getRank()));
+  llvm::ArrayRef<int64_t> shape = type.getShape();
+  if (groups <= 0 || shape[1] % groups != 0)
+    return n.fail("num_groups " + std::to_string(groups) +
+                  " does not divide the " + std::to_string(shape[1]) +
+                  " channels");
+  for (int i : {1, 2})
+    if (n.inputType(i).getNumElements() != shape[1] ||
+        n.inputType(i).getRank() != 1)
+      return n.unsupported(std::string(i == 1 ? "scale" : "bias") +
+                           " is not one value per channel ([" +
+                           std::to_string(shape[1]) + "])");
+  double epsilon = n.floatAttr("epsilon", 1e-5);
+  int64_t rest = type.getNumElements() / (shape[0] * groups);
+  auto flat = n.reshape(n.input(0), {shape[0], groups, rest});
+  if (failed(flat))
+    return failure();
+  auto norm = n.create<LayerNormOp>(*flat, Value(), Value(), int64_t(2),
+                                    llvm::APFloat(epsilon));
+  if (failed(norm))
+    return failure();
+  auto back = n.reshape(*norm, shape);
+  if (failed(back))
+    return failure();
+  llvm::SmallVector<int64_t> perChannel(shape.size() - 1, 1);
+  perChannel[0] = shape[1];
+  auto scale = n.reshape(n.input(1), perChannel);
+  auto bias = n.reshape(n.input(2), perChannel);
+  if (failed(scale) || failed(bias))
+    return failure();
+  auto scaled = n.create<MulOp>(*back, *scale);
+  if (failed(scaled))
+    return failure();
+  auto out = n.create<AddOp>(*scaled, *bias);
+  return failed(out) ? failure() : n.setOutput(0, *out);
+}
+
+/// InstanceNormalization (nn.InstanceNorm1d/2d, and nn.GroupNorm as the
+/// dynamo exporter writes it below opset 21: a reshape to [N, groups, rest]
+/// around one): a group per channel.
+static LogicalResult convertInstanceNorm(NodeImporter &n) {
+  if (failed(n.expectInputs(3, 3)) || failed(n.expectAttrs({"epsilon"})) ||
+      failed(expectFloat(n, 0)))
+    return failure();
+  int64_t channels = n.inputType(0).getRank() >= 2 ? n.inputShape(0)[1] : 0;
+  return normalizeGroups(n, channels);
+}
+
+/// GroupNormalization (opset 21: scale and bias per channel; opset 18's
+/// per-group ones are refused as unsupported).
+static LogicalResult convertGroupNorm(NodeImporter &n) {
+  if (failed(n.expectInputs(3, 3)) ||
+      failed(n.expectAttrs({"epsilon", "num_groups", "stash_type"})) ||
+      failed(expectFloat(n, 0)))
+    return failure();
+  if (!n.attr("num_groups"))
+    return n.fail("attribute 'num_groups' is required");
+  if (n.intAttr("stash_type", 1) != 1)
+    return n.unsupported("stash_type other than float32");
+  return normalizeGroups(n, n.intAttr("num_groups", 0));
+}
+
 /// Dropout is the identity unless training_mode is a constant true. Then it
 /// becomes tcc.dropout with a fixed seed: the node's `seed` attribute when
 /// present, else its index in the graph, so that each dropout site draws its
@@ -245,6 +316,8 @@ void registerNnConverters(ConverterTable &table) {
   table["Softmax"] = convertSoftmax<SoftmaxOp>;
   table["LogSoftmax"] = convertSoftmax<LogSoftmaxOp>;
   table["LayerNormalization"] = convertLayerNorm;
+  table["InstanceNormalization"] = convertInstanceNorm;
+  table["GroupNormalization"] = convertGroupNorm;
   table["Dropout"] = convertDropout;
   table["Gelu"] = convertGelu;
 }

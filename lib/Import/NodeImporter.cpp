@@ -354,6 +354,7 @@ const ConverterTable &converterTable() {
     registerConstantConverters(t);
     registerElementwiseConverters(t);
     registerActivationConverters(t);
+    registerEinsumConverter(t);
     registerShapeConverters(t);
     registerSliceGatherConverters(t);
     registerReduceConverters(t);

@@ -90,6 +90,39 @@ def build_acts():
     return model.eval(), inputs, ["y"]
 
 
+class EinsumNet(nn.Module):
+    """torch.einsum in the forms ordinary code writes: a linear layer
+    (bi,oi->bo), batched scores (bhd,bkd->bhk), an ellipsis (...hd,de->...he),
+    a contraction over two labels to a vector (bhe,bhe->b), three operands
+    (bi,ij,jk->bk) and an implicit output (bi,ij)."""
+
+    def __init__(self, d_in=12, d_out=5):
+        super().__init__()
+        self.w1 = nn.Parameter(torch.randn(16, d_in) / d_in ** 0.5)
+        self.w3 = nn.Parameter(torch.randn(8, 8) / 8 ** 0.5)
+        self.w4 = nn.Parameter(torch.randn(d_in, 6) / d_in ** 0.5)
+        self.w5 = nn.Parameter(torch.randn(6, 4) / 6 ** 0.5)
+        self.fc = nn.Linear(16 + 4 + 1 + 4 + 6, d_out)
+
+    def forward(self, x):
+        B = x.shape[0]
+        h = torch.tanh(torch.einsum("bi,oi->bo", x, self.w1)).view(B, 2, 8)
+        s = torch.einsum("bhd,bkd->bhk", h, h)
+        h2 = torch.einsum("...hd,de->...he", h, self.w3)
+        t = torch.einsum("bhe,bhe->b", h2, h2)
+        u = torch.einsum("bi,ij,jk->bk", x, self.w4, self.w5)
+        v = torch.einsum("bi,ij", x, self.w4)
+        return self.fc(torch.cat([h2.flatten(1), s.flatten(1), t[:, None], u, v], 1))
+
+
+def build_einsum():
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    model = EinsumNet()
+    inputs = {"x": torch.randn(4, 12, generator=gen)}
+    return model.eval(), inputs, ["y"]
+
+
 # ---------------------------------------------------------------------- TinyGPT
 
 
@@ -372,6 +405,42 @@ def build_cnn():
     return model.train(), inputs, ["logits"]
 
 
+class NormNet(nn.Module):
+    """conv -> GroupNorm -> SiLU -> conv -> InstanceNorm2d(affine) -> ReLU ->
+    flatten -> linear, on 3x8x8 images (not a global average pool: the mean
+    of an instance-normalised map is its bias, so the weights before it
+    would get rounding noise as gradients). The exporters write
+    GroupNorm as InstanceNormalization on a [N, groups, rest] view below
+    opset 21 and as GroupNormalization from it."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.gn = nn.GroupNorm(4, 8)
+        # No bias: instance norm cancels a per-channel shift, so its gradient
+        # would be rounding noise (AdamW scales noise up to lr-sized steps).
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.inorm = nn.InstanceNorm2d(8, affine=True)
+        self.fc = nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x):
+        h = F.silu(self.gn(self.conv1(x)))
+        h = F.relu(self.inorm(self.conv2(h)))
+        return self.fc(h.flatten(1))
+
+
+def build_norms():
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    model = NormNet()
+    with torch.no_grad():  # affines away from 1 and 0, so a dropped one shows
+        for m in (model.gn, model.inorm):
+            m.weight.copy_(1 + 0.5 * torch.randn(m.weight.shape, generator=gen))
+            m.bias.copy_(0.5 * torch.randn(m.bias.shape, generator=gen))
+    inputs = {"x": torch.randn(4, 3, 8, 8, generator=gen)}
+    return model.train(), inputs, ["logits"]
+
+
 def build_resnet18():
     """torchvision's ResNet-18 (11.2M parameters, 20 batch norms) with 10
     classes, on 2 images of 3x64x64, in training mode. Not 32x32: there
@@ -565,6 +634,8 @@ MODELS = {
     "hf_gpt2_padded": lambda: build_hf_gpt2(padded=True),
     "mlp": build_mlp,
     "acts": build_acts,
+    "norms": build_norms,
+    "einsum": build_einsum,
     "gpt": build_gpt,
     "gpt_buffer": lambda: build_gpt(mask="buffer"),
     "gpt_tril": lambda: build_gpt(mask="tril"),
