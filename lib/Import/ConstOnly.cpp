@@ -1,7 +1,7 @@
 // Ops tcc evaluates at import time only, on constants: the index and mask
 // arithmetic of today's exports (transformers' mask construction writes
 // CumSum and GatherND over aranges; token_type_ids are a GatherElements of a
-// buffer). Every input must be known when the model is imported; otherwise
+// buffer; torch.var's element count is a ReduceProd of a shape). Every input must be known when the model is imported; otherwise
 // the op is unsupported, naming the input computed at run time.
 #include "ConstFold.h"
 #include "Importer.h"
@@ -77,6 +77,63 @@ LogicalResult convertCumSum(NodeImporter &n) {
         x.isFloat() ? out.floats[at] = fsum : out.ints[at] = isum;
       }
     }
+  }
+  return n.setConstant(0, fromLit(out));
+}
+
+/// ReduceProd(data, axes?): the product over `axes` (opset 18's input, or
+/// the older attribute; none: every axis, or the identity with
+/// noop_with_empty_axes). The dynamo exporter writes it for the element
+/// count of torch.var / torch.std, over a tensor's shape.
+LogicalResult convertReduceProd(NodeImporter &n) {
+  if (failed(n.expectInputs(1, 2)) ||
+      failed(n.expectAttrs({"axes", "keepdims", "noop_with_empty_axes"})))
+    return failure();
+  auto lits = constantInputs(n);
+  if (failed(lits))
+    return failure();
+  const Lit &x = (*lits)[0];
+  int64_t rank = x.type.getRank();
+  llvm::SmallVector<int64_t> axes;
+  if (n.hasInput(1))
+    for (int64_t k = 0; k < (*lits)[1].numElements(); ++k)
+      axes.push_back((*lits)[1].i(k));
+  else if (auto a = n.intsAttr("axes"))
+    axes = *a;
+  if (axes.empty() && n.intAttr("noop_with_empty_axes", 0))
+    return n.setConstant(0, fromLit(x));
+  std::vector<bool> reduced(size_t(rank), axes.empty());
+  for (int64_t a : axes) {
+    auto axis = n.normalizeAxis(a, rank, "axes");
+    if (failed(axis))
+      return failure();
+    reduced[size_t(*axis)] = true;
+  }
+  bool keep = n.intAttr("keepdims", 1) != 0;
+  llvm::SmallVector<int64_t> outShape, keptShape;
+  for (int64_t d = 0; d < rank; ++d) {
+    keptShape.push_back(reduced[size_t(d)] ? 1 : x.shape()[d]);
+    if (!reduced[size_t(d)] || keep)
+      outShape.push_back(keptShape.back());
+  }
+  Lit out;
+  out.type = RankedTensorType::get(outShape, x.type.getElementType());
+  int64_t count = out.numElements();
+  if (x.isFloat())
+    out.floats.assign(size_t(count), 1.0);
+  else
+    out.ints.assign(size_t(count), 1);
+  std::vector<int64_t> inStrides = stridesOf(x.shape()),
+                       outStrides = stridesOf(keptShape);
+  for (int64_t e = 0; e < x.numElements(); ++e) {
+    int64_t at = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      if (!reduced[size_t(d)])
+        at += (e / inStrides[size_t(d)]) % x.shape()[d] * outStrides[size_t(d)];
+    if (x.isFloat())
+      out.floats[size_t(at)] *= x.f(e);
+    else
+      out.ints[size_t(at)] *= x.i(e);
   }
   return n.setConstant(0, fromLit(out));
 }
@@ -237,6 +294,7 @@ LogicalResult convertGatherND(NodeImporter &n) {
 
 void registerConstOnlyConverters(ConverterTable &table) {
   table["CumSum"] = convertCumSum;
+  table["ReduceProd"] = convertReduceProd;
   table["GatherElements"] = convertGatherElements;
   table["GatherND"] = convertGatherND;
 }

@@ -123,6 +123,33 @@ def build_einsum():
     return model.eval(), inputs, ["y"]
 
 
+class StatsNet(nn.Module):
+    """Statistics as ordinary code writes them: a hand-written
+    standardisation with torch.std, torch.var, F.normalize, masked_fill and a
+    max over a dim (the dynamo exporter counts var's elements with a
+    ReduceProd of the shape)."""
+
+    def __init__(self, d_in=16, d_out=4):
+        super().__init__()
+        self.lin = nn.Linear(d_in, d_in)
+        self.out = nn.Linear(d_in, d_out)
+
+    def forward(self, x):
+        h = self.lin(x)
+        h = (h - h.mean(-1, keepdim=True)) / (h.std(-1, keepdim=True) + 1e-5)
+        h = h.masked_fill(h > 1.5, 1.5)
+        h = F.normalize(h, dim=-1) * h.var(-1, keepdim=True).sqrt()
+        return self.out(h + h.max(dim=-1, keepdim=True).values)
+
+
+def build_stats():
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    model = StatsNet()
+    inputs = {"x": torch.randn(4, 16, generator=gen)}
+    return model.eval(), inputs, ["y"]
+
+
 # ---------------------------------------------------------------------- TinyGPT
 
 
@@ -636,6 +663,7 @@ MODELS = {
     "acts": build_acts,
     "norms": build_norms,
     "einsum": build_einsum,
+    "stats": build_stats,
     "gpt": build_gpt,
     "gpt_buffer": lambda: build_gpt(mask="buffer"),
     "gpt_tril": lambda: build_gpt(mask="tril"),
