@@ -1,4 +1,4 @@
-// Convolution, pooling, batch normalisation and padding: Conv, MaxPool,
+// Convolution, pooling, batch normalisation and padding: Conv, ConvTranspose, MaxPool,
 // AveragePool, GlobalAveragePool, GlobalMaxPool, BatchNormalization, Pad. tcc's window ops are
 // 2-D over NCHW; 1-D forms ([N, C, L]) run as H = 1.
 #include "ConstFold.h"
@@ -154,6 +154,144 @@ LogicalResult convertConv(NodeImporter &n) {
       n.create<ConvOp>(*input, *weight, n.hasInput(2) ? n.input(2) : Value(),
                        g.sh, g.sw, g.padTop, g.padLeft, g.padBottom, g.padRight,
                        g.dh, g.dw, n.intAttr("group", 1));
+  return failed(op) ? failure() : setWindowOutput(n, *w, *op);
+}
+
+/// ConvTranspose (nn.ConvTranspose1d/2d) as the convolution it is the
+/// gradient of: the input with stride - 1 zeros inserted between its
+/// elements (a broadcast times a 0/1 mask), padded by dilation * (k - 1)
+/// minus the node's pads (plus output_padding at the end), convolved at
+/// stride 1 with the kernel flipped and its in/out channels swapped per
+/// group. Every piece is an op autodiff knows, so it trains as it is; the
+/// convolution does stride^2 times the FLOPs of a direct transposed one.
+LogicalResult convertConvTranspose(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 3)) ||
+      failed(n.expectAttrs({"auto_pad", "dilations", "group", "kernel_shape",
+                            "output_padding", "output_shape", "pads",
+                            "strides"})) ||
+      failed(expectFloatInputs(n)))
+    return failure();
+  std::string autoPad = "NOTSET";
+  if (const onnx::AttributeProto *a = n.attr("auto_pad"))
+    autoPad = a->s();
+  if (autoPad == "VALID")
+    autoPad = "NOTSET"; // zero pads, as readWindow reads them
+  RankedTensorType x = n.inputType(0), wt = n.inputType(1);
+  if (wt.getRank() != x.getRank())
+    return n.fail("weight of rank " + std::to_string(wt.getRank()) +
+                  " for an input of rank " + std::to_string(x.getRank()));
+  llvm::ArrayRef<int64_t> kernel =
+      wt.getShape().drop_front(std::min<int64_t>(2, wt.getRank()));
+  auto w = readWindow(n, x, kernel, false);
+  if (failed(w))
+    return failure();
+  int64_t groups = n.intAttr("group", 1);
+  if (groups < 1 || x.getDimSize(1) % groups != 0 ||
+      wt.getDimSize(0) != x.getDimSize(1))
+    return n.fail("weight [" + std::to_string(wt.getDimSize(0)) +
+                  ", ...] and group " + std::to_string(groups) +
+                  " do not fit an input of " + std::to_string(x.getDimSize(1)) +
+                  " channels");
+  llvm::SmallVector<int64_t> outPad(size_t(w->spatial), 0);
+  if (auto op = n.intsAttr("output_padding")) {
+    if (int64_t(op->size()) != w->spatial)
+      return n.fail("output_padding has " + std::to_string(op->size()) +
+                    " values for " + std::to_string(w->spatial) +
+                    " spatial dims");
+    outPad = *op;
+  }
+  // output_shape, or SAME_*'s input * stride: the total padding that gives
+  // it, split as the spec says (SAME_UPPER: the odd one at the end).
+  auto outShape = n.intsAttr("output_shape");
+  if (outShape || autoPad != "NOTSET") {
+    int64_t s = w->spatial;
+    if (outShape && int64_t(outShape->size()) != s)
+      return n.fail("output_shape has " + std::to_string(outShape->size()) +
+                    " values for " + std::to_string(s) + " spatial dims");
+    Window2d &win = w->win;
+    for (int64_t d = 0; d < s; ++d) {
+      bool rows = s == 2 && d == 0;
+      int64_t st = rows ? win.sh : win.sw, dil = rows ? win.dh : win.dw,
+              k = kernel[d], in = x.getDimSize(2 + d);
+      int64_t want = outShape ? (*outShape)[d] : in * st;
+      int64_t total = st * (in - 1) + outPad[d] + (k - 1) * dil + 1 - want;
+      // A negative total (a requested size beyond the natural one) adds
+      // zeros at the end, as onnx's reference does.
+      int64_t begin = total < 0                 ? 0
+                      : autoPad == "SAME_UPPER" ? total / 2
+                                                : total - total / 2;
+      (rows ? win.padTop : win.padLeft) = begin;
+      (rows ? win.padBottom : win.padRight) = total - begin;
+    }
+  }
+  const Window2d &g = w->win;
+  int64_t opH = w->spatial == 2 ? outPad[0] : 0, opW = outPad.back();
+  auto input = as2d(n, n.input(0)), weight = as2d(n, n.input(1));
+  if (failed(input) || failed(weight))
+    return failure();
+  auto shape = [](Value v) {
+    return llvm::SmallVector<int64_t>(
+        llvm::cast<RankedTensorType>(v.getType()).getShape());
+  };
+  Value xv = *input;
+  llvm::SmallVector<int64_t> xs = shape(xv);
+  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
+  if (g.sh > 1 || g.sw > 1) {
+    // x[n, c, i, j] at (i * sh, j * sw) of a zero grid.
+    auto six = n.reshape(xv, {N, C, H, 1, W, 1});
+    if (failed(six))
+      return failure();
+    auto wide = n.broadcast(*six, {N, C, H, g.sh, W, g.sw});
+    if (failed(wide))
+      return failure();
+    Type elem = x.getElementType();
+    llvm::SmallVector<Attribute> ones;
+    for (int64_t a = 0; a < g.sh; ++a)
+      for (int64_t b = 0; b < g.sw; ++b)
+        ones.push_back(FloatAttr::get(elem, a == 0 && b == 0 ? 1.0 : 0.0));
+    auto maskType = RankedTensorType::get({1, 1, 1, g.sh, 1, g.sw}, elem);
+    auto masked = n.create<MulOp>(*wide, n.constant(DenseElementsAttr::get(
+                                             maskType, ones)));
+    if (failed(masked))
+      return failure();
+    auto grid = n.reshape(*masked, {N, C, H * g.sh, W * g.sw});
+    if (failed(grid))
+      return failure();
+    auto cut = n.create<SliceOp>(
+        *grid, llvm::ArrayRef<int64_t>{0, 0, 0, 0},
+        llvm::ArrayRef<int64_t>{N, C, (H - 1) * g.sh + 1, (W - 1) * g.sw + 1},
+        llvm::ArrayRef<int64_t>{1, 1, 1, 1});
+    if (failed(cut))
+      return failure();
+    xv = *cut;
+  }
+  // Weight [Cin, Cout/g, kh, kw] -> [Cout, Cin/g, kh, kw], flipped.
+  llvm::SmallVector<int64_t> ws = shape(*weight);
+  int64_t cin = ws[0], coutG = ws[1], kh = ws[2], kw = ws[3];
+  auto grouped = n.reshape(*weight, {groups, cin / groups, coutG, kh, kw});
+  if (failed(grouped))
+    return failure();
+  auto swapped =
+      n.create<TransposeOp>(*grouped, llvm::ArrayRef<int64_t>{0, 2, 1, 3, 4});
+  if (failed(swapped))
+    return failure();
+  auto convW = n.reshape(*swapped, {groups * coutG, cin / groups, kh, kw});
+  if (failed(convW))
+    return failure();
+  auto flipped = n.create<SliceOp>(
+      *convW, llvm::ArrayRef<int64_t>{0, 0, kh - 1, kw - 1},
+      llvm::ArrayRef<int64_t>{groups * coutG, cin / groups, -1, -1},
+      llvm::ArrayRef<int64_t>{1, 1, -1, -1});
+  if (failed(flipped))
+    return failure();
+  int64_t spanH = g.dh * (kh - 1), spanW = g.dw * (kw - 1);
+  int64_t pt = spanH - g.padTop, pb = spanH - g.padBottom + opH,
+          pl = spanW - g.padLeft, pr = spanW - g.padRight + opW;
+  if (pt < 0 || pb < 0 || pl < 0 || pr < 0)
+    return n.unsupported("pads larger than the dilated kernel's span");
+  auto op = n.create<ConvOp>(xv, *flipped,
+                             n.hasInput(2) ? n.input(2) : Value(), int64_t(1),
+                             int64_t(1), pt, pl, pb, pr, g.dh, g.dw, groups);
   return failed(op) ? failure() : setWindowOutput(n, *w, *op);
 }
 
@@ -405,6 +543,7 @@ LogicalResult convertPad(NodeImporter &n) {
 
 void registerVisionConverters(ConverterTable &table) {
   table["Conv"] = convertConv;
+  table["ConvTranspose"] = convertConvTranspose;
   table["MaxPool"] = convertPool<true>;
   table["AveragePool"] = convertPool<false>;
   table["GlobalAveragePool"] = convertGlobalPool<ReduceMeanOp>;

@@ -468,6 +468,33 @@ def build_norms():
     return model.train(), inputs, ["logits"]
 
 
+class DeconvNet(nn.Module):
+    """A decoder's upsampling path: ConvTranspose2d with stride 2, padding 1
+    and output_padding 1, a grouped and dilated one, and a ConvTranspose1d,
+    on 4x4 maps, then a linear head (mse)."""
+
+    def __init__(self):
+        super().__init__()
+        self.up1 = nn.ConvTranspose2d(3, 6, 3, stride=2, padding=1, output_padding=1)
+        self.up2 = nn.ConvTranspose2d(6, 4, 2, stride=1, groups=2, dilation=2)
+        self.up3 = nn.ConvTranspose1d(4, 2, 3, stride=3)
+        self.fc = nn.Linear(2 * 180, 8)
+
+    def forward(self, x):
+        h = torch.tanh(self.up1(x))          # [N, 6, 8, 8]
+        h = torch.tanh(self.up2(h))          # [N, 4, 10, 10]
+        h = self.up3(h.flatten(2)[:, :, :60])  # [N, 2, 180]
+        return self.fc(h.flatten(1))
+
+
+def build_deconv():
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    model = DeconvNet()
+    inputs = {"x": torch.randn(4, 3, 4, 4, generator=gen)}
+    return model.eval(), inputs, ["y"]
+
+
 def build_resnet18():
     """torchvision's ResNet-18 (11.2M parameters, 20 batch norms) with 10
     classes, on 2 images of 3x64x64, in training mode. Not 32x32: there
@@ -664,6 +691,7 @@ MODELS = {
     "norms": build_norms,
     "einsum": build_einsum,
     "stats": build_stats,
+    "deconv": build_deconv,
     "gpt": build_gpt,
     "gpt_buffer": lambda: build_gpt(mask="buffer"),
     "gpt_tril": lambda: build_gpt(mask="tril"),
