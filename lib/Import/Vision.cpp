@@ -128,22 +128,29 @@ LogicalResult expectFloatInputs(NodeImporter &n) {
   return success();
 }
 
+/// The spatial kernel of a convolution's weight (its dims after the first
+/// two), checking that the weight has the input's rank.
+FailureOr<llvm::ArrayRef<int64_t>> convKernel(NodeImporter &n) {
+  RankedTensorType x = n.inputType(0), wt = n.inputType(1);
+  if (wt.getRank() != x.getRank())
+    return n.fail("weight of rank " + std::to_string(wt.getRank()) +
+                  " for an input of rank " + std::to_string(x.getRank()));
+  return wt.getShape().drop_front(std::min<int64_t>(2, wt.getRank()));
+}
+
 LogicalResult convertConv(NodeImporter &n) {
   if (failed(n.expectInputs(2, 3)) ||
       failed(n.expectAttrs({"auto_pad", "dilations", "group", "kernel_shape",
                             "pads", "strides"})) ||
       failed(expectFloatInputs(n)))
     return failure();
-  RankedTensorType x = n.inputType(0), wt = n.inputType(1);
-  if (wt.getRank() != x.getRank())
-    return n.fail("weight of rank " + std::to_string(wt.getRank()) +
-                  " for an input of rank " + std::to_string(x.getRank()));
-  llvm::ArrayRef<int64_t> kernel =
-      wt.getShape().drop_front(std::min<int64_t>(2, wt.getRank()));
+  auto kernel = convKernel(n);
+  if (failed(kernel))
+    return failure();
   if (auto ks = n.intsAttr("kernel_shape");
-      ks && llvm::ArrayRef<int64_t>(*ks) != kernel)
+      ks && llvm::ArrayRef<int64_t>(*ks) != *kernel)
     return n.fail("kernel_shape disagrees with the weight's shape");
-  auto w = readWindow(n, x, kernel, false);
+  auto w = readWindow(n, n.inputType(0), *kernel, false);
   if (failed(w))
     return failure();
   auto input = as2d(n, n.input(0)), weight = as2d(n, n.input(1));
@@ -177,11 +184,10 @@ LogicalResult convertConvTranspose(NodeImporter &n) {
   if (autoPad == "VALID")
     autoPad = "NOTSET"; // zero pads, as readWindow reads them
   RankedTensorType x = n.inputType(0), wt = n.inputType(1);
-  if (wt.getRank() != x.getRank())
-    return n.fail("weight of rank " + std::to_string(wt.getRank()) +
-                  " for an input of rank " + std::to_string(x.getRank()));
-  llvm::ArrayRef<int64_t> kernel =
-      wt.getShape().drop_front(std::min<int64_t>(2, wt.getRank()));
+  auto kernelOr = convKernel(n);
+  if (failed(kernelOr))
+    return failure();
+  llvm::ArrayRef<int64_t> kernel = *kernelOr;
   auto w = readWindow(n, x, kernel, false);
   if (failed(w))
     return failure();

@@ -55,6 +55,16 @@ class MLP(nn.Module):
 # ------------------------------------------------------------------ Activations
 
 
+def _build_plain(cls, x_shape):
+    """`cls()` from SEED, in eval mode (no dropout or batch norm to switch),
+    with one input `x` ~ N(0, 1) of `x_shape` and one output `y`."""
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    model = cls()
+    inputs = {"x": torch.randn(*x_shape, generator=gen)}
+    return model.eval(), inputs, ["y"]
+
+
 class Activations(nn.Module):
     """Every activation the exporters write as an ONNX op of its own
     (LeakyRelu, Elu, Selu, Celu, PRelu, Softplus, Softsign, Mish,
@@ -83,11 +93,7 @@ class Activations(nn.Module):
 
 
 def build_acts():
-    torch.manual_seed(SEED)
-    gen = torch.Generator().manual_seed(SEED + 1)
-    model = Activations()
-    inputs = {"x": torch.randn(4, 12, generator=gen)}
-    return model.eval(), inputs, ["y"]
+    return _build_plain(Activations, (4, 12))
 
 
 class EinsumNet(nn.Module):
@@ -116,11 +122,7 @@ class EinsumNet(nn.Module):
 
 
 def build_einsum():
-    torch.manual_seed(SEED)
-    gen = torch.Generator().manual_seed(SEED + 1)
-    model = EinsumNet()
-    inputs = {"x": torch.randn(4, 12, generator=gen)}
-    return model.eval(), inputs, ["y"]
+    return _build_plain(EinsumNet, (4, 12))
 
 
 class StatsNet(nn.Module):
@@ -143,11 +145,7 @@ class StatsNet(nn.Module):
 
 
 def build_stats():
-    torch.manual_seed(SEED)
-    gen = torch.Generator().manual_seed(SEED + 1)
-    model = StatsNet()
-    inputs = {"x": torch.randn(4, 16, generator=gen)}
-    return model.eval(), inputs, ["y"]
+    return _build_plain(StatsNet, (4, 16))
 
 
 # ---------------------------------------------------------------------- TinyGPT
@@ -488,11 +486,7 @@ class DeconvNet(nn.Module):
 
 
 def build_deconv():
-    torch.manual_seed(SEED)
-    gen = torch.Generator().manual_seed(SEED + 1)
-    model = DeconvNet()
-    inputs = {"x": torch.randn(4, 3, 4, 4, generator=gen)}
-    return model.eval(), inputs, ["y"]
+    return _build_plain(DeconvNet, (4, 3, 4, 4))
 
 
 def build_resnet18():
