@@ -139,8 +139,7 @@ LogicalResult convertPRelu(NodeImporter &n) {
   if (failed(expect(n, 2, {})))
     return failure();
   Builder b(n);
-  return b.finish(
-      b.where(b.gt(b.x, b.c(0.0)), b.x, b.mul(b.x, n.input(1))));
+  return b.finish(b.where(b.gt(b.x, b.c(0.0)), b.x, b.mul(b.x, n.input(1))));
 }
 
 LogicalResult convertThresholdedRelu(NodeImporter &n) {

@@ -21,6 +21,7 @@
 #include "tcc/TccOps.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -74,14 +75,18 @@ FailureOr<std::vector<int>> Einsum::parseTerm(llvm::StringRef text, int rank,
                                               int ellipsisRank) {
   std::vector<int> labels;
   size_t dots = text.find("...");
-  if (dots != llvm::StringRef::npos && text.find("...", dots + 3) != llvm::StringRef::npos)
+  if (dots != llvm::StringRef::npos &&
+      text.find("...", dots + 3) != llvm::StringRef::npos)
     return n.fail("the equation has '...' twice in one term");
   int letters = 0;
   for (char ch : text)
     letters += std::isalpha(static_cast<unsigned char>(ch)) ? 1 : 0;
-  int ell = dots == llvm::StringRef::npos ? 0 : (rank < 0 ? ellipsisRank : rank - letters);
+  int ell = dots == llvm::StringRef::npos
+                ? 0
+                : (rank < 0 ? ellipsisRank : rank - letters);
   if (ell < 0)
-    return n.fail("term '" + text.str() + "' has more labels than its operand's " +
+    return n.fail("term '" + text.str() +
+                  "' has more labels than its operand's " +
                   std::to_string(rank) + " dims");
   for (size_t i = 0; i < text.size(); ++i) {
     char ch = text[i];
@@ -141,9 +146,9 @@ LogicalResult Einsum::parse(const std::string &raw) {
       int64_t s = type.getDimSize(int64_t(d));
       auto [it, fresh] = size.emplace(l, s);
       if (!fresh && it->second != s)
-        return n.unsupported(
-            "a label of sizes " + std::to_string(it->second) + " and " +
-            std::to_string(s) + " (einsum's size-1 broadcasting)");
+        return n.unsupported("a label of sizes " + std::to_string(it->second) +
+                             " and " + std::to_string(s) +
+                             " (einsum's size-1 broadcasting)");
       ++count[l];
     }
     terms.push_back({*labels, n.input(int(i))});

@@ -1,4 +1,4 @@
-//===- zero_session.cpp - a session's ZeRO-1 shards ------------------------===//
+//===- zero_session.cpp - a session's ZeRO-1 shards ---------------------===//
 
 #include "exec/zero_session.h"
 

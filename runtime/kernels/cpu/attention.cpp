@@ -37,9 +37,9 @@ int64_t queryBlock(bool causal, int64_t tq) {
 /// P (rows x w, rows i0 .. i0 + rows - 1, keys 0 .. w - 1) = softmax(scale
 /// * q k^T + mask) of one (batch b, head) pair; hidden keys (causal j > i,
 /// keep[j] == 0) are -inf before the softmax. `q` points to row i0.
-void probs(const float *q, const float *k, int64_t i0, int64_t rows,
-           int64_t w, int64_t tk, int64_t d, double scale, bool causal,
-           KeyMask mask, int64_t b, float *p) {
+void probs(const float *q, const float *k, int64_t i0, int64_t rows, int64_t w,
+           int64_t tk, int64_t d, double scale, bool causal, KeyMask mask,
+           int64_t b, float *p) {
   gemm(false, true, 1, rows, w, d, static_cast<float>(scale), q, 0, k, 0, 0.0f,
        p, 0);
   const float inf = std::numeric_limits<float>::infinity();
@@ -76,10 +76,10 @@ void headFwd(const float *q, const float *k, const float *v, float *out,
 
 /// One (batch, head) pair backward; `p` and `ds` are tq x tk scratch.
 /// dK and dV sum over the query blocks.
-void headBwd(const float *qp, const float *kp, const float *vp,
-             const float *gp, float *dq, float *dk, float *dv, int64_t tq,
-             int64_t tk, int64_t d, int64_t dvDim, double scale, bool causal,
-             KeyMask mask, int64_t b, float *p, float *ds) {
+void headBwd(const float *qp, const float *kp, const float *vp, const float *gp,
+             float *dq, float *dk, float *dv, int64_t tq, int64_t tk, int64_t d,
+             int64_t dvDim, double scale, bool causal, KeyMask mask, int64_t b,
+             float *p, float *ds) {
   int64_t block = queryBlock(causal, tq);
   std::fill_n(dk, tk * d, 0.0f);
   std::fill_n(dv, tk * dvDim, 0.0f);
@@ -100,8 +100,7 @@ void headBwd(const float *qp, const float *kp, const float *vp,
       for (int64_t j = 0; j < w; ++j)
         sr[j] = s * (pr[j] * (sr[j] - f));
     }
-    gemm(false, false, 1, rows, d, w, 1.0f, ds, 0, kp, 0, 0.0f, dq + i0 * d,
-         0);
+    gemm(false, false, 1, rows, d, w, 1.0f, ds, 0, kp, 0, 0.0f, dq + i0 * d, 0);
     gemm(true, false, 1, w, d, rows, 1.0f, ds, 0, q, 0, 1.0f, dk, 0);
     gemm(true, false, 1, w, dvDim, rows, 1.0f, p, 0, g, 0, 1.0f, dv, 0);
   }
@@ -203,7 +202,8 @@ void attention_bwd(const float *q, const float *k, const float *v,
         headBwd(qs.data(), ks.data(), vs.data(), gs.data(), dqs.data(),
                 dks.data(), dvs.data(), len, len, d, dvDim, scale, causal, {},
                 0, p.data(), ds.data());
-        pk.scatter(dqs.data(), s, h, d, dq), pk.scatter(dks.data(), s, h, d, dk);
+        pk.scatter(dqs.data(), s, h, d, dq),
+            pk.scatter(dks.data(), s, h, d, dk);
         pk.scatter(dvs.data(), s, h, dvDim, dv);
       }
     });

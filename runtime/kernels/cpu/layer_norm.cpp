@@ -26,7 +26,8 @@ constexpr int kRows = 4;
 
 /// Rows per pool chunk: at least ~16K elements.
 int64_t rowChunk(int64_t len) {
-  return std::max<int64_t>(kRows, (int64_t(1) << 14) / std::max<int64_t>(1, len));
+  return std::max<int64_t>(kRows,
+                           (int64_t(1) << 14) / std::max<int64_t>(1, len));
 }
 
 /// Two-pass mean and rstd of rows x[i * len, (i + 1) * len), i < R: the
@@ -79,18 +80,18 @@ void fwdRows(const float *x, const float *scale, const float *bias, float *y,
 }
 
 /// xhat = (x - mu) * rs and dxhat = dy * scale of one row, in double.
-TCC_CPU_CLONES void rowTerms(const float *x, const float *g,
-                             const float *scale, double mu, double rs,
-                             double *xhat, double *dxhat, int64_t len) {
+TCC_CPU_CLONES void rowTerms(const float *x, const float *g, const float *scale,
+                             double mu, double rs, double *xhat, double *dxhat,
+                             int64_t len) {
   for (int64_t j = 0; j < len; ++j) {
     xhat[j] = (x[j] - mu) * rs;
     dxhat[j] = static_cast<double>(g[j]) * (scale ? scale[j] : 1.0);
   }
 }
 
-TCC_CPU_CLONES void rowGrad(const double *xhat, const double *dxhat,
-                            double rs, double meanDxhat, double meanDxhatXhat,
-                            float *dx, int64_t len) {
+TCC_CPU_CLONES void rowGrad(const double *xhat, const double *dxhat, double rs,
+                            double meanDxhat, double meanDxhatXhat, float *dx,
+                            int64_t len) {
   for (int64_t j = 0; j < len; ++j)
     dx[j] = static_cast<float>(
         rs * (dxhat[j] - meanDxhat - xhat[j] * meanDxhatXhat));
@@ -104,8 +105,8 @@ void bwdRows(const float *x, const float *scale, const float *dy,
              int64_t len, double *work) {
   double *xhat = work, *dxhat = work + R * len;
   for (int i = 0; i < R; ++i)
-    rowTerms(x + (r + i) * len, dy + (r + i) * len, scale, mu[r + i],
-             rs[r + i], xhat + i * len, dxhat + i * len, len);
+    rowTerms(x + (r + i) * len, dy + (r + i) * len, scale, mu[r + i], rs[r + i],
+             xhat + i * len, dxhat + i * len, len);
   double a[R] = {}, b[R] = {};
   for (int64_t j = 0; j < len; ++j)
     for (int i = 0; i < R; ++i) {
@@ -113,16 +114,16 @@ void bwdRows(const float *x, const float *scale, const float *dy,
       b[i] += dxhat[i * len + j] * xhat[i * len + j];
     }
   for (int i = 0; i < R; ++i)
-    rowGrad(xhat + i * len, dxhat + i * len, rs[r + i], a[i] / len,
-            b[i] / len, dx + (r + i) * len, len);
+    rowGrad(xhat + i * len, dxhat + i * len, rs[r + i], a[i] / len, b[i] / len,
+            dx + (r + i) * len, len);
 }
 
 /// Columns [j0, j1) of the scale and bias gradients: sums over every row,
 /// in row order.
 TCC_CPU_CLONES void columnSums(const float *x, const float *dy,
-                               const double *mu, const double *rs,
-                               int64_t rows, int64_t len, int64_t j0,
-                               int64_t j1, double *dScale, double *dBias) {
+                               const double *mu, const double *rs, int64_t rows,
+                               int64_t len, int64_t j0, int64_t j1,
+                               double *dScale, double *dBias) {
   for (int64_t r = 0; r < rows; ++r) {
     const float *xr = x + r * len, *g = dy + r * len;
     for (int64_t j = j0; j < j1; ++j) {
@@ -173,14 +174,14 @@ void layer_norm_bwd(const float *x, const float *scale, const float *dy,
         bwdRows<kRows>(x, scale, dy, mu.data(), rs.data(), dx, r, len,
                        work.data());
       else
-        bwdRows<1>(x, scale, dy, mu.data(), rs.data(), dx, r, len,
-                   work.data());
+        bwdRows<1>(x, scale, dy, mu.data(), rs.data(), dx, r, len, work.data());
       r += n;
     }
   });
   if (!dscale && !dbias)
     return;
-  std::vector<double> dScale(dscale ? len : 0, 0.0), dBias(dbias ? len : 0, 0.0);
+  std::vector<double> dScale(dscale ? len : 0, 0.0),
+      dBias(dbias ? len : 0, 0.0);
   // Column ranges of at least 64, whole cache lines of the float rows.
   parallel_for(len, 64, [&](int64_t j0, int64_t j1) {
     columnSums(x, dy, mu.data(), rs.data(), rows, len, j0, j1,
