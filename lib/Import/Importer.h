@@ -255,6 +255,7 @@ void registerConstantConverters(ConverterTable &table);
 void registerElementwiseConverters(ConverterTable &table);
 void registerActivationConverters(ConverterTable &table);
 void registerEinsumConverter(ConverterTable &table);
+void registerRecurrentConverters(ConverterTable &table);
 void registerShapeConverters(ConverterTable &table);
 void registerSliceGatherConverters(ConverterTable &table);
 void registerReduceConverters(ConverterTable &table);

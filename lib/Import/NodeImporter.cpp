@@ -355,6 +355,7 @@ const ConverterTable &converterTable() {
     registerElementwiseConverters(t);
     registerActivationConverters(t);
     registerEinsumConverter(t);
+    registerRecurrentConverters(t);
     registerShapeConverters(t);
     registerSliceGatherConverters(t);
     registerReduceConverters(t);

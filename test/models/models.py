@@ -489,6 +489,29 @@ def build_deconv():
     return _build_plain(DeconvNet, (4, 3, 4, 4))
 
 
+class RNNNet(nn.Module):
+    """Recurrent layers as sequence models stack them: a 2-layer
+    bidirectional LSTM, a GRU and an Elman RNN, all batch_first, then a
+    linear head per time step (cross-entropy over the steps)."""
+
+    def __init__(self, d_in=8, classes=20):
+        super().__init__()
+        self.lstm = nn.LSTM(d_in, 6, num_layers=2, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(12, 5, batch_first=True)
+        self.rnn = nn.RNN(5, 4, batch_first=True)
+        self.head = nn.Linear(4, classes)
+
+    def forward(self, x):
+        h = self.lstm(x)[0]
+        h = self.gru(h)[0]
+        h = self.rnn(h)[0]
+        return self.head(h)
+
+
+def build_rnn():
+    return _build_plain(RNNNet, (3, 5, 8))
+
+
 def build_resnet18():
     """torchvision's ResNet-18 (11.2M parameters, 20 batch norms) with 10
     classes, on 2 images of 3x64x64, in training mode. Not 32x32: there
@@ -686,6 +709,7 @@ MODELS = {
     "einsum": build_einsum,
     "stats": build_stats,
     "deconv": build_deconv,
+    "rnn": build_rnn,
     "gpt": build_gpt,
     "gpt_buffer": lambda: build_gpt(mask="buffer"),
     "gpt_tril": lambda: build_gpt(mask="tril"),
