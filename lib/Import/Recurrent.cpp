@@ -12,8 +12,9 @@
 // Supported: layout 0 and 1, directions forward / reverse / bidirectional,
 // initial_h / initial_c, LSTM peepholes, GRU's linear_before_reset either
 // way, the default activations. Refused as unsupported: other activations,
-// `clip`, `input_forget`, a sequence_lens that is not a constant equal to
-// the sequence length for every sample (variable lengths).
+// `clip`, `input_forget`, a sequence_lens that is not the sequence length
+// for every sample (variable lengths); one only known at run time is an
+// error, as a shape computed at run time is.
 //
 //===----------------------------------------------------------------------===//
 
@@ -224,8 +225,7 @@ LogicalResult Rnn::run() {
   if (n.hasInput(4)) {
     DenseElementsAttr lens = n.constantInput(4);
     if (!lens)
-      return n.unsupported("sequence_lens computed at run time (variable "
-                           "lengths)");
+      return n.notConstant(4, "sequence_lens (every sample's length)");
     for (llvm::APInt v : lens.getValues<llvm::APInt>())
       if (v.getSExtValue() != T)
         return n.unsupported("sequence_lens other than the sequence length " +
