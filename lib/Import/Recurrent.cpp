@@ -152,11 +152,15 @@ void Rnn::direction(int64_t d, Value x2d, llvm::SmallVectorImpl<Value> &ys,
   bool reverse = n.attr("direction") &&
                  (n.attr("direction")->s() == "reverse" ||
                   (n.attr("direction")->s() == "bidirectional" && d == 1));
+  // GRU without linear_before_reset multiplies r (.) h by R_h, not h: the
+  // per-step product by R^T then needs the z and r rows only.
+  Value rStep = lbr || kind != Gru ? r : slice(r, 0, 0, 2 * H);
+  Value rh = lbr || kind != Gru ? Value() : slice(r, 0, 2 * H, 3 * H);
   ys.assign(size_t(T), Value());
   for (int64_t k = 0; k < T && !failedAny; ++k) {
     int64_t t = reverse ? T - 1 - k : k;
     Value xt = reshape(slice(xw, 0, t, t + 1), {B, G * H});
-    Value hr = op<MatmulOp>(h, r, false, true); // [B, G*H]
+    Value hr = op<MatmulOp>(h, rStep, false, true); // [B, G*H or 2H]
     auto gate = [&](Value v, int64_t g) {
       return slice(v, 1, g * H, (g + 1) * H);
     };
@@ -187,7 +191,6 @@ void Rnn::direction(int64_t d, Value x2d, llvm::SmallVectorImpl<Value> &ys,
           rec = add(rec, slice(rb, 0, 2 * H, 3 * H));
         hh = tanh(add(gate(xt, 2), mul(rg, rec)));
       } else {
-        Value rh = slice(r, 0, 2 * H, 3 * H); // [H, H]
         hh = tanh(add(gate(xt, 2), op<MatmulOp>(mul(rg, h), rh, false, true)));
       }
       Value one = n.scalar(elem, 1.0);
