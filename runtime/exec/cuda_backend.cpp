@@ -31,7 +31,9 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <string>
 #include <type_traits>
+#include <unordered_map>
 
 namespace tcc::rt {
 
@@ -250,6 +252,7 @@ private:
     CUfunction kernel = nullptr; ///< kernel steps
     int64_t outputsPerBlock = 0, blockThreads = 0; ///< launch shape (plan)
     int64_t rowSlices = 1; ///< grid.y (plan); > 1: reads kernelScratch
+    size_t scratchOffset = 0; ///< its kernel's area of kernelScratch
     const void *inputs = nullptr; ///< device array of device pointers
     CallPlan call;               ///< call steps
   };
@@ -274,11 +277,14 @@ private:
   int64_t *errorWords = nullptr; // device
   void *workspace = nullptr;     // device
   size_t workspaceBytes = 0;
-  /// The kernels' workspace (plan "workspace_bytes", the largest; zeroed
-  /// once: the kernels leave their counters at 0), after a kernel's inputs
-  /// in its argument array. Kernels run one at a time on the stream.
+  /// The kernels' workspace: an area per kernel symbol (plan
+  /// "workspace_bytes"), after a kernel's inputs in its argument array.
+  /// Zeroed once: a kernel leaves its counters at 0 for its next launch,
+  /// so no other kernel may write its area (another's partial sums there
+  /// would leave its counters at garbage, and its outputs unwritten).
   uint8_t *kernelScratch = nullptr; // device
   size_t kernelScratchBytes = 0;
+  std::unordered_map<std::string, size_t> scratchAreas; ///< symbol -> offset
   int64_t hostStep = 0;
   /// With an NCCL communicator: the collectives' group, and per function
   /// which steps read a collective's result (they wait for it).
@@ -456,8 +462,13 @@ void CudaBackend::init(const SessionOptions &options) {
           sp.outputsPerBlock = k->outputsPerBlock;
           sp.blockThreads = k->blockThreads;
           sp.rowSlices = k->rowSlices;
-          kernelScratchBytes =
-              std::max(kernelScratchBytes, size_t(k->workspaceBytes));
+          if (k->workspaceBytes > 0) {
+            auto [at, fresh] =
+                scratchAreas.try_emplace(step.symbol, kernelScratchBytes);
+            if (fresh)
+              kernelScratchBytes += (size_t(k->workspaceBytes) + 255) & ~size_t(255);
+            sp.scratchOffset = at->second;
+          }
         }
         continue;
       }
@@ -660,7 +671,7 @@ void CudaBackend::prepare(const Bindings &b) {
       for (int64_t v : step.inputs)
         table.push_back(b.functions[f].ptrs[v]);
       if (plans[f].steps[s].rowSlices > 1)
-        table.push_back(kernelScratch);
+        table.push_back(kernelScratch + plans[f].steps[s].scratchOffset);
     }
   }
   if (table.empty())
