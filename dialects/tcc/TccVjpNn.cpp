@@ -75,6 +75,38 @@ std::pair<Product, Product> contractionGrads(Value a, Value b, Value g, bool ta,
 }
 } // namespace
 
+/// The gradient of a matrix `rhs` broadcast over the batch dims of an
+/// untransposed `lhs` [..., M, K] (x @ W with x of rank >= 3): the sum over
+/// the batch of lhs_b^T g_b (or g_b^T lhs_b for a transposed rhs) is one
+/// product over all the rows, [B*M, K]^T @ [B*M, N], instead of a batched
+/// product [B, K, N] and a reduction over B: one GEMM, no B x K x N
+/// temporary, no reduction kernel (PyTorch's weight gradient is that GEMM
+/// too). Null when the shapes are not of that form.
+static Value flattenedWeightGrad(OpBuilder &b, Location loc, Value lhs,
+                                 Value rhs, Value g, bool tl, bool tr) {
+  auto lt = tensorTypeOf(lhs), rt = tensorTypeOf(rhs), gt = tensorTypeOf(g);
+  if (tl || rt.getRank() != 2 || lt.getRank() < 3 ||
+      lt.getRank() != gt.getRank() || !lt.hasStaticShape() ||
+      !gt.hasStaticShape())
+    return Value();
+  int64_t rows = 1;
+  for (int64_t i = 0; i + 2 < lt.getRank(); ++i) {
+    if (lt.getDimSize(i) != gt.getDimSize(i))
+      return Value();
+    rows *= lt.getDimSize(i);
+  }
+  rows *= lt.getDimSize(lt.getRank() - 2);
+  auto flat = [&](Value v, RankedTensorType t) -> Value {
+    return ReshapeOp::create(
+        b, loc, RankedTensorType::get({rows, t.getShape().back()}, t.getElementType()),
+        v);
+  };
+  Value x = flat(lhs, lt), y = flat(g, gt);
+  // dW = X^T G ([K, N]); of a transposed W, G^T X ([N, K]).
+  return tr ? MatmulOp::create(b, loc, y, x, true, false).getResult()
+            : MatmulOp::create(b, loc, x, y, true, false).getResult();
+}
+
 LogicalResult MatmulOp::buildVjp(OpBuilder &b, ValueRange resultGrads,
                                  SmallVectorImpl<Value> &operandGrads) {
   auto [da, db] = contractionGrads(getLhs(), getRhs(), resultGrads[0],
@@ -85,6 +117,13 @@ LogicalResult MatmulOp::buildVjp(OpBuilder &b, ValueRange resultGrads,
       operandGrads.push_back(Value());
       continue;
     }
+    if (operand == getRhs() && operand != getLhs())
+      if (Value dw = flattenedWeightGrad(b, getLoc(), getLhs(), getRhs(),
+                                         resultGrads[0], getTransposeLhs(),
+                                         getTransposeRhs())) {
+        operandGrads.push_back(dw);
+        continue;
+      }
     // The product has the full broadcast batch dims; an operand that was
     // broadcast over some of them gets their sum.
     Value full = MatmulOp::create(b, getLoc(), p.x, p.y, p.tx, p.ty);

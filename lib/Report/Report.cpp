@@ -321,7 +321,8 @@ static void writeTimeline(llvm::raw_ostream &os, const BufferLiveness &live,
   }
   os << "<line x1=\"" << f(left) << "\" x2=\"" << f(left + plotW) << "\" y1=\""
      << f(y(arenaBytes)) << "\" y2=\"" << f(y(arenaBytes))
-     << "\" stroke=\"#c00\" stroke-dasharray=\"6,3\"/>\n";
+     // 2 px wide: a full pixel row at any fractional height.
+     << "\" stroke=\"#c00\" stroke-width=\"2\" stroke-dasharray=\"6,3\"/>\n";
   os << "<line x1=\"" << f(x(peak.op + 0.5)) << "\" x2=\""
      << f(x(peak.op + 0.5)) << "\" y1=\"" << f(top) << "\" y2=\""
      << f(top + plotH) << "\" stroke=\"#000\" stroke-dasharray=\"2,3\"/>\n";
@@ -334,7 +335,7 @@ static void writeTimeline(llvm::raw_ostream &os, const BufferLiveness &live,
   };
   entry(("<line x1=\"" + num(lx) + "\" x2=\"" + num(lx + 18) + "\" y1=\"" +
          num(ly) + "\" y2=\"" + num(ly) +
-         "\" stroke=\"#c00\" stroke-dasharray=\"6,3\"/>"),
+         "\" stroke=\"#c00\" stroke-width=\"2\" stroke-dasharray=\"6,3\"/>"),
         "arena " + humanBytes(arenaBytes));
   entry(("<line x1=\"" + num(lx + 9) + "\" x2=\"" + num(lx + 9) + "\" y1=\"" +
          num(ly - 7) + "\" y2=\"" + num(ly + 7) +

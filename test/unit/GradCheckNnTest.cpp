@@ -117,10 +117,29 @@ std::vector<GradCase> contractionCases() {
                            ", tensor<5xf32>) -> tensor<3x5xf32>",
                        {3, 5}});
     }
+  // A matrix rhs broadcast over the lhs's batch: its gradient is one
+  // product over all the lhs rows (flattenedWeightGrad), plain, transposed,
+  // and over two batch dims; a transposed lhs takes the per-batch product
+  // and its sum.
   cases.push_back({"MatmulRank2Rhs",
                    {{{2, 3, 4}}, {{4, 5}}},
                    "  %y = tcc.matmul %a0, %a1 : (tensor<2x3x4xf32>, "
                    "tensor<4x5xf32>) -> tensor<2x3x5xf32>",
+                   {2, 3, 5}});
+  cases.push_back({"MatmulRank2RhsT",
+                   {{{2, 3, 4}}, {{5, 4}}},
+                   "  %y = tcc.matmul %a0, %a1 {transpose_rhs = true} : "
+                   "(tensor<2x3x4xf32>, tensor<5x4xf32>) -> tensor<2x3x5xf32>",
+                   {2, 3, 5}});
+  cases.push_back({"MatmulRank2RhsTwoBatchDims",
+                   {{{2, 2, 3, 4}}, {{4, 5}}},
+                   "  %y = tcc.matmul %a0, %a1 : (tensor<2x2x3x4xf32>, "
+                   "tensor<4x5xf32>) -> tensor<2x2x3x5xf32>",
+                   {2, 2, 3, 5}});
+  cases.push_back({"MatmulRank2RhsLhsT",
+                   {{{2, 4, 3}}, {{4, 5}}},
+                   "  %y = tcc.matmul %a0, %a1 {transpose_lhs = true} : "
+                   "(tensor<2x4x3xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>",
                    {2, 3, 5}});
   for (const char *c : {"3x1", "3x5", "1x1"}) {
     std::vector<int64_t> shape = {c[0] - '0', c[2] - '0'};

@@ -5,8 +5,7 @@
 
 The page rendered (not a blank or error page): the PNG has the window's
 size, and the memory timeline drew its buffers in the legend's colours —
-the two layers holding the most bytes at the peak (/h.0/mlp/c_fc in the
-first palette colour, /h.1/mlp/c_fc in the second) cover large areas —
+the layers in the first two palette colours cover large areas —
 and the arena line (#cc0000) is drawn across the plot.
 """
 import sys
