@@ -2,7 +2,9 @@
 // arithmetic of today's exports (transformers' mask construction writes
 // CumSum and GatherND over aranges; token_type_ids are a GatherElements of a
 // buffer; torch.var's element count is a ReduceProd of a shape). Every input must be known when the model is imported; otherwise
-// the op is unsupported, naming the input computed at run time.
+// the op is unsupported, naming the input computed at run time. CumSum
+// alone also runs on values known at run time (position ids counted from
+// an attention mask), composed of tcc ops.
 #include "ConstFold.h"
 #include "Importer.h"
 
@@ -34,12 +36,77 @@ FailureOr<llvm::SmallVector<Lit>> constantInputs(NodeImporter &n) {
   return lits;
 }
 
+/// The longest axis a run-time CumSum sums along: it is composed of an
+/// n x n triangle per line (below).
+constexpr int64_t kMaxRuntimeCumSum = 4096;
+
+/// CumSum of an x known only at run time, along a constant axis of n:
+/// y[..., i, ...] = sum over k of x[..., k, ...] * T[k, i], T the n x n
+/// triangle of 0 and 1 saying which k count for i (k <= i; k < i when
+/// exclusive; reversed, k >= i or k > i): x with a unit axis after its
+/// axis, times T, summed over the axis. Integers stay integers (exact);
+/// floats differentiate through the product and the sum, and the sum is
+/// an fp32 reduce_sum under --precision bf16/fp16 (as autocast's fp32
+/// cumsum). One fused reduction in the generated code.
+LogicalResult runtimeCumSum(NodeImporter &n) {
+  auto axisInput = n.intsInput(1, "axis");
+  if (failed(axisInput))
+    return failure();
+  if (axisInput->size() != 1)
+    return n.fail("axis must hold one value");
+  RankedTensorType type = n.inputType(0);
+  if (!type.hasStaticShape())
+    return n.unsupported("input 0 has a dynamic shape");
+  int64_t rank = type.getRank();
+  auto axis = n.normalizeAxis((*axisInput)[0], rank, "axis");
+  if (failed(axis))
+    return failure();
+  const int64_t len = type.getDimSize(*axis);
+  if (len > kMaxRuntimeCumSum)
+    return n.unsupported("a CumSum computed at run time along an axis of " +
+                         std::to_string(len) + " elements (at most " +
+                         std::to_string(kMaxRuntimeCumSum) + ")");
+  const bool exclusive = n.intAttr("exclusive", 0) != 0;
+  const bool reverse = n.intAttr("reverse", 0) != 0;
+  Type elem = type.getElementType();
+  // x as [..., n, 1, ...] against T as [n, n] placed at (axis, axis + 1).
+  llvm::SmallVector<int64_t> column(type.getShape()), triangle(rank + 1, 1);
+  column.insert(column.begin() + *axis + 1, 1);
+  triangle[*axis] = len;
+  triangle[*axis + 1] = len;
+  auto x = n.reshape(n.input(0), column);
+  if (failed(x))
+    return failure();
+  llvm::SmallVector<Attribute> ones;
+  ones.reserve(size_t(len * len));
+  for (int64_t k = 0; k < len; ++k)
+    for (int64_t i = 0; i < len; ++i) {
+      bool counts = reverse ? (exclusive ? k > i : k >= i)
+                            : (exclusive ? k < i : k <= i);
+      ones.push_back(isa<FloatType>(elem)
+                         ? Attribute(FloatAttr::get(elem, counts ? 1.0 : 0.0))
+                         : Attribute(IntegerAttr::get(elem, counts ? 1 : 0)));
+    }
+  Value t = n.constant(
+      DenseElementsAttr::get(RankedTensorType::get(triangle, elem), ones));
+  auto terms = n.create<MulOp>(*x, t);
+  if (failed(terms))
+    return failure();
+  auto sums = n.create<ReduceSumOp>(*terms, llvm::ArrayRef<int64_t>{*axis},
+                                    false);
+  if (failed(sums))
+    return failure();
+  return n.setOutput(0, *sums);
+}
+
 /// CumSum(x, axis): running sums along one axis; exclusive leaves out the
 /// element itself, reverse runs from the end.
 LogicalResult convertCumSum(NodeImporter &n) {
   if (failed(n.expectInputs(2, 2)) ||
       failed(n.expectAttrs({"exclusive", "reverse"})))
     return failure();
+  if (!n.constantInput(0))
+    return runtimeCumSum(n);
   auto lits = constantInputs(n);
   if (failed(lits))
     return failure();

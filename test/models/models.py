@@ -125,6 +125,32 @@ def build_einsum():
     return _build_plain(EinsumNet, (4, 12))
 
 
+class CumSumNet(nn.Module):
+    """torch.cumsum on values computed at run time: position ids counted
+    from a mask made of the input (int64, the way transformers counts
+    positions from an attention mask) and read through an embedding, and
+    running sums of activations along a middle and the last axis (their
+    gradients flow back through fc1)."""
+
+    def __init__(self, d_in=12, d=8, d_out=5):
+        super().__init__()
+        self.fc1 = nn.Linear(d_in, 2 * d)
+        self.pos = nn.Embedding(d_in + 1, d_out)
+        self.fc = nn.Linear(4 * d, d_out)
+
+    def forward(self, x):
+        B = x.shape[0]
+        h = torch.tanh(self.fc1(x))
+        a = h.view(B, 2, -1).cumsum(dim=1).flatten(1)
+        c = torch.cumsum(h, dim=-1) / 4.0
+        pos = (x > 0).long().cumsum(-1)
+        return self.fc(torch.cat([a, c], 1)) + self.pos(pos).sum(1)
+
+
+def build_cumsum():
+    return _build_plain(CumSumNet, (4, 12))
+
+
 class StatsNet(nn.Module):
     """Statistics as ordinary code writes them: a hand-written
     standardisation with torch.std, torch.var, F.normalize, masked_fill and a
@@ -707,6 +733,7 @@ MODELS = {
     "acts": build_acts,
     "norms": build_norms,
     "einsum": build_einsum,
+    "cumsum": build_cumsum,
     "stats": build_stats,
     "deconv": build_deconv,
     "rnn": build_rnn,

@@ -230,7 +230,7 @@ def make_data(model_name, model, inputs, out_shape, loss, K):
             data["target"] = target
         elif kind == "mse":
             data[extra] = target
-    elif model_name in ("cnn", "resnet18", "acts", "norms", "einsum", "stats",
+    elif model_name in ("cnn", "resnet18", "acts", "norms", "einsum", "cumsum", "stats",
                         "deconv", "rnn"):
         data["x"] = torch.randn((K,) + tuple(inputs["x"].shape[1:]), generator=g)
     elif model_name == "upsample":  # labels: the generic ones below
