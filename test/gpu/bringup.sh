@@ -10,6 +10,8 @@
 #     memcheck    compute-sanitizer --tool memcheck over tcc-gpu-tests
 #     racecheck   compute-sanitizer --tool racecheck over the kernel tests
 #   phase 2, alone on the GPU
+#     attention   test/bench/attention_bench.cpp (this tree's kernels and
+#                 an A/B commit's) and attention_torch.py (PyTorch's sdpa)
 #     bench-fp32, bench-bf16   test/bench/gpt_bench.py --stage run, GPT-2
 #                 124M, PyTorch eager and torch.compile in the same run,
 #                 tcc-run --profile
@@ -132,6 +134,19 @@ fi
 
 if [[ " $PHASES " == *" 2 "* ]]; then
   TB=${TB:-150}
+  # The attention kernels alone at GPT-2's shape: this tree's, the A/B
+  # commit's (bundle.sh) and PyTorch's sdpa, one after the other.
+  if [[ -x build-bundle/bin/attention-bench ]]; then
+    {
+      timeout 60 "$BIN/attention-bench"
+      [[ -x build-bundle/bin/attention-bench-ab ]] &&
+        echo "A/B: the kernels of $(cat build-bundle/bin/attention-bench-ab.commit):" &&
+        timeout 60 build-bundle/bin/attention-bench-ab
+      timeout 90 python3 test/bench/attention_torch.py
+    } >"$OUTD/attention.log" 2>&1
+    stamp "attention-bench: exit $?"
+    grep -E "^attention|^A/B" "$OUTD/attention.log" | tee -a "$OUTD/summary.txt"
+  fi
   for p in ${BENCH_PRECISIONS:-fp32 bf16}; do
     extra=()
     [[ $p == fp32 ]] && extra=(--tf32)
