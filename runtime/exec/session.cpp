@@ -16,14 +16,15 @@
 // The session keeps its options (options.h): the backend takes the device,
 // stream and allocator; the communicator waits for the collectives.
 // Failures are thrown where they are found and become a status and
-// tcc_last_error() in guard() (guard.h); none escapes a C API function.
+// tcc_last_error() in guard() (session_state.h, over guard.h); none escapes
+// a C API function. The struct itself is in session_state.h, which
+// session_checkpoint.cpp (tcc_save_checkpoint, tcc_restore_checkpoint)
+// shares.
 //
 //===----------------------------------------------------------------------===//
 
 #include "api/tcc_runtime.h"
 
-#include "checkpoint/checkpoint.h"
-#include "checkpoint/compat.h"
 #include "data/half.h"
 #include "data/safetensors.h"
 #include "exec/artifact.h"
@@ -31,39 +32,39 @@
 #include "exec/dp.h"
 #include "exec/guard.h"
 #include "exec/options.h"
+#include "exec/session_state.h"
 #include "exec/zero_session.h"
 #include "plan/liveness.h"
 #include "plan/schedule.h"
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
-namespace fs = std::filesystem;
-using nlohmann::json;
 using tcc::data::Array;
 using tcc::data::DType;
 using namespace tcc::rt;
+using namespace tcc::rt::session;
 
 namespace {
 
 thread_local std::string lastErrorText;
 
-/// Runs `f`, turning any exception into a status and tcc_last_error().
-template <class F> tcc_status guard(F &&f) { return guarded(f, lastErrorText); }
+} // namespace
 
-std::string describe(const TensorDesc &t) {
+std::string &tcc::rt::session::lastError() { return lastErrorText; }
+
+std::string tcc::rt::session::describe(const TensorDesc &t) {
   return std::string(tcc::data::dtypeName(t.dtype)) + " " +
          shapeString(t.shape);
 }
+
+namespace {
 
 template <class T> void fillAs(std::vector<uint8_t> &bytes, T value) {
   for (size_t i = 0; i + sizeof(T) <= bytes.size(); i += sizeof(T))
@@ -105,58 +106,7 @@ std::vector<uint8_t> filled(const TensorDesc &t, double value) {
 
 } // namespace
 
-struct tcc_session {
-  SessionOptions options;
-  Artifact art;
-  std::unique_ptr<Backend> backend;
-  std::vector<Mem> params, optState, inputs, constants;
-  /// [param] its working copy (plan params[i].working); empty when none.
-  std::vector<Mem> working;
-  std::vector<bool> bound;
-  Mem arena, step;
-  int64_t stepsDone = 0;
-  /// [function] -> every value's address, poison ranges, result copies.
-  Bindings bindings;
-  /// [function][function input] -> session input.
-  std::vector<std::vector<size_t>> inputOf;
-  /// Input shapes as the data feed yields them (accum merged).
-  std::vector<std::vector<int64_t>> feedShapes;
-  std::string labelInput;
-  /// The loss's ignore_index (tcc_label_ignore_index).
-  int64_t labelIgnoreIndex = -100;
-  std::string written, restoredFrom;
-  /// Inference: forward's outputs (name, dtype, shape) and their results.
-  std::vector<TensorDesc> outputs;
-  std::vector<int64_t> outputValues;
-  /// Host copies of outputs that are not arena values (an input, parameter
-  /// or constant passed through), taken by tcc_forward; empty for the
-  /// others, which are read from the arena.
-  std::vector<std::vector<uint8_t>> outputCopies;
-  bool forwardDone = false;
-  /// Training: the metrics of train_step and eval_step (plan role
-  /// "metric"), each with its value from the last step that returned it.
-  std::vector<std::string> metricNames;
-  std::vector<double> metricValues;
-  /// ZeRO-1 (options.zeroStage with a communicator): this rank's shards;
-  /// null without.
-  std::unique_ptr<ZeroShards> zero;
-
-  Mem alloc(size_t bytes, const std::string &what) {
-    return {backend->allocate(bytes, what), bytes};
-  }
-  const std::vector<uint8_t *> &ptrs(size_t f) const {
-    return bindings.functions[f].ptrs;
-  }
-
-  size_t fnIndex(const char *name) const {
-    for (size_t f = 0; f < art.functions.size(); ++f)
-      if (art.functions[f].name == name)
-        return f;
-    return art.functions.size();
-  }
-};
-
-namespace {
+namespace tcc::rt::session {
 
 /// Optimizer state i as this session holds it: all of it, or this rank's
 /// slice.
@@ -181,6 +131,10 @@ void refreshWorking(tcc_session &s, size_t i, const void *master) {
   }
   s.backend->upload(s.working[i].data(), bits.data(), s.working[i].size());
 }
+
+} // namespace tcc::rt::session
+
+namespace {
 
 void open(tcc_session &s, const std::string &dir,
           const tcc_session_options *options) {
@@ -418,6 +372,10 @@ void needSession(const tcc_session *s) {
     fail(TCC_ERROR_ARGUMENT, "session is NULL");
 }
 
+} // namespace
+
+namespace tcc::rt::session {
+
 /// Refuses `call` (a training function) on an inference session.
 void needTraining(const tcc_session *s, const char *call) {
   needSession(s);
@@ -428,6 +386,10 @@ void needTraining(const tcc_session *s, const char *call) {
              "has no training step or optimizer state; run it with "
              "tcc_forward");
 }
+
+} // namespace tcc::rt::session
+
+namespace {
 
 /// Refuses `call` (an inference function) on a training session.
 void needInference(const tcc_session *s, const char *call) {
@@ -515,50 +477,6 @@ void checkStateBytes(const tcc_session &s, size_t i, size_t bytes,
   if (!p && bytes)
     fail(TCC_ERROR_ARGUMENT, "optimizer state '" + t.name +
                                  "': the buffer is NULL");
-}
-
-std::vector<Array> snapshot(Backend &backend,
-                            const std::vector<TensorDesc> &descs,
-                            const std::vector<Mem> &buffers) {
-  std::vector<Array> out;
-  for (size_t i = 0; i < descs.size(); ++i) {
-    Array a;
-    a.name = descs[i].name;
-    a.dtype = descs[i].dtype;
-    a.shape = descs[i].shape;
-    a.bytes.resize(buffers[i].size());
-    backend.download(a.bytes.data(), buffers[i].data(), buffers[i].size());
-    out.push_back(std::move(a));
-  }
-  return out;
-}
-
-/// Matches the arrays of a checkpoint file to the session's slots by name:
-/// every slot present with its dtype and shape, nothing else.
-std::vector<const Array *> matchArrays(const std::vector<TensorDesc> &descs,
-                                       const std::vector<Array> &arrays,
-                                       const std::string &file) {
-  std::vector<const Array *> out;
-  for (const TensorDesc &t : descs) {
-    const Array *a = tcc::data::findArray(arrays, t.name);
-    if (!a)
-      fail(TCC_ERROR_CHECKPOINT, file + ": no tensor '" + t.name + "'");
-    if (a->dtype != t.dtype || a->shape != t.shape)
-      fail(TCC_ERROR_CHECKPOINT,
-           file + ": '" + t.name + "' is " + tcc::data::dtypeName(a->dtype) +
-               " " + shapeString(a->shape) + ", the artifact's is " +
-               describe(t));
-    out.push_back(a);
-  }
-  for (const Array &a : arrays) {
-    bool known = false;
-    for (const TensorDesc &t : descs)
-      known |= t.name == a.name;
-    if (!known)
-      fail(TCC_ERROR_CHECKPOINT,
-           file + ": tensor '" + a.name + "' is not in the artifact");
-  }
-  return out;
 }
 
 } // namespace
@@ -883,106 +801,6 @@ tcc_status tcc_write_opt_state(tcc_session *s, const char *name,
     checkStateBytes(*s, i, bytes, src);
     if (bytes)
       s->backend->upload(s->optState[i].data(), src, bytes);
-  });
-}
-
-tcc_status tcc_save_checkpoint(tcc_session *s, const char *dir,
-                               int64_t data_position, const char *extra_json,
-                               const char **written) {
-  return guard([&] {
-    needTraining(s, "tcc_save_checkpoint");
-    if (!dir || !*dir)
-      fail(TCC_ERROR_ARGUMENT, "tcc_save_checkpoint: no directory");
-    if (data_position < 0)
-      fail(TCC_ERROR_ARGUMENT, "tcc_save_checkpoint: negative data_position " +
-                                   std::to_string(data_position));
-    tcc::checkpoint::CheckpointState state;
-    state.step = s->stepsDone;
-    state.dataPosition = data_position;
-    state.modelFingerprint = s->art.manifest.fingerprint;
-    state.rng = json::object();
-    state.extra = json::object();
-    state.extra["train_config"] = s->art.manifest.trainConfig;
-    if (extra_json) {
-      json extra = json::parse(extra_json, nullptr, /*allow_exceptions=*/false);
-      if (extra.is_discarded() || !extra.is_object())
-        fail(TCC_ERROR_ARGUMENT,
-             "tcc_save_checkpoint: extra_json is not a JSON object");
-      for (auto it = extra.begin(); it != extra.end(); ++it) {
-        for (const char *reserved : {"format_version", "step", "data_position",
-                                     "model", "rng", "train_config"})
-          if (it.key() == reserved)
-            fail(TCC_ERROR_ARGUMENT, "tcc_save_checkpoint: extra_json field '" +
-                                         it.key() + "' is reserved");
-        state.extra[it.key()] = it.value();
-      }
-    }
-    std::vector<Array> opt =
-        s->zero ? s->zero->stateSnapshot(*s->backend, s->optState)
-                : snapshot(*s->backend, s->art.optState, s->optState);
-    if (s->zero && s->zero->rank() != 0) {
-      s->written.clear(); // rank 0 writes the whole state
-      if (written)
-        *written = s->written.c_str();
-      return;
-    }
-    try {
-      s->written = tcc::checkpoint::saveCheckpoint(
-          dir, snapshot(*s->backend, s->art.params, s->params), opt, state);
-    } catch (const tcc::data::Error &e) {
-      fail(TCC_ERROR_IO, e.what());
-    }
-    if (written)
-      *written = s->written.c_str();
-  });
-}
-
-tcc_status tcc_restore_checkpoint(tcc_session *s, const char *path,
-                                  int64_t *data_position,
-                                  const char **restored_from) {
-  return guard([&] {
-    needTraining(s, "tcc_restore_checkpoint");
-    if (!path || !*path)
-      fail(TCC_ERROR_ARGUMENT, "tcc_restore_checkpoint: no path");
-    std::string stepDir;
-    try {
-      stepDir = tcc::checkpoint::resolveCheckpoint(path);
-    } catch (const tcc::data::Error &e) {
-      fail(TCC_ERROR_IO, e.what());
-    }
-    tcc::checkpoint::Checkpoint ck = tcc::checkpoint::loadCheckpoint(stepDir);
-    const Manifest &m = s->art.manifest;
-    std::string why = tcc::checkpoint::incompatibility(ck, m.fingerprint,
-                                                       m.trainConfig);
-    if (!why.empty())
-      fail(TCC_ERROR_CHECKPOINT, why);
-    auto params = matchArrays(
-        s->art.params, ck.params,
-        (fs::path(stepDir) / tcc::checkpoint::ParamsFile).string());
-    auto opt = matchArrays(
-        s->art.optState, ck.optState,
-        (fs::path(stepDir) / tcc::checkpoint::OptimizerFile).string());
-    // Everything checked: nothing below can fail.
-    for (size_t i = 0; i < params.size(); ++i) {
-      s->backend->upload(s->params[i].data(), params[i]->bytes.data(),
-                         params[i]->bytes.size());
-      refreshWorking(*s, i, params[i]->bytes.data());
-    }
-    for (size_t i = 0; i < opt.size(); ++i) {
-      size_t elem = tcc::data::dtypeSize(s->art.optState[i].dtype);
-      if (s->optState[i].size() == 0)
-        continue; // this rank's slice is empty
-      s->backend->upload(s->optState[i].data(),
-                         opt[i]->bytes.data() +
-                             size_t(heldState(*s, i).first) * elem,
-                         s->optState[i].size());
-    }
-    s->stepsDone = ck.state.step;
-    s->restoredFrom = ck.dir;
-    if (data_position)
-      *data_position = ck.state.dataPosition;
-    if (restored_from)
-      *restored_from = s->restoredFrom.c_str();
   });
 }
 
