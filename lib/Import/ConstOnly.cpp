@@ -3,8 +3,9 @@
 // CumSum and GatherND over aranges; token_type_ids are a GatherElements of a
 // buffer; torch.var's element count is a ReduceProd of a shape). Every input must be known when the model is imported; otherwise
 // the op is unsupported, naming the input computed at run time. CumSum
-// alone also runs on values known at run time (position ids counted from
-// an attention mask), composed of tcc ops.
+// (position ids counted from an attention mask) and GatherElements (a
+// buffer read at those positions) also run on values known at run time,
+// composed of tcc ops.
 #include "ConstFold.h"
 #include "Importer.h"
 
@@ -221,9 +222,83 @@ int64_t flatIndex(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> index,
 
 /// GatherElements(data, indices, axis): out[i] = data[i with i[axis] =
 /// indices[i]].
+/// GatherElements of data or indices known only at run time (RoBERTa's
+/// token_type_ids buffer read at positions counted from the input ids): a
+/// tcc.gather of the flattened data at each element's flat index, a
+/// constant base (the element's own coordinates off the axis) plus its
+/// index along the axis times the axis's stride. An index outside
+/// [-dim, dim) is moved past the data, so it reads as any out-of-range
+/// gather index does (the interpreter reports it) instead of another row.
+LogicalResult runtimeGatherElements(NodeImporter &n) {
+  RankedTensorType dataType = n.inputType(0), idxType = n.inputType(1);
+  if (!dataType.hasStaticShape() || !idxType.hasStaticShape())
+    return n.unsupported("an input has a dynamic shape");
+  int64_t rank = dataType.getRank();
+  if (idxType.getRank() != rank)
+    return n.fail("indices have rank " + std::to_string(idxType.getRank()) +
+                  ", data rank " + std::to_string(rank));
+  auto axis = n.normalizeAxis(n.intAttr("axis", 0), rank, "axis");
+  if (failed(axis))
+    return failure();
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis && idxType.getDimSize(d) > dataType.getDimSize(d))
+      return n.fail("indices dim " + std::to_string(d) + " is " +
+                    std::to_string(idxType.getDimSize(d)) +
+                    ", past data's " + std::to_string(dataType.getDimSize(d)));
+  std::vector<int64_t> dataStrides = stridesOf(dataType.getShape()),
+                       idxStrides = stridesOf(idxType.getShape());
+  const int64_t dim = dataType.getDimSize(*axis);
+  const int64_t total = dataType.getNumElements();
+  Type i64 = IntegerType::get(n.context(), 64);
+  auto idx64 = RankedTensorType::get(idxType.getShape(), i64);
+  llvm::SmallVector<int64_t> base(size_t(idxType.getNumElements()));
+  for (int64_t k = 0; k < int64_t(base.size()); ++k) {
+    int64_t at = 0;
+    for (int64_t d = 0, rest = k; d < rank; ++d) {
+      int64_t c = rest / idxStrides[d];
+      rest %= idxStrides[d];
+      if (d != *axis)
+        at += c * dataStrides[d];
+    }
+    base[size_t(k)] = at;
+  }
+  Value idx = n.input(1);
+  if (idxType.getElementType() != i64)
+    idx = n.cast(idx, i64);
+  auto scalar = [&](int64_t v) {
+    return n.constant(DenseElementsAttr::get(RankedTensorType::get({}, i64),
+                                             llvm::APInt(64, uint64_t(v), true)));
+  };
+  auto negative = n.create<CmpOp>(CmpPredicate::lt, idx, scalar(0));
+  auto wrapped = n.create<AddOp>(idx, scalar(dim));
+  if (failed(negative) || failed(wrapped))
+    return failure();
+  auto norm = n.create<WhereOp>(*negative, *wrapped, idx);
+  if (failed(norm))
+    return failure();
+  auto low = n.create<CmpOp>(CmpPredicate::lt, *norm, scalar(0));
+  auto high = n.create<CmpOp>(CmpPredicate::ge, *norm, scalar(dim));
+  auto along = n.create<MulOp>(*norm, scalar(dataStrides[*axis]));
+  if (failed(low) || failed(high) || failed(along))
+    return failure();
+  auto outside = n.create<OrOp>(*low, *high);
+  auto flat = n.create<AddOp>(
+      *along, n.constant(DenseElementsAttr::get(idx64, llvm::ArrayRef(base))));
+  if (failed(outside) || failed(flat))
+    return failure();
+  auto picked = n.create<WhereOp>(*outside, scalar(total), *flat);
+  auto table = n.reshape(n.input(0), {total});
+  if (failed(picked) || failed(table))
+    return failure();
+  auto op = n.create<GatherOp>(*table, *picked, int64_t(0));
+  return failed(op) ? failure() : n.setOutput(0, *op);
+}
+
 LogicalResult convertGatherElements(NodeImporter &n) {
   if (failed(n.expectInputs(2, 2)) || failed(n.expectAttrs({"axis"})))
     return failure();
+  if (!n.constantInput(0) || !n.constantInput(1))
+    return runtimeGatherElements(n);
   auto lits = constantInputs(n);
   if (failed(lits))
     return failure();

@@ -126,17 +126,18 @@ def build_einsum():
 
 
 class CumSumNet(nn.Module):
-    """torch.cumsum on values computed at run time: position ids counted
-    from a mask made of the input (int64, the way transformers counts
-    positions from an attention mask) and read through an embedding, and
-    running sums of activations along a middle and the last axis (their
-    gradients flow back through fc1)."""
+    """torch.cumsum and torch.gather on values computed at run time:
+    position ids counted from a mask made of the input (int64, the way
+    transformers counts positions from an attention mask) and read through
+    an embedding, running sums of activations along a middle and the last
+    axis, and activations gathered at indices made of those positions
+    (ONNX GatherElements; their gradients flow back through fc1)."""
 
     def __init__(self, d_in=12, d=8, d_out=5):
         super().__init__()
         self.fc1 = nn.Linear(d_in, 2 * d)
         self.pos = nn.Embedding(d_in + 1, d_out)
-        self.fc = nn.Linear(4 * d, d_out)
+        self.fc = nn.Linear(5 * d, d_out)
 
     def forward(self, x):
         B = x.shape[0]
@@ -144,7 +145,8 @@ class CumSumNet(nn.Module):
         a = h.view(B, 2, -1).cumsum(dim=1).flatten(1)
         c = torch.cumsum(h, dim=-1) / 4.0
         pos = (x > 0).long().cumsum(-1)
-        return self.fc(torch.cat([a, c], 1)) + self.pos(pos).sum(1)
+        g = torch.gather(h.view(B, 2, -1), 2, pos[:, :8].clamp(max=7).view(B, 2, 4))
+        return self.fc(torch.cat([a, c, g.flatten(1)], 1)) + self.pos(pos).sum(1)
 
 
 def build_cumsum():
@@ -729,6 +731,27 @@ def build_hf_bert():
     return model.eval(), {"input_ids": input_ids, "attention_mask": attention_mask}, ["logits"]
 
 
+def build_hf_roberta():
+    """RobertaForSequenceClassification on a right-padded batch: RoBERTa
+    counts its positions from the non-padding input ids at run time
+    (CumSum) and reads its token_type_ids buffer at them (GatherElements)."""
+    from transformers import RobertaConfig, RobertaForSequenceClassification
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    cfg = RobertaConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=64,
+                        max_position_embeddings=16, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0, num_labels=3)
+    model = HFLogits(RobertaForSequenceClassification(cfg),
+                     ["input_ids", "attention_mask"])
+    _perturb_layernorms(model, gen)
+    input_ids = torch.randint(2, cfg.vocab_size, (2, 8), generator=gen)
+    attention_mask = torch.ones(2, 8, dtype=torch.long)
+    attention_mask[1, 5:] = 0
+    input_ids[attention_mask == 0] = cfg.pad_token_id
+    return model.eval(), {"input_ids": input_ids, "attention_mask": attention_mask}, ["logits"]
+
+
 def build_hf_vit():
     """ViTForImageClassification on 16x16 RGB images in 4x4 patches (16
     patches and the CLS token), 5 classes."""
@@ -752,6 +775,7 @@ MODELS = {
     "upsample": build_upsample,
     "hf_gpt2_padded": lambda: build_hf_gpt2(padded=True),
     "hf_opt_padded": build_hf_opt,
+    "hf_roberta": build_hf_roberta,
     "mlp": build_mlp,
     "acts": build_acts,
     "norms": build_norms,

@@ -215,13 +215,14 @@ def make_data(model_name, model, inputs, out_shape, loss, K):
             labels = stream[:, 1:].clone()
             labels[torch.arange(T)[None, :] + 1 >= lengths[:, None]] = IGNORE_INDEX
             data[extra] = labels
-    elif model_name == "hf_bert":
+    elif model_name in ("hf_bert", "hf_roberta"):
         T = inputs["input_ids"].shape[1]
         V = model.m.config.vocab_size
-        ids = torch.randint(1, V, (K, T), generator=g)
+        pad = model.m.config.pad_token_id
+        ids = torch.randint(pad + 1, V, (K, T), generator=g)
         lengths = torch.randint(T // 2, T + 1, (K,), generator=g)
         mask = (torch.arange(T)[None, :] < lengths[:, None]).long()
-        ids[mask == 0] = 0
+        ids[mask == 0] = pad
         data["input_ids"], data["attention_mask"] = ids, mask
     elif model_name in ("mlp", "mlp_loss"):
         data["x"] = torch.randn((K,) + tuple(inputs["x"].shape[1:]), generator=g)

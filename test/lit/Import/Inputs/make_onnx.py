@@ -442,10 +442,9 @@ def const_only():
                   vi("nd", I64, [2]), vi("nan", BOOL, [3])], opset=20)
 
 
-def gather_elements_runtime():
-    nodes = [const("i", np.array([2, 0], dtype=np.int64)),
-             helper.make_node("GatherElements", ["x", "i"], ["y"], name="gather")]
-    return model(nodes, [vi("x", F, [3])], [vi("y", F, [2])], opset=20)
+def reduce_prod_runtime():
+    nodes = [helper.make_node("ReduceProd", ["x"], ["y"], name="prod", keepdims=0)]
+    return model(nodes, [vi("x", F, [3])], [vi("y", F, [])], opset=20)
 
 
 def _external(path, location, offset=0, length=None, write=True):
