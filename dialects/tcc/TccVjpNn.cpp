@@ -98,7 +98,8 @@ static Value flattenedWeightGrad(OpBuilder &b, Location loc, Value lhs,
   rows *= lt.getDimSize(lt.getRank() - 2);
   auto flat = [&](Value v, RankedTensorType t) -> Value {
     return ReshapeOp::create(
-        b, loc, RankedTensorType::get({rows, t.getShape().back()}, t.getElementType()),
+        b, loc,
+        RankedTensorType::get({rows, t.getShape().back()}, t.getElementType()),
         v);
   };
   Value x = flat(lhs, lt), y = flat(g, gt);

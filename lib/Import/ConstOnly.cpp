@@ -1,11 +1,11 @@
 // Ops tcc evaluates at import time only, on constants: the index and mask
 // arithmetic of today's exports (transformers' mask construction writes
 // CumSum and GatherND over aranges; token_type_ids are a GatherElements of a
-// buffer; torch.var's element count is a ReduceProd of a shape). Every input must be known when the model is imported; otherwise
-// the op is unsupported, naming the input computed at run time. CumSum
-// (position ids counted from an attention mask) and GatherElements (a
-// buffer read at those positions) also run on values known at run time,
-// composed of tcc ops.
+// buffer; torch.var's element count is a ReduceProd of a shape). Every input
+// must be known when the model is imported; otherwise the op is unsupported,
+// naming the input computed at run time. CumSum (position ids counted from an
+// attention mask) and GatherElements (a buffer read at those positions) also
+// run on values known at run time, composed of tcc ops.
 #include "ConstFold.h"
 #include "Importer.h"
 
@@ -82,8 +82,8 @@ LogicalResult runtimeCumSum(NodeImporter &n) {
   ones.reserve(size_t(len * len));
   for (int64_t k = 0; k < len; ++k)
     for (int64_t i = 0; i < len; ++i) {
-      bool counts = reverse ? (exclusive ? k > i : k >= i)
-                            : (exclusive ? k < i : k <= i);
+      bool counts =
+          reverse ? (exclusive ? k > i : k >= i) : (exclusive ? k < i : k <= i);
       ones.push_back(isa<FloatType>(elem)
                          ? Attribute(FloatAttr::get(elem, counts ? 1.0 : 0.0))
                          : Attribute(IntegerAttr::get(elem, counts ? 1 : 0)));
@@ -93,8 +93,8 @@ LogicalResult runtimeCumSum(NodeImporter &n) {
   auto terms = n.create<MulOp>(*x, t);
   if (failed(terms))
     return failure();
-  auto sums = n.create<ReduceSumOp>(*terms, llvm::ArrayRef<int64_t>{*axis},
-                                    false);
+  auto sums =
+      n.create<ReduceSumOp>(*terms, llvm::ArrayRef<int64_t>{*axis}, false);
   if (failed(sums))
     return failure();
   return n.setOutput(0, *sums);
@@ -243,8 +243,8 @@ LogicalResult runtimeGatherElements(NodeImporter &n) {
   for (int64_t d = 0; d < rank; ++d)
     if (d != *axis && idxType.getDimSize(d) > dataType.getDimSize(d))
       return n.fail("indices dim " + std::to_string(d) + " is " +
-                    std::to_string(idxType.getDimSize(d)) +
-                    ", past data's " + std::to_string(dataType.getDimSize(d)));
+                    std::to_string(idxType.getDimSize(d)) + ", past data's " +
+                    std::to_string(dataType.getDimSize(d)));
   std::vector<int64_t> dataStrides = stridesOf(dataType.getShape()),
                        idxStrides = stridesOf(idxType.getShape());
   const int64_t dim = dataType.getDimSize(*axis);
@@ -266,8 +266,8 @@ LogicalResult runtimeGatherElements(NodeImporter &n) {
   if (idxType.getElementType() != i64)
     idx = n.cast(idx, i64);
   auto scalar = [&](int64_t v) {
-    return n.constant(DenseElementsAttr::get(RankedTensorType::get({}, i64),
-                                             llvm::APInt(64, uint64_t(v), true)));
+    return n.constant(DenseElementsAttr::get(
+        RankedTensorType::get({}, i64), llvm::APInt(64, uint64_t(v), true)));
   };
   auto negative = n.create<CmpOp>(CmpPredicate::lt, idx, scalar(0));
   auto wrapped = n.create<AddOp>(idx, scalar(dim));

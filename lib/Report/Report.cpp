@@ -319,9 +319,9 @@ static void writeTimeline(llvm::raw_ostream &os, const BufferLiveness &live,
        << buffer.start << "-" << buffer.end << ", offset " << humanBytes(offset)
        << ", " << humanBytes(buffer.bytes) << "</title></rect>\n";
   }
+  // The arena line 2 px wide: a full pixel row at any fractional height.
   os << "<line x1=\"" << f(left) << "\" x2=\"" << f(left + plotW) << "\" y1=\""
      << f(y(arenaBytes)) << "\" y2=\"" << f(y(arenaBytes))
-     // 2 px wide: a full pixel row at any fractional height.
      << "\" stroke=\"#c00\" stroke-width=\"2\" stroke-dasharray=\"6,3\"/>\n";
   os << "<line x1=\"" << f(x(peak.op + 0.5)) << "\" x2=\""
      << f(x(peak.op + 0.5)) << "\" y1=\"" << f(top) << "\" y2=\""

@@ -252,7 +252,7 @@ private:
     CUfunction kernel = nullptr; ///< kernel steps
     int64_t outputsPerBlock = 0, blockThreads = 0; ///< launch shape (plan)
     int64_t rowSlices = 1; ///< grid.y (plan); > 1: reads kernelScratch
-    size_t scratchOffset = 0; ///< its kernel's area of kernelScratch
+    size_t scratchOffset = 0;     ///< its kernel's area of kernelScratch
     const void *inputs = nullptr; ///< device array of device pointers
     CallPlan call;               ///< call steps
   };
@@ -466,7 +466,8 @@ void CudaBackend::init(const SessionOptions &options) {
             auto [at, fresh] =
                 scratchAreas.try_emplace(step.symbol, kernelScratchBytes);
             if (fresh)
-              kernelScratchBytes += (size_t(k->workspaceBytes) + 255) & ~size_t(255);
+              kernelScratchBytes +=
+                  (size_t(k->workspaceBytes) + 255) & ~size_t(255);
             sp.scratchOffset = at->second;
           }
         }

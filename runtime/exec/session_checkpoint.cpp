@@ -57,10 +57,10 @@ std::vector<const Array *> matchArrays(const std::vector<TensorDesc> &descs,
     if (!a)
       fail(TCC_ERROR_CHECKPOINT, file + ": no tensor '" + t.name + "'");
     if (a->dtype != t.dtype || a->shape != t.shape)
-      fail(TCC_ERROR_CHECKPOINT,
-           file + ": '" + t.name + "' is " + tcc::data::dtypeName(a->dtype) +
-               " " + shapeString(a->shape) + ", the artifact's is " +
-               describe(t));
+      fail(TCC_ERROR_CHECKPOINT, file + ": '" + t.name + "' is " +
+                                     tcc::data::dtypeName(a->dtype) + " " +
+                                     shapeString(a->shape) +
+                                     ", the artifact's is " + describe(t));
     out.push_back(a);
   }
   for (const Array &a : arrays) {
@@ -144,13 +144,13 @@ tcc_status tcc_restore_checkpoint(tcc_session *s, const char *path,
     }
     tcc::checkpoint::Checkpoint ck = tcc::checkpoint::loadCheckpoint(stepDir);
     const Manifest &m = s->art.manifest;
-    std::string why = tcc::checkpoint::incompatibility(ck, m.fingerprint,
-                                                       m.trainConfig);
+    std::string why =
+        tcc::checkpoint::incompatibility(ck, m.fingerprint, m.trainConfig);
     if (!why.empty())
       fail(TCC_ERROR_CHECKPOINT, why);
-    auto params = matchArrays(
-        s->art.params, ck.params,
-        (fs::path(stepDir) / tcc::checkpoint::ParamsFile).string());
+    auto params =
+        matchArrays(s->art.params, ck.params,
+                    (fs::path(stepDir) / tcc::checkpoint::ParamsFile).string());
     auto opt = matchArrays(
         s->art.optState, ck.optState,
         (fs::path(stepDir) / tcc::checkpoint::OptimizerFile).string());
