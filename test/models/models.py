@@ -714,21 +714,29 @@ def build_hf_opt():
     return model.eval(), {"input_ids": input_ids, "attention_mask": attention_mask}, ["logits"]
 
 
-def build_hf_bert():
-    from transformers import BertConfig, BertForSequenceClassification
+def _hf_classifier(config_cls, model_cls, first_id, pad_padding):
+    """A small HF sequence classifier (3 labels) on a batch of 2 x 8 whose
+    second row is padding from position 5; `first_id` is the smallest
+    token id drawn, and `pad_padding` writes the pad token id there."""
     torch.manual_seed(SEED)
     gen = torch.Generator().manual_seed(SEED + 1)
-    cfg = BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2,
+    cfg = config_cls(vocab_size=64, hidden_size=32, num_hidden_layers=2,
                      num_attention_heads=4, intermediate_size=64,
                      max_position_embeddings=16, hidden_dropout_prob=0.0,
                      attention_probs_dropout_prob=0.0, num_labels=3)
-    model = HFLogits(BertForSequenceClassification(cfg),
-                     ["input_ids", "attention_mask"])
+    model = HFLogits(model_cls(cfg), ["input_ids", "attention_mask"])
     _perturb_layernorms(model, gen)
-    input_ids = torch.randint(1, cfg.vocab_size, (2, 8), generator=gen)
+    input_ids = torch.randint(first_id, cfg.vocab_size, (2, 8), generator=gen)
     attention_mask = torch.ones(2, 8, dtype=torch.long)
     attention_mask[1, 5:] = 0
+    if pad_padding:
+        input_ids[attention_mask == 0] = cfg.pad_token_id
     return model.eval(), {"input_ids": input_ids, "attention_mask": attention_mask}, ["logits"]
+
+
+def build_hf_bert():
+    from transformers import BertConfig, BertForSequenceClassification
+    return _hf_classifier(BertConfig, BertForSequenceClassification, 1, False)
 
 
 def build_hf_roberta():
@@ -736,20 +744,7 @@ def build_hf_roberta():
     counts its positions from the non-padding input ids at run time
     (CumSum) and reads its token_type_ids buffer at them (GatherElements)."""
     from transformers import RobertaConfig, RobertaForSequenceClassification
-    torch.manual_seed(SEED)
-    gen = torch.Generator().manual_seed(SEED + 1)
-    cfg = RobertaConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=64,
-                        max_position_embeddings=16, hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0, num_labels=3)
-    model = HFLogits(RobertaForSequenceClassification(cfg),
-                     ["input_ids", "attention_mask"])
-    _perturb_layernorms(model, gen)
-    input_ids = torch.randint(2, cfg.vocab_size, (2, 8), generator=gen)
-    attention_mask = torch.ones(2, 8, dtype=torch.long)
-    attention_mask[1, 5:] = 0
-    input_ids[attention_mask == 0] = cfg.pad_token_id
-    return model.eval(), {"input_ids": input_ids, "attention_mask": attention_mask}, ["logits"]
+    return _hf_classifier(RobertaConfig, RobertaForSequenceClassification, 2, True)
 
 
 def build_hf_vit():
