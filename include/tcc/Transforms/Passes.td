@@ -613,11 +613,10 @@ def Rematerialize : Pass<"tcc-rematerialize", "mlir::ModuleOp"> {
       gradient), and each op moves down to right before the first op that
       reads it when no operand lives longer for it (never past an update
       that overwrites an argument it reads): an activation's gradient
-      (`dy W^T`) is then not live beside the weight gradient's per-batch
-      product (`x^T dy`). Then the candidates are taken in the ranking's
-      order, each kept when the measured plan does not grow with it, until
-      the plan fits; then the most expensive choices are dropped again
-      while it still fits.
+      (`dy W^T`) is then not live beside the weight gradient (`x^T dy`).
+      Then the candidates are taken in the ranking's order, each kept when
+      the measured plan does not grow with it, until the plan fits; then
+      the most expensive choices are dropped again while it still fits.
     - When the per-value choices cannot fit, Chen's sqrt(N) segments are
       the fallback: the forward's cuts (values that are alone live across
       their position, the residual stream between blocks) are the
