@@ -220,8 +220,6 @@ int64_t flatIndex(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> index,
   return flat;
 }
 
-/// GatherElements(data, indices, axis): out[i] = data[i with i[axis] =
-/// indices[i]].
 /// GatherElements of data or indices known only at run time (RoBERTa's
 /// token_type_ids buffer read at positions counted from the input ids): a
 /// tcc.gather of the flattened data at each element's flat index, a
@@ -294,6 +292,8 @@ LogicalResult runtimeGatherElements(NodeImporter &n) {
   return failed(op) ? failure() : n.setOutput(0, *op);
 }
 
+/// GatherElements(data, indices, axis): out[i] = data[i with i[axis] =
+/// indices[i]], evaluated at import time when both are constants.
 LogicalResult convertGatherElements(NodeImporter &n) {
   if (failed(n.expectInputs(2, 2)) || failed(n.expectAttrs({"axis"})))
     return failure();

@@ -57,12 +57,16 @@ thread_local std::string lastErrorText;
 
 } // namespace
 
-std::string &tcc::rt::session::lastError() { return lastErrorText; }
+namespace tcc::rt::session {
 
-std::string tcc::rt::session::describe(const TensorDesc &t) {
+std::string &lastError() { return lastErrorText; }
+
+std::string describe(const TensorDesc &t) {
   return std::string(tcc::data::dtypeName(t.dtype)) + " " +
          shapeString(t.shape);
 }
+
+} // namespace tcc::rt::session
 
 namespace {
 
