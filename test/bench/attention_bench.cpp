@@ -7,9 +7,9 @@
 // Causal self-attention, q/k/v/dout random in [-1, 1), for bf16 (tensor
 // cores) and f32 (FMA): the median of 20 timed calls after 3 warm-up ones
 // (CUDA events), the backward as tcc's plan runs it (out and lse
-// recomputed in the workspace), with TFLOP/s counting the causal half of
-// the products (forward 2 products, backward 5 with the recomputed
-// forward). test/gpu/bundle.sh builds it twice, against this tree's
+// recomputed in the workspace) and given the forward's out and lse, with
+// TFLOP/s counting the causal half of the products (forward 2 products,
+// backward 5 with the recomputed forward, 4 without). test/gpu/bundle.sh builds it twice, against this tree's
 // kernels and against those of the commit in TCC_ATTENTION_AB (see
 // test/gpu/bringup.sh), so a change in the kernels shows as two lines.
 #include "kernels/cuda/cuda_kernels.h"
@@ -130,12 +130,27 @@ int main(int argc, char **argv) {
                                            nullptr, nullptr, ws, 0),
                   "attention_bwd");
     });
+    // The backward given the forward's out and log-sum-exp (nothing
+    // recomputed; four products).
+    float *lse = nullptr;
+    check(cudaMalloc(&lse, sizeof(float) * size_t(B * H * T)), "cudaMalloc");
+    checkStatus(tcc::cuda::attention_fwd(type, q, k, v, o, B, H, T, T, D, D,
+                                         scale, true, mask, lse, 0),
+                "attention_fwd with lse");
+    double given = medianMs([&] {
+      checkStatus(tcc::cuda::attention_bwd(type, q, k, v, g, dq, dk, dv, B, H,
+                                           T, T, D, D, scale, true, mask, o,
+                                           lse, ws, 0),
+                  "attention_bwd given the forward");
+    });
     check(cudaDeviceSynchronize(), "attention");
     std::printf("attention %s B=%lld H=%lld T=%lld D=%lld causal: forward "
-                "%.3f ms (%.1f TFLOP/s), backward %.3f ms (%.1f TFLOP/s)\n",
+                "%.3f ms (%.1f TFLOP/s), backward %.3f ms (%.1f TFLOP/s), "
+                "backward given out and lse %.3f ms (%.1f TFLOP/s)\n",
                 e == 4 ? "f32" : "bf16", (long long)B, (long long)H,
                 (long long)T, (long long)D, fwd, flopsFwd / fwd / 1e9, bwd,
-                flopsBwd / bwd / 1e9);
+                flopsBwd / bwd / 1e9, given, 2.0 * flopsFwd / given / 1e9);
+    cudaFree(lse);
     for (void *p : {q, k, v, g, o, dq, dk, dv, ws})
       cudaFree(p);
   }

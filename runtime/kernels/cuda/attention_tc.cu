@@ -27,7 +27,8 @@ using namespace attn;
 /// T: how q, k, v are stored; TO: how out is (T, or float for the
 /// backward's recomputation into its workspace).
 template <class C, class T, class TO>
-__global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
+__global__ void __launch_bounds__(C::NT, C::MIN_BLOCKS)
+    attentionFwdTcKernel(Params p) {
   constexpr int HD = C::HD, BR = C::BR, BC = C::BC, LD = C::LD, NT = C::NT;
   constexpr int KS = HD / 16; // k-steps of S = Q K^T
   constexpr int SN = BC / 8;  // n-tiles of S (8 keys each)
@@ -78,12 +79,15 @@ __global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
   }
 
   const int64_t kEnd = p.causal && q0 + BR < tk ? q0 + BR : tk;
-  for (int64_t k0 = firstKeyTile<BC>(p, b, q0); k0 < kEnd; k0 += BC) {
-    __syncthreads(); // the previous tile's K / V reads are done
-    // V's copy overlaps S = Q K^T and the softmax.
+  int64_t k0 = firstKeyTile<BC>(p, b, q0);
+  // Tile t's K copy overlaps tile t-1's P V, its V copy tile t's scores.
+  if (k0 < kEnd) {
     copyTileAsync<BC, HD, LD, NT>(Ks, kp, tk, k0);
     copyTileAsync<BC, HD, LD, NT>(Vs, vp, tk, k0);
-    cpAsyncWait<1>(); // this thread's K copies
+  }
+  for (; k0 < kEnd; k0 += BC) {
+    const bool more = k0 + BC < kEnd;
+    cpAsyncWait<1>(); // this thread's K copies (V's may be pending)
     __syncthreads();  // everyone's
 
     // S = Q K^T: the B operand of keys n0..n0+7 is K rows n0.. (k = head
@@ -106,14 +110,22 @@ __global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
         mma16816<T>(s[2 * np + 1], qf[ks], kb[2], kb[3]);
       }
 
+    if (visibleTile(p, q0, 0, tq, k0, BC, tk)) {
 #pragma unroll
-    for (int n = 0; n < SN; ++n)
+      for (int n = 0; n < SN; ++n)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int64_t j = k0 + n * 8 + 2 * t4 + (c % 2);
-        s[n][c] = j < tk ? maskScore(p, s[n][c], b, row[c / 2], j)
+        for (int c = 0; c < 4; ++c)
+          s[n][c] *= p.scale; // maskScore of a visible key
+    } else {
+#pragma unroll
+      for (int n = 0; n < SN; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int64_t j = k0 + n * 8 + 2 * t4 + (c % 2);
+          s[n][c] = j < tk ? maskScore(p, s[n][c], b, row[c / 2], j)
                            : -INFINITY;
-      }
+        }
+    }
 
     // Online softmax per row; the quad's 4 lanes hold a row's 64 scores.
 #pragma unroll
@@ -128,6 +140,7 @@ __global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
       // Nothing seen yet (m = -inf): the accumulator is 0, drop it.
       const float alpha = m[h] == -INFINITY ? 0.f : expf(m[h] - mNew);
       m[h] = mNew;
+      const float mLog2 = mNew * kLog2e;
       float ls = 0.f;
 #pragma unroll
       for (int n = 0; n < SN; ++n)
@@ -135,7 +148,9 @@ __global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
         for (int c = 2 * h; c < 2 * h + 2; ++c) {
           // A NaN score stays NaN and poisons l and the row's output. P is
           // rounded to T here, so l sums the weights V is multiplied by.
-          const float e = s[n][c] == -INFINITY ? 0.f : expf(s[n][c] - mNew);
+          const float e = s[n][c] == -INFINITY
+                              ? 0.f
+                              : exp2f(fmaf(s[n][c], kLog2e, -mLog2));
           s[n][c] = toFloat(fromFloat<T>(e));
           ls += s[n][c];
         }
@@ -148,7 +163,9 @@ __global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
     }
 
     cpAsyncWait<0>(); // this thread's V copies
-    __syncthreads();  // everyone's
+    __syncthreads();  // everyone's; every warp is done with this K tile
+    if (more)
+      copyTileAsync<BC, HD, LD, NT>(Ks, kp, tk, k0 + BC);
     // O += P V: P's A fragment for keys 16 kk.. is the accumulators of
     // n-tiles 2 kk and 2 kk + 1, rounded to T; V's B fragments come from
     // ldmatrix.trans of V rows (keys) - matrices (keys 0-7, cols 0-7),
@@ -167,6 +184,10 @@ __global__ void __launch_bounds__(C::NT) attentionFwdTcKernel(Params p) {
         mma16816<T>(o[2 * np], pa, vb[0], vb[1]);
         mma16816<T>(o[2 * np + 1], pa, vb[2], vb[3]);
       }
+    }
+    if (more) {
+      __syncthreads(); // every warp is done with this V tile
+      copyTileAsync<BC, HD, LD, NT>(Vs, vp, tk, k0 + BC);
     }
   }
 

@@ -26,11 +26,36 @@ template <int HD_> struct TcCfg {
   static constexpr int BR = 16 * WARPS; ///< queries per block
   static constexpr int BC = 64;         ///< keys per step
   static constexpr int NT = 32 * WARPS;
+  /// Blocks an SM keeps resident (__launch_bounds__): head dim 64 fits 4
+  /// in the register file at 128 registers a thread.
+  static constexpr int MIN_BLOCKS = HD == 64 ? 4 : 1;
   static constexpr int LD = HD + 8; ///< shared row stride (elements)
   static constexpr size_t smemBytes() {
     return size_t(BR + 2 * BC) * LD * 2;
   }
 };
+
+/// log2(e): exp(x) = 2^(x log2(e)), one FMA and ex2 per score.
+constexpr float kLog2e = 1.4426950408889634f;
+
+/// Whether every score of a tile of queries [q0, q0 + rows) and keys
+/// [k0, k0 + cols) is maskScore's scaled dot product alone: no key mask,
+/// every query and key inside the sequence (tq, tk), and none hidden
+/// causally. Uniform over a block: it picks the tile's unmasked fast path.
+__device__ __forceinline__ bool visibleTile(const Params &p, int64_t q0,
+                                            int64_t rows, int64_t tq,
+                                            int64_t k0, int64_t cols,
+                                            int64_t tk) {
+  return !p.keep && !p.bias && !p.docStart && q0 + rows <= tq &&
+         k0 + cols <= tk && !(p.causal && k0 + cols - 1 > q0);
+}
+
+/// The forward's L of a query as the backward's prob() uses it: NaN where
+/// it is not finite (every probability of that query is then NaN), so
+/// exp(x - L) alone is prob() for a visible key.
+__device__ __forceinline__ float backwardLse(float L) {
+  return L > -INFINITY && L < INFINITY ? L : NAN;
+}
 
 __device__ __forceinline__ uint32_t smemAddress(const void *p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));

@@ -39,6 +39,9 @@ template <int HD_> struct BwdCfg {
   static constexpr int BR = 16 * WARPS;
   static constexpr int BC = HD == 64 ? 64 : 32;
   static constexpr int NT = 32 * WARPS;
+  /// Blocks of the dQ kernel an SM keeps resident (__launch_bounds__):
+  /// head dim 64 fits 3 at 168 registers a thread.
+  static constexpr int DQ_MIN_BLOCKS = HD == 64 ? 3 : 1;
   static constexpr int LD = HD + 8; ///< shared row stride (elements)
   static constexpr size_t smemBytes() {
     return size_t(2 * BR + 2 * BC) * LD * 2 + 2 * BC * sizeof(float);
@@ -73,7 +76,8 @@ __device__ __forceinline__ void storeRows(T *base, int64_t nrows, int64_t row0,
 }
 
 template <class C, class T>
-__global__ void __launch_bounds__(C::NT) attentionDqTcKernel(Params p) {
+__global__ void __launch_bounds__(C::NT, C::DQ_MIN_BLOCKS)
+    attentionDqTcKernel(Params p) {
   constexpr int HD = C::HD, BR = C::BR, BC = C::BC, LD = C::LD, NT = C::NT;
   constexpr int KS = HD / 16; // k-steps over the head dim
   constexpr int SN = BC / 8;  // n-tiles of S and dP (8 keys each)
@@ -105,7 +109,7 @@ __global__ void __launch_bounds__(C::NT) attentionDqTcKernel(Params p) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     row[h] = q0 + warp * 16 + g + 8 * h;
-    L[h] = row[h] < tq ? p.lse[bh * p.tq + row[h]] : 0.f;
+    L[h] = row[h] < tq ? backwardLse(p.lse[bh * p.tq + row[h]]) : 0.f;
     D[h] = row[h] < tq ? p.delta[bh * p.tq + row[h]] : 0.f;
   }
   float acc[ON][4];
@@ -139,16 +143,27 @@ __global__ void __launch_bounds__(C::NT) attentionDqTcKernel(Params p) {
         mma16816<T>(dp[2 * np + 1], da, vb[2], vb[3]);
       }
     }
+    if (visibleTile(p, q0, BR, tq, k0, BC, tk)) {
 #pragma unroll
-    for (int n = 0; n < SN; ++n)
+      for (int n = 0; n < SN; ++n)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int64_t j = k0 + n * 8 + 2 * t4 + (c % 2);
-        const int h = c / 2;
-        const float pr =
-            j < tk ? prob(maskScore(p, s[n][c], b, row[h], j), L[h]) : 0.f;
-        s[n][c] = pr * (dp[n][c] - D[h]); // dS
-      }
+        for (int c = 0; c < 4; ++c) {
+          const int h = c / 2;
+          const float pr = expf(s[n][c] * p.scale - L[h]); // prob()
+          s[n][c] = pr * (dp[n][c] - D[h]);                // dS
+        }
+    } else {
+#pragma unroll
+      for (int n = 0; n < SN; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int64_t j = k0 + n * 8 + 2 * t4 + (c % 2);
+          const int h = c / 2;
+          const float pr =
+              j < tk ? prob(maskScore(p, s[n][c], b, row[h], j), L[h]) : 0.f;
+          s[n][c] = pr * (dp[n][c] - D[h]); // dS
+        }
+    }
     // dQ += dS K: K rows are the k index (keys), its columns the n index.
 #pragma unroll
     for (int kk = 0; kk < BC / 16; ++kk) {
@@ -214,7 +229,7 @@ __global__ void __launch_bounds__(C::NT) attentionDkvTcKernel(Params p) {
     copyTileAsync<BC, HD, LD, NT>(dOs, gp, tq, q0);
     for (int c = threadIdx.x; c < BC; c += NT) {
       const int64_t i = q0 + c;
-      Ls[c] = i < tq ? p.lse[bh * p.tq + i] : 0.f;
+      Ls[c] = i < tq ? backwardLse(p.lse[bh * p.tq + i]) : 0.f;
       Ds[c] = i < tq ? p.delta[bh * p.tq + i] : 0.f;
     }
     cpAsyncWait<0>();
@@ -239,18 +254,31 @@ __global__ void __launch_bounds__(C::NT) attentionDkvTcKernel(Params p) {
         mma16816<T>(dpt[2 * np + 1], va, db[2], db[3]);
       }
     }
+    // Queries [q0, q0 + BC) against this block's keys [k0, k0 + BR).
+    if (visibleTile(p, q0, BC, tq, k0, BR, tk)) {
 #pragma unroll
-    for (int n = 0; n < SN; ++n)
+      for (int n = 0; n < SN; ++n)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int col = n * 8 + 2 * t4 + (c % 2);
-        const int64_t i = q0 + col, j = key[c / 2];
-        float pr = 0.f;
-        if (i < tq && j < tk)
-          pr = prob(maskScore(p, st[n][c], b, i, j), Ls[col]);
-        st[n][c] = pr;                          // P^T
-        dpt[n][c] = pr * (dpt[n][c] - Ds[col]); // dS^T
-      }
+        for (int c = 0; c < 4; ++c) {
+          const int col = n * 8 + 2 * t4 + (c % 2);
+          const float pr = expf(st[n][c] * p.scale - Ls[col]); // prob()
+          st[n][c] = pr;                                        // P^T
+          dpt[n][c] = pr * (dpt[n][c] - Ds[col]);               // dS^T
+        }
+    } else {
+#pragma unroll
+      for (int n = 0; n < SN; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int col = n * 8 + 2 * t4 + (c % 2);
+          const int64_t i = q0 + col, j = key[c / 2];
+          float pr = 0.f;
+          if (i < tq && j < tk)
+            pr = prob(maskScore(p, st[n][c], b, i, j), Ls[col]);
+          st[n][c] = pr;                          // P^T
+          dpt[n][c] = pr * (dpt[n][c] - Ds[col]); // dS^T
+        }
+    }
     // dV += P^T dO and dK += dS^T Q: dO and Q rows are the k index.
 #pragma unroll
     for (int kk = 0; kk < BC / 16; ++kk) {
