@@ -57,14 +57,14 @@ mkdir -p build-bundle/bin build-bundle/lib build-carry
 cp $B/bin/tcc-run $B/bin/tcc-gpu-tests build-bundle/bin/
 # The attention kernels timed alone (test/bench/attention_bench.cpp), built
 # from this tree and, for an A/B on one GPU, from the commit in
-# TCC_ATTENTION_AB (default 6ca997b: the kernels of the 2026-11-26 run 4,
-# before the varlen bounds; empty: no A/B build).
+# TCC_ATTENTION_AB (default cfd77f8: the kernels before the unmasked-tile
+# path of 2026-11-27; empty: no A/B build).
 NVCC=(/usr/local/cuda/bin/nvcc -O3 -std=c++17 --expt-relaxed-constexpr
       -gencode arch=compute_90,code=sm_90 -x cu)
 ATT="attention.cu attention_tc.cu attention_tc_bwd.cu"
 "${NVCC[@]}" -I runtime test/bench/attention_bench.cpp \
   $(for f in $ATT; do echo runtime/kernels/cuda/$f; done) -o build-bundle/bin/attention-bench
-AB=${TCC_ATTENTION_AB-6ca997b}
+AB=${TCC_ATTENTION_AB-cfd77f8}
 if [[ -n $AB ]]; then
   rm -rf build-bundle/ab && mkdir -p build-bundle/ab
   git archive "$AB" runtime | tar -x -C build-bundle/ab
