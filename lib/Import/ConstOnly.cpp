@@ -4,8 +4,9 @@
 // buffer; torch.var's element count is a ReduceProd of a shape). Every input
 // must be known when the model is imported; otherwise the op is unsupported,
 // naming the input computed at run time. CumSum (position ids counted from an
-// attention mask) and GatherElements (a buffer read at those positions) also
-// run on values known at run time, composed of tcc ops.
+// attention mask), GatherElements (a buffer read at those positions) and
+// GatherND without batch dims (rows picked by run-time indices) also run on
+// values known at run time, composed of tcc ops.
 #include "ConstFold.h"
 #include "Importer.h"
 
@@ -376,12 +377,99 @@ LogicalResult gatherNDOfRuntimeData(NodeImporter &n, DenseElementsAttr idx) {
   return failed(op) ? failure() : n.setOutput(0, *op);
 }
 
+/// GatherND with indices known only at run time and no batch dims
+/// (`logits[torch.arange(B), last_token]`, transformers' sequence
+/// classifiers): each index row (i_0, ..., i_{m-1}) becomes the flat row
+/// sum of i_j * stride_j of data's first m dims merged, negative i_j
+/// counting from the end of dim j; a row with an index outside its dim
+/// points past the table, where the compiled gather reads zeros (as
+/// runtimeGatherElements). The gradient is the gather's.
+LogicalResult runtimeGatherND(NodeImporter &n) {
+  RankedTensorType data = n.inputType(0), idxType = n.inputType(1);
+  if (!data.hasStaticShape() || !idxType.hasStaticShape())
+    return n.unsupported("an input has a dynamic shape");
+  int64_t r = data.getRank(), q = idxType.getRank();
+  int64_t m = q ? idxType.getDimSize(q - 1) : 0;
+  if (q < 1 || m < 1 || m > r)
+    return n.fail("index rows of length " + std::to_string(m) +
+                  " do not fit data rank " + std::to_string(r));
+  llvm::SmallVector<int64_t> merged{1};
+  for (int64_t d = 0; d < m; ++d)
+    merged[0] *= data.getDimSize(d);
+  for (int64_t d = m; d < r; ++d)
+    merged.push_back(data.getDimSize(d));
+  std::vector<int64_t> strides = stridesOf(data.getShape().take_front(m));
+  Type i64 = IntegerType::get(n.context(), 64);
+  auto scalar = [&](int64_t v) {
+    return n.constant(DenseElementsAttr::get(
+        RankedTensorType::get({}, i64), llvm::APInt(64, uint64_t(v), true)));
+  };
+  Value idx = n.input(1);
+  if (idxType.getElementType() != i64)
+    idx = n.cast(idx, i64);
+  llvm::ArrayRef<int64_t> rowShape = idxType.getShape().drop_back();
+  Value flat, outside;
+  for (int64_t j = 0; j < m; ++j) {
+    llvm::SmallVector<int64_t> lo(size_t(q), 0), hi(idxType.getShape()),
+        step(size_t(q), 1);
+    lo[size_t(q - 1)] = j;
+    hi[size_t(q - 1)] = j + 1;
+    auto column = n.create<SliceOp>(idx, lo, hi, step);
+    if (failed(column))
+      return failure();
+    auto col = n.reshape(*column, rowShape);
+    if (failed(col))
+      return failure();
+    const int64_t dim = data.getDimSize(j);
+    auto negative = n.create<CmpOp>(CmpPredicate::lt, *col, scalar(0));
+    auto wrapped = n.create<AddOp>(*col, scalar(dim));
+    if (failed(negative) || failed(wrapped))
+      return failure();
+    auto norm = n.create<WhereOp>(*negative, *wrapped, *col);
+    if (failed(norm))
+      return failure();
+    auto low = n.create<CmpOp>(CmpPredicate::lt, *norm, scalar(0));
+    auto high = n.create<CmpOp>(CmpPredicate::ge, *norm, scalar(dim));
+    auto along = n.create<MulOp>(*norm, scalar(strides[size_t(j)]));
+    if (failed(low) || failed(high) || failed(along))
+      return failure();
+    auto out = n.create<OrOp>(*low, *high);
+    if (failed(out))
+      return failure();
+    if (j == 0) {
+      flat = *along;
+      outside = *out;
+      continue;
+    }
+    auto sum = n.create<AddOp>(flat, *along);
+    auto any = n.create<OrOp>(outside, *out);
+    if (failed(sum) || failed(any))
+      return failure();
+    flat = *sum;
+    outside = *any;
+  }
+  auto picked = n.create<WhereOp>(outside, scalar(merged[0]), flat);
+  auto table = n.reshape(n.input(0), merged);
+  if (failed(picked) || failed(table))
+    return failure();
+  auto op = n.create<GatherOp>(*table, *picked, int64_t(0));
+  return failed(op) ? failure() : n.setOutput(0, *op);
+}
+
 LogicalResult convertGatherND(NodeImporter &n) {
   if (failed(n.expectInputs(2, 2)) || failed(n.expectAttrs({"batch_dims"})))
     return failure();
-  if (!n.constantInput(0) && n.intAttr("batch_dims", 0) == 0)
+  if (n.intAttr("batch_dims", 0) == 0 &&
+      (!n.constantInput(0) || !n.constantInput(1))) {
     if (DenseElementsAttr idx = n.constantInput(1))
       return gatherNDOfRuntimeData(n, idx);
+    return runtimeGatherND(n);
+  }
+  if (!n.constantInput(0) || !n.constantInput(1))
+    return n.unsupported("batch_dims " +
+                         std::to_string(n.intAttr("batch_dims", 0)) +
+                         " on inputs computed at run time (only batch_dims "
+                         "0 runs at run time)");
   auto lits = constantInputs(n);
   if (failed(lits))
     return failure();

@@ -747,6 +747,40 @@ def build_hf_roberta():
     return _hf_classifier(RobertaConfig, RobertaForSequenceClassification, 2, True)
 
 
+def _hf_decoder_classifier(config_cls, model_cls, **config):
+    """A small HF decoder's sequence classifier (3 labels, pad token 0) on a
+    right-padded batch of 2 x 8 (row 2 padding from position 5):
+    transformers finds each row's last real token at run time
+    (argmax(arange * (input_ids != pad))) and reads its logits there
+    (logits[arange(B), last]: GatherND of run-time indices)."""
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    cfg = config_cls(vocab_size=64, num_labels=3, pad_token_id=0, **config)
+    model = HFLogits(model_cls(cfg), ["input_ids", "attention_mask"])
+    input_ids = torch.randint(1, cfg.vocab_size, (2, 8), generator=gen)
+    attention_mask = torch.ones(2, 8, dtype=torch.long)
+    attention_mask[1, 5:] = 0
+    input_ids[attention_mask == 0] = 0
+    return model.eval(), {"input_ids": input_ids, "attention_mask": attention_mask}, ["logits"]
+
+
+def build_hf_gpt2_cls():
+    from transformers import GPT2Config, GPT2ForSequenceClassification
+    return _hf_decoder_classifier(GPT2Config, GPT2ForSequenceClassification,
+                                  n_embd=32, n_layer=2, n_head=4, n_positions=16,
+                                  resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+
+
+def build_hf_llama_cls():
+    """LlamaForSequenceClassification with grouped-query attention (4 query
+    heads over 2 key/value heads), RMSNorm and rotary positions."""
+    from transformers import LlamaConfig, LlamaForSequenceClassification
+    return _hf_decoder_classifier(LlamaConfig, LlamaForSequenceClassification,
+                                  hidden_size=32, num_hidden_layers=2,
+                                  num_attention_heads=4, num_key_value_heads=2,
+                                  intermediate_size=64, max_position_embeddings=16)
+
+
 def build_hf_vit():
     """ViTForImageClassification on 16x16 RGB images in 4x4 patches (16
     patches and the CLS token), 5 classes."""
@@ -771,6 +805,8 @@ MODELS = {
     "hf_gpt2_padded": lambda: build_hf_gpt2(padded=True),
     "hf_opt_padded": build_hf_opt,
     "hf_roberta": build_hf_roberta,
+    "hf_gpt2_cls": build_hf_gpt2_cls,
+    "hf_llama_cls": build_hf_llama_cls,
     "mlp": build_mlp,
     "acts": build_acts,
     "norms": build_norms,

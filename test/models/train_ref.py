@@ -215,7 +215,7 @@ def make_data(model_name, model, inputs, out_shape, loss, K):
             labels = stream[:, 1:].clone()
             labels[torch.arange(T)[None, :] + 1 >= lengths[:, None]] = IGNORE_INDEX
             data[extra] = labels
-    elif model_name in ("hf_bert", "hf_roberta"):
+    elif model_name in ("hf_bert", "hf_roberta", "hf_gpt2_cls", "hf_llama_cls"):
         T = inputs["input_ids"].shape[1]
         V = model.m.config.vocab_size
         pad = model.m.config.pad_token_id

@@ -442,6 +442,20 @@ def const_only():
                   vi("nd", I64, [2]), vi("nan", BOOL, [3])], opset=20)
 
 
+def argmax_runtime():
+    """ArgMax / ArgMin of a run-time float input along axis 1: first and
+    last index of the extreme, NaN counting as the extreme (numpy's rule)."""
+    nodes = [helper.make_node("ArgMax", ["x"], ["max_first"], name="max_first", axis=1,
+                              keepdims=0),
+             helper.make_node("ArgMax", ["x"], ["max_last"], name="max_last", axis=1,
+                              keepdims=0, select_last_index=1),
+             helper.make_node("ArgMin", ["x"], ["min_first"], name="min_first", axis=-1,
+                              keepdims=1)]
+    return model(nodes, [vi("x", F, [2, 4])],
+                 [vi("max_first", I64, [2]), vi("max_last", I64, [2]),
+                  vi("min_first", I64, [2, 1])], opset=20)
+
+
 def reduce_prod_runtime():
     nodes = [helper.make_node("ReduceProd", ["x"], ["y"], name="prod", keepdims=0)]
     return model(nodes, [vi("x", F, [3])], [vi("y", F, [])], opset=20)
