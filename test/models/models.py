@@ -35,6 +35,8 @@ def _perturb_layernorms(model, gen):
             if isinstance(m, nn.LayerNorm):
                 m.weight.copy_(1.0 + 0.1 * torch.randn(m.weight.shape, generator=gen))
                 m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=gen))
+            elif type(m).__name__.endswith("RMSNorm"):  # transformers' (Llama's, Gemma's, ...)
+                m.weight.add_(0.1 * torch.randn(m.weight.shape, generator=gen))
 
 
 # --------------------------------------------------------------------------- MLP
@@ -781,6 +783,44 @@ def build_hf_llama_cls():
                                   intermediate_size=64, max_position_embeddings=16)
 
 
+def _hf_causal_lm(config_name, model_name, **config):
+    """A small HF causal LM (vocab 64, 2 layers, hidden 32, 4 heads) on a
+    right-padded batch of 2 x 8 with its attention_mask, as
+    AutoModelForCausalLM code builds it: the architectures beyond GPT-2
+    and OPT that today's decoders share (rotary positions, RMSNorm,
+    grouped-query attention, parallel attention/MLP blocks, ALiBi)."""
+    import transformers
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    cfg = getattr(transformers, config_name)(vocab_size=64, pad_token_id=0, **config)
+    model = HFLogits(getattr(transformers, model_name)(cfg), ["input_ids", "attention_mask"])
+    _perturb_layernorms(model, gen)
+    input_ids = torch.randint(1, cfg.vocab_size, (2, 8), generator=gen)
+    attention_mask = torch.ones(2, 8, dtype=torch.long)
+    attention_mask[1, 5:] = 0
+    input_ids[attention_mask == 0] = 0
+    return model.eval(), {"input_ids": input_ids, "attention_mask": attention_mask}, ["logits"]
+
+
+_DECODER = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                intermediate_size=64, max_position_embeddings=16)
+HF_CAUSAL_LMS = {
+    "hf_qwen2": lambda: _hf_causal_lm("Qwen2Config", "Qwen2ForCausalLM",
+                                      num_key_value_heads=2, **_DECODER),
+    "hf_mistral": lambda: _hf_causal_lm("MistralConfig", "MistralForCausalLM",
+                                        num_key_value_heads=2, **_DECODER),
+    "hf_gemma": lambda: _hf_causal_lm("GemmaConfig", "GemmaForCausalLM",
+                                      num_key_value_heads=2, head_dim=8, **_DECODER),
+    "hf_phi": lambda: _hf_causal_lm("PhiConfig", "PhiForCausalLM", resid_pdrop=0.0,
+                                    embd_pdrop=0.0, attention_dropout=0.0, **_DECODER),
+    "hf_neox": lambda: _hf_causal_lm("GPTNeoXConfig", "GPTNeoXForCausalLM",
+                                     hidden_dropout=0.0, attention_dropout=0.0, **_DECODER),
+    "hf_bloom": lambda: _hf_causal_lm("BloomConfig", "BloomForCausalLM", hidden_size=32,
+                                      n_layer=2, n_head=4, hidden_dropout=0.0,
+                                      attention_dropout=0.0),
+}
+
+
 def build_hf_vit():
     """ViTForImageClassification on 16x16 RGB images in 4x4 patches (16
     patches and the CLS token), 5 classes."""
@@ -807,6 +847,7 @@ MODELS = {
     "hf_roberta": build_hf_roberta,
     "hf_gpt2_cls": build_hf_gpt2_cls,
     "hf_llama_cls": build_hf_llama_cls,
+    **HF_CAUSAL_LMS,
     "mlp": build_mlp,
     "acts": build_acts,
     "norms": build_norms,

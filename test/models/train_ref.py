@@ -202,7 +202,8 @@ def make_data(model_name, model, inputs, out_shape, loss, K):
         data["input_ids"] = stream[:-1].view(K, T)
         if kind == "cross_entropy":
             data[extra] = stream[1:].view(K, T)
-    elif model_name in ("hf_gpt2_padded", "hf_opt_padded"):
+    elif model_name in ("hf_gpt2_padded", "hf_opt_padded", "hf_qwen2", "hf_mistral",
+                        "hf_gemma", "hf_phi", "hf_neox", "hf_bloom"):
         # Right-padded rows of 2..T tokens; a token's label is the next one,
         # -100 where there is none (the last token and the padding).
         T = inputs["input_ids"].shape[1]
