@@ -65,6 +65,11 @@ std::optional<Lit> foldCast(const Lit &a, mlir::Type elementType);
 
 /// Row-major strides of `shape`.
 std::vector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
+/// The flat index of `index` (a multi-index over the leading dims of
+/// `shape`, negatives counting from the end) under `strides`, or -1 when
+/// out of range.
+int64_t flatIndex(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> index,
+                  llvm::ArrayRef<int64_t> strides);
 /// Flat source index of every element of a `shape`-shaped view whose element
 /// at multi-index i is source element base + sum(i[d] * srcStrides[d]).
 std::vector<int64_t> stridedView(llvm::ArrayRef<int64_t> shape, int64_t base,

@@ -15,6 +15,18 @@ std::vector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape) {
   return strides;
 }
 
+int64_t flatIndex(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> index,
+                  llvm::ArrayRef<int64_t> strides) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < index.size(); ++d) {
+    int64_t i = index[d] < 0 ? index[d] + shape[d] : index[d];
+    if (i < 0 || i >= shape[d])
+      return -1;
+    flat += i * strides[d];
+  }
+  return flat;
+}
+
 /// Flat source index of every element of a `shape`-shaped view whose element
 /// at multi-index i is source element base + sum(i[d] * srcStrides[d]).
 std::vector<int64_t> stridedView(llvm::ArrayRef<int64_t> shape, int64_t base,

@@ -207,20 +207,6 @@ LogicalResult convertReduceProd(NodeImporter &n) {
   return n.setConstant(0, fromLit(out));
 }
 
-/// The flat index of `index` (a multi-index, negatives allowed) in `shape`,
-/// or -1 when out of range.
-int64_t flatIndex(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> index,
-                  llvm::ArrayRef<int64_t> strides) {
-  int64_t flat = 0;
-  for (size_t d = 0; d < index.size(); ++d) {
-    int64_t i = index[d] < 0 ? index[d] + shape[d] : index[d];
-    if (i < 0 || i >= shape[d])
-      return -1;
-    flat += i * strides[d];
-  }
-  return flat;
-}
-
 /// GatherElements of data or indices known only at run time (RoBERTa's
 /// token_type_ids buffer read at positions counted from the input ids): a
 /// tcc.gather of the flattened data at each element's flat index, a

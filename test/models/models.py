@@ -155,6 +155,34 @@ def build_cumsum():
     return _build_plain(CumSumNet, (4, 12))
 
 
+class SliceAssignNet(nn.Module):
+    """In-place slice and index assignment on activations, as ordinary code
+    writes it (exported as ONNX ScatterND at constant indices): a block of
+    columns replaced by a function of itself, a column set to a constant,
+    and every second row of a 3-D view overwritten by another tensor; the
+    gradients reach fc1 through the kept and the written parts."""
+
+    def __init__(self, d_in=12, d=8, d_out=5):
+        super().__init__()
+        self.fc1 = nn.Linear(d_in, 2 * d)
+        self.fc2 = nn.Linear(2 * d, 2 * d)
+        self.fc = nn.Linear(2 * d, d_out)
+
+    def forward(self, x):
+        B = x.shape[0]
+        h = torch.tanh(self.fc1(x))
+        y = h.clone()
+        y[:, 2:6] = torch.sigmoid(h[:, 2:6]) * 2.0
+        y[:, 0] = 0.5
+        z = y.view(B, 4, -1).clone()
+        z[:, ::2] = self.fc2(h).view(B, 4, -1)[:, 1::2]
+        return self.fc(z.flatten(1))
+
+
+def build_slice_assign():
+    return _build_plain(SliceAssignNet, (4, 12))
+
+
 class StatsNet(nn.Module):
     """Statistics as ordinary code writes them: a hand-written
     standardisation with torch.std, torch.var, F.normalize, masked_fill and a
@@ -556,6 +584,28 @@ def build_resnet18():
     return model.train(), inputs, ["logits"]
 
 
+def _torchvision(name):
+    """torchvision's `name` with 10 classes in eval mode (batch norms with
+    perturbed affines and running statistics), on 2 images of 3x64x64."""
+    def build():
+        import torchvision
+        torch.manual_seed(SEED)
+        gen = torch.Generator().manual_seed(SEED + 1)
+        model = getattr(torchvision.models, name)(num_classes=10)
+        _perturb_batchnorms(model, gen)
+        _perturb_layernorms(model, gen)
+        return model.eval(), {"x": torch.randn(2, 3, 64, 64, generator=gen)}, ["logits"]
+    return build
+
+
+# Depthwise and grouped convolutions, hardswish and squeeze-excitation
+# (MobileNetV3), channel shuffles (ShuffleNetV2), SiLU and stochastic depth
+# (EfficientNet), shifted windows with their masks built by slice
+# assignment (Swin: ScatterND of constants) and channels-last LayerNorms.
+TORCHVISION = {"tv_" + n: _torchvision(n) for n in
+               ("mobilenet_v3_small", "shufflenet_v2_x0_5", "efficientnet_b0", "swin_t")}
+
+
 # ------------------------------------------------- variants that output a loss
 #
 # For `tcc train --loss loss`: the graph itself ends in a scalar loss. Same
@@ -853,6 +903,7 @@ MODELS = {
     "norms": build_norms,
     "einsum": build_einsum,
     "cumsum": build_cumsum,
+    "slice_assign": build_slice_assign,
     "stats": build_stats,
     "deconv": build_deconv,
     "rnn": build_rnn,
@@ -864,4 +915,5 @@ MODELS = {
     "bert_sce": build_bert_sce,
     "cnn": build_cnn,
     "resnet18": build_resnet18,
+    **TORCHVISION,
 }

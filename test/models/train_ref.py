@@ -233,6 +233,7 @@ def make_data(model_name, model, inputs, out_shape, loss, K):
         elif kind == "mse":
             data[extra] = target
     elif model_name in ("cnn", "resnet18", "acts", "norms", "einsum", "cumsum", "stats",
+                        "slice_assign",
                         "deconv", "rnn"):
         data["x"] = torch.randn((K,) + tuple(inputs["x"].shape[1:]), generator=g)
     elif model_name == "upsample":  # labels: the generic ones below

@@ -456,6 +456,13 @@ def argmax_runtime():
                   vi("min_first", I64, [2, 1])], opset=20)
 
 
+def scatter_runtime_indices():
+    """ScatterND whose indices are a graph input (known at run time only)."""
+    nodes = [helper.make_node("ScatterND", ["x", "idx", "u"], ["y"], name="scatter")]
+    return model(nodes, [vi("x", F, [4, 3]), vi("idx", I64, [2, 1]), vi("u", F, [2, 3])],
+                 [vi("y", F, [4, 3])], opset=20)
+
+
 def reduce_prod_runtime():
     nodes = [helper.make_node("ReduceProd", ["x"], ["y"], name="prod", keepdims=0)]
     return model(nodes, [vi("x", F, [3])], [vi("y", F, [])], opset=20)
