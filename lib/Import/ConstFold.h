@@ -70,6 +70,13 @@ std::vector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
 /// out of range.
 int64_t flatIndex(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> index,
                   llvm::ArrayRef<int64_t> strides);
+/// The flat position in `shape` (row-major) of each innermost row of
+/// `indices` (GatherND / ScatterND index rows of length shape.size(),
+/// negatives counting from the end), or the number of the first row out of
+/// range as `bad` (>= 0; -1 when every row is in range).
+std::vector<int64_t> indexRowsFlat(const Lit &indices,
+                                   llvm::ArrayRef<int64_t> shape,
+                                   int64_t &bad);
 /// Flat source index of every element of a `shape`-shaped view whose element
 /// at multi-index i is source element base + sum(i[d] * srcStrides[d]).
 std::vector<int64_t> stridedView(llvm::ArrayRef<int64_t> shape, int64_t base,

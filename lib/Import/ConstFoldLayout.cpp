@@ -27,6 +27,26 @@ int64_t flatIndex(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> index,
   return flat;
 }
 
+std::vector<int64_t> indexRowsFlat(const Lit &indices,
+                                   llvm::ArrayRef<int64_t> shape,
+                                   int64_t &bad) {
+  const int64_t k = int64_t(shape.size());
+  std::vector<int64_t> strides = stridesOf(shape), out;
+  bad = -1;
+  llvm::SmallVector<int64_t> multi(static_cast<size_t>(k), 0);
+  for (int64_t row = 0; row < indices.numElements() / k; ++row) {
+    for (int64_t j = 0; j < k; ++j)
+      multi[size_t(j)] = indices.i(row * k + j);
+    int64_t at = flatIndex(shape, multi, strides);
+    if (at < 0) {
+      bad = row;
+      return {};
+    }
+    out.push_back(at);
+  }
+  return out;
+}
+
 /// Flat source index of every element of a `shape`-shaped view whose element
 /// at multi-index i is source element base + sum(i[d] * srcStrides[d]).
 std::vector<int64_t> stridedView(llvm::ArrayRef<int64_t> shape, int64_t base,

@@ -327,13 +327,14 @@ LogicalResult convertGatherElements(NodeImporter &n) {
 /// dims (advanced indexing, `mask[idx0, idx1]`, as the dynamo exporter
 /// writes it): the indexed dims are merged into one and gathered by flat
 /// row numbers, which the ordinary gather handles.
-LogicalResult gatherNDOfRuntimeData(NodeImporter &n, DenseElementsAttr idx) {
+/// GatherND's data (input 0) with the first m dims (the length of an index
+/// row of `indices`, shaped `indexShape`) merged into one, the table the
+/// flat row numbers index; or the error when the rows do not fit.
+FailureOr<Value> gatherNDTable(NodeImporter &n,
+                               llvm::ArrayRef<int64_t> indexShape) {
   RankedTensorType data = n.inputType(0);
-  auto indices = toLit(idx);
-  if (!indices)
-    return n.unsupported("indices are too large to evaluate at import time");
-  int64_t r = data.getRank(), q = indices->type.getRank();
-  int64_t m = q ? indices->shape()[q - 1] : 0;
+  int64_t r = data.getRank(), q = int64_t(indexShape.size());
+  int64_t m = q ? indexShape[size_t(q - 1)] : 0;
   if (q < 1 || m < 1 || m > r)
     return n.fail("index rows of length " + std::to_string(m) +
                   " do not fit data rank " + std::to_string(r));
@@ -342,21 +343,24 @@ LogicalResult gatherNDOfRuntimeData(NodeImporter &n, DenseElementsAttr idx) {
     merged[0] *= data.getDimSize(d);
   for (int64_t d = m; d < r; ++d)
     merged.push_back(data.getDimSize(d));
-  std::vector<int64_t> strides = stridesOf(data.getShape().take_front(m));
+  return n.reshape(n.input(0), merged);
+}
+
+LogicalResult gatherNDOfRuntimeData(NodeImporter &n, DenseElementsAttr idx) {
+  RankedTensorType data = n.inputType(0);
+  auto indices = toLit(idx);
+  if (!indices)
+    return n.unsupported("indices are too large to evaluate at import time");
+  auto table = gatherNDTable(n, indices->shape());
+  if (failed(table))
+    return failure();
+  int64_t m = indices->shape().back(), bad = -1;
   Lit flat;
   flat.type = RankedTensorType::get(indices->shape().drop_back(),
                                     IntegerType::get(n.context(), 64));
-  int64_t rows = indices->numElements() / m;
-  for (int64_t row = 0; row < rows; ++row) {
-    llvm::SmallVector<int64_t> multi;
-    for (int64_t j = 0; j < m; ++j)
-      multi.push_back(indices->i(row * m + j));
-    int64_t at = flatIndex(data.getShape().take_front(m), multi, strides);
-    if (at < 0)
-      return n.fail("index row " + std::to_string(row) + " is out of range");
-    flat.ints.push_back(at);
-  }
-  auto table = n.reshape(n.input(0), merged);
+  flat.ints = indexRowsFlat(*indices, data.getShape().take_front(m), bad);
+  if (bad >= 0)
+    return n.fail("index row " + std::to_string(bad) + " is out of range");
   if (failed(table))
     return failure();
   auto op = n.create<GatherOp>(*table, n.constant(fromLit(flat)), int64_t(0));
@@ -374,16 +378,13 @@ LogicalResult runtimeGatherND(NodeImporter &n) {
   RankedTensorType data = n.inputType(0), idxType = n.inputType(1);
   if (!data.hasStaticShape() || !idxType.hasStaticShape())
     return n.unsupported("an input has a dynamic shape");
-  int64_t r = data.getRank(), q = idxType.getRank();
-  int64_t m = q ? idxType.getDimSize(q - 1) : 0;
-  if (q < 1 || m < 1 || m > r)
-    return n.fail("index rows of length " + std::to_string(m) +
-                  " do not fit data rank " + std::to_string(r));
-  llvm::SmallVector<int64_t> merged{1};
+  auto table = gatherNDTable(n, idxType.getShape());
+  if (failed(table))
+    return failure();
+  int64_t q = idxType.getRank(), m = idxType.getDimSize(q - 1);
+  int64_t rows = 1;
   for (int64_t d = 0; d < m; ++d)
-    merged[0] *= data.getDimSize(d);
-  for (int64_t d = m; d < r; ++d)
-    merged.push_back(data.getDimSize(d));
+    rows *= data.getDimSize(d);
   std::vector<int64_t> strides = stridesOf(data.getShape().take_front(m));
   Type i64 = IntegerType::get(n.context(), 64);
   auto scalar = [&](int64_t v) {
@@ -434,9 +435,8 @@ LogicalResult runtimeGatherND(NodeImporter &n) {
     flat = *sum;
     outside = *any;
   }
-  auto picked = n.create<WhereOp>(outside, scalar(merged[0]), flat);
-  auto table = n.reshape(n.input(0), merged);
-  if (failed(picked) || failed(table))
+  auto picked = n.create<WhereOp>(outside, scalar(rows), flat);
+  if (failed(picked))
     return failure();
   auto op = n.create<GatherOp>(*table, *picked, int64_t(0));
   return failed(op) ? failure() : n.setOutput(0, *op);

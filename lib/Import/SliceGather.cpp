@@ -211,19 +211,16 @@ static LogicalResult convertScatterND(NodeImporter &n) {
     rows *= data.getDimSize(d);
   for (int64_t d = k; d < r; ++d)
     slice *= data.getDimSize(d);
-  int64_t updRows = indices->numElements() / k;
-  std::vector<int64_t> strides = stridesOf(data.getShape().take_front(k));
+  int64_t updRows = indices->numElements() / k, bad = -1;
+  std::vector<int64_t> target =
+      indexRowsFlat(*indices, data.getShape().take_front(k), bad);
+  if (bad >= 0)
+    return n.fail("index row " + std::to_string(bad) + " is out of range");
   llvm::SmallVector<int64_t> src(size_t(rows), 0);
   llvm::SmallVector<bool> written(size_t(rows), false);
   for (int64_t row = 0; row < updRows; ++row) {
-    llvm::SmallVector<int64_t> multi;
-    for (int64_t j = 0; j < k; ++j)
-      multi.push_back(indices->i(row * k + j));
-    int64_t at = flatIndex(data.getShape().take_front(k), multi, strides);
-    if (at < 0)
-      return n.fail("index row " + std::to_string(row) + " is out of range");
-    src[size_t(at)] = row;
-    written[size_t(at)] = true;
+    src[size_t(target[size_t(row)])] = row;
+    written[size_t(target[size_t(row)])] = true;
   }
   return scatterRows(n, rows, slice, updRows, src, written);
 }

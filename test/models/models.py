@@ -799,46 +799,16 @@ def build_hf_roberta():
     return _hf_classifier(RobertaConfig, RobertaForSequenceClassification, 2, True)
 
 
-def _hf_decoder_classifier(config_cls, model_cls, **config):
-    """A small HF decoder's sequence classifier (3 labels, pad token 0) on a
-    right-padded batch of 2 x 8 (row 2 padding from position 5):
-    transformers finds each row's last real token at run time
-    (argmax(arange * (input_ids != pad))) and reads its logits there
-    (logits[arange(B), last]: GatherND of run-time indices)."""
-    torch.manual_seed(SEED)
-    gen = torch.Generator().manual_seed(SEED + 1)
-    cfg = config_cls(vocab_size=64, num_labels=3, pad_token_id=0, **config)
-    model = HFLogits(model_cls(cfg), ["input_ids", "attention_mask"])
-    input_ids = torch.randint(1, cfg.vocab_size, (2, 8), generator=gen)
-    attention_mask = torch.ones(2, 8, dtype=torch.long)
-    attention_mask[1, 5:] = 0
-    input_ids[attention_mask == 0] = 0
-    return model.eval(), {"input_ids": input_ids, "attention_mask": attention_mask}, ["logits"]
-
-
-def build_hf_gpt2_cls():
-    from transformers import GPT2Config, GPT2ForSequenceClassification
-    return _hf_decoder_classifier(GPT2Config, GPT2ForSequenceClassification,
-                                  n_embd=32, n_layer=2, n_head=4, n_positions=16,
-                                  resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
-
-
-def build_hf_llama_cls():
-    """LlamaForSequenceClassification with grouped-query attention (4 query
-    heads over 2 key/value heads), RMSNorm and rotary positions."""
-    from transformers import LlamaConfig, LlamaForSequenceClassification
-    return _hf_decoder_classifier(LlamaConfig, LlamaForSequenceClassification,
-                                  hidden_size=32, num_hidden_layers=2,
-                                  num_attention_heads=4, num_key_value_heads=2,
-                                  intermediate_size=64, max_position_embeddings=16)
-
-
-def _hf_causal_lm(config_name, model_name, **config):
-    """A small HF causal LM (vocab 64, 2 layers, hidden 32, 4 heads) on a
-    right-padded batch of 2 x 8 with its attention_mask, as
-    AutoModelForCausalLM code builds it: the architectures beyond GPT-2
-    and OPT that today's decoders share (rotary positions, RMSNorm,
-    grouped-query attention, parallel attention/MLP blocks, ALiBi)."""
+def _hf_padded_decoder(config_name, model_name, **config):
+    """A small HF decoder (vocab 64, pad token 0) on a right-padded batch of
+    2 x 8 with its attention_mask (row 2 padding from position 5), as
+    AutoModelForCausalLM / AutoModelForSequenceClassification code builds
+    it. The causal LMs below cover what today's decoders share beyond GPT-2
+    and OPT (rotary positions, RMSNorm, grouped-query attention, parallel
+    attention/MLP blocks, ALiBi); the sequence classifiers find each row's
+    last real token at run time (argmax(arange * (input_ids != pad))) and
+    read its logits there (logits[arange(B), last]: GatherND of run-time
+    indices)."""
     import transformers
     torch.manual_seed(SEED)
     gen = torch.Generator().manual_seed(SEED + 1)
@@ -854,20 +824,28 @@ def _hf_causal_lm(config_name, model_name, **config):
 
 _DECODER = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                 intermediate_size=64, max_position_embeddings=16)
-HF_CAUSAL_LMS = {
-    "hf_qwen2": lambda: _hf_causal_lm("Qwen2Config", "Qwen2ForCausalLM",
+HF_DECODERS = {
+    "hf_qwen2": lambda: _hf_padded_decoder("Qwen2Config", "Qwen2ForCausalLM",
                                       num_key_value_heads=2, **_DECODER),
-    "hf_mistral": lambda: _hf_causal_lm("MistralConfig", "MistralForCausalLM",
+    "hf_mistral": lambda: _hf_padded_decoder("MistralConfig", "MistralForCausalLM",
                                         num_key_value_heads=2, **_DECODER),
-    "hf_gemma": lambda: _hf_causal_lm("GemmaConfig", "GemmaForCausalLM",
+    "hf_gemma": lambda: _hf_padded_decoder("GemmaConfig", "GemmaForCausalLM",
                                       num_key_value_heads=2, head_dim=8, **_DECODER),
-    "hf_phi": lambda: _hf_causal_lm("PhiConfig", "PhiForCausalLM", resid_pdrop=0.0,
+    "hf_phi": lambda: _hf_padded_decoder("PhiConfig", "PhiForCausalLM", resid_pdrop=0.0,
                                     embd_pdrop=0.0, attention_dropout=0.0, **_DECODER),
-    "hf_neox": lambda: _hf_causal_lm("GPTNeoXConfig", "GPTNeoXForCausalLM",
+    "hf_neox": lambda: _hf_padded_decoder("GPTNeoXConfig", "GPTNeoXForCausalLM",
                                      hidden_dropout=0.0, attention_dropout=0.0, **_DECODER),
-    "hf_bloom": lambda: _hf_causal_lm("BloomConfig", "BloomForCausalLM", hidden_size=32,
+    "hf_bloom": lambda: _hf_padded_decoder("BloomConfig", "BloomForCausalLM", hidden_size=32,
                                       n_layer=2, n_head=4, hidden_dropout=0.0,
                                       attention_dropout=0.0),
+    "hf_gpt2_cls": lambda: _hf_padded_decoder(
+        "GPT2Config", "GPT2ForSequenceClassification", num_labels=3, n_embd=32,
+        n_layer=2, n_head=4, n_positions=16, resid_pdrop=0.0, embd_pdrop=0.0,
+        attn_pdrop=0.0),
+    # Grouped-query attention (4 query heads over 2 key/value heads).
+    "hf_llama_cls": lambda: _hf_padded_decoder(
+        "LlamaConfig", "LlamaForSequenceClassification", num_labels=3,
+        num_key_value_heads=2, **_DECODER),
 }
 
 
@@ -895,9 +873,7 @@ MODELS = {
     "hf_gpt2_padded": lambda: build_hf_gpt2(padded=True),
     "hf_opt_padded": build_hf_opt,
     "hf_roberta": build_hf_roberta,
-    "hf_gpt2_cls": build_hf_gpt2_cls,
-    "hf_llama_cls": build_hf_llama_cls,
-    **HF_CAUSAL_LMS,
+    **HF_DECODERS,
     "mlp": build_mlp,
     "acts": build_acts,
     "norms": build_norms,
