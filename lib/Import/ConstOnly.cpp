@@ -323,10 +323,6 @@ LogicalResult convertGatherElements(NodeImporter &n) {
 
 /// GatherND(data, indices, batch_dims): each innermost row of `indices`
 /// picks a slice of data (after batch_dims leading dims shared by both).
-/// GatherND of data computed at run time with known indices and no batch
-/// dims (advanced indexing, `mask[idx0, idx1]`, as the dynamo exporter
-/// writes it): the indexed dims are merged into one and gathered by flat
-/// row numbers, which the ordinary gather handles.
 /// GatherND's data (input 0) with the first m dims (the length of an index
 /// row of `indices`, shaped `indexShape`) merged into one, the table the
 /// flat row numbers index; or the error when the rows do not fit.
@@ -346,6 +342,10 @@ FailureOr<Value> gatherNDTable(NodeImporter &n,
   return n.reshape(n.input(0), merged);
 }
 
+/// GatherND of data computed at run time with known indices and no batch
+/// dims (advanced indexing, `mask[idx0, idx1]`, as the dynamo exporter
+/// writes it): the indexed dims are merged into one and gathered by flat
+/// row numbers, which the ordinary gather handles.
 LogicalResult gatherNDOfRuntimeData(NodeImporter &n, DenseElementsAttr idx) {
   RankedTensorType data = n.inputType(0);
   auto indices = toLit(idx);
@@ -361,8 +361,6 @@ LogicalResult gatherNDOfRuntimeData(NodeImporter &n, DenseElementsAttr idx) {
   flat.ints = indexRowsFlat(*indices, data.getShape().take_front(m), bad);
   if (bad >= 0)
     return n.fail("index row " + std::to_string(bad) + " is out of range");
-  if (failed(table))
-    return failure();
   auto op = n.create<GatherOp>(*table, n.constant(fromLit(flat)), int64_t(0));
   return failed(op) ? failure() : n.setOutput(0, *op);
 }

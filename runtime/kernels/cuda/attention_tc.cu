@@ -110,6 +110,7 @@ __global__ void __launch_bounds__(C::NT, C::MIN_BLOCKS)
         mma16816<T>(s[2 * np + 1], qf[ks], kb[2], kb[3]);
       }
 
+    // (Query rows past tq are computed and dropped: no bound on them.)
     if (visibleTile(p, q0, 0, tq, k0, BC, tk)) {
 #pragma unroll
       for (int n = 0; n < SN; ++n)
