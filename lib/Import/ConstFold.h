@@ -77,6 +77,13 @@ int64_t flatIndex(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> index,
 std::vector<int64_t> indexRowsFlat(const Lit &indices,
                                    llvm::ArrayRef<int64_t> shape,
                                    int64_t &bad);
+/// GatherElements / ScatterElements: the flat position in `shape` of each
+/// element e of `indices` (same rank), e's own multi-index with its `axis`
+/// coordinate replaced by indices[e] (negative counting from the end); or
+/// the number of the first element out of range as `bad` (-1: none).
+std::vector<int64_t> elementTargetsFlat(const Lit &indices,
+                                        llvm::ArrayRef<int64_t> shape,
+                                        int64_t axis, int64_t &bad);
 /// Flat source index of every element of a `shape`-shaped view whose element
 /// at multi-index i is source element base + sum(i[d] * srcStrides[d]).
 std::vector<int64_t> stridedView(llvm::ArrayRef<int64_t> shape, int64_t base,

@@ -47,6 +47,30 @@ std::vector<int64_t> indexRowsFlat(const Lit &indices,
   return out;
 }
 
+std::vector<int64_t> elementTargetsFlat(const Lit &indices,
+                                        llvm::ArrayRef<int64_t> shape,
+                                        int64_t axis, int64_t &bad) {
+  const int64_t rank = int64_t(shape.size());
+  std::vector<int64_t> strides = stridesOf(shape),
+                       idxStrides = stridesOf(indices.shape()), out;
+  bad = -1;
+  llvm::SmallVector<int64_t> multi(static_cast<size_t>(rank), 0);
+  for (int64_t e = 0; e < indices.numElements(); ++e) {
+    for (int64_t d = 0, rest = e; d < rank; ++d) {
+      multi[size_t(d)] = rest / idxStrides[size_t(d)];
+      rest %= idxStrides[size_t(d)];
+    }
+    multi[size_t(axis)] = indices.i(e);
+    int64_t at = flatIndex(shape, multi, strides);
+    if (at < 0) {
+      bad = e;
+      return {};
+    }
+    out.push_back(at);
+  }
+  return out;
+}
+
 /// Flat source index of every element of a `shape`-shaped view whose element
 /// at multi-index i is source element base + sum(i[d] * srcStrides[d]).
 std::vector<int64_t> stridedView(llvm::ArrayRef<int64_t> shape, int64_t base,

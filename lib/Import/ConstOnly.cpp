@@ -298,23 +298,13 @@ LogicalResult convertGatherElements(NodeImporter &n) {
   auto axis = n.normalizeAxis(n.intAttr("axis", 0), rank, "axis");
   if (failed(axis))
     return failure();
-  std::vector<int64_t> dataStrides = stridesOf(data.shape()),
-                       idxStrides = stridesOf(indices.shape());
-  std::vector<int64_t> src;
-  llvm::SmallVector<int64_t> multi(rank);
-  for (int64_t k = 0; k < indices.numElements(); ++k) {
-    for (int64_t d = 0, rest = k; d < rank; ++d) {
-      multi[d] = rest / idxStrides[d];
-      rest %= idxStrides[d];
-    }
-    multi[*axis] = indices.i(k);
-    int64_t flat = flatIndex(data.shape(), multi, dataStrides);
-    if (flat < 0)
-      return n.fail("index " + std::to_string(indices.i(k)) +
-                    " is out of range for dim " +
-                    std::to_string(data.shape()[*axis]));
-    src.push_back(flat);
-  }
+  int64_t bad = -1;
+  std::vector<int64_t> src =
+      elementTargetsFlat(indices, data.shape(), *axis, bad);
+  if (bad >= 0)
+    return n.fail("index " + std::to_string(indices.i(bad)) +
+                  " is out of range for dim " +
+                  std::to_string(data.shape()[*axis]));
   auto type = RankedTensorType::get(indices.shape(),
                                     data.type.getElementType());
   Lit out = selectElements(data, type, src);

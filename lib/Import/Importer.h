@@ -99,7 +99,7 @@ public:
   mlir::DenseElementsAttr constantInput(int i);
   bool allInputsConstant();
   /// Integer contents of input `i`, which must be known at import time:
-  /// otherwise fails with "dynamic shape cannot be folded".
+  /// otherwise fails with "... is only known at run time" (notConstant).
   mlir::FailureOr<llvm::SmallVector<int64_t>> intsInput(int i,
                                                         llvm::StringRef what);
 

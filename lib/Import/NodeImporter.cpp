@@ -84,8 +84,8 @@ LogicalResult NodeImporter::unsupported(const llvm::Twine &message) {
 }
 
 LogicalResult NodeImporter::notConstant(int i, llvm::StringRef what) {
-  return fail("dynamic shape cannot be folded: the " + what + " ('" +
-              node_.input(i) + "') is only known at run time");
+  return fail("the " + what + " ('" + node_.input(i) +
+              "') is only known at run time; tcc needs it at import time");
 }
 
 //===----------------------------------------------------------------------===//

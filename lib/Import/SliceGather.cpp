@@ -247,25 +247,19 @@ static LogicalResult convertScatterElements(NodeImporter &n) {
   for (int64_t d = 0; d < rank; ++d)
     if (indices->shape()[d] > data.getDimSize(d) && d != *axis)
       return n.fail("indices dim " + std::to_string(d) + " is past data's");
-  std::vector<int64_t> dataStrides = stridesOf(data.getShape()),
-                       idxStrides = stridesOf(indices->shape());
   int64_t total = data.getNumElements(), count = indices->numElements();
+  int64_t bad = -1;
+  std::vector<int64_t> target =
+      elementTargetsFlat(*indices, data.getShape(), *axis, bad);
+  if (bad >= 0)
+    return n.fail("index " + std::to_string(indices->i(bad)) +
+                  " is out of range for dim " +
+                  std::to_string(data.getDimSize(*axis)));
   llvm::SmallVector<int64_t> src(size_t(total), 0);
   llvm::SmallVector<bool> written(size_t(total), false);
-  llvm::SmallVector<int64_t> multi(static_cast<size_t>(rank), 0);
   for (int64_t e = 0; e < count; ++e) {
-    for (int64_t d = 0, rest = e; d < rank; ++d) {
-      multi[size_t(d)] = rest / idxStrides[size_t(d)];
-      rest %= idxStrides[size_t(d)];
-    }
-    multi[size_t(*axis)] = indices->i(e);
-    int64_t at = flatIndex(data.getShape(), multi, dataStrides);
-    if (at < 0)
-      return n.fail("index " + std::to_string(indices->i(e)) +
-                    " is out of range for dim " +
-                    std::to_string(data.getDimSize(*axis)));
-    src[size_t(at)] = e;
-    written[size_t(at)] = true;
+    src[size_t(target[size_t(e)])] = e;
+    written[size_t(target[size_t(e)])] = true;
   }
   return scatterRows(n, total, 1, count, src, written);
 }

@@ -749,21 +749,11 @@ def build_hf_opt():
     """OPTForCausalLM on a right-padded batch with its attention_mask: OPT
     counts its learned positions from the mask at run time
     (cumsum(attention_mask) * attention_mask - 1, plus its offset of 2)."""
-    from transformers import OPTConfig, OPTForCausalLM
-    torch.manual_seed(SEED)
-    gen = torch.Generator().manual_seed(SEED + 1)
-    cfg = OPTConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2,
-                    ffn_dim=64, num_attention_heads=4,
-                    max_position_embeddings=16, word_embed_proj_dim=32,
-                    dropout=0.0, attention_dropout=0.0, layerdrop=0.0,
-                    pad_token_id=0, bos_token_id=0, eos_token_id=0)
-    model = HFLogits(OPTForCausalLM(cfg), ["input_ids", "attention_mask"])
-    _perturb_layernorms(model, gen)
-    input_ids = torch.randint(1, cfg.vocab_size, (2, 8), generator=gen)
-    attention_mask = torch.ones(2, 8, dtype=torch.long)
-    attention_mask[1, 5:] = 0
-    input_ids[attention_mask == 0] = 0
-    return model.eval(), {"input_ids": input_ids, "attention_mask": attention_mask}, ["logits"]
+    return _hf_padded_decoder("OPTConfig", "OPTForCausalLM", hidden_size=32,
+                              num_hidden_layers=2, ffn_dim=64, num_attention_heads=4,
+                              max_position_embeddings=16, word_embed_proj_dim=32,
+                              dropout=0.0, attention_dropout=0.0, layerdrop=0.0,
+                              bos_token_id=0, eos_token_id=0)
 
 
 def _hf_classifier(config_cls, model_cls, first_id, pad_padding):
