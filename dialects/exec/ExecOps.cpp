@@ -271,7 +271,8 @@ LogicalResult AllReduceOp::buildVjp(OpBuilder &builder, ValueRange resultGrads,
       flowing.push_back(g);
   auto reduce = AllReduceOp::create(
       builder, getLoc(), ValueRange(flowing).getTypes(), flowing,
-      getReductionAttr(), getBucketAttr(), builder.getI64IntegerAttr(0));
+      getReductionAttr(), getBucketAttr(), builder.getI64IntegerAttr(0),
+      builder.getI64IntegerAttr(0), getScatteredOnlyAttr());
   unsigned next = 0;
   for (Value g : resultGrads)
     operandGrads.push_back(g ? reduce.getResult(next++) : Value());
@@ -281,6 +282,17 @@ LogicalResult AllReduceOp::buildVjp(OpBuilder &builder, ValueRange resultGrads,
 LogicalResult AllReduceOp::verify() {
   if (negativeBucketOrStream(*this))
     return emitOpError("bucket and stream are non-negative");
+  int64_t gradients = getGradientsAttr().getInt();
+  if (gradients < 0 || gradients > int64_t(getInputs().size()))
+    return emitOpError("gradients ")
+           << gradients << " is not a count of its " << getInputs().size()
+           << " operands";
+  if (gradients > 0 && getScatteredOnly())
+    return emitOpError("reduces gradients and partial sums of them at once; "
+                       "gradients and scattered_only exclude each other");
+  if (getScatteredOnly() && getReduction() != Reduction::sum)
+    return emitOpError("scattered_only sums partial sums; its reduction is "
+                       "sum");
   return verifyCollective(*this, 1, false);
 }
 

@@ -155,11 +155,27 @@ def Exec_AllReduceOp : Exec_CollectiveOp<"all_reduce",
     Its gradient is the same all-reduce of the results' gradients (the
     transpose of a sum over ranks is a sum over ranks), on the compute
     stream: a data-parallel loss divides by the all-reduced label count.
+
+    Under ZeRO-1 the runtime may reduce-scatter instead; two attributes
+    say where (the training step sets them; the artifact does not depend on
+    the world size):
+    - `gradients`: the leading operands that are parameter gradients, read
+      after this op only by elementwise scaling (clipping, unscaling), the
+      gradient norm's sum of squares and the optimizer updates. A session
+      that shards the updates gives rank r of N only elements
+      [n*r/N, n*(r+1)/N) of each reduced gradient of n elements (the slice
+      its update reads) and zeros elsewhere.
+    - `scattered_only`: the operands are each rank's partial sums over
+      such gradients (the norm's sum of squares), summed over the ranks
+      only when the gradients were scattered; otherwise every rank already
+      holds the total and each result equals its operand.
   }];
   let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
                        DefaultValuedAttr<Exec_ReductionAttr, "Reduction::sum">:$reduction,
                        DefaultValuedAttr<I64Attr, "0">:$bucket,
-                       DefaultValuedAttr<I64Attr, "1">:$stream);
+                       DefaultValuedAttr<I64Attr, "1">:$stream,
+                       DefaultValuedAttr<I64Attr, "0">:$gradients,
+                       UnitAttr:$scattered_only);
   let results = (outs Variadic<AnyRankedTensor>:$results);
 }
 

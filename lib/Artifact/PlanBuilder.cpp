@@ -76,6 +76,8 @@ void collective(Operation *op, rt::Step &step) {
     step.reduction = reduction(c.getReduction());
     step.bucket = c.getBucketAttr().getInt();
     step.stream = c.getStreamAttr().getInt();
+    step.gradients = c.getGradientsAttr().getInt();
+    step.scatteredOnly = c.getScatteredOnly();
   } else if (auto c = llvm::dyn_cast<exec::ReduceScatterOp>(op)) {
     step.collective = rt::CollectiveOp::ReduceScatter;
     step.reduction = reduction(c.getReduction());

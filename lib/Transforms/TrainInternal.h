@@ -69,9 +69,12 @@ mlir::Value buildLearningRate(mlir::OpBuilder &b, mlir::Location loc,
 /// The global L2 norm of `grads` as clip_grad_norm_ returns it (an f32
 /// scalar). Inf or NaN when any gradient element is. Two kernels per group
 /// of gradients (about kNormGroups of them, each at most kNormGroupBytes of
-/// squares, a transient vector) and two more.
+/// squares, a transient vector) and two more. `dataParallel`: the sum of
+/// squares passes through a scattered_only exec.all_reduce before its root,
+/// so that ranks holding slices of the gradients (ZeRO-1) add their parts.
 mlir::Value globalGradNorm(mlir::OpBuilder &b, mlir::Location loc,
-                           llvm::ArrayRef<mlir::Value> grads);
+                           llvm::ArrayRef<mlir::Value> grads,
+                           bool dataParallel);
 inline constexpr int64_t kNormGroups = 8;
 inline constexpr int64_t kNormGroupBytes = int64_t(64) << 20;
 

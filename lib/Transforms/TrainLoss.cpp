@@ -219,7 +219,8 @@ Value combineLosses(OpBuilder &b, Location loc, ArrayRef<MicroLoss> parts,
       den = exec::AllReduceOp::create(
                 b, loc, TypeRange{den.getType()}, ValueRange{den},
                 exec::ReductionAttr::get(b.getContext(), exec::Reduction::mean),
-                b.getI64IntegerAttr(0), b.getI64IntegerAttr(0))
+                b.getI64IntegerAttr(0), b.getI64IntegerAttr(0),
+                b.getI64IntegerAttr(0), UnitAttr())
                 .getResult(0);
     return DivOp::create(b, loc, num, den);
   }

@@ -1,6 +1,8 @@
 // Gradient clipping and the optimizer updates of the training step.
 #include "TrainInternal.h"
 
+#include "exec/ExecOps.h"
+
 #include "tcc/TccOps.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -56,7 +58,8 @@ static Value columnSumsOfSquares(OpBuilder &b, Location loc, ValueRange grads,
                              b.getBoolAttr(false));
 }
 
-Value globalGradNorm(OpBuilder &b, Location loc, ArrayRef<Value> grads) {
+Value globalGradNorm(OpBuilder &b, Location loc, ArrayRef<Value> grads,
+                     bool dataParallel) {
   // sqrt of the sum of g * g over every gradient element; clip_grad_norm_'s
   // norm of the per-tensor norms is the same number up to rounding. The
   // gradients in program order make about kNormGroups groups (each at most
@@ -100,6 +103,13 @@ Value globalGradNorm(OpBuilder &b, Location loc, ArrayRef<Value> grads) {
                                            b.getI64IntegerAttr(0)));
   Value sum = ReduceSumOp::create(b, loc, all, b.getDenseI64ArrayAttr({0}),
                                   b.getBoolAttr(false));
+  if (dataParallel)
+    sum = exec::AllReduceOp::create(
+              b, loc, TypeRange{sum.getType()}, ValueRange{sum},
+              exec::ReductionAttr::get(b.getContext(), exec::Reduction::sum),
+              b.getI64IntegerAttr(0), b.getI64IntegerAttr(0),
+              b.getI64IntegerAttr(0), b.getUnitAttr())
+              .getResult(0);
   Value norm = SqrtOp::create(b, loc, sum);
   if (acc != f32)
     norm = CastOp::create(b, loc, RankedTensorType::get({}, f32), norm);

@@ -434,7 +434,8 @@ Value StepBuilder::allReduceGradients(OpBuilder &b,
       b.setInsertionPointToStart(body);
     auto reduce = exec::AllReduceOp::create(
         b, loc, ValueRange(inputs).getTypes(), inputs, mean,
-        b.getI64IntegerAttr(int64_t(k) + 1), b.getI64IntegerAttr(1));
+        b.getI64IntegerAttr(int64_t(k) + 1), b.getI64IntegerAttr(1),
+        b.getI64IntegerAttr(int64_t(bucket.size())), UnitAttr());
     for (auto [j, i] : llvm::enumerate(bucket))
       grads[i] = reduce.getResult(j);
     if (k == 0)
@@ -650,7 +651,7 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
         *grads);
   Value norm;
   if (reportNorm)
-    norm = train::globalGradNorm(b, loc, *grads);
+    norm = train::globalGradNorm(b, loc, *grads, config.dataParallel);
   if (config.gradClip)
     train::clipGradients(b, loc, *config.gradClip, norm, *grads);
 

@@ -65,6 +65,12 @@ struct FunctionBinding {
     int64_t first = 0, count = -1;
   };
   std::vector<Shard> shards;
+  /// ZeRO-1: the collective steps reduce-scatter their gradients (Step::
+  /// gradients; rank r of N keeps the slice sliceOf(n, r, N) of zero.h and
+  /// zeros elsewhere) and sum their scattered_only partial sums. Without
+  /// it they all-reduce the gradients and copy the partial sums, which
+  /// every rank holds whole.
+  bool scatterGradients = false;
 };
 
 struct Bindings {

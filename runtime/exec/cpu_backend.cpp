@@ -368,7 +368,7 @@ void CpuBackend::runSteps(size_t f, int64_t step, double *ms) {
         group->progress();
       if (fn.steps[i].kind == Step::Collective) {
         Clock::time_point start = Clock::now();
-        startCollective(fn, i, fb.ptrs.data());
+        startCollective(fn, i, fb.ptrs.data(), fb.scatterGradients);
         if (ms)
           ms[i] =
               std::chrono::duration<double, std::milli>(Clock::now() - start)
@@ -491,7 +491,7 @@ void runShardedUpdate(const Function &fn, size_t s, uint8_t *const *ptrs,
 } // namespace
 
 void CpuBackend::startCollective(const Function &fn, size_t s,
-                                 uint8_t *const *ptrs) {
+                                 uint8_t *const *ptrs, bool scatter) {
   const Step &step = fn.steps[s];
   if (step.collective != CollectiveOp::AllReduce)
     fail(TCC_ERROR_BACKEND, fn.name + " step " + std::to_string(s) + " (" +
@@ -503,9 +503,24 @@ void CpuBackend::startCollective(const Function &fn, size_t s,
     const uint8_t *in = ptrs[step.inputs[i]];
     if (out != in)
       std::memmove(out, in, size_t(v.bytes));
-    group->start(out, v.elements, v.dtype, step.reduction == Reduction::Mean,
-                 fn.name + " step " + std::to_string(s) + " (all_reduce of " +
-                     "bucket " + std::to_string(step.bucket) + ")");
+    bool mean = step.reduction == Reduction::Mean;
+    std::string what = fn.name + " step " + std::to_string(s);
+    if (step.scatteredOnly) {
+      // Partial sums over gradient slices; whole on every rank unless the
+      // gradients were scattered.
+      if (scatter)
+        group->start(out, v.elements, v.dtype, mean,
+                     what + " (the sum of the ranks' parts of the gradient "
+                            "norm, ZeRO-1)");
+    } else if (scatter && int64_t(i) < step.gradients) {
+      group->startScatter(out, v.elements, v.dtype, mean,
+                          what + " (reduce_scatter of bucket " +
+                              std::to_string(step.bucket) + ", ZeRO-1)");
+    } else {
+      group->start(out, v.elements, v.dtype, mean,
+                   what + " (all_reduce of bucket " +
+                       std::to_string(step.bucket) + ")");
+    }
   }
 }
 

@@ -59,8 +59,10 @@ private:
   void runStep(size_t fnIndex, size_t s, uint8_t *const *ptrs) const;
 
   /// Collective step `s` over the group: starts its reductions in place in
-  /// the outputs (each input copied there first).
-  void startCollective(const Function &fn, size_t s, uint8_t *const *ptrs);
+  /// the outputs (each input copied there first); `scatter`:
+  /// FunctionBinding::scatterGradients.
+  void startCollective(const Function &fn, size_t s, uint8_t *const *ptrs,
+                       bool scatter);
 
   const Artifact &artifact;
   Allocator memory; // allocate()'s

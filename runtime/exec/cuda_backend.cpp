@@ -736,7 +736,9 @@ void CudaBackend::enqueueStep(size_t f, size_t s, const CallContext &ctx) {
                                        cudaMemcpyDeviceToDevice, stream),
                        where(f, s) + "copying a collective's result");
                });
-    if (nccl) // reduced in place in the outputs, on the NCCL stream
+    // Reduced in place in the outputs, on the NCCL stream; partial sums
+    // over gradient slices are whole already (nothing is scattered here).
+    if (nccl && !step.scatteredOnly)
       for (int64_t id : step.outputs)
         nccl->start(fb.ptrs[id], fn.values[id].elements, fn.values[id].dtype,
                     step.reduction == Reduction::Mean, stream);

@@ -35,6 +35,13 @@ public:
   /// once waitAll() returns. `what` names it in a timeout message.
   virtual void start(uint8_t *buf, int64_t elements, data::DType dtype,
                      bool mean, const std::string &what) = 0;
+  /// Starts the sum over the ranks of the `elements` values of `dtype` at
+  /// `buf` (divided by the number of ranks when `mean`), of which this rank
+  /// keeps its slice (zero.h's sliceOf): once waitAll() returns, `buf`
+  /// holds the reduced slice in place and zeros elsewhere
+  /// (MPI_Ireduce_scatter). ZeRO-1's gradient reduction.
+  virtual void startScatter(uint8_t *buf, int64_t elements, data::DType dtype,
+                            bool mean, const std::string &what) = 0;
   /// Starts gathering `buf` in place (MPI_Iallgatherv of bytes): rank r
   /// holds bytes [offsets[r], offsets[r] + counts[r]) and, once waitAll()
   /// returns, every rank holds every rank's. ZeRO-1's parameter gather.

@@ -30,11 +30,13 @@ std::string ms(double s) {
 
 /// What a rank holds, with the whole optimizer state and under ZeRO-1
 /// (`tcc run --zero 1`, zero.h: the largest slice, rank N-1's), and the
-/// cost of ZeRO-1's parameter gather after each step: a ring all-gather
-/// moves (N-1)/N of the gathered bytes over the link, after the last
-/// update, so nothing overlaps it.
+/// step under ZeRO-1: `exposed` and `stepTime` of its replay (gradients
+/// reduce-scattered), then the parameter gather: a ring all-gather moves
+/// (N-1)/N of the gathered bytes over the link, after the last update, so
+/// nothing overlaps it.
 void memoryPerRank(const Artifact &art, const DpEstimateOptions &o,
-                   double bytesPerSecond, double stepTime, std::ostream &out) {
+                   double bytesPerSecond, double exposed, double stepTime,
+                   std::ostream &out) {
   MemoryPlan m = memoryPlan(art);
   ZeroPlan z = planZero(art);
   int64_t sharded = 0, slices = 0, gathered = 0;
@@ -62,14 +64,72 @@ void memoryPerRank(const Artifact &art, const DpEstimateOptions &o,
   char line[256];
   std::snprintf(line, sizeof line,
                 "  with --zero 1: %lld bytes (optimizer state %lld, %lld of "
-                "it in 1/%d slices); the parameter gather moves %lld bytes, "
-                "%s ms after the update: step %s ms\n",
+                "it in 1/%d slices); gradients reduce-scattered, exposed %s "
+                "ms; the parameter gather moves %lld bytes, %s ms after the "
+                "update: step %s ms\n",
                 static_cast<long long>(zeroTotal),
                 static_cast<long long>(m.optState - sharded + slices),
-                static_cast<long long>(slices), o.ranks,
+                static_cast<long long>(slices), o.ranks, ms(exposed).c_str(),
                 static_cast<long long>(gathered), ms(gather).c_str(),
                 ms(stepTime + gather).c_str());
   out << line;
+}
+
+/// One train_step on N ranks: compute on one stream, the collectives on
+/// one link in plan order. A ring all-reduce moves 2(N-1)/N of its bytes,
+/// a reduce-scatter (ZeRO-1's of the gradients, `zero`) (N-1)/N; the
+/// scattered_only partial sums are all-reduced under ZeRO-1 and copies
+/// (not collectives) without it.
+struct Replay {
+  std::vector<Bucket> buckets;
+  double t1 = 0, stepTime = 0;
+};
+
+Replay replay(const Function &fn, const std::vector<double> &seconds,
+              int ranks, double bytesPerSecond, bool zero) {
+  const double ring = 2.0 * double(ranks - 1) / double(ranks);
+  Replay r;
+  std::map<int64_t, size_t> reducedBy;         // value id -> its bucket
+  std::vector<std::pair<double, double>> busy; // compute intervals
+  double t = 0, linkFree = 0;
+  for (size_t i = 0; i < fn.steps.size(); ++i) {
+    const Step &s = fn.steps[i];
+    if (s.kind == Step::Collective && s.scatteredOnly && !zero)
+      continue;
+    if (s.kind == Step::Collective) {
+      Bucket b;
+      b.step = i;
+      b.bucket = s.bucket;
+      double moved = 0;
+      for (size_t k = 0; k < s.inputs.size(); ++k) {
+        int64_t bytes = fn.values[size_t(s.inputs[k])].bytes;
+        b.bytes += bytes;
+        moved += (zero && int64_t(k) < s.gradients ? ring / 2 : ring) *
+                 double(bytes);
+      }
+      b.seconds = moved / bytesPerSecond;
+      b.ready = t;
+      b.start = std::max(t, linkFree);
+      b.end = linkFree = b.start + b.seconds;
+      for (int64_t id : s.outputs)
+        reducedBy[id] = r.buckets.size();
+      r.buckets.push_back(b);
+      continue;
+    }
+    for (int64_t id : s.inputs)
+      if (auto it = reducedBy.find(id); it != reducedBy.end())
+        t = std::max(t, r.buckets[it->second].end);
+    busy.push_back({t, t + seconds[i]});
+    t += seconds[i];
+    r.t1 += seconds[i];
+  }
+  r.stepTime = std::max(t, linkFree);
+  for (Bucket &b : r.buckets) {
+    for (auto [from, to] : busy)
+      b.hidden += std::max(0.0, std::min(to, b.end) - std::max(from, b.start));
+    b.hidden = std::min(b.hidden, b.seconds); // not -0.000 exposed
+  }
+  return r;
 }
 
 void estimate(const Artifact &art, const DpEstimateOptions &o,
@@ -96,47 +156,13 @@ void estimate(const Artifact &art, const DpEstimateOptions &o,
   } else {
     seconds = gpuStepSeconds(art, *fn, *o.gpu, o.tf32);
   }
-  // Replay one step: compute on one stream, the buckets' all-reduces on
-  // one link in plan order.
   const double bytesPerSecond = o.linkGbps * 1e9 / 8;
-  const double ring = 2.0 * double(o.ranks - 1) / double(o.ranks);
-  std::vector<Bucket> buckets;
-  std::map<int64_t, size_t> reducedBy;         // value id -> its bucket
-  std::vector<std::pair<double, double>> busy; // compute intervals
-  double t = 0, linkFree = 0, t1 = 0;
-  for (size_t i = 0; i < fn->steps.size(); ++i) {
-    const Step &s = fn->steps[i];
-    if (s.kind == Step::Collective) {
-      Bucket b;
-      b.step = i;
-      b.bucket = s.bucket;
-      for (int64_t id : s.inputs)
-        b.bytes += fn->values[size_t(id)].bytes;
-      b.seconds = ring * double(b.bytes) / bytesPerSecond;
-      b.ready = t;
-      b.start = std::max(t, linkFree);
-      b.end = linkFree = b.start + b.seconds;
-      for (int64_t id : s.outputs)
-        reducedBy[id] = buckets.size();
-      buckets.push_back(b);
-      continue;
-    }
-    for (int64_t id : s.inputs)
-      if (auto it = reducedBy.find(id); it != reducedBy.end())
-        t = std::max(t, buckets[it->second].end);
-    busy.push_back({t, t + seconds[i]});
-    t += seconds[i];
-    t1 += seconds[i];
-  }
-  if (buckets.empty())
+  Replay r = replay(*fn, seconds, o.ranks, bytesPerSecond, false);
+  if (r.buckets.empty())
     fail(TCC_ERROR_ARGUMENT, art.dir + ": train_step has no all_reduce: "
                                        "compile with --data-parallel");
-  double stepTime = std::max(t, linkFree);
-  for (Bucket &b : buckets) {
-    for (auto [from, to] : busy)
-      b.hidden += std::max(0.0, std::min(to, b.end) - std::max(from, b.start));
-    b.hidden = std::min(b.hidden, b.seconds); // not -0.000 exposed
-  }
+  const std::vector<Bucket> &buckets = r.buckets;
+  double t1 = r.t1, stepTime = r.stepTime;
   double exposed = stepTime - t1;
 
   char line[256];
@@ -168,7 +194,9 @@ void estimate(const Artifact &art, const DpEstimateOptions &o,
                 ms(exposed).c_str(), o.ranks, ms(stepTime).c_str(),
                 stepTime > 0 ? 100.0 * t1 / stepTime : 100.0);
   out << line;
-  memoryPerRank(art, o, bytesPerSecond, stepTime, out);
+  Replay zero = replay(*fn, seconds, o.ranks, bytesPerSecond, true);
+  memoryPerRank(art, o, bytesPerSecond, zero.stepTime - zero.t1,
+                zero.stepTime, out);
 }
 
 } // namespace

@@ -10,6 +10,7 @@
 
 #include "exec/dp.h"
 
+#include "exec/zero.h"
 #include "plan/plan.h"
 
 #include <mpi.h>
@@ -71,6 +72,29 @@ public:
     items.push_back({buf, elements, dtype, mean, what});
     int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, int(elements), mpiType(dtype),
                             MPI_SUM, comm, &requests.back());
+    check(rc, what);
+  }
+
+  void startScatter(uint8_t *buf, int64_t elements, data::DType dtype,
+                    bool mean, const std::string &what) override {
+    if (ranks == 1) {
+      start(buf, elements, dtype, mean, what);
+      return;
+    }
+    if (elements > INT32_MAX)
+      fail(TCC_ERROR_BACKEND, what + ": " + std::to_string(elements) +
+                                  " elements, more than one MPI call takes");
+    std::vector<int> c;
+    for (int q = 0; q < ranks; ++q)
+      c.push_back(int(sliceOf(elements, q, ranks).count));
+    requests.emplace_back();
+    items.push_back({buf, elements, dtype, mean, what,
+                     sliceOf(elements, me, ranks)});
+    // In place: the input is the whole of `buf`, this rank's reduced slice
+    // lands at its start (waitAll moves it to its place).
+    int rc = MPI_Ireduce_scatter(MPI_IN_PLACE, buf, c.data(), mpiType(dtype),
+                                 MPI_SUM, comm, &requests.back());
+    keep(std::move(c), {});
     check(rc, what);
   }
 
@@ -143,20 +167,31 @@ public:
         std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     for (const Item &it : items) {
-      if (!it.mean)
-        continue;
-      switch (it.dtype) {
-      case data::DType::F32:
-        divide<float>(it.buf, it.elements, ranks);
-        break;
-      case data::DType::F64:
-        divide<double>(it.buf, it.elements, ranks);
-        break;
-      case data::DType::I32:
-        divide<int32_t>(it.buf, it.elements, ranks);
-        break;
-      default:
-        divide<int64_t>(it.buf, it.elements, ranks);
+      // A scatter's result: its slice's elements, at the start of `buf`.
+      int64_t n = it.slice.count >= 0 ? it.slice.count : it.elements;
+      if (it.mean) {
+        switch (it.dtype) {
+        case data::DType::F32:
+          divide<float>(it.buf, n, ranks);
+          break;
+        case data::DType::F64:
+          divide<double>(it.buf, n, ranks);
+          break;
+        case data::DType::I32:
+          divide<int32_t>(it.buf, n, ranks);
+          break;
+        default:
+          divide<int64_t>(it.buf, n, ranks);
+        }
+      }
+      if (it.slice.count >= 0) {
+        size_t size = data::dtypeSize(it.dtype);
+        size_t first = size_t(it.slice.first) * size;
+        size_t bytes = size_t(it.slice.count) * size;
+        std::memmove(it.buf + first, it.buf, bytes);
+        std::memset(it.buf, 0, first);
+        std::memset(it.buf + first + bytes, 0,
+                    size_t(it.elements) * size - first - bytes);
       }
     }
     items.clear();
@@ -171,6 +206,8 @@ private:
     data::DType dtype;
     bool mean;
     std::string what;
+    /// A scatter's: this rank's slice of the elements (count -1: none).
+    Slice slice{0, -1};
   };
   void check(int rc, const std::string &what) {
     if (rc == MPI_SUCCESS)

@@ -261,8 +261,10 @@ void open(tcc_session &s, const std::string &dir,
       ptrs.push_back(p);
     }
     FunctionBinding fb;
-    if (s.zero)
+    if (s.zero) {
       fb.shards = s.zero->stepShards(s.bindings.functions.size());
+      fb.scatterGradients = !fb.shards.empty();
+    }
     for (const Result &r : fn.results) {
       const std::vector<Mem> *slots = r.role == Role::Param    ? &s.params
                                       : r.role == Role::OptState ? &s.optState

@@ -133,6 +133,14 @@ struct Step {
   CollectiveOp collective = CollectiveOp::AllReduce;
   Reduction reduction = Reduction::Sum;
   int64_t bucket = 0, stream = 0, worldSize = 1;
+  /// all_reduce (exec.all_reduce's attributes of the same names): its first
+  /// `gradients` inputs are parameter gradients a ZeRO-1 session may
+  /// reduce-scatter (rank r of N keeps elements [n*r/N, n*(r+1)/N), zeros
+  /// elsewhere; zero.h); `scatteredOnly`: the inputs are partial sums over
+  /// such slices, summed over the ranks only when the session scattered
+  /// the gradients, else copied.
+  int64_t gradients = 0;
+  bool scatteredOnly = false;
   /// Call or kernel (plan "token_rows"; 0 when absent): the step's rows
   /// are packed tokens (tcc-pack-tokens), this many at most, and a backend
   /// may run it over the valid ones only: those the function's pack_index

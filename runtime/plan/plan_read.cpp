@@ -269,6 +269,23 @@ void readCollective(const JsonFile &file, const json &sj, const std::string &sw,
   step.stream = file.intField(sj, where, "stream");
   if (step.bucket < 0 || step.stream < 0)
     file.bad(where, "bucket and stream are non-negative");
+  const json *gradients = file.optField(sj, where, "gradients");
+  const json *scattered = file.optField(sj, where, "scattered_only");
+  if ((gradients || scattered) && step.collective != CollectiveOp::AllReduce)
+    file.bad(where, "gradients and scattered_only belong to all_reduce");
+  if (gradients)
+    step.gradients = file.toInt(*gradients, where + ".gradients");
+  if (scattered) {
+    if (!scattered->is_boolean())
+      file.bad(where + ".scattered_only",
+               "expected true or false, got " + brief(*scattered));
+    step.scatteredOnly = scattered->get<bool>();
+  }
+  if (step.scatteredOnly &&
+      (step.gradients > 0 || step.reduction != Reduction::Sum))
+    file.bad(where + ".scattered_only",
+             "a scattered_only all_reduce sums partial sums: reduction sum, "
+             "no gradients");
 }
 
 /// exec's collective verifiers, for the plan: one output per input, of its
@@ -280,6 +297,11 @@ void checkCollective(const JsonFile &file, const std::string &sw,
     file.bad(sw, std::to_string(step.inputs.size()) + " inputs and " +
                      std::to_string(step.outputs.size()) +
                      " outputs; a collective has one output per input");
+  if (step.gradients < 0 || step.gradients > int64_t(step.inputs.size()))
+    file.bad(sw + ".gradients", std::to_string(step.gradients) +
+                                    " is not a count of its " +
+                                    std::to_string(step.inputs.size()) +
+                                    " inputs");
   for (size_t i = 0; i < step.inputs.size(); ++i) {
     const Value &in = fn.values[step.inputs[i]];
     const Value &out = fn.values[step.outputs[i]];

@@ -86,6 +86,10 @@ json stepJson(const Step &s) {
       j["world_size"] = s.worldSize;
     j["bucket"] = s.bucket;
     j["stream"] = s.stream;
+    if (s.gradients > 0)
+      j["gradients"] = s.gradients;
+    if (s.scatteredOnly)
+      j["scattered_only"] = true;
     break;
   }
   j["inputs"] = s.inputs;

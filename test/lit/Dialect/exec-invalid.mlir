@@ -321,6 +321,30 @@ func.func @all_reduce_stream(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+func.func @all_reduce_gradients(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'exec.all_reduce' op gradients 2 is not a count of its 1 operands}}
+  %0 = exec.all_reduce %x {gradients = 2 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @all_reduce_scattered_gradients(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'exec.all_reduce' op reduces gradients and partial sums of them at once; gradients and scattered_only exclude each other}}
+  %0 = exec.all_reduce %x {gradients = 1 : i64, scattered_only} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @all_reduce_scattered_mean(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{'exec.all_reduce' op scattered_only sums partial sums; its reduction is sum}}
+  %0 = exec.all_reduce %x {scattered_only, reduction = #exec<reduction mean>} : (tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
 func.func @reduce_scatter_divides(%x: tensor<6x2xf32>) -> tensor<1x2xf32> {
   // expected-error @+1 {{'exec.reduce_scatter' op operand #0 has leading dimension 6, which world_size 4 does not divide}}
   %0 = exec.reduce_scatter %x {world_size = 4 : i64} : (tensor<6x2xf32>) -> tensor<1x2xf32>

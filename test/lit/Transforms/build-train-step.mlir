@@ -5,6 +5,7 @@
 // RUN: tcc-opt %t/model.mlir --tcc-lower-precision=precision=bf16 --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.1,momentum=0.9 accum=2" | FileCheck %s --check-prefix=WORKING
 // RUN: tcc-opt %t/scalar.mlir --tcc-build-train-step="loss=loss" | FileCheck %s --check-prefix=OUTPUT
 // RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=cross_entropy(y,labels,ignore_index=-1) optimizer=sgd:lr=0.5 data-parallel=1 bucket-size=0.00001" | FileCheck %s --check-prefix=DP
+// RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.5 data-parallel=1 grad-clip=1.0" | FileCheck %s --check-prefix=DPCLIP
 // RUN: tcc-opt %t/dropout.mlir --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.1 accum=2" | FileCheck %s --check-prefix=DROPOUT
 // RUN: tcc-opt %t/errors-ce.mlir --split-input-file -verify-diagnostics --tcc-build-train-step="loss=cross_entropy(y,labels)"
 // RUN: tcc-opt %t/errors-mse.mlir --split-input-file -verify-diagnostics --tcc-build-train-step="loss=mse(y,target)"
@@ -22,14 +23,25 @@
 // DP: %loss_sum, %count = tcc.cross_entropy
 // DP-NEXT: %[[N:.*]] = exec.all_reduce %count {reduction = #exec<reduction mean>, stream = 0 : i64}
 // DP-NEXT: %[[L:.*]] = tcc.div %loss_sum, %[[N]]
-// DP: %[[B:.*]]:2 = exec.all_reduce %{{.*}}, %[[L]] {bucket = 1 : i64, reduction = #exec<reduction mean>} : (tensor<5xf32>, tensor<f32>)
+// DP: %[[B:.*]]:2 = exec.all_reduce %{{.*}}, %[[L]] {bucket = 1 : i64, gradients = 1 : i64, reduction = #exec<reduction mean>} : (tensor<5xf32>, tensor<f32>)
 // DP-NEXT: %[[GW:.*]] = tcc.matmul %arg5, %{{.*}} {transpose_lhs = true}
-// DP-NEXT: %[[W:.*]] = exec.all_reduce %[[GW]] {bucket = 2 : i64, reduction = #exec<reduction mean>} : (tensor<3x5xf32>)
+// DP-NEXT: %[[W:.*]] = exec.all_reduce %[[GW]] {bucket = 2 : i64, gradients = 1 : i64, reduction = #exec<reduction mean>} : (tensor<3x5xf32>)
 // DP: tcc.sgd_update %arg0, %[[W]]
 // DP-NEXT: tcc.sgd_update %arg1, %[[B]]#0
 // DP: return %[[B]]#1,
 // DP-LABEL: func.func @eval_step
 // DP-NOT: exec.all_reduce
+
+// With clipping (one bucket: the gradients and the loss), the norm's sum
+// of squares passes through a scattered_only all_reduce before its root:
+// under ZeRO-1 each rank sums the squares of its gradient slices and the
+// ranks add their parts; otherwise it is a copy.
+// DPCLIP-LABEL: func.func @train_step
+// DPCLIP: exec.all_reduce %{{.*}}, %{{.*}}, %{{.*}} {bucket = 1 : i64, gradients = 2 : i64, reduction = #exec<reduction mean>}
+// DPCLIP: %[[SUM:.*]] = tcc.reduce_sum {{.*}} -> tensor<f32>
+// DPCLIP-NEXT: %[[ALL:.*]] = exec.all_reduce %[[SUM]] {scattered_only, stream = 0 : i64} : (tensor<f32>) -> tensor<f32>
+// DPCLIP-NEXT: tcc.sqrt %[[ALL]]
+// DPCLIP-LABEL: func.func @eval_step
 
 //--- model.mlir
 // w and b are trained; s is frozen in the IR; aux does not reach the loss

@@ -85,6 +85,16 @@ TEST_F(CollectiveLoadError, Fields) {
   expect(TCC_ERROR_FORMAT, {"steps[7] (all_reduce)", "missing 'bucket'"});
   step()["stream"] = -1;
   expect(TCC_ERROR_FORMAT, {"bucket and stream are non-negative"});
+  step()["gradients"] = 3;
+  expect(TCC_ERROR_FORMAT, {"steps[7] (all_reduce).gradients",
+                            "3 is not a count of its 2 inputs"});
+  step()["scattered_only"] = 1;
+  expect(TCC_ERROR_FORMAT, {"steps[7] (all_reduce).scattered_only",
+                            "expected true or false, got 1"});
+  step()["scattered_only"] = true;
+  expect(TCC_ERROR_FORMAT, {"steps[7] (all_reduce).scattered_only",
+                            "a scattered_only all_reduce sums partial sums: "
+                            "reduction sum, no gradients"});
   step()["kind"] = "barrier";
   expect(TCC_ERROR_FORMAT, {"unknown step kind 'barrier' (expected kernel, "
                             "call or collective)"});
