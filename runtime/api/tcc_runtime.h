@@ -215,20 +215,21 @@ typedef struct tcc_session_options {
    *  or hangs); 0, the default, waits forever. */
   double collective_timeout_s;
   /** ZeRO stage: 0 (the default) or 1. With 1 and a communicator of N
-   *  ranks, each rank keeps 1/N of the optimizer state: the elements
-   *  [n*r/N, n*(r+1)/N) of every state tensor that an optimizer update
-   *  (adamw_update's moments, sgd_update's momentum buffer) reads, n the
-   *  parameter's elements; the update runs on that slice only and the
-   *  parameters (and their working copies) are then gathered from the
-   *  ranks (MPI_Iallgatherv), so every rank ends the step with the same
-   *  parameters as without ZeRO, bit for bit. Then tcc_opt_state_shard
-   *  says which elements this rank holds, tcc_read_opt_state /
-   *  tcc_write_opt_state move that slice only, tcc_memory counts it, and
-   *  tcc_save_checkpoint is collective: every rank calls it, rank 0 writes
-   *  the whole state. Other state (a loss scale, its counters) is whole on
-   *  every rank. "cpu" with TCC_COMMUNICATOR_MPI only for now
-   *  (TCC_ERROR_ARGUMENT otherwise); without a communicator it changes
-   *  nothing. Other values: TCC_ERROR_ARGUMENT. */
+   *  ranks (MPI on "cpu", NCCL on "cuda"), each rank keeps 1/N of the
+   *  optimizer state: the elements [n*r/N, n*(r+1)/N) of every state
+   *  tensor that an optimizer update (adamw_update's moments, sgd_update's
+   *  momentum buffer) reads, n the parameter's elements. The gradients are
+   *  reduce-scattered (each rank receives the slice its updates read), the
+   *  gradient norm sums the ranks' parts, each update runs on its slice
+   *  only, and the parameters (and their working copies) are then gathered
+   *  from the ranks, so every rank ends the step with the same parameters
+   *  (those without ZeRO up to the order of the sums). Then
+   *  tcc_opt_state_shard says which elements this rank holds,
+   *  tcc_read_opt_state / tcc_write_opt_state move that slice only,
+   *  tcc_memory counts it, and tcc_save_checkpoint is collective: every
+   *  rank calls it, rank 0 writes the whole state. Other state (a loss
+   *  scale, its counters) is whole on every rank. Without a communicator
+   *  it changes nothing. Other values: TCC_ERROR_ARGUMENT. */
   int64_t zero_stage;
 } tcc_session_options;
 

@@ -124,6 +124,29 @@ public:
   /// as a CUDA graph) between a pair of events each and synchronises.
   virtual void runProfiled(size_t f, int64_t step, std::vector<double> &ms) = 0;
 
+  /// The data-parallel ranks of the session's communicator: this one and
+  /// their number (0 of 1 without a communicator).
+  virtual int rank() const = 0;
+  virtual int ranks() const = 0;
+
+  /// ZeRO-1's exchanges of slices between the ranks (zero_session.h), over
+  /// the communicator (cpu: MPI, cuda: NCCL), after the steps run so far.
+  /// startGather gathers `buf` (backend memory) in place: rank r holds
+  /// bytes [offsets[r], offsets[r] + counts[r]), and every rank holds all
+  /// of them once finishExchange() returns. startGatherToRoot sends the
+  /// counts[rank()] bytes at `mine` (backend memory) to rank 0, where they
+  /// land in host memory at `all` + offsets[rank()] (`all` is used on rank
+  /// 0 only) once finishExchange() returns. finishExchange fails
+  /// (TCC_ERROR_BACKEND, naming `what`) after the collective timeout.
+  virtual void startGather(uint8_t *buf, const std::vector<int64_t> &offsets,
+                           const std::vector<int64_t> &counts,
+                           const std::string &what) = 0;
+  virtual void startGatherToRoot(const uint8_t *mine, uint8_t *all,
+                                 const std::vector<int64_t> &offsets,
+                                 const std::vector<int64_t> &counts,
+                                 const std::string &what) = 0;
+  virtual void finishExchange() = 0;
+
 protected:
   Backend() = default;
 };

@@ -524,6 +524,28 @@ void CpuBackend::startCollective(const Function &fn, size_t s,
   }
 }
 
+void CpuBackend::startGather(uint8_t *buf, const std::vector<int64_t> &offsets,
+                             const std::vector<int64_t> &counts,
+                             const std::string &what) {
+  if (group)
+    group->startGather(buf, offsets, counts, what);
+}
+
+void CpuBackend::startGatherToRoot(const uint8_t *mine, uint8_t *all,
+                                   const std::vector<int64_t> &offsets,
+                                   const std::vector<int64_t> &counts,
+                                   const std::string &what) {
+  if (group)
+    group->startGatherToRoot(mine, all, offsets, counts, what);
+  else if (counts[0] > 0)
+    std::memcpy(all + offsets[0], mine, size_t(counts[0]));
+}
+
+void CpuBackend::finishExchange() {
+  if (group)
+    group->waitAll();
+}
+
 void CpuBackend::runStep(size_t fnIndex, size_t s,
                          uint8_t *const *ptrs) const {
   FlushSubnormals flush;

@@ -50,6 +50,16 @@ public:
   void prepare(const Bindings &bindings) override;
   void run(size_t f, int64_t step) override;
   void runProfiled(size_t f, int64_t step, std::vector<double> &ms) override;
+  int rank() const override { return group ? group->rank() : 0; }
+  int ranks() const override { return group ? group->size() : 1; }
+  void startGather(uint8_t *buf, const std::vector<int64_t> &offsets,
+                   const std::vector<int64_t> &counts,
+                   const std::string &what) override;
+  void startGatherToRoot(const uint8_t *mine, uint8_t *all,
+                         const std::vector<int64_t> &offsets,
+                         const std::vector<int64_t> &counts,
+                         const std::string &what) override;
+  void finishExchange() override;
 
 private:
   /// run(f, step); with `ms` non-null, ms[s] receives step s's wall time.

@@ -69,11 +69,20 @@ bool groupableAdamw(const Step &step) {
   return true;
 }
 
+/// Step s's update: the elements [first, first + count) of its parameter
+/// (the whole without ZeRO-1).
+FunctionBinding::Shard updated(const Function &fn, size_t s,
+                               const std::vector<FunctionBinding::Shard> &shards) {
+  if (!shards.empty() && shards[s].count >= 0)
+    return shards[s];
+  return {0, fn.values[fn.steps[s].inputs[0]].elements};
+}
 
 } // namespace
 
-std::vector<std::vector<size_t>> adamwGroups(const Function &fn,
-                                             uint8_t *const *ptrs) {
+std::vector<std::vector<size_t>>
+adamwGroups(const Function &fn, uint8_t *const *ptrs,
+            const std::vector<FunctionBinding::Shard> &shards) {
   std::vector<std::vector<size_t>> groups;
   auto range = [&](int64_t v) {
     uintptr_t b = reinterpret_cast<uintptr_t>(ptrs[v]);
@@ -90,7 +99,7 @@ std::vector<std::vector<size_t>> adamwGroups(const Function &fn,
     std::vector<std::vector<size_t>> keyed;
     for (size_t s : run) {
       const Step &a = fn.steps[s];
-      if (fn.values[a.inputs[0]].elements <= 0)
+      if (updated(fn, s, shards).count <= 0)
         continue;
       bool placed = false;
       for (std::vector<size_t> &g : keyed) {
@@ -157,22 +166,36 @@ std::vector<std::vector<size_t>> adamwGroups(const Function &fn,
   return groups;
 }
 
-std::vector<char> adamwGroupTable(const Function &fn,
-                                  const std::vector<size_t> &group,
-                                  uint8_t *const *ptrs, int64_t &chunks) {
+std::vector<char>
+adamwGroupTable(const Function &fn, const std::vector<size_t> &group,
+                uint8_t *const *ptrs,
+                const std::vector<FunctionBinding::Shard> &shards,
+                int64_t &chunks) {
   std::vector<cuda::AdamwTensor> tensors;
   for (size_t s : group) {
     const Step &step = fn.steps[s];
-    auto in = [&](size_t i) {
-      return reinterpret_cast<const float *>(ptrs[step.inputs[i]]);
+    FunctionBinding::Shard shard = updated(fn, s, shards);
+    // The parameter, gradient and working copy from the slice's first
+    // element; the moments hold just the slice.
+    auto at = [&](int64_t id, bool sliced) {
+      return ptrs[id] + (sliced ? size_t(shard.first) *
+                                      data::dtypeSize(fn.values[id].dtype)
+                                : 0);
     };
-    auto out = [&](size_t i) {
-      return reinterpret_cast<float *>(ptrs[step.outputs[i]]);
+    auto in = [&](size_t i, bool sliced = false) {
+      return reinterpret_cast<const float *>(at(step.inputs[i], sliced));
     };
-    tensors.push_back({in(0), in(1), in(2), in(3), out(0), out(1), out(2),
-                       fn.values[step.inputs[0]].elements,
-                       step.attrs.weightDecay,
-                       workingCopy(fn, step, ptrs, 7, 3)});
+    auto out = [&](size_t i, bool sliced = false) {
+      return reinterpret_cast<float *>(at(step.outputs[i], sliced));
+    };
+    cuda::WorkingCopy working = workingCopy(fn, step, ptrs, 7, 3);
+    if (working.out) {
+      working.in = at(step.inputs[7], true);
+      working.out = at(step.outputs[3], true);
+    }
+    tensors.push_back({in(0, true), in(1, true), in(2), in(3), out(0, true),
+                       out(1), out(2), shard.count, step.attrs.weightDecay,
+                       working});
   }
   int count = int(tensors.size());
   std::vector<char> table(cuda::adamw_table_bytes(count));

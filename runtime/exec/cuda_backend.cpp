@@ -199,6 +199,16 @@ public:
   void prepare(const Bindings &bindings) override;
   void run(size_t f, int64_t step) override;
   void runProfiled(size_t f, int64_t step, std::vector<double> &ms) override;
+  int rank() const override { return nccl ? nccl->rank() : 0; }
+  int ranks() const override { return nccl ? nccl->size() : 1; }
+  void startGather(uint8_t *buf, const std::vector<int64_t> &offsets,
+                   const std::vector<int64_t> &counts,
+                   const std::string &what) override;
+  void startGatherToRoot(const uint8_t *mine, uint8_t *all,
+                         const std::vector<int64_t> &offsets,
+                         const std::vector<int64_t> &counts,
+                         const std::string &what) override;
+  void finishExchange() override;
 
 private:
   void init(const SessionOptions &options);
@@ -290,6 +300,12 @@ private:
   /// which steps read a collective's result (they wait for it).
   std::unique_ptr<dp::NcclGroup> nccl;
   std::vector<std::vector<bool>> readsCollective;
+  /// ZeRO-1's exchanges: what the started ones are (for a timeout's
+  /// message), and rank 0's device buffer receiving the other ranks'
+  /// optimizer state slices for a checkpoint, a chunk at a time.
+  std::string exchanging;
+  uint8_t *staging = nullptr;
+  static constexpr size_t kStagingBytes = size_t(16) << 20;
 };
 
 CudaBackend::CudaBackend(const SessionOptions &options,
@@ -608,6 +624,60 @@ void CudaBackend::download(void *dst, const uint8_t *src, size_t bytes) {
   check(cudaStreamSynchronize(stream), "copying from the device");
 }
 
+void CudaBackend::startGather(uint8_t *buf,
+                              const std::vector<int64_t> &offsets,
+                              const std::vector<int64_t> &counts,
+                              const std::string &what) {
+  if (!nccl)
+    return;
+  ContextScope scope(context);
+  nccl->startGather(buf, offsets, counts, stream);
+  exchanging = what;
+}
+
+void CudaBackend::startGatherToRoot(const uint8_t *mine, uint8_t *all,
+                                    const std::vector<int64_t> &offsets,
+                                    const std::vector<int64_t> &counts,
+                                    const std::string &what) {
+  int me = rank();
+  if (me == 0)
+    download(all + offsets[0], mine, size_t(counts[0]));
+  if (!nccl)
+    return;
+  // Rank q's slice to rank 0 through its staging buffer, a chunk at a time
+  // (NCCL moves device memory; the others wait in the next collective).
+  ContextScope scope(context);
+  if (me == 0 && !staging)
+    staging = allocate(kStagingBytes, "the ZeRO-1 checkpoint's staging buffer");
+  for (int q = 1; q < ranks(); ++q) {
+    if (me != 0 && me != q)
+      continue;
+    for (int64_t done = 0; done < counts[size_t(q)];) {
+      size_t chunk = size_t(std::min<int64_t>(counts[size_t(q)] - done,
+                                              int64_t(kStagingBytes)));
+      if (me == 0)
+        nccl->startRecv(staging, chunk, q, stream);
+      else
+        nccl->startSend(mine + done, chunk, 0, stream);
+      nccl->join(stream);
+      nccl->synchronize(stream, what);
+      if (me == 0)
+        download(all + offsets[size_t(q)] + done, staging, chunk);
+      done += int64_t(chunk);
+    }
+  }
+}
+
+void CudaBackend::finishExchange() {
+  if (!nccl)
+    return;
+  ContextScope scope(context);
+  nccl->join(stream);
+  nccl->synchronize(stream, exchanging.empty() ? "a ZeRO-1 exchange"
+                                               : exchanging);
+  exchanging.clear();
+}
+
 // TCC_CUDA_MULTI_TENSOR=0 keeps one launch per adamw_update (the groups'
 // results are bit for bit the same); TCC_POISON_ARENA=1 does too, as a
 // group's launch at its first step would run ahead of the poisoning before
@@ -629,10 +699,11 @@ void CudaBackend::groupAdamw(const Bindings &b) {
     if (!fb.poison.empty())
       continue;
     const Function &fn = art.functions[f];
-    for (std::vector<size_t> &steps : adamwGroups(fn, fb.ptrs.data())) {
+    for (std::vector<size_t> &steps :
+         adamwGroups(fn, fb.ptrs.data(), fb.shards)) {
       Group g{f, std::move(steps), (tables.size() + 255) / 256 * 256, 0};
       std::vector<char> t = adamwGroupTable(fn, g.steps, fb.ptrs.data(),
-                                            g.chunks);
+                                            fb.shards, g.chunks);
       tables.resize(g.offset);
       tables.insert(tables.end(), t.begin(), t.end());
       groups.push_back(std::move(g));
@@ -656,6 +727,9 @@ void CudaBackend::groupAdamw(const Bindings &b) {
 void CudaBackend::prepare(const Bindings &b) {
   ContextScope scope(context);
   bindings = &b;
+  for (size_t f = 0; f < art.functions.size(); ++f)
+    for (size_t s = 0; s < b.functions[f].shards.size(); ++s)
+      plans[f].steps[s].call.shard = b.functions[f].shards[s];
   groupAdamw(b);
   // Every kernel step's inputs as one device array of device pointers.
   std::vector<const void *> table;
@@ -736,12 +810,24 @@ void CudaBackend::enqueueStep(size_t f, size_t s, const CallContext &ctx) {
                                        cudaMemcpyDeviceToDevice, stream),
                        where(f, s) + "copying a collective's result");
                });
-    // Reduced in place in the outputs, on the NCCL stream; partial sums
-    // over gradient slices are whole already (nothing is scattered here).
-    if (nccl && !step.scatteredOnly)
-      for (int64_t id : step.outputs)
-        nccl->start(fb.ptrs[id], fn.values[id].elements, fn.values[id].dtype,
-                    step.reduction == Reduction::Mean, stream);
+    // Reduced in place in the outputs, on the NCCL stream: the gradients
+    // reduce-scattered under ZeRO-1, its partial sums then summed (else
+    // they are whole already).
+    if (!nccl)
+      return;
+    bool mean = step.reduction == Reduction::Mean;
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      int64_t id = step.outputs[i];
+      const Value &v = fn.values[id];
+      if (step.scatteredOnly) {
+        if (fb.scatterGradients)
+          nccl->start(fb.ptrs[id], v.elements, v.dtype, mean, stream);
+      } else if (fb.scatterGradients && int64_t(i) < step.gradients) {
+        nccl->startScatter(fb.ptrs[id], v.elements, v.dtype, mean, stream);
+      } else {
+        nccl->start(fb.ptrs[id], v.elements, v.dtype, mean, stream);
+      }
+    }
     return;
   }
   if (step.kind == Step::Call) {

@@ -496,6 +496,57 @@ std::string ConvTally::note(const cuda::CudnnLibrary &library) const {
   return line + "\n";
 }
 
+namespace {
+
+/// One sgd_update or adamw_update launch, of the elements [first, first +
+/// count) of its parameter under ZeRO-1 (`shard`; the whole when its count
+/// is < 0): the parameter, gradient and working copy from that element on,
+/// the optimizer state (zero.h's updateState) holding just those.
+cuda::Status enqueueUpdate(const Function &fn, const Step &step,
+                           FunctionBinding::Shard shard, uint8_t *const *ptrs,
+                           int64_t *error, cudaStream_t st) {
+  const Attrs &a = step.attrs;
+  bool adamw = step.op == Op::AdamwUpdate;
+  size_t workingIn = adamw ? 7 : 5, workingOut = adamw ? 3 : 2;
+  if (shard.count < 0)
+    shard = {0, fn.values[step.inputs[0]].elements};
+  if (shard.count == 0)
+    return 0;
+  auto at = [&](const std::vector<int64_t> &ids, size_t i,
+                bool sliced) -> uint8_t * {
+    if (i >= ids.size() || ids[i] < 0)
+      return nullptr;
+    return ptrs[ids[i]] +
+           (sliced ? size_t(shard.first) *
+                         data::dtypeSize(fn.values[ids[i]].dtype)
+                   : 0);
+  };
+  auto in = [&](size_t i, bool sliced = false) {
+    return reinterpret_cast<float *>(at(step.inputs, i, sliced));
+  };
+  auto out = [&](size_t i, bool sliced = false) {
+    return reinterpret_cast<float *>(at(step.outputs, i, sliced));
+  };
+  cuda::WorkingCopy working = workingCopy(fn, step, ptrs, workingIn, workingOut);
+  if (working.out) {
+    working.in = at(step.inputs, workingIn, true);
+    working.out = at(step.outputs, workingOut, true);
+  }
+  if (!adamw)
+    return cuda::sgd_update(in(0, true), in(1, true), in(3), out(0, true),
+                            out(1), shard.count,
+                            reinterpret_cast<const double *>(in(2)),
+                            a.momentum, a.weightDecay, a.nesterov,
+                            at(step.inputs, 4, false), working, st);
+  return cuda::adamw_update(
+      in(0, true), in(1, true), in(2), in(3), out(0, true), out(1), out(2),
+      shard.count, reinterpret_cast<const double *>(in(4)),
+      reinterpret_cast<const int64_t *>(in(5)), a.beta1, a.beta2, a.eps,
+      a.weightDecay, at(step.inputs, 6, false), working, error, st);
+}
+
+} // namespace
+
 cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
                 uint8_t *const *ptrs, const CallContext &ctx) {
   const Step &step = fn.steps[s];
@@ -766,12 +817,6 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
                            int64_t(data::dtypeSize(x.dtype)), a.checkFill,
                            packComparesFloats(x.dtype), vout(0), error, st);
   }
-  case Op::SgdUpdate:
-    return cuda::sgd_update(
-        fin(0), fin(1), fin(3), fout(0), fout(1), in(0).elements,
-        reinterpret_cast<const double *>(ptrs[step.inputs[2]]), a.momentum,
-        a.weightDecay, a.nesterov, flag(4), workingCopy(fn, step, ptrs, 5, 2),
-        st);
   case Op::AdamwUpdate:
     if (plan.adamwGrouped)
       return 0; // the group's first step launched it
@@ -781,12 +826,9 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
           reinterpret_cast<const double *>(ptrs[step.inputs[4]]),
           reinterpret_cast<const int64_t *>(ptrs[step.inputs[5]]), a.beta1,
           a.beta2, a.eps, flag(6), error, st);
-    return cuda::adamw_update(
-        fin(0), fin(1), fin(2), fin(3), fout(0), fout(1), fout(2),
-        in(0).elements, reinterpret_cast<const double *>(ptrs[step.inputs[4]]),
-        reinterpret_cast<const int64_t *>(ptrs[step.inputs[5]]), a.beta1,
-        a.beta2, a.eps, a.weightDecay, flag(6),
-        workingCopy(fn, step, ptrs, 7, 3), error, st);
+    [[fallthrough]];
+  case Op::SgdUpdate:
+    return enqueueUpdate(fn, step, plan.shard, ptrs, error, st);
   }
   return 0;
 }

@@ -14,6 +14,7 @@
 #define TCC_RUNTIME_EXEC_CUDA_CALLS_H
 
 #include "exec/artifact.h"
+#include "exec/backend.h"
 #include "kernels/cuda/cudnn_conv.h"
 #include "kernels/cuda/gemm.h"
 
@@ -94,6 +95,10 @@ struct CallPlan {
   /// group's); the later members' `adamwGrouped` steps enqueue nothing.
   AdamwGroupLaunch adamw;
   bool adamwGrouped = false;
+  /// SgdUpdate, AdamwUpdate under ZeRO-1 (FunctionBinding::shards, set at
+  /// prepare): the elements of the parameter this rank updates; its
+  /// optimizer state holds just those. count < 0: the whole tensor.
+  FunctionBinding::Shard shard;
   /// Conv, ConvGrad on cuDNN; null: tcc's kernels (conv.cu), `convOwn`
   /// saying why when cuDNN is loaded but cannot run this conv.
   std::unique_ptr<cuda::CudnnConvPlan> conv;
@@ -115,8 +120,11 @@ bool writesErrorWord(Op op);
 /// do not share or an empty tensor stay alone. A step of a group runs at the
 /// group's first step, so the run's steps are reordered, which their
 /// independence allows. Needs no GPU.
-std::vector<std::vector<size_t>> adamwGroups(const Function &fn,
-                                             uint8_t *const *ptrs);
+/// Under ZeRO-1 (`shards` not empty, FunctionBinding::shards) a step's
+/// tensor is its slice, and an empty slice stays alone too.
+std::vector<std::vector<size_t>>
+adamwGroups(const Function &fn, uint8_t *const *ptrs,
+            const std::vector<FunctionBinding::Shard> &shards);
 
 /// An adamw_update's or sgd_update's working copy for the kernels: operand
 /// `wi` (working) and result `wo` (new_working); out null when absent.
@@ -124,10 +132,13 @@ cuda::WorkingCopy workingCopy(const Function &fn, const Step &step,
                               uint8_t *const *ptrs, size_t wi, size_t wo);
 
 /// The host table of adamw_update_multi for `group` (adamw_table_bytes of
-/// its size); its chunk count in `chunks`.
-std::vector<char> adamwGroupTable(const Function &fn,
-                                  const std::vector<size_t> &group,
-                                  uint8_t *const *ptrs, int64_t &chunks);
+/// its size), each tensor its ZeRO-1 slice when `shards` is not empty; its
+/// chunk count in `chunks`.
+std::vector<char>
+adamwGroupTable(const Function &fn, const std::vector<size_t> &group,
+                uint8_t *const *ptrs,
+                const std::vector<FunctionBinding::Shard> &shards,
+                int64_t &chunks);
 
 /// Why the CUDA backend cannot run call `step` of `fn`, or "".
 std::string cudaCallUnsupported(const Function &fn, const Step &step);

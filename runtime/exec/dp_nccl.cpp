@@ -17,6 +17,7 @@
 
 #include "exec/dp_nccl.h"
 
+#include "exec/zero.h"
 #include "plan/plan.h"
 
 #include <cuda_runtime.h>
@@ -43,6 +44,12 @@ struct Api {
   decltype(&::ncclCommUserRank) commUserRank;
   decltype(&::ncclCommCount) commCount;
   decltype(&::ncclAllReduce) allReduce;
+  decltype(&::ncclReduce) reduce;
+  decltype(&::ncclBroadcast) broadcast;
+  decltype(&::ncclSend) send;
+  decltype(&::ncclRecv) recv;
+  decltype(&::ncclGroupStart) groupStart;
+  decltype(&::ncclGroupEnd) groupEnd;
   decltype(&::ncclGetErrorString) getErrorString;
 };
 
@@ -68,6 +75,12 @@ const Api &nccl() {
     sym(a.commUserRank, "ncclCommUserRank");
     sym(a.commCount, "ncclCommCount");
     sym(a.allReduce, "ncclAllReduce");
+    sym(a.reduce, "ncclReduce");
+    sym(a.broadcast, "ncclBroadcast");
+    sym(a.send, "ncclSend");
+    sym(a.recv, "ncclRecv");
+    sym(a.groupStart, "ncclGroupStart");
+    sym(a.groupEnd, "ncclGroupEnd");
     sym(a.getErrorString, "ncclGetErrorString");
     return a;
   }();
@@ -127,17 +140,63 @@ public:
 
   void start(void *buf, int64_t elements, data::DType dtype, bool mean,
              void *compute) override {
-    auto c = static_cast<cudaStream_t>(compute);
-    check(cudaEventRecord(forked, c), "cudaEventRecord");
-    check(cudaStreamWaitEvent(stream, forked, 0), "cudaStreamWaitEvent");
-    ncclResult_t r =
-        nccl().allReduce(buf, buf, size_t(elements), ncclType(dtype),
-                         mean ? ncclAvg : ncclSum, comm, stream);
-    if (r != ncclSuccess)
-      fail(TCC_ERROR_BACKEND,
-           "rank " + std::to_string(me) +
-               ": ncclAllReduce: " + nccl().getErrorString(r));
-    pending = true;
+    fork(compute);
+    ok(nccl().allReduce(buf, buf, size_t(elements), ncclType(dtype),
+                        mean ? ncclAvg : ncclSum, comm, stream),
+       "ncclAllReduce");
+  }
+
+  void startScatter(void *buf, int64_t elements, data::DType dtype, bool mean,
+                    void *compute) override {
+    fork(compute);
+    auto *bytes = static_cast<uint8_t *>(buf);
+    size_t size = data::dtypeSize(dtype);
+    ok(nccl().groupStart(), "ncclGroupStart");
+    for (int q = 0; q < ranks; ++q) {
+      Slice s = sliceOf(elements, q, ranks);
+      if (s.count == 0)
+        continue;
+      uint8_t *at = bytes + size_t(s.first) * size;
+      ok(nccl().reduce(at, at, size_t(s.count), ncclType(dtype),
+                       mean ? ncclAvg : ncclSum, q, comm, stream),
+         "ncclReduce");
+    }
+    ok(nccl().groupEnd(), "ncclGroupEnd");
+    // The other ranks' slices still hold this rank's own gradient.
+    Slice mine = sliceOf(elements, me, ranks);
+    size_t first = size_t(mine.first) * size, end = first + size_t(mine.count) * size;
+    if (first > 0)
+      check(cudaMemsetAsync(bytes, 0, first, stream), "cudaMemsetAsync");
+    if (size_t(elements) * size > end)
+      check(cudaMemsetAsync(bytes + end, 0, size_t(elements) * size - end,
+                            stream),
+            "cudaMemsetAsync");
+  }
+
+  void startGather(void *buf, const std::vector<int64_t> &offsets,
+                   const std::vector<int64_t> &counts, void *compute) override {
+    fork(compute);
+    auto *bytes = static_cast<uint8_t *>(buf);
+    ok(nccl().groupStart(), "ncclGroupStart");
+    for (int q = 0; q < ranks; ++q)
+      if (counts[size_t(q)] > 0) {
+        uint8_t *at = bytes + offsets[size_t(q)];
+        ok(nccl().broadcast(at, at, size_t(counts[size_t(q)]), ncclUint8, q,
+                            comm, stream),
+           "ncclBroadcast");
+      }
+    ok(nccl().groupEnd(), "ncclGroupEnd");
+  }
+
+  void startSend(const void *buf, size_t bytes, int peer,
+                 void *compute) override {
+    fork(compute);
+    ok(nccl().send(buf, bytes, ncclUint8, peer, comm, stream), "ncclSend");
+  }
+
+  void startRecv(void *buf, size_t bytes, int peer, void *compute) override {
+    fork(compute);
+    ok(nccl().recv(buf, bytes, ncclUint8, peer, comm, stream), "ncclRecv");
   }
 
   void join(void *compute) override {
@@ -183,6 +242,20 @@ public:
   }
 
 private:
+  /// Orders the communication stream after the work enqueued so far on
+  /// `compute`.
+  void fork(void *compute) {
+    check(cudaEventRecord(forked, static_cast<cudaStream_t>(compute)),
+          "cudaEventRecord");
+    check(cudaStreamWaitEvent(stream, forked, 0), "cudaStreamWaitEvent");
+    pending = true;
+  }
+  void ok(ncclResult_t r, const char *call) {
+    if (r != ncclSuccess)
+      fail(TCC_ERROR_BACKEND, "rank " + std::to_string(me) + ": " + call +
+                                  ": " + nccl().getErrorString(r));
+  }
+
   ncclComm_t comm;
   double timeout;
   int me = 0, ranks = 1;

@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tcc::rt::dp {
 
@@ -39,6 +40,22 @@ public:
   /// communication stream, after the work enqueued so far on `compute`.
   virtual void start(void *buf, int64_t elements, data::DType dtype, bool mean,
                      void *compute) = 0;
+  /// ZeRO-1's reduce-scatter: the same sum (or average) over the ranks,
+  /// of which this rank keeps its slice (zero.h's sliceOf) in place and
+  /// zeros elsewhere (one ncclReduce per slice, to its rank, in a group).
+  virtual void startScatter(void *buf, int64_t elements, data::DType dtype,
+                            bool mean, void *compute) = 0;
+  /// ZeRO-1's gather in place: rank r holds bytes [offsets[r], offsets[r] +
+  /// counts[r]) of `buf`; once joined every rank holds every rank's (one
+  /// ncclBroadcast per slice, from its rank, in a group).
+  virtual void startGather(void *buf, const std::vector<int64_t> &offsets,
+                           const std::vector<int64_t> &counts,
+                           void *compute) = 0;
+  /// Point to point: `bytes` at `buf` to rank `peer`, or from it into
+  /// `buf` (ncclSend / ncclRecv; the peer calls the other).
+  virtual void startSend(const void *buf, size_t bytes, int peer,
+                         void *compute) = 0;
+  virtual void startRecv(void *buf, size_t bytes, int peer, void *compute) = 0;
   /// Makes `compute` wait for every reduction started so far.
   virtual void join(void *compute) = 0;
   /// Waits until `compute` has finished, polling NCCL's asynchronous error;

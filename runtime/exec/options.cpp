@@ -111,9 +111,6 @@ SessionOptions readSessionOptions(const tcc_session_options *options) {
   if (out.zeroStage != 0 && out.zeroStage != 1)
     refuse("zero_stage " + std::to_string(out.zeroStage) +
            " is not 0 or 1 (ZeRO stages 2 and 3 are not implemented)");
-  if (out.zeroStage == 1 && out.communicatorKind == TCC_COMMUNICATOR_NCCL)
-    refuse("zero_stage 1 with TCC_COMMUNICATOR_NCCL: ZeRO-1 runs on the cpu "
-           "backend over MPI only for now");
   return out;
 }
 

@@ -167,14 +167,8 @@ void open(tcc_session &s, const std::string &dir,
   }
   weights.clear();
   if (s.options.zeroStage == 1 &&
-      s.options.communicatorKind == TCC_COMMUNICATOR_MPI) {
-    if (s.options.backend != "cpu")
-      fail(TCC_ERROR_ARGUMENT, "tcc_session_options: zero_stage 1 runs on "
-                               "the cpu backend only for now");
-    s.zero = std::make_unique<ZeroShards>(
-        s.art,
-        dp::openGroup(s.options.communicator, s.options.collectiveTimeout));
-  }
+      s.options.communicatorKind != TCC_COMMUNICATOR_NONE)
+    s.zero = std::make_unique<ZeroShards>(s.art, *s.backend);
   // Optimizer state starts at zero (the backends clear what they allocate)
   // or at its plan "init", e.g. a loss scale of 65536; under ZeRO-1 this
   // rank's slice of what is sharded.

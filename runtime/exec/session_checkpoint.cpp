@@ -110,7 +110,7 @@ tcc_status tcc_save_checkpoint(tcc_session *s, const char *dir,
       }
     }
     std::vector<Array> opt =
-        s->zero ? s->zero->stateSnapshot(*s->backend, s->optState)
+        s->zero ? s->zero->stateSnapshot(s->optState)
                 : snapshot(*s->backend, s->art.optState, s->optState);
     if (s->zero && s->zero->rank() != 0) {
       s->written.clear(); // rank 0 writes the whole state

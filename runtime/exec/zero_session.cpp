@@ -7,8 +7,8 @@
 
 namespace tcc::rt {
 
-ZeroShards::ZeroShards(const Artifact &art, std::unique_ptr<dp::Group> g)
-    : art(art), group(std::move(g)) {
+ZeroShards::ZeroShards(const Artifact &art, Backend &backend)
+    : art(art), backend(backend) {
   ZeroPlan z = planZero(art);
   int q = rank(), n = ranks();
   stateElements = std::move(z.stateElements);
@@ -38,24 +38,23 @@ void ZeroShards::gatherAfter(size_t f, const std::vector<Mem> &paramMem,
   for (size_t p : params) {
     const TensorDesc &t = art.params[p];
     sliceBytes(t.elements, ranks(), data::dtypeSize(t.dtype), offsets, counts);
-    group->startGather(paramMem[p].data(), offsets, counts,
-                       "the gather of parameter '" + t.name + "' (ZeRO-1)");
+    backend.startGather(paramMem[p].data(), offsets, counts,
+                        "the gather of parameter '" + t.name + "' (ZeRO-1)");
     if (working[p].size()) {
       sliceBytes(t.elements, ranks(), data::dtypeSize(*t.working), offsets,
                  counts);
-      group->startGather(working[p].data(), offsets, counts,
-                         "the gather of the working copy of '" + t.name +
-                             "' (ZeRO-1)");
+      backend.startGather(working[p].data(), offsets, counts,
+                          "the gather of the working copy of '" + t.name +
+                              "' (ZeRO-1)");
     }
   }
-  group->waitAll();
+  backend.finishExchange();
 }
 
 std::vector<data::Array>
-ZeroShards::stateSnapshot(Backend &backend, const std::vector<Mem> &optState) {
+ZeroShards::stateSnapshot(const std::vector<Mem> &optState) {
   int me = rank();
   std::vector<data::Array> out(art.optState.size());
-  std::vector<std::vector<uint8_t>> mine(out.size());
   std::vector<int64_t> offsets, counts;
   for (size_t i = 0; i < out.size(); ++i) {
     const TensorDesc &t = art.optState[i];
@@ -70,17 +69,15 @@ ZeroShards::stateSnapshot(Backend &backend, const std::vector<Mem> &optState) {
       }
       continue;
     }
-    mine[i].resize(optState[i].size());
-    if (!mine[i].empty())
-      backend.download(mine[i].data(), optState[i].data(), mine[i].size());
     if (me == 0)
       a.bytes.resize(size_t(t.bytes));
     sliceBytes(t.elements, ranks(), data::dtypeSize(t.dtype), offsets, counts);
-    group->startGatherToRoot(mine[i].data(), a.bytes.data(), offsets, counts,
-                             "the checkpoint's gather of optimizer state '" +
-                                 t.name + "' (ZeRO-1)");
+    backend.startGatherToRoot(optState[i].data(), a.bytes.data(), offsets,
+                              counts,
+                              "the checkpoint's gather of optimizer state '" +
+                                  t.name + "' (ZeRO-1)");
   }
-  group->waitAll();
+  backend.finishExchange();
   return out;
 }
 

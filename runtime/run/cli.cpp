@@ -435,11 +435,11 @@ static const char *kRunOnlyHelp =
                           than S seconds for the others (a rank died or
                           hangs) stops the job with an error (default 300;
                           0 waits forever)
-  --zero N                under mpirun, cpu backend: 1 shards the optimizer
-                          state over the ranks (ZeRO-1: each updates its
-                          slice of every parameter, then the ranks gather
-                          the parameters); 0, the default, keeps it whole on
-                          every rank
+  --zero N                under mpirun: 1 shards the optimizer state over the
+                          ranks (ZeRO-1: the gradients are reduce-scattered,
+                          each rank updates its slice of every parameter,
+                          then the ranks gather the parameters); 0, the
+                          default, keeps it whole on every rank
 
 An inference artifact (tcc compile MODEL -o OUT.tcc, without --loss) runs its
 forward pass instead: ARTIFACT.tcc --inputs IN.npz [--outputs OUT.npz]
@@ -593,9 +593,6 @@ static int runTrainingCommand(const std::string &program,
                           "implemented), got '" +
                 zeroText + "'");
   int64_t zeroStage = zeroText == "1" ? 1 : 0;
-  if (zeroStage == 1 && backend != "cpu")
-    return fail(program + ": --zero 1 runs on the cpu backend only for now "
-                          "(the NCCL path is not implemented)");
   options.rank = world.rank;
   options.worldSize = world.size;
   options.shardedState = zeroStage == 1 && world.size > 1;

@@ -91,7 +91,7 @@ TEST(CudaAdamwGroups, RunsOfIndependentCallsWithOneKey) {
   const tcc::rt::Function base = *art.function("train_step");
   auto groups = [](const tcc::rt::Function &fn) {
     std::vector<uint8_t *> ptrs = fakeAddresses(fn);
-    return tcc::rt::adamwGroups(fn, ptrs.data());
+    return tcc::rt::adamwGroups(fn, ptrs.data(), {});
   };
   // Weight decays differ within the group; beta1 0.8 keeps step 3 alone.
   EXPECT_EQ(groups(base), Groups{kAdamwGroup});
@@ -145,7 +145,7 @@ TEST(CudaAdamwGroups, RunsOfIndependentCallsWithOneKey) {
   std::vector<uint8_t *> ptrs = fakeAddresses(base);
   int64_t chunks = -1;
   std::vector<char> table =
-      tcc::rt::adamwGroupTable(base, kAdamwGroup, ptrs.data(), chunks);
+      tcc::rt::adamwGroupTable(base, kAdamwGroup, ptrs.data(), {}, chunks);
   EXPECT_EQ(chunks, 1 + 1 + 2 + 4 + 1 + 1);
   ASSERT_EQ(table.size(), cuda::adamw_table_bytes(6));
   cuda::AdamwTensor second;

@@ -466,7 +466,7 @@ TEST(CudaWorkingGroups, WorkingCopiesJoinTheMultiTensorGroup) {
   const tcc::rt::Function base = *art.function("train_step");
   auto groups = [](const tcc::rt::Function &fn) {
     std::vector<uint8_t *> ptrs = fakeAddresses(fn);
-    return tcc::rt::adamwGroups(fn, ptrs.data());
+    return tcc::rt::adamwGroups(fn, ptrs.data(), {});
   };
   const size_t u = kFirstUpdate;
   // bf16, f16 and no working copy, in place and into the arena: one group.
@@ -485,7 +485,7 @@ TEST(CudaWorkingGroups, WorkingCopiesJoinTheMultiTensorGroup) {
   std::vector<uint8_t *> ptrs = fakeAddresses(base);
   int64_t chunks = -1;
   std::vector<char> table = tcc::rt::adamwGroupTable(
-      base, {u, u + 1, u + 2, u + 3}, ptrs.data(), chunks);
+      base, {u, u + 1, u + 2, u + 3}, ptrs.data(), {}, chunks);
   ASSERT_EQ(table.size(), cu::adamw_table_bytes(4));
   cu::AdamwTensor e[4];
   std::memcpy(e, table.data(), sizeof e);
@@ -503,6 +503,43 @@ TEST(CudaWorkingGroups, WorkingCopiesJoinTheMultiTensorGroup) {
   }
   EXPECT_EQ(e[0].working.out, e[0].working.in); // in place
   EXPECT_NE(e[3].working.out, e[3].working.in); // into the arena
+
+  // Under ZeRO-1 each tensor is its slice: the parameter, gradient and
+  // working copy from the slice's first element (4 bytes and 2 an
+  // element), the moments (which hold just the slice) from their first
+  // byte. An empty slice leaves the group.
+  std::vector<tcc::rt::FunctionBinding::Shard> shards(base.steps.size());
+  shards[u] = {1, 2};
+  shards[u + 1] = {0, 0};
+  shards[u + 2] = {3, 5};
+  shards[u + 3] = {7, 1};
+  EXPECT_EQ(tcc::rt::adamwGroups(base, ptrs.data(), shards),
+            (Groups{{u, u + 2, u + 3}}));
+  table = tcc::rt::adamwGroupTable(base, {u, u + 2, u + 3}, ptrs.data(),
+                                   shards, chunks);
+  ASSERT_EQ(table.size(), cu::adamw_table_bytes(3));
+  std::memcpy(e, table.data(), 3 * sizeof e[0]);
+  for (int i = 0; i < 3; ++i) {
+    size_t k = u + (i == 0 ? 0 : size_t(i) + 1);
+    const tcc::rt::Step &st = base.steps[k];
+    int64_t first = shards[k].first;
+    SCOPED_TRACE("sharded tensor " + std::to_string(i));
+    EXPECT_EQ(e[i].n, shards[k].count);
+    EXPECT_EQ(reinterpret_cast<const uint8_t *>(e[i].param),
+              ptrs[st.inputs[0]] + 4 * first);
+    EXPECT_EQ(reinterpret_cast<const uint8_t *>(e[i].grad),
+              ptrs[st.inputs[1]] + 4 * first);
+    EXPECT_EQ(reinterpret_cast<const uint8_t *>(e[i].expAvg),
+              ptrs[st.inputs[2]]);
+    EXPECT_EQ(reinterpret_cast<uint8_t *>(e[i].newParam),
+              ptrs[st.outputs[0]] + 4 * first);
+    EXPECT_EQ(reinterpret_cast<uint8_t *>(e[i].newExpAvgSq),
+              ptrs[st.outputs[2]]);
+    if (i != 1) {
+      EXPECT_EQ(e[i].working.in, ptrs[st.inputs[7]] + 2 * first);
+      EXPECT_EQ(e[i].working.out, ptrs[st.outputs[3]] + 2 * first);
+    }
+  }
 
   // The artifact is well formed: on the cpu backend the probes read the
   // masters rounded, at open and after each step.

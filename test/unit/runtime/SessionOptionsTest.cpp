@@ -194,15 +194,6 @@ TEST(SessionOptionsRefusal, NamesTheFieldBeforeReadingTheArtifact) {
       {[](Options &o) { o.zero_stage = 2; }, TCC_ERROR_ARGUMENT,
        "tcc_session_options: zero_stage 2 is not 0 or 1 (ZeRO stages 2 and 3 "
        "are not implemented)"},
-      {[](Options &o) {
-         o.backend = "cuda";
-         o.communicator_kind = TCC_COMMUNICATOR_NCCL;
-         o.communicator = &o;
-         o.zero_stage = 1;
-       },
-       TCC_ERROR_ARGUMENT,
-       "tcc_session_options: zero_stage 1 with TCC_COMMUNICATOR_NCCL: ZeRO-1 "
-       "runs on the cpu backend over MPI only for now"},
   };
   for (const Case &c : cases) {
     Options o = defaults();
