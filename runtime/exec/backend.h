@@ -166,6 +166,20 @@ void checkBackendOptions(const SessionOptions &options);
 /// Whether this runtime was built with the CUDA backend.
 bool haveCudaBackend();
 
+/// How a session of several ranks combines output i of all_reduce step
+/// `step`, `scatter` being FunctionBinding::scatterGradients: the
+/// gradients reduce-scattered under ZeRO-1, the partial sums over their
+/// slices then all-reduced (without ZeRO-1 they are whole: not at all),
+/// everything else all-reduced.
+enum class Exchange { None, AllReduce, ReduceScatter };
+inline Exchange exchangeOf(const Step &step, size_t i, bool scatter) {
+  if (step.scatteredOnly)
+    return scatter ? Exchange::AllReduce : Exchange::None;
+  if (scatter && int64_t(i) < step.gradients)
+    return Exchange::ReduceScatter;
+  return Exchange::AllReduce;
+}
+
 /// A collective step (all_reduce, reduce_scatter, all_gather) of a session
 /// of one rank, the only kind there is until data-parallel training: each
 /// output is its input (a sum or mean over one rank is the value itself,

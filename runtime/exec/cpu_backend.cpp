@@ -505,21 +505,22 @@ void CpuBackend::startCollective(const Function &fn, size_t s,
       std::memmove(out, in, size_t(v.bytes));
     bool mean = step.reduction == Reduction::Mean;
     std::string what = fn.name + " step " + std::to_string(s);
-    if (step.scatteredOnly) {
-      // Partial sums over gradient slices; whole on every rank unless the
-      // gradients were scattered.
-      if (scatter)
-        group->start(out, v.elements, v.dtype, mean,
-                     what + " (the sum of the ranks' parts of the gradient "
-                            "norm, ZeRO-1)");
-    } else if (scatter && int64_t(i) < step.gradients) {
+    switch (exchangeOf(step, i, scatter)) {
+    case Exchange::None:
+      break;
+    case Exchange::AllReduce:
+      group->start(out, v.elements, v.dtype, mean,
+                   what + (step.scatteredOnly
+                               ? std::string(" (the sum of the ranks' parts "
+                                             "of the gradient norm, ZeRO-1)")
+                               : " (all_reduce of bucket " +
+                                     std::to_string(step.bucket) + ")"));
+      break;
+    case Exchange::ReduceScatter:
       group->startScatter(out, v.elements, v.dtype, mean,
                           what + " (reduce_scatter of bucket " +
                               std::to_string(step.bucket) + ", ZeRO-1)");
-    } else {
-      group->start(out, v.elements, v.dtype, mean,
-                   what + " (all_reduce of bucket " +
-                       std::to_string(step.bucket) + ")");
+      break;
     }
   }
 }

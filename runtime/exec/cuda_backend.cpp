@@ -819,13 +819,15 @@ void CudaBackend::enqueueStep(size_t f, size_t s, const CallContext &ctx) {
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       int64_t id = step.outputs[i];
       const Value &v = fn.values[id];
-      if (step.scatteredOnly) {
-        if (fb.scatterGradients)
-          nccl->start(fb.ptrs[id], v.elements, v.dtype, mean, stream);
-      } else if (fb.scatterGradients && int64_t(i) < step.gradients) {
-        nccl->startScatter(fb.ptrs[id], v.elements, v.dtype, mean, stream);
-      } else {
+      switch (exchangeOf(step, i, fb.scatterGradients)) {
+      case Exchange::None:
+        break;
+      case Exchange::AllReduce:
         nccl->start(fb.ptrs[id], v.elements, v.dtype, mean, stream);
+        break;
+      case Exchange::ReduceScatter:
+        nccl->startScatter(fb.ptrs[id], v.elements, v.dtype, mean, stream);
+        break;
       }
     }
     return;

@@ -3,6 +3,7 @@
 #include "exec/dp_estimate.h"
 
 #include "exec/artifact.h"
+#include "exec/backend.h"
 #include "exec/gpu_cost.h"
 #include "exec/guard.h"
 #include "exec/zero.h"
@@ -94,19 +95,22 @@ Replay replay(const Function &fn, const std::vector<double> &seconds,
   double t = 0, linkFree = 0;
   for (size_t i = 0; i < fn.steps.size(); ++i) {
     const Step &s = fn.steps[i];
-    if (s.kind == Step::Collective && s.scatteredOnly && !zero)
-      continue;
     if (s.kind == Step::Collective) {
       Bucket b;
       b.step = i;
       b.bucket = s.bucket;
       double moved = 0;
       for (size_t k = 0; k < s.inputs.size(); ++k) {
+        Exchange e = exchangeOf(s, k, zero);
+        if (e == Exchange::None)
+          continue;
         int64_t bytes = fn.values[size_t(s.inputs[k])].bytes;
         b.bytes += bytes;
-        moved += (zero && int64_t(k) < s.gradients ? ring / 2 : ring) *
+        moved += (e == Exchange::ReduceScatter ? ring / 2 : ring) *
                  double(bytes);
       }
+      if (b.bytes == 0)
+        continue; // a copy on every rank
       b.seconds = moved / bytesPerSecond;
       b.ready = t;
       b.start = std::max(t, linkFree);
