@@ -3,7 +3,7 @@
 
     gpt_bench.py [--config tiny|small|gpt2-124m] [--device cpu|cuda]
                  [--precision fp32|bf16] [--tf32] [--batch B] [--seq T]
-                 [--steps N] [--warmup W] [--baselines eager,compile]
+                 [--steps N] [--warmup W] [--baselines eager,compile] [--ranks N]
                  [--stage all|compile|run] [--work DIR] [--tcc BUILD/bin]
                  [--cuda-arch sm_90|default|LIST]
                  [--write-docs [FILE]]
@@ -30,6 +30,15 @@ compile`; only 64 MiB travel to it):
 
 `--stage all` (the default) does both in one process: the CPU benchmark
 `OPENBLAS_NUM_THREADS=1 test/bench/gpt_bench.py` (tiny config) runs so.
+
+Data parallel (`--ranks N`, N > 1; needs Open MPI's mpirun): the artifact is
+compiled `--data-parallel` and run as `mpirun -np N tcc-run` (MPI between
+CPU ranks, NCCL between GPUs, one GPU per rank), each rank on `--batch` rows
+of the global batch of N x batch, as tcc-run's data-parallel mode reads
+them; the baselines are PyTorch DDP under the same mpirun
+(test/bench/torch_ddp.py: gloo on the CPU, NCCL on GPUs), each rank on the
+same rows. On a CPU each rank of either side gets CPUs / N threads. Step
+times are rank 0's; tokens/s count the global batch.
 
 A program, not a test: it asserts nothing about speed.
 """
@@ -74,6 +83,9 @@ def parse(argv):
     for k in ("batch", "seq", "steps", "warmup"):
         p.add_argument("--" + k, type=int, default=None, help="default: the config's")
     p.add_argument("--seed", type=int, default=1234, help="model and token seed")
+    p.add_argument("--ranks", type=int, default=1,
+                   help="data-parallel ranks (mpirun -np N): tcc compiled --data-parallel, "
+                        "the baselines as PyTorch DDP; --batch is per rank")
     p.add_argument("--baselines", default=None,
                    help="comma list of eager, eager-ftz (CPU: flush subnormals), compile "
                         "(default: eager,eager-ftz,compile on cpu, eager,compile on cuda)")
@@ -113,6 +125,12 @@ def resolve(a):
         if getattr(a, k) is not None:
             c[k] = getattr(a, k)
     a.steps, a.warmup = c["steps"], c["warmup"]
+    if a.ranks < 1:
+        raise SystemExit("--ranks: expected a number of ranks >= 1, got %d" % a.ranks)
+    if a.ranks > 1:
+        import shutil
+        if not shutil.which("mpirun"):
+            raise SystemExit("--ranks %d: mpirun not found (install Open MPI: openmpi-bin)" % a.ranks)
     if a.device is None:
         a.device = "cuda" if a.config == "gpt2-124m" else "cpu"
     if a.baselines is None:
@@ -125,8 +143,9 @@ def resolve(a):
         import torch.nn.functional as F
         a.torch_attention = "sdpa" if hasattr(F, "scaled_dot_product_attention") else "explicit"
     if a.work is None and a.stage != "all":
-        a.work = os.path.join(ROOT, "build-bench", "%s-%s-b%d-t%d" % (
-            a.config, a.precision, c["batch"], c["seq"]))
+        a.work = os.path.join(ROOT, "build-bench", "%s-%s-b%d-t%d%s" % (
+            a.config, a.precision, c["batch"], c["seq"],
+            "-r%d" % a.ranks if a.ranks > 1 else ""))
     a.strip_weights = a.stage == "compile" and not a.keep_weights
     if a.cuda_arch is None:
         a.cuda_arch = "sm_90"
@@ -153,7 +172,8 @@ def run_stage(a, c, work, meta):
     tcc_side.write_weights(art, model)
     del model
     data = os.path.join(work, "tokens.bin")
-    tok = gpt_model.write_tokens(data, c, a.warmup + a.steps, a.seed)
+    tok = gpt_model.write_tokens(data, gpt_model.global_batch(c, a.ranks),
+                                 a.warmup + a.steps, a.seed)
 
     # tcc first, before this process touches the GPU. A failing tcc-run is
     # reported (and on CUDA tried once more without CUDA graphs); the
@@ -173,7 +193,7 @@ def run_stage(a, c, work, meta):
                 res["notes"].append("tcc-run with TCC_CUDA_GRAPHS=0 failed too: %s" % e2)
     res["profile"] = None if (a.no_profile or t is None) else tcc_side.profile(a, art, data, work)
 
-    tokens = c["batch"] * c["seq"]
+    tokens = a.ranks * c["batch"] * c["seq"]
     fpt = gpt_model.flops_per_token(c)
     rate, rate_label = torch_side.gemm_rate(a)
     res["gemm"] = (rate, rate_label)
@@ -193,19 +213,22 @@ def run_stage(a, c, work, meta):
                     "memory in use rose by %s while tcc-run ran (%s)" % (
                         "%.2f GiB" % (t["process_peak"] / GIB) if t["process_peak"] else "?",
                         t["process_peak_how"] or "no NVML or nvidia-smi reading"))
-        row("tcc (%s runtime)" % ("CPU" if a.device == "cpu" else "CUDA"),
+        row("tcc (%s runtime%s)" % ("CPU" if a.device == "cpu" else "CUDA",
+                                    ", %d ranks" % a.ranks if a.ranks > 1 else ""),
             t["seconds"], t["loss"], mem.get("total"), note)
         res["rows"][-1]["tcc"] = True
 
     dev = "CPU" if a.device == "cpu" else "GPU"
-    names = {"eager": "PyTorch eager (%s)" % dev,
-             "eager-ftz": "PyTorch eager, flush denormals",
-             "compile": "torch.compile (%s)" % dev}
+    ddp = " DDP x%d" % a.ranks if a.ranks > 1 else ""
+    names = {"eager": "PyTorch eager%s (%s)" % (ddp, dev),
+             "eager-ftz": "PyTorch eager%s (%s), flush denormals" % (ddp, dev),
+             "compile": "torch.compile%s (%s)" % (ddp, dev)}
     for b in a.baselines:
         if b == "eager-ftz" and a.device != "cpu":
             continue
         try:
-            r = torch_side.train(a, c, tok, b)
+            r = (torch_side.train_ddp(a, c, data, b, work) if a.ranks > 1
+                 else torch_side.train(a, c, tok, b))
         except Exception as e:  # a baseline that fails is reported, not fatal
             res["notes"].append("%s failed: %s: %s" % (names[b], type(e).__name__,
                                                        str(e).splitlines()[0][:300] if str(e) else ""))
@@ -264,11 +287,12 @@ def report(a, c, res):
     else:
         compiled += "`"
     head = [
-        "Model: GPT %s, %d layers, d=%d, %d heads, seq %d, vocab %d (tokens < %d), batch %d "
+        "Model: GPT %s, %d layers, d=%d, %d heads, seq %d, vocab %d (tokens < %d), batch %d%s "
         "(%d tokens/step); %s; AdamW lr=%g betas=%s eps=%g wd=%g; %d timed steps after %d "
         "warm-up; seed %d"
         % (a.config, c["layers"], c["embd"], c["heads"], c["seq"], c["vocab"], c["vocab_real"],
-           c["batch"], c["batch"] * c["seq"], prec, gpt_model.ADAMW["lr"],
+           c["batch"], " per rank on %d data-parallel ranks" % a.ranks if a.ranks > 1 else "",
+           a.ranks * c["batch"] * c["seq"], prec, gpt_model.ADAMW["lr"],
            gpt_model.ADAMW["betas"], gpt_model.ADAMW["eps"], gpt_model.ADAMW["weight_decay"],
            a.steps, a.warmup, a.seed),
         "Machine: %s" % res["machine"],
@@ -325,8 +349,9 @@ def text_report(head, table, tail, res):
 
 def section(a, c, res, head, table, tail):
     cmd = "test/bench/gpt_bench.py " + " ".join(shlex.quote(x) for x in a.argv)
-    title = "### %s: %s, %s, %s%s" % (datetime.date.today().isoformat(), a.config, a.device,
-                                      a.precision, " tf32" if a.tf32 else "")
+    title = "### %s: %s, %s, %s%s%s" % (datetime.date.today().isoformat(), a.config, a.device,
+                                        a.precision, " tf32" if a.tf32 else "",
+                                        ", %d ranks" % a.ranks if a.ranks > 1 else "")
     out = [title, "", "- Command: `%s`" % cmd] + ["- " + h for h in head]
     out += [""] + table + [""] + ["- " + t for t in tail] + profile_block(res)
     return "\n".join(out) + "\n"
@@ -391,12 +416,17 @@ def main(argv=None):
         else:
             with open(os.path.join(work, tcc_side.META)) as f:
                 meta = json.load(f)
-            want = dict(config=a.config, precision=a.precision)
-            got = dict(config=meta["config"], precision=meta["precision"])
+            want = dict(config=a.config, precision=a.precision, data_parallel=a.ranks > 1)
+            got = dict(config=meta["config"], precision=meta["precision"],
+                       data_parallel=meta.get("data_parallel", False))
             if want != got or any(meta["model"][k] != c[k] for k in ("batch", "seq", "layers", "embd", "vocab")):
-                raise SystemExit("%s was compiled for %s %s (batch %d, seq %d), not %s %s (batch %d, seq %d)"
+                raise SystemExit("%s was compiled for %s %s (batch %d, seq %d%s), not %s %s (batch %d, "
+                                 "seq %d%s)"
                                  % (work, meta["config"], meta["precision"], meta["model"]["batch"],
-                                    meta["model"]["seq"], a.config, a.precision, c["batch"], c["seq"]))
+                                    meta["model"]["seq"],
+                                    ", data parallel" if got["data_parallel"] else "",
+                                    a.config, a.precision, c["batch"], c["seq"],
+                                    ", data parallel" if want["data_parallel"] else ""))
             if meta["seed"] != a.seed:
                 print("note: compiled with seed %d, running with --seed %d (only names and shapes "
                       "come from the compile)" % (meta["seed"], a.seed))

@@ -118,6 +118,17 @@ def write_tokens(path, c, n_batches, seed):
     return tok
 
 
+def read_tokens(path):
+    """A shard write_tokens wrote."""
+    return np.fromfile(path, dtype="<u2")
+
+
+def global_batch(c, ranks):
+    """The configuration whose batch is the global batch of `ranks`
+    data-parallel ranks of c["batch"] rows each."""
+    return dict(c, batch=ranks * c["batch"])
+
+
 def batch(tok, c, i):
     """Step i's (tokens, labels), exactly what tcc-run feeds from the shard:
     t[p..p+B*T) and t[p+1..p+B*T] with p = (i mod batches) * B*T."""

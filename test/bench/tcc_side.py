@@ -69,6 +69,8 @@ def compile_stage(a, c, work):
                "--optimizer", gpt_model.adamw_flag()]
         if a.precision != "fp32":
             cmd += ["--precision=" + a.precision]
+        if a.ranks > 1:
+            cmd += ["--data-parallel"]
         if a.device == "cpu":
             cmd += ["--no-cuda"]
         elif a.cuda_arch != "default":
@@ -91,7 +93,7 @@ def compile_stage(a, c, work):
         os.remove(weights)
         stripped = True
     meta = dict(config=a.config, model=c, seed=a.seed, precision=a.precision,
-                device=a.device, compile_s=round(compile_s, 2), export_s=round(export_s, 2),
+                device=a.device, data_parallel=a.ranks > 1, compile_s=round(compile_s, 2), export_s=round(export_s, 2),
                 onnx_bytes=onnx_bytes, artifact_files=sizes, artifact_bytes=total,
                 artifact_bytes_without_weights=total - sizes.get("weights.safetensors", 0),
                 weights_stripped=stripped, summary=r.stdout.strip(),
@@ -252,16 +254,35 @@ class GpuMemoryPoller:
             self._t.join()
 
 
+def rank_threads(a):
+    """CPU threads per data-parallel rank: the CPUs shared out."""
+    return max(1, (os.cpu_count() or 1) // a.ranks)
+
+
+def mpirun(a):
+    """The launcher prefix of a run on a.ranks ranks (none for one):
+    oversubscribing allowed (ranks may outnumber the cores Open MPI counts),
+    and as root where the machine runs as root (CI, the GPU machines)."""
+    if a.ranks == 1:
+        return []
+    cmd = ["mpirun", "-np", str(a.ranks), "--oversubscribe"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    return cmd
+
+
 def run_tcc(a, c, art, data, work, env=None):
     """tcc-run ART --data DATA --steps warmup+steps --log; -> dict with the
     per-step seconds and losses of the log (all steps), the wall time and
     the peak process memory (cuda; None when NVML cannot see it). Each call
     replaces the log of the last (--overwrite)."""
     log = os.path.join(work, "tcc-log.csv")
-    cmd = [os.path.join(a.tcc, "tcc-run"), art, "--data", data,
-           "--steps", str(a.warmup + a.steps), "--log", log, "--overwrite",
-           "--progress", "none", "--backend", a.device]
+    cmd = mpirun(a) + [os.path.join(a.tcc, "tcc-run"), art, "--data", data,
+                       "--steps", str(a.warmup + a.steps), "--log", log, "--overwrite",
+                       "--progress", "none", "--backend", a.device]
     extra = dict(env or {})
+    if a.ranks > 1 and a.device == "cpu" and "TCC_CPU_THREADS" not in os.environ:
+        extra["TCC_CPU_THREADS"] = str(rank_threads(a))
     if a.tf32:
         extra["TCC_CUDA_TF32"] = "1"
     env = dict(os.environ, **extra)

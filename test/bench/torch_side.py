@@ -106,6 +106,40 @@ def train(a, c, tok, kind):
     return dict(seconds=times, loss=losses, peak_bytes=peak, reserved_bytes=reserved, note=note)
 
 
+def train_ddp(a, c, data, kind, work):
+    """train()'s baseline (the same kinds) as PyTorch DDP on a.ranks ranks
+    (torch_ddp.py under mpirun), on the token shard `data`. -> train()'s
+    dict: rank 0's step seconds, the global mean losses."""
+    import json
+    import os
+    import socket
+    import subprocess
+    import sys
+    import tcc_side
+    with socket.socket() as s:  # a free port for the rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    job = os.path.join(work, "ddp-%s.json" % kind)
+    out = os.path.join(work, "ddp-%s-out.json" % kind)
+    if os.path.exists(out):
+        os.remove(out)
+    keys = ("device", "precision", "tf32", "seed", "torch_attention", "compile_mode",
+            "warmup", "steps")
+    with open(job, "w") as f:
+        json.dump(dict(args={k: getattr(a, k) for k in keys}, config=c, kind=kind,
+                       tokens=data, out=out, port=port,
+                       threads=tcc_side.rank_threads(a)), f)
+    here = os.path.dirname(os.path.abspath(__file__))
+    cmd = tcc_side.mpirun(a) + [sys.executable, os.path.join(here, "torch_ddp.py"), job]
+    print("+ " + " ".join(cmd), flush=True)
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0 or not os.path.exists(out):
+        raise RuntimeError("exit %d: %s" % (r.returncode, " | ".join(r.stdout.strip().splitlines()[-4:])[-800:]))
+    res = json.load(open(out))
+    return dict(seconds=res["seconds"], loss=res["loss"], peak_bytes=None, reserved_bytes=None,
+                note=res["note"])
+
+
 def gemm_rate(a, n=None):
     """Measured dense GEMM rate (FLOP/s) of torch.matmul on this device in
     the run's precision: an n x n x n product (8192 on a GPU, 2048 on a CPU),
