@@ -11,8 +11,17 @@
 // Buffers are taken as C-contiguous host ndarrays and handed to the runtime
 // as they are (the runtime copies from or into them during the call): no
 // copy on the Python side. The GIL stays held: a session is not thread-safe.
+//
+// Data parallel: a process mpirun started joins the MPI job once
+// (join_world, runtime/exec/dp.h, as tcc-run does); a session opened with
+// data_parallel then reduces over the world's communicator (cpu) or an
+// NCCL communicator of its own over the ranks (cuda), which it destroys
+// when it closes. leave_world ends the job's MPI at interpreter exit.
 #include "api/tcc_runtime.h"
 #include "checkpoint/checkpoint.h"
+#include "data/npz.h"
+#include "exec/dp.h"
+#include "exec/dp_nccl.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -22,6 +31,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -54,15 +64,74 @@ Info toInfo(const tcc_tensor_info &info) {
 using In = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 using Out = nb::ndarray<nb::c_contig, nb::device::cpu>;
 
+/// The MPI job of this process, joined at the first join_world (a world of
+/// one when mpirun did not start it).
+tcc::rt::dp::World &world() {
+  static tcc::rt::dp::World w;
+  return w;
+}
+bool joined = false;
+
+/// (rank, world size) of this process's job, joining it first.
+std::tuple<int, int> joinWorld() {
+  if (!joined) {
+    try {
+      world() = tcc::rt::dp::joinWorld();
+    } catch (const tcc::data::Error &e) {
+      raise(e.what(), "backend error");
+    }
+    joined = true;
+  }
+  return {world().rank, world().size};
+}
+
+void leaveWorld() {
+  if (joined)
+    tcc::rt::dp::leaveWorld();
+  joined = false;
+}
+
 class Session {
 public:
+  /// `dataParallel`: over the ranks of the job (join_world), ZeRO stage
+  /// `zero`, collectives failing after `timeout` seconds; on cuda the local
+  /// rank r runs on device + r.
   Session(const std::string &artifact, const std::string &backend,
-          int32_t device) {
+          int32_t device, bool dataParallel, int64_t zero, double timeout) {
     tcc_session_options options;
     tcc_session_options_init(&options);
     options.backend = backend.c_str();
+    if (dataParallel) {
+      auto [rank, size] = joinWorld();
+      if (size > 1) {
+        if (backend == "cuda") {
+          if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
+            device += std::atoi(local);
+          try {
+            nccl_ = tcc::rt::dp::createNcclComm(
+                rank, size, device, tcc::rt::dp::broadcastFromRank0);
+          } catch (const tcc::data::Error &e) {
+            raise(e.what(), "backend error");
+          }
+          options.communicator_kind = TCC_COMMUNICATOR_NCCL;
+          options.communicator = nccl_;
+        } else {
+          options.communicator_kind = TCC_COMMUNICATOR_MPI;
+          options.communicator = world().comm;
+        }
+        options.collective_timeout_s = timeout;
+      }
+      rank_ = rank;
+      size_ = size;
+    }
+    options.zero_stage = zero;
     options.device = device;
-    check(tcc_session_open(artifact.c_str(), &options, &session_));
+    tcc_status status = tcc_session_open(artifact.c_str(), &options, &session_);
+    if (status != TCC_OK) {
+      tcc::rt::dp::destroyNcclComm(nccl_);
+      nccl_ = nullptr;
+      check(status);
+    }
   }
   ~Session() { close(); }
   Session(const Session &) = delete;
@@ -71,7 +140,11 @@ public:
   void close() {
     tcc_session_close(session_);
     session_ = nullptr;
+    tcc::rt::dp::destroyNcclComm(nccl_);
+    nccl_ = nullptr;
   }
+  int rank() const { return rank_; }
+  int worldSize() const { return size_; }
   bool closed() const { return session_ == nullptr; }
 
   std::vector<Info> inputs() const {
@@ -182,6 +255,8 @@ private:
   }
 
   tcc_session *session_ = nullptr;
+  void *nccl_ = nullptr; ///< the session's NCCL communicator (cuda ranks)
+  int rank_ = 0, size_ = 1;
 };
 
 /// The step directory a --checkpoint PATH names (runtime/checkpoint): PATH
@@ -202,12 +277,18 @@ NB_MODULE(_native, m) {
   tccError = error.release().ptr();
   m.attr("ARTIFACT_VERSION") = TCC_ARTIFACT_VERSION;
   m.def("checkpoint_step_dir", &checkpointStepDir, nb::arg("path"));
+  m.def("join_world", &joinWorld);
+  m.def("leave_world", &leaveWorld);
 
   nb::class_<Session>(m, "Session")
-      .def(nb::init<const std::string &, const std::string &, int32_t>(),
-           nb::arg("artifact"), nb::arg("backend"), nb::arg("device"))
+      .def(nb::init<const std::string &, const std::string &, int32_t, bool,
+                    int64_t, double>(),
+           nb::arg("artifact"), nb::arg("backend"), nb::arg("device"),
+           nb::arg("data_parallel"), nb::arg("zero"), nb::arg("timeout"))
       .def("close", &Session::close)
       .def_prop_ro("closed", &Session::closed)
+      .def_prop_ro("rank", &Session::rank)
+      .def_prop_ro("world_size", &Session::worldSize)
       .def("inputs", &Session::inputs)
       .def("params", &Session::params)
       .def("opt_state", &Session::optState)

@@ -10,6 +10,7 @@ are read into a new array each time (one copy out of the session); the torch
 tensors of state_dict() share that array's memory.
 """
 
+import atexit
 import collections
 import os
 
@@ -68,6 +69,18 @@ def _torch():
     return torch
 
 
+_world_joined = False
+
+
+def _join_world():
+    """Joins the MPI job mpirun started (once; left at interpreter exit)."""
+    global _world_joined
+    if not _world_joined:
+        _native.join_world()
+        atexit.register(_native.leave_world)
+        _world_joined = True
+
+
 class Session:
     """An artifact opened for training (or inference) in the runtime.
 
@@ -77,11 +90,28 @@ class Session:
     `artifact` is a tcc.Artifact or an artifact directory. backend "cpu" or
     "cuda", device the CUDA ordinal. Every failure raises TccError carrying
     the runtime's message; a closed session raises too.
+
+    Data parallel (`data_parallel=True`, an artifact compiled with
+    `data_parallel=True`, the script started as `mpirun -np N python ...`):
+    the session is rank `s.rank` of `s.world_size`; each rank steps on its
+    own rows (rank r on the r-th block of the global batch, as tcc-run
+    shards it) and the gradients are averaged over the ranks (MPI on
+    "cpu"; NCCL on "cuda", local rank r on device + r). `zero=1` shards
+    the optimizer state (ZeRO-1); a collective waiting more than
+    `collective_timeout` seconds for another rank fails the step. Without
+    mpirun it is a world of one. save_checkpoint is then collective: every
+    rank calls it, rank 0 writes.
     """
 
-    def __init__(self, artifact, backend="cpu", device=0):
+    def __init__(self, artifact, backend="cpu", device=0, data_parallel=False, zero=0,
+                 collective_timeout=300.0):
         self.artifact_path = os.fspath(artifact)
-        self._s = _native.Session(self.artifact_path, backend, device)
+        if data_parallel:
+            _join_world()
+        self._s = _native.Session(self.artifact_path, backend, device, bool(data_parallel),
+                                  int(zero), float(collective_timeout))
+        self.rank = self._s.rank
+        self.world_size = self._s.world_size
         self.inputs = _infos(self._s.inputs())
         self.params = _infos(self._s.params())
         self.opt_state = _infos(self._s.opt_state())
