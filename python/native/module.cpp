@@ -193,6 +193,11 @@ public:
   void writeOptState(const std::string &name, In src) {
     check(tcc_write_opt_state(open(), name.c_str(), src.data(), src.nbytes()));
   }
+  std::tuple<int64_t, int64_t> optStateShard(int32_t index) const {
+    int64_t first = 0, count = 0;
+    check(tcc_opt_state_shard(open(), index, &first, &count));
+    return {first, count};
+  }
 
   std::string saveCheckpoint(const std::string &dir, int64_t dataPosition) {
     const char *written = nullptr;
@@ -303,6 +308,7 @@ NB_MODULE(_native, m) {
       .def("write_param", &Session::writeParam)
       .def("read_opt_state", &Session::readOptState)
       .def("write_opt_state", &Session::writeOptState)
+      .def("opt_state_shard", &Session::optStateShard)
       .def("save_checkpoint", &Session::saveCheckpoint)
       .def("restore_checkpoint", &Session::restoreCheckpoint)
       .def("steps_done", &Session::stepsDone)

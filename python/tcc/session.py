@@ -191,15 +191,34 @@ class Session:
         return collections.OrderedDict(
             (name, self.read_opt_state(name)) for name in self.opt_state)
 
-    def read_opt_state(self, name):
-        """Optimizer state slot `name` (<param>.exp_avg, ...) as a new array."""
+    def opt_state_shard(self, name):
+        """(first, count): the elements [first, first + count) of optimizer
+        state `name` (flattened) this session holds: all of them, or under
+        zero=1 this rank's slice (possibly none)."""
+        self._info(self.opt_state, name, "optimizer state")
+        return self._s.opt_state_shard(list(self.opt_state).index(name))
+
+    def _held(self, name):
+        """The info of state `name` as this session holds it: its shape, or
+        under zero=1 the 1-D slice of opt_state_shard."""
         info = self._info(self.opt_state, name, "optimizer state")
+        _, count = self.opt_state_shard(name)
+        if count == int(np.prod(info.shape, dtype=np.int64)):
+            return info
+        return TensorInfo(info.name, info.dtype, (count,))
+
+    def read_opt_state(self, name):
+        """Optimizer state slot `name` (<param>.exp_avg, ...) as a new array;
+        under zero=1 this rank's slice, flattened (opt_state_shard)."""
+        info = self._held(name)
         array = np.empty(info.shape, info.dtype)
         self._s.read_opt_state(name, array)
         return array
 
     def write_opt_state(self, name, value):
-        info = self._info(self.opt_state, name, "optimizer state")
+        """Writes slot `name`: the whole tensor, or under zero=1 this rank's
+        flattened slice."""
+        info = self._held(name)
         self._s.write_opt_state(name, _as_array(value, info, "optimizer state"))
 
     def save_checkpoint(self, directory, data_position=0):

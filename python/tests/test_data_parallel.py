@@ -1,8 +1,9 @@
 """Data parallel from Python: `mpirun -np 2 python worker.py` with
 tcc.Session(..., data_parallel=True) trains the MLP as one process on the
 global batch does (rtol 1e-5: only the gradients' summation order
-differs), under ZeRO-1 too (rtol 1e-6 against the ranks without it), and
-each rank knows its rank and the world size. Skipped (with a line saying
+differs), under ZeRO-1 too (rtol 1e-6 against the ranks without it, whose
+optimizer state the ZeRO ranks' slices join into), and each rank knows its
+rank, the world size and which slice it holds. Skipped (with a line saying
 so) where mpirun or the runtime's MPI is missing."""
 
 import os
@@ -35,6 +36,16 @@ with tcc.Session(art, data_parallel=True, zero=zero) as s:
         rows = slice((step * n + r) * b, (step * n + r + 1) * b)
         s.step({"x": d["x"][rows], "target": d["target"][rows]})
     params = {name: s.read_param(name) for name in s.params}
+    # This rank's optimizer state: all of it, or under zero=1 its slices.
+    state = {}
+    for name, info in s.opt_state.items():
+        first, count = s.opt_state_shard(name)
+        n_all = int(np.prod(info.shape))
+        if zero:
+            assert (first, count) == (n_all * r // n, n_all * (r + 1) // n - n_all * r // n)
+        state[name] = s.read_opt_state(name)
+        assert state[name].size == count
+np.savez(out + ".state%%d.npz" %% r, **state)
 if r == 0:
     np.savez(out, **params)
 ''' % RANKS
@@ -71,7 +82,7 @@ def test_ranks_train_as_one_process_on_the_global_batch(mlp, tmp_path):
 
     worker = tmp_path / "worker.py"
     worker.write_text(WORKER)
-    got = {}
+    got, states = {}, {}
     for zero in (0, 1):
         out = tmp_path / f"ranks-zero{zero}.npz"
         r = subprocess.run(["mpirun", "-np", str(RANKS), sys.executable, str(worker),
@@ -84,9 +95,18 @@ def test_ranks_train_as_one_process_on_the_global_batch(mlp, tmp_path):
         assert r.returncode == 0, r.stdout[-3000:]
         with np.load(out) as z:
             got[zero] = {n: z[n] for n in z.files}
+        for rank in range(RANKS):
+            with np.load(f"{out}.state{rank}.npz") as z:
+                states.setdefault(zero, []).append({n: z[n] for n in z.files})
     assert_params_close(got[0], ref, rtol=1e-5)
     assert_params_close(got[1], ref, rtol=1e-5)
     assert_params_close(got[1], got[0], rtol=1e-6)
+    # Under ZeRO-1 the ranks' slices, joined, are the optimizer state every
+    # rank holds whole without it (AdamW's moments).
+    whole = states[0][0]
+    joined = {n: np.concatenate([st[n] for st in states[1]]).reshape(whole[n].shape)
+              for n in whole}
+    assert_params_close(joined, whole, rtol=1e-6)
     # And the ranks did train: the parameters moved from the initial ones.
     init = {n: p.detach().numpy() for n, p in model.named_parameters()}
     assert any(np.abs(got[0][n] - init[n]).max() > 1e-4 for n in init if n in got[0])
