@@ -6,10 +6,8 @@
 // device, which every entry point makes current for its duration
 // (ContextScope) rather than switching the caller's device for good: a
 // framework keeps working on its own device between calls, and a session
-// on device 1 creates no context on device 0. The driver functions come from
-// cudaGetDriverEntryPointByVersion rather than from linking libcuda: a
-// runtime linked against libcuda.so.1 would not even load on a machine
-// without the NVIDIA driver, where the cpu backend must keep working.
+// on device 1 creates no context on device 0. The driver functions are
+// resolved through the runtime (cuda_driver.h), not linked from libcuda.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +16,7 @@
 #include "data/half.h"
 #include "exec/allocator.h"
 #include "exec/cuda_calls.h"
+#include "exec/cuda_driver.h"
 #include "exec/dp_nccl.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/gemm.h"
@@ -52,99 +51,7 @@ void check(cudaError_t e, const std::string &what,
   }
 }
 
-/// The driver API functions used here, resolved through the runtime.
-struct Driver {
-  decltype(&::cuGetErrorName) getErrorName = nullptr;
-  decltype(&::cuGetErrorString) getErrorString = nullptr;
-  decltype(&::cuModuleLoadData) moduleLoadData = nullptr;
-  decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
-  decltype(&::cuModuleUnload) moduleUnload = nullptr;
-  decltype(&::cuLaunchKernel) launchKernel = nullptr;
-  decltype(&::cuDeviceGet) deviceGet = nullptr;
-  decltype(&::cuDevicePrimaryCtxRetain) primaryCtxRetain = nullptr;
-  decltype(&::cuDevicePrimaryCtxRelease) primaryCtxRelease = nullptr;
-  decltype(&::cuCtxGetCurrent) ctxGetCurrent = nullptr;
-  decltype(&::cuCtxSetCurrent) ctxSetCurrent = nullptr;
-};
-
-Driver &driver() {
-  static Driver d;
-  return d;
-}
-
-/// Resolves driver(); "" or why it failed. Needs a working CUDA runtime.
-std::string loadDriver() {
-  Driver &d = driver();
-  if (d.launchKernel)
-    return "";
-  auto get = [](const char *symbol, auto &fn) -> std::string {
-    void *p = nullptr;
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    cudaError_t e = cudaGetDriverEntryPointByVersion(symbol, &p, 12000,
-                                                     cudaEnableDefault, &q);
-    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !p) {
-      cudaGetLastError();
-      return std::string("no driver entry point ") + symbol +
-             (e != cudaSuccess ? std::string(": ") + cudaGetErrorString(e)
-                               : std::string());
-    }
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
-    return "";
-  };
-  std::string why;
-  for (std::string w :
-       {get("cuGetErrorName", d.getErrorName),
-        get("cuGetErrorString", d.getErrorString),
-        get("cuModuleLoadData", d.moduleLoadData),
-        get("cuModuleGetFunction", d.moduleGetFunction),
-        get("cuModuleUnload", d.moduleUnload), get("cuDeviceGet", d.deviceGet),
-        get("cuDevicePrimaryCtxRetain", d.primaryCtxRetain),
-        get("cuDevicePrimaryCtxRelease", d.primaryCtxRelease),
-        get("cuCtxGetCurrent", d.ctxGetCurrent),
-        get("cuCtxSetCurrent", d.ctxSetCurrent),
-        get("cuLaunchKernel", d.launchKernel)})
-    if (why.empty())
-      why = w;
-  if (!why.empty())
-    d.launchKernel = nullptr;
-  return why;
-}
-
-std::string driverError(CUresult r) {
-  const char *name = nullptr, *text = nullptr;
-  if (driver().getErrorName)
-    driver().getErrorName(r, &name);
-  if (driver().getErrorString)
-    driver().getErrorString(r, &text);
-  return std::string(name ? name : "CUDA_ERROR_?") + " (" +
-         (text ? text : "unknown") + ")";
-}
-
 constexpr int BlockSize = 256;
-
-/// Makes `context` current on the calling thread for the scope and the
-/// caller's context (possibly none) current again at its end. Failing to
-/// switch is not reported here: the CUDA calls of the scope then fail and
-/// say so.
-class ContextScope {
-public:
-  explicit ContextScope(CUcontext context) {
-    if (!context || driver().ctxGetCurrent(&saved) != CUDA_SUCCESS ||
-        saved == context)
-      return;
-    switched = driver().ctxSetCurrent(context) == CUDA_SUCCESS;
-  }
-  ~ContextScope() {
-    if (switched)
-      driver().ctxSetCurrent(saved);
-  }
-  ContextScope(const ContextScope &) = delete;
-  ContextScope &operator=(const ContextScope &) = delete;
-
-private:
-  CUcontext saved = nullptr;
-  bool switched = false;
-};
 
 // The backend's own device memory; cudaMalloc aligns to 256 bytes.
 void *cudaAlloc(void *, size_t bytes, size_t, tcc_memory_kind) {

@@ -23,8 +23,8 @@
 // read ids and before the first step that writes a parameter or optimizer
 // slot, so a TCC_ERROR_DATA leaves the session unchanged.
 //
-// NOT YET RUN ON A GPU: it compiles and links against the driver stub; the
-// GPU tests (test/unit/gpu/CudaBackendTest.cpp) are its first check.
+// Checked on a GPU by test/unit/gpu (test/gpu/bringup.sh runs them); on a
+// machine without one those tests say they skipped.
 //
 //===----------------------------------------------------------------------===//
 

@@ -13,7 +13,10 @@
 //
 // The step on N ranks takes T1 + exposed, `exposed` the time compute waits
 // for communication (the part of each all-reduce no compute runs beside);
-// the scaling efficiency is T1 / (T1 + exposed). Latency per message and
+// the scaling efficiency is T1 / (T1 + exposed). A second replay gives the
+// step under ZeRO-1: the gradients reduce-scattered ((N - 1) / N of their
+// bytes), the gradient norm's partial sum all-reduced, then the parameter
+// gather after the update, which nothing overlaps. Latency per message and
 // the link's sharing by several ranks of a machine are not modelled
 // (docs/data-parallel.md compares the estimate with measured CPU runs).
 //
