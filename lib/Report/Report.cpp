@@ -438,6 +438,11 @@ static LogicalResult writeMemoryBudget(llvm::raw_ostream &os,
      << "</td><td class=\"n\">" << rt::groupedDigits(extra)
      << llvm::format(" (+%.2f%%)", total ? 100.0 * extra / total : 0.0)
      << "</td></tr></table>\n";
+  if (int64_t interleaved = get("interleaved_ops"))
+    os << "<p>The micro-batches' backward passes are interleaved by the "
+       << "forward depth they differentiate (" << interleaved
+       << " ops moved), so a weight's gradients are summed as they are "
+          "made.</p>\n";
   if (int64_t segments = get("segments"))
     os << "<p>Chen's sqrt(N) segments (per-value choices did not fit): 1 in "
        << segments << " cuts of the forward kept as checkpoints, the rest "

@@ -23,7 +23,7 @@ static Value zerosOf(OpBuilder &b, Location loc, Type type) {
 }
 
 FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss, Value seed,
-                                             ValueRange wrt) {
+                                             ValueRange wrt, bool wrtInUseOrder) {
   Block *block = loss.getParentBlock();
   Location loc = loss.getLoc();
 
@@ -43,7 +43,14 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss, Val
 
   llvm::DenseMap<Value, Value> grads;
   grads[loss] = seed;
+  // With wrtInUseOrder: a wrt value's contributions, last use first.
+  llvm::DenseMap<Value, SmallVector<Value, 2>> deferred;
+  llvm::DenseSet<Value> wrtSet(wrt.begin(), wrt.end());
   auto accumulate = [&](Value v, Value g) {
+    if (wrtInUseOrder && wrtSet.contains(v)) {
+      deferred[v].push_back(g);
+      return;
+    }
     auto [it, inserted] = grads.try_emplace(v, g);
     if (!inserted)
       it->second = AddOp::create(builder, loc, it->second, g);
@@ -87,6 +94,17 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss, Val
     }
   }
 
+  for (Value v : wrt) {
+    auto it = deferred.find(v);
+    if (it == deferred.end())
+      continue;
+    ArrayRef<Value> parts = it->second;
+    Value sum = parts.back();
+    for (Value g : llvm::reverse(parts.drop_back()))
+      sum = AddOp::create(builder, loc, sum, g);
+    grads[v] = sum;
+    deferred.erase(it);
+  }
   SmallVector<Value> result;
   for (Value v : wrt) {
     Value g = grads.lookup(v);

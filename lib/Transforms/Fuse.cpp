@@ -82,11 +82,48 @@ struct Group {
 /// read by the output-space elementwise op `user` at the kernel's result
 /// shape, or a layout op extending the group's layout chain below `user`
 /// (see growGroup for reshapes).
+/// Whether computing the elementwise `def` at its reader `user` instead
+/// would hold more bytes across a library call (a GEMM, an attention) that
+/// runs between them: the operands that no op after `def` reads would live
+/// across it in place of `def`'s result. Under --accum a gradient sum waits
+/// for the next micro-batch's backward pass; fused into the next sum, both
+/// of its terms would stay live across it instead of the sum.
+bool holdsMoreAcrossCalls(Operation *def, Operation *user) {
+  bool call = false;
+  for (Operation *op = def->getNextNode(); op && op != user;
+       op = op->getNextNode())
+    if (exec::isLibraryOp(op)) {
+      call = true;
+      break;
+    }
+  if (!call)
+    return false;
+  auto bytes = [](Value v) {
+    auto t = llvm::cast<RankedTensorType>(v.getType());
+    return t.getNumElements() *
+           int64_t(llvm::divideCeil(t.getElementTypeBitWidth(), 8));
+  };
+  int64_t freed = 0;
+  llvm::SmallPtrSet<Value, 4> seen;
+  for (Value v : def->getOperands()) {
+    Operation *producer = v.getDefiningOp();
+    if (!producer || producer->getBlock() != def->getBlock() ||
+        llvm::isa<ConstantOp, GetParamOp>(producer) || !seen.insert(v).second)
+      continue;
+    if (llvm::none_of(v.getUsers(), [&](Operation *reader) {
+          return reader != def && def->isBeforeInBlock(reader);
+        }))
+      freed += bytes(v);
+  }
+  return freed > bytes(def->getResult(0));
+}
+
 bool canAbsorb(const Group &group, Operation *user, Operation *def) {
   Space space = group.readSpace(user);
   if (exec::isFusibleOp(def))
-    return group.inChain(user) ||
-           shapeOf(def->getResult(0)) == shapeOf(user->getResult(0));
+    return (group.inChain(user) ||
+            shapeOf(def->getResult(0)) == shapeOf(user->getResult(0))) &&
+           !holdsMoreAcrossCalls(def, user);
   if (exec::isStructuredOp(def)) {
     if (group.chainGrowsBelow(user))
       return exec::isLayoutOp(def) && def->hasOneUse();

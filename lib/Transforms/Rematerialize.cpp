@@ -5,6 +5,7 @@
 #include "RematerializeSchedule.h"
 #include "tcc/Transforms/Passes.h"
 #include "tcc/Transforms/Pipelines.h"
+#include "tcc/Transforms/TrainStep.h"
 
 #include "exec/ExecOps.h"
 #include "exec/MemoryPlan.h"
@@ -24,6 +25,7 @@ using namespace mlir;
 
 namespace tcc {
 
+using remat::interleaveBackward;
 using remat::sinkLate;
 using remat::storageOf;
 using remat::updateEarly;
@@ -286,6 +288,117 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
     return peak;
   }
 
+  /// What the search found for one order of the step.
+  struct Outcome {
+    int64_t after = 0;        ///< the smallest arena reached
+    std::string peakFunction; ///< the function that has it
+    llvm::DenseSet<unsigned> chosen;
+    int64_t segments = 0;
+    int64_t time = 0; ///< recompute cost of `chosen`
+    bool fits = false;
+  };
+
+  /// The recomputation that fits `arenaBudget` at the least cost the
+  /// search finds for the step of `module` (analysed as `a`), with the
+  /// updates early and ops late; or, when nothing fits, the smallest arena
+  /// reached.
+  FailureOr<Outcome> search(ModuleOp module, const Analysis &a,
+                            int64_t arenaBudget) {
+    SmallVector<Candidate> list = candidates(a);
+    auto chosenOf = [&](ArrayRef<const Candidate *> picks) {
+      llvm::DenseSet<unsigned> set;
+      for (const Candidate *c : picks)
+        set.insert(c->ops.begin(), c->ops.end());
+      return set;
+    };
+    auto arenaOfSet = [&](const llvm::DenseSet<unsigned> &set) {
+      return measure(module, a, set, /*early=*/true);
+    };
+    auto arenaOf = [&](ArrayRef<const Candidate *> picks) {
+      return arenaOfSet(chosenOf(picks));
+    };
+    Outcome out;
+    FailureOr<std::pair<int64_t, std::string>> now = arenaOf({});
+    if (failed(now))
+      return failure();
+    out.after = now->first;
+    out.peakFunction = now->second;
+    SmallVector<const Candidate *> picks;
+    // Greedy in the ranking's order, measured: a candidate stays when
+    // the plan does not grow with it (recomputing a value whose operand
+    // is recomputed too moves that operand's clone earlier, so more is
+    // not always less).
+    for (const Candidate &c : list) {
+      if (out.after <= arenaBudget)
+        break;
+      picks.push_back(&c);
+      FailureOr<std::pair<int64_t, std::string>> m = arenaOf(picks);
+      if (failed(m))
+        return failure();
+      if (m->first <= out.after) {
+        out.after = m->first;
+        out.peakFunction = m->second;
+      } else {
+        picks.pop_back();
+      }
+    }
+    if (out.after <= arenaBudget) {
+      // Drop the most expensive choices the plan does not need.
+      SmallVector<const Candidate *> byCost(picks);
+      llvm::stable_sort(byCost, [](const Candidate *x, const Candidate *y) {
+        return x->time > y->time;
+      });
+      for (const Candidate *c : ArrayRef(byCost).take_front(
+               std::min(kPruneTries, byCost.size()))) {
+        SmallVector<const Candidate *> without;
+        for (const Candidate *p : picks)
+          if (p != c)
+            without.push_back(p);
+        FailureOr<std::pair<int64_t, std::string>> m = arenaOf(without);
+        if (failed(m))
+          return failure();
+        if (m->first <= arenaBudget) {
+          picks = without;
+          out.after = m->first;
+        }
+      }
+      out.chosen = chosenOf(picks);
+      out.fits = true;
+    } else {
+      // The fallback, Chen's sqrt(N) segments: every recomputable saved
+      // value is recomputed but the checkpoints, every s-th cut of the
+      // forward (s = 1, 2, ...: fewer checkpoints, longer segments); the
+      // first s that fits.
+      SmallVector<const Candidate *> all;
+      for (const Candidate &c : list)
+        all.push_back(&c);
+      llvm::DenseSet<unsigned> everything = chosenOf(all);
+      SmallVector<unsigned> cutList = cuts(a);
+      for (size_t s = 1; s <= cutList.size(); ++s) {
+        llvm::DenseSet<unsigned> set = everything;
+        for (size_t j = s - 1; j < cutList.size(); j += s)
+          set.erase(cutList[j]);
+        FailureOr<std::pair<int64_t, std::string>> m = arenaOfSet(set);
+        if (failed(m))
+          return failure();
+        if (m->first < out.after) {
+          out.after = m->first;
+          out.peakFunction = m->second;
+        }
+        if (m->first <= arenaBudget) {
+          out.chosen = std::move(set);
+          out.after = m->first;
+          out.segments = int64_t(s);
+          out.fits = true;
+          break;
+        }
+      }
+    }
+    for (unsigned p : out.chosen)
+      out.time += costOf(a.ops[p]).time();
+    return out;
+  }
+
   void runOnOperation() override {
     if (budget <= 0)
       return;
@@ -297,122 +410,62 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
     }
     int64_t arenaBudget = budget - fixedBytes;
     Analysis a = analyze(step);
-    SmallVector<Candidate> list = candidates(a);
-    auto chosenOf = [&](ArrayRef<const Candidate *> picks) {
-      llvm::DenseSet<unsigned> set;
-      for (const Candidate *c : picks)
-        set.insert(c->ops.begin(), c->ops.end());
-      return set;
-    };
-    // Past the unbudgeted plan every plan moves the updates early first:
-    // it costs nothing.
-    bool early = false;
-    auto arenaOfSet = [&](const llvm::DenseSet<unsigned> &set) {
-      return measure(module, a, set, early);
-    };
-    auto arenaOf = [&](ArrayRef<const Candidate *> picks) {
-      return arenaOfSet(chosenOf(picks));
-    };
-
-    FailureOr<std::pair<int64_t, std::string>> before = arenaOf({});
+    FailureOr<std::pair<int64_t, std::string>> before =
+        measure(module, a, {}, /*early=*/false);
     if (failed(before))
       return signalPassFailure();
+    // Past the unbudgeted plan every plan moves the updates early and ops
+    // late first: it costs nothing.
+    bool early = before->first > arenaBudget;
     llvm::DenseSet<unsigned> chosen;
-    int64_t after = before->first, segments = 0;
-    if (before->first > arenaBudget) {
-      early = true;
-      SmallVector<const Candidate *> picks;
-      FailureOr<std::pair<int64_t, std::string>> now = arenaOf({});
-      if (failed(now))
+    int64_t after = before->first, segments = 0, interleaved = 0;
+    if (early) {
+      FailureOr<Outcome> found = search(module, a, arenaBudget);
+      if (failed(found))
         return signalPassFailure();
-      after = now->first;
-      std::string peakFunction = now->second;
-      // Greedy in the ranking's order, measured: a candidate stays when
-      // the plan does not grow with it (recomputing a value whose operand
-      // is recomputed too moves that operand's clone earlier, so more is
-      // not always less).
-      for (const Candidate &c : list) {
-        if (after <= arenaBudget)
-          break;
-        picks.push_back(&c);
-        FailureOr<std::pair<int64_t, std::string>> m = arenaOf(picks);
-        if (failed(m))
-          return signalPassFailure();
-        if (m->first <= after) {
-          after = m->first;
-          peakFunction = m->second;
-        } else {
-          picks.pop_back();
-        }
-      }
-      if (after <= arenaBudget) {
-        // Drop the most expensive choices the plan does not need.
-        SmallVector<const Candidate *> byCost(picks);
-        llvm::stable_sort(byCost, [](const Candidate *x, const Candidate *y) {
-          return x->time > y->time;
-        });
-        for (const Candidate *c : ArrayRef(byCost).take_front(
-                 std::min(kPruneTries, byCost.size()))) {
-          SmallVector<const Candidate *> without;
-          for (const Candidate *p : picks)
-            if (p != c)
-              without.push_back(p);
-          FailureOr<std::pair<int64_t, std::string>> m = arenaOf(without);
-          if (failed(m))
+      // Several micro-batches: the search again with their backward
+      // passes interleaved; the order that fits at less cost (or, when
+      // neither fits, reaches less) wins.
+      auto accum = step->getAttrOfType<IntegerAttr>(kAccumAttr);
+      if (accum && accum.getInt() > 1) {
+        OwningOpRef<ModuleOp> copy = module.clone();
+        auto other = copy->lookupSymbol<func::FuncOp>("train_step");
+        if (interleaveBackward(other) > 0) {
+          FailureOr<Outcome> alt = search(*copy, analyze(other), arenaBudget);
+          if (failed(alt))
             return signalPassFailure();
-          if (m->first <= arenaBudget) {
-            picks = without;
-            after = m->first;
-          }
-        }
-        chosen = chosenOf(picks);
-      } else {
-        // The fallback, Chen's sqrt(N) segments: every recomputable saved
-        // value is recomputed but the checkpoints, every s-th cut of the
-        // forward (s = 1, 2, ...: fewer checkpoints, longer segments); the
-        // first s that fits.
-        SmallVector<const Candidate *> all;
-        for (const Candidate &c : list)
-          all.push_back(&c);
-        llvm::DenseSet<unsigned> everything = chosenOf(all);
-        SmallVector<unsigned> cutList = cuts(a);
-        for (size_t s = 1; s <= cutList.size(); ++s) {
-          llvm::DenseSet<unsigned> set = everything;
-          for (size_t j = s - 1; j < cutList.size(); j += s)
-            set.erase(cutList[j]);
-          FailureOr<std::pair<int64_t, std::string>> m = arenaOfSet(set);
-          if (failed(m))
-            return signalPassFailure();
-          if (m->first < after) {
-            after = m->first;
-            peakFunction = m->second;
-          }
-          if (m->first <= arenaBudget) {
-            chosen = std::move(set);
-            after = m->first;
-            segments = int64_t(s);
-            break;
+          bool better = alt->fits != found->fits
+                            ? alt->fits
+                            : (alt->fits ? alt->time < found->time
+                                         : alt->after < found->after);
+          if (better) {
+            interleaved = interleaveBackward(step);
+            a = analyze(step);
+            found = std::move(alt);
           }
         }
       }
-      if (after > arenaBudget) {
-        int64_t total = fixedBytes + after;
+      if (!found->fits) {
+        int64_t total = fixedBytes + found->after;
         auto diag = module.emitError()
                     << "memory budget " << int64_t(budget)
                     << " bytes cannot be met: the smallest session tcc plans "
                        "is "
                     << total << " bytes, ";
-        if (fixedBytes >= after)
+        if (fixedBytes >= found->after)
           diag << "dominated by the " << int64_t(fixedBytes)
                << " bytes outside the arena (parameters, working copies, "
                   "optimizer state, inputs, constants; arena "
-               << after << " bytes)";
+               << found->after << " bytes)";
         else
-          diag << "dominated by @" << peakFunction << "'s arena of " << after
-               << " bytes (" << int64_t(fixedBytes)
+          diag << "dominated by @" << found->peakFunction << "'s arena of "
+               << found->after << " bytes (" << int64_t(fixedBytes)
                << " bytes outside the arena)";
         return signalPassFailure();
       }
+      after = found->after;
+      chosen = std::move(found->chosen);
+      segments = found->segments;
     }
 
     int64_t stepFlops = 0, extraFlops = 0;
@@ -436,6 +489,7 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
         b.getNamedAttr("arena_after", b.getI64IntegerAttr(after)),
         b.getNamedAttr("early_updates", b.getI64IntegerAttr(moved)),
         b.getNamedAttr("sunk_ops", b.getI64IntegerAttr(sunk)),
+        b.getNamedAttr("interleaved_ops", b.getI64IntegerAttr(interleaved)),
         b.getNamedAttr("segments", b.getI64IntegerAttr(segments)),
         b.getNamedAttr("step_flops", b.getI64IntegerAttr(stepFlops)),
         b.getNamedAttr("extra_flops", b.getI64IntegerAttr(extraFlops)),

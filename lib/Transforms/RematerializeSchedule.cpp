@@ -9,6 +9,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <limits>
+
 using namespace mlir;
 
 namespace tcc::remat {
@@ -186,6 +188,116 @@ int64_t sinkLate(func::FuncOp step) {
   return moved;
 }
 
+/// Interleaves the micro-batches' backward passes: the forward passes
+/// (the loss and what it depends on) come first, in their order, and every
+/// other op gets a key, the forward depth it differentiates (the longest path from
+/// the forward value it reads to the loss; the largest key of the
+/// backward values it reads when that is larger, the smallest of its
+/// readers' keys when it reads neither), and the ops between two ops with
+/// side effects (updates, collectives) are stably sorted by key. A value's
+/// key is never above its readers' and ties keep the old order, so the
+/// order is a topological one. The micro-batches' forward passes are
+/// clones, so their ops for one layer have the same depth: their
+/// gradients for a weight are made one after the other and summed at
+/// once, instead of one micro-batch's whole gradient set waiting for the
+/// other's backward pass. The same ops compute the same values.
+int64_t interleaveBackward(func::FuncOp step) {
+  Block &body = step.getBody().front();
+  Operation *ret = body.getTerminator();
+  Operation *loss = ret->getNumOperands() ? ret->getOperand(0).getDefiningOp()
+                                          : nullptr;
+  if (!loss || loss->getBlock() != &body)
+    return 0;
+  // The forward: the loss and what it depends on, with each op's depth.
+  llvm::DenseSet<Operation *> forward;
+  SmallVector<Operation *> work{loss};
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (!forward.insert(op).second)
+      continue;
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp(); def && def->getBlock() == &body)
+        work.push_back(def);
+  }
+  llvm::DenseMap<Operation *, int64_t> depth;
+  for (Operation &op : llvm::reverse(body)) {
+    if (!forward.contains(&op))
+      continue;
+    int64_t d = 0;
+    for (Value r : op.getResults())
+      for (Operation *user : r.getUsers())
+        if (auto it = depth.find(user); it != depth.end())
+          d = std::max(d, it->second + 1);
+    depth[&op] = d;
+  }
+  SmallVector<Operation *> region;
+  for (Operation &op : body)
+    if (&op != ret)
+      region.push_back(&op);
+  // The forward first (in its order), then the rest by depth.
+  constexpr int64_t kUnset = -1, kForward = -2;
+  llvm::DenseMap<Operation *, int64_t> key;
+  for (Operation *op : region) {
+    if (forward.contains(op)) {
+      key[op] = kForward;
+      continue;
+    }
+    int64_t fromForward = kUnset, fromBackward = kUnset;
+    for (Value v : op->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        continue;
+      if (auto it = depth.find(def); it != depth.end()) {
+        if (elements(v.getType()) > 1 && !llvm::isa<ConstantOp>(def))
+          fromForward = fromForward == kUnset
+                            ? it->second
+                            : std::min(fromForward, it->second);
+      } else if (auto k = key.find(def); k != key.end() && k->second >= 0) {
+        fromBackward = std::max(fromBackward, k->second);
+      }
+    }
+    int64_t k = std::max(fromForward, fromBackward);
+    if (k != kUnset)
+      key[op] = k;
+  }
+  for (Operation *op : llvm::reverse(region)) {
+    if (key.count(op))
+      continue;
+    int64_t k = std::numeric_limits<int64_t>::max();
+    for (Value r : op->getResults())
+      for (Operation *user : r.getUsers())
+        if (auto it = key.find(user); it != key.end())
+          k = std::min(k, it->second);
+    key[op] = k;
+  }
+  auto barrier = [](Operation *op) {
+    return !llvm::isa<TccDialect>(op->getDialect()) ||
+           llvm::isa<InPlaceOpInterface>(op) || op->getNumRegions() != 0 ||
+           !isMemoryEffectFree(op);
+  };
+  int64_t moved = 0;
+  auto sortSegment = [&](ArrayRef<Operation *> segment, Operation *end) {
+    SmallVector<Operation *> sorted(segment);
+    llvm::stable_sort(sorted, [&](Operation *x, Operation *y) {
+      return key.lookup(x) < key.lookup(y);
+    });
+    for (auto [was, now] : llvm::zip(segment, sorted))
+      moved += was != now;
+    for (Operation *op : sorted)
+      op->moveBefore(end);
+  };
+  SmallVector<Operation *> segment;
+  for (Operation *op : region) {
+    if (barrier(op)) {
+      sortSegment(segment, op);
+      segment.clear();
+    } else {
+      segment.push_back(op);
+    }
+  }
+  sortSegment(segment, ret);
+  return moved;
+}
 
 /// The storage `v` is or views.
 Value storageOf(Value v) {

@@ -17,6 +17,16 @@ int64_t updateEarly(mlir::func::FuncOp step);
 /// overwrites an argument it reads. Returns the number of ops moved.
 int64_t sinkLate(mlir::func::FuncOp step);
 
+/// Interleaves the backward passes of @train_step's micro-batches: the
+/// step builder runs micro-batch k's forward and backward pass before
+/// k+1's (only the gradient sums carry over); this order runs every
+/// forward pass first and then the ops that are not the forward's, between
+/// the ops with side effects, by the forward depth they differentiate, so
+/// the micro-batches' gradients for one layer are made and summed
+/// together, and no micro-batch's gradient set waits for the next one.
+/// Returns the number of ops that changed place.
+int64_t interleaveBackward(mlir::func::FuncOp step);
+
 /// The storage `v` is or views (through View ops).
 mlir::Value storageOf(mlir::Value v);
 

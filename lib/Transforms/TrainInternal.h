@@ -50,15 +50,38 @@ MicroLoss buildMicroLoss(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value buildCorrectCount(mlir::OpBuilder &b, mlir::Location loc,
                               const LossPlan &plan, mlir::Value logits,
                               mlir::Value label);
+/// For a cross-entropy loss: the labels of `labels` (all micro-batches)
+/// that are not ignore_index, as a scalar of `type` (the cross-entropy
+/// count's). Under --accum it is the mean's denominator: it reads no
+/// logits, so a micro-batch's backward pass does not wait for the other
+/// micro-batches' forward passes.
+mlir::Value countLabels(mlir::OpBuilder &b, mlir::Location loc,
+                        const LossPlan &plan, mlir::Value labels,
+                        mlir::Type type);
 /// The mean loss over `parts` (a float scalar of the output's element type).
 /// With `allReduceCount` (a data-parallel train step) the summed
 /// denominator is replaced by its mean over the ranks (exec.all_reduce,
 /// bucket 0 on the compute stream): each rank's loss is then its loss sum
 /// over 1/N of the global count, whose mean over the ranks, like that of
-/// its gradients, is the global mean.
+/// its gradients, is the global mean. A given `count` (countLabels, already
+/// reduced over the ranks) is the denominator in place of the parts' sum.
 mlir::Value combineLosses(mlir::OpBuilder &b, mlir::Location loc,
                           llvm::ArrayRef<MicroLoss> parts,
-                          bool allReduceCount = false);
+                          bool allReduceCount = false,
+                          mlir::Value count = nullptr);
+/// `count` replaced by its mean over the ranks (exec.all_reduce, bucket 0).
+mlir::Value allReduceCount(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value count);
+
+/// Under --accum: reorders `step` (the same ops) so that each micro-batch's
+/// forward and backward pass run before the next micro-batch's (its
+/// slices of the `batch` arguments say which ops are whose), and an op that
+/// joins two micro-batches (a gradient sum) runs right after its last
+/// operand. Only the summed gradients carry over from one micro-batch to
+/// the next, as in PyTorch's accumulation loop. Returns the number of ops
+/// moved (TrainMicroBatches.cpp).
+int64_t runMicroBatchesInOrder(mlir::func::FuncOp step,
+                               mlir::ValueRange batch);
 
 /// The learning rate of step `step` (tensor<i64>, steps already taken) as a
 /// tensor<f64>, computed in the IR.

@@ -204,8 +204,34 @@ static Value sum(OpBuilder &b, Location loc, ArrayRef<Value> values) {
   return total;
 }
 
+Value countLabels(OpBuilder &b, Location loc, const LossPlan &plan,
+                  Value labels, Type type) {
+  auto labelType = llvm::cast<RankedTensorType>(labels.getType());
+  Type index = labelType.getElementType();
+  Value counted = CmpOp::create(
+      b, loc, CmpPredicateAttr::get(b.getContext(), CmpPredicate::ne), labels,
+      scalarConstant(b, loc, index, double(plan.spec.ignoreIndex)));
+  Value ones = CastOp::create(
+      b, loc, RankedTensorType::get(labelType.getShape(), type), counted);
+  SmallVector<int64_t> axes =
+      llvm::to_vector(llvm::seq<int64_t>(0, labelType.getRank()));
+  if (axes.empty())
+    return ones;
+  return ReduceSumOp::create(b, loc, ones, b.getDenseI64ArrayAttr(axes),
+                             b.getBoolAttr(false));
+}
+
+Value allReduceCount(OpBuilder &b, Location loc, Value count) {
+  return exec::AllReduceOp::create(
+             b, loc, TypeRange{count.getType()}, ValueRange{count},
+             exec::ReductionAttr::get(b.getContext(), exec::Reduction::mean),
+             b.getI64IntegerAttr(0), b.getI64IntegerAttr(0),
+             b.getI64IntegerAttr(0), UnitAttr())
+      .getResult(0);
+}
+
 Value combineLosses(OpBuilder &b, Location loc, ArrayRef<MicroLoss> parts,
-                    bool allReduceCount) {
+                    bool allReduce, Value count) {
   SmallVector<Value> nums, dens;
   for (const MicroLoss &p : parts) {
     nums.push_back(p.numerator);
@@ -213,15 +239,12 @@ Value combineLosses(OpBuilder &b, Location loc, ArrayRef<MicroLoss> parts,
       dens.push_back(p.denominator);
   }
   Value num = sum(b, loc, nums);
+  if (count)
+    return DivOp::create(b, loc, num, count);
   if (!dens.empty()) {
     Value den = sum(b, loc, dens);
-    if (allReduceCount)
-      den = exec::AllReduceOp::create(
-                b, loc, TypeRange{den.getType()}, ValueRange{den},
-                exec::ReductionAttr::get(b.getContext(), exec::Reduction::mean),
-                b.getI64IntegerAttr(0), b.getI64IntegerAttr(0),
-                b.getI64IntegerAttr(0), UnitAttr())
-                .getResult(0);
+    if (allReduce)
+      den = allReduceCount(b, loc, den);
     return DivOp::create(b, loc, num, den);
   }
   if (parts.size() == 1)

@@ -332,6 +332,21 @@ FailureOr<Value> StepBuilder::buildLoss(OpBuilder &b, ValueRange paramArgs,
                                         llvm::StringMap<Value> &state,
                                         std::pair<Value, Value> *accuracy) {
   Block &body = forward.getBody().front();
+  bool allReduce = step && config.dataParallel;
+  // Several micro-batches weigh by the labels of all of them: counted from
+  // the labels up front, so no micro-batch's backward pass needs another's
+  // logits (and the micro-batches can run one after the other).
+  Value count;
+  if (config.accum > 1 && lossPlan.spec.kind == LossSpec::CrossEntropy) {
+    Value labels = lossPlan.labelArg ? batch[*lossPlan.labelArg] : batch.back();
+    auto output =
+        llvm::cast<RankedTensorType>(forward.getResultTypes()[lossPlan.output]);
+    Type type = output.getElementType().isF64() ? output.getElementType()
+                                                : b.getF32Type();
+    count = train::countLabels(b, loc, lossPlan, labels, type);
+    if (allReduce)
+      count = train::allReduceCount(b, loc, count);
+  }
   SmallVector<train::MicroLoss> parts;
   for (int64_t k = 0; k < config.accum; ++k) {
     SmallVector<Value> micro;
@@ -383,8 +398,7 @@ FailureOr<Value> StepBuilder::buildLoss(OpBuilder &b, ValueRange paramArgs,
     }
   }
   // A train step of several ranks weighs the label counts of all of them.
-  return train::combineLosses(b, loc, parts,
-                              /*allReduceCount=*/step && config.dataParallel);
+  return train::combineLosses(b, loc, parts, allReduce, count);
 }
 
 static int64_t byteSize(Type type) {
@@ -637,7 +651,8 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
   Value seed =
       scale ? lossResult(b, loc, scale, seedType)
             : train::scalarConstant(b, loc, seedType.getElementType(), 1.0);
-  FailureOr<SmallVector<Value>> grads = buildGradients(b, *loss, seed, wrt);
+  FailureOr<SmallVector<Value>> grads =
+      buildGradients(b, *loss, seed, wrt, /*wrtInUseOrder=*/config.accum > 1);
   if (failed(grads))
     return failure();
   // Clipping, the overflow check and the optimizer see reduced gradients.
@@ -710,6 +725,8 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
   func::ReturnOp::create(b, loc, outs);
   readWorkingCopies(f, paramArgs, working);
   eraseDeadOps(f);
+  if (config.accum > 1)
+    train::runMicroBatchesInOrder(f, all.drop_front(stepIndex + 1));
   return success();
 }
 

@@ -152,6 +152,8 @@ static std::string budgetLine(ModuleOp module, int64_t budget,
   text += ", " + std::to_string(values ? values.size() : 0) +
           " ops recomputed, +" + std::to_string(extra) + " FLOPs per step (+" +
           percent + "%)";
+  if (get("interleaved_ops"))
+    text += ", the micro-batches' backward passes interleaved";
   if (int64_t segments = get("segments"))
     text += ", sqrt(N) segments: checkpoints at 1 in " +
             std::to_string(segments) + " cuts of the forward";

@@ -14,10 +14,14 @@ namespace tcc {
 /// gradient per `wrt` value, of its type (zeros where the loss does not
 /// depend on it). Values with several uses get their gradients summed.
 /// Fails, with a diagnostic on the op, when an op on the path from a `wrt`
-/// value to `loss` has no gradient rule.
+/// value to `loss` has no gradient rule. With `wrtInUseOrder` a `wrt`
+/// value's contributions are summed after the backward pass in the order of
+/// its uses (the first use's first: ((g1 + g2) + g3) ...), not as they
+/// arrive (the last use's first), so a step whose micro-batches run one
+/// after another (--accum) keeps one running sum per parameter.
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 buildGradients(mlir::OpBuilder &builder, mlir::Value loss, mlir::Value seed,
-               mlir::ValueRange wrt);
+               mlir::ValueRange wrt, bool wrtInUseOrder = false);
 
 } // namespace tcc
 

@@ -614,7 +614,17 @@ def Rematerialize : Pass<"tcc-rematerialize", "mlir::ModuleOp"> {
       reads it when no operand lives longer for it (never past an update
       that overwrites an argument it reads): an activation's gradient
       (`dy W^T`) is then not live beside the weight gradient (`x^T dy`).
-      Then the candidates are taken in the ranking's order, each kept when
+    - Several micro-batches (`--accum N`): the step differentiates the N
+      forward passes in one backward pass, which runs the last
+      micro-batch's backward to its end before the previous one's, so one
+      micro-batch's whole gradient set waits for the sums. The ops after
+      the loss (between ops with side effects) are stably sorted by the
+      forward depth they differentiate (the longest path from the forward
+      value they read to the loss): the micro-batches are clones, so their
+      ops for one layer meet, and a weight's gradients are summed as they
+      are made. Kept when the measured plan is smaller; the step attribute
+      counts the ops moved (`interleaved_ops`).
+    - Then the candidates are taken in the ranking's order, each kept when
       the measured plan does not grow with it, until the plan fits; then
       the most expensive choices are dropped again while it still fits.
     - When the per-value choices cannot fit, Chen's sqrt(N) segments are
@@ -629,8 +639,8 @@ def Rematerialize : Pass<"tcc-rematerialize", "mlir::ModuleOp"> {
       `tcc.remat`, which also keeps CSE from merging them back: the step's
       results are bitwise those of the unbudgeted step.
     - `@train_step` gets `tcc.remat`, a dictionary for reports: the budget,
-      the arena before and after, the updates moved early and ops moved
-      late, the segments' `s` (0 without the fallback), the step's and the
+      the arena before and after, the updates moved early, the ops moved
+      late and interleaved, the segments' `s` (0 without the fallback), the step's and the
       recompute's FLOPs and the recomputed values.
 
     With `budget = 0` (the default) the pass does nothing.
