@@ -2,6 +2,7 @@
 // that frees memory sooner (updates up to their gradients, ops down to
 // their first reader). Only the order changes, so the values do not.
 #include "RematerializeSchedule.h"
+#include "StepOrder.h"
 
 #include "tcc/TccOps.h"
 
@@ -270,33 +271,7 @@ int64_t interleaveBackward(func::FuncOp step) {
           k = std::min(k, it->second);
     key[op] = k;
   }
-  auto barrier = [](Operation *op) {
-    return !llvm::isa<TccDialect>(op->getDialect()) ||
-           llvm::isa<InPlaceOpInterface>(op) || op->getNumRegions() != 0 ||
-           !isMemoryEffectFree(op);
-  };
-  int64_t moved = 0;
-  auto sortSegment = [&](ArrayRef<Operation *> segment, Operation *end) {
-    SmallVector<Operation *> sorted(segment);
-    llvm::stable_sort(sorted, [&](Operation *x, Operation *y) {
-      return key.lookup(x) < key.lookup(y);
-    });
-    for (auto [was, now] : llvm::zip(segment, sorted))
-      moved += was != now;
-    for (Operation *op : sorted)
-      op->moveBefore(end);
-  };
-  SmallVector<Operation *> segment;
-  for (Operation *op : region) {
-    if (barrier(op)) {
-      sortSegment(segment, op);
-      segment.clear();
-    } else {
-      segment.push_back(op);
-    }
-  }
-  sortSegment(segment, ret);
-  return moved;
+  return sortBetweenFixedOps(body, key);
 }
 
 /// The storage `v` is or views.

@@ -4,29 +4,19 @@
 // micro-batch's activations are live at once. Reordered (the same ops, so
 // the same values), micro-batch k's forward and backward pass run before
 // micro-batch k+1's, and only the summed gradients carry over.
+#include "StepOrder.h"
 #include "TrainInternal.h"
 
 #include "tcc/TccOps.h"
 
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 
 namespace tcc::train {
-
-namespace {
-
-/// Whether `op` keeps its place: a terminator, an op with side effects
-/// (an optimizer update, a collective) or regions, or not a tcc op.
-bool fixedInPlace(Operation *op) {
-  return !llvm::isa<TccDialect>(op->getDialect()) ||
-         llvm::isa<InPlaceOpInterface>(op) || op->getNumRegions() != 0 ||
-         !isMemoryEffectFree(op);
-}
-
-} // namespace
 
 int64_t runMicroBatchesInOrder(func::FuncOp step, ValueRange batch) {
   Block &body = step.getBody().front();
@@ -49,24 +39,14 @@ int64_t runMicroBatchesInOrder(func::FuncOp step, ValueRange batch) {
   // micro-batches (a gradient sum, the loss sum) moves up to right after
   // its last operand, so the sum replaces its terms as soon as it can.
   int64_t moved = 0;
-  auto reorder = [&](ArrayRef<Operation *> segment, Operation *end) {
-    SmallVector<Operation *> sorted(segment);
-    llvm::stable_sort(sorted, [&](Operation *x, Operation *y) {
-      return group.lookup(x) < group.lookup(y);
-    });
-    for (auto [was, now] : llvm::zip(segment, sorted))
-      moved += was != now;
-    for (Operation *op : sorted)
-      op->moveBefore(end);
-    llvm::DenseMap<Operation *, unsigned> inSegment;
-    for (auto [i, op] : llvm::enumerate(sorted))
-      inSegment[op] = i;
-    for (Operation *op : sorted) {
+  auto joinEarly = [&](ArrayRef<Operation *> run) {
+    llvm::DenseSet<Operation *> inRun(run.begin(), run.end());
+    for (Operation *op : run) {
       llvm::SmallSetVector<int64_t, 2> groups;
       Operation *last = nullptr;
       for (Value v : op->getOperands()) {
         Operation *def = v.getDefiningOp();
-        if (!def || !inSegment.count(def))
+        if (!def || !inRun.contains(def))
           continue;
         if (int64_t g = group.lookup(def))
           groups.insert(g);
@@ -79,15 +59,7 @@ int64_t runMicroBatchesInOrder(func::FuncOp step, ValueRange batch) {
       }
     }
   };
-  SmallVector<Operation *> segment;
-  for (Operation &op : llvm::make_early_inc_range(body)) {
-    if (fixedInPlace(&op)) {
-      reorder(segment, &op);
-      segment.clear();
-    } else {
-      segment.push_back(&op);
-    }
-  }
+  moved += sortBetweenFixedOps(body, group, joinEarly);
   return moved;
 }
 
