@@ -149,6 +149,19 @@ MicroLoss buildMicroLoss(OpBuilder &b, Location loc, const LossPlan &plan,
   llvm_unreachable("unknown loss kind");
 }
 
+/// The true elements of the i1 tensor `mask`, as a scalar of `type`.
+static Value countTrue(OpBuilder &b, Location loc, Value mask, Type type) {
+  auto maskType = llvm::cast<RankedTensorType>(mask.getType());
+  Value ones = CastOp::create(
+      b, loc, RankedTensorType::get(maskType.getShape(), type), mask);
+  if (maskType.getRank() == 0)
+    return ones;
+  SmallVector<int64_t> axes =
+      llvm::to_vector(llvm::seq<int64_t>(0, maskType.getRank()));
+  return ReduceSumOp::create(b, loc, ones, b.getDenseI64ArrayAttr(axes),
+                             b.getBoolAttr(false));
+}
+
 Value buildCorrectCount(OpBuilder &b, Location loc, const LossPlan &plan,
                         Value logits, Value label) {
   auto logitsType = llvm::cast<RankedTensorType>(logits.getType());
@@ -185,16 +198,7 @@ Value buildCorrectCount(OpBuilder &b, Location loc, const LossPlan &plan,
           scalarConstant(b, loc, index, double(plan.spec.ignoreIndex)));
   Value right =
       AndOp::create(b, loc, cmp(CmpPredicate::ge, picked, best), counted);
-  auto rowsType = llvm::cast<RankedTensorType>(right.getType());
-  Value ones = CastOp::create(
-      b, loc, RankedTensorType::get(rowsType.getShape(), b.getF32Type()),
-      right);
-  SmallVector<int64_t> axes =
-      llvm::to_vector(llvm::seq<int64_t>(0, rowsType.getRank()));
-  if (axes.empty())
-    return ones;
-  return ReduceSumOp::create(b, loc, ones, b.getDenseI64ArrayAttr(axes),
-                             b.getBoolAttr(false));
+  return countTrue(b, loc, right, b.getF32Type());
 }
 
 static Value sum(OpBuilder &b, Location loc, ArrayRef<Value> values) {
@@ -206,19 +210,11 @@ static Value sum(OpBuilder &b, Location loc, ArrayRef<Value> values) {
 
 Value countLabels(OpBuilder &b, Location loc, const LossPlan &plan,
                   Value labels, Type type) {
-  auto labelType = llvm::cast<RankedTensorType>(labels.getType());
-  Type index = labelType.getElementType();
+  Type index = llvm::cast<RankedTensorType>(labels.getType()).getElementType();
   Value counted = CmpOp::create(
       b, loc, CmpPredicateAttr::get(b.getContext(), CmpPredicate::ne), labels,
       scalarConstant(b, loc, index, double(plan.spec.ignoreIndex)));
-  Value ones = CastOp::create(
-      b, loc, RankedTensorType::get(labelType.getShape(), type), counted);
-  SmallVector<int64_t> axes =
-      llvm::to_vector(llvm::seq<int64_t>(0, labelType.getRank()));
-  if (axes.empty())
-    return ones;
-  return ReduceSumOp::create(b, loc, ones, b.getDenseI64ArrayAttr(axes),
-                             b.getBoolAttr(false));
+  return countTrue(b, loc, counted, type);
 }
 
 Value allReduceCount(OpBuilder &b, Location loc, Value count) {
