@@ -21,7 +21,7 @@ int64_t sortBetweenFixedOps(Block &block,
                             const llvm::DenseMap<Operation *, int64_t> &key,
                             llvm::function_ref<void(ArrayRef<Operation *>)> done) {
   int64_t moved = 0;
-  auto sort = [&](ArrayRef<Operation *> run, Operation *end) {
+  auto sort = [&](ArrayRef<Operation *> run, Block::iterator end) {
     SmallVector<Operation *> sorted(run);
     llvm::stable_sort(sorted, [&](Operation *x, Operation *y) {
       return key.lookup(x) < key.lookup(y);
@@ -29,19 +29,21 @@ int64_t sortBetweenFixedOps(Block &block,
     for (auto [was, now] : llvm::zip(run, sorted))
       moved += was != now;
     for (Operation *op : sorted)
-      op->moveBefore(end);
+      op->moveBefore(&block, end);
     if (done)
       done(sorted);
   };
   SmallVector<Operation *> run;
   for (Operation &op : llvm::make_early_inc_range(block)) {
     if (keepsPlace(&op)) {
-      sort(run, &op);
+      sort(run, Block::iterator(&op));
       run.clear();
     } else {
       run.push_back(&op);
     }
   }
+  // A block still being built has no terminator yet.
+  sort(run, block.end());
   return moved;
 }
 

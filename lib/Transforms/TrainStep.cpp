@@ -655,6 +655,10 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
       buildGradients(b, *loss, seed, wrt, /*wrtInUseOrder=*/config.accum > 1);
   if (failed(grads))
     return failure();
+  // Micro-batches one after another (before the gradients' collectives are
+  // placed, so that they follow the last micro-batch's backward pass).
+  if (config.accum > 1)
+    train::runMicroBatchesInOrder(f, all.drop_front(stepIndex + 1));
   // Clipping, the overflow check and the optimizer see reduced gradients.
   Value reportedLoss = *loss;
   if (config.dataParallel && !grads->empty())
@@ -725,8 +729,6 @@ LogicalResult StepBuilder::buildTrainStep(OpBuilder &b) {
   func::ReturnOp::create(b, loc, outs);
   readWorkingCopies(f, paramArgs, working);
   eraseDeadOps(f);
-  if (config.accum > 1)
-    train::runMicroBatchesInOrder(f, all.drop_front(stepIndex + 1));
   return success();
 }
 

@@ -6,6 +6,7 @@
 // RUN: tcc-opt %t/scalar.mlir --tcc-build-train-step="loss=loss" | FileCheck %s --check-prefix=OUTPUT
 // RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=cross_entropy(y,labels,ignore_index=-1) optimizer=sgd:lr=0.5 data-parallel=1 bucket-size=0.00001" | FileCheck %s --check-prefix=DP
 // RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.5 data-parallel=1 grad-clip=1.0" | FileCheck %s --check-prefix=DPCLIP
+// RUN: tcc-opt %t/model.mlir --tcc-build-train-step="loss=cross_entropy(y,labels,ignore_index=-1) optimizer=sgd:lr=0.5 data-parallel=1 bucket-size=0.00001 accum=2" | FileCheck %s --check-prefix=DPACCUM
 // RUN: tcc-opt %t/dropout.mlir --tcc-build-train-step="loss=mse(y,target) optimizer=sgd:lr=0.1 accum=2" | FileCheck %s --check-prefix=DROPOUT
 // RUN: tcc-opt %t/errors-ce.mlir --split-input-file -verify-diagnostics --tcc-build-train-step="loss=cross_entropy(y,labels)"
 // RUN: tcc-opt %t/errors-mse.mlir --split-input-file -verify-diagnostics --tcc-build-train-step="loss=mse(y,target)"
@@ -42,6 +43,20 @@
 // DPCLIP-NEXT: %[[ALL:.*]] = exec.all_reduce %[[SUM]] {scattered_only, stream = 0 : i64} : (tensor<f32>) -> tensor<f32>
 // DPCLIP-NEXT: tcc.sqrt %[[ALL]]
 // DPCLIP-LABEL: func.func @eval_step
+// Data parallel with two micro-batches: the label count is all-reduced up
+// front, and each gradient's bucket follows its sum in the second
+// micro-batch's backward pass (the first bucket before the second
+// micro-batch's weight gradient), not after both backward passes.
+// DPACCUM-LABEL: func.func @train_step
+// DPACCUM: %[[CNT:.*]] = tcc.reduce_sum
+// DPACCUM-NEXT: exec.all_reduce %[[CNT]] {reduction = #exec<reduction mean>, stream = 0 : i64}
+// DPACCUM: tcc.slice %{{.*}} {limits = array<i64: 2, 4, 3>, starts = array<i64: 1, 0, 0>
+// DPACCUM: %[[DB:.*]] = tcc.add %{{.*}}, %{{.*}} : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
+// DPACCUM-NEXT: exec.all_reduce %[[DB]], %{{.*}} {bucket = 1 : i64, gradients = 1 : i64
+// DPACCUM-NEXT: tcc.matmul %{{.*}}, %{{.*}} {transpose_lhs = true}
+// DPACCUM-NEXT: %[[DW:.*]] = tcc.add
+// DPACCUM-NEXT: exec.all_reduce %[[DW]] {bucket = 2 : i64, gradients = 1 : i64
+// DPACCUM-LABEL: func.func @eval_step
 
 //--- model.mlir
 // w and b are trained; s is frozen in the IR; aux does not reach the loss
@@ -120,27 +135,14 @@ module {
 // ADAMW-SAME: tensor<3x5xf32> {tcc.opt_state = "w.exp_avg"}, tensor<3x5xf32> {tcc.opt_state = "w.exp_avg_sq"}, tensor<5xf32> {tcc.opt_state = "b.exp_avg"}, tensor<5xf32> {tcc.opt_state = "b.exp_avg_sq"})
 // ADAMW-SAME: attributes {tcc.accum = 2 : i64}
 // Two micro-batches: the mean's denominator counts the labels of both up
-// front (so no backward pass waits for the other micro-batch's logits),
-// then the schedule; micro-batch 0 runs its forward and backward pass
-// before micro-batch 1's, whose gradient is summed into it.
+// front (so no backward pass waits for the other micro-batch's logits);
+// micro-batch 0 runs its forward and backward pass before micro-batch 1's,
+// whose gradient is summed into it.
 // ADAMW: %[[IGN:.*]] = tcc.constant dense<-100> : tensor<i64>
 // ADAMW-NEXT: %[[VALID:.*]] = tcc.cmp ne, %[[L]], %[[IGN]] : (tensor<2x4xi64>, tensor<i64>) -> tensor<2x4xi1>
 // ADAMW-NEXT: %[[ONES:.*]] = tcc.cast %[[VALID]]
 // ADAMW-NEXT: %[[CNT:.*]] = tcc.reduce_sum %[[ONES]] {axes = array<i64: 0, 1>}
 // ADAMW: %[[SEED:.*]] = tcc.div %{{.*}}, %[[CNT]]
-// The cosine schedule, in f64 from the step counter.
-// ADAMW: %[[IT:.*]] = tcc.cast %[[STEP]] : (tensor<i64>) -> tensor<f64>
-// ADAMW: tcc.constant dense<9.000000e+01> : tensor<f64>
-// ADAMW: tcc.constant dense<3.1415926535897931> : tensor<f64>
-// ADAMW: tcc.cos
-// ADAMW: tcc.constant dense<5.399999999999999E-4> : tensor<f64>
-// ADAMW: tcc.cmp ge, %[[STEP]], %{{.*}} : (tensor<i64>, tensor<i64>) -> tensor<i1>
-// ADAMW: %[[DECAY:.*]] = tcc.where
-// ADAMW: tcc.cmp lt, %[[STEP]], %{{.*}} : (tensor<i64>, tensor<i64>) -> tensor<i1>
-// ADAMW: %[[LR:.*]] = tcc.where %{{.*}}, %{{.*}}, %[[DECAY]] : (tensor<i1>, tensor<f64>, tensor<f64>) -> tensor<f64>
-// AdamW's t is the step counter + 1.
-// ADAMW: %[[ONE:.*]] = tcc.constant dense<1> : tensor<i64>
-// ADAMW: %[[T:.*]] = tcc.add %[[STEP]], %[[ONE]]
 // ADAMW: %[[X0S:.*]] = tcc.slice %[[X]] {limits = array<i64: 1, 4, 3>, starts = array<i64: 0, 0, 0>, strides = array<i64: 1, 1, 1>} : (tensor<2x4x3xf32>) -> tensor<1x4x3xf32>
 // ADAMW: %[[X0:.*]] = tcc.reshape %[[X0S]] : (tensor<1x4x3xf32>) -> tensor<4x3xf32>
 // ADAMW: %[[L0S:.*]] = tcc.slice %[[L]] {limits = array<i64: 1, 4>, starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : (tensor<2x4xi64>) -> tensor<1x4xi64>
@@ -157,6 +159,19 @@ module {
 // ADAMW-NEXT: tcc.cross_entropy_grad %{{.*}}, %{{.*}}, %[[SEED]]
 // ADAMW: %[[DW1:.*]] = tcc.matmul %{{.*}}, %{{.*}} {transpose_lhs = true}
 // ADAMW-NEXT: %[[DW:.*]] = tcc.add %[[DW0]], %[[DW1]]
+// The cosine schedule, in f64 from the step counter.
+// ADAMW: %[[IT:.*]] = tcc.cast %[[STEP]] : (tensor<i64>) -> tensor<f64>
+// ADAMW: tcc.constant dense<9.000000e+01> : tensor<f64>
+// ADAMW: tcc.constant dense<3.1415926535897931> : tensor<f64>
+// ADAMW: tcc.cos
+// ADAMW: tcc.constant dense<5.399999999999999E-4> : tensor<f64>
+// ADAMW: tcc.cmp ge, %[[STEP]], %{{.*}} : (tensor<i64>, tensor<i64>) -> tensor<i1>
+// ADAMW: %[[DECAY:.*]] = tcc.where
+// ADAMW: tcc.cmp lt, %[[STEP]], %{{.*}} : (tensor<i64>, tensor<i64>) -> tensor<i1>
+// ADAMW: %[[LR:.*]] = tcc.where %{{.*}}, %{{.*}}, %[[DECAY]] : (tensor<i1>, tensor<f64>, tensor<f64>) -> tensor<f64>
+// AdamW's t is the step counter + 1.
+// ADAMW: %[[ONE:.*]] = tcc.constant dense<1> : tensor<i64>
+// ADAMW: %[[T:.*]] = tcc.add %[[STEP]], %[[ONE]]
 // ADAMW: %[[NW:.*]], %[[NMW:.*]], %[[NVW:.*]] = tcc.adamw_update %[[W]], %[[DW]], %[[MW]], %[[VW]], %[[LR]], %[[T]] {beta2 = 0.94999999999999996 : f64, weight_decay = 1.000000e-01 : f64}
 // ADAMW: %[[NB:.*]], %[[NMB:.*]], %[[NVB:.*]] = tcc.adamw_update %[[B]], %{{.*}}, %[[MB]], %[[VB]], %[[LR]], %[[T]] {beta2 = 0.94999999999999996 : f64, weight_decay = 0.000000e+00 : f64}
 // ADAMW: return %[[LOSS]], %[[NW]], %[[NB]], %[[NMW]], %[[NVW]], %[[NMB]], %[[NVB]]

@@ -5,6 +5,12 @@
                                     minus half the unbudgeted arena)
   session_memory.py fits BUDGET     exits 1 unless total <= BUDGET; prints
                                     "total T <= BUDGET"
+  session_memory.py accum ONE.txt   stdin is an --accum N artifact's table,
+                                    ONE.txt the same model's at --accum 1:
+                                    exits 1 unless the arena is at most one
+                                    micro-batch's plus the parameters' bytes
+                                    (the running gradient sums); prints
+                                    "arena A <= A1 + P"
 """
 import re
 import sys
@@ -28,6 +34,13 @@ def main():
         budget = int(sys.argv[2])
         ok = rows["total"] <= budget
         print(f"total {rows['total']} {'<=' if ok else '>'} {budget}")
+        sys.exit(0 if ok else 1)
+    elif len(sys.argv) == 3 and sys.argv[1] == "accum":
+        with open(sys.argv[2]) as f:
+            one = table(f.read())
+        limit = one["arena"] + rows["parameters"]
+        ok = rows["arena"] <= limit
+        print(f"arena {rows['arena']} {'<=' if ok else '>'} {one['arena']} + {rows['parameters']}")
         sys.exit(0 if ok else 1)
     else:
         sys.exit(__doc__)
