@@ -43,6 +43,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,34 @@ void refreshWorking(tcc_session &s, size_t i, const void *master) {
 } // namespace tcc::rt::session
 
 namespace {
+
+/// The batch input value `v` of `fn` holds, read by step `before`: an input
+/// itself, or under --accum its micro-batch slice (the last step before
+/// `before` writing v's arena bytes, a kernel reading only that input).
+std::optional<int64_t> batchInputOf(const Function &fn, int64_t v,
+                                    size_t before) {
+  const Value &value = fn.values[size_t(v)];
+  if (value.storage == Storage::Input)
+    return value.index;
+  if (value.storage != Storage::Arena)
+    return std::nullopt;
+  for (size_t i = before; i-- > 0;) {
+    const Step &step = fn.steps[i];
+    bool writes = std::any_of(
+        step.outputs.begin(), step.outputs.end(), [&](int64_t o) {
+          const Value &out = fn.values[size_t(o)];
+          return out.storage == Storage::Arena && out.offset == value.offset;
+        });
+    if (!writes)
+      continue;
+    if (step.kind != Step::Kernel || step.inputs.size() != 1)
+      return std::nullopt;
+    const Value &in = fn.values[size_t(step.inputs[0])];
+    return in.storage == Storage::Input ? std::optional<int64_t>(in.index)
+                                        : std::nullopt;
+  }
+  return std::nullopt;
+}
 
 void open(tcc_session &s, const std::string &dir,
           const tcc_session_options *options) {
@@ -306,11 +335,12 @@ void open(tcc_session &s, const std::string &dir,
       }
 
   bool crossEntropy = false;
-  for (const Step &step : train.steps)
-    if (step.kind == Step::Call && step.op == Op::CrossEntropy) {
-      const Value &labels = train.values[step.inputs[1]];
-      if (labels.storage == Storage::Input)
-        s.labelInput = train.inputs[labels.index].name;
+  for (size_t at = 0; at < train.steps.size(); ++at)
+    if (const Step &step = train.steps[at];
+        step.kind == Step::Call && step.op == Op::CrossEntropy) {
+      if (std::optional<int64_t> input =
+              batchInputOf(train, step.inputs[1], at))
+        s.labelInput = train.inputs[size_t(*input)].name;
       s.labelIgnoreIndex = step.attrs.ignoreIndex;
       crossEntropy = true;
       break;

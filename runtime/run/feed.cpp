@@ -100,19 +100,25 @@ void openFeed(Feed &feed, const std::string &path, const Engine &engine,
   auto isTokens = [&](const data::InputSpec *s) {
     return s && s->shape == x->shape && s->dtype == data::DType::I64;
   };
-  if (specs.size() != (pack ? 3u : 2u) || !x || !y || x->shape.size() != 2 ||
-      !isTokens(x) || !isTokens(y) || (pack && !isTokens(ids)))
+  if (specs.size() != (pack ? 3u : 2u) || !x || !y ||
+      (x->shape.size() != 2 && x->shape.size() != 3) || !isTokens(x) ||
+      !isTokens(y) || (pack && !isTokens(ids)))
     throw data::Error(path +
                       (pack ? ": a token file with --pack-documents feeds "
                               "models with exactly three int64 [B, T] batch "
                               "inputs, the tokens, the loss's targets and "
                               "position_ids"
                             : ": a token file feeds models with exactly two "
-                              "int64 [B, T] batch inputs, the tokens and the "
-                              "loss's targets") +
+                              "int64 [B, T] batch inputs ([N, B, T] under "
+                              "--accum N), the tokens and the loss's targets") +
                       "; this model's inputs do not fit");
-  feed.tokens.emplace(tokenFiles(path), x->shape[0], x->shape[1], x->name,
-                      y->name);
+  // --accum N: the step's N micro-batches are N*B consecutive rows.
+  int64_t rows = x->shape[0], seqLen = x->shape.back();
+  if (x->shape.size() == 3) {
+    rows *= x->shape[1];
+    feed.tokenShape = x->shape;
+  }
+  feed.tokens.emplace(tokenFiles(path), rows, seqLen, x->name, y->name);
   if (pack)
     feed.tokens->packDocuments(uint16_t(packEot), engine.labelIgnoreIndex(),
                                ids->name);

@@ -28,20 +28,32 @@ struct Feed {
   std::unique_ptr<data::Prefetcher> prefetch;
   /// Data-parallel: this rank's block of `ranks` equal blocks of rows.
   int rank = 0, ranks = 1;
+  /// A token file feeding an --accum N artifact: the [N, B, T] shape its
+  /// N*B rows take (empty: [B, T] as read).
+  std::vector<int64_t> tokenShape;
 
   data::Prefetcher::Source source() {
     data::Prefetcher::Source s =
         arrays ? data::Prefetcher::of(*arrays) : data::Prefetcher::of(*tokens);
-    if (ranks == 1)
+    if (ranks == 1 && tokenShape.empty())
       return s;
-    s.next = [next = s.next, r = rank, n = ranks] {
-      return block(next(), r, n);
+    s.next = [next = s.next, r = rank, n = ranks, shape = tokenShape] {
+      return block(shaped(next(), shape), r, n);
     };
     return s;
   }
   /// The next global batch, this rank's block of it.
   std::vector<data::Array> next() {
-    return block(arrays ? arrays->next() : tokens->next(), rank, ranks);
+    return block(arrays ? arrays->next() : shaped(tokens->next(), tokenShape),
+                 rank, ranks);
+  }
+  /// `batch` with every array in `shape` (the same elements), when given.
+  static std::vector<data::Array> shaped(std::vector<data::Array> batch,
+                                         const std::vector<int64_t> &shape) {
+    if (!shape.empty())
+      for (data::Array &a : batch)
+        a.shape = shape;
+    return batch;
   }
   /// Rank `r`'s block of `n` equal blocks of the rows of `batch`.
   static std::vector<data::Array> block(std::vector<data::Array> batch, int r,
@@ -62,8 +74,8 @@ struct Feed {
 };
 
 /// Opens `path` for `engine`'s batch inputs: a .bin token file (or a
-/// pattern of several) needs two int64 [B, T] inputs, one of them the
-/// loss's target, and packing documents (`packEot` >= 0, --pack-documents)
+/// pattern of several) needs two int64 [B, T] inputs ([N, B, T] under
+/// --accum N: N*B rows a step), one of them the loss's target, and packing documents (`packEot` >= 0, --pack-documents)
 /// a third, position_ids; an artifact with position_ids takes a token file
 /// only packed. With `ranks` > 1 the feed reads global batches of `ranks`
 /// times the rows and hands out rank `rank`'s block of them.

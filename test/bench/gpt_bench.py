@@ -4,6 +4,7 @@
     gpt_bench.py [--config tiny|small|gpt2-124m] [--device cpu|cuda]
                  [--precision fp32|bf16] [--tf32] [--batch B] [--seq T]
                  [--steps N] [--warmup W] [--baselines eager,compile] [--ranks N]
+                 [--accum N]
                  [--stage all|compile|run] [--work DIR] [--tcc BUILD/bin]
                  [--cuda-arch sm_90|default|LIST]
                  [--write-docs [FILE]]
@@ -83,6 +84,9 @@ def parse(argv):
     for k in ("batch", "seq", "steps", "warmup"):
         p.add_argument("--" + k, type=int, default=None, help="default: the config's")
     p.add_argument("--seed", type=int, default=1234, help="model and token seed")
+    p.add_argument("--accum", type=int, default=1,
+                   help="micro-batches per step: tcc compiled --accum N, PyTorch's loop "
+                        "backward()s N micro-batches of --batch rows before one opt.step()")
     p.add_argument("--ranks", type=int, default=1,
                    help="data-parallel ranks (mpirun -np N): tcc compiled --data-parallel, "
                         "the baselines as PyTorch DDP; --batch is per rank")
@@ -127,6 +131,11 @@ def resolve(a):
     a.steps, a.warmup = c["steps"], c["warmup"]
     if a.ranks < 1:
         raise SystemExit("--ranks: expected a number of ranks >= 1, got %d" % a.ranks)
+    if a.accum < 1:
+        raise SystemExit("--accum: expected a number of micro-batches >= 1, got %d" % a.accum)
+    if a.accum > 1 and a.ranks > 1:
+        raise SystemExit("--accum %d with --ranks %d: not measured together yet (PyTorch DDP "
+                         "would need no_sync on all but the last micro-batch)" % (a.accum, a.ranks))
     if a.ranks > 1:
         import shutil
         if not shutil.which("mpirun"):
@@ -145,7 +154,7 @@ def resolve(a):
     if a.work is None and a.stage != "all":
         a.work = os.path.join(ROOT, "build-bench", "%s-%s-b%d-t%d%s" % (
             a.config, a.precision, c["batch"], c["seq"],
-            "-r%d" % a.ranks if a.ranks > 1 else ""))
+            "-r%d" % a.ranks if a.ranks > 1 else "") + ("-a%d" % a.accum if a.accum > 1 else ""))
     a.strip_weights = a.stage == "compile" and not a.keep_weights
     if a.cuda_arch is None:
         a.cuda_arch = "sm_90"
@@ -172,7 +181,7 @@ def run_stage(a, c, work, meta):
     tcc_side.write_weights(art, model)
     del model
     data = os.path.join(work, "tokens.bin")
-    tok = gpt_model.write_tokens(data, gpt_model.global_batch(c, a.ranks),
+    tok = gpt_model.write_tokens(data, gpt_model.global_batch(c, a.ranks * a.accum),
                                  a.warmup + a.steps, a.seed)
 
     # tcc first, before this process touches the GPU. A failing tcc-run is
@@ -193,7 +202,7 @@ def run_stage(a, c, work, meta):
                 res["notes"].append("tcc-run with TCC_CUDA_GRAPHS=0 failed too: %s" % e2)
     res["profile"] = None if (a.no_profile or t is None) else tcc_side.profile(a, art, data, work)
 
-    tokens = a.ranks * c["batch"] * c["seq"]
+    tokens = a.ranks * a.accum * c["batch"] * c["seq"]
     fpt = gpt_model.flops_per_token(c)
     rate, rate_label = torch_side.gemm_rate(a)
     res["gemm"] = (rate, rate_label)
@@ -291,8 +300,9 @@ def report(a, c, res):
         "(%d tokens/step); %s; AdamW lr=%g betas=%s eps=%g wd=%g; %d timed steps after %d "
         "warm-up; seed %d"
         % (a.config, c["layers"], c["embd"], c["heads"], c["seq"], c["vocab"], c["vocab_real"],
-           c["batch"], " per rank on %d data-parallel ranks" % a.ranks if a.ranks > 1 else "",
-           a.ranks * c["batch"] * c["seq"], prec, gpt_model.ADAMW["lr"],
+           c["batch"], (" per rank on %d data-parallel ranks" % a.ranks if a.ranks > 1 else "")
+           + (" per micro-batch, %d micro-batches per step" % a.accum if a.accum > 1 else ""),
+           a.ranks * a.accum * c["batch"] * c["seq"], prec, gpt_model.ADAMW["lr"],
            gpt_model.ADAMW["betas"], gpt_model.ADAMW["eps"], gpt_model.ADAMW["weight_decay"],
            a.steps, a.warmup, a.seed),
         "Machine: %s" % res["machine"],
@@ -416,9 +426,10 @@ def main(argv=None):
         else:
             with open(os.path.join(work, tcc_side.META)) as f:
                 meta = json.load(f)
-            want = dict(config=a.config, precision=a.precision, data_parallel=a.ranks > 1)
+            want = dict(config=a.config, precision=a.precision, data_parallel=a.ranks > 1,
+                        accum=a.accum)
             got = dict(config=meta["config"], precision=meta["precision"],
-                       data_parallel=meta.get("data_parallel", False))
+                       data_parallel=meta.get("data_parallel", False), accum=meta.get("accum", 1))
             if want != got or any(meta["model"][k] != c[k] for k in ("batch", "seq", "layers", "embd", "vocab")):
                 raise SystemExit("%s was compiled for %s %s (batch %d, seq %d%s), not %s %s (batch %d, "
                                  "seq %d%s)"

@@ -71,6 +71,8 @@ def compile_stage(a, c, work):
             cmd += ["--precision=" + a.precision]
         if a.ranks > 1:
             cmd += ["--data-parallel"]
+        if a.accum > 1:
+            cmd += ["--accum", str(a.accum)]
         if a.device == "cpu":
             cmd += ["--no-cuda"]
         elif a.cuda_arch != "default":
@@ -93,7 +95,7 @@ def compile_stage(a, c, work):
         os.remove(weights)
         stripped = True
     meta = dict(config=a.config, model=c, seed=a.seed, precision=a.precision,
-                device=a.device, data_parallel=a.ranks > 1, compile_s=round(compile_s, 2), export_s=round(export_s, 2),
+                device=a.device, data_parallel=a.ranks > 1, accum=a.accum, compile_s=round(compile_s, 2), export_s=round(export_s, 2),
                 onnx_bytes=onnx_bytes, artifact_files=sizes, artifact_bytes=total,
                 artifact_bytes_without_weights=total - sizes.get("weights.safetensors", 0),
                 weights_stripped=stripped, summary=r.stdout.strip(),

@@ -65,19 +65,32 @@ def train(a, c, tok, kind):
     if a.precision == "bf16":
         note += ", autocast bf16"
 
+    accum = getattr(a, "accum", 1)
+    if accum > 1:
+        note += ", %d micro-batches per step" % accum
+
     def step(xb, yb):
+        # Gradient accumulation as PyTorch users write it: each micro-batch's
+        # mean loss / accum, backward, then one optimizer step (every token
+        # is a label here, so this is the mean over the step's tokens).
         opt.zero_grad(set_to_none=True)
-        with autocast(a):
-            logits = fwd(xb)
-            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), yb.reshape(-1))
-        loss.backward()
+        total = 0.0
+        for xm, ym in zip(xb.chunk(accum), yb.chunk(accum)):
+            with autocast(a):
+                logits = fwd(xm)
+                loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(),
+                                       ym.reshape(-1)) / accum
+            loss.backward()
+            total = total + loss.detach()
         opt.step()
-        return loss
+        return total
 
     # The token stream on the device once; each step slices its batch, so
-    # PyTorch, like tcc-run, trains on t[p..p+B*T) / t[p+1..p+B*T].
-    batches = [gpt_model.batch(tok, c, i) for i in range(min(a.warmup + a.steps,
-                                                             (len(tok) - 1) // (c["batch"] * c["seq"])))]
+    # PyTorch, like tcc-run, trains on t[p..p+B*T) / t[p+1..p+B*T] (B: the
+    # step's rows, accum micro-batches of c["batch"]).
+    cs = gpt_model.global_batch(c, accum)
+    batches = [gpt_model.batch(tok, cs, i) for i in range(min(a.warmup + a.steps,
+                                                              (len(tok) - 1) // (cs["batch"] * cs["seq"])))]
     batches = [(torch.from_numpy(x).to(dev), torch.from_numpy(y).to(dev)) for x, y in batches]
     ftz = kind == "eager-ftz"
     if ftz:
