@@ -191,9 +191,9 @@ int64_t sinkLate(func::FuncOp step) {
 
 /// Interleaves the micro-batches' backward passes: the forward passes
 /// (the loss and what it depends on) come first, in their order, and every
-/// other op gets a key, the forward depth it differentiates (the longest path from
-/// the forward value it reads to the loss; the largest key of the
-/// backward values it reads when that is larger, the smallest of its
+/// other op gets a key, the forward depth it differentiates (the longest
+/// path from the forward value it reads to the loss; the largest key of
+/// the backward values it reads when that is larger, the smallest of its
 /// readers' keys when it reads neither), and the ops between two ops with
 /// side effects (updates, collectives) are stably sorted by key. A value's
 /// key is never above its readers' and ties keep the old order, so the

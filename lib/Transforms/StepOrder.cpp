@@ -17,9 +17,10 @@ bool keepsPlace(Operation *op) {
          !isMemoryEffectFree(op);
 }
 
-int64_t sortBetweenFixedOps(Block &block,
-                            const llvm::DenseMap<Operation *, int64_t> &key,
-                            llvm::function_ref<void(ArrayRef<Operation *>)> done) {
+int64_t
+sortBetweenFixedOps(Block &block,
+                    const llvm::DenseMap<Operation *, int64_t> &key,
+                    llvm::function_ref<void(ArrayRef<Operation *>)> done) {
   int64_t moved = 0;
   auto sort = [&](ArrayRef<Operation *> run, Block::iterator end) {
     SmallVector<Operation *> sorted(run);
