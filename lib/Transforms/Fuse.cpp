@@ -75,13 +75,6 @@ struct Group {
   }
 };
 
-/// Whether `def`, an operand's producer of the group's op `user`, may join
-/// the group: an elementwise op of `user`'s iteration space (its result
-/// shape; any shape for the operands of the structured op or a chain op,
-/// whose own shape is where they are read), the group's one structured op
-/// read by the output-space elementwise op `user` at the kernel's result
-/// shape, or a layout op extending the group's layout chain below `user`
-/// (see growGroup for reshapes).
 /// Whether computing the elementwise `def` at its reader `user` instead
 /// would hold more bytes across a library call (a GEMM, an attention) that
 /// runs between them: the operands that no op after `def` reads would live
@@ -118,6 +111,14 @@ bool holdsMoreAcrossCalls(Operation *def, Operation *user) {
   return freed > bytes(def->getResult(0));
 }
 
+/// Whether `def`, an operand's producer of the group's op `user`, may join
+/// the group: an elementwise op of `user`'s iteration space (its result
+/// shape; any shape for the operands of the structured op or a chain op,
+/// whose own shape is where they are read), the group's one structured op
+/// read by the output-space elementwise op `user` at the kernel's result
+/// shape, or a layout op extending the group's layout chain below `user`
+/// (see growGroup for reshapes). An elementwise op stays out when it would
+/// hold more bytes across a library call (holdsMoreAcrossCalls).
 bool canAbsorb(const Group &group, Operation *user, Operation *def) {
   Space space = group.readSpace(user);
   if (exec::isFusibleOp(def))

@@ -490,7 +490,12 @@ def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
     kernel with a structured op takes that op's place in the block (of a
     chain: its last op's), so its input (often much larger than its result)
     dies as early as before; an epilogue that reads a value computed after
-    the structured op is therefore left out of its kernel. A group of one op
+    the structured op is therefore left out of its kernel. Likewise an
+    elementwise producer with a library call between it and its reader
+    stays out when computing it at the reader would keep more bytes live
+    across that call (its operands that die at it, against its result):
+    under `--accum` the running gradient sums, fused into one chain, would
+    keep every micro-batch's gradients to the end. A group of one op
     is still wrapped, so every generated kernel is an `exec.fusion`. Splat
     `tcc.constant`s are cloned into the kernels that use them. Kernels are
     named `fused_0`, `fused_1`, ... in program order over the module.
