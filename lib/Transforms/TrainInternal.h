@@ -1,6 +1,7 @@
 // Pieces of the training-step builder (TrainStep.cpp drives them): the loss
 // (TrainLoss.cpp), the learning-rate schedule (TrainSchedule.cpp), gradient
-// clipping and the optimizer updates (TrainOptimizer.cpp).
+// clipping and the optimizer updates (TrainOptimizer.cpp), the micro-batch
+// order under --accum (TrainMicroBatches.cpp).
 #ifndef TCC_LIB_TRANSFORMS_TRAININTERNAL_H
 #define TCC_LIB_TRANSFORMS_TRAININTERNAL_H
 

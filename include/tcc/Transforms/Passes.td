@@ -619,16 +619,19 @@ def Rematerialize : Pass<"tcc-rematerialize", "mlir::ModuleOp"> {
       reads it when no operand lives longer for it (never past an update
       that overwrites an argument it reads): an activation's gradient
       (`dy W^T`) is then not live beside the weight gradient (`x^T dy`).
-    - Several micro-batches (`--accum N`): the step differentiates the N
-      forward passes in one backward pass, which runs the last
-      micro-batch's backward to its end before the previous one's, so one
-      micro-batch's whole gradient set waits for the sums. The ops after
-      the loss (between ops with side effects) are stably sorted by the
-      forward depth they differentiate (the longest path from the forward
-      value they read to the loss): the micro-batches are clones, so their
-      ops for one layer meet, and a weight's gradients are summed as they
-      are made. Kept when the measured plan is smaller; the step attribute
-      counts the ops moved (`interleaved_ops`).
+    - Several micro-batches (`--accum N`): the step builder runs each
+      micro-batch's forward and backward pass before the next one's, so
+      the running gradient sums (the parameters' size) live across every
+      later micro-batch. The search below also runs on a second order:
+      every forward pass first, then the other ops (between ops with side
+      effects) stably sorted by the forward depth they differentiate (the
+      longest path from the forward value they read to the loss). The
+      micro-batches are clones, so their ops for one layer meet and a
+      weight's gradients are summed as they are made; no gradient set
+      waits, but every micro-batch's activations do. The order that fits
+      at less recompute cost wins (neither fitting: the one reaching
+      less); the step attribute counts the ops the second order moved
+      (`interleaved_ops`, 0 when the first won).
     - Then the candidates are taken in the ranking's order, each kept when
       the measured plan does not grow with it, until the plan fits; then
       the most expensive choices are dropped again while it still fits.
