@@ -156,10 +156,42 @@ static LogicalResult verifyWorking(Operation *op, Value param, Value working,
   return success();
 }
 
+/// An update's gradient: the parameter's type, or a block of whole rows
+/// (dim 0) of it: the elements `[offset, offset + numel(grad))`.
+static LogicalResult verifyGradBlock(Operation *op, Value param, Value grad,
+                                     int64_t offset) {
+  auto p = llvm::cast<RankedTensorType>(param.getType());
+  auto g = llvm::cast<RankedTensorType>(grad.getType());
+  if (offset == 0 && g == p)
+    return success();
+  if (g.getElementType() != p.getElementType())
+    return op->emitOpError("grad's element type differs from the param's");
+  int64_t row = p.getRank() > 0 ? p.getNumElements() / std::max<int64_t>(
+                                                          1, p.getDimSize(0))
+                                : 1;
+  if (g.getRank() != p.getRank() || p.getRank() == 0 ||
+      g.getShape().drop_front() != p.getShape().drop_front() || row == 0 ||
+      offset % row != 0)
+    return op->emitOpError("grad must have the param's type, or be a block "
+                           "of whole rows of it (dim 0) starting at a row's "
+                           "first element (element_offset ")
+           << offset << ")";
+  if (offset < 0 || g.getNumElements() == 0 ||
+      offset + g.getNumElements() > p.getNumElements())
+    return op->emitOpError("the block [")
+           << offset << ", " << offset + g.getNumElements()
+           << ") of grad's elements is not inside the param's "
+           << p.getNumElements() << " elements";
+  return success();
+}
+
 LogicalResult SgdUpdateOp::verify() {
   Type t = getParam().getType();
-  if (getGrad().getType() != t || getNewParam().getType() != t)
-    return emitOpError("param, grad and new_param types differ");
+  if (getNewParam().getType() != t)
+    return emitOpError("param and new_param types differ");
+  if (failed(verifyGradBlock(*this, getParam(), getGrad(),
+                             getElementOffset())))
+    return failure();
   if (!isScalar(getLr()))
     return emitOpError("lr must be a scalar");
   bool hasBuffer = static_cast<bool>(getMomentumBuffer());
@@ -175,10 +207,13 @@ LogicalResult SgdUpdateOp::verify() {
 
 LogicalResult AdamwUpdateOp::verify() {
   Type t = getParam().getType();
-  for (Value v : {getGrad(), getExpAvg(), getExpAvgSq(), getNewParam(), getNewExpAvg(),
+  for (Value v : {getExpAvg(), getExpAvgSq(), getNewParam(), getNewExpAvg(),
                   getNewExpAvgSq()})
     if (v.getType() != t)
-      return emitOpError("param, grad, moments and results must share one type");
+      return emitOpError("param, moments and results must share one type");
+  if (failed(verifyGradBlock(*this, getParam(), getGrad(),
+                             getElementOffset())))
+    return failure();
   if (!isScalar(getLr()) || !isScalar(getStep()))
     return emitOpError("lr and step must be scalars");
   if (getSkip() && !isScalar(getSkip()))

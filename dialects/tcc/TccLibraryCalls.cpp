@@ -68,6 +68,16 @@ int64_t AttentionGradOp::getFlops() {
   return getCausal() ? flops / 2 : flops;
 }
 
+// A few operations per updated element and result: a block update counts
+// its block (the default would count the whole parameter).
+int64_t SgdUpdateOp::getFlops() {
+  return 5 * elementsOf(getGrad()) * int64_t(getNumResults());
+}
+
+int64_t AdamwUpdateOp::getFlops() {
+  return 5 * elementsOf(getGrad()) * int64_t(getNumResults());
+}
+
 int64_t opFlops(Operation *op) {
   if (op->hasTrait<OpClass::View>())
     return 0;

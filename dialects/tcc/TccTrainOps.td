@@ -24,10 +24,10 @@ def Tcc_CrossEntropyOp : Tcc_Op<"cross_entropy", [Pure, InferTypeOpAdaptor, Tcc_
 }
 
 def Tcc_SgdUpdateOp : Tcc_Op<"sgd_update", [Pure, AttrSizedOperandSegments,
-    AttrSizedResultSegments, Tcc_LibraryCall,
+    AttrSizedResultSegments, DeclareOpInterfaceMethods<Tcc_LibraryCallOpInterface, ["getFlops"]>,
     DeclareOpInterfaceMethods<Tcc_InPlaceOpInterface>]> {
   let callFamily = "optimizer";
-  let summary = "one torch.optim.SGD step on one parameter";
+  let summary = "one torch.optim.SGD step on one parameter, or on a block of it";
   let description = [{
     `d = grad + weight_decay * param`; with momentum,
     `buf' = momentum * buf + d` (a zero buffer makes the first step
@@ -41,6 +41,13 @@ def Tcc_SgdUpdateOp : Tcc_Op<"sgd_update", [Pure, AttrSizedOperandSegments,
     precision) the op also returns `new_working`, `param'` rounded to the
     working type (nearest even) in the same kernel, so the forward pass
     reads the parameter in 16 bits without casting it every step.
+
+    A block update (`element_offset`, or a `grad` with fewer elements than
+    `param`): `grad` is the gradient of the parameter's elements
+    `[element_offset, element_offset + numel(grad))` in row-major order;
+    only those elements of the parameter, the buffer and the working copy
+    change, the rest pass through. tcc-rematerialize makes a large weight's
+    gradient in row blocks this way, each applied before the next is made.
   }];
   let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
                        StaticShapeTensorOf<[F64]>:$lr,
@@ -49,7 +56,8 @@ def Tcc_SgdUpdateOp : Tcc_Op<"sgd_update", [Pure, AttrSizedOperandSegments,
                        Optional<Tcc_FloatTensor>:$working,
                        DefaultValuedAttr<F64Attr, "0.0">:$momentum,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
-                       DefaultValuedAttr<BoolAttr, "false">:$nesterov);
+                       DefaultValuedAttr<BoolAttr, "false">:$nesterov,
+                       DefaultValuedAttr<I64Attr, "0">:$element_offset);
   let results = (outs Tcc_FloatTensor:$new_param,
                       Optional<Tcc_FloatTensor>:$new_momentum_buffer,
                       Optional<Tcc_FloatTensor>:$new_working);
@@ -64,9 +72,10 @@ def Tcc_SgdUpdateOp : Tcc_Op<"sgd_update", [Pure, AttrSizedOperandSegments,
 }
 
 def Tcc_AdamwUpdateOp : Tcc_Op<"adamw_update", [Pure, AttrSizedOperandSegments,
-    Tcc_LibraryCall, DeclareOpInterfaceMethods<Tcc_InPlaceOpInterface>]> {
+    DeclareOpInterfaceMethods<Tcc_LibraryCallOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Tcc_InPlaceOpInterface>]> {
   let callFamily = "optimizer";
-  let summary = "one torch.optim.AdamW step on one parameter";
+  let summary = "one torch.optim.AdamW step on one parameter, or on a block of it";
   let description = [{
     With `t = step` (1 for the first update), in PyTorch's order:
     `param *= 1 - lr * weight_decay`; `m' = beta1 * m + (1 - beta1) * grad`;
@@ -77,7 +86,10 @@ def Tcc_AdamwUpdateOp : Tcc_Op<"adamw_update", [Pure, AttrSizedOperandSegments,
     dynamic loss scaling's overflow flag) true, the results are the operands
     unchanged. With `working` (the parameter's bf16/f16 working copy) the op
     also returns `new_working`, `param'` rounded to its type (nearest even),
-    written in the same kernel.
+    written in the same kernel. A block update (`element_offset`, or a
+    `grad` with fewer elements than `param`) updates the elements
+    `[element_offset, element_offset + numel(grad))` of the parameter, its
+    moments and working copy, as `sgd_update`'s does.
   }];
   let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
                        Tcc_FloatTensor:$exp_avg, Tcc_FloatTensor:$exp_avg_sq,
@@ -87,7 +99,8 @@ def Tcc_AdamwUpdateOp : Tcc_Op<"adamw_update", [Pure, AttrSizedOperandSegments,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1e-8">:$eps,
-                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay,
+                       DefaultValuedAttr<I64Attr, "0">:$element_offset);
   let results = (outs Tcc_FloatTensor:$new_param, Tcc_FloatTensor:$new_exp_avg,
                       Tcc_FloatTensor:$new_exp_avg_sq,
                       Optional<Tcc_FloatTensor>:$new_working);

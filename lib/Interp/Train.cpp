@@ -11,6 +11,7 @@
 
 #include "tcc/TccOps.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -118,11 +119,25 @@ bool skipped(KernelContext &ctx, Value skip) {
   return skip && ctx.in(skip).data<uint8_t>()[0] != 0;
 }
 
+/// The elements an optimizer update changes: [first, first + count) of
+/// its parameter, the gradient's elements from offset `first`.
+struct Block {
+  int64_t first = 0, count = 0;
+  bool whole(int64_t n) const { return first == 0 && count == n; }
+  bool contains(int64_t i) const { return i >= first && i < first + count; }
+};
+
+Block blockOf(int64_t offset, const Array &grad) {
+  return {offset, grad.numElements()};
+}
+
 /// An optimizer update's working copy (result `index`): the new parameter
 /// (result 0) rounded to the working type, or the old copy on a skipped
 /// step.
-bool writeWorking(KernelContext &ctx, Value working, unsigned index,
-                  bool skip) {
+/// A block update (`block`) rounds the block's elements only; the rest of
+/// the copy passes through.
+bool writeWorking(KernelContext &ctx, Value working, unsigned index, bool skip,
+                  Block block) {
   if (!working)
     return true;
   if (skip) {
@@ -132,7 +147,14 @@ bool writeWorking(KernelContext &ctx, Value working, unsigned index,
   data::Array rounded;
   if (!convertArray(ctx.out(0), ctx.out(index).dtype, rounded))
     return ctx.unsupportedDType(ctx.out(index));
-  ctx.out(index).bytes = std::move(rounded.bytes);
+  if (block.whole(ctx.out(0).numElements())) {
+    ctx.out(index).bytes = std::move(rounded.bytes);
+    return true;
+  }
+  size_t elem = data::dtypeSize(ctx.out(index).dtype);
+  ctx.out(index).bytes = ctx.in(working).bytes;
+  std::copy_n(rounded.bytes.begin() + block.first * elem, block.count * elem,
+              ctx.out(index).bytes.begin() + block.first * elem);
   return true;
 }
 
@@ -145,6 +167,7 @@ bool sgdUpdateKernel(KernelContext &ctx) {
   double momentum = op.getMomentum().convertToDouble();
   double weightDecay = op.getWeightDecay().convertToDouble();
   bool nesterov = op.getNesterov();
+  Block block = blockOf(op.getElementOffset(), grad);
   auto compute = [&](auto tag) {
     using T = decltype(tag);
     const T *p = param.data<T>(), *g = grad.data<T>();
@@ -153,13 +176,13 @@ bool sgdUpdateKernel(KernelContext &ctx) {
     T *newBuf = buffer ? ctx.out(1).template data<T>() : nullptr;
     const T wd = T(weightDecay), mom = T(momentum), negLr = T(-lr);
     for (int64_t i = 0, n = param.numElements(); i < n; ++i) {
-      if (skip) {
+      if (skip || !block.contains(i)) {
         newP[i] = p[i];
         if (buf)
           newBuf[i] = buf[i];
         continue;
       }
-      T d = g[i];
+      T d = g[i - block.first];
       if (weightDecay != 0)
         d = std::fma(p[i], wd, d); // d_p = d_p.add(param, alpha=weight_decay)
       if (buf) {
@@ -174,7 +197,7 @@ bool sgdUpdateKernel(KernelContext &ctx) {
     return true;
   };
   return ctx.finish(visitFloat(param.dtype, compute), param) &&
-         writeWorking(ctx, op.getWorking(), buffer ? 2 : 1, skip);
+         writeWorking(ctx, op.getWorking(), buffer ? 2 : 1, skip, block);
 }
 
 bool adamwUpdateKernel(KernelContext &ctx) {
@@ -189,6 +212,7 @@ bool adamwUpdateKernel(KernelContext &ctx) {
          beta2 = op.getBeta2().convertToDouble();
   double eps = op.getEps().convertToDouble();
   double weightDecay = op.getWeightDecay().convertToDouble();
+  Block block = blockOf(op.getElementOffset(), grad);
   if (step < 1)
     return ctx.fail("step " + std::to_string(int64_t(step)) +
                     " is not a valid AdamW step (the first update is step 1)");
@@ -209,18 +233,19 @@ bool adamwUpdateKernel(KernelContext &ctx) {
     const T bc2Sqrt = T(biasCorrection2Sqrt), epsT = T(eps),
             negStep = T(-stepSize);
     for (int64_t i = 0, n = param.numElements(); i < n; ++i) {
-      if (skip) {
+      if (skip || !block.contains(i)) {
         newP[i] = p[i];
         newM[i] = m[i];
         newV[i] = v[i];
         continue;
       }
+      const T gi = g[i - block.first];
       // param.mul_(1 - lr * weight_decay)
       T pi = p[i] * decay;
       // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-      T mi = std::fma(g[i], oneMinusB1, T(m[i] * b1));
+      T mi = std::fma(gi, oneMinusB1, T(m[i] * b1));
       // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-      T vi = std::fma(T(oneMinusB2 * g[i]), g[i], T(v[i] * b2));
+      T vi = std::fma(T(oneMinusB2 * gi), gi, T(v[i] * b2));
       // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
       T denom = T(T(std::sqrt(vi)) / bc2Sqrt) + epsT;
       // param.addcdiv_(exp_avg, denom, value=-step_size)
@@ -231,7 +256,7 @@ bool adamwUpdateKernel(KernelContext &ctx) {
     return true;
   };
   return ctx.finish(visitFloat(param.dtype, compute), param) &&
-         writeWorking(ctx, op.getWorking(), 3, skip);
+         writeWorking(ctx, op.getWorking(), 3, skip, block);
 }
 
 } // namespace

@@ -947,25 +947,39 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
     return;
   }
   case Op::SgdUpdate: {
-    if (skipped(4)) {
+    // A block update changes the elements [off, off + n) only: the rest
+    // pass through (copied first unless updated in place).
+    bool block = a.elementOffset != 0 || in(1).elements != in(0).elements;
+    if (skipped(4) || block)
       keep({{0, 0}, {3, 1}, {5, 2}});
+    if (skipped(4))
       return;
-    }
+    int64_t off = a.elementOffset;
+    auto at = [&](auto *p) { return p ? p + off : p; };
+    cpu::WorkingCopy w = working(2);
+    w.data = at(w.data);
     double lr = *reinterpret_cast<const double *>(ptrs[step.inputs[2]]);
-    cpu::sgd_update(fin(0), fin(1), fin(3), fout(0), fout(1), in(0).elements,
-                    lr, a.momentum, a.weightDecay, a.nesterov, working(2));
+    cpu::sgd_update(at(fin(0)), fin(1), at(fin(3)), at(fout(0)), at(fout(1)),
+                    in(1).elements, lr, a.momentum, a.weightDecay, a.nesterov,
+                    w);
     return;
   }
   case Op::AdamwUpdate: {
-    if (skipped(6)) {
+    bool block = a.elementOffset != 0 || in(1).elements != in(0).elements;
+    if (skipped(6) || block)
       keep({{0, 0}, {2, 1}, {3, 2}, {7, 3}});
+    if (skipped(6))
       return;
-    }
+    int64_t off = a.elementOffset;
+    auto at = [&](auto *p) { return p ? p + off : p; };
+    cpu::WorkingCopy w = working(3);
+    w.data = at(w.data);
     double lr = *reinterpret_cast<const double *>(ptrs[step.inputs[4]]);
     int64_t t = *reinterpret_cast<const int64_t *>(ptrs[step.inputs[5]]);
-    if (!cpu::adamw_update(fin(0), fin(1), fin(2), fin(3), fout(0), fout(1),
-                           fout(2), in(0).elements, lr, t, a.beta1, a.beta2,
-                           a.eps, a.weightDecay, working(3)))
+    if (!cpu::adamw_update(at(fin(0)), fin(1), at(fin(2)), at(fin(3)),
+                           at(fout(0)), at(fout(1)), at(fout(2)),
+                           in(1).elements, lr, t, a.beta1, a.beta2, a.eps,
+                           a.weightDecay, w))
       fail(TCC_ERROR_FORMAT,
            where() + "step " + std::to_string(t) +
                " is not a valid AdamW step (the first update is step 1): the "

@@ -49,10 +49,15 @@ private:
 
 /// Operands param, grad, exp_avg, exp_avg_sq, lr, step and the three
 /// results all present (a skip flag may be too: a group shares it; so may
-/// a working copy, per tensor): the steps a multi-tensor launch can take.
-bool groupableAdamw(const Step &step) {
+/// a working copy, per tensor), the whole parameter updated (not a block):
+/// the steps a multi-tensor launch can take.
+bool groupableAdamw(const Function &fn, const Step &step) {
   if (step.kind != Step::Call || step.op != Op::AdamwUpdate ||
       step.inputs.size() < 6 || step.outputs.size() < 3)
+    return false;
+  if (step.attrs.elementOffset != 0 || step.inputs[0] < 0 ||
+      step.inputs[1] < 0 ||
+      fn.values[step.inputs[1]].elements != fn.values[step.inputs[0]].elements)
     return false;
   for (size_t i = 8; i < step.inputs.size(); ++i)
     if (step.inputs[i] >= 0)
@@ -128,7 +133,7 @@ adamwGroups(const Function &fn, uint8_t *const *ptrs,
   };
   for (size_t s = 0; s < fn.steps.size(); ++s) {
     const Step &step = fn.steps[s];
-    if (!groupableAdamw(step)) {
+    if (!groupableAdamw(fn, step)) {
       closeRun();
       continue;
     }

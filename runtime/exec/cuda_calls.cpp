@@ -2,6 +2,7 @@
 
 #include "exec/cuda_calls.h"
 #include "exec/pack_calls.h"
+#include "exec/zero.h"
 #include "plan/calls.h"
 
 #include "kernels/cuda/cuda_kernels.h"
@@ -501,48 +502,78 @@ namespace {
 /// One sgd_update or adamw_update launch, of the elements [first, first +
 /// count) of its parameter under ZeRO-1 (`shard`; the whole when its count
 /// is < 0): the parameter, gradient and working copy from that element on,
-/// the optimizer state (zero.h's updateState) holding just those.
+/// the optimizer state (zero.h's updateState) holding just those. A block
+/// update (attribute element_offset, a gradient smaller than the parameter;
+/// never sharded, zero.cpp refuses) changes the elements [element_offset,
+/// element_offset + numel(grad)) of the parameter, its state and working
+/// copy, the gradient from its first element; the rest pass through,
+/// copied first where a result is not updated in place.
 cuda::Status enqueueUpdate(const Function &fn, const Step &step,
                            FunctionBinding::Shard shard, uint8_t *const *ptrs,
                            int64_t *error, cudaStream_t st) {
   const Attrs &a = step.attrs;
   bool adamw = step.op == Op::AdamwUpdate;
   size_t workingIn = adamw ? 7 : 5, workingOut = adamw ? 3 : 2;
-  if (shard.count < 0)
-    shard = {0, fn.values[step.inputs[0]].elements};
+  const Value &param = fn.values[step.inputs[0]];
+  int64_t gradElements = fn.values[step.inputs[1]].elements;
+  bool block = a.elementOffset != 0 || gradElements != param.elements;
+  // Element offsets of the parameter (and working copy), the gradient and
+  // the optimizer state.
+  int64_t first = 0, gradFirst = 0, stateFirst = 0;
+  if (block) {
+    shard = {a.elementOffset, gradElements};
+    first = stateFirst = a.elementOffset;
+    std::vector<std::pair<size_t, size_t>> pairs = updateState(step);
+    pairs.push_back({0, 0});
+    pairs.push_back({workingIn, workingOut});
+    for (auto [i, o] : pairs) {
+      if (i >= step.inputs.size() || o >= step.outputs.size() ||
+          step.inputs[i] < 0 || step.outputs[o] < 0 ||
+          ptrs[step.inputs[i]] == ptrs[step.outputs[o]])
+        continue;
+      int e = cudaMemcpyAsync(ptrs[step.outputs[o]], ptrs[step.inputs[i]],
+                              size_t(fn.values[step.inputs[i]].bytes),
+                              cudaMemcpyDeviceToDevice, st);
+      if (e != 0)
+        return static_cast<cuda::Status>(e);
+    }
+  } else {
+    if (shard.count < 0)
+      shard = {0, param.elements};
+    first = gradFirst = shard.first;
+  }
   if (shard.count == 0)
     return 0;
   auto at = [&](const std::vector<int64_t> &ids, size_t i,
-                bool sliced) -> uint8_t * {
+                int64_t offset) -> uint8_t * {
     if (i >= ids.size() || ids[i] < 0)
       return nullptr;
     return ptrs[ids[i]] +
-           (sliced ? size_t(shard.first) *
-                         data::dtypeSize(fn.values[ids[i]].dtype)
-                   : 0);
+           size_t(offset) * data::dtypeSize(fn.values[ids[i]].dtype);
   };
-  auto in = [&](size_t i, bool sliced = false) {
-    return reinterpret_cast<float *>(at(step.inputs, i, sliced));
+  auto in = [&](size_t i, int64_t offset) {
+    return reinterpret_cast<float *>(at(step.inputs, i, offset));
   };
-  auto out = [&](size_t i, bool sliced = false) {
-    return reinterpret_cast<float *>(at(step.outputs, i, sliced));
+  auto out = [&](size_t o, int64_t offset) {
+    return reinterpret_cast<float *>(at(step.outputs, o, offset));
   };
   cuda::WorkingCopy working = workingCopy(fn, step, ptrs, workingIn, workingOut);
   if (working.out) {
-    working.in = at(step.inputs, workingIn, true);
-    working.out = at(step.outputs, workingOut, true);
+    working.in = at(step.inputs, workingIn, first);
+    working.out = at(step.outputs, workingOut, first);
   }
   if (!adamw)
-    return cuda::sgd_update(in(0, true), in(1, true), in(3), out(0, true),
-                            out(1), shard.count,
-                            reinterpret_cast<const double *>(in(2)),
+    return cuda::sgd_update(in(0, first), in(1, gradFirst), in(3, stateFirst),
+                            out(0, first), out(1, stateFirst), shard.count,
+                            reinterpret_cast<const double *>(in(2, 0)),
                             a.momentum, a.weightDecay, a.nesterov,
-                            at(step.inputs, 4, false), working, st);
+                            at(step.inputs, 4, 0), working, st);
   return cuda::adamw_update(
-      in(0, true), in(1, true), in(2), in(3), out(0, true), out(1), out(2),
-      shard.count, reinterpret_cast<const double *>(in(4)),
-      reinterpret_cast<const int64_t *>(in(5)), a.beta1, a.beta2, a.eps,
-      a.weightDecay, at(step.inputs, 6, false), working, error, st);
+      in(0, first), in(1, gradFirst), in(2, stateFirst), in(3, stateFirst),
+      out(0, first), out(1, stateFirst), out(2, stateFirst), shard.count,
+      reinterpret_cast<const double *>(in(4, 0)),
+      reinterpret_cast<const int64_t *>(in(5, 0)), a.beta1, a.beta2, a.eps,
+      a.weightDecay, at(step.inputs, 6, 0), working, error, st);
 }
 
 } // namespace

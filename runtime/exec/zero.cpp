@@ -55,6 +55,13 @@ ZeroPlan planZero(const Artifact &art) {
       if (param.storage != Storage::Param)
         fail(TCC_ERROR_FORMAT, where + "its parameter operand is not a "
                                        "parameter, so ZeRO-1 cannot shard it");
+      if (step.attrs.elementOffset != 0 ||
+          fn.values[size_t(step.inputs[1])].elements != param.elements)
+        fail(TCC_ERROR_FORMAT,
+             where + "it updates a block of its parameter (a weight "
+                     "gradient made in row blocks under --memory-budget), "
+                     "which ZeRO-1 does not shard; compile with a larger "
+                     "budget or run without --zero");
       for (auto [in, out] : state) {
         if (in >= step.inputs.size() || step.inputs[in] < 0)
           continue;

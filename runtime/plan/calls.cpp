@@ -509,11 +509,30 @@ static void checkWorking(CallCheck &c, size_t wi, size_t wo) {
             ", but param is param " + std::to_string(p.index));
 }
 
+/// An update's gradient: the parameter's shape, or (a block update) the
+/// gradient of its elements [element_offset, element_offset + n).
+static void checkGradBlock(CallCheck &c) {
+  const Value &p = *c.in(0), &g = *c.in(1);
+  int64_t offset = c.step.attrs.elementOffset;
+  if (offset == 0 && g.elements == p.elements) {
+    c.wantLike(g, "grad", p, "param");
+    return;
+  }
+  if (g.dtype != p.dtype)
+    c.bad("grad is " + describe(g) + ", param " + describe(p) +
+          ": a block's gradient has the parameter's dtype");
+  if (offset < 0 || g.elements <= 0 || offset + g.elements > p.elements)
+    c.bad("the block [" + std::to_string(offset) + ", " +
+          std::to_string(offset + g.elements) +
+          ") of grad's elements (element_offset " + std::to_string(offset) +
+          ") is not inside param's " + std::to_string(p.elements));
+}
+
 void checkSgdUpdate(CallCheck &c) {
   const Attrs &at = c.step.attrs;
   const Value &p = *c.in(0);
   c.wantFloat(p, "param");
-  c.wantLike(*c.in(1), "grad", p, "param");
+  checkGradBlock(c);
   c.wantScalar(*c.in(2), "lr", DType::F64);
   const Value *buf = c.in(3);
   if (buf)
@@ -536,7 +555,7 @@ void checkSgdUpdate(CallCheck &c) {
 void checkAdamwUpdate(CallCheck &c) {
   const Value &p = *c.in(0);
   c.wantFloat(p, "param");
-  c.wantLike(*c.in(1), "grad", p, "param");
+  checkGradBlock(c);
   c.wantLike(*c.in(2), "exp_avg", p, "param");
   c.wantLike(*c.in(3), "exp_avg_sq", p, "param");
   c.wantScalar(*c.in(4), "lr", DType::F64);

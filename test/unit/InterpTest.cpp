@@ -539,6 +539,54 @@ TEST_F(InterpTest, EvaluateRunsOneOp) {
       << error;
 }
 
+TEST_F(InterpTest, BlockUpdatesEqualTheWholeUpdate) {
+  // A weight gradient made in row blocks (tcc-rematerialize under a
+  // budget): each block updates its elements of the parameter and state
+  // (element_offset) and passes the rest through, so the two block updates
+  // give the bytes of one update of the whole (AdamW; SGD with momentum).
+  const char *adamw = R"(func.func @f(%p: tensor<3x2xf32>, %g: tensor<3x2xf32>,
+      %m: tensor<3x2xf32>, %v: tensor<3x2xf32>, %lr: tensor<f64>,
+      %t: tensor<i64>, %g0: tensor<2x2xf32>, %g1: tensor<1x2xf32>)
+      -> (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>,
+          tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>) {
+    %a:3 = tcc.adamw_update %p, %g, %m, %v, %lr, %t : (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<f64>, tensor<i64>) -> (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>)
+    %b:3 = tcc.adamw_update %p, %g0, %m, %v, %lr, %t : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<f64>, tensor<i64>) -> (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>)
+    %c:3 = tcc.adamw_update %b#0, %g1, %b#1, %b#2, %lr, %t {element_offset = 4 : i64} : (tensor<3x2xf32>, tensor<1x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<f64>, tensor<i64>) -> (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>)
+    return %a#0, %a#1, %a#2, %c#0, %c#1, %c#2 : tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
+  })";
+  std::vector<float> g = {0.5f, -1.25f, 2.0f, 0.125f, -0.75f, 3.0f};
+  Array p = f32({3, 2}, {1, -2, 3, -4, 5, -6});
+  Array m = f32({3, 2}, {0.1f, 0.2f, -0.3f, 0.4f, 0.0f, -0.1f});
+  Array v = f32({3, 2}, {0.01f, 0.02f, 0.03f, 0.0f, 0.05f, 0.06f});
+  Array lr = makeArray<double>("", DType::F64, {}, {1e-2}),
+        t = i64({}, {3});
+  std::vector<Array> r =
+      run(adamw, {p, f32({3, 2}, {g[0], g[1], g[2], g[3], g[4], g[5]}), m, v,
+                  lr, t, f32({2, 2}, {g[0], g[1], g[2], g[3]}),
+                  f32({1, 2}, {g[4], g[5]})});
+  ASSERT_EQ(r.size(), 6u);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(r[i].bytes, r[i + 3].bytes) << "result " << i;
+  EXPECT_NE(r[0].bytes, p.bytes); // the update changed every element
+
+  const char *sgd = R"(func.func @f(%p: tensor<4xf32>, %g: tensor<4xf32>,
+      %buf: tensor<4xf32>, %lr: tensor<f64>, %g0: tensor<3xf32>,
+      %g1: tensor<1xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+    %a:2 = tcc.sgd_update %p, %g, %lr, %buf {momentum = 0.9 : f64, weight_decay = 0.1 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+    %b:2 = tcc.sgd_update %p, %g0, %lr, %buf {momentum = 0.9 : f64, weight_decay = 0.1 : f64} : (tensor<4xf32>, tensor<3xf32>, tensor<f64>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+    %c:2 = tcc.sgd_update %b#0, %g1, %lr, %b#1 {element_offset = 3 : i64, momentum = 0.9 : f64, weight_decay = 0.1 : f64} : (tensor<4xf32>, tensor<1xf32>, tensor<f64>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+    return %a#0, %a#1, %c#0, %c#1 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  })";
+  r = run(sgd, {f32({4}, {1, 2, 3, 4}), f32({4}, {0.5f, -0.5f, 1.5f, 2.5f}),
+                f32({4}, {0.1f, 0.2f, 0.3f, 0.4f}), lr,
+                f32({3}, {0.5f, -0.5f, 1.5f}), f32({1}, {2.5f})});
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0].bytes, r[2].bytes);
+  EXPECT_EQ(r[1].bytes, r[3].bytes);
+  // By hand: d = g + 0.1 * p, buf' = 0.9 * buf + d (element 3: 2.9, 3.26).
+  expectValues(r[1], {0.69, -0.12, 2.07, 3.26});
+}
+
 TEST_F(InterpTest, EveryTccOpHasAKernel) {
   std::vector<std::string> ops = tcc::interp::supportedOps();
   for (RegisteredOperationName name : context.getRegisteredOperations()) {

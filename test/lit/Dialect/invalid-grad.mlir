@@ -136,10 +136,10 @@ func.func @cross_entropy_grad_result(%l: tensor<4x5xf32>, %t: tensor<4xi64>, %g:
 
 // -----
 
-func.func @sgd_types(%p: tensor<4xf32>, %g: tensor<3xf32>, %lr: tensor<f64>) -> tensor<4xf32> {
-  // expected-error @+1 {{'tcc.sgd_update' op param, grad and new_param types differ}}
-  %0 = tcc.sgd_update %p, %g, %lr : (tensor<4xf32>, tensor<3xf32>, tensor<f64>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
+func.func @sgd_types(%p: tensor<4x2xf32>, %g: tensor<2x4xf32>, %lr: tensor<f64>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{'tcc.sgd_update' op grad must have the param's type, or be a block of whole rows of it (dim 0) starting at a row's first element (element_offset 0)}}
+  %0 = tcc.sgd_update %p, %g, %lr : (tensor<4x2xf32>, tensor<2x4xf32>, tensor<f64>) -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
 }
 
 // -----
@@ -169,8 +169,25 @@ func.func @sgd_buffer_type(%p: tensor<4xf32>, %lr: tensor<f64>, %b: tensor<4xf64
 // -----
 
 func.func @adamw_types(%p: tensor<4xf32>, %m: tensor<2x2xf32>, %lr: tensor<f64>, %t: tensor<i64>) {
-  // expected-error @+1 {{'tcc.adamw_update' op param, grad, moments and results must share one type}}
+  // expected-error @+1 {{'tcc.adamw_update' op param, moments and results must share one type}}
   %0:3 = tcc.adamw_update %p, %p, %m, %p, %lr, %t : (tensor<4xf32>, tensor<4xf32>, tensor<2x2xf32>, tensor<4xf32>, tensor<f64>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_block_outside(%p: tensor<4xf32>, %g: tensor<2xf32>, %lr: tensor<f64>, %t: tensor<i64>) {
+  // A block update's gradient covers elements [3, 5) of a 4-element param.
+  // expected-error @+1 {{'tcc.adamw_update' op the block [3, 5) of grad's elements is not inside the param's 4 elements}}
+  %0:3 = tcc.adamw_update %p, %g, %p, %p, %lr, %t {element_offset = 3 : i64} : (tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_block_dtype(%p: tensor<4xf32>, %g: tensor<2xf64>, %lr: tensor<f64>) {
+  // expected-error @+1 {{'tcc.sgd_update' op grad's element type differs from the param's}}
+  %0 = tcc.sgd_update %p, %g, %lr {element_offset = 2 : i64} : (tensor<4xf32>, tensor<2xf64>, tensor<f64>) -> tensor<4xf32>
   return
 }
 

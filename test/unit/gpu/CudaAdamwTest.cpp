@@ -99,11 +99,21 @@ TEST(CudaAdamwGroups, RunsOfIndependentCallsWithOneKey) {
   // A step reading what an earlier one writes ends the run there.
   tcc::rt::Function dep = base;
   dep.steps[4].inputs[1] = dep.steps[1].outputs[0]; // grad := new p1
+  // (counted as p4's size: a smaller gradient would be a block update,
+  // which is never grouped)
+  dep.values[size_t(dep.steps[1].outputs[0])].elements =
+      dep.values[size_t(dep.steps[4].inputs[0])].elements;
   EXPECT_EQ(groups(dep), (Groups{{0, 1, 2}, {4, 5, 6}}));
   // ... and one writing what an earlier one reads.
   tcc::rt::Function war = base;
   war.steps[5].outputs[1] = war.steps[0].inputs[1]; // new exp_avg := g0
   EXPECT_EQ(groups(war), (Groups{{0, 1, 2, 4}, {5, 6}}));
+
+  // A block update (a weight gradient made in row blocks under a memory
+  // budget) updates part of its parameter: it runs alone and ends the run.
+  tcc::rt::Function block = base;
+  block.steps[5].attrs.elementOffset = 16;
+  EXPECT_EQ(groups(block), (Groups{{0, 1, 2, 4}}));
 
   // Another lr value: its own group.
   tcc::rt::Function lr = base;
