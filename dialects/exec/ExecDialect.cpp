@@ -41,6 +41,19 @@ LogicalResult ExecDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' is a non-negative integer on a func.func";
     return verifyMemoryPlan(func);
   }
+  if (name == kReuseOperandsAttr) {
+    if (!llvm::isa<func::FuncOp>(op) || !llvm::isa<UnitAttr>(value))
+      return op->emitError()
+             << "'" << name << "' is a unit attribute on a func.func";
+    return success();
+  }
+  if (name == kReusesAttr) {
+    auto operand = llvm::dyn_cast<IntegerAttr>(value);
+    if (!operand || !llvm::isa<FusionOp>(op) || operand.getInt() < 0 ||
+        operand.getInt() >= int64_t(op->getNumOperands()))
+      return op->emitError() << "'" << name << "' is an operand number, on "
+                             << "an exec.fusion";
+  }
   if (name == kOffsetAttr) {
     auto offset = llvm::dyn_cast<IntegerAttr>(value);
     if (!offset || op->getNumResults() != 1)
@@ -54,7 +67,7 @@ LogicalResult ExecDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' has one arena offset or -1 per result";
   }
   if (name != kOffsetAttr && name != kOffsetsAttr && name != kRegionAttr &&
-      name != kInplaceOfAttr)
+      name != kInplaceOfAttr && name != kReusesAttr)
     return op->emitError() << "unknown exec attribute '" << name << "'";
   // The rest is checked with the whole plan, by the function's verifier.
   auto func = op->getParentOfType<func::FuncOp>();

@@ -157,15 +157,22 @@ std::string describe(const Buffer &buffer) {
   return text;
 }
 
-LogicalResult verifyInPlace(func::FuncOp func, const BufferLiveness &live,
-                            const Buffer &buffer, int64_t argNumber) {
+/// `holders` maps an argument to the buffer that holds its storage now:
+/// the argument's, or the last in-place result of it (a chain of block
+/// updates of one parameter, each reading the previous one's result).
+LogicalResult
+verifyInPlace(func::FuncOp func, const BufferLiveness &live,
+              const Buffer &buffer, int64_t argNumber,
+              llvm::DenseMap<int64_t, const Buffer *> &holders) {
   Operation *op = buffer.def;
   Block &block = func.getBody().front();
   if (argNumber < 0 || argNumber >= int64_t(block.getNumArguments()))
     return op->emitOpError()
            << "result #" << buffer.resultNumber << " is in place of argument #"
            << argNumber << ", which does not exist";
-  const Buffer *arg = live.lookup(block.getArgument(argNumber));
+  const Buffer *&arg = holders[argNumber];
+  if (!arg)
+    arg = live.lookup(block.getArgument(argNumber));
   bool isOperand = arg && llvm::any_of(op->getOperands(), [&](Value v) {
                      return live.lookup(v) == arg;
                    });
@@ -183,10 +190,41 @@ LogicalResult verifyInPlace(func::FuncOp func, const BufferLiveness &live,
            << "result #" << buffer.resultNumber << " (" << buffer.bytes
            << " bytes) is in place of "
            << "argument #" << argNumber << " (" << arg->bytes << " bytes)";
+  arg = &buffer;
   return success();
 }
 
 } // namespace
+
+bool tcc::readsElementwise(Operation *op, unsigned operand) {
+  auto fusion = dyn_cast<exec::FusionOp>(op);
+  if (!fusion || fusion->getNumResults() != 1 ||
+      operand >= fusion->getNumOperands())
+    return false;
+  auto result = dyn_cast<RankedTensorType>(fusion->getResult(0).getType());
+  auto input = dyn_cast<RankedTensorType>(fusion->getOperand(operand).getType());
+  if (!result || !input || result.getShape() != input.getShape() ||
+      !result.getElementType().isIntOrFloat() ||
+      !input.getElementType().isIntOrFloat() ||
+      result.getElementTypeBitWidth() != input.getElementTypeBitWidth())
+    return false;
+  Block &body = fusion.getBody().front();
+  for (Operation &inner : body.without_terminator())
+    if (!inner.hasTrait<OpClass::Elementwise>() &&
+        !isa<tcc::ConstantOp, tcc::BroadcastOp>(inner))
+      return false;
+  for (Operation *user : body.getArgument(operand).getUsers()) {
+    if (isa<exec::YieldOp>(user))
+      continue;
+    if (!user->hasTrait<OpClass::Elementwise>() ||
+        llvm::any_of(user->getResultTypes(), [&](Type t) {
+          auto r = dyn_cast<RankedTensorType>(t);
+          return !r || r.getShape() != result.getShape();
+        }))
+      return false;
+  }
+  return true;
+}
 
 LogicalResult tcc::verifyMemoryPlan(func::FuncOp func) {
   FailureOr<BufferLiveness> computed = computeBufferLiveness(func);
@@ -199,7 +237,7 @@ LogicalResult tcc::verifyMemoryPlan(func::FuncOp func) {
     arenaBytes = attr.getInt();
 
   SmallVector<const Buffer *> arena;
-  llvm::DenseSet<int64_t> claimedArgs;
+  llvm::DenseMap<int64_t, const Buffer *> holders;
   for (Buffer &buffer : live.buffers) {
     if (!buffer.def)
       continue;
@@ -218,12 +256,8 @@ LogicalResult tcc::verifyMemoryPlan(func::FuncOp func) {
         return op->emitOpError()
                << "result #" << buffer.resultNumber
                << " is in place but has no " << kInplaceOfAttr;
-      if (!claimedArgs.insert(*plan.inplaceOf).second)
-        return op->emitOpError()
-               << "result #" << buffer.resultNumber
-               << " is in place of argument #" << *plan.inplaceOf
-               << ", which another result already reuses";
-      if (failed(verifyInPlace(func, live, buffer, *plan.inplaceOf)))
+      if (failed(
+              verifyInPlace(func, live, buffer, *plan.inplaceOf, holders)))
         return failure();
       continue;
     }
@@ -256,6 +290,15 @@ LogicalResult tcc::verifyMemoryPlan(func::FuncOp func) {
           earlier->start <= later->end && later->start <= earlier->end;
       bool overlap = earlier->offset < later->offset + later->bytes &&
                      later->offset < earlier->offset + earlier->bytes;
+      // A fusion writing over the operand that dies at it (exec.reuses).
+      auto reuses = later->def->getAttrOfType<IntegerAttr>(kReusesAttr);
+      if (reuses && later->start == earlier->end &&
+          later->offset == earlier->offset && later->bytes == earlier->bytes &&
+          reuses.getInt() >= 0 &&
+          reuses.getInt() < int64_t(later->def->getNumOperands()) &&
+          live.lookup(later->def->getOperand(reuses.getInt())) == earlier &&
+          readsElementwise(later->def, unsigned(reuses.getInt())))
+        continue;
       if (liveTogether && overlap && later->bytes && earlier->bytes) {
         InFlightDiagnostic diag = later->def->emitOpError()
                                   << describe(*later) << " overlaps "

@@ -30,6 +30,12 @@ constexpr llvm::StringLiteral kOffsetAttr = "exec.offset";
 constexpr llvm::StringLiteral kOffsetsAttr = "exec.offsets";
 constexpr llvm::StringLiteral kRegionAttr = "exec.region";
 constexpr llvm::StringLiteral kInplaceOfAttr = "exec.inplace_of";
+/// On an exec.fusion whose result takes the storage of operand #N, which
+/// dies at the fusion (readsElementwise), under --memory-budget.
+constexpr llvm::StringLiteral kReusesAttr = "exec.reuses";
+/// On a function (a unit attribute): plan such reuse in it
+/// (tcc-rematerialize sets it on @train_step under a tight budget).
+constexpr llvm::StringLiteral kReuseOperandsAttr = "exec.reuse_operands";
 
 /// Where a value's bytes live.
 enum class BufferRegion { Arena, InPlace, Input, Constant, Param };
@@ -72,6 +78,13 @@ std::optional<int64_t> alignedBufferBytes(mlir::Type type);
 /// in-place reuse is the planner's decision. Fails with an error on the
 /// function if it has several blocks or a result cannot be sized.
 mlir::FailureOr<BufferLiveness> computeBufferLiveness(mlir::func::FuncOp func);
+
+/// Whether `fusion` (an exec.fusion) may write its result over operand
+/// #`operand`'s bytes: an elementwise kernel (elementwise ops, broadcasts
+/// and splat constants only) whose result has the operand's shape and
+/// element width, reading the operand through ops of the result's shape
+/// only, so output element i is computed from operand element i alone.
+bool readsElementwise(mlir::Operation *fusion, unsigned operand);
 
 /// Checks the `exec.*` plan on `func` against liveness recomputed from the
 /// IR; emits an error naming both ops on the first violation.

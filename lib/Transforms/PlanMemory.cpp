@@ -25,7 +25,8 @@ namespace {
 
 /// Moves the results of in-place ops (InPlaceOpInterface: optimizer
 /// updates) into the storage of the argument they replace when that
-/// argument dies at the op.
+/// argument dies at the op, or of the argument an in-place result they
+/// replace holds (a chain of block updates of one parameter).
 unsigned assignInPlace(BufferLiveness &live) {
   llvm::DenseSet<unsigned> claimed;
   unsigned count = 0;
@@ -41,14 +42,54 @@ unsigned assignInPlace(BufferLiveness &live) {
     if (it == live.bufferOf.end())
       continue;
     const Buffer &arg = live.buffers[it->second];
-    if (arg.region != BufferRegion::Input || arg.end != buffer.start ||
-        arg.bytes != buffer.bytes || !claimed.insert(it->second).second)
+    if ((arg.region != BufferRegion::Input &&
+         arg.region != BufferRegion::InPlace) ||
+        arg.end != buffer.start || arg.bytes != buffer.bytes ||
+        !claimed.insert(it->second).second)
       continue;
     buffer.region = BufferRegion::InPlace;
-    buffer.inplaceOf = cast<BlockArgument>(arg.value).getArgNumber();
+    buffer.inplaceOf = arg.region == BufferRegion::InPlace
+                           ? arg.inplaceOf
+                           : cast<BlockArgument>(arg.value).getArgNumber();
     ++count;
   }
   return count;
+}
+
+/// Under a memory budget: an elementwise fusion's result takes the arena
+/// storage of an operand that dies at it (readsElementwise). Returns, per
+/// buffer taking another's storage, that buffer (the first of a chain);
+/// the chain's first buffer lives to its last member's end.
+llvm::DenseMap<unsigned, unsigned> reuseOperands(BufferLiveness &live) {
+  llvm::DenseMap<unsigned, unsigned> takes;
+  llvm::DenseSet<unsigned> claimed;
+  SmallVector<int64_t> ownEnd;
+  for (const Buffer &buffer : live.buffers)
+    ownEnd.push_back(buffer.end);
+  for (auto [idx, buffer] : llvm::enumerate(live.buffers)) {
+    if (buffer.region != BufferRegion::Arena || !buffer.def)
+      continue;
+    for (auto [i, operand] : llvm::enumerate(buffer.def->getOperands())) {
+      auto it = live.bufferOf.find(operand);
+      if (it == live.bufferOf.end())
+        continue;
+      unsigned o = it->second;
+      const Buffer &in = live.buffers[o];
+      if (o == idx || in.region != BufferRegion::Arena ||
+          ownEnd[o] != buffer.start || in.bytes != buffer.bytes ||
+          claimed.contains(o) || !readsElementwise(buffer.def, unsigned(i)))
+        continue;
+      claimed.insert(o);
+      unsigned root = takes.count(o) ? takes.lookup(o) : o;
+      takes[unsigned(idx)] = root;
+      live.buffers[root].end = std::max(live.buffers[root].end, buffer.end);
+      buffer.def->setAttr(
+          kReusesAttr,
+          Builder(buffer.def->getContext()).getI64IntegerAttr(int64_t(i)));
+      break;
+    }
+  }
+  return takes;
 }
 
 /// Places the arena buffers in `order`, each at the smallest gap between
@@ -140,11 +181,16 @@ struct PlanMemoryPass : tcc::impl::PlanMemoryBase<PlanMemoryPass> {
       return signalPassFailure();
     unsigned inplace = assignInPlace(*live);
     numInplace += inplace;
+    for (Operation &op : func.getBody().front())
+      op.removeAttr(kReusesAttr);
+    llvm::DenseMap<unsigned, unsigned> takes;
+    if (func->hasAttr(kReuseOperandsAttr))
+      takes = reuseOperands(*live);
 
     SmallVector<unsigned> arena;
     int64_t naive = 0;
     for (auto [idx, buffer] : llvm::enumerate(live->buffers))
-      if (buffer.region == BufferRegion::Arena) {
+      if (buffer.region == BufferRegion::Arena && !takes.count(idx)) {
         arena.push_back(idx);
         naive += buffer.bytes;
       }
@@ -166,6 +212,8 @@ struct PlanMemoryPass : tcc::impl::PlanMemoryBase<PlanMemoryPass> {
       live->buffers = std::move(sizePlan);
       peak = sizePeak;
     }
+    for (auto [buffer, root] : takes)
+      live->buffers[buffer].offset = live->buffers[root].offset;
     plannedBytes += peak;
     if (report) {
       // No placement can beat the most bytes live at one op.

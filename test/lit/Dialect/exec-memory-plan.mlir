@@ -104,3 +104,64 @@ func.func @stale_reshape(%x: tensor<4x4xf32>) -> tensor<16xf32> attributes {exec
   %r = tcc.reshape %a {exec.offset = 64 : i64} : (tensor<4x4xf32>) -> tensor<16xf32>
   return %r : tensor<16xf32>
 }
+
+// -----
+
+// A chain of block updates of one parameter: the second reads the first's
+// result, which holds argument #0's storage, so it is in place of #0 too.
+func.func @inplace_chain(%p: tensor<4xf32>, %g: tensor<2xf32>) -> tensor<4xf32> attributes {exec.arena_bytes = 0 : i64} {
+  %lr = tcc.constant {exec.region = "constant"} dense<1.0e-1> : tensor<f64>
+  %p1 = tcc.sgd_update %p, %g, %lr {exec.region = "inplace", exec.inplace_of = 0 : i64} : (tensor<4xf32>, tensor<2xf32>, tensor<f64>) -> tensor<4xf32>
+  %p2 = tcc.sgd_update %p1, %g, %lr {element_offset = 2 : i64, exec.region = "inplace", exec.inplace_of = 0 : i64} : (tensor<4xf32>, tensor<2xf32>, tensor<f64>) -> tensor<4xf32>
+  return %p2 : tensor<4xf32>
+}
+
+// -----
+
+// ... but not two updates that both read the argument: the first would
+// clobber what the second reads.
+func.func @inplace_chain_skips(%p: tensor<4xf32>, %g: tensor<2xf32>) -> (tensor<4xf32>, tensor<4xf32>) attributes {exec.arena_bytes = 0 : i64} {
+  %lr = tcc.constant {exec.region = "constant"} dense<1.0e-1> : tensor<f64>
+  // expected-error @below {{result #0 is in place of argument #0, which is still used after 'tcc.sgd_update'}}
+  %p1 = tcc.sgd_update %p, %g, %lr {exec.region = "inplace", exec.inplace_of = 0 : i64} : (tensor<4xf32>, tensor<2xf32>, tensor<f64>) -> tensor<4xf32>
+  %p2 = tcc.sgd_update %p, %g, %lr {element_offset = 2 : i64, exec.region = "inplace", exec.inplace_of = 0 : i64} : (tensor<4xf32>, tensor<2xf32>, tensor<f64>) -> tensor<4xf32>
+  return %p1, %p2 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// An elementwise kernel may write over an operand that dies at it
+// (exec.reuses, under --memory-budget): element i is read before it is
+// written.
+func.func @reuse(%x: tensor<16xf32>) -> tensor<16xf32> attributes {exec.arena_bytes = 64 : i64} {
+  %a = exec.fusion "a" (%x) {exec.offset = 0 : i64} : (tensor<16xf32>) -> tensor<16xf32> {
+  ^bb0(%i: tensor<16xf32>):
+    %0 = tcc.exp %i : (tensor<16xf32>) -> tensor<16xf32>
+    exec.yield %0 : tensor<16xf32>
+  }
+  %b = exec.fusion "b" (%a) {exec.offset = 0 : i64, exec.reuses = 0 : i64} : (tensor<16xf32>) -> tensor<16xf32> {
+  ^bb0(%i: tensor<16xf32>):
+    %0 = tcc.neg %i : (tensor<16xf32>) -> tensor<16xf32>
+    exec.yield %0 : tensor<16xf32>
+  }
+  return %b : tensor<16xf32>
+}
+
+// -----
+
+// A kernel that reads other elements of the operand (a reversal) may not.
+func.func @reuse_not_elementwise(%x: tensor<16xf32>) -> tensor<16xf32> attributes {exec.arena_bytes = 64 : i64} {
+  // expected-note @below {{overlapped buffer defined here}}
+  %a = exec.fusion "a" (%x) {exec.offset = 0 : i64} : (tensor<16xf32>) -> tensor<16xf32> {
+  ^bb0(%i: tensor<16xf32>):
+    %0 = tcc.exp %i : (tensor<16xf32>) -> tensor<16xf32>
+    exec.yield %0 : tensor<16xf32>
+  }
+  // expected-error @below {{overlaps result #0 of 'exec.fusion' at [0, 64), which is still live}}
+  %b = exec.fusion "b" (%a) {exec.offset = 0 : i64, exec.reuses = 0 : i64} : (tensor<16xf32>) -> tensor<16xf32> {
+  ^bb0(%i: tensor<16xf32>):
+    %0 = tcc.slice %i {starts = array<i64: 15>, limits = array<i64: -1>, strides = array<i64: -1>} : (tensor<16xf32>) -> tensor<16xf32>
+    exec.yield %0 : tensor<16xf32>
+  }
+  return %b : tensor<16xf32>
+}

@@ -127,3 +127,65 @@ func.func @split(%x: tensor<32xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
   %a:2 = tcc.split %x {axis = 0 : i64, sizes = array<i64: 16, 16>} : (tensor<32xf32>) -> (tensor<16xf32>, tensor<16xf32>)
   return %a#0, %a#1 : tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+
+// A weight gradient made in two row blocks (tcc-rematerialize): the second
+// block's update reads the first's results, which hold the arguments'
+// storage, so both write in place of the parameter and its moments.
+// CHECK-LABEL: func.func @block_updates
+// CHECK-SAME: attributes {exec.arena_bytes = 64 : i64}
+// CHECK: tcc.adamw_update {{.*}} {exec.inplace_of = array<i64: 0, 1, 2>, exec.region = ["inplace", "inplace", "inplace"]}
+// CHECK: tcc.adamw_update {{.*}} {element_offset = 8 : i64, exec.inplace_of = array<i64: 0, 1, 2>, exec.region = ["inplace", "inplace", "inplace"]}
+func.func @block_updates(%p: tensor<4x4xf32>, %m: tensor<4x4xf32>, %v: tensor<4x4xf32>, %step: tensor<i64>, %x: tensor<2x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %lr = tcc.constant dense<1.0e-3> : tensor<f64>
+  %g0 = tcc.exp %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %p1, %m1, %v1 = tcc.adamw_update %p, %g0, %m, %v, %lr, %step : (tensor<4x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<f64>, tensor<i64>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>)
+  %g1 = tcc.neg %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %p2, %m2, %v2 = tcc.adamw_update %p1, %g1, %m1, %v1, %lr, %step {element_offset = 8 : i64} : (tensor<4x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<f64>, tensor<i64>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>)
+  return %p2, %m2, %v2 : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// exec.reuse_operands (tcc-rematerialize under a budget): an elementwise
+// kernel's result takes the bytes of an operand of its shape and width that
+// dies at it (exec.reuses = N). %b takes %a's bytes (its other operand is
+// broadcast) and %c %b's, so the chain needs 64 bytes, not 192; %d is a
+// reduction and %e's operand %c is returned, so neither reuses.
+// CHECK-LABEL: func.func @reuse
+// CHECK-SAME: attributes {exec.arena_bytes = 192 : i64, exec.reuse_operands}
+// CHECK: exec.fusion "a"(%{{.*}}) {exec.offset = 0 : i64}
+// CHECK: exec.fusion "b"(%{{.*}}, %{{.*}}) {exec.offset = 0 : i64, exec.reuses = 0 : i64}
+// CHECK: exec.fusion "c"(%{{.*}}) {exec.offset = 0 : i64, exec.reuses = 0 : i64}
+// CHECK: exec.fusion "d"(%{{.*}}) {exec.offset = 64 : i64}
+// CHECK: exec.fusion "e"(%{{.*}}) {exec.offset = 128 : i64}
+func.func @reuse(%x: tensor<16xf32>, %s: tensor<f32>) -> (tensor<f32>, tensor<16xf32>, tensor<16xf32>) attributes {exec.reuse_operands} {
+  %a = exec.fusion "a" (%x) : (tensor<16xf32>) -> tensor<16xf32> {
+  ^bb0(%i: tensor<16xf32>):
+    %0 = tcc.exp %i : (tensor<16xf32>) -> tensor<16xf32>
+    exec.yield %0 : tensor<16xf32>
+  }
+  %b = exec.fusion "b" (%a, %s) : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32> {
+  ^bb0(%i: tensor<16xf32>, %t: tensor<f32>):
+    %0 = tcc.broadcast %t : (tensor<f32>) -> tensor<16xf32>
+    %1 = tcc.mul %i, %0 : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+    exec.yield %1 : tensor<16xf32>
+  }
+  %c = exec.fusion "c" (%b) : (tensor<16xf32>) -> tensor<16xf32> {
+  ^bb0(%i: tensor<16xf32>):
+    %0 = tcc.neg %i : (tensor<16xf32>) -> tensor<16xf32>
+    exec.yield %0 : tensor<16xf32>
+  }
+  %d = exec.fusion "d" (%c) : (tensor<16xf32>) -> tensor<f32> {
+  ^bb0(%i: tensor<16xf32>):
+    %0 = tcc.reduce_sum %i {axes = array<i64: 0>} : (tensor<16xf32>) -> tensor<f32>
+    exec.yield %0 : tensor<f32>
+  }
+  %e = exec.fusion "e" (%c) : (tensor<16xf32>) -> tensor<16xf32> {
+  ^bb0(%i: tensor<16xf32>):
+    %0 = tcc.exp %i : (tensor<16xf32>) -> tensor<16xf32>
+    exec.yield %0 : tensor<16xf32>
+  }
+  return %d, %c, %e : tensor<f32>, tensor<16xf32>, tensor<16xf32>
+}
