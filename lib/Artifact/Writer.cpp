@@ -239,6 +239,8 @@ memoryBudgetOf(ModuleOp module, const ArtifactOptions &options) {
   b.arenaUnbudgeted = get("arena_before");
   b.stepFlops = get("step_flops");
   b.extraFlops = get("extra_flops");
+  b.blockedGradients = get("blocked_gradients");
+  b.gradientBlocks = get("gradient_blocks");
   if (auto names = remat.getAs<ArrayAttr>("recomputed"))
     for (auto name : names.getAsRange<StringAttr>())
       b.recomputed.push_back(name.str());

@@ -443,6 +443,11 @@ static LogicalResult writeMemoryBudget(llvm::raw_ostream &os,
        << "forward depth they differentiate (" << interleaved
        << " ops moved), so a weight's gradients are summed as they are "
           "made.</p>\n";
+  if (int64_t blocked = get("blocked_gradients"))
+    os << "<p>" << blocked << " weight gradients are made in "
+       << get("gradient_blocks")
+       << " row blocks, each applied to its rows of the parameter before the "
+          "next block is made (nothing else fitted).</p>\n";
   if (int64_t segments = get("segments"))
     os << "<p>Chen's sqrt(N) segments (per-value choices did not fit): 1 in "
        << segments << " cuts of the forward kept as checkpoints, the rest "

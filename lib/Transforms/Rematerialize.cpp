@@ -25,6 +25,8 @@ using namespace mlir;
 
 namespace tcc {
 
+using remat::BlockedGradients;
+using remat::blockWeightGradients;
 using remat::interleaveBackward;
 using remat::sinkLate;
 using remat::storageOf;
@@ -43,6 +45,10 @@ constexpr int64_t kFlopsPerByte = 8;
 /// Chosen candidates whose removal is tried once the plan fits (the most
 /// expensive first): each try is one lowering.
 constexpr size_t kPruneTries = 64;
+
+/// The largest d of the weight-gradient blocks' tries (no block larger
+/// than the arena budget / d): 1, 2, 4, ..., this.
+constexpr int64_t kMaxBlockDivisor = 64;
 
 int64_t bytesOf(Type type) {
   auto t = llvm::dyn_cast<RankedTensorType>(type);
@@ -275,6 +281,8 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
     LowerConfig config;
     config.roots.assign(trainingRoots().begin(), trainingRoots().end());
     config.order = order;
+    if (early)
+      step->setAttr(kReuseOperandsAttr, UnitAttr::get(step.getContext()));
     PassManager pm(module.getContext());
     for (const PipelineStage &stage : lowerStages(config))
       stage.add(pm);
@@ -419,6 +427,7 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
     bool early = before->first > arenaBudget;
     llvm::DenseSet<unsigned> chosen;
     int64_t after = before->first, segments = 0, interleaved = 0;
+    BlockedGradients blocked;
     if (early) {
       FailureOr<Outcome> found = search(module, a, arenaBudget);
       if (failed(found))
@@ -443,6 +452,37 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
             a = analyze(step);
             found = std::move(alt);
           }
+        }
+      }
+      // Nothing fits with the step's ops: large weight gradients made in
+      // row blocks, each applied before the next is made (no block larger
+      // than arenaBudget / d, d = 1, 2, 4, ... until the plan fits; of the
+      // smallest arena reached when the budget leaves none, so the error
+      // names what the blocks reach).
+      if (!found->fits) {
+        int64_t target = arenaBudget > 0 ? int64_t(arenaBudget) : found->after;
+        BlockedGradients last;
+        for (int64_t d = 1; d <= kMaxBlockDivisor; d *= 2) {
+          OwningOpRef<ModuleOp> copy = module.clone();
+          auto other = copy->lookupSymbol<func::FuncOp>("train_step");
+          BlockedGradients cut = blockWeightGradients(other, target, d);
+          if (cut.blocks == last.blocks)
+            continue; // the same step as the last try
+          last = cut;
+          FailureOr<Outcome> alt = search(*copy, analyze(other), arenaBudget);
+          if (failed(alt))
+            return signalPassFailure();
+          if (!alt->fits) {
+            if (alt->after < found->after) {
+              found->after = alt->after;
+              found->peakFunction = alt->peakFunction;
+            }
+            continue;
+          }
+          blocked = blockWeightGradients(step, target, d);
+          a = analyze(step);
+          found = std::move(alt);
+          break;
         }
       }
       if (!found->fits) {
@@ -495,7 +535,17 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
         b.getNamedAttr("extra_flops", b.getI64IntegerAttr(extraFlops)),
         b.getNamedAttr("recomputed", b.getArrayAttr(names)),
     };
-    step->setAttr("tcc.remat", b.getDictionaryAttr(fields));
+    SmallVector<NamedAttribute> all(std::begin(fields), std::end(fields));
+    if (blocked.gradients > 0) {
+      all.push_back(b.getNamedAttr("blocked_gradients",
+                                   b.getI64IntegerAttr(blocked.gradients)));
+      all.push_back(b.getNamedAttr("gradient_blocks",
+                                   b.getI64IntegerAttr(blocked.blocks)));
+    }
+    step->setAttr("tcc.remat", b.getDictionaryAttr(all));
+    // The lowering plans with the operand reuse the search measured.
+    if (early)
+      step->setAttr(kReuseOperandsAttr, b.getUnitAttr());
   }
 };
 

@@ -27,6 +27,21 @@ int64_t sinkLate(mlir::func::FuncOp step);
 /// Returns the number of ops that changed place.
 int64_t interleaveBackward(mlir::func::FuncOp step);
 
+/// What blockWeightGradients did.
+struct BlockedGradients {
+  int64_t gradients = 0; ///< weight gradients made in row blocks
+  int64_t blocks = 0;    ///< the blocks they were cut into, together
+};
+
+/// Cuts each weight gradient of `step` larger than `arenaTarget / divisor`
+/// bytes that a 2-D GEMM makes for its optimizer update alone into blocks
+/// of whole rows of at most that size (RematerializeBlocks.cpp): per
+/// block, a GEMM over a slice of the rows' operand and an update of those
+/// elements of the parameter (element_offset), reading the previous
+/// block's update. Each element is the same dot product as before.
+BlockedGradients blockWeightGradients(mlir::func::FuncOp step,
+                                      int64_t arenaTarget, int64_t divisor);
+
 /// The storage `v` is or views (through View ops).
 mlir::Value storageOf(mlir::Value v);
 

@@ -215,6 +215,10 @@ void print(const Artifact &art, std::ostream &out) {
         << "% of " << groupedDigits(b->stepFlops) << ")\n";
     for (const std::string &op : b->recomputed)
       out << "    " << op << "\n";
+    if (b->blockedGradients > 0)
+      out << "  " << b->blockedGradients
+          << " weight gradients made in row blocks (" << b->gradientBlocks
+          << " blocks), each applied to its rows before the next is made\n";
     for (const Function &fn : art.functions)
       if (fn.name == "train_step")
         printMemoryTimeline(out, fn, *b);

@@ -30,6 +30,15 @@ void readTrainingManifest(const JsonFile &file, const json &doc, Manifest &m) {
     b.arenaUnbudgeted = file.intField(*v, where, "arena_unbudgeted");
     b.stepFlops = file.intField(*v, where, "step_flops");
     b.extraFlops = file.intField(*v, where, "extra_flops");
+    for (auto [key, field] :
+         {std::make_pair("blocked_gradients", &b.blockedGradients),
+          std::make_pair("gradient_blocks", &b.gradientBlocks)})
+      if (const json *n = file.optField(*v, where, key)) {
+        *field = file.toInt(*n, std::string(where) + "." + key);
+        if (*field < 0)
+          file.bad(std::string(where) + "." + key,
+                   "must be >= 0, got " + std::to_string(*field));
+      }
     const json &ops = file.arrayField(*v, where, "recomputed");
     for (size_t i = 0; i < ops.size(); ++i)
       b.recomputed.push_back(

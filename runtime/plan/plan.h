@@ -250,9 +250,13 @@ struct FileIntegrity {
 
 /// What `tcc compile --memory-budget` decided (manifest "memory_budget"):
 /// the budget, the arena without it, the recomputed ops and their FLOPs
-/// against the step's. The planned session is the plan's own total.
+/// against the step's, the weight gradients made in row blocks. The
+/// planned session is the plan's own total.
 struct MemoryBudget {
   int64_t budget = 0, arenaUnbudgeted = 0, stepFlops = 0, extraFlops = 0;
+  /// Weight gradients made in row blocks (each block applied to its rows
+  /// before the next is made) and their blocks; 0 in older artifacts.
+  int64_t blockedGradients = 0, gradientBlocks = 0;
   std::vector<std::string> recomputed;
   /// train_step's live arena bytes without the budget, in at most
   /// kTimelineColumns columns (liveness.h's heldArenaBytes, then

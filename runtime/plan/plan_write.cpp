@@ -179,6 +179,8 @@ std::string writeManifestJson(const Manifest &m) {
                          {"arena_unbudgeted", b->arenaUnbudgeted},
                          {"step_flops", b->stepFlops},
                          {"extra_flops", b->extraFlops},
+                         {"blocked_gradients", b->blockedGradients},
+                         {"gradient_blocks", b->gradientBlocks},
                          {"recomputed", b->recomputed},
                          {"arena_timeline_unbudgeted",
                           b->arenaTimelineUnbudgeted}}});

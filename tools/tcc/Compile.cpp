@@ -154,6 +154,9 @@ static std::string budgetLine(ModuleOp module, int64_t budget,
           percent + "%)";
   if (get("interleaved_ops"))
     text += ", the micro-batches' backward passes interleaved";
+  if (int64_t blocked = get("blocked_gradients"))
+    text += ", " + std::to_string(blocked) + " weight gradients made in " +
+            std::to_string(get("gradient_blocks")) + " row blocks";
   if (int64_t segments = get("segments"))
     text += ", sqrt(N) segments: checkpoints at 1 in " +
             std::to_string(segments) + " cuts of the forward";

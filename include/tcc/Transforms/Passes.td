@@ -639,16 +639,31 @@ def Rematerialize : Pass<"tcc-rematerialize", "mlir::ModuleOp"> {
       the fallback: the forward's cuts (values that are alone live across
       their position, the residual stream between blocks) are the
       candidate checkpoints; every recomputable saved value but one in `s`
-      cuts is recomputed, for s = 1, 2, ... until the plan fits. When
-      nothing fits, the pass fails with one error naming the smallest
-      total it reached and what dominates it.
+      cuts is recomputed, for s = 1, 2, ... until the plan fits.
+    - When neither fits, large weight gradients are made in row blocks:
+      a weight gradient that a 2-D GEMM (`tcc.matmul`, `tcc.gemm` without
+      a bias) makes for its optimizer update alone, larger than the arena
+      budget / d, becomes per block of whole rows a `tcc.slice` of the
+      GEMM's row operand, the GEMM over it and the update of those
+      elements (`element_offset`), each block's update before the next
+      block's GEMM; the search above runs again on that step, for d = 1,
+      2, 4, ... 64 until it fits. Each element is the same dot product
+      (same operands, same order over the contracted dimension), so the
+      CPU step stays bitwise the same; the step attribute counts the
+      gradients and blocks (`blocked_gradients`, `gradient_blocks`, present
+      only when some were).
+      Not with global-norm clipping, loss scaling, data-parallel buckets
+      or `--accum` sums (the update does not read the GEMM directly).
+      When nothing fits, the pass fails with one error naming the
+      smallest total it reached and what dominates it.
     - Recomputed ops are clones of the forward ops with the same operands
       (dropout with the same seed and offset draws the same mask), marked
       `tcc.remat`, which also keeps CSE from merging them back: the step's
       results are bitwise those of the unbudgeted step.
     - `@train_step` gets `tcc.remat`, a dictionary for reports: the budget,
       the arena before and after, the updates moved early, the ops moved
-      late and interleaved, the segments' `s` (0 without the fallback), the step's and the
+      late and interleaved, the segments' `s` (0 without the fallback), the
+      weight gradients made in blocks and their blocks, the step's and the
       recompute's FLOPs and the recomputed values.
 
     With `budget = 0` (the default) the pass does nothing.
@@ -702,7 +717,18 @@ def PlanMemory : Pass<"tcc-plan-memory", "mlir::func::FuncOp"> {
       updates' new parameter and state, directly or as an `exec.call`) is
       written into the storage of the argument it replaces when that
       argument dies at the op and has the same size
-      (`exec.region = "inplace", exec.inplace_of = ARG`).
+      (`exec.region = "inplace", exec.inplace_of = ARG`), or of that
+      argument through a chain of such results (block updates of one
+      parameter, each reading the previous one's result).
+    - In a function marked `exec.reuse_operands` (tcc-rematerialize marks
+      @train_step when the budget needs more than the unbudgeted plan; not
+      otherwise, so unbudgeted plans stay as they were): an elementwise
+      kernel's result (an `exec.fusion`
+      of elementwise ops, broadcasts and splat constants) takes the arena
+      bytes of an operand of its shape and element width that dies at it
+      and that it reads only at the output's own index
+      (`exec.reuses = N`, checked by the verifier): element i is read
+      before it is written, by the same loop iteration or thread.
     - Offsets: greedy best-fit (each buffer takes the smallest gap between
       buffers it is live with), tried in definition order and in decreasing
       size; the lower peak is kept (`order` forces one). The plan is checked
