@@ -486,6 +486,12 @@ struct RematerializePass : impl::RematerializeBase<RematerializePass> {
         }
       }
       if (!found->fits) {
+        // The unbudgeted order may plan less than any reordered one (every
+        // update waiting for every gradient, as under loss scaling).
+        if (before->first < found->after) {
+          found->after = before->first;
+          found->peakFunction = before->second;
+        }
         int64_t total = fixedBytes + found->after;
         auto diag = module.emitError()
                     << "memory budget " << int64_t(budget)
