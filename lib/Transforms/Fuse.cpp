@@ -75,6 +75,12 @@ struct Group {
   }
 };
 
+bool isHalfTensor(Type t) {
+  auto tensor = llvm::dyn_cast<RankedTensorType>(t);
+  return tensor && (tensor.getElementType().isBF16() ||
+                    tensor.getElementType().isF16());
+}
+
 /// Whether computing the elementwise `def` at its reader `user` instead
 /// would hold more bytes across a library call (a GEMM, an attention) that
 /// runs between them: the operands that no op after `def` reads would live
@@ -121,10 +127,20 @@ bool holdsMoreAcrossCalls(Operation *def, Operation *user) {
 /// hold more bytes across a library call (holdsMoreAcrossCalls).
 bool canAbsorb(const Group &group, Operation *user, Operation *def) {
   Space space = group.readSpace(user);
+  // Inside a kernel 16-bit values stay in f32 registers (widenHalfInterior),
+  // so whether a 16-bit value is stored decides its bits, and that may not
+  // depend on what tcc-rematerialize changes. A value the backward pass
+  // read without a budget was stored: its forward op and its recomputed
+  // clone (both marked tcc.remat_stored) stay their kernels' results. And
+  // the order of the step (which the pass changes) is not weighed for them
+  // (holdsMoreAcrossCalls).
+  bool half = llvm::any_of(def->getResultTypes(), isHalfTensor);
+  if (half && def->hasAttr("tcc.remat_stored"))
+    return false;
   if (exec::isFusibleOp(def))
     return (group.inChain(user) ||
             shapeOf(def->getResult(0)) == shapeOf(user->getResult(0))) &&
-           !holdsMoreAcrossCalls(def, user);
+           (half || !holdsMoreAcrossCalls(def, user));
   if (exec::isStructuredOp(def)) {
     if (group.chainGrowsBelow(user))
       return exec::isLayoutOp(def) && def->hasOneUse();
@@ -265,12 +281,6 @@ void splitToSlices(Block &block) {
     }
     split.erase();
   }
-}
-
-bool isHalfTensor(Type t) {
-  auto tensor = llvm::dyn_cast<RankedTensorType>(t);
-  return tensor && (tensor.getElementType().isBF16() ||
-                    tensor.getElementType().isF16());
 }
 
 RankedTensorType asF32(Type t) {

@@ -230,9 +230,13 @@ void recompute(func::FuncOp step, const llvm::DenseSet<unsigned> &chosen,
   SmallVector<Operation *> ops;
   for (Operation &op : step.getBody().front())
     ops.push_back(&op);
-  llvm::DenseSet<Operation *> recomputed;
-  for (unsigned p : chosen)
+  llvm::DenseSet<Operation *> recomputed, stored;
+  for (unsigned p : chosen) {
     recomputed.insert(ops[p]);
+    if (llvm::any_of(a.ops[p]->getResults(),
+                     [&](Value r) { return a.saved.contains(r); }))
+      stored.insert(ops[p]);
+  }
   Operation *ret = step.getBody().front().getTerminator();
   llvm::DenseMap<Operation *, Operation *> clones;
   OpBuilder b(step.getContext());
@@ -248,6 +252,13 @@ void recompute(func::FuncOp step, const llvm::DenseSet<unsigned> &chosen,
     b.setInsertionPoint(before);
     Operation *c = b.clone(*op, map);
     c->setAttr("tcc.remat", b.getUnitAttr());
+    // A value the backward pass read (so stored without a budget) stays a
+    // kernel's result, in the forward and recomputed (Fuse.cpp: 16-bit
+    // kernels round only what they store).
+    if (stored.contains(op)) {
+      op->setAttr("tcc.remat_stored", b.getUnitAttr());
+      c->setAttr("tcc.remat_stored", b.getUnitAttr());
+    }
     clones[op] = c;
     return c;
   };
