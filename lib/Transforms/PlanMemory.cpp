@@ -184,7 +184,7 @@ struct PlanMemoryPass : tcc::impl::PlanMemoryBase<PlanMemoryPass> {
     for (Operation &op : func.getBody().front())
       op.removeAttr(kReusesAttr);
     llvm::DenseMap<unsigned, unsigned> takes;
-    if (func->hasAttr(kReuseOperandsAttr) && !getenv("TCC_NO_REUSE"))
+    if (func->hasAttr(kReuseOperandsAttr))
       takes = reuseOperands(*live);
 
     SmallVector<unsigned> arena;
