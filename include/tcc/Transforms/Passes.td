@@ -506,7 +506,12 @@ def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
     once, where it leaves. That is fewer roundings than the unfused graph's
     op-by-op 16-bit storage, on purpose (the fused graph is the one that
     runs); explicit casts to 16 bits in the body still round, and kernels
-    that only move elements stay 16-bit.
+    that only move elements stay 16-bit. Since which 16-bit values are
+    stored then decides the bits, no choice about them may depend on what
+    `tcc-rematerialize` changes: the rule above about library calls (which
+    depends on the order) weighs only wider values, and an op marked
+    `tcc.remat_stored` (a recomputed value's forward op and its clone, a
+    value stored without a budget) is never absorbed into a reader.
 
     Statistics (`-mlir-pass-statistics`): `kernels-before`, the launching ops
     (all but constants, `get_param`s and reshapes), and `kernels-after`,
