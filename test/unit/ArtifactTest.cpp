@@ -301,16 +301,18 @@ TEST_F(ArtifactTest, WritesAHandWrittenStep) {
   // The AdamW update writes its results over its arguments.
   const llvm::json::Object *attrs = adamw->getObject("attrs");
   ASSERT_TRUE(attrs);
-  EXPECT_EQ(attrs->size(), 4u);
+  EXPECT_EQ(attrs->size(), 5u);
   EXPECT_EQ(attrs->getNumber("beta1"), 0.9);
   EXPECT_EQ(attrs->getNumber("beta2"), 0.999);
   EXPECT_EQ(attrs->getNumber("eps"), 1e-8);
   EXPECT_EQ(attrs->getNumber("weight_decay"), 0.01);
+  EXPECT_EQ(attrs->getInteger("element_offset"), 0); // the whole parameter
   // In the file, the shortest form of each double.
   std::vector<uint8_t> planBytes = testutil::readFile(dir + "/plan.json");
   std::string planText(planBytes.begin(), planBytes.end());
   EXPECT_NE(planText.find("\"attrs\":{\"beta1\":0.9,\"beta2\":0.999,"
-                          "\"eps\":1e-08,\"weight_decay\":0.01}"),
+                          "\"eps\":1e-08,\"weight_decay\":0.01,"
+                          "\"element_offset\":0}"),
             std::string::npos);
   // Every result of the op, the absent optional new_working as -1.
   const llvm::json::Array *outs = adamw->getArray("outputs");
