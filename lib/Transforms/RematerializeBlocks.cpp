@@ -23,17 +23,27 @@ int64_t bytesOfType(Type type) {
 
 /// The GEMM that makes an update's whole gradient, with the operand whose
 /// rows (columns when transposed) are the gradient's rows: a 2-D
-/// tcc.matmul or tcc.gemm without a bias, read by the update alone.
+/// tcc.matmul or tcc.gemm without a bias, read by the update alone, or by
+/// a cast to the parameter's type read by the update alone (mixed
+/// precision: a 16-bit GEMM, an f32 parameter).
 struct GradGemm {
   Operation *op = nullptr;
-  unsigned rowsOperand = 0; ///< lhs / a
-  bool transposed = false;  ///< rows of the gradient = columns of it
+  Operation *cast = nullptr; ///< a tcc.cast between the two, or null
+  Value grad;                ///< what the update reads
+  unsigned rowsOperand = 0;  ///< lhs / a
+  bool transposed = false;   ///< rows of the gradient = columns of it
 };
 
 std::optional<GradGemm> gradGemm(Operation *update, Value grad, Value param) {
   if (grad.getType() != param.getType() || !grad.hasOneUse())
     return std::nullopt;
   Operation *def = grad.getDefiningOp();
+  CastOp cast = llvm::dyn_cast_or_null<CastOp>(def);
+  if (cast) {
+    if (!cast.getInput().hasOneUse())
+      return std::nullopt;
+    def = cast.getInput().getDefiningOp();
+  }
   if (!def || def->getBlock() != update->getBlock())
     return std::nullopt;
   auto rank2 = [](Value v) {
@@ -43,6 +53,8 @@ std::optional<GradGemm> gradGemm(Operation *update, Value grad, Value param) {
     return std::nullopt;
   GradGemm g;
   g.op = def;
+  g.cast = cast;
+  g.grad = grad;
   if (auto mm = llvm::dyn_cast<MatmulOp>(def)) {
     if (!rank2(mm.getLhs()) || !rank2(mm.getRhs()))
       return std::nullopt;
@@ -101,8 +113,18 @@ void split(Operation *update, const GradGemm &g, int64_t blocks) {
     Operation *gemm = b.clone(*g.op, gemmMap);
     gemm->getResult(0).setType(
         RankedTensorType::get({r1 - r0, cols}, gradType.getElementType()));
+    Value block = gemm->getResult(0);
+    if (g.cast) {
+      IRMapping castMap;
+      castMap.map(g.op->getResult(0), block);
+      Operation *cast = b.clone(*g.cast, castMap);
+      cast->getResult(0).setType(RankedTensorType::get(
+          {r1 - r0, cols},
+          llvm::cast<RankedTensorType>(g.grad.getType()).getElementType()));
+      block = cast->getResult(0);
+    }
     IRMapping updateMap;
-    updateMap.map(g.op->getResult(0), gemm->getResult(0));
+    updateMap.map(g.grad, block);
     if (r0 > 0)
       for (unsigned r = 0; r < update->getNumResults(); ++r)
         if (Value operand = inPlace.getInPlaceOperand(r))
@@ -114,6 +136,8 @@ void split(Operation *update, const GradGemm &g, int64_t blocks) {
   for (auto [old, now] : llvm::zip(update->getResults(), current))
     old.replaceAllUsesWith(now);
   update->erase();
+  if (g.cast)
+    g.cast->erase();
   g.op->erase();
 }
 
@@ -132,7 +156,8 @@ BlockedGradients blockWeightGradients(func::FuncOp step, int64_t arenaTarget,
         if (bytesOfType(pg->second.getType()) > largest)
           work.push_back({&op, *g});
   for (auto &[update, g] : work) {
-    int64_t bytes = bytesOfType(g.op->getResult(0).getType());
+    // The bytes the update reads (after the cast, when there is one).
+    int64_t bytes = bytesOfType(g.grad.getType());
     int64_t rows = llvm::cast<RankedTensorType>(g.op->getResult(0).getType())
                        .getDimSize(0);
     int64_t blocks = std::min(rows, (bytes + largest - 1) / largest);

@@ -34,7 +34,8 @@ struct BlockedGradients {
 };
 
 /// Cuts each weight gradient of `step` larger than `arenaTarget / divisor`
-/// bytes that a 2-D GEMM makes for its optimizer update alone into blocks
+/// bytes that a 2-D GEMM makes for its optimizer update alone (directly or
+/// through a cast to the parameter's type) into blocks
 /// of whole rows of at most that size (RematerializeBlocks.cpp): per
 /// block, a GEMM over a slice of the rows' operand and an update of those
 /// elements of the parameter (element_offset), reading the previous

@@ -647,7 +647,8 @@ def Rematerialize : Pass<"tcc-rematerialize", "mlir::ModuleOp"> {
       cuts is recomputed, for s = 1, 2, ... until the plan fits.
     - When neither fits, large weight gradients are made in row blocks:
       a weight gradient that a 2-D GEMM (`tcc.matmul`, `tcc.gemm` without
-      a bias) makes for its optimizer update alone, larger than the arena
+      a bias) makes for its optimizer update alone (or through a cast to
+      the parameter's type, under mixed precision), larger than the arena
       budget / d, becomes per block of whole rows a `tcc.slice` of the
       GEMM's row operand, the GEMM over it and the update of those
       elements (`element_offset`), each block's update before the next
