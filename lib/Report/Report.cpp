@@ -444,8 +444,9 @@ static LogicalResult writeMemoryBudget(llvm::raw_ostream &os,
        << " ops moved), so a weight's gradients are summed as they are "
           "made.</p>\n";
   if (int64_t blocked = get("blocked_gradients"))
-    os << "<p>" << blocked << " weight gradients are made in "
-       << get("gradient_blocks")
+    os << "<p>" << blocked
+       << (blocked == 1 ? " weight gradient is" : " weight gradients are")
+       << " made in " << get("gradient_blocks")
        << " row blocks, each applied to its rows of the parameter before the "
           "next block is made (nothing else fitted).</p>\n";
   if (int64_t segments = get("segments"))

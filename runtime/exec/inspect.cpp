@@ -217,7 +217,8 @@ void print(const Artifact &art, std::ostream &out) {
       out << "    " << op << "\n";
     if (b->blockedGradients > 0)
       out << "  " << b->blockedGradients
-          << " weight gradients made in row blocks (" << b->gradientBlocks
+          << (b->blockedGradients == 1 ? " weight gradient" : " weight gradients")
+          << " made in row blocks (" << b->gradientBlocks
           << " blocks), each applied to its rows before the next is made\n";
     for (const Function &fn : art.functions)
       if (fn.name == "train_step")

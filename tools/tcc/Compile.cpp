@@ -155,8 +155,10 @@ static std::string budgetLine(ModuleOp module, int64_t budget,
   if (get("interleaved_ops"))
     text += ", the micro-batches' backward passes interleaved";
   if (int64_t blocked = get("blocked_gradients"))
-    text += ", " + std::to_string(blocked) + " weight gradients made in " +
-            std::to_string(get("gradient_blocks")) + " row blocks";
+    text += ", " + std::to_string(blocked) +
+            (blocked == 1 ? " weight gradient" : " weight gradients") +
+            " made in " + std::to_string(get("gradient_blocks")) +
+            " row blocks";
   if (int64_t segments = get("segments"))
     text += ", sqrt(N) segments: checkpoints at 1 in " +
             std::to_string(segments) + " cuts of the forward";
