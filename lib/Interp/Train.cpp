@@ -121,13 +121,13 @@ bool skipped(KernelContext &ctx, Value skip) {
 
 /// The elements an optimizer update changes: [first, first + count) of
 /// its parameter, the gradient's elements from offset `first`.
-struct Block {
+struct UpdateRange {
   int64_t first = 0, count = 0;
   bool whole(int64_t n) const { return first == 0 && count == n; }
   bool contains(int64_t i) const { return i >= first && i < first + count; }
 };
 
-Block blockOf(int64_t offset, const Array &grad) {
+UpdateRange blockOf(int64_t offset, const Array &grad) {
   return {offset, grad.numElements()};
 }
 
@@ -137,7 +137,7 @@ Block blockOf(int64_t offset, const Array &grad) {
 /// A block update (`block`) rounds the block's elements only; the rest of
 /// the copy passes through.
 bool writeWorking(KernelContext &ctx, Value working, unsigned index, bool skip,
-                  Block block) {
+                  UpdateRange block) {
   if (!working)
     return true;
   if (skip) {
@@ -167,7 +167,7 @@ bool sgdUpdateKernel(KernelContext &ctx) {
   double momentum = op.getMomentum().convertToDouble();
   double weightDecay = op.getWeightDecay().convertToDouble();
   bool nesterov = op.getNesterov();
-  Block block = blockOf(op.getElementOffset(), grad);
+  UpdateRange block = blockOf(op.getElementOffset(), grad);
   auto compute = [&](auto tag) {
     using T = decltype(tag);
     const T *p = param.data<T>(), *g = grad.data<T>();
@@ -212,7 +212,7 @@ bool adamwUpdateKernel(KernelContext &ctx) {
          beta2 = op.getBeta2().convertToDouble();
   double eps = op.getEps().convertToDouble();
   double weightDecay = op.getWeightDecay().convertToDouble();
-  Block block = blockOf(op.getElementOffset(), grad);
+  UpdateRange block = blockOf(op.getElementOffset(), grad);
   if (step < 1)
     return ctx.fail("step " + std::to_string(int64_t(step)) +
                     " is not a valid AdamW step (the first update is step 1)");

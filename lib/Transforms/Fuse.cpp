@@ -135,7 +135,7 @@ bool canAbsorb(const Group &group, Operation *user, Operation *def) {
   // the order of the step (which the pass changes) is not weighed for them
   // (holdsMoreAcrossCalls).
   bool half = llvm::any_of(def->getResultTypes(), isHalfTensor);
-  if (half && def->hasAttr("tcc.remat_stored"))
+  if (half && def->hasAttr(kRematStoredAttr))
     return false;
   if (exec::isFusibleOp(def))
     return (group.inChain(user) ||

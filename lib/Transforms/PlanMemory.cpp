@@ -75,9 +75,16 @@ llvm::DenseMap<unsigned, unsigned> reuseOperands(BufferLiveness &live) {
         continue;
       unsigned o = it->second;
       const Buffer &in = live.buffers[o];
+      // Read through this operand alone: another view of the same bytes
+      // could be read at other elements.
+      auto sameBytes = [&](Value other) {
+        auto at = live.bufferOf.find(other);
+        return at != live.bufferOf.end() && at->second == o;
+      };
       if (o == idx || in.region != BufferRegion::Arena ||
           ownEnd[o] != buffer.start || in.bytes != buffer.bytes ||
-          claimed.contains(o) || !readsElementwise(buffer.def, unsigned(i)))
+          claimed.contains(o) || !readsElementwise(buffer.def, unsigned(i)) ||
+          llvm::count_if(buffer.def->getOperands(), sameBytes) != 1)
         continue;
       claimed.insert(o);
       unsigned root = takes.count(o) ? takes.lookup(o) : o;

@@ -3,6 +3,7 @@
 // are measured with the real lowering (tcc-lower-pipeline on a copy), never
 // estimated; the cost model only ranks the candidates.
 #include "RematerializeSchedule.h"
+#include "tcc/Transforms/Fuse.h"
 #include "tcc/Transforms/Passes.h"
 #include "tcc/Transforms/Pipelines.h"
 #include "tcc/Transforms/TrainStep.h"
@@ -26,6 +27,7 @@ using namespace mlir;
 namespace tcc {
 
 using remat::BlockedGradients;
+using remat::bytesOf;
 using remat::blockWeightGradients;
 using remat::interleaveBackward;
 using remat::sinkLate;
@@ -49,14 +51,6 @@ constexpr size_t kPruneTries = 64;
 /// The largest d of the weight-gradient blocks' tries (no block larger
 /// than the arena budget / d): 1, 2, 4, ..., this.
 constexpr int64_t kMaxBlockDivisor = 64;
-
-int64_t bytesOf(Type type) {
-  auto t = llvm::dyn_cast<RankedTensorType>(type);
-  if (!t || !t.getElementType().isIntOrFloat())
-    return 0;
-  int64_t width = std::max<int64_t>(8, t.getElementTypeBitWidth());
-  return t.getNumElements() * (width / 8);
-}
 
 /// An op's recompute cost: its FLOPs and the bytes it reads and writes.
 struct Cost {
@@ -256,8 +250,8 @@ void recompute(func::FuncOp step, const llvm::DenseSet<unsigned> &chosen,
     // kernel's result, in the forward and recomputed (Fuse.cpp: 16-bit
     // kernels round only what they store).
     if (stored.contains(op)) {
-      op->setAttr("tcc.remat_stored", b.getUnitAttr());
-      c->setAttr("tcc.remat_stored", b.getUnitAttr());
+      op->setAttr(kRematStoredAttr, b.getUnitAttr());
+      c->setAttr(kRematStoredAttr, b.getUnitAttr());
     }
     clones[op] = c;
     return c;

@@ -15,12 +15,6 @@ namespace tcc::remat {
 
 namespace {
 
-int64_t bytesOfType(Type type) {
-  auto t = llvm::cast<RankedTensorType>(type);
-  return t.getNumElements() *
-         std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
-}
-
 /// The GEMM that makes an update's whole gradient, with the operand whose
 /// rows (columns when transposed) are the gradient's rows: a 2-D
 /// tcc.matmul or tcc.gemm without a bias, read by the update alone, or by
@@ -49,8 +43,6 @@ std::optional<GradGemm> gradGemm(Operation *update, Value grad, Value param) {
   auto rank2 = [](Value v) {
     return llvm::cast<RankedTensorType>(v.getType()).getRank() == 2;
   };
-  if (def->getOperand(0) == def->getOperand(1))
-    return std::nullopt;
   GradGemm g;
   g.op = def;
   g.cast = cast;
@@ -66,7 +58,9 @@ std::optional<GradGemm> gradGemm(Operation *update, Value grad, Value param) {
   } else {
     return std::nullopt;
   }
-  if (llvm::cast<RankedTensorType>(grad.getType()).getDimSize(0) < 2)
+  // Slicing x in x^T x would slice both operands.
+  if (def->getOperand(0) == def->getOperand(1) ||
+      llvm::cast<RankedTensorType>(grad.getType()).getDimSize(0) < 2)
     return std::nullopt;
   return g;
 }
@@ -153,11 +147,11 @@ BlockedGradients blockWeightGradients(func::FuncOp step, int64_t arenaTarget,
   for (Operation &op : step.getBody().front())
     if (auto pg = paramAndGrad(&op))
       if (auto g = gradGemm(&op, pg->second, pg->first))
-        if (bytesOfType(pg->second.getType()) > largest)
+        if (bytesOf(pg->second.getType()) > largest)
           work.push_back({&op, *g});
   for (auto &[update, g] : work) {
     // The bytes the update reads (after the cast, when there is one).
-    int64_t bytes = bytesOfType(g.grad.getType());
+    int64_t bytes = bytesOf(g.grad.getType());
     int64_t rows = llvm::cast<RankedTensorType>(g.op->getResult(0).getType())
                        .getDimSize(0);
     int64_t blocks = std::min(rows, (bytes + largest - 1) / largest);

@@ -4,6 +4,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <algorithm>
+
 namespace tcc::remat {
 
 /// Moves each in-place update (an optimizer step) of `step` up to right
@@ -26,6 +28,15 @@ int64_t sinkLate(mlir::func::FuncOp step);
 /// together, and no micro-batch's gradient set waits for the next one.
 /// Returns the number of ops that changed place.
 int64_t interleaveBackward(mlir::func::FuncOp step);
+
+/// The bytes of a tensor of ints or floats (an i1 takes one), else 0.
+inline int64_t bytesOf(mlir::Type type) {
+  auto t = llvm::dyn_cast<mlir::RankedTensorType>(type);
+  if (!t || !t.getElementType().isIntOrFloat())
+    return 0;
+  int64_t width = std::max<int64_t>(8, t.getElementTypeBitWidth());
+  return t.getNumElements() * (width / 8);
+}
 
 /// What blockWeightGradients did.
 struct BlockedGradients {
