@@ -58,13 +58,55 @@ std::string dimsStr(llvm::ArrayRef<int64_t> dims) {
   return s;
 }
 
+/// Fails shape inference unless Einsum's equation, without its spaces (all
+/// ONNX removes), has only letters, ',' and "..." before its "->": ONNX's
+/// einsumShapeInference loops forever on any other character there (it
+/// skips one without advancing; found by scripts/fuzz.sh).
+void checkEinsumEquation(onnx::InferenceContext &ctx) {
+  const onnx::AttributeProto *attr = ctx.getAttribute("equation");
+  if (!attr)
+    return;
+  std::string eq;
+  for (char ch : attr->s())
+    if (ch != ' ')
+      eq += ch;
+  llvm::StringRef lhs = llvm::StringRef(eq).split("->").first;
+  bool ellipsis = false; // in this term
+  for (size_t i = 0; i < lhs.size();) {
+    char ch = lhs[i];
+    if (ch == '.') {
+      size_t run = lhs.find_first_not_of('.', i);
+      run = (run == llvm::StringRef::npos ? lhs.size() : run) - i;
+      if (run != 3)
+        fail_shape_inference("Einsum equation: ", run,
+                             " dots where an ellipsis is '...'");
+      if (ellipsis)
+        fail_shape_inference("Einsum equation: '...' twice in one term");
+      ellipsis = true;
+      i += 3;
+      continue;
+    }
+    if (ch == ',')
+      ellipsis = false;
+    if (!llvm::isAlpha(ch) && ch != ',') {
+      std::string what =
+          llvm::isPrint(ch)
+              ? std::string("character '") + ch + "'"
+              : "byte " + std::to_string(static_cast<unsigned char>(ch));
+      fail_shape_inference("Einsum equation: unexpected ", what,
+                           " before '->' (labels are letters)");
+    }
+    ++i;
+  }
+}
+
 /// ONNX's schema registry, except that every op's shape inference first
-/// checks an `axis` attribute against its first input's rank: some of ONNX's
-/// inference functions index dims with an unchecked axis (LayerNormalization
-/// with axis < -rank writes before its shape's first dim). An axis out of
-/// range fails the node's inference as ONNX's own checks do, and the
-/// converter then reports it.
-class AxisCheckedSchemas final : public onnx::ISchemaRegistry {
+/// checks what some of ONNX's inference functions take on trust: an `axis`
+/// attribute against its first input's rank (LayerNormalization with axis <
+/// -rank writes before its shape's first dim) and Einsum's equation
+/// (checkEinsumEquation). What is out of range fails the node's inference
+/// as ONNX's own checks do, and the converter then reports it.
+class CheckedSchemas final : public onnx::ISchemaRegistry {
 public:
   const onnx::OpSchema *GetSchema(const std::string &key, int maxInclusiveVersion,
                                   const std::string &domain) const override {
@@ -80,8 +122,10 @@ public:
       int64_t below = key == "OneHot" ? 1 : 0,
               above = key == "OneHot" || key == "Flatten" ? 1 : 0;
       it->second->TypeAndShapeInferenceFunction(
-          [inner = schema->GetTypeAndShapeInferenceFunction(), below,
-           above](onnx::InferenceContext &ctx) {
+          [inner = schema->GetTypeAndShapeInferenceFunction(), below, above,
+           einsum = key == "Einsum"](onnx::InferenceContext &ctx) {
+            if (einsum)
+              checkEinsumEquation(ctx);
             const onnx::AttributeProto *axis = ctx.getAttribute("axis");
             const onnx::TypeProto *in =
                 ctx.getNumInputs() ? ctx.getInputType(0) : nullptr;
@@ -103,9 +147,9 @@ private:
       checked;
 };
 
-/// ONNX's shape inference over `model` (may throw), with AxisCheckedSchemas.
+/// ONNX's shape inference over `model` (may throw), with CheckedSchemas.
 void inferOnnxShapes(onnx::ModelProto &model) {
-  AxisCheckedSchemas schemas;
+  CheckedSchemas schemas;
   onnx::shape_inference::InferShapes(
       model, &schemas,
       onnx::ShapeInferenceOptions(/*check_type=*/false, /*error_mode=*/0));

@@ -325,6 +325,18 @@ def layernorm_axis_below_rank():
                  [vi("y", F, [2, 3, 4, 5]), vi("mean", F, [2, 3, 4, 5])])
 
 
+def einsum_stray_dash():
+    """'-' without '>': ONNX's Einsum inference looped forever on it."""
+    node = helper.make_node("Einsum", ["x"], ["y"], name="es", equation="ij-")
+    return model([node], [vi("x", F, [3, 4])], [vi("y", F, [3])])
+
+
+def einsum_two_ellipses():
+    """'...' twice in one term: the same loop, at the second."""
+    node = helper.make_node("Einsum", ["x"], ["y"], name="es", equation="...i...->i")
+    return model([node], [vi("x", F, [2, 3, 4])], [vi("y", F, [3])])
+
+
 def attention_2d():
     """Opset 23's Attention takes 3-D or 4-D q, k, v only."""
     node = helper.make_node("Attention", ["q", "k", "v"], ["y"], name="attn")
