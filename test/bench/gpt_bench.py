@@ -87,6 +87,10 @@ def parse(argv):
     p.add_argument("--accum", type=int, default=1,
                    help="micro-batches per step: tcc compiled --accum N, PyTorch's loop "
                         "backward()s N micro-batches of --batch rows before one opt.step()")
+    p.add_argument("--memory-budget", default=None, metavar="SIZE|half-arena",
+                   help="tcc compile --memory-budget SIZE; half-arena: the unbudgeted plan's "
+                        "total minus half its arena (issue 16's 'half the activation memory'), "
+                        "measured by compiling without the budget first")
     p.add_argument("--ranks", type=int, default=1,
                    help="data-parallel ranks (mpirun -np N): tcc compiled --data-parallel, "
                         "the baselines as PyTorch DDP; --batch is per rank")
@@ -154,7 +158,8 @@ def resolve(a):
     if a.work is None and a.stage != "all":
         a.work = os.path.join(ROOT, "build-bench", "%s-%s-b%d-t%d%s" % (
             a.config, a.precision, c["batch"], c["seq"],
-            "-r%d" % a.ranks if a.ranks > 1 else "") + ("-a%d" % a.accum if a.accum > 1 else ""))
+            "-r%d" % a.ranks if a.ranks > 1 else "") + ("-a%d" % a.accum if a.accum > 1 else "")
+            + ("-m%s" % a.memory_budget if a.memory_budget else ""))
     a.strip_weights = a.stage == "compile" and not a.keep_weights
     if a.cuda_arch is None:
         a.cuda_arch = "sm_90"
@@ -280,6 +285,13 @@ def fmt_table(a, c, res):
             "%.2f" % (r["peak"] / GIB) if r["peak"] else "-",
             100 * r["mfu"], "%.2f" % (r["median_s"] / tcc_m) if tcc_m else "-"))
     return lines
+
+
+def flavour(opts):
+    """The compile options beside config, precision and shape, as words."""
+    return "".join([", data parallel" if opts["data_parallel"] else "",
+                    ", --accum %d" % opts["accum"] if opts["accum"] > 1 else "",
+                    ", --memory-budget %s" % opts["memory_budget"] if opts["memory_budget"] else ""])
 
 
 def report(a, c, res):
@@ -427,17 +439,17 @@ def main(argv=None):
             with open(os.path.join(work, tcc_side.META)) as f:
                 meta = json.load(f)
             want = dict(config=a.config, precision=a.precision, data_parallel=a.ranks > 1,
-                        accum=a.accum)
+                        accum=a.accum, memory_budget=a.memory_budget)
             got = dict(config=meta["config"], precision=meta["precision"],
-                       data_parallel=meta.get("data_parallel", False), accum=meta.get("accum", 1))
+                       data_parallel=meta.get("data_parallel", False), accum=meta.get("accum", 1),
+                       memory_budget=meta.get("memory_budget_flag"))
             if want != got or any(meta["model"][k] != c[k] for k in ("batch", "seq", "layers", "embd", "vocab")):
                 raise SystemExit("%s was compiled for %s %s (batch %d, seq %d%s), not %s %s (batch %d, "
                                  "seq %d%s)"
                                  % (work, meta["config"], meta["precision"], meta["model"]["batch"],
                                     meta["model"]["seq"],
-                                    ", data parallel" if got["data_parallel"] else "",
-                                    a.config, a.precision, c["batch"], c["seq"],
-                                    ", data parallel" if want["data_parallel"] else ""))
+                                    flavour(got), a.config, a.precision, c["batch"], c["seq"],
+                                    flavour(want)))
             if meta["seed"] != a.seed:
                 print("note: compiled with seed %d, running with --seed %d (only names and shapes "
                       "come from the compile)" % (meta["seed"], a.seed))

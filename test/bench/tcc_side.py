@@ -73,6 +73,12 @@ def compile_stage(a, c, work):
             cmd += ["--data-parallel"]
         if a.accum > 1:
             cmd += ["--accum", str(a.accum)]
+        budget = None
+        if a.memory_budget:
+            budget = a.memory_budget
+            if budget == "half-arena":
+                budget = half_arena_budget(a, cmd, tmp)
+            cmd += ["--memory-budget", str(budget)]
         if a.device == "cpu":
             cmd += ["--no-cuda"]
         elif a.cuda_arch != "default":
@@ -95,7 +101,8 @@ def compile_stage(a, c, work):
         os.remove(weights)
         stripped = True
     meta = dict(config=a.config, model=c, seed=a.seed, precision=a.precision,
-                device=a.device, data_parallel=a.ranks > 1, accum=a.accum, compile_s=round(compile_s, 2), export_s=round(export_s, 2),
+                device=a.device, data_parallel=a.ranks > 1, accum=a.accum,
+                memory_budget_flag=a.memory_budget, memory_budget=budget, compile_s=round(compile_s, 2), export_s=round(export_s, 2),
                 onnx_bytes=onnx_bytes, artifact_files=sizes, artifact_bytes=total,
                 artifact_bytes_without_weights=total - sizes.get("weights.safetensors", 0),
                 weights_stripped=stripped, summary=r.stdout.strip(),
@@ -308,6 +315,25 @@ def run_tcc(a, c, art, data, work, env=None):
                 loss=[float(r["loss"]) for r in rows], wall=wall,
                 process_peak=poller.peak if poller else None,
                 process_peak_how=poller.how if poller else None, output=out)
+
+
+def half_arena_budget(a, cmd, tmp):
+    """--memory-budget half-arena: compile CMD (the compile without a budget)
+    without the CUDA fatbin, and return its session total minus half its
+    arena, as `tcc-run inspect` counts them."""
+    plain = os.path.join(tmp, "unbudgeted.tcc")
+    r = subprocess.run(cmd + ["--no-cuda", "-o", plain], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        sys.stdout.write(r.stdout)
+        raise SystemExit("tcc compile without the budget failed (exit %d)" % r.returncode)
+    _, mem = inspect(a, plain)
+    if "total" not in mem or "arena" not in mem:
+        raise SystemExit("tcc-run inspect %s: no session total or arena" % plain)
+    budget = mem["total"] - mem["arena"] // 2
+    print("half-arena: unbudgeted total %d bytes, arena %d: budget %d bytes"
+          % (mem["total"], mem["arena"], budget), flush=True)
+    return budget
 
 
 def inspect(a, art):

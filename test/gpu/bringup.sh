@@ -15,6 +15,8 @@
 #     bench-fp32, bench-bf16   test/bench/gpt_bench.py --stage run, GPT-2
 #                 124M, PyTorch eager and torch.compile in the same run,
 #                 tcc-run --profile
+#     bench-VARIANT   the GPT-2 variants of bench-config.sh's EXTRA_BENCHES
+#                 (a memory budget, --accum) that were carried
 #     bench-pad-fp32, bench-pad-bf16   test/bench/pad_skip_bench.py --stage
 #                 run: a BERT-base-size encoder at 0-75% padding, --pad-skip
 #                 auto vs off, and PyTorch eager on the padded batch
@@ -27,11 +29,12 @@
 # MODELS_ONLY (check_models.py --only: a comma list of case names),
 # SANITIZERS=0 (skip memcheck and racecheck), BENCH_PRECISIONS ("fp32
 # bf16"), BENCH_BASELINES_fp32 / _bf16 (gpt_bench.py --baselines),
-# PAD_BENCH=0 (skip bench-pad), PAD_PRECISIONS ("fp32 bf16").
+# PAD_BENCH=0 (skip bench-pad), PAD_PRECISIONS ("fp32 bf16"), ATTENTION=0
+# (skip the attention kernels' benchmark).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-# The pad-skipping benchmark's model (bundle.sh compiles with the same).
-PAD_ARGS="--batch 16 --seq 512 --hidden 768 --heads 12 --layers 12 --vocab 8192 --steps 15"
+# PAD_ARGS, EXTRA_BENCHES, extra_work (bundle.sh compiles with the same).
+source test/gpu/bench-config.sh
 ROOT=$PWD
 # Logs go to build-bundle/out; the device tool returns at most 8 files, so
 # $OUT gets summary.txt (written as the steps finish) and logs.tgz (at exit).
@@ -136,7 +139,7 @@ if [[ " $PHASES " == *" 2 "* ]]; then
   TB=${TB:-150}
   # The attention kernels alone at GPT-2's shape: this tree's, the A/B
   # commit's (bundle.sh) and PyTorch's sdpa, one after the other.
-  if [[ -x build-bundle/bin/attention-bench ]]; then
+  if [[ ${ATTENTION:-1} == 1 && -x build-bundle/bin/attention-bench ]]; then
     {
       timeout 60 "$BIN/attention-bench"
       [[ -x build-bundle/bin/attention-bench-ab ]] &&
@@ -163,6 +166,22 @@ if [[ " $PHASES " == *" 2 "* ]]; then
     [[ -f $w/profile.json ]] && cp "$w/profile.json" "$OUTD/profile-$p.json"
     grep -E "^\|" "$OUTD/bench-$p.log" | head -8 | tee -a "$OUTD/summary.txt"
   done
+  # The variants of EXTRA_BENCHES (bench-config.sh) that were carried.
+  while read -r p flag bl; do
+    w=$(extra_work "$p" "$flag")
+    [[ -d $w ]] || continue
+    name=bench-$(basename "$w" | sed 's/^gpt2-124m-//')
+    extra=(--work "$w" --baselines "${bl/none/}")
+    [[ $p == fp32 ]] && extra+=(--tf32)
+    [[ $bl == none ]] && extra+=(--no-profile)
+    PYTHONUNBUFFERED=1 TCC_BENCH_NO_DOCS=1 timeout "$TB" python3 test/bench/gpt_bench.py \
+      --config gpt2-124m --stage run --device cuda --precision $p "$flag" "${extra[@]}" \
+      --steps "${BENCH_STEPS:-10}" --warmup "${BENCH_WARMUP:-3}" --tcc "$W" \
+      >"$OUTD/$name.log" 2>&1
+    stamp "$name: exit $?"
+    [[ -f $w/section.md ]] && cp "$w/section.md" "$OUTD/section-${name#bench-}.md"
+    grep -E "^\||^tcc compile" "$OUTD/$name.log" | head -8 | tee -a "$OUTD/summary.txt"
+  done <<<"$EXTRA_BENCHES"
   for p in ${PAD_PRECISIONS:-fp32 bf16}; do
     w=build-bench/pad-skip-cuda$([[ $p == fp32 ]] || echo "-$p")
     [[ ${PAD_BENCH:-1} == 1 && -d $w ]] || continue

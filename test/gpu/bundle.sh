@@ -42,9 +42,9 @@ for p in fp32 bf16; do
     echo "$HEAD_COMMIT" >$w/.tcc-commit
   fi
 done
-# Pad-skipping on the GPU (test/bench/pad_skip_bench.py; bringup.sh passes
-# the same model flags to its run stage).
-PAD_ARGS=$(sed -n 's/^PAD_ARGS="\(.*\)"$/\1/p' test/gpu/bringup.sh)
+# Pad-skipping on the GPU (test/bench/pad_skip_bench.py) and the GPT-2
+# variants: bench-config.sh says which, for bringup.sh too.
+source test/gpu/bench-config.sh
 for p in fp32 bf16; do
   w=build-bench/pad-skip-cuda$([[ $p == fp32 ]] || echo "-$p")
   if ! fresh $w/bert-off.tcc/plan.json $w; then
@@ -53,6 +53,14 @@ for p in fp32 bf16; do
     echo "$HEAD_COMMIT" >$w/.tcc-commit
   fi
 done
+while read -r p flag bl; do
+  w=$(extra_work "$p" "$flag")
+  if ! fresh $w/model.tcc/plan.json $w; then
+    "$PY" test/bench/gpt_bench.py --config gpt2-124m --stage compile --device cuda \
+      --tcc build/bin --precision $p "$flag" --work "$w"
+    echo "$HEAD_COMMIT" >$w/.tcc-commit
+  fi
+done <<<"$EXTRA_BENCHES"
 mkdir -p build-bundle/bin build-bundle/lib build-carry
 cp $B/bin/tcc-run $B/bin/tcc-gpu-tests build-bundle/bin/
 # The attention kernels timed alone (test/bench/attention_bench.cpp), built
@@ -78,5 +86,7 @@ for l in $(ldd $B/bin/tcc-run | awk '/openblas|gfortran|quadmath/ {print $3}'); 
   cp -L "$l" build-bundle/lib/
 done
 tar -czf build-carry/bundle.tgz --exclude=build-bundle/out --exclude=build-bundle/wrap --exclude="build-bundle/*.tgz" --exclude=build-bundle/summary.txt build-bundle
-du -sh build-carry/bundle.tgz build-bench/gpt2-* build-bench/pad-skip-cuda*
-echo "carry: build-carry build-bench/gpt2-124m-fp32-b8-t1024 build-bench/gpt2-124m-bf16-b8-t1024 build-bench/pad-skip-cuda build-bench/pad-skip-cuda-bf16"
+extras=$(while read -r p flag bl; do extra_work "$p" "$flag"; done <<<"$EXTRA_BENCHES" | tr '\n' ' ')
+carry="build-carry build-bench/gpt2-124m-fp32-b8-t1024 build-bench/gpt2-124m-bf16-b8-t1024 build-bench/pad-skip-cuda build-bench/pad-skip-cuda-bf16 $extras"
+du -shc $carry
+echo "carry: $carry"
