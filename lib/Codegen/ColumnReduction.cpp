@@ -17,6 +17,15 @@ std::optional<ColumnReduction> columnReduction(exec::FusionOp fusion) {
   Block &body = fusion.getBody().front();
   auto yield = llvm::cast<exec::YieldOp>(body.getTerminator());
   Operation *op = yield.getValues()[0].getDefiningOp();
+  // A 16-bit result: the f32 sum, rounded once as it leaves.
+  StringRef half;
+  if (auto cast = llvm::dyn_cast_or_null<CastOp>(op)) {
+    half = halfName(elementType(cast.getResult()));
+    op = cast.getInput().getDefiningOp();
+    if (half.empty() || !op || !op->hasOneUse() ||
+        !elementType(op->getResult(0)).isF32())
+      return std::nullopt;
+  }
   if (!op || !llvm::isa<ReduceSumOp, ReduceMeanOp>(op))
     return std::nullopt;
   Value input = op->getOperand(0);
@@ -35,7 +44,7 @@ std::optional<ColumnReduction> columnReduction(exec::FusionOp fusion) {
   int64_t inner = product(in.drop_front(axes.size()));
   if (axes.empty() || count < 2 || inner < 2)
     return std::nullopt;
-  return ColumnReduction{op, count, inner};
+  return ColumnReduction{op, count, inner, half};
 }
 
 /// The row slices of a column reduction's block path: enough that no warp
@@ -67,11 +76,14 @@ bool KernelWriter::writeColumnReduction() {
   // each output's sum keeps its order (the same bits).
   std::string type = ctype(input);
   auto resultOf = [&](const std::string &acc) {
-    return llvm::isa<ReduceMeanOp>(op) ? "static_cast<" + type + ">(" + acc +
-                                             " / static_cast<double>(" +
-                                             countText + "))"
-                                       : "static_cast<" + type + ">(" + acc +
-                                             ")";
+    std::string sum =
+        llvm::isa<ReduceMeanOp>(op)
+            ? "static_cast<" + type + ">(" + acc + " / static_cast<double>(" +
+                  countText + "))"
+            : "static_cast<" + type + ">(" + acc + ")";
+    // A 16-bit output's bits, rounded as the cast after the sum rounds it.
+    return cr->half.empty() ? sum
+                            : "tcc_k::f32_to_" + cr->half.str() + "(" + sum + ")";
   };
   constexpr int64_t Block = 64;
   os << "#if !TCC_KERNEL_GRID\n";

@@ -49,9 +49,14 @@ ArrayRef<int64_t> shapeOf(Value v);
 struct ColumnReduction {
   Operation *op = nullptr;
   int64_t count = 0, inner = 0;
+  /// The output's 16-bit storage type ("bf16", "f16"), where the f32 sum is
+  /// rounded to it as it leaves (the cast widenHalfInterior puts last);
+  /// empty for an f32 or f64 output.
+  StringRef half;
 };
 
-/// The fusion's column reduction, or nullopt when it yields none.
+/// The fusion's column reduction (a float sum or mean over leading dims,
+/// alone or rounded to 16 bits), or nullopt when it yields none.
 std::optional<ColumnReduction> columnReduction(exec::FusionOp fusion);
 /// The launch of a column reduction's kernel (launchShape): none below
 /// kBlockReduceRows rows, else a block per kBlockReduceColumns outputs, the

@@ -186,7 +186,9 @@ TEST_F(CodegenTest, ColumnReductionSlicesFillAWave) {
 
 // The two-stage block path (slices of rows, the last block of a tile adding
 // their sums), run by the emulation: 600 rows in 2 slices, a mean of 1000
-// in 3 (the last 332 rows), 2100 bf16 rows in 8 (the last 259). Every case
+// in 3 (the last 332 rows), 2100 bf16 rows in 8 (the last 259; also
+// summed to a bf16 result, and 600 f16 rows to an f16 mean: the block path
+// rounds the sum as the cast after it would). Every case
 // of checkVectorPath (its launch, fewer warps and slices, one block, three
 // launches, blocks in shuffled orders, each run twice) gives the host
 // kernel's bits, which checkAgainstInterpreter pins to the interpreter's:
@@ -199,7 +201,10 @@ TEST_F(CodegenTest, ColumnReductionSlicesMatchTheHost) {
   EXPECT_CONTAINS(*source, "A column reduction of 2100 rows: a block per 32 "
                            "outputs and slice of rows (8 slices)");
   EXPECT_CONTAINS(*source, "atomicAdd(arrival, 1u)");
-  EXPECT_EQ(checkAgainstInterpreter(*module, /*specials=*/true), 3);
+  EXPECT_CONTAINS(*source, "out[i] = tcc_k::f32_to_bf16(static_cast<float>(total));");
+  EXPECT_CONTAINS(*source, "out[i] = tcc_k::f32_to_f16(static_cast<float>(total / "
+                           "static_cast<double>(600)));");
+  EXPECT_EQ(checkAgainstInterpreter(*module, /*specials=*/true), 5);
   std::set<int64_t> slices;
   EXPECT_EQ(checkVectorPath(*module, /*specials=*/true, nullptr, &slices), 0);
   EXPECT_EQ(slices, (std::set<int64_t>{2, 3, 8}));

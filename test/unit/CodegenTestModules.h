@@ -271,16 +271,21 @@ inline constexpr const char *kColumn = R"mlir(
 
 // Column reductions whose CUDA block path splits the rows into slices
 // (launchShape: 2, 3 and 8 slices; ragged last slices and column tiles),
-// sum and mean, f32 and bf16 (cast) inputs.
+// sum and mean, f32 and bf16 (cast) inputs, and bf16 and f16 results (a
+// micro-batch's bias gradient under --accum: the f32 sum rounded once).
 inline constexpr const char *kColumnSlices = R"mlir(
   func.func @slices(%x: tensor<600x40xf32>, %y: tensor<10x100x33xf32>,
-                    %h: tensor<2100x9xbf16>)
-      -> (tensor<40xf32>, tensor<33xf32>, tensor<9xf32>) {
+                    %h: tensor<2100x9xbf16>, %g: tensor<3x200x40xf16>)
+      -> (tensor<40xf32>, tensor<33xf32>, tensor<9xf32>, tensor<9xbf16>,
+          tensor<40xf16>) {
     %0 = tcc.reduce_sum %x {axes = array<i64: 0>} : (tensor<600x40xf32>) -> tensor<40xf32>
     %1 = tcc.reduce_mean %y {axes = array<i64: 0, 1>} : (tensor<10x100x33xf32>) -> tensor<33xf32>
     %2 = tcc.cast %h : (tensor<2100x9xbf16>) -> tensor<2100x9xf32>
     %3 = tcc.reduce_sum %2 {axes = array<i64: 0>} : (tensor<2100x9xf32>) -> tensor<9xf32>
-    return %0, %1, %3 : tensor<40xf32>, tensor<33xf32>, tensor<9xf32>
+    %4 = tcc.reduce_sum %h {axes = array<i64: 0>} : (tensor<2100x9xbf16>) -> tensor<9xbf16>
+    %5 = tcc.reduce_mean %g {axes = array<i64: 0, 1>} : (tensor<3x200x40xf16>) -> tensor<40xf16>
+    return %0, %1, %3, %4, %5 : tensor<40xf32>, tensor<33xf32>, tensor<9xf32>,
+                                tensor<9xbf16>, tensor<40xf16>
   }
 )mlir";
 
