@@ -160,6 +160,8 @@ def resolve(a):
             a.config, a.precision, c["batch"], c["seq"],
             "-r%d" % a.ranks if a.ranks > 1 else "") + ("-a%d" % a.accum if a.accum > 1 else "")
             + ("-m%s" % a.memory_budget if a.memory_budget else ""))
+    if a.work is not None:
+        a.work = os.path.abspath(a.work)  # the profile runs in it
     a.strip_weights = a.stage == "compile" and not a.keep_weights
     if a.cuda_arch is None:
         a.cuda_arch = "sm_90"
