@@ -173,7 +173,6 @@ if [[ " $PHASES " == *" 2 "* ]]; then
     name=bench-$(basename "$w" | sed 's/^gpt2-124m-//')
     extra=(--work "$w" --baselines "${bl/none/}")
     [[ $p == fp32 ]] && extra+=(--tf32)
-    [[ $bl == none ]] && extra+=(--no-profile)
     PYTHONUNBUFFERED=1 TCC_BENCH_NO_DOCS=1 timeout "$TB" python3 test/bench/gpt_bench.py \
       --config gpt2-124m --stage run --device cuda --precision $p "$flag" "${extra[@]}" \
       --steps "${BENCH_STEPS:-10}" --warmup "${BENCH_WARMUP:-3}" --tcc "$W" \
