@@ -88,14 +88,8 @@ void checkEinsumEquation(onnx::InferenceContext &ctx) {
     }
     if (ch == ',')
       ellipsis = false;
-    if (!llvm::isAlpha(ch) && ch != ',') {
-      std::string what =
-          llvm::isPrint(ch)
-              ? std::string("character '") + ch + "'"
-              : "byte " + std::to_string(static_cast<unsigned char>(ch));
-      fail_shape_inference("Einsum equation: unexpected ", what,
-                           " before '->' (labels are letters)");
-    }
+    else if (!llvm::isAlpha(ch))
+      fail_shape_inference("Einsum equation: a label that is not a letter");
     ++i;
   }
 }
