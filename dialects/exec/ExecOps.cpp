@@ -152,13 +152,35 @@ LogicalResult FusionOp::verify() {
   auto yield = llvm::dyn_cast<YieldOp>(body.getTerminator());
   if (!yield)
     return emitOpError("body must end in 'exec.yield'");
-  if (yield.getValues().size() != 1)
+  if (yield.getValues().size() != getNumResults())
     return emitOpError("yields ")
-           << yield.getValues().size() << " values; a kernel computes one";
-  if (yield.getValues()[0].getType() != getResult().getType())
-    return emitOpError("yields ")
-           << yield.getValues()[0].getType() << " but its result is "
-           << getResult().getType();
+           << yield.getValues().size() << " values but has "
+           << getNumResults() << " results";
+  for (auto [i, value, result] :
+       llvm::enumerate(yield.getValues(), getResults()))
+    if (value.getType() != result.getType())
+      return emitOpError("yields ")
+             << value.getType() << " as value #" << i << " but its result #"
+             << i << " is " << result.getType();
+  if (getNumResults() == 1)
+    return success();
+  // Stores: elementwise prologue values of a reduction, of its input's shape.
+  Operation *reduction = getStructuredOp();
+  if (!reduction || !isa<tcc::ReduceSumOp, tcc::ReduceMeanOp, tcc::ReduceMaxOp,
+                         tcc::ReduceMinOp>(reduction))
+    return emitOpError("has ")
+           << getNumResults()
+           << " results; only a reduction's kernel stores prologue values";
+  ArrayRef<int64_t> inputShape = shapeOf(reduction->getOperand(0));
+  for (auto [i, value] : llvm::enumerate(yield.getValues().drop_front())) {
+    Operation *def = value.getDefiningOp();
+    if (!def || !isFusibleOp(def) || epilogue.contains(value) ||
+        shapeOf(value) != inputShape)
+      return emitOpError("result #")
+             << i + 1
+             << " must be an elementwise prologue value of the reduction, of "
+                "its input's shape";
+  }
   return success();
 }
 

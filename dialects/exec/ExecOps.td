@@ -13,7 +13,7 @@ class Exec_Op<string mnemonic, list<Trait> traits = []>
 def Exec_FusionOp : Exec_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock]> {
   let summary = "one generated kernel: fused elementwise ops around one layout or reduction op or one chain of layout ops";
   let description = [{
-    One generated kernel computing the single result. Its block arguments
+    One generated kernel computing its result (and the stores below). Its block arguments
     are the operands, so codegen sees the kernel's parameters explicitly;
     splat constants live inside. `name` identifies the kernel in reports and
     in generated code. The kernel computes each element of the result once
@@ -50,6 +50,23 @@ def Exec_FusionOp : Exec_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock]> {
       structured op is never recomputed; other operands broadcast as usual
       (`sqrt(reduce_sum(...))`, a mean's scaling).
 
+    **Stores**: a kernel whose structured op is a reduction may have more
+    results than the first. Result k >= 1 is a prologue value the kernel
+    also writes out where it computes it (yielded k-th): an elementwise op
+    of the reduction input's shape, so every element of it is computed
+    exactly once in a launch (a reduction reads each input element once,
+    and along the path to it no op broadcasts). The gradient a bias
+    gradient sums is also read by the weight and input gradients' GEMMs;
+    as a store of the reduction's kernel it is computed and written in the
+    pass that sums it, one launch instead of two.
+    ```mlir
+    %b, %g = exec.fusion "fused_3" (%dy, %h) : (tensor<16x64xf32>, tensor<16x64xf32>) -> (tensor<64xf32>, tensor<16x64xf32>) {
+    ^bb0(%a: tensor<16x64xf32>, %c: tensor<16x64xf32>):
+      %0 = tcc.gelu_grad %a, %c : (tensor<16x64xf32>, tensor<16x64xf32>) -> tensor<16x64xf32>
+      %1 = tcc.reduce_sum %0 {axes = array<i64: 0>} : (tensor<16x64xf32>) -> tensor<64xf32>
+      exec.yield %1, %0 : tensor<64xf32>, tensor<16x64xf32>
+    }
+    ```
     A body without a structured op is a plain elementwise kernel over the
     result shape. `tcc.split` (several results) is never a body op: tcc-fuse
     rewrites it into one `tcc.slice` per result first. Layout ops move bits,
@@ -78,15 +95,21 @@ def Exec_FusionOp : Exec_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock]> {
     ```
   }];
   let arguments = (ins StrAttr:$name, Variadic<AnyRankedTensor>:$inputs);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    $name `(` $inputs `)` attr-dict `:` functional-type($inputs, $result) $body
+    $name `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
   }];
   let extraClassDeclaration = [{
     /// The body's structured op (layout or reduction; of a layout chain, its
     /// last layout op), or null for a purely elementwise kernel.
     ::mlir::Operation *getStructuredOp();
+    /// The kernel's result (its launch space): result 0. Results 1.. are
+    /// the stored prologue values of a reduction (see the description).
+    ::mlir::Value getResult() { return getResults().front(); }
+    ::mlir::Value getResult(unsigned i) { return getOperation()->getResult(i); }
+    /// The stored prologue values: results 1...
+    ::mlir::ResultRange getStores() { return getResults().drop_front(); }
   }];
   let hasVerifier = 1;
 }

@@ -339,7 +339,8 @@ LogicalResult FunctionBuilder::step(Operation *op, rt::Function &fp) {
   if (auto fusion = llvm::dyn_cast<exec::FusionOp>(op)) {
     s.kind = rt::Step::Kernel;
     s.symbol = codegen::kernelSymbol(fusion);
-    s.elements = fusion.getResult().getType().getNumElements();
+    s.elements = llvm::cast<RankedTensorType>(fusion.getResult().getType())
+                     .getNumElements();
     // A kernel whose root op's result is in packed row order
     // (tcc-pack-tokens) runs over the valid rows.
     if (Operation *root = fusion.getBody().front().getTerminator()
@@ -348,7 +349,8 @@ LogicalResult FunctionBuilder::step(Operation *op, rt::Function &fp) {
       if (auto rows = root->getAttrOfType<IntegerAttr>(kTokenRowsAttr))
         s.tokenRows = rows.getInt();
     ins.assign(fusion.getInputs().begin(), fusion.getInputs().end());
-    outs.push_back(fusion.getResult());
+    // The result, then the stores (the kernel's inputs[N + k - 1]).
+    outs.assign(fusion.getResults().begin(), fusion.getResults().end());
   } else if (!llvm::isa<exec::CallOp>(op)) {
     s.kind = rt::Step::Collective;
     ins.assign(op->getOperands().begin(), op->getOperands().end());

@@ -121,7 +121,8 @@ bool KernelWriter::writeColumnReduction() {
   // (warps)-th row of the slice, so each warp reads 32 adjacent columns of
   // a row; the warps' double partial sums are added in warp order. With
   // one slice the block writes the outputs. With several, each block
-  // writes its 32 sums to the workspace (inputs[N], "workspace_bytes":
+  // writes its 32 sums to the workspace (inputs[N + stores],
+  // "workspace_bytes":
   // [slice][column] doubles, then a counter per column tile), and the
   // block that arrives last at a tile's counter adds the slices' sums in
   // slice order, writes the outputs and sets the counter back to 0 for the
@@ -158,7 +159,8 @@ bool KernelWriter::writeColumnReduction() {
          " ? rowBegin + per : " + countText + ";");
     line("double *sums = slices > 1 ? static_cast<double *>(const_cast<void "
          "*>(inputs[" +
-         std::to_string(fusion.getInputs().size()) + "])) : nullptr;");
+         std::to_string(fusion.getInputs().size() + fusion.getStores().size()) +
+         "])) : nullptr;");
     first = "int64_t r = rowBegin + w;";
     bound = "rowEnd";
   }

@@ -278,8 +278,16 @@ std::string KernelWriter::valueAt(Value v, StringRef idx) {
       name = r;
     }
   }
-  if (!failed)
-    scopes.back()[key] = name;
+  if (failed)
+    return "";
+  scopes.back()[key] = name;
+  // A store: written where it is computed (once per element a launch).
+  if (auto it = stores.find(v); it != stores.end()) {
+    std::string half = halfName(elementType(v)).str();
+    line(it->second + "[" + idx.str() + "] = " +
+         (half.empty() ? name : "tcc_k::f32_to_" + half + "(" + name + ")") +
+         ";");
+  }
   return name;
 }
 
@@ -346,9 +354,22 @@ LogicalResult KernelWriter::write() {
   std::string outCType = storageType(outType.getElementType())->str();
   os << "  " << outCType << " *out = static_cast<" << outCType
      << " *>(output);\n";
+  // The stores' buffers follow the inputs in the argument array.
+  auto yield = llvm::cast<exec::YieldOp>(body.getTerminator());
+  for (auto [k, value] : llvm::enumerate(yield.getValues().drop_front())) {
+    std::string type = storageType(elementType(value))->str();
+    std::string name = "s" + std::to_string(k + 1);
+    os << "  " << type << " *" << name << " = static_cast<" << type
+       << " *>(const_cast<void *>(inputs["
+       << body.getNumArguments() + k << "]));\n";
+    stores[value] = name;
+  }
   if (outType.getNumElements() == 0) {
     // Nothing to compute (and no index arithmetic to divide by zero).
-    os << "  (void)inputs;\n  (void)out;\n  (void)begin;\n  (void)end;\n}\n";
+    os << "  (void)inputs;\n  (void)out;\n  (void)begin;\n  (void)end;\n";
+    for (const auto &store : stores)
+      os << "  (void)" << store.second << ";\n";
+    os << "}\n";
     return success();
   }
   // The CUDA variant reads and writes 16 bytes per access (TCC_VECTOR_LOOP)

@@ -12,6 +12,7 @@
 #include "tcc/TccOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -225,6 +226,9 @@ private:
   int64_t outElements = 0;
   SmallVector<unsigned> laneArgs; ///< in order of first read
   int64_t width = 1;
+  /// The stores (exec.fusion's results 1..): the yielded body value ->
+  /// its buffer's name in the kernel (s1, s2, ...).
+  llvm::MapVector<Value, std::string> stores;
   /// (value, index expression) -> C++ name, one map per open C++ block.
   SmallVector<std::map<std::pair<void *, std::string>, std::string>> scopes;
 };

@@ -782,7 +782,10 @@ LogicalResult writeReport(ModuleOp trained, ModuleOp lowered,
   func.walk([&](exec::FusionOp fusion) {
     ++groups;
     os << "<tr><td>" << escape(fusion.getName()) << "</td><td><code>"
-       << typeString(fusion.getType()) << "</code></td><td>";
+       << typeString(fusion.getResult().getType());
+    for (Value stored : fusion.getStores())
+      os << ", stores " << typeString(stored.getType());
+    os << "</code></td><td>";
     llvm::ListSeparator sep(", ");
     for (Operation &inner : fusion.getBody().front())
       if (!llvm::isa<exec::YieldOp>(inner))

@@ -3,13 +3,17 @@
 // of layout ops with the reshapes between them (exec::isLayoutOp).
 //
 // Groups are grown backwards from a root (the last op of the chain), taking a
-// producer only when every use of it is already inside the group. So no value
-// is computed twice, and the group is convex (no path leaves it and comes
-// back), which is what makes replacing it by one op legal. A layout chain's
+// producer only when every use of it is already inside the group, or, for a
+// store, every use outside comes after the kernel. So no value is computed
+// twice, and the group is convex (no path leaves it and comes back), which
+// is what makes replacing it by one op legal. A layout chain's
 // ops each have one use (the next op), so it is a tree under its last op.
 // tcc.split is first rewritten into one tcc.slice per result (a kernel has
-// one result).
+// one result). A reduction's kernel may also store prologue values that
+// other ops read (exec.fusion's stores): a bias gradient's sum and the
+// gradient the GEMMs read are one kernel.
 #include "exec/ExecOps.h"
+#include "exec/MemoryPlan.h"
 #include "tcc/Transforms/Fuse.h"
 #include "tcc/Transforms/Passes.h"
 
@@ -59,6 +63,15 @@ struct Group {
   /// Whether an elementwise root may take a structured producer as its
   /// group's structured op (off when that would delay it, see fuseBlock).
   bool epilogueMayTakeStructured = true;
+  /// Prologue ops of a reduction that other ops read too: the kernel also
+  /// stores their values (exec.fusion's results 1..), in this order.
+  llvm::SetVector<Operation *> stores;
+  /// Whether the group may take stores: not where the memory plan lets an
+  /// elementwise kernel's result take a dying operand's storage
+  /// (exec.reuse_operands, under a tight --memory-budget), which a
+  /// reduction's kernel never gets (readsElementwise), so a store there
+  /// would cost the plan that operand's bytes.
+  bool storesAllowed = true;
 
   bool contains(Operation *op) const { return ops.contains(op); }
   bool inChain(Operation *op) const {
@@ -181,13 +194,45 @@ SmallVector<Operation *> reshapesIntoChain(const Group &group, Operation *user,
   return ops;
 }
 
+/// Whether `def`, a prologue producer of the group's reduction that ops
+/// outside the group read too, may join as a store (a value the kernel
+/// writes where it computes it): an elementwise op of the reduction
+/// input's shape (so the reduction's one pass computes each element of it
+/// once), every reader inside reading it in the prologue, every reader
+/// outside after the reduction (where the kernel runs), no launch outside
+/// the group between it and the reduction (the kernel computes it there, so
+/// its operands would live across that launch: a new peak the memory plan
+/// did not have), and no packed token rows (whose kernels run over the
+/// valid rows only) on it or the reduction.
+bool canStore(const Group &group, Operation *def) {
+  Operation *reduction = group.structured;
+  if (!group.storesAllowed || !reduction ||
+      !llvm::isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(
+          reduction) ||
+      !exec::isFusibleOp(def) || def->getNumResults() != 1 ||
+      shapeOf(def->getResult(0)) != shapeOf(reduction->getOperand(0)) ||
+      def->hasAttr(kTokenRowsAttr) || reduction->hasAttr(kTokenRowsAttr))
+    return false;
+  for (Operation *u : def->getUsers()) {
+    if (group.contains(u) ? group.readSpace(u) != Space::Prologue
+                          : !reduction->isBeforeInBlock(u))
+      return false;
+  }
+  for (Operation *op = def->getNextNode(); op != reduction;
+       op = op->getNextNode())
+    if (!group.contains(op) && launchesKernel(op))
+      return false;
+  return true;
+}
+
 /// Grows the group rooted at `root`: repeatedly absorbs an operand's
 /// producer (see canAbsorb) whose uses are all in the group and all read it
 /// in the same space (so it is computed once, in one place), until nothing
 /// changes (a producer used twice may qualify only once both of its users
-/// are in). A reshape under a chain op joins with the layout or elementwise
-/// op below it (a reshape between a kernel input and its reader stays a
-/// view).
+/// are in); a reduction's prologue producer read outside too joins as a
+/// store (canStore). A reshape under a chain op joins with the layout or
+/// elementwise op below it (a reshape between a kernel input and its reader
+/// stays a view).
 void growGroup(Operation *root, Group &group,
                const llvm::DenseSet<Operation *> &taken) {
   Block *block = root->getBlock();
@@ -218,8 +263,11 @@ void growGroup(Operation *root, Group &group,
         Space space = group.readSpace(user);
         if (!llvm::all_of(def->getUsers(), [&](Operation *u) {
               return group.contains(u) && group.readSpace(u) == space;
-            }))
-          continue;
+            })) {
+          if (space != Space::Prologue || !canStore(group, def))
+            continue;
+          group.stores.insert(def);
+        }
         group.ops.insert(def);
         group.space[def] = space;
         if (exec::isStructuredOp(def)) {
@@ -232,6 +280,12 @@ void growGroup(Operation *root, Group &group,
       }
     }
   }
+  // A producer taken as a store before its other readers joined is an
+  // ordinary prologue op.
+  group.stores.remove_if([&](Operation *def) {
+    return llvm::all_of(def->getUsers(),
+                        [&](Operation *u) { return group.contains(u); });
+  });
 }
 
 /// Whether an epilogue op of `group` reads a value defined after the
@@ -353,6 +407,22 @@ Value widenHalfInterior(Block *body, Value result, Type resultType) {
   return CastOp::create(b, result.getLoc(), resultType, result);
 }
 
+/// The body value a store yields for `value` (of type `type` outside the
+/// kernel) after widenHalfInterior. A 16-bit value it widened to f32 is
+/// rounded to 16 bits where it is computed, and the kernel reads the
+/// rounded value, as the reduction read the stored value before fusion: the
+/// store yields the rounding cast.
+Value storedValue(Value value, Type type) {
+  if (value.getType() == type)
+    return value;
+  OpBuilder b(value.getContext());
+  b.setInsertionPointAfterValue(value);
+  auto rounded = CastOp::create(b, value.getLoc(), type, value);
+  auto wide = CastOp::create(b, value.getLoc(), value.getType(), rounded);
+  value.replaceAllUsesExcept(wide.getResult(), rounded);
+  return rounded.getResult();
+}
+
 /// Replaces the ops of `group` (root = `root`) by one exec.fusion, placed
 /// where its structured op was (see epilogueWaits), else at the root.
 void outlineGroup(Operation *root, Group &group, StringRef name) {
@@ -382,9 +452,12 @@ void outlineGroup(Operation *root, Group &group, StringRef name) {
     inputTypes.push_back(v.getType());
     inputLocs.push_back(v.getLoc());
   }
+  SmallVector<Type> resultTypes{root->getResult(0).getType()};
+  for (Operation *def : group.stores)
+    resultTypes.push_back(def->getResult(0).getType());
   auto fusion = exec::FusionOp::create(
-      builder, root->getLoc(), root->getResult(0).getType(),
-      builder.getStringAttr(name), inputs.getArrayRef());
+      builder, root->getLoc(), resultTypes, builder.getStringAttr(name),
+      inputs.getArrayRef());
   Block *body =
       builder.createBlock(&fusion.getBody(), {}, inputTypes, inputLocs);
   IRMapping mapping;
@@ -395,10 +468,16 @@ void outlineGroup(Operation *root, Group &group, StringRef name) {
     builder.clone(*op, mapping);
   Value result = widenHalfInterior(body, mapping.lookup(root->getResult(0)),
                                    root->getResult(0).getType());
+  SmallVector<Value> yielded{result};
+  for (Operation *def : group.stores)
+    yielded.push_back(storedValue(mapping.lookup(def->getResult(0)),
+                                  def->getResult(0).getType()));
   builder.setInsertionPointToEnd(body);
-  exec::YieldOp::create(builder, root->getLoc(), result);
+  exec::YieldOp::create(builder, root->getLoc(), yielded);
 
   root->getResult(0).replaceAllUsesWith(fusion.getResult());
+  for (auto [def, stored] : llvm::zip(group.stores, fusion.getStores()))
+    def->getResult(0).replaceAllUsesWith(stored);
   for (Operation *op : llvm::reverse(ops))
     op->erase();
   for (Operation *c : constants)
@@ -439,16 +518,19 @@ struct FusePass : tcc::impl::FuseBase<FusePass> {
     splitToSlices(block);
     llvm::DenseSet<Operation *> taken;
     SmallVector<std::pair<Operation *, Group>> groups;
+    bool storesAllowed = !block.getParentOp()->hasAttr(kReuseOperandsAttr);
     for (Operation &op : llvm::reverse(block)) {
       if (taken.contains(&op) ||
           (!exec::isFusibleOp(&op) && !exec::isStructuredOp(&op)))
         continue;
       Group group;
+      group.storesAllowed = storesAllowed;
       growGroup(&op, group, taken);
       if (group.structured && group.structured != &op &&
           epilogueWaits(group)) {
         // The structured op roots its own group later in the walk.
         group = Group();
+        group.storesAllowed = storesAllowed;
         group.epilogueMayTakeStructured = false;
         growGroup(&op, group, taken);
       }

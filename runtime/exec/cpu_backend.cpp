@@ -503,15 +503,19 @@ void CpuBackend::runStep(size_t fnIndex, size_t s,
     return;
   }
   if (step.kind == Step::Kernel) {
+    // The inputs, then the stores' buffers (outputs 1..).
+    const size_t args = step.inputs.size() + step.outputs.size() - 1;
     const void *stackInputs[16];
     std::vector<const void *> heapInputs;
     const void **inputs = stackInputs;
-    if (step.inputs.size() > 16) {
-      heapInputs.resize(step.inputs.size());
+    if (args > 16) {
+      heapInputs.resize(args);
       inputs = heapInputs.data();
     }
     for (size_t i = 0; i < step.inputs.size(); ++i)
       inputs[i] = ptrs[step.inputs[i]];
+    for (size_t o = 1; o < step.outputs.size(); ++o)
+      inputs[step.inputs.size() + o - 1] = ptrs[step.outputs[o]];
     // Over packed token rows: the valid ones, the rest written as zero.
     int64_t elements = step.elements;
     if (step.tokenRows > 0)

@@ -646,12 +646,17 @@ void CudaBackend::prepare(const Bindings &b) {
     const Function &fn = art.functions[f];
     for (size_t s = 0; s < fn.steps.size(); ++s) {
       const Step &step = fn.steps[s];
-      if (step.kind != Step::Kernel || step.inputs.empty())
+      if (step.kind != Step::Kernel ||
+          (step.inputs.empty() && step.outputs.size() == 1 &&
+           plans[f].steps[s].rowSlices <= 1))
         continue;
       at.push_back({f, s});
       offsets.push_back(table.size());
+      // The inputs, the stores' buffers (outputs 1..), the workspace.
       for (int64_t v : step.inputs)
         table.push_back(b.functions[f].ptrs[v]);
+      for (size_t o = 1; o < step.outputs.size(); ++o)
+        table.push_back(b.functions[f].ptrs[step.outputs[o]]);
       if (plans[f].steps[s].rowSlices > 1)
         table.push_back(kernelScratch + plans[f].steps[s].scratchOffset);
     }

@@ -161,6 +161,9 @@ std::vector<KernelSignature> kernelTable(const Plan &plan) {
       sig.symbol = step.symbol;
       const Value &out = fn.values[step.outputs.at(0)];
       sig.output = {out.dtype, out.elements};
+      for (size_t o = 1; o < step.outputs.size(); ++o)
+        sig.stores.push_back({fn.values[step.outputs[o]].dtype,
+                              fn.values[step.outputs[o]].elements});
       std::vector<bool> same;
       for (int64_t id : step.inputs) {
         sig.inputs.push_back({fn.values[id].dtype, fn.values[id].elements});
@@ -176,7 +179,11 @@ std::vector<KernelSignature> kernelTable(const Plan &plan) {
       }
       std::vector<bool> &was = elementwise[size_t(it - table.begin())];
       bool ok = it->inputs.size() == sig.inputs.size() &&
-                it->output.dtype == sig.output.dtype;
+                it->output.dtype == sig.output.dtype &&
+                it->stores.size() == sig.stores.size();
+      for (size_t o = 0; ok && o < sig.stores.size(); ++o)
+        ok = it->stores[o].dtype == sig.stores[o].dtype &&
+             it->stores[o].elements == sig.stores[o].elements;
       for (size_t i = 0; ok && i < sig.inputs.size(); ++i) {
         ok = it->inputs[i].dtype == sig.inputs[i].dtype;
         it->inputs[i].elements =

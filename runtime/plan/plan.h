@@ -210,6 +210,11 @@ struct KernelSignature {
   std::string symbol;
   std::vector<KernelBuffer> inputs;
   KernelBuffer output;
+  /// The prologue values a reduction's kernel also writes (plan "stores",
+  /// absent when none; exec.fusion's results 1..): buffers after the inputs
+  /// in the argument array, each of exactly these elements. A kernel step's
+  /// outputs are its output, then these.
+  std::vector<KernelBuffer> stores;
   /// CUDA launch: one block of `blockThreads` threads per this many
   /// consecutive outputs (a column reduction whose warps split the rows;
   /// "outputs_per_block" and "block_threads", absent when 0: any launch

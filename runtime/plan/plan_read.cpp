@@ -51,6 +51,17 @@ std::vector<KernelSignature> readKernels(const JsonFile &file,
     for (size_t j = 0; j < ins.size(); ++j)
       k.inputs.push_back(buffer(ins[j], JsonFile::at(w + ".inputs", j)));
     k.output = buffer(file.field(list[i], w, "output"), w + ".output");
+    if (list[i].contains("stores")) {
+      const json &stores = file.arrayField(list[i], w, "stores");
+      if (stores.empty())
+        file.bad(w + ".stores", "is empty (absent when a kernel stores none)");
+      for (size_t j = 0; j < stores.size(); ++j) {
+        std::string sw = JsonFile::at(w + ".stores", j);
+        k.stores.push_back(buffer(stores[j], sw));
+        if (k.stores.back().elements == kOutputElements)
+          file.bad(sw + ".elements", "a store has its own element count");
+      }
+    }
     if (list[i].contains("outputs_per_block")) {
       k.outputsPerBlock = file.intField(list[i], w, "outputs_per_block");
       if (k.outputsPerBlock < 1 || k.outputsPerBlock > 1024)
@@ -113,9 +124,18 @@ void checkKernelStep(const JsonFile &file, const std::string &sw,
                       (exact ? "" : "up to ") + std::to_string(want) + " " +
                       data::dtypeName(b.dtype) + " elements there");
   };
+  if (step.outputs.size() != 1 + k->stores.size())
+    file.bad(sw + ".outputs",
+             std::to_string(step.outputs.size()) + " outputs, but kernel '" +
+                 step.symbol + "' writes " +
+                 std::to_string(1 + k->stores.size()) +
+                 " (its output and its stores)");
   for (size_t i = 0; i < step.inputs.size(); ++i)
     check(JsonFile::at(sw + ".inputs", i), step.inputs[i], k->inputs[i], false);
   check(JsonFile::at(sw + ".outputs", 0), step.outputs[0], k->output, true);
+  for (size_t i = 0; i < k->stores.size(); ++i)
+    check(JsonFile::at(sw + ".outputs", i + 1), step.outputs[i + 1],
+          k->stores[i], true);
 }
 
 /// What a function's values and results are checked against.
@@ -136,6 +156,9 @@ void readTokenRows(const JsonFile &file, const json &sj, const std::string &sw,
       file.bad(sw + ".token_rows",
                "a kernel over packed token rows has a positive number of "
                "them that divides its elements");
+    if (step.outputs.size() > 1)
+      file.bad(sw + ".token_rows",
+               "a kernel with stores runs over all of its rows");
   }
   static const Op rowOps[] = {
       Op::Matmul,       Op::Gemm,           Op::LayerNorm,
@@ -505,9 +528,8 @@ void readFunction(const JsonFile &file, const json &doc, const PlanContext &ctx,
       if (step.symbol.empty())
         file.bad(sw + ".symbol", "is empty");
       step.elements = file.intField(sj, sw, "elements");
-      if (step.outputs.size() != 1)
-        file.bad(sw + ".outputs", "a kernel has exactly one output, got " +
-                                      std::to_string(step.outputs.size()));
+      if (step.outputs.empty())
+        file.bad(sw + ".outputs", "a kernel has an output, got none");
       const Value &out = fn.values[step.outputs[0]];
       if (step.elements != out.elements)
         file.bad(sw + ".elements", std::to_string(step.elements) +

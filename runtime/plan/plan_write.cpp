@@ -113,6 +113,12 @@ json kernelJson(const KernelSignature &k) {
     inputs.push_back(buffer(b));
   json j = {
       {"symbol", k.symbol}, {"inputs", inputs}, {"output", buffer(k.output)}};
+  if (!k.stores.empty()) {
+    json stores = json::array();
+    for (const KernelBuffer &b : k.stores)
+      stores.push_back(buffer(b));
+    j["stores"] = stores;
+  }
   if (k.outputsPerBlock > 0) {
     j["outputs_per_block"] = k.outputsPerBlock;
     j["block_threads"] = k.blockThreads;

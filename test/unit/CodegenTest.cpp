@@ -137,7 +137,7 @@ TEST_F(CodegenTest, ColumnReductionsSplitRowsOverAWarpBlock) {
   std::map<int64_t, std::pair<int64_t, int64_t>> shapes; // by outputs
   module->walk([&](tcc::exec::FusionOp fusion) {
     codegen::LaunchShape s = codegen::launchShape(fusion);
-    shapes[fusion.getResult().getType().getNumElements()] = {
+    shapes[llvm::cast<RankedTensorType>(fusion.getResult().getType()).getNumElements()] = {
         s.outputsPerBlock, s.blockThreads};
   });
   using Shape = std::pair<int64_t, int64_t>;
@@ -173,7 +173,7 @@ TEST_F(CodegenTest, ColumnReductionSlicesFillAWave) {
     codegen::LaunchShape s = codegen::launchShape(fusion);
     EXPECT_EQ(s.outputsPerBlock, 32);
     EXPECT_EQ(s.blockThreads, 1024);
-    shapes[fusion.getResult().getType().getNumElements()] = {
+    shapes[llvm::cast<RankedTensorType>(fusion.getResult().getType()).getNumElements()] = {
         s.rowSlices, s.workspaceBytes};
   });
   using Shape = std::pair<int64_t, int64_t>;
@@ -208,6 +208,38 @@ TEST_F(CodegenTest, ColumnReductionSlicesMatchTheHost) {
   std::set<int64_t> slices;
   EXPECT_EQ(checkVectorPath(*module, /*specials=*/true, nullptr, &slices), 0);
   EXPECT_EQ(slices, (std::set<int64_t>{2, 3, 8}));
+}
+
+// Stores: each reduction's prologue value that the function also returns
+// is a result of the reduction's kernel (one kernel each, no separate
+// elementwise kernel), written where it is computed, bit for bit the
+// interpreter's (host loops) and the host kernel's (the CUDA block paths,
+// 2 and 8 slices, the row groups and the one-thread loops under the
+// emulation). A bf16 store is rounded where it is computed and the sum
+// reads the rounded value.
+TEST_F(CodegenTest, ReductionStoresMatchTheInterpreter) {
+  OwningOpRef<ModuleOp> module = fused(kStores);
+  ASSERT_TRUE(module);
+  std::vector<unsigned> stores;
+  module->walk([&](tcc::exec::FusionOp fusion) {
+    stores.push_back(fusion.getStores().size());
+  });
+  EXPECT_EQ(stores, (std::vector<unsigned>{1, 1, 1, 2, 1, 1, 1}));
+  FailureOr<std::string> source = codegen::emitKernelSource(*module);
+  ASSERT_TRUE(succeeded(source));
+  EXPECT_CONTAINS(*source, "float *s1 = static_cast<float *>(const_cast<void "
+                           "*>(inputs[2]));");
+  EXPECT_CONTAINS(*source, "float *s2 = static_cast<float *>(const_cast<void "
+                           "*>(inputs[2]));");
+  EXPECT_CONTAINS(*source, "uint16_t *s1 = static_cast<uint16_t *>");
+  EXPECT_CONTAINS(*source, "= tcc_k::f32_to_bf16(");
+  // The gelu_grad kernel's workspace follows its store.
+  EXPECT_CONTAINS(*source, "(inputs[3])) : nullptr;");
+  EXPECT_EQ(checkAgainstInterpreter(*module, /*specials=*/false), 7);
+  EXPECT_EQ(checkAgainstInterpreter(*module, /*specials=*/true), 7);
+  std::set<int64_t> slices;
+  EXPECT_EQ(checkVectorPath(*module, /*specials=*/true, nullptr, &slices), 0);
+  EXPECT_EQ(slices, (std::set<int64_t>{1, 2, 8}));
 }
 
 TEST_F(CodegenTest, HalfKernelsMatchInterpreter) {

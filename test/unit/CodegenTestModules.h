@@ -289,6 +289,48 @@ inline constexpr const char *kColumnSlices = R"mlir(
   }
 )mlir";
 
+// Reductions whose prologue values other ops read too: tcc-fuse makes them
+// the kernel's stores. A bias gradient's gelu_grad over 600 rows (the
+// column block path, 2 slices), a residual sum's mean over 16 x 20 rows
+// (the one-thread loop), a bf16 product summed in f32 (stored as bf16,
+// the sum reading the rounded value), a chain of two stored values, and
+// row reductions of an exp (a warp a row, a block a row, a short row).
+inline constexpr const char *kStores = R"mlir(
+  func.func @stores(%dy: tensor<600x40xf32>, %pre: tensor<600x40xf32>,
+                    %a: tensor<16x20x33xf32>, %b: tensor<16x20x33xf32>,
+                    %h: tensor<2100x9xbf16>, %u: tensor<300x8xf32>,
+                    %w: tensor<5x300xf32>, %v: tensor<3x3000xf32>,
+                    %s: tensor<7x12xf32>)
+      -> (tensor<40xf32>, tensor<600x40xf32>, tensor<33xf32>,
+          tensor<16x20x33xf32>, tensor<9xf32>, tensor<2100x9xbf16>,
+          tensor<8xf32>, tensor<300x8xf32>, tensor<300x8xf32>,
+          tensor<5xf32>, tensor<5x300xf32>, tensor<3xf32>, tensor<3x3000xf32>,
+          tensor<7xf32>, tensor<7x12xf32>) {
+    %0 = tcc.gelu_grad %dy, %pre {approximate = #tcc<gelu_approx tanh>} : (tensor<600x40xf32>, tensor<600x40xf32>) -> tensor<600x40xf32>
+    %1 = tcc.reduce_sum %0 {axes = array<i64: 0>} : (tensor<600x40xf32>) -> tensor<40xf32>
+    %2 = tcc.add %a, %b : (tensor<16x20x33xf32>, tensor<16x20x33xf32>) -> tensor<16x20x33xf32>
+    %3 = tcc.reduce_mean %2 {axes = array<i64: 0, 1>} : (tensor<16x20x33xf32>) -> tensor<33xf32>
+    %4 = tcc.mul %h, %h : (tensor<2100x9xbf16>, tensor<2100x9xbf16>) -> tensor<2100x9xbf16>
+    %5 = tcc.cast %4 : (tensor<2100x9xbf16>) -> tensor<2100x9xf32>
+    %6 = tcc.reduce_sum %5 {axes = array<i64: 0>} : (tensor<2100x9xf32>) -> tensor<9xf32>
+    %7 = tcc.tanh %u : (tensor<300x8xf32>) -> tensor<300x8xf32>
+    %8 = tcc.mul %7, %u : (tensor<300x8xf32>, tensor<300x8xf32>) -> tensor<300x8xf32>
+    %9 = tcc.reduce_sum %8 {axes = array<i64: 0>} : (tensor<300x8xf32>) -> tensor<8xf32>
+    %10 = tcc.exp %w : (tensor<5x300xf32>) -> tensor<5x300xf32>
+    %11 = tcc.reduce_sum %10 {axes = array<i64: 1>} : (tensor<5x300xf32>) -> tensor<5xf32>
+    %12 = tcc.exp %v : (tensor<3x3000xf32>) -> tensor<3x3000xf32>
+    %13 = tcc.reduce_max %12 {axes = array<i64: 1>} : (tensor<3x3000xf32>) -> tensor<3xf32>
+    %14 = tcc.neg %s : (tensor<7x12xf32>) -> tensor<7x12xf32>
+    %15 = tcc.reduce_min %14 {axes = array<i64: 1>} : (tensor<7x12xf32>) -> tensor<7xf32>
+    return %1, %0, %3, %2, %6, %4, %9, %7, %8, %11, %10, %13, %12, %15, %14
+        : tensor<40xf32>, tensor<600x40xf32>, tensor<33xf32>,
+          tensor<16x20x33xf32>, tensor<9xf32>, tensor<2100x9xbf16>,
+          tensor<8xf32>, tensor<300x8xf32>, tensor<300x8xf32>,
+          tensor<5xf32>, tensor<5x300xf32>, tensor<3xf32>, tensor<3x3000xf32>,
+          tensor<7xf32>, tensor<7x12xf32>
+  }
+)mlir";
+
 // GPT-2 124M's column reductions (8192 tokens; 768, 3072 and 2304
 // columns): their launch shapes only.
 inline constexpr const char *kColumnGpt2 = R"mlir(

@@ -138,7 +138,7 @@ inline OwningOpRef<ModuleOp> wrapFusion(tcc::exec::FusionOp fusion) {
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
   auto type = b.getFunctionType(fusion.getInputs().getTypes(),
-                                fusion.getResult().getType());
+                                fusion.getResultTypes());
   auto func = func::FuncOp::create(b, loc, "kernel", type);
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToEnd(entry);
@@ -147,6 +147,43 @@ inline OwningOpRef<ModuleOp> wrapFusion(tcc::exec::FusionOp fusion) {
   Operation *clone = b.clone(*fusion, map);
   func::ReturnOp::create(b, loc, clone->getResults());
   return module;
+}
+
+inline bool sameValue(DType dtype, const uint8_t *a, const uint8_t *b);
+
+/// The dtype of a kernel buffer's element type.
+inline DType dtypeOf(Type elem) {
+  return elem.isF32()          ? DType::F32
+         : elem.isF64()        ? DType::F64
+         : elem.isBF16()       ? DType::BF16
+         : elem.isF16()        ? DType::F16
+         : elem.isInteger(1)   ? DType::Bool
+         : elem.isInteger(32)  ? DType::I32
+                               : DType::I64;
+}
+
+/// A kernel's stores (exec.fusion's results 1..): buffers of their bytes,
+/// filled with `poison`.
+inline std::vector<std::vector<uint8_t>> storeBuffers(tcc::exec::FusionOp fusion,
+                                                      uint8_t poison) {
+  std::vector<std::vector<uint8_t>> out;
+  for (Value v : fusion.getStores()) {
+    auto type = llvm::cast<RankedTensorType>(v.getType());
+    out.emplace_back(size_t(type.getNumElements()) *
+                         tcc::data::dtypeSize(dtypeOf(type.getElementType())),
+                     poison);
+  }
+  return out;
+}
+
+/// The elements of buffers `got` and `want` of `dtype` that differ.
+inline int countMismatches(DType dtype, const std::vector<uint8_t> &got,
+                           const std::vector<uint8_t> &want) {
+  size_t size = tcc::data::dtypeSize(dtype);
+  int mismatches = 0;
+  for (size_t e = 0; e * size < want.size(); ++e)
+    mismatches += !sameValue(dtype, &got[e * size], &want[e * size]);
+  return mismatches;
 }
 
 inline bool sameValue(DType dtype, const uint8_t *a, const uint8_t *b) {
@@ -348,13 +385,16 @@ protected:
       ASSERT_TRUE(tcc::interp::run(
           wrapper->lookupSymbol<func::FuncOp>("kernel"), inputs, want, error))
           << symbol << ": " << error;
-      ASSERT_EQ(want.size(), 1u);
+      ASSERT_EQ(want.size(), fusion.getNumResults());
 
       // Poisoned with NaN (all ones) so a skipped element cannot pass.
       std::vector<uint8_t> out(want[0].bytes.size(), 0xff);
+      std::vector<std::vector<uint8_t>> stores = storeBuffers(fusion, 0xff);
       std::vector<const void *> pointers;
       for (const Array &a : inputs)
         pointers.push_back(a.bytes.data());
+      for (std::vector<uint8_t> &b : stores)
+        pointers.push_back(b.data());
       int64_t n = want[0].numElements();
       fn(pointers.data(), out.data(), 0, n / 3);
       fn(pointers.data(), out.data(), n / 3, 2 * n / 3);
@@ -376,6 +416,13 @@ protected:
       EXPECT_EQ(mismatches, 0) << symbol << " differs from the interpreter, "
                                << "first at element " << first << ":\n"
                                << text;
+      for (size_t k = 0; k < stores.size(); ++k)
+        EXPECT_EQ(countMismatches(want[k + 1].dtype, stores[k],
+                                  want[k + 1].bytes),
+                  0)
+            << symbol << ": store " << k + 1
+            << " differs from the interpreter:\n"
+            << text;
     });
     dlclose(handle);
     return kernels;
@@ -476,8 +523,23 @@ protected:
       std::vector<const void *> pointers;
       for (const Array &a : inputs)
         pointers.push_back(a.bytes.data());
+      // The stores: the host kernel's, then each launch's own buffers.
+      std::vector<DType> storeTypes;
+      for (Value v : fusion.getStores())
+        storeTypes.push_back(dtypeOf(llvm::cast<RankedTensorType>(v.getType()).getElementType()));
+      std::vector<std::vector<uint8_t>> wantStores = storeBuffers(fusion, 0xff);
+      std::vector<const void *> hostPointers = pointers;
+      for (std::vector<uint8_t> &b : wantStores)
+        hostPointers.push_back(b.data());
       std::vector<uint8_t> want(n * size, 0xff);
-      scalar(pointers.data(), want.data(), 0, n);
+      scalar(hostPointers.data(), want.data(), 0, n);
+      auto checkStores = [&](const std::vector<std::vector<uint8_t>> &got,
+                             const char *name) {
+        for (size_t k = 0; k < got.size(); ++k)
+          EXPECT_EQ(countMismatches(storeTypes[k], got[k], wantStores[k]), 0)
+              << symbol << " (" << name << "): store " << k + 1
+              << " differs from the host kernel's";
+      };
 
       // A kernel whose threads cooperate (a column reduction's block
       // path): its launch shape, fewer and odd warps, a block that is not
@@ -518,14 +580,20 @@ protected:
             if (run == 1)
               again.assign(n * size, 0x5a);
             uint8_t *into = run == 0 ? got.data() : again.data();
+            std::vector<std::vector<uint8_t>> gotStores =
+                storeBuffers(fusion, run == 0 ? 0xa5 : 0x5a);
+            std::vector<const void *> args = pointers;
+            for (std::vector<uint8_t> &b : gotStores)
+              args.push_back(b.data());
             std::vector<std::pair<int64_t, int64_t>> ranges = {{0, n}};
             if (c.pieces)
               ranges = {{0, n / 3}, {n / 3, 2 * n / 3}, {2 * n / 3, n}};
             for (auto [b, e] : ranges)
-              cuda.launchBlocks(device, pointers,
+              cuda.launchBlocks(device, args,
                                 workspace.empty() ? nullptr : workspace.data(),
                                 into, b, e, shape.outputsPerBlock, c.threads,
                                 c.maxBlocks, c.slices, c.seed);
+            checkStores(gotStores, c.name);
           }
           int mismatches = 0;
           for (int64_t e = 0; e < n; ++e)
@@ -562,6 +630,9 @@ protected:
           in.push_back(placeAt(storage[k], inputs[k].bytes,
                                c.misaligned == int(k) ? elem : 0));
         }
+        std::vector<std::vector<uint8_t>> gotStores = storeBuffers(fusion, 0xa5);
+        for (std::vector<uint8_t> &b : gotStores)
+          in.push_back(b.data());
         // Poisoned with a pattern no kernel computes here.
         uint8_t *out = placeAt(storage.back(), std::vector<uint8_t>(n * size, 0xa5),
                                c.misaligned == -1 ? size : 0);
@@ -590,6 +661,7 @@ protected:
             << symbol << " (W = " << width << ", " << n << " elements, "
             << c.name << "): the CUDA variant differs from the host kernel, "
             << "first at element " << first << "\n" << *source;
+        checkStores(gotStores, c.name);
         EXPECT_EQ(count[2], 0) << symbol << " " << c.name
                                << ": a misaligned vector access";
         if (width == 1) {

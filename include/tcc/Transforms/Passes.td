@@ -464,7 +464,8 @@ def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
     gelu gelu_grad cast`, `broadcast`) and the structured ops (`transpose
     slice slice_grad concat gather`, `gather_grad` off axis 0,
     `reduce_sum/mean/max/min`). `tcc.split` is first rewritten into one
-    `tcc.slice` per result, since a kernel has one result.
+    `tcc.slice` per result, since a kernel has one result (of its launch
+    space; see stores below).
 
     Ops are visited from the end of the block; a kernel op not yet in a
     group roots a new one, which then absorbs an operand's producer when all
@@ -495,7 +496,17 @@ def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
     stays out when computing it at the reader would keep more bytes live
     across that call (its operands that die at it, against its result):
     under `--accum` the running gradient sums, fused into one chain, would
-    keep every micro-batch's gradients to the end. A group of one op
+    keep every micro-batch's gradients to the end.
+
+    A reduction's prologue producer that ops outside the group read too
+    joins as a *store* (an `exec.fusion` result after the first, which the
+    kernel writes where it computes it) when it is elementwise of the
+    reduction input's shape, every outside reader comes after the
+    reduction, no other launch lies between the two, and neither carries
+    packed token rows: a bias gradient's sum and the gradient the GEMMs
+    read are one kernel. Not in a function with `exec.reuse_operands`
+    (a tight `--memory-budget`), whose elementwise kernels may write over
+    a dying operand, which a reduction's kernel may not. A group of one op
     is still wrapped, so every generated kernel is an `exec.fusion`. Splat
     `tcc.constant`s are cloned into the kernels that use them. Kernels are
     named `fused_0`, `fused_1`, ... in program order over the module.

@@ -24,7 +24,7 @@ func.func @arg_type(%x: tensor<2xf32>) -> tensor<2xf32> {
 // -----
 
 func.func @yield_type(%x: tensor<2xf32>) -> tensor<2xf32> {
-  // expected-error @+1 {{yields 'tensor<2xf64>' but its result is 'tensor<2xf32>'}}
+  // expected-error @+1 {{yields 'tensor<2xf64>' as value #0 but its result #0 is 'tensor<2xf32>'}}
   %0 = exec.fusion "k" (%x) : (tensor<2xf32>) -> tensor<2xf32> {
   ^bb0(%a: tensor<2xf32>):
     %1 = tcc.cast %a : (tensor<2xf32>) -> tensor<2xf64>
@@ -218,12 +218,54 @@ func.func @library_in_body(%i: tensor<3xi64>, %g: tensor<3x2xf32>) -> tensor<5x2
 // -----
 
 func.func @fusion_yields_two(%x: tensor<2xf32>) -> tensor<2xf32> {
-  // expected-error @+1 {{'exec.fusion' op yields 2 values; a kernel computes one}}
+  // expected-error @+1 {{'exec.fusion' op yields 2 values but has 1 results}}
   %0 = exec.fusion "k" (%x) : (tensor<2xf32>) -> tensor<2xf32> {
   ^bb0(%a: tensor<2xf32>):
     exec.yield %a, %a : tensor<2xf32>, tensor<2xf32>
   }
   return %0 : tensor<2xf32>
+}
+
+// -----
+
+// Stores: only a reduction's kernel has them.
+func.func @store_without_reduction(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+  // expected-error @+1 {{'exec.fusion' op has 2 results; only a reduction's kernel stores prologue values}}
+  %0:2 = exec.fusion "k" (%x) : (tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+  ^bb0(%a: tensor<2xf32>):
+    %1 = tcc.exp %a : (tensor<2xf32>) -> tensor<2xf32>
+    %2 = tcc.neg %1 : (tensor<2xf32>) -> tensor<2xf32>
+    exec.yield %2, %1 : tensor<2xf32>, tensor<2xf32>
+  }
+  return %0#0, %0#1 : tensor<2xf32>, tensor<2xf32>
+}
+
+// -----
+
+// A store is an elementwise prologue value of the reduction input's shape:
+// not a block argument, not a value the reduction broadcasts.
+func.func @store_argument(%x: tensor<4x2xf32>) -> (tensor<2xf32>, tensor<4x2xf32>) {
+  // expected-error @+1 {{'exec.fusion' op result #1 must be an elementwise prologue value of the reduction, of its input's shape}}
+  %0:2 = exec.fusion "k" (%x) : (tensor<4x2xf32>) -> (tensor<2xf32>, tensor<4x2xf32>) {
+  ^bb0(%a: tensor<4x2xf32>):
+    %1 = tcc.reduce_sum %a {axes = array<i64: 0>} : (tensor<4x2xf32>) -> tensor<2xf32>
+    exec.yield %1, %a : tensor<2xf32>, tensor<4x2xf32>
+  }
+  return %0#0, %0#1 : tensor<2xf32>, tensor<4x2xf32>
+}
+
+// -----
+
+func.func @store_broadcast(%x: tensor<4x2xf32>, %b: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+  // expected-error @+1 {{'exec.fusion' op result #1 must be an elementwise prologue value of the reduction, of its input's shape}}
+  %0:2 = exec.fusion "k" (%x, %b) : (tensor<4x2xf32>, tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+  ^bb0(%a: tensor<4x2xf32>, %c: tensor<2xf32>):
+    %1 = tcc.exp %c : (tensor<2xf32>) -> tensor<2xf32>
+    %2 = tcc.mul %a, %1 : (tensor<4x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+    %3 = tcc.reduce_sum %2 {axes = array<i64: 0>} : (tensor<4x2xf32>) -> tensor<2xf32>
+    exec.yield %3, %1 : tensor<2xf32>, tensor<2xf32>
+  }
+  return %0#0, %0#1 : tensor<2xf32>, tensor<2xf32>
 }
 
 // -----

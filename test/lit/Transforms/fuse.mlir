@@ -156,22 +156,49 @@ func.func @bias_grad(%h: tensor<2x8x128xf32>, %dy: tensor<2x8x128xf32>, %x: tens
   return %1, %2, %4 : tensor<2x32x128xf32>, tensor<128xf32>, tensor<2x1x128xf32>
 }
 
+// The same after the reduction: where every other reader of the gelu_grad
+// comes after the sum, the sum's kernel also stores it (a second result):
+// one pass computes the gradient, writes it for the matmul and sums it.
+// The residual sum under it, read again only by the matmul, joins as a
+// second store; the mean reads the first store.
+// CHECK-LABEL: func.func @bias_grad_store
+// CHECK: %[[B:.*]]:3 = exec.fusion "fused_12"(%{{.*}}) : (tensor<2x8x128xf32>, tensor<2x8x128xf32>, tensor<2x8x128xf32>) -> (tensor<128xf32>, tensor<2x8x128xf32>, tensor<2x8x128xf32>) {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[R:.*]] = tcc.add
+// CHECK-NEXT: %[[G:.*]] = tcc.gelu_grad %{{.*}}, %[[R]]
+// CHECK-NEXT: %[[S:.*]] = tcc.reduce_sum %[[G]] {axes = array<i64: 0, 1>}
+// CHECK-NEXT: exec.yield %[[S]], %[[G]], %[[R]] : tensor<128xf32>, tensor<2x8x128xf32>, tensor<2x8x128xf32>
+// CHECK: exec.fusion "fused_13"(%[[B]]#1)
+// CHECK: tcc.reduce_mean
+// CHECK: tcc.matmul %{{.*}}, %[[B]]#1
+// CHECK: tcc.matmul %{{.*}}, %[[B]]#2
+func.func @bias_grad_store(%h: tensor<2x8x128xf32>, %dy: tensor<2x8x128xf32>, %r: tensor<2x8x128xf32>, %x: tensor<2x8x32xf32>)
+    -> (tensor<2x32x128xf32>, tensor<2x32x128xf32>, tensor<128xf32>, tensor<2x1x128xf32>) {
+  %sum = tcc.add %dy, %r : (tensor<2x8x128xf32>, tensor<2x8x128xf32>) -> tensor<2x8x128xf32>
+  %0 = tcc.gelu_grad %h, %sum : (tensor<2x8x128xf32>, tensor<2x8x128xf32>) -> tensor<2x8x128xf32>
+  %2 = tcc.reduce_sum %0 {axes = array<i64: 0, 1>} : (tensor<2x8x128xf32>) -> tensor<128xf32>
+  %3 = tcc.reduce_mean %0 {axes = array<i64: 1>, keepdims = true} : (tensor<2x8x128xf32>) -> tensor<2x1x128xf32>
+  %1 = tcc.matmul %x, %0 {transpose_lhs = true} : (tensor<2x8x32xf32>, tensor<2x8x128xf32>) -> tensor<2x32x128xf32>
+  %5 = tcc.matmul %x, %sum {transpose_lhs = true} : (tensor<2x8x32xf32>, tensor<2x8x128xf32>) -> tensor<2x32x128xf32>
+  return %1, %5, %2, %3 : tensor<2x32x128xf32>, tensor<2x32x128xf32>, tensor<128xf32>, tensor<2x1x128xf32>
+}
+
 // Attention's input layout: the fused qkv bias add, a split into q, k, v
 // (one slice per result), reshapes and a transpose per head tensor. Each
 // slice -> reshape -> transpose is one layout chain, one kernel reading the
 // bias add's result (which has three users, so it stays a kernel).
 // CHECK-LABEL: func.func @split_heads
-// CHECK: %[[QKV:.*]] = exec.fusion "fused_12"
+// CHECK: %[[QKV:.*]] = exec.fusion "fused_14"
 // CHECK: tcc.add
-// CHECK: %[[Q:.*]] = exec.fusion "fused_13"(%[[QKV]]) : (tensor<2x8x96xf32>) -> tensor<2x2x8x16xf32> {
+// CHECK: %[[Q:.*]] = exec.fusion "fused_15"(%[[QKV]]) : (tensor<2x8x96xf32>) -> tensor<2x2x8x16xf32> {
 // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<2x8x96xf32>):
 // CHECK-NEXT: %[[S:.*]] = tcc.slice %[[A]] {limits = array<i64: 2, 8, 32>, starts = array<i64: 0, 0, 0>, strides = array<i64: 1, 1, 1>}
 // CHECK-NEXT: %[[R:.*]] = tcc.reshape %[[S]] : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
 // CHECK-NEXT: %[[T:.*]] = tcc.transpose %[[R]] {perm = array<i64: 0, 2, 1, 3>}
 // CHECK-NEXT: exec.yield %[[T]]
-// CHECK: exec.fusion "fused_14"(%[[QKV]]) : (tensor<2x8x96xf32>) -> tensor<2x2x8x16xf32>
+// CHECK: exec.fusion "fused_16"(%[[QKV]]) : (tensor<2x8x96xf32>) -> tensor<2x2x8x16xf32>
 // CHECK: tcc.slice %{{.*}} {limits = array<i64: 2, 8, 64>, starts = array<i64: 0, 0, 32>
-// CHECK: exec.fusion "fused_15"(%[[QKV]]) : (tensor<2x8x96xf32>) -> tensor<2x2x8x16xf32>
+// CHECK: exec.fusion "fused_17"(%[[QKV]]) : (tensor<2x8x96xf32>) -> tensor<2x2x8x16xf32>
 // CHECK: tcc.slice %{{.*}} {limits = array<i64: 2, 8, 96>, starts = array<i64: 0, 0, 64>
 // CHECK-NOT: tcc.split
 // CHECK: tcc.attention
@@ -196,7 +223,7 @@ func.func @split_heads(%x: tensor<2x8x96xf32>, %b: tensor<96xf32>) -> tensor<2x2
 // CHECK: %[[Q:.*]] = tcc.reshape
 // CHECK: %[[K:.*]] = tcc.reshape
 // CHECK: %[[V:.*]] = tcc.reshape
-// CHECK: exec.fusion "fused_16"(%[[Q]], %[[K]], %[[V]], %{{.*}}) : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
+// CHECK: exec.fusion "fused_18"(%[[Q]], %[[K]], %[[V]], %{{.*}}) : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: %[[C:.*]] = tcc.concat {{.*}} {axis = 2 : i64}
 // CHECK-NEXT: %[[R:.*]] = tcc.add %[[C]], %{{.*}}
@@ -213,9 +240,9 @@ func.func @concat_grads(%dq: tensor<2x8x2x16xf32>, %dk: tensor<2x8x2x16xf32>, %d
 // A gather off axis 0 and its gradient are kernels; gather_grad on axis 0
 // (the embedding gradient) stays a library call.
 // CHECK-LABEL: func.func @gathers
-// CHECK: exec.fusion "fused_17"{{.*}} -> tensor<4x3xf32>
+// CHECK: exec.fusion "fused_19"{{.*}} -> tensor<4x3xf32>
 // CHECK: tcc.gather %{{.*}}, %{{.*}} {axis = 1 : i64}
-// CHECK: exec.fusion "fused_18"{{.*}} -> tensor<4x6xf32>
+// CHECK: exec.fusion "fused_20"{{.*}} -> tensor<4x6xf32>
 // CHECK: tcc.gather_grad %{{.*}}, %{{.*}} {axis = 1 : i64}
 // CHECK-NOT: exec.fusion
 // CHECK: tcc.gather_grad %{{.*}}, %{{.*}} {axis = 0 : i64}
@@ -233,13 +260,13 @@ func.func @gathers(%x: tensor<4x6xf32>, %i: tensor<3xi64>, %g: tensor<3x6xf32>) 
 // the reduction is a kernel of its own, in its place, and the add another.
 // CHECK-LABEL: func.func @late_epilogue
 // CHECK: %[[P:.*]] = tcc.matmul
-// CHECK-NEXT: %[[R:.*]] = exec.fusion "fused_19"(%[[P]]) : (tensor<2x64x32xf32>) -> tensor<64x32xf32> {
+// CHECK-NEXT: %[[R:.*]] = exec.fusion "fused_21"(%[[P]]) : (tensor<2x64x32xf32>) -> tensor<64x32xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.reduce_sum
 // CHECK-NEXT: exec.yield
 // CHECK-NEXT: }
 // CHECK-NEXT: %[[E:.*]] = tcc.gather_grad
-// CHECK-NEXT: exec.fusion "fused_20"(%[[R]], %[[E]])
+// CHECK-NEXT: exec.fusion "fused_22"(%[[R]], %[[E]])
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.add
 func.func @late_epilogue(%g: tensor<2x8x64xf32>, %h: tensor<2x8x32xf32>, %ids: tensor<2x8xi64>, %d: tensor<2x8x32xf32>) -> tensor<64x32xf32> {
@@ -254,7 +281,7 @@ func.func @late_epilogue(%g: tensor<2x8x64xf32>, %h: tensor<2x8x32xf32>, %ids: t
 // reshape and the concat of the three are one layout chain, and the add
 // reading the concat's result is its epilogue: four kernels become one.
 // CHECK-LABEL: func.func @merge_heads
-// CHECK: exec.fusion "fused_21"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
+// CHECK: exec.fusion "fused_23"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: tcc.transpose
 // CHECK-NEXT: tcc.reshape
@@ -285,31 +312,31 @@ func.func @merge_heads(%dq: tensor<2x2x8x16xf32>, %dk: tensor<2x2x8x16xf32>, %dv
 // of its own; a reshape of a kernel input (%6) stays a view outside; a
 // reduction never chains (%8).
 // CHECK-LABEL: func.func @chain_stops
-// CHECK: %[[T:.*]] = exec.fusion "fused_22"(%{{.*}}) : (tensor<4x6xf32>) -> tensor<6x4xf32> {
+// CHECK: %[[T:.*]] = exec.fusion "fused_24"(%{{.*}}) : (tensor<4x6xf32>) -> tensor<6x4xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.transpose
 // CHECK-NEXT: exec.yield
-// CHECK: exec.fusion "fused_23"(%[[T]]) : (tensor<6x4xf32>) -> tensor<2x12xf32> {
+// CHECK: exec.fusion "fused_25"(%[[T]]) : (tensor<6x4xf32>) -> tensor<2x12xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.slice
 // CHECK-NEXT: tcc.reshape
 // CHECK-NEXT: tcc.transpose
 // CHECK-NEXT: exec.yield
-// CHECK: %[[S:.*]] = exec.fusion "fused_24"(%{{.*}}) : (tensor<4x6xf32>) -> tensor<4x3xf32> {
+// CHECK: %[[S:.*]] = exec.fusion "fused_26"(%{{.*}}) : (tensor<4x6xf32>) -> tensor<4x3xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.slice
 // CHECK-NEXT: exec.yield
-// CHECK: exec.fusion "fused_25"(%[[S]]) : (tensor<4x3xf32>) -> tensor<3x4xf32> {
+// CHECK: exec.fusion "fused_27"(%[[S]]) : (tensor<4x3xf32>) -> tensor<3x4xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.neg
 // CHECK-NEXT: tcc.transpose
 // CHECK-NEXT: exec.yield
 // CHECK: %[[R:.*]] = tcc.reshape %{{.*}} : (tensor<4x6xf32>) -> tensor<6x4xf32>
-// CHECK: exec.fusion "fused_26"(%[[R]]) : (tensor<6x4xf32>) -> tensor<4x6xf32> {
+// CHECK: exec.fusion "fused_28"(%[[R]]) : (tensor<6x4xf32>) -> tensor<4x6xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.transpose
 // CHECK-NEXT: exec.yield
-// CHECK: exec.fusion "fused_27"(%{{.*}}) : (tensor<4x6xf32>) -> tensor<6xf32> {
+// CHECK: exec.fusion "fused_29"(%{{.*}}) : (tensor<4x6xf32>) -> tensor<6xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.reduce_sum
 // CHECK-NEXT: exec.yield
@@ -331,7 +358,7 @@ func.func @chain_stops(%x: tensor<4x6xf32>) -> (tensor<6x4xf32>, tensor<2x12xf32
 // transposed. The add is the chain's prologue, read through the reshape at
 // the transpose's source elements: one kernel.
 // CHECK-LABEL: func.func @bias_heads
-// CHECK: exec.fusion "fused_28"(%{{.*}}, %{{.*}}) : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x2x8x16xf32> {
+// CHECK: exec.fusion "fused_30"(%{{.*}}, %{{.*}}) : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x2x8x16xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.add
 // CHECK-NEXT: tcc.reshape

@@ -325,6 +325,45 @@ TEST_F(LoadError, KernelStepsAreCheckedAgainstTheKernelTable) {
   art.plan.erase("kernels");
   art.plan["kernels"] = json::array();
   expect(TCC_ERROR_FORMAT, {"is not a kernel of the plan's kernel table"});
+  // A kernel's stores (plan "stores"): a step writes its output and each.
+  size_t bias = 0;
+  while (table[bias]["symbol"] != "tcc_bias_sub")
+    ++bias;
+  art = linearRegression();
+  art.plan["kernels"] = table;
+  trainSteps()[1]["outputs"].push_back(12);
+  expect(TCC_ERROR_FORMAT,
+         {"steps[1].outputs", "2 outputs, but kernel 'tcc_bias_sub' writes 1 "
+                              "(its output and its stores)"});
+  art = linearRegression();
+  art.plan["kernels"] = table;
+  art.plan["kernels"][bias]["stores"] = json::array(
+      {json{{"dtype", "f32"}, {"elements", 1}}});
+  expect(TCC_ERROR_FORMAT,
+         {"steps[1].outputs", "1 outputs, but kernel 'tcc_bias_sub' writes 2"});
+  art = linearRegression();
+  art.plan["kernels"] = table;
+  art.plan["kernels"][bias]["stores"] = json::array(
+      {json{{"dtype", "f32"}, {"elements", 4}}});
+  // eval_step's step 1 runs the kernel too (read first): its loss, f32 [],
+  // for the store's 4 elements.
+  art.fn("eval_step")["steps"][1]["outputs"].push_back(6);
+  expect(TCC_ERROR_FORMAT,
+         {"eval_step.steps[1].outputs[1]",
+          "value 6 (f32 []) does not fit kernel 'tcc_bias_sub', which writes "
+          "4 f32"});
+  art = linearRegression();
+  art.plan["kernels"] = table;
+  art.plan["kernels"][bias]["stores"] = json::array();
+  expect(TCC_ERROR_FORMAT,
+         {"kernels[" + std::to_string(bias) + "].stores", "is empty"});
+  art = linearRegression();
+  art.plan["kernels"] = table;
+  art.plan["kernels"][bias]["stores"] = json::array(
+      {json{{"dtype", "f32"}, {"elements", "output"}}});
+  expect(TCC_ERROR_FORMAT,
+         {"kernels[" + std::to_string(bias) + "].stores[0].elements",
+          "a store has its own element count"});
   // A column reduction's CUDA launch shape: 1 to 1024 outputs per block.
   art = linearRegression();
   art.plan["kernels"] = table;
