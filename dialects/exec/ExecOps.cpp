@@ -76,31 +76,43 @@ static LogicalResult verifyBodyArguments(Operation *op, Block &body) {
   return success();
 }
 
-LogicalResult FusionOp::verify() {
-  Block &body = getBody().front();
-  if (failed(verifyBodyArguments(*this, body)))
-    return failure();
-  ArrayRef<int64_t> resultShape = shapeOf(getResult());
-
+/// Checks the ops of one kernel part (a whole body, or the ops one result
+/// of a kernel of siblings is computed from, which may share ops with
+/// another's: CSE merges equal ops) against the body's grammar, counting
+/// the uses inside the part: one structured op or one layout chain, a
+/// prologue, and an epilogue of the shape of `yielded`. Fills `epilogue`
+/// with the values computed from the part's structured op.
+static LogicalResult verifyPart(Operation *fusion, ArrayRef<Operation *> ops,
+                                Value yielded,
+                                llvm::DenseSet<Value> &epilogue) {
+  ArrayRef<int64_t> resultShape = shapeOf(yielded);
+  llvm::SmallPtrSet<Operation *, 16> part(ops.begin(), ops.end());
+  auto usersIn = [&](Value v) {
+    SmallVector<Operation *> users;
+    for (Operation *user : v.getUsers())
+      if (part.contains(user))
+        users.push_back(user);
+    return users;
+  };
   // The structured ops and reshapes: one op of any kind, or a chain of
   // layout ops with reshapes between them.
   SmallVector<Operation *> chain;
   Operation *first = nullptr;
-  for (Operation &op : body.without_terminator()) {
-    if (isStructuredOp(&op)) {
-      if (first && !(isLayoutOp(first) && isLayoutOp(&op)))
-        return op.emitOpError("is a second layout or reduction op in one "
-                              "'exec.fusion' (a kernel holds one, or a chain "
-                              "of transpose, slice and concat ops; the first "
-                              "is '")
+  for (Operation *op : ops) {
+    if (isStructuredOp(op)) {
+      if (first && !(isLayoutOp(first) && isLayoutOp(op)))
+        return op->emitOpError("is a second layout or reduction op in one "
+                               "'exec.fusion' (a kernel holds one, or a chain "
+                               "of transpose, slice and concat ops; the first "
+                               "is '")
                << first->getName() << "')";
       if (!first)
-        first = &op;
-      chain.push_back(&op);
+        first = op;
+      chain.push_back(op);
     } else if (llvm::isa<tcc::ReshapeOp>(op)) {
-      chain.push_back(&op);
-    } else if (!isFusibleOp(&op) && !isSplatConstant(&op)) {
-      return op.emitOpError("cannot be fused into 'exec.fusion'");
+      chain.push_back(op);
+    } else if (!isFusibleOp(op) && !isSplatConstant(op)) {
+      return op->emitOpError("cannot be fused into 'exec.fusion'");
     }
   }
   // Every member but the last has one use, by the next member, so the
@@ -111,10 +123,10 @@ LogicalResult FusionOp::verify() {
     if (llvm::isa<tcc::ReshapeOp>(op) && !(first && isLayoutOp(first)))
       return op->emitOpError("in an 'exec.fusion' must be part of a chain of "
                              "layout ops (transpose, slice, concat)");
-    Value result = op->getResult(0);
-    if (result.hasOneUse() && isChainOp(*result.getUsers().begin()))
+    SmallVector<Operation *> users = usersIn(op->getResult(0));
+    if (users.size() == 1 && isChainOp(users.front()))
       continue;
-    if (llvm::any_of(result.getUsers(), isChainOp))
+    if (llvm::any_of(users, isChainOp))
       return op->emitOpError("is read by the next op of its layout chain and "
                              "by other ops; inside a chain each value has "
                              "exactly one use");
@@ -126,29 +138,40 @@ LogicalResult FusionOp::verify() {
   }
 
   // Values computed from the top's result: the epilogue.
-  llvm::DenseSet<Value> epilogue;
   if (top) {
     if (shapeOf(top->getResult(0)) != resultShape)
       return top->emitOpError("has result type ")
              << top->getResult(0).getType()
              << ", but the layout or reduction op of an 'exec.fusion' (of a "
                 "chain: its last op) must have the kernel's result shape ("
-             << getResult().getType() << ")";
+             << yielded.getType() << ")";
     epilogue.insert(top->getResult(0));
   }
-  for (Operation &op : body.without_terminator()) {
-    if (isChainOp(&op) ||
-        llvm::none_of(op.getOperands(),
+  for (Operation *op : ops) {
+    if (isChainOp(op) ||
+        llvm::none_of(op->getOperands(),
                       [&](Value v) { return epilogue.contains(v); }))
       continue;
-    if (shapeOf(op.getResult(0)) != resultShape)
-      return op.emitOpError("reads the result of '")
+    if (shapeOf(op->getResult(0)) != resultShape)
+      return op->emitOpError("reads the result of '")
              << top->getName() << "' but has type "
-             << op.getResult(0).getType()
+             << op->getResult(0).getType()
              << "; an epilogue op must have the kernel's result shape ("
-             << getResult().getType() << ")";
-    epilogue.insert(op.getResult(0));
+             << yielded.getType() << ")";
+    epilogue.insert(op->getResult(0));
   }
+  return success();
+}
+
+static bool isReduction(Operation &op) {
+  return isa<tcc::ReduceSumOp, tcc::ReduceMeanOp, tcc::ReduceMaxOp,
+             tcc::ReduceMinOp>(op);
+}
+
+LogicalResult FusionOp::verify() {
+  Block &body = getBody().front();
+  if (failed(verifyBodyArguments(*this, body)))
+    return failure();
   auto yield = llvm::dyn_cast<YieldOp>(body.getTerminator());
   if (!yield)
     return emitOpError("body must end in 'exec.yield'");
@@ -162,15 +185,60 @@ LogicalResult FusionOp::verify() {
       return emitOpError("yields ")
              << value.getType() << " as value #" << i << " but its result #"
              << i << " is " << result.getType();
+
+  SmallVector<Operation *> all;
+  for (Operation &op : body.without_terminator())
+    all.push_back(&op);
+  bool reduces = llvm::any_of(all, [](Operation *op) { return isReduction(*op); });
+  llvm::DenseSet<Value> epilogue;
+  if (getNumResults() == 1 || reduces) {
+    if (failed(verifyPart(*this, all, getResult(), epilogue)))
+      return failure();
+  } else {
+    // Siblings: each result computed from the ops it reads (parts that
+    // cover the body), each part a kernel body of the result shape.
+    llvm::DenseSet<Operation *> covered;
+    SmallVector<SmallVector<Operation *>> parts(getNumResults());
+    for (auto [k, value] : llvm::enumerate(yield.getValues())) {
+      if (shapeOf(value) != shapeOf(getResult()))
+        return emitOpError("result #")
+               << k << " has type " << value.getType()
+               << "; the results of a kernel without a reduction have its "
+                  "first result's shape";
+      SmallVector<Operation *> work;
+      if (Operation *def = value.getDefiningOp())
+        work.push_back(def);
+      if (!value.getDefiningOp() || isSplatConstant(value.getDefiningOp()))
+        return emitOpError("result #")
+               << k << " is not computed by the kernel";
+      llvm::SmallPtrSet<Operation *, 16> seen;
+      while (!work.empty()) {
+        Operation *op = work.pop_back_val();
+        if (!seen.insert(op).second)
+          continue;
+        covered.insert(op);
+        for (Value v : op->getOperands())
+          if (Operation *def = v.getDefiningOp())
+            work.push_back(def);
+      }
+      for (Operation *op : all)
+        if (seen.contains(op))
+          parts[k].push_back(op);
+    }
+    for (Operation *op : all)
+      if (!covered.contains(op) && !isSplatConstant(op))
+        return op->emitOpError("computes no result of its 'exec.fusion'");
+    for (auto [k, value] : llvm::enumerate(yield.getValues())) {
+      llvm::DenseSet<Value> partEpilogue;
+      if (failed(verifyPart(*this, parts[k], value, partEpilogue)))
+        return failure();
+    }
+    return success();
+  }
   if (getNumResults() == 1)
     return success();
   // Stores: elementwise prologue values of a reduction, of its input's shape.
   Operation *reduction = getStructuredOp();
-  if (!reduction || !isa<tcc::ReduceSumOp, tcc::ReduceMeanOp, tcc::ReduceMaxOp,
-                         tcc::ReduceMinOp>(reduction))
-    return emitOpError("has ")
-           << getNumResults()
-           << " results; only a reduction's kernel stores prologue values";
   ArrayRef<int64_t> inputShape = shapeOf(reduction->getOperand(0));
   for (auto [i, value] : llvm::enumerate(yield.getValues().drop_front())) {
     Operation *def = value.getDefiningOp();

@@ -67,6 +67,13 @@ def Exec_FusionOp : Exec_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock]> {
       exec.yield %1, %0 : tensor<64xf32>, tensor<16x64xf32>
     }
     ```
+    **Siblings**: a kernel without a reduction (or `gather_grad`) may have
+    several results of one shape, each computed at every output index from
+    the ops it reads (each result's ops are a body as above; results may
+    share ops). tcc-fuse merges layout-chain kernels launched one after
+    another that read a common input: the q/k/v head split's three chains
+    are one kernel of three results.
+
     A body without a structured op is a plain elementwise kernel over the
     result shape. `tcc.split` (several results) is never a body op: tcc-fuse
     rewrites it into one `tcc.slice` per result first. Layout ops move bits,

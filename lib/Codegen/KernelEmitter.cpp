@@ -383,7 +383,8 @@ LogicalResult KernelWriter::write() {
                      GatherGradOp>(op);
   });
   outElements = outType.getNumElements();
-  if (!loops) {
+  // Siblings (several results at each output index) keep the scalar loop.
+  if (!loops && fusion.getNumResults() == 1) {
     std::string text;
     llvm::raw_string_ostream part(text);
     sink = &part;
@@ -445,6 +446,14 @@ LogicalResult KernelWriter::write() {
   if (failed)
     return failure();
   line("out[i] = " + result + ";");
+  // A kernel of siblings: its other results at the same index (valueAt
+  // writes them); a reduction's stores were written where computed.
+  if (!loops)
+    for (Value v : yield.getValues().drop_front()) {
+      valueAt(v, "i");
+      if (failed)
+        return failure();
+    }
   close();
   os << "}\n";
   return success();
@@ -454,7 +463,8 @@ bool KernelWriter::writeConcatPieces() {
   Block &body = fusion.getBody().front();
   auto yield = llvm::cast<exec::YieldOp>(body.getTerminator());
   auto concat = yield.getValues()[0].getDefiningOp<ConcatOp>();
-  if (!concat || shapeOf(concat.getResult()).size() != 1)
+  if (!concat || shapeOf(concat.getResult()).size() != 1 ||
+      fusion.getNumResults() > 1)
     return false;
   Type elem = elementType(concat.getResult());
   if (!elem.isF32() && !elem.isF64())

@@ -485,6 +485,120 @@ void outlineGroup(Operation *root, Group &group, StringRef name) {
       c->erase();
 }
 
+/// Whether `fusion` may be one of a kernel's siblings: a layout chain that
+/// only moves elements (transpose, slice, concat and reshapes: no loop per
+/// output element, no elementwise op reading an input at the output index,
+/// so no vector path that a kernel of several results would lose), no
+/// packed token rows, every result of its first result's shape.
+bool siblingKernel(exec::FusionOp fusion) {
+  for (Operation &op : fusion.getBody().front().without_terminator())
+    if (!(exec::isLayoutOp(&op) || llvm::isa<ReshapeOp>(op)) ||
+        op.hasAttr(kTokenRowsAttr))
+      return false;
+  return llvm::all_of(fusion.getResultTypes(), [&](Type t) {
+    return t == fusion.getResult().getType() ||
+           shapeOf(fusion.getResult()) ==
+               llvm::cast<RankedTensorType>(t).getShape();
+  });
+}
+
+/// Merges each kernel into the kernel launched just before it when both
+/// are siblings (siblingKernel: layout chains) of one result shape that
+/// read a common input and neither reads the other: one launch computes
+/// both results at each output index (the q/k/v head split's three chains
+/// are one kernel).
+/// The merged kernel runs where the second did; only non-launching ops
+/// (views, constants) may lie between them, none of them reads the first's
+/// results, and every input of the first that dies there is read by the
+/// second too (else it would live on beside the second's results).
+void mergeSiblings(Block &block) {
+  exec::FusionOp prev;
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto fusion = llvm::dyn_cast<exec::FusionOp>(&op);
+    if (!fusion) {
+      if (launchesKernel(&op))
+        prev = nullptr;
+      continue;
+    }
+    auto shares = [&] {
+      for (Value v : fusion.getInputs())
+        if (llvm::is_contained(prev.getInputs(), v))
+          return true;
+      return false;
+    };
+    auto readsPrev = [&] {
+      for (Value r : prev.getResults())
+        for (Operation *user : r.getUsers())
+          if (user->isBeforeInBlock(fusion))
+            return true;
+      return llvm::any_of(fusion.getInputs(), [&](Value v) {
+        return v.getDefiningOp() == prev.getOperation();
+      });
+    };
+    // An input of the first that dies at it would live on beside the
+    // second's results: the plan could grow.
+    auto holdsMore = [&] {
+      for (Value v : prev.getInputs()) {
+        if (llvm::isa<BlockArgument>(v) ||
+            llvm::is_contained(fusion.getInputs(), v))
+          continue;
+        if (llvm::none_of(v.getUsers(), [&](Operation *u) {
+              return u != prev.getOperation() &&
+                     prev->isBeforeInBlock(u);
+            }))
+          return true;
+      }
+      return false;
+    };
+    if (!prev || !siblingKernel(prev) || !siblingKernel(fusion) ||
+        shapeOf(prev.getResult()) != shapeOf(fusion.getResult()) ||
+        !shares() || readsPrev() || holdsMore()) {
+      prev = fusion;
+      continue;
+    }
+    // One body: the first's ops and then the second's, on the union of the
+    // inputs; the first's results, then the second's.
+    llvm::SetVector<Value> inputs;
+    inputs.insert(prev.getInputs().begin(), prev.getInputs().end());
+    inputs.insert(fusion.getInputs().begin(), fusion.getInputs().end());
+    SmallVector<Type> types(prev.getResultTypes());
+    llvm::append_range(types, fusion.getResultTypes());
+    OpBuilder builder(fusion);
+    auto merged = exec::FusionOp::create(builder, prev.getLoc(), types,
+                                         prev.getNameAttr(),
+                                         inputs.getArrayRef());
+    SmallVector<Type> inputTypes;
+    SmallVector<Location> inputLocs;
+    for (Value v : inputs) {
+      inputTypes.push_back(v.getType());
+      inputLocs.push_back(v.getLoc());
+    }
+    Block *body =
+        builder.createBlock(&merged.getBody(), {}, inputTypes, inputLocs);
+    SmallVector<Value> yielded;
+    for (exec::FusionOp part : {prev, fusion}) {
+      Block &from = part.getBody().front();
+      IRMapping mapping;
+      for (auto [arg, input] : llvm::zip(from.getArguments(), part.getInputs()))
+        mapping.map(arg, body->getArgument(
+                             unsigned(llvm::find(inputs, input) - inputs.begin())));
+      for (Operation &inner : from.without_terminator())
+        builder.clone(inner, mapping);
+      for (Value v : from.getTerminator()->getOperands())
+        yielded.push_back(mapping.lookup(v));
+    }
+    exec::YieldOp::create(builder, fusion.getLoc(), yielded);
+    unsigned first = prev->getNumResults();
+    for (auto [k, r] : llvm::enumerate(prev.getResults()))
+      r.replaceAllUsesWith(merged.getResult(unsigned(k)));
+    for (auto [k, r] : llvm::enumerate(fusion.getResults()))
+      r.replaceAllUsesWith(merged.getResult(first + unsigned(k)));
+    prev->erase();
+    fusion->erase();
+    prev = merged;
+  }
+}
+
 struct FusePass : tcc::impl::FuseBase<FusePass> {
   using FuseBase::FuseBase;
 
@@ -540,6 +654,7 @@ struct FusePass : tcc::impl::FuseBase<FusePass> {
     // Outlined in program order, so kernel names follow the step's order.
     for (auto &[root, group] : llvm::reverse(groups))
       outlineGroup(root, group, ("fused_" + llvm::Twine(counter++)).str());
+    mergeSiblings(block);
   }
 };
 

@@ -181,9 +181,13 @@ std::vector<KernelSignature> kernelTable(const Plan &plan) {
       bool ok = it->inputs.size() == sig.inputs.size() &&
                 it->output.dtype == sig.output.dtype &&
                 it->stores.size() == sig.stores.size();
-      for (size_t o = 0; ok && o < sig.stores.size(); ++o)
-        ok = it->stores[o].dtype == sig.stores[o].dtype &&
-             it->stores[o].elements == sig.stores[o].elements;
+      // A store of an elementwise kernel (a sibling) has its output's size,
+      // which shared kernel text need not fix.
+      for (size_t o = 0; ok && o < sig.stores.size(); ++o) {
+        ok = it->stores[o].dtype == sig.stores[o].dtype;
+        if (it->stores[o].elements != sig.stores[o].elements)
+          it->stores[o].elements = kOutputElements;
+      }
       for (size_t i = 0; ok && i < sig.inputs.size(); ++i) {
         ok = it->inputs[i].dtype == sig.inputs[i].dtype;
         it->inputs[i].elements =

@@ -210,10 +210,12 @@ struct KernelSignature {
   std::string symbol;
   std::vector<KernelBuffer> inputs;
   KernelBuffer output;
-  /// The prologue values a reduction's kernel also writes (plan "stores",
-  /// absent when none; exec.fusion's results 1..): buffers after the inputs
-  /// in the argument array, each of exactly these elements. A kernel step's
-  /// outputs are its output, then these.
+  /// The other results a kernel writes (plan "stores", absent when none;
+  /// exec.fusion's results 1..: a reduction's prologue values, or the
+  /// results of a kernel of siblings): buffers after the inputs in the
+  /// argument array, each of exactly these elements (kOutputElements: the
+  /// calling step's output's). A kernel step's outputs are its output, then
+  /// these.
   std::vector<KernelBuffer> stores;
   /// CUDA launch: one block of `blockThreads` threads per this many
   /// consecutive outputs (a column reduction whose warps split the rows;

@@ -55,12 +55,9 @@ std::vector<KernelSignature> readKernels(const JsonFile &file,
       const json &stores = file.arrayField(list[i], w, "stores");
       if (stores.empty())
         file.bad(w + ".stores", "is empty (absent when a kernel stores none)");
-      for (size_t j = 0; j < stores.size(); ++j) {
-        std::string sw = JsonFile::at(w + ".stores", j);
-        k.stores.push_back(buffer(stores[j], sw));
-        if (k.stores.back().elements == kOutputElements)
-          file.bad(sw + ".elements", "a store has its own element count");
-      }
+      for (size_t j = 0; j < stores.size(); ++j)
+        k.stores.push_back(
+            buffer(stores[j], JsonFile::at(w + ".stores", j)));
     }
     if (list[i].contains("outputs_per_block")) {
       k.outputsPerBlock = file.intField(list[i], w, "outputs_per_block");

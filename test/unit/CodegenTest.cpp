@@ -242,6 +242,28 @@ TEST_F(CodegenTest, ReductionStoresMatchTheInterpreter) {
   EXPECT_EQ(slices, (std::set<int64_t>{1, 2, 8}));
 }
 
+// Siblings: the layout chains of each head split are one kernel of three
+// results, and the two concats one of two, each result written at every
+// output index, bit for bit the interpreter's and, in the emulated CUDA
+// variant (a scalar loop), the host's; the two elementwise kernels of x
+// stay apart (each keeps its vector path).
+TEST_F(CodegenTest, SiblingKernelsMatchTheInterpreter) {
+  OwningOpRef<ModuleOp> module = fused(kSiblings);
+  ASSERT_TRUE(module);
+  std::vector<unsigned> results;
+  module->walk([&](tcc::exec::FusionOp fusion) {
+    results.push_back(fusion.getNumResults());
+  });
+  EXPECT_EQ(results, (std::vector<unsigned>{3, 3, 1, 1, 2}));
+  FailureOr<std::string> source = codegen::emitKernelSource(*module);
+  ASSERT_TRUE(succeeded(source));
+  EXPECT_CONTAINS(*source, "uint16_t *s2 = static_cast<uint16_t *>");
+  EXPECT_EQ(source->find("A concatenation"), std::string::npos);
+  EXPECT_EQ(checkAgainstInterpreter(*module, /*specials=*/false), 5);
+  EXPECT_EQ(checkAgainstInterpreter(*module, /*specials=*/true), 5);
+  EXPECT_EQ(checkVectorPath(*module, /*specials=*/true), 2);
+}
+
 TEST_F(CodegenTest, HalfKernelsMatchInterpreter) {
   OwningOpRef<ModuleOp> module = fused(kHalf);
   ASSERT_TRUE(module);

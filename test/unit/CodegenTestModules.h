@@ -331,6 +331,42 @@ inline constexpr const char *kStores = R"mlir(
   }
 )mlir";
 
+// Siblings: layout chains of one result shape that read a common input, one
+// launched right after the other, merge into one kernel of several results
+// (tcc-fuse): the q/k/v head split's three chains (f32 and bf16) and two
+// 1-D concats (the host's per-piece loop is for single-result kernels);
+// two elementwise kernels of one input do not (their vector paths).
+inline constexpr const char *kSiblings = R"mlir(
+  func.func @siblings(%qkv: tensor<2x8x96xf32>, %h: tensor<2x8x96xbf16>,
+                      %x: tensor<40x33xf32>, %a: tensor<5xf32>, %b: tensor<7xf32>)
+      -> (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>,
+          tensor<2x2x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x2x8x16xbf16>,
+          tensor<40x33xf32>, tensor<40x33xf32>, tensor<12xf32>, tensor<12xf32>) {
+    %0:3 = tcc.split %qkv {axis = 2 : i64, sizes = array<i64: 32, 32, 32>} : (tensor<2x8x96xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>)
+    %1 = tcc.reshape %0#0 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+    %2 = tcc.transpose %1 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+    %3 = tcc.reshape %0#1 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+    %4 = tcc.transpose %3 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+    %5 = tcc.reshape %0#2 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+    %6 = tcc.transpose %5 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+    %7:3 = tcc.split %h {axis = 2 : i64, sizes = array<i64: 32, 32, 32>} : (tensor<2x8x96xbf16>) -> (tensor<2x8x32xbf16>, tensor<2x8x32xbf16>, tensor<2x8x32xbf16>)
+    %8 = tcc.reshape %7#0 : (tensor<2x8x32xbf16>) -> tensor<2x8x2x16xbf16>
+    %9 = tcc.transpose %8 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xbf16>) -> tensor<2x2x8x16xbf16>
+    %10 = tcc.reshape %7#1 : (tensor<2x8x32xbf16>) -> tensor<2x8x2x16xbf16>
+    %11 = tcc.transpose %10 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xbf16>) -> tensor<2x2x8x16xbf16>
+    %12 = tcc.reshape %7#2 : (tensor<2x8x32xbf16>) -> tensor<2x8x2x16xbf16>
+    %13 = tcc.transpose %12 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xbf16>) -> tensor<2x2x8x16xbf16>
+    %14 = tcc.exp %x : (tensor<40x33xf32>) -> tensor<40x33xf32>
+    %15 = tcc.neg %x : (tensor<40x33xf32>) -> tensor<40x33xf32>
+    %16 = tcc.concat %a, %b {axis = 0 : i64} : (tensor<5xf32>, tensor<7xf32>) -> tensor<12xf32>
+    %17 = tcc.concat %b, %a {axis = 0 : i64} : (tensor<7xf32>, tensor<5xf32>) -> tensor<12xf32>
+    return %2, %4, %6, %9, %11, %13, %14, %15, %16, %17
+        : tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>,
+          tensor<2x2x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x2x8x16xbf16>,
+          tensor<40x33xf32>, tensor<40x33xf32>, tensor<12xf32>, tensor<12xf32>
+  }
+)mlir";
+
 // GPT-2 124M's column reductions (8192 tokens; 768, 3072 and 2304
 // columns): their launch shapes only.
 inline constexpr const char *kColumnGpt2 = R"mlir(

@@ -506,7 +506,15 @@ def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
     packed token rows: a bias gradient's sum and the gradient the GEMMs
     read are one kernel. Not in a function with `exec.reuse_operands`
     (a tight `--memory-budget`), whose elementwise kernels may write over
-    a dying operand, which a reduction's kernel may not. A group of one op
+    a dying operand, which a reduction's kernel may not.
+
+    Then *siblings* merge: a layout-chain kernel (transposes, slices,
+    concats, reshapes: it only moves elements), launched right after
+    another of the same result shape that reads a common input and whose
+    results it does not read, joins it as one kernel computing both results
+    at each output index (the q/k/v head split's three chains; only views
+    and constants may lie between them, and the first's inputs that die
+    there must be the second's too, so the plan does not grow). A group of one op
     is still wrapped, so every generated kernel is an `exec.fusion`. Splat
     `tcc.constant`s are cloned into the kernels that use them. Kernels are
     named `fused_0`, `fused_1`, ... in program order over the module.

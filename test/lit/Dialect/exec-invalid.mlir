@@ -228,16 +228,31 @@ func.func @fusion_yields_two(%x: tensor<2xf32>) -> tensor<2xf32> {
 
 // -----
 
-// Stores: only a reduction's kernel has them.
-func.func @store_without_reduction(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
-  // expected-error @+1 {{'exec.fusion' op has 2 results; only a reduction's kernel stores prologue values}}
+// Several results without a reduction: siblings, each computed from the
+// ops it reads, all of the first result's shape; no op computes nothing.
+func.func @siblings_dead_op(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
   %0:2 = exec.fusion "k" (%x) : (tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
   ^bb0(%a: tensor<2xf32>):
     %1 = tcc.exp %a : (tensor<2xf32>) -> tensor<2xf32>
-    %2 = tcc.neg %1 : (tensor<2xf32>) -> tensor<2xf32>
-    exec.yield %2, %1 : tensor<2xf32>, tensor<2xf32>
+    // expected-error @+1 {{'tcc.sqrt' op computes no result of its 'exec.fusion'}}
+    %2 = tcc.sqrt %a : (tensor<2xf32>) -> tensor<2xf32>
+    %3 = tcc.neg %a : (tensor<2xf32>) -> tensor<2xf32>
+    exec.yield %1, %3 : tensor<2xf32>, tensor<2xf32>
   }
   return %0#0, %0#1 : tensor<2xf32>, tensor<2xf32>
+}
+
+// -----
+
+func.func @siblings_of_two_shapes(%x: tensor<2xf32>, %y: tensor<3xf32>) -> (tensor<2xf32>, tensor<3xf32>) {
+  // expected-error @+1 {{'exec.fusion' op result #1 has type 'tensor<3xf32>'; the results of a kernel without a reduction have its first result's shape}}
+  %0:2 = exec.fusion "k" (%x, %y) : (tensor<2xf32>, tensor<3xf32>) -> (tensor<2xf32>, tensor<3xf32>) {
+  ^bb0(%a: tensor<2xf32>, %b: tensor<3xf32>):
+    %1 = tcc.exp %a : (tensor<2xf32>) -> tensor<2xf32>
+    %2 = tcc.neg %b : (tensor<3xf32>) -> tensor<3xf32>
+    exec.yield %1, %2 : tensor<2xf32>, tensor<3xf32>
+  }
+  return %0#0, %0#1 : tensor<2xf32>, tensor<3xf32>
 }
 
 // -----

@@ -153,7 +153,10 @@ def check_plan(art):
             if st["kind"] == "kernel":
                 kernels += 1
                 out = values[st["outputs"][0]]
-                if len(st["outputs"]) != 1 or st["elements"] != int(np.prod(out["shape"], dtype=np.int64)):
+                # Its output, then one value per store of its kernel.
+                entry = [e for e in plan["kernels"] if e["symbol"] == st["symbol"]]
+                stores = len(entry[0].get("stores", [])) if entry else 0
+                if len(st["outputs"]) != 1 + stores or st["elements"] != int(np.prod(out["shape"], dtype=np.int64)):
                     fail("%s: kernel step %d: bad outputs/elements" % (name, k))
                 if not re.fullmatch(r"tcc_[A-Za-z0-9_]+", st["symbol"]):
                     fail("%s: kernel step %d: symbol %r" % (name, k, st["symbol"]))
