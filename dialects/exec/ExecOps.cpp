@@ -191,7 +191,44 @@ LogicalResult FusionOp::verify() {
     all.push_back(&op);
   bool reduces = llvm::any_of(all, [](Operation *op) { return isReduction(*op); });
   llvm::DenseSet<Value> epilogue;
-  if (getNumResults() == 1 || reduces) {
+  // A reduction's prologue may be a layout chain of its input's shape (the
+  // attention gradient's q/k/v concat under the qkv bias gradient): that
+  // part is checked as a kernel body of its own, the rest without it.
+  Operation *reduction = nullptr;
+  for (Operation *op : all)
+    if (isReduction(*op))
+      reduction = op;
+  SmallVector<Operation *> prologueChain;
+  if (reduction) {
+    llvm::SmallPtrSet<Operation *, 16> slice;
+    SmallVector<Operation *> work;
+    if (Operation *def = reduction->getOperand(0).getDefiningOp())
+      work.push_back(def);
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (!slice.insert(op).second)
+        continue;
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp())
+          work.push_back(def);
+    }
+    if (llvm::any_of(slice, [](Operation *op) { return isLayoutOp(op); }))
+      for (Operation *op : all)
+        if (slice.contains(op))
+          prologueChain.push_back(op);
+  }
+  if (!prologueChain.empty()) {
+    llvm::DenseSet<Value> chainEpilogue;
+    if (failed(verifyPart(*this, prologueChain, reduction->getOperand(0),
+                          chainEpilogue)))
+      return failure();
+    SmallVector<Operation *> rest;
+    for (Operation *op : all)
+      if (!llvm::is_contained(prologueChain, op))
+        rest.push_back(op);
+    if (failed(verifyPart(*this, rest, getResult(), epilogue)))
+      return failure();
+  } else if (getNumResults() == 1 || reduces) {
     if (failed(verifyPart(*this, all, getResult(), epilogue)))
       return failure();
   } else {
@@ -237,12 +274,14 @@ LogicalResult FusionOp::verify() {
   }
   if (getNumResults() == 1)
     return success();
-  // Stores: elementwise prologue values of a reduction, of its input's shape.
-  Operation *reduction = getStructuredOp();
+  // Stores: elementwise prologue values of a reduction, of its input's
+  // shape, or the top of its prologue's layout chain.
   ArrayRef<int64_t> inputShape = shapeOf(reduction->getOperand(0));
   for (auto [i, value] : llvm::enumerate(yield.getValues().drop_front())) {
     Operation *def = value.getDefiningOp();
-    if (!def || !isFusibleOp(def) || epilogue.contains(value) ||
+    bool chainTop = def && llvm::is_contained(prologueChain, def) &&
+                    isLayoutOp(def);
+    if (!def || !(isFusibleOp(def) || chainTop) || epilogue.contains(value) ||
         shapeOf(value) != inputShape)
       return emitOpError("result #")
              << i + 1

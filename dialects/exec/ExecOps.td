@@ -74,6 +74,12 @@ def Exec_FusionOp : Exec_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock]> {
     another that read a common input: the q/k/v head split's three chains
     are one kernel of three results.
 
+    **A layout chain under a reduction**: a reduction's input may be a
+    layout chain of its input's shape (each element read once, at the
+    index the chain maps it to), checked as a body of its own; the chain's
+    top may be a store. The attention gradient's q/k/v concat and the qkv
+    bias gradient's sum over it are one kernel.
+
     A body without a structured op is a plain elementwise kernel over the
     result shape. `tcc.split` (several results) is never a body op: tcc-fuse
     rewrites it into one `tcc.slice` per result first. Layout ops move bits,

@@ -599,6 +599,104 @@ void mergeSiblings(Block &block) {
   }
 }
 
+/// The reduction of `fusion`'s body, or null.
+Operation *reductionOf(exec::FusionOp fusion) {
+  for (Operation &op : fusion.getBody().front())
+    if (llvm::isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(op))
+      return &op;
+  return nullptr;
+}
+
+/// Merges a layout-chain kernel (siblingKernel, one result X) into the
+/// reduction kernel launched right after it when that reduction reads X
+/// directly as its input: the chain becomes the reduction's prologue and X
+/// a store of its kernel when ops after it read X too (the attention
+/// gradient's q/k/v concat under the qkv bias gradient). The reduction
+/// reads X directly or through one cast (bf16 gradients summed in f32).
+/// Only views and constants may lie between the two and none of them reads
+/// X, and no other op of the reduction's kernel reads X.
+void mergeChainsIntoReductions(Block &block) {
+  exec::FusionOp prev;
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto fusion = llvm::dyn_cast<exec::FusionOp>(&op);
+    if (!fusion) {
+      if (launchesKernel(&op))
+        prev = nullptr;
+      continue;
+    }
+    exec::FusionOp chain = prev;
+    prev = fusion;
+    Operation *reduction = reductionOf(fusion);
+    if (!chain || !reduction || chain->getNumResults() != 1 ||
+        !siblingKernel(chain) || reduction->hasAttr(kTokenRowsAttr))
+      continue;
+    Value x = chain.getResult();
+    // The reduction reads X directly, or through one cast (a 16-bit
+    // gradient summed in f32).
+    Value read = reduction->getOperand(0);
+    if (auto cast = read.getDefiningOp<CastOp>(); cast && cast->hasOneUse())
+      read = cast.getInput();
+    auto arg = llvm::dyn_cast<BlockArgument>(read);
+    if (!arg || fusion.getInputs()[arg.getArgNumber()] != x ||
+        !arg.hasOneUse() ||
+        llvm::count(fusion.getInputs(), x) != 1 ||
+        llvm::any_of(x.getUsers(), [&](Operation *user) {
+          return user != fusion.getOperation() &&
+                 !fusion->isBeforeInBlock(user);
+        }))
+      continue;
+    bool stored = !x.hasOneUse();
+    llvm::SetVector<Value> inputs;
+    inputs.insert(chain.getInputs().begin(), chain.getInputs().end());
+    for (Value v : fusion.getInputs())
+      if (v != x)
+        inputs.insert(v);
+    SmallVector<Type> types(fusion.getResultTypes());
+    if (stored)
+      types.push_back(x.getType());
+    OpBuilder builder(fusion);
+    auto merged = exec::FusionOp::create(builder, fusion.getLoc(), types,
+                                         fusion.getNameAttr(),
+                                         inputs.getArrayRef());
+    SmallVector<Type> inputTypes;
+    SmallVector<Location> inputLocs;
+    for (Value v : inputs) {
+      inputTypes.push_back(v.getType());
+      inputLocs.push_back(v.getLoc());
+    }
+    Block *body =
+        builder.createBlock(&merged.getBody(), {}, inputTypes, inputLocs);
+    auto argOf = [&](Value v) {
+      return body->getArgument(unsigned(llvm::find(inputs, v) - inputs.begin()));
+    };
+    IRMapping mapping;
+    Block &from = chain.getBody().front();
+    for (auto [a, v] : llvm::zip(from.getArguments(), chain.getInputs()))
+      mapping.map(a, argOf(v));
+    for (Operation &inner : from.without_terminator())
+      builder.clone(inner, mapping);
+    Value chainValue = mapping.lookup(from.getTerminator()->getOperand(0));
+    Block &rest = fusion.getBody().front();
+    for (auto [a, v] : llvm::zip(rest.getArguments(), fusion.getInputs()))
+      mapping.map(a, v == x ? chainValue : argOf(v));
+    for (Operation &inner : rest.without_terminator())
+      builder.clone(inner, mapping);
+    SmallVector<Value> yielded;
+    for (Value v : rest.getTerminator()->getOperands())
+      yielded.push_back(mapping.lookup(v));
+    if (stored)
+      yielded.push_back(chainValue);
+    exec::YieldOp::create(builder, fusion.getLoc(), yielded);
+    for (auto [k, r] : llvm::enumerate(fusion.getResults()))
+      r.replaceAllUsesWith(merged.getResult(unsigned(k)));
+    fusion->erase();
+    if (stored)
+      x.replaceAllUsesWith(merged.getResults().back());
+    chain->erase();
+    prev = merged;
+  }
+}
+
 struct FusePass : tcc::impl::FuseBase<FusePass> {
   using FuseBase::FuseBase;
 
@@ -655,6 +753,7 @@ struct FusePass : tcc::impl::FuseBase<FusePass> {
     for (auto &[root, group] : llvm::reverse(groups))
       outlineGroup(root, group, ("fused_" + llvm::Twine(counter++)).str());
     mergeSiblings(block);
+    mergeChainsIntoReductions(block);
   }
 };
 

@@ -294,18 +294,24 @@ inline constexpr const char *kColumnSlices = R"mlir(
 // column block path, 2 slices), a residual sum's mean over 16 x 20 rows
 // (the one-thread loop), a bf16 product summed in f32 (stored as bf16,
 // the sum reading the rounded value), a chain of two stored values, and
-// row reductions of an exp (a warp a row, a block a row, a short row).
+// row reductions of an exp (a warp a row, a block a row, a short row),
+// and a layout chain under a column sum (the attention gradient's q/k/v
+// heads concatenated under the qkv bias gradient, 384 rows: the block
+// path), stored; the same in bf16, summed in f32 through a cast.
 inline constexpr const char *kStores = R"mlir(
   func.func @stores(%dy: tensor<600x40xf32>, %pre: tensor<600x40xf32>,
                     %a: tensor<16x20x33xf32>, %b: tensor<16x20x33xf32>,
                     %h: tensor<2100x9xbf16>, %u: tensor<300x8xf32>,
                     %w: tensor<5x300xf32>, %v: tensor<3x3000xf32>,
-                    %s: tensor<7x12xf32>)
+                    %s: tensor<7x12xf32>, %gq: tensor<4x2x96x16xf32>,
+                    %gk: tensor<4x2x96x16xf32>, %gv: tensor<4x2x96x16xf32>,
+                    %hq: tensor<2x2x300x8xbf16>, %hk: tensor<2x2x300x8xbf16>)
       -> (tensor<40xf32>, tensor<600x40xf32>, tensor<33xf32>,
           tensor<16x20x33xf32>, tensor<9xf32>, tensor<2100x9xbf16>,
           tensor<8xf32>, tensor<300x8xf32>, tensor<300x8xf32>,
           tensor<5xf32>, tensor<5x300xf32>, tensor<3xf32>, tensor<3x3000xf32>,
-          tensor<7xf32>, tensor<7x12xf32>) {
+          tensor<7xf32>, tensor<7x12xf32>, tensor<96xf32>, tensor<4x96x96xf32>,
+          tensor<32xf32>, tensor<2x300x32xbf16>) {
     %0 = tcc.gelu_grad %dy, %pre {approximate = #tcc<gelu_approx tanh>} : (tensor<600x40xf32>, tensor<600x40xf32>) -> tensor<600x40xf32>
     %1 = tcc.reduce_sum %0 {axes = array<i64: 0>} : (tensor<600x40xf32>) -> tensor<40xf32>
     %2 = tcc.add %a, %b : (tensor<16x20x33xf32>, tensor<16x20x33xf32>) -> tensor<16x20x33xf32>
@@ -322,12 +328,28 @@ inline constexpr const char *kStores = R"mlir(
     %13 = tcc.reduce_max %12 {axes = array<i64: 1>} : (tensor<3x3000xf32>) -> tensor<3xf32>
     %14 = tcc.neg %s : (tensor<7x12xf32>) -> tensor<7x12xf32>
     %15 = tcc.reduce_min %14 {axes = array<i64: 1>} : (tensor<7x12xf32>) -> tensor<7xf32>
-    return %1, %0, %3, %2, %6, %4, %9, %7, %8, %11, %10, %13, %12, %15, %14
+    %tq = tcc.transpose %gq {perm = array<i64: 0, 2, 1, 3>} : (tensor<4x2x96x16xf32>) -> tensor<4x96x2x16xf32>
+    %tk = tcc.transpose %gk {perm = array<i64: 0, 2, 1, 3>} : (tensor<4x2x96x16xf32>) -> tensor<4x96x2x16xf32>
+    %tv = tcc.transpose %gv {perm = array<i64: 0, 2, 1, 3>} : (tensor<4x2x96x16xf32>) -> tensor<4x96x2x16xf32>
+    %qr = tcc.reshape %tq : (tensor<4x96x2x16xf32>) -> tensor<4x96x32xf32>
+    %kr = tcc.reshape %tk : (tensor<4x96x2x16xf32>) -> tensor<4x96x32xf32>
+    %vr = tcc.reshape %tv : (tensor<4x96x2x16xf32>) -> tensor<4x96x32xf32>
+    %16 = tcc.concat %qr, %kr, %vr {axis = 2 : i64} : (tensor<4x96x32xf32>, tensor<4x96x32xf32>, tensor<4x96x32xf32>) -> tensor<4x96x96xf32>
+    %17 = tcc.reduce_sum %16 {axes = array<i64: 0, 1>} : (tensor<4x96x96xf32>) -> tensor<96xf32>
+    %bq = tcc.transpose %hq {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x300x8xbf16>) -> tensor<2x300x2x8xbf16>
+    %bk = tcc.transpose %hk {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x300x8xbf16>) -> tensor<2x300x2x8xbf16>
+    %bqr = tcc.reshape %bq : (tensor<2x300x2x8xbf16>) -> tensor<2x300x16xbf16>
+    %bkr = tcc.reshape %bk : (tensor<2x300x2x8xbf16>) -> tensor<2x300x16xbf16>
+    %18 = tcc.concat %bqr, %bkr {axis = 2 : i64} : (tensor<2x300x16xbf16>, tensor<2x300x16xbf16>) -> tensor<2x300x32xbf16>
+    %19 = tcc.cast %18 : (tensor<2x300x32xbf16>) -> tensor<2x300x32xf32>
+    %20 = tcc.reduce_sum %19 {axes = array<i64: 0, 1>} : (tensor<2x300x32xf32>) -> tensor<32xf32>
+    return %1, %0, %3, %2, %6, %4, %9, %7, %8, %11, %10, %13, %12, %15, %14, %17, %16, %20, %18
         : tensor<40xf32>, tensor<600x40xf32>, tensor<33xf32>,
           tensor<16x20x33xf32>, tensor<9xf32>, tensor<2100x9xbf16>,
           tensor<8xf32>, tensor<300x8xf32>, tensor<300x8xf32>,
           tensor<5xf32>, tensor<5x300xf32>, tensor<3xf32>, tensor<3x3000xf32>,
-          tensor<7xf32>, tensor<7x12xf32>
+          tensor<7xf32>, tensor<7x12xf32>, tensor<96xf32>, tensor<4x96x96xf32>,
+          tensor<32xf32>, tensor<2x300x32xbf16>
   }
 )mlir";
 

@@ -514,7 +514,11 @@ def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
     results it does not read, joins it as one kernel computing both results
     at each output index (the q/k/v head split's three chains; only views
     and constants may lie between them, and the first's inputs that die
-    there must be the second's too, so the plan does not grow). A group of one op
+    there must be the second's too, so the plan does not grow). And a
+    layout-chain kernel of one result joins the reduction kernel launched
+    right after it when that reduction reads its result directly: the chain
+    becomes the reduction's prologue and its result a store when other ops
+    (all after the reduction) read it too. A group of one op
     is still wrapped, so every generated kernel is an `exec.fusion`. Splat
     `tcc.constant`s are cloned into the kernels that use them. Kernels are
     named `fused_0`, `fused_1`, ... in program order over the module.

@@ -219,6 +219,30 @@ func.func @split_heads(%x: tensor<2x8x96xf32>, %b: tensor<96xf32>) -> tensor<2x2
   return %8 : tensor<2x2x8x16xf32>
 }
 
+// Under its bias gradient: the concat of the q, k, v gradients is a layout
+// chain kernel and the sum over the tokens reads it directly, launched right
+// after it, so the chain joins the sum's kernel as its prologue and the
+// concat is stored there for the matmul after it.
+// CHECK-LABEL: func.func @qkv_grad_bias
+// CHECK: %[[G:.*]]:2 = exec.fusion "fused_19"(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>) -> (tensor<96xf32>, tensor<2x8x96xf32>) {
+// CHECK: %[[C:.*]] = tcc.concat
+// CHECK-NEXT: %[[S:.*]] = tcc.reduce_sum %[[C]] {axes = array<i64: 0, 1>}
+// CHECK-NEXT: exec.yield %[[S]], %[[C]]
+// CHECK: tcc.matmul %[[G]]#1
+func.func @qkv_grad_bias(%q: tensor<2x2x8x16xf32>, %k: tensor<2x2x8x16xf32>, %v: tensor<2x2x8x16xf32>, %w: tensor<96x32xf32>)
+    -> (tensor<96xf32>, tensor<2x8x32xf32>) {
+  %0 = tcc.transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+  %1 = tcc.transpose %k {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+  %2 = tcc.transpose %v {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+  %3 = tcc.reshape %0 : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+  %4 = tcc.reshape %1 : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+  %5 = tcc.reshape %2 : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+  %6 = tcc.concat %3, %4, %5 {axis = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x96xf32>
+  %7 = tcc.reduce_sum %6 {axes = array<i64: 0, 1>} : (tensor<2x8x96xf32>) -> tensor<96xf32>
+  %8 = tcc.matmul %6, %w : (tensor<2x8x96xf32>, tensor<96x32xf32>) -> tensor<2x8x32xf32>
+  return %7, %8 : tensor<96xf32>, tensor<2x8x32xf32>
+}
+
 // The backward of the split: the q, k, v gradients concatenated into one
 // kernel that reads the three reshaped gradients; the residual add that
 // follows reads the concat's result at the same element, so it is the
@@ -227,7 +251,7 @@ func.func @split_heads(%x: tensor<2x8x96xf32>, %b: tensor<96xf32>) -> tensor<2x2
 // CHECK: %[[Q:.*]] = tcc.reshape
 // CHECK: %[[K:.*]] = tcc.reshape
 // CHECK: %[[V:.*]] = tcc.reshape
-// CHECK: exec.fusion "fused_18"(%[[Q]], %[[K]], %[[V]], %{{.*}}) : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
+// CHECK: exec.fusion "fused_20"(%[[Q]], %[[K]], %[[V]], %{{.*}}) : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: %[[C:.*]] = tcc.concat {{.*}} {axis = 2 : i64}
 // CHECK-NEXT: %[[R:.*]] = tcc.add %[[C]], %{{.*}}
@@ -244,9 +268,9 @@ func.func @concat_grads(%dq: tensor<2x8x2x16xf32>, %dk: tensor<2x8x2x16xf32>, %d
 // A gather off axis 0 and its gradient are kernels; gather_grad on axis 0
 // (the embedding gradient) stays a library call.
 // CHECK-LABEL: func.func @gathers
-// CHECK: exec.fusion "fused_19"{{.*}} -> tensor<4x3xf32>
+// CHECK: exec.fusion "fused_21"{{.*}} -> tensor<4x3xf32>
 // CHECK: tcc.gather %{{.*}}, %{{.*}} {axis = 1 : i64}
-// CHECK: exec.fusion "fused_20"{{.*}} -> tensor<4x6xf32>
+// CHECK: exec.fusion "fused_22"{{.*}} -> tensor<4x6xf32>
 // CHECK: tcc.gather_grad %{{.*}}, %{{.*}} {axis = 1 : i64}
 // CHECK-NOT: exec.fusion
 // CHECK: tcc.gather_grad %{{.*}}, %{{.*}} {axis = 0 : i64}
@@ -264,13 +288,13 @@ func.func @gathers(%x: tensor<4x6xf32>, %i: tensor<3xi64>, %g: tensor<3x6xf32>) 
 // the reduction is a kernel of its own, in its place, and the add another.
 // CHECK-LABEL: func.func @late_epilogue
 // CHECK: %[[P:.*]] = tcc.matmul
-// CHECK-NEXT: %[[R:.*]] = exec.fusion "fused_21"(%[[P]]) : (tensor<2x64x32xf32>) -> tensor<64x32xf32> {
+// CHECK-NEXT: %[[R:.*]] = exec.fusion "fused_23"(%[[P]]) : (tensor<2x64x32xf32>) -> tensor<64x32xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.reduce_sum
 // CHECK-NEXT: exec.yield
 // CHECK-NEXT: }
 // CHECK-NEXT: %[[E:.*]] = tcc.gather_grad
-// CHECK-NEXT: exec.fusion "fused_22"(%[[R]], %[[E]])
+// CHECK-NEXT: exec.fusion "fused_24"(%[[R]], %[[E]])
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.add
 func.func @late_epilogue(%g: tensor<2x8x64xf32>, %h: tensor<2x8x32xf32>, %ids: tensor<2x8xi64>, %d: tensor<2x8x32xf32>) -> tensor<64x32xf32> {
@@ -285,7 +309,7 @@ func.func @late_epilogue(%g: tensor<2x8x64xf32>, %h: tensor<2x8x32xf32>, %ids: t
 // reshape and the concat of the three are one layout chain, and the add
 // reading the concat's result is its epilogue: four kernels become one.
 // CHECK-LABEL: func.func @merge_heads
-// CHECK: exec.fusion "fused_23"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
+// CHECK: exec.fusion "fused_25"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: tcc.transpose
 // CHECK-NEXT: tcc.reshape
@@ -316,31 +340,31 @@ func.func @merge_heads(%dq: tensor<2x2x8x16xf32>, %dk: tensor<2x2x8x16xf32>, %dv
 // of its own; a reshape of a kernel input (%6) stays a view outside; a
 // reduction never chains (%8).
 // CHECK-LABEL: func.func @chain_stops
-// CHECK: %[[T:.*]] = exec.fusion "fused_24"(%{{.*}}) : (tensor<4x6xf32>) -> tensor<6x4xf32> {
+// CHECK: %[[T:.*]] = exec.fusion "fused_26"(%{{.*}}) : (tensor<4x6xf32>) -> tensor<6x4xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.transpose
 // CHECK-NEXT: exec.yield
-// CHECK: exec.fusion "fused_25"(%[[T]]) : (tensor<6x4xf32>) -> tensor<2x12xf32> {
+// CHECK: exec.fusion "fused_27"(%[[T]]) : (tensor<6x4xf32>) -> tensor<2x12xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.slice
 // CHECK-NEXT: tcc.reshape
 // CHECK-NEXT: tcc.transpose
 // CHECK-NEXT: exec.yield
-// CHECK: %[[S:.*]] = exec.fusion "fused_26"(%{{.*}}) : (tensor<4x6xf32>) -> tensor<4x3xf32> {
+// CHECK: %[[S:.*]] = exec.fusion "fused_28"(%{{.*}}) : (tensor<4x6xf32>) -> tensor<4x3xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.slice
 // CHECK-NEXT: exec.yield
-// CHECK: exec.fusion "fused_27"(%[[S]]) : (tensor<4x3xf32>) -> tensor<3x4xf32> {
+// CHECK: exec.fusion "fused_29"(%[[S]]) : (tensor<4x3xf32>) -> tensor<3x4xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.neg
 // CHECK-NEXT: tcc.transpose
 // CHECK-NEXT: exec.yield
 // CHECK: %[[R:.*]] = tcc.reshape %{{.*}} : (tensor<4x6xf32>) -> tensor<6x4xf32>
-// CHECK: exec.fusion "fused_28"(%[[R]]) : (tensor<6x4xf32>) -> tensor<4x6xf32> {
+// CHECK: exec.fusion "fused_30"(%[[R]]) : (tensor<6x4xf32>) -> tensor<4x6xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.transpose
 // CHECK-NEXT: exec.yield
-// CHECK: exec.fusion "fused_29"(%{{.*}}) : (tensor<4x6xf32>) -> tensor<6xf32> {
+// CHECK: exec.fusion "fused_31"(%{{.*}}) : (tensor<4x6xf32>) -> tensor<6xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.reduce_sum
 // CHECK-NEXT: exec.yield
@@ -362,7 +386,7 @@ func.func @chain_stops(%x: tensor<4x6xf32>) -> (tensor<6x4xf32>, tensor<2x12xf32
 // transposed. The add is the chain's prologue, read through the reshape at
 // the transpose's source elements: one kernel.
 // CHECK-LABEL: func.func @bias_heads
-// CHECK: exec.fusion "fused_30"(%{{.*}}, %{{.*}}) : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x2x8x16xf32> {
+// CHECK: exec.fusion "fused_32"(%{{.*}}, %{{.*}}) : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x2x8x16xf32> {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tcc.add
 // CHECK-NEXT: tcc.reshape
@@ -431,6 +455,7 @@ func.func @bf16_chain(%x: tensor<4x8xbf16>, %p: tensor<8xf32>) -> (tensor<4x8xbf
 // STATS-DAG: remark: tcc-fuse: @grad_norm: 3 kernels before fusion, 1 after
 // STATS-DAG: remark: tcc-fuse: @bias_grad: 5 kernels before fusion, 4 after
 // STATS-DAG: remark: tcc-fuse: @split_heads: 6 kernels before fusion, 3 after
+// STATS-DAG: remark: tcc-fuse: @qkv_grad_bias: 6 kernels before fusion, 2 after
 // STATS-DAG: remark: tcc-fuse: @concat_grads: 2 kernels before fusion, 1 after
 // STATS-DAG: remark: tcc-fuse: @gathers: 3 kernels before fusion, 3 after
 // STATS-DAG: remark: tcc-fuse: @late_epilogue: 4 kernels before fusion, 4 after
