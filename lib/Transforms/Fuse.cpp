@@ -407,6 +407,25 @@ Value widenHalfInterior(Block *body, Value result, Type resultType) {
   return CastOp::create(b, result.getLoc(), resultType, result);
 }
 
+/// A new exec.fusion named `name` of results `types` on `inputs`, at the
+/// builder's insertion point, and its body block (one argument per input),
+/// where the builder then inserts.
+std::pair<exec::FusionOp, Block *> createFusion(OpBuilder &builder,
+                                                Location loc, TypeRange types,
+                                                StringAttr name,
+                                                ArrayRef<Value> inputs) {
+  auto fusion = exec::FusionOp::create(builder, loc, types, name, inputs);
+  SmallVector<Type> inputTypes;
+  SmallVector<Location> inputLocs;
+  for (Value v : inputs) {
+    inputTypes.push_back(v.getType());
+    inputLocs.push_back(v.getLoc());
+  }
+  Block *body =
+      builder.createBlock(&fusion.getBody(), {}, inputTypes, inputLocs);
+  return {fusion, body};
+}
+
 /// The body value a store yields for `value` (of type `type` outside the
 /// kernel) after widenHalfInterior. A 16-bit value it widened to f32 is
 /// rounded to 16 bits where it is computed, and the kernel reads the
@@ -446,20 +465,12 @@ void outlineGroup(Operation *root, Group &group, StringRef name) {
     }
 
   OpBuilder builder(group.structured ? group.structured : root);
-  SmallVector<Type> inputTypes;
-  SmallVector<Location> inputLocs;
-  for (Value v : inputs) {
-    inputTypes.push_back(v.getType());
-    inputLocs.push_back(v.getLoc());
-  }
   SmallVector<Type> resultTypes{root->getResult(0).getType()};
   for (Operation *def : group.stores)
     resultTypes.push_back(def->getResult(0).getType());
-  auto fusion = exec::FusionOp::create(
-      builder, root->getLoc(), resultTypes, builder.getStringAttr(name),
-      inputs.getArrayRef());
-  Block *body =
-      builder.createBlock(&fusion.getBody(), {}, inputTypes, inputLocs);
+  auto [fusion, body] =
+      createFusion(builder, root->getLoc(), resultTypes,
+                   builder.getStringAttr(name), inputs.getArrayRef());
   IRMapping mapping;
   mapping.map(inputs.getArrayRef(), body->getArguments());
   for (Operation *c : constants)
@@ -564,17 +575,8 @@ void mergeSiblings(Block &block) {
     SmallVector<Type> types(prev.getResultTypes());
     llvm::append_range(types, fusion.getResultTypes());
     OpBuilder builder(fusion);
-    auto merged = exec::FusionOp::create(builder, prev.getLoc(), types,
-                                         prev.getNameAttr(),
-                                         inputs.getArrayRef());
-    SmallVector<Type> inputTypes;
-    SmallVector<Location> inputLocs;
-    for (Value v : inputs) {
-      inputTypes.push_back(v.getType());
-      inputLocs.push_back(v.getLoc());
-    }
-    Block *body =
-        builder.createBlock(&merged.getBody(), {}, inputTypes, inputLocs);
+    auto [merged, body] = createFusion(builder, prev.getLoc(), types,
+                                       prev.getNameAttr(), inputs.getArrayRef());
     SmallVector<Value> yielded;
     for (exec::FusionOp part : {prev, fusion}) {
       Block &from = part.getBody().front();
@@ -655,17 +657,11 @@ void mergeChainsIntoReductions(Block &block) {
     if (stored)
       types.push_back(x.getType());
     OpBuilder builder(fusion);
-    auto merged = exec::FusionOp::create(builder, fusion.getLoc(), types,
-                                         fusion.getNameAttr(),
-                                         inputs.getArrayRef());
-    SmallVector<Type> inputTypes;
-    SmallVector<Location> inputLocs;
-    for (Value v : inputs) {
-      inputTypes.push_back(v.getType());
-      inputLocs.push_back(v.getLoc());
-    }
-    Block *body =
-        builder.createBlock(&merged.getBody(), {}, inputTypes, inputLocs);
+    exec::FusionOp merged;
+    Block *body;
+    std::tie(merged, body) = createFusion(builder, fusion.getLoc(), types,
+                                          fusion.getNameAttr(),
+                                          inputs.getArrayRef());
     auto argOf = [&](Value v) {
       return body->getArgument(unsigned(llvm::find(inputs, v) - inputs.begin()));
     };
