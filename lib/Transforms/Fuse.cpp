@@ -513,92 +513,82 @@ bool siblingKernel(exec::FusionOp fusion) {
   });
 }
 
-/// Merges each kernel into the kernel launched just before it when both
-/// are siblings (siblingKernel: layout chains) of one result shape that
-/// read a common input and neither reads the other: one launch computes
-/// both results at each output index (the q/k/v head split's three chains
-/// are one kernel).
+/// Merges kernel `fusion` into `prev`, the kernel launched just before it,
+/// when both are siblings (siblingKernel: layout chains) of one result
+/// shape that read a common input and neither reads the other: one launch
+/// computes both results at each output index (the q/k/v head split's
+/// three chains are one kernel).
 /// The merged kernel runs where the second did; only non-launching ops
 /// (views, constants) may lie between them, none of them reads the first's
 /// results, and every input of the first that dies there is read by the
 /// second too (else it would live on beside the second's results).
-void mergeSiblings(Block &block) {
-  exec::FusionOp prev;
-  for (Operation &op : llvm::make_early_inc_range(block)) {
-    auto fusion = llvm::dyn_cast<exec::FusionOp>(&op);
-    if (!fusion) {
-      if (launchesKernel(&op))
-        prev = nullptr;
-      continue;
-    }
-    auto shares = [&] {
-      for (Value v : fusion.getInputs())
-        if (llvm::is_contained(prev.getInputs(), v))
+/// Returns the merged kernel, or `fusion` when they stay apart.
+exec::FusionOp mergeSibling(exec::FusionOp prev, exec::FusionOp fusion) {
+  auto shares = [&] {
+    for (Value v : fusion.getInputs())
+      if (llvm::is_contained(prev.getInputs(), v))
+        return true;
+    return false;
+  };
+  auto readsPrev = [&] {
+    for (Value r : prev.getResults())
+      for (Operation *user : r.getUsers())
+        if (user->isBeforeInBlock(fusion))
           return true;
-      return false;
-    };
-    auto readsPrev = [&] {
-      for (Value r : prev.getResults())
-        for (Operation *user : r.getUsers())
-          if (user->isBeforeInBlock(fusion))
-            return true;
-      return llvm::any_of(fusion.getInputs(), [&](Value v) {
-        return v.getDefiningOp() == prev.getOperation();
-      });
-    };
-    // An input of the first that dies at it would live on beside the
-    // second's results: the plan could grow.
-    auto holdsMore = [&] {
-      for (Value v : prev.getInputs()) {
-        if (llvm::isa<BlockArgument>(v) ||
-            llvm::is_contained(fusion.getInputs(), v))
-          continue;
-        if (llvm::none_of(v.getUsers(), [&](Operation *u) {
-              return u != prev.getOperation() &&
-                     prev->isBeforeInBlock(u);
-            }))
-          return true;
-      }
-      return false;
-    };
-    if (!prev || !siblingKernel(prev) || !siblingKernel(fusion) ||
-        shapeOf(prev.getResult()) != shapeOf(fusion.getResult()) ||
-        !shares() || readsPrev() || holdsMore()) {
-      prev = fusion;
-      continue;
+    return llvm::any_of(fusion.getInputs(), [&](Value v) {
+      return v.getDefiningOp() == prev.getOperation();
+    });
+  };
+  // An input of the first that dies at it would live on beside the
+  // second's results: the plan could grow.
+  auto holdsMore = [&] {
+    for (Value v : prev.getInputs()) {
+      if (llvm::isa<BlockArgument>(v) ||
+          llvm::is_contained(fusion.getInputs(), v))
+        continue;
+      if (llvm::none_of(v.getUsers(), [&](Operation *u) {
+            return u != prev.getOperation() &&
+                   prev->isBeforeInBlock(u);
+          }))
+        return true;
     }
-    // One body: the first's ops and then the second's, on the union of the
-    // inputs; the first's results, then the second's.
-    llvm::SetVector<Value> inputs;
-    inputs.insert(prev.getInputs().begin(), prev.getInputs().end());
-    inputs.insert(fusion.getInputs().begin(), fusion.getInputs().end());
-    SmallVector<Type> types(prev.getResultTypes());
-    llvm::append_range(types, fusion.getResultTypes());
-    OpBuilder builder(fusion);
-    auto [merged, body] = createFusion(builder, prev.getLoc(), types,
-                                       prev.getNameAttr(), inputs.getArrayRef());
-    SmallVector<Value> yielded;
-    for (exec::FusionOp part : {prev, fusion}) {
-      Block &from = part.getBody().front();
-      IRMapping mapping;
-      for (auto [arg, input] : llvm::zip(from.getArguments(), part.getInputs()))
-        mapping.map(arg, body->getArgument(
-                             unsigned(llvm::find(inputs, input) - inputs.begin())));
-      for (Operation &inner : from.without_terminator())
-        builder.clone(inner, mapping);
-      for (Value v : from.getTerminator()->getOperands())
-        yielded.push_back(mapping.lookup(v));
-    }
-    exec::YieldOp::create(builder, fusion.getLoc(), yielded);
-    unsigned first = prev->getNumResults();
-    for (auto [k, r] : llvm::enumerate(prev.getResults()))
-      r.replaceAllUsesWith(merged.getResult(unsigned(k)));
-    for (auto [k, r] : llvm::enumerate(fusion.getResults()))
-      r.replaceAllUsesWith(merged.getResult(first + unsigned(k)));
-    prev->erase();
-    fusion->erase();
-    prev = merged;
+    return false;
+  };
+  if (!prev || !siblingKernel(prev) || !siblingKernel(fusion) ||
+      shapeOf(prev.getResult()) != shapeOf(fusion.getResult()) ||
+      !shares() || readsPrev() || holdsMore())
+    return fusion;
+  // One body: the first's ops and then the second's, on the union of the
+  // inputs; the first's results, then the second's.
+  llvm::SetVector<Value> inputs;
+  inputs.insert(prev.getInputs().begin(), prev.getInputs().end());
+  inputs.insert(fusion.getInputs().begin(), fusion.getInputs().end());
+  SmallVector<Type> types(prev.getResultTypes());
+  llvm::append_range(types, fusion.getResultTypes());
+  OpBuilder builder(fusion);
+  auto [merged, body] = createFusion(builder, prev.getLoc(), types,
+                                     prev.getNameAttr(), inputs.getArrayRef());
+  SmallVector<Value> yielded;
+  for (exec::FusionOp part : {prev, fusion}) {
+    Block &from = part.getBody().front();
+    IRMapping mapping;
+    for (auto [arg, input] : llvm::zip(from.getArguments(), part.getInputs()))
+      mapping.map(arg, body->getArgument(
+                           unsigned(llvm::find(inputs, input) - inputs.begin())));
+    for (Operation &inner : from.without_terminator())
+      builder.clone(inner, mapping);
+    for (Value v : from.getTerminator()->getOperands())
+      yielded.push_back(mapping.lookup(v));
   }
+  exec::YieldOp::create(builder, fusion.getLoc(), yielded);
+  unsigned first = prev->getNumResults();
+  for (auto [k, r] : llvm::enumerate(prev.getResults()))
+    r.replaceAllUsesWith(merged.getResult(unsigned(k)));
+  for (auto [k, r] : llvm::enumerate(fusion.getResults()))
+    r.replaceAllUsesWith(merged.getResult(first + unsigned(k)));
+  prev->erase();
+  fusion->erase();
+  return merged;
 }
 
 /// The reduction of `fusion`'s body, or null.
@@ -609,87 +599,94 @@ Operation *reductionOf(exec::FusionOp fusion) {
   return nullptr;
 }
 
-/// Merges a layout-chain kernel (siblingKernel, one result X) into the
-/// reduction kernel launched right after it when that reduction reads X
-/// directly as its input: the chain becomes the reduction's prologue and X
-/// a store of its kernel when ops after it read X too (the attention
-/// gradient's q/k/v concat under the qkv bias gradient). The reduction
-/// reads X directly or through one cast (bf16 gradients summed in f32).
-/// Only views and constants may lie between the two and none of them reads
-/// X, and no other op of the reduction's kernel reads X.
-void mergeChainsIntoReductions(Block &block) {
+/// Merges `chain`, a layout-chain kernel (siblingKernel, one result X),
+/// into `fusion`, the reduction kernel launched right after it, when the
+/// reduction reads X as its input, directly or through one cast (bf16
+/// gradients summed in f32): the chain becomes the reduction's prologue
+/// and X a store of its kernel when ops after it read X too (the attention
+/// gradient's q/k/v concat under the qkv bias gradient). Only views and
+/// constants may lie between the two and none of them reads X, and no
+/// other op of the reduction's kernel reads X.
+/// Returns the merged kernel, or `fusion` when they stay apart.
+exec::FusionOp mergeChainIntoReduction(exec::FusionOp chain,
+                                       exec::FusionOp fusion) {
+  Operation *reduction = reductionOf(fusion);
+  if (!chain || !reduction || chain->getNumResults() != 1 ||
+      !siblingKernel(chain) || reduction->hasAttr(kTokenRowsAttr))
+    return fusion;
+  Value x = chain.getResult();
+  // The reduction reads X directly, or through one cast (a 16-bit
+  // gradient summed in f32).
+  Value read = reduction->getOperand(0);
+  if (auto cast = read.getDefiningOp<CastOp>(); cast && cast->hasOneUse())
+    read = cast.getInput();
+  auto arg = llvm::dyn_cast<BlockArgument>(read);
+  if (!arg || fusion.getInputs()[arg.getArgNumber()] != x ||
+      !arg.hasOneUse() ||
+      llvm::count(fusion.getInputs(), x) != 1 ||
+      llvm::any_of(x.getUsers(), [&](Operation *user) {
+        return user != fusion.getOperation() &&
+               !fusion->isBeforeInBlock(user);
+      }))
+    return fusion;
+  bool stored = !x.hasOneUse();
+  llvm::SetVector<Value> inputs;
+  inputs.insert(chain.getInputs().begin(), chain.getInputs().end());
+  for (Value v : fusion.getInputs())
+    if (v != x)
+      inputs.insert(v);
+  SmallVector<Type> types(fusion.getResultTypes());
+  if (stored)
+    types.push_back(x.getType());
+  OpBuilder builder(fusion);
+  exec::FusionOp merged;
+  Block *body;
+  std::tie(merged, body) = createFusion(builder, fusion.getLoc(), types,
+                                        fusion.getNameAttr(),
+                                        inputs.getArrayRef());
+  auto argOf = [&](Value v) {
+    return body->getArgument(unsigned(llvm::find(inputs, v) - inputs.begin()));
+  };
+  IRMapping mapping;
+  Block &from = chain.getBody().front();
+  for (auto [a, v] : llvm::zip(from.getArguments(), chain.getInputs()))
+    mapping.map(a, argOf(v));
+  for (Operation &inner : from.without_terminator())
+    builder.clone(inner, mapping);
+  Value chainValue = mapping.lookup(from.getTerminator()->getOperand(0));
+  Block &rest = fusion.getBody().front();
+  for (auto [a, v] : llvm::zip(rest.getArguments(), fusion.getInputs()))
+    mapping.map(a, v == x ? chainValue : argOf(v));
+  for (Operation &inner : rest.without_terminator())
+    builder.clone(inner, mapping);
+  SmallVector<Value> yielded;
+  for (Value v : rest.getTerminator()->getOperands())
+    yielded.push_back(mapping.lookup(v));
+  if (stored)
+    yielded.push_back(chainValue);
+  exec::YieldOp::create(builder, fusion.getLoc(), yielded);
+  for (auto [k, r] : llvm::enumerate(fusion.getResults()))
+    r.replaceAllUsesWith(merged.getResult(unsigned(k)));
+  fusion->erase();
+  if (stored)
+    x.replaceAllUsesWith(merged.getResults().back());
+  chain->erase();
+  return merged;
+}
+
+/// Runs `merge(prev, fusion)` over the kernels of `block` in order, `prev`
+/// being the kernel launched just before `fusion` (null when another
+/// launch lies between them). `merge` returns the kernel that then counts
+/// as launched last: the merged one, or `fusion`.
+void mergeLaunchedPairs(
+    Block &block,
+    llvm::function_ref<exec::FusionOp(exec::FusionOp, exec::FusionOp)> merge) {
   exec::FusionOp prev;
   for (Operation &op : llvm::make_early_inc_range(block)) {
-    auto fusion = llvm::dyn_cast<exec::FusionOp>(&op);
-    if (!fusion) {
-      if (launchesKernel(&op))
-        prev = nullptr;
-      continue;
-    }
-    exec::FusionOp chain = prev;
-    prev = fusion;
-    Operation *reduction = reductionOf(fusion);
-    if (!chain || !reduction || chain->getNumResults() != 1 ||
-        !siblingKernel(chain) || reduction->hasAttr(kTokenRowsAttr))
-      continue;
-    Value x = chain.getResult();
-    // The reduction reads X directly, or through one cast (a 16-bit
-    // gradient summed in f32).
-    Value read = reduction->getOperand(0);
-    if (auto cast = read.getDefiningOp<CastOp>(); cast && cast->hasOneUse())
-      read = cast.getInput();
-    auto arg = llvm::dyn_cast<BlockArgument>(read);
-    if (!arg || fusion.getInputs()[arg.getArgNumber()] != x ||
-        !arg.hasOneUse() ||
-        llvm::count(fusion.getInputs(), x) != 1 ||
-        llvm::any_of(x.getUsers(), [&](Operation *user) {
-          return user != fusion.getOperation() &&
-                 !fusion->isBeforeInBlock(user);
-        }))
-      continue;
-    bool stored = !x.hasOneUse();
-    llvm::SetVector<Value> inputs;
-    inputs.insert(chain.getInputs().begin(), chain.getInputs().end());
-    for (Value v : fusion.getInputs())
-      if (v != x)
-        inputs.insert(v);
-    SmallVector<Type> types(fusion.getResultTypes());
-    if (stored)
-      types.push_back(x.getType());
-    OpBuilder builder(fusion);
-    exec::FusionOp merged;
-    Block *body;
-    std::tie(merged, body) = createFusion(builder, fusion.getLoc(), types,
-                                          fusion.getNameAttr(),
-                                          inputs.getArrayRef());
-    auto argOf = [&](Value v) {
-      return body->getArgument(unsigned(llvm::find(inputs, v) - inputs.begin()));
-    };
-    IRMapping mapping;
-    Block &from = chain.getBody().front();
-    for (auto [a, v] : llvm::zip(from.getArguments(), chain.getInputs()))
-      mapping.map(a, argOf(v));
-    for (Operation &inner : from.without_terminator())
-      builder.clone(inner, mapping);
-    Value chainValue = mapping.lookup(from.getTerminator()->getOperand(0));
-    Block &rest = fusion.getBody().front();
-    for (auto [a, v] : llvm::zip(rest.getArguments(), fusion.getInputs()))
-      mapping.map(a, v == x ? chainValue : argOf(v));
-    for (Operation &inner : rest.without_terminator())
-      builder.clone(inner, mapping);
-    SmallVector<Value> yielded;
-    for (Value v : rest.getTerminator()->getOperands())
-      yielded.push_back(mapping.lookup(v));
-    if (stored)
-      yielded.push_back(chainValue);
-    exec::YieldOp::create(builder, fusion.getLoc(), yielded);
-    for (auto [k, r] : llvm::enumerate(fusion.getResults()))
-      r.replaceAllUsesWith(merged.getResult(unsigned(k)));
-    fusion->erase();
-    if (stored)
-      x.replaceAllUsesWith(merged.getResults().back());
-    chain->erase();
-    prev = merged;
+    if (auto fusion = llvm::dyn_cast<exec::FusionOp>(&op))
+      prev = merge(prev, fusion);
+    else if (launchesKernel(&op))
+      prev = nullptr;
   }
 }
 
@@ -748,8 +745,8 @@ struct FusePass : tcc::impl::FuseBase<FusePass> {
     // Outlined in program order, so kernel names follow the step's order.
     for (auto &[root, group] : llvm::reverse(groups))
       outlineGroup(root, group, ("fused_" + llvm::Twine(counter++)).str());
-    mergeSiblings(block);
-    mergeChainsIntoReductions(block);
+    mergeLaunchedPairs(block, mergeSibling);
+    mergeLaunchedPairs(block, mergeChainIntoReduction);
   }
 };
 
