@@ -407,6 +407,12 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
         tensorOf(c).getElementType() != a.getElementType())
       return emitOptionalError(loc, "c does not broadcast to [", m, "x", n, "]");
   }
+  if (Value bias = adaptor.getBias()) {
+    auto type = tensorOf(bias);
+    if (type.getRank() != 1 || type.getDimSize(0) != n ||
+        type.getElementType() != a.getElementType())
+      return emitOptionalError(loc, "bias must be [", n, "] of the operands' type");
+  }
   inferred.push_back(RankedTensorType::get({m, n}, a.getElementType()));
   return success();
 }

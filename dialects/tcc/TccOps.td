@@ -416,17 +416,27 @@ def Tcc_MatmulOp : Tcc_Op<"matmul", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_Cont
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_ContractionCall]> {
+def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor, Tcc_Vjp, Tcc_ContractionCall]> {
   let callFamily = "GEMM";
-  let summary = "alpha * op(a) @ op(b) + beta * c, c broadcast to [M, N]";
+  let summary = "alpha * op(a) @ op(b) + bias + beta * c, c broadcast to [M, N]";
+  let description = [{
+    `op(a)` is `[M, K]` (`a` stored `[K, M]` when `transpose_a`), `op(b)`
+    `[K, N]`. The optional `bias` is `[N]`, added to every row: a Linear's
+    bias, which tcc-fuse-gemm-epilogue folds in. The optional `c` broadcasts
+    to `[M, N]` (ONNX Gemm's C); tcc-fuse-gemm-epilogue folds a residual add
+    in as a full `[M, N]` c with beta 1. The library GEMM adds both as it
+    writes the result (cuBLASLt's bias epilogue and its C), so the sum is
+    rounded once.
+  }];
   let arguments = (ins Tcc_FloatTensor:$a, Tcc_FloatTensor:$b,
                        Optional<Tcc_FloatTensor>:$c,
+                       Optional<Tcc_FloatTensor>:$bias,
                        DefaultValuedAttr<F64Attr, "1.0">:$alpha,
                        DefaultValuedAttr<F64Attr, "1.0">:$beta,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_a,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_b);
   let results = (outs Tcc_FloatTensor:$result);
-  let assemblyFormat = Tcc_GenericFormat;
+  let assemblyFormat = "$a `,` $b (`,` $c^)? (`bias` $bias^)? attr-dict `:` functional-type(operands, results)";
 }
 
 def Tcc_AttentionOp : Tcc_Op<"attention", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_ContractionCall]> {

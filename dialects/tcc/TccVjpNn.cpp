@@ -145,7 +145,8 @@ LogicalResult GemmOp::buildVjp(OpBuilder &b, ValueRange resultGrads,
   for (auto [operand, p] : llvm::zip(operands, products))
     operandGrads.push_back(
         wanted(operand) ? GemmOp::create(b, loc, p.x, p.y, /*c=*/Value(),
-                                         getAlpha(), APFloat(1.0), p.tx, p.ty)
+                                         /*bias=*/Value(), getAlpha(),
+                                         APFloat(1.0), p.tx, p.ty)
                               .getResult()
                         : Value());
   if (Value c = getC()) {
@@ -159,6 +160,9 @@ LogicalResult GemmOp::buildVjp(OpBuilder &b, ValueRange resultGrads,
     }
     operandGrads.push_back(dc);
   }
+  if (Value bias = getBias())
+    operandGrads.push_back(
+        wanted(bias) ? sumToShape(b, loc, g, tensorTypeOf(bias)) : Value());
   return success();
 }
 

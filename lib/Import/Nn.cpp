@@ -82,11 +82,29 @@ static LogicalResult convertGemm(NodeImporter &n) {
       failed(n.expectAttrs({"alpha", "beta", "transA", "transB"})) ||
       failed(expectFloat(n, 0)))
     return failure();
-  Value c = n.hasInput(2) ? n.input(2) : Value();
+  Value c = n.hasInput(2) ? n.input(2) : Value(), bias;
+  double beta = n.floatAttr("beta", 1.0);
+  bool transB = n.intAttr("transB", 0) != 0;
+  // A Linear's bias (C [N] or [1, N], beta 1) is tcc.gemm's bias, as
+  // tcc-fuse-gemm-epilogue makes it of a matmul's bias add; any other C
+  // broadcasts as c.
+  auto bType = llvm::dyn_cast<RankedTensorType>(n.input(1).getType());
+  auto cType = c ? llvm::dyn_cast<RankedTensorType>(c.getType()) : nullptr;
+  if (cType && bType && bType.getRank() == 2 && beta == 1.0 &&
+      (cType.getRank() == 1 || (cType.getRank() == 2 && cType.getDimSize(0) == 1)) &&
+      cType.getShape().back() == bType.getDimSize(transB ? 0 : 1)) {
+    bias = c;
+    c = Value();
+    if (cType.getRank() == 2) {
+      auto r = n.reshape(bias, {cType.getShape().back()});
+      if (failed(r))
+        return failure();
+      bias = *r;
+    }
+  }
   auto op = n.create<GemmOp>(
-      n.input(0), n.input(1), c, llvm::APFloat(n.floatAttr("alpha", 1.0)),
-      llvm::APFloat(n.floatAttr("beta", 1.0)), n.intAttr("transA", 0) != 0,
-      n.intAttr("transB", 0) != 0);
+      n.input(0), n.input(1), c, bias, llvm::APFloat(n.floatAttr("alpha", 1.0)),
+      llvm::APFloat(beta), n.intAttr("transA", 0) != 0, transB);
   return failed(op) ? failure() : n.setOutput(0, *op);
 }
 

@@ -81,7 +81,7 @@ bool matmulKernel(KernelContext &ctx) {
 bool gemmKernel(KernelContext &ctx) {
   auto op = llvm::cast<GemmOp>(ctx.op);
   const Array &a = ctx.in(op.getA()), &b = ctx.in(op.getB());
-  const Array *c = ctx.opt(op.getC());
+  const Array *c = ctx.opt(op.getC()), *bias = ctx.opt(op.getBias());
   Array &out = ctx.out();
   bool ta = op.getTransposeA(), tb = op.getTransposeB();
   double alpha = op.getAlpha().convertToDouble(),
@@ -97,6 +97,8 @@ bool gemmKernel(KernelContext &ctx) {
     T *po = out.data<T>();
     for (int64_t i = 0; i < m * n; ++i) {
       double v = alpha * acc[i];
+      if (bias)
+        v += static_cast<double>(bias->data<T>()[i % n]);
       if (c)
         v += beta * c->data<T>()[cMap(i)];
       po[i] = static_cast<T>(v);

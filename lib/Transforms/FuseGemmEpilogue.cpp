@@ -44,21 +44,34 @@ bool isRowBias(Value bias, RankedTensorType product) {
   return shape.back() == 1 || shape.back() == product.getShape().back();
 }
 
-/// The operands of the GEMM computing `product` (a matmul that is one GEMM
-/// on a 2-D view, or a gemm without C) before its bias is added.
+/// The GEMM computing `product`: a matmul that is one GEMM on a 2-D view,
+/// or a tcc.gemm (possibly through the reshape back to the product's
+/// shape), read by nothing but the add.
 struct Gemm {
-  Value a, b;
-  APFloat alpha = APFloat(1.0);
+  Value a, b, c, bias;
+  APFloat alpha = APFloat(1.0), beta = APFloat(1.0);
   bool transposeA = false, transposeB = false;
+  Operation *producer = nullptr; ///< the matmul or gemm
+  Operation *view = nullptr;     ///< the reshape of a gemm's result, if any
 };
 
 std::optional<Gemm> asGemm(Value product) {
+  if (!product.hasOneUse())
+    return std::nullopt;
   Operation *def = product.getDefiningOp();
-  if (auto gemm = llvm::dyn_cast_or_null<GemmOp>(def)) {
-    if (gemm.getC())
+  Operation *view = nullptr;
+  if (auto reshape = llvm::dyn_cast_or_null<ReshapeOp>(def)) {
+    if (!reshape.getInput().hasOneUse() ||
+        !reshape.getInput().getDefiningOp<GemmOp>())
       return std::nullopt;
-    return Gemm{gemm.getA(), gemm.getB(), gemm.getAlpha(),
-                gemm.getTransposeA(), gemm.getTransposeB()};
+    view = def;
+    def = reshape.getInput().getDefiningOp();
+  }
+  if (auto gemm = llvm::dyn_cast_or_null<GemmOp>(def)) {
+    Gemm g{gemm.getA(),     gemm.getB(),          gemm.getC(),
+           gemm.getBias(),  gemm.getAlpha(),      gemm.getBeta(),
+           gemm.getTransposeA(), gemm.getTransposeB(), def, view};
+    return g;
   }
   auto matmul = llvm::dyn_cast_or_null<MatmulOp>(def);
   if (!matmul)
@@ -69,48 +82,111 @@ std::optional<Gemm> asGemm(Value product) {
   if (tensorType(matmul.getRhs()).getRank() != 2 ||
       (lhsRank > 2 && matmul.getTransposeLhs()))
     return std::nullopt;
-  return Gemm{matmul.getLhs(), matmul.getRhs(), APFloat(1.0),
-              matmul.getTransposeLhs(), matmul.getTransposeRhs()};
+  Gemm g;
+  g.a = matmul.getLhs();
+  g.b = matmul.getRhs();
+  g.transposeA = matmul.getTransposeLhs();
+  g.transposeB = matmul.getTransposeRhs();
+  g.producer = def;
+  return g;
 }
 
-/// Rewrites `add` when one operand is a single-use GEMM product of the
-/// add's type and the other a row bias; returns whether it did.
-bool foldBiasAdd(AddOp add) {
+/// Whether `v` is defined before `op` (or is a block argument).
+bool definedBefore(Value v, Operation *op) {
+  Operation *def = v.getDefiningOp();
+  return !def || (def->getBlock() == op->getBlock() && def->isBeforeInBlock(op));
+}
+
+/// Whether `op` reads `v`, directly or through the ops between them. Then
+/// `v` comes before `op` in every order of the block, whatever
+/// rematerialisation and the micro-batch interleaving do to it.
+bool dependsOn(Operation *op, Value v) {
+  Operation *def = v.getDefiningOp();
+  SmallVector<Operation *> work = {op};
+  llvm::SmallPtrSet<Operation *, 32> seen = {op};
+  while (!work.empty()) {
+    Operation *cur = work.pop_back_val();
+    for (Value operand : cur->getOperands()) {
+      if (operand == v)
+        return true;
+      Operation *prev = operand.getDefiningOp();
+      // Ops before v's definition cannot read it.
+      if (!prev || prev->getBlock() != op->getBlock() ||
+          (def && def->getBlock() == prev->getBlock() &&
+           prev->isBeforeInBlock(def)))
+        continue;
+      if (seen.insert(prev).second)
+        work.push_back(prev);
+    }
+  }
+  return false;
+}
+
+enum class Folded { None, Bias, Residual };
+
+/// Rewrites `add` when one operand is a GEMM product of the add's type read
+/// by the add alone, and the other a row bias (the GEMM has no bias or C
+/// yet) or a full addend of the product's type (the GEMM has no C yet).
+Folded foldAdd(AddOp add) {
   for (unsigned i = 0; i < 2; ++i) {
-    Value product = add->getOperand(i), bias = add->getOperand(1 - i);
+    Value product = add->getOperand(i), other = add->getOperand(1 - i);
     auto type = tensorType(product);
-    if (!product.hasOneUse() || product.getType() != add.getType() ||
-        !isRowBias(bias, type))
+    if (product.getType() != add.getType())
       continue;
     std::optional<Gemm> gemm = asGemm(product);
     if (!gemm)
       continue;
-    Operation *producer = product.getDefiningOp();
-    // In the product's place when the bias is already there (it usually
-    // is: a parameter), so the GEMM's inputs die as early as before.
-    Operation *def = bias.getDefiningOp();
-    bool early = !def || (def->getBlock() == producer->getBlock() &&
-                          def->isBeforeInBlock(producer));
-    OpBuilder b(early ? producer : add.getOperation());
+    // A bias of the product's last dim goes into the GEMM's bias; a scalar
+    // one (or [..., 1]) broadcasts as its C.
+    bool row = isRowBias(other, type) && !gemm->c && !gemm->bias;
+    bool vector = row && tensorType(other).getRank() > 0 &&
+                  tensorType(other).getShape().back() == type.getShape().back();
+    // A residual folds only when the GEMM depends on it (x + proj(f(x))):
+    // then it is there before the GEMM in any order, so every copy of the
+    // pattern (rematerialised, or one per micro-batch in another order)
+    // folds alike and rounds alike. Otherwise the choice would follow the
+    // op order: which of two products' sum takes the other as C, or
+    // whether the GEMM moves down to the add, holding its operands longer
+    // (the tied embedding's gradient sum would keep the logits' gradient
+    // alive across the backward's end).
+    Operation *producer = gemm->producer;
+    bool before = definedBefore(other, producer);
+    bool residual =
+        !row && other.getType() == type && !gemm->c && dependsOn(producer, other);
+    if (!row && !residual)
+      continue;
+    // In the product's place when the addend is already there (a bias
+    // usually is: a parameter), so the GEMM's inputs die as early as before.
+    OpBuilder b(before ? producer : add.getOperation());
     Location loc = add.getLoc();
     Type elem = type.getElementType();
-    Value a = gemm->a;
-    auto aType = tensorType(a);
-    if (aType.getRank() > 2) {
-      int64_t k = aType.getShape().back(), rows = 1;
-      for (int64_t d : aType.getShape().drop_back())
+    auto view2d = [&](Value v, int64_t last) -> Value {
+      auto vType = tensorType(v);
+      int64_t rows = 1;
+      for (int64_t d : vType.getShape().drop_back())
         rows *= d;
-      a = ReshapeOp::create(b, loc, RankedTensorType::get({rows, k}, elem), a);
+      if (vType.getRank() == 2)
+        return v;
+      return ReshapeOp::create(b, loc,
+                               RankedTensorType::get({rows, last}, elem), v)
+          .getResult();
+    };
+    Value a = gemm->a;
+    if (tensorType(a).getRank() > 2)
+      a = view2d(a, tensorType(a).getShape().back());
+    Value c = gemm->c, bias = gemm->bias;
+    APFloat beta = gemm->beta;
+    int64_t n = type.getShape().back();
+    if (vector) {
+      bias = other;
+      if (tensorType(other).getRank() != 1)
+        bias = ReshapeOp::create(b, loc, RankedTensorType::get({n}, elem), other);
+    } else {
+      c = residual ? view2d(other, n) : other;
+      beta = APFloat(1.0);
     }
-    Value c = bias;
-    if (tensorType(bias).getRank() > 1)
-      c = ReshapeOp::create(
-          b, loc,
-          RankedTensorType::get({tensorType(bias).getShape().back()}, elem),
-          bias);
-    auto fused = GemmOp::create(b, loc, a, gemm->b, c, gemm->alpha,
-                                APFloat(1.0), gemm->transposeA,
-                                gemm->transposeB);
+    auto fused = GemmOp::create(b, loc, a, gemm->b, c, bias, gemm->alpha, beta,
+                                gemm->transposeA, gemm->transposeB);
     // Over packed token rows as the product was (tcc-pack-tokens).
     if (Attribute rows = producer->getAttr(kTokenRowsAttr))
       fused->setAttr(kTokenRowsAttr, rows);
@@ -119,10 +195,12 @@ bool foldBiasAdd(AddOp add) {
       result = ReshapeOp::create(b, loc, type, result);
     add.getResult().replaceAllUsesWith(result);
     add.erase();
+    if (gemm->view)
+      gemm->view->erase();
     producer->erase();
-    return true;
+    return residual ? Folded::Residual : Folded::Bias;
   }
-  return false;
+  return Folded::None;
 }
 
 struct FuseGemmEpiloguePass
@@ -131,17 +209,21 @@ struct FuseGemmEpiloguePass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    unsigned count = 0;
-    // Top-level ops only: an add inside a kernel body stays there.
+    unsigned counts[3] = {0, 0, 0};
+    // Top-level ops only: an add inside a kernel body stays there. In
+    // order, so a bias add folds before the residual add that reads it.
     for (Block &block : func.getBody())
       for (Operation &op : llvm::make_early_inc_range(block))
         if (auto add = llvm::dyn_cast<AddOp>(op))
-          count += foldBiasAdd(add);
-    folded += count;
+          ++counts[unsigned(foldAdd(add))];
+    biases += counts[unsigned(Folded::Bias)];
+    residuals += counts[unsigned(Folded::Residual)];
     if (report)
       emitRemark(func.getLoc())
-          << "tcc-fuse-gemm-epilogue: @" << func.getSymName() << ": " << count
-          << " bias adds folded into GEMMs";
+          << "tcc-fuse-gemm-epilogue: @" << func.getSymName() << ": "
+          << counts[unsigned(Folded::Bias)] << " bias adds and "
+          << counts[unsigned(Folded::Residual)]
+          << " residual adds folded into GEMMs";
   }
 };
 

@@ -192,14 +192,15 @@ std::optional<Role> gemm(GemmOp op, const Geometry &g) {
       return std::nullopt;
     role.operands.push_back({0, Form::Row});
     role.results.push_back({0, Form::Row});
-    bool bias = op.getC() && op.getBeta().convertToDouble() != 0;
+    bool bias = (op.getC() && op.getBeta().convertToDouble() != 0) ||
+                op.getBias();
     role.zeroPadded = [bias](unsigned, const Zero &zero) {
       return !bias && zero(0);
     };
     return role;
   }
   if (op.getTransposeB() || rowDims(a, g) != 1 || rowDims(b, g) != 1 ||
-      op.getC())
+      op.getC() || op.getBias())
     return std::nullopt;
   role.operands = {{0, Form::Row}, {1, Form::Row}};
   role.needsZeroPadded = {0, 1};

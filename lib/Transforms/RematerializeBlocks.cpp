@@ -52,7 +52,7 @@ std::optional<GradGemm> gradGemm(Operation *update, Value grad, Value param) {
       return std::nullopt;
     g.transposed = mm.getTransposeLhs();
   } else if (auto gemm = llvm::dyn_cast<GemmOp>(def)) {
-    if (gemm.getC() || !rank2(gemm.getA()) || !rank2(gemm.getB()))
+    if (gemm.getC() || gemm.getBias() || !rank2(gemm.getA()) || !rank2(gemm.getB()))
       return std::nullopt;
     g.transposed = gemm.getTransposeA();
   } else {

@@ -695,15 +695,24 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
     int64_t k = in(0).shape[a.transposeA ? 0 : 1];
     float *pc = fout(0);
     const Value *c = operand(fn, step.inputs, 2);
+    // The output starts as beta * C + bias (C broadcast, bias on every
+    // row); the BLAS adds the product to it.
     float beta = 0.0f;
-    if (c && a.beta != 0) {
-      const float *pcIn = fin(2);
-      size_t cr = c->shape.size();
+    const float *bias = fin(3);
+    if ((c && a.beta != 0) || bias) {
+      const float *pcIn = c && a.beta != 0 ? fin(2) : nullptr;
+      size_t cr = pcIn ? c->shape.size() : 0;
       int64_t dm = cr == 2 ? c->shape[0] : 1, dn = cr >= 1 ? c->shape[cr - 1] : 1;
+      float cb = static_cast<float>(a.beta);
       for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j)
-          pc[i * n + j] = pcIn[(dm == 1 ? 0 : i) * dn + (dn == 1 ? 0 : j)];
-      beta = static_cast<float>(a.beta);
+        for (int64_t j = 0; j < n; ++j) {
+          float v = pcIn ? pcIn[(dm == 1 ? 0 : i) * dn + (dn == 1 ? 0 : j)]
+                         : 0.0f;
+          if (bias)
+            v = (pcIn ? cb * v : 0.0f) + bias[j];
+          pc[i * n + j] = v;
+        }
+      beta = bias ? 1.0f : cb;
     }
     // Packed token rows: m of them, or the contraction's k.
     int64_t rows = a.transposeA ? m : validRows(m);

@@ -183,11 +183,12 @@ std::string cudaCallUnsupported(const Function &fn, const Step &step) {
       int64_t dm = cr == 2 ? c.shape[0] : 1, dn = cr >= 1 ? c.shape[cr - 1] : 1;
       bool full = dm == m && dn == n;
       bool row = dm == 1 && dn == n && step.attrs.beta == 1.0;
-      if (!full && !row)
+      bool bias = step.inputs.size() > 3 && step.inputs[3] >= 0;
+      if (!full && (!row || bias))
         return "the cuda backend adds a gemm's c of shape [m, n], or of [n] / "
-               "[1, n] with beta 1, not " +
+               "[1, n] with beta 1 and no bias, not " +
                shapeString(c.shape) + " with beta " +
-               std::to_string(step.attrs.beta);
+               std::to_string(step.attrs.beta) + (bias ? " and a bias" : "");
     }
     int64_t k = value(0).shape[step.attrs.transposeA ? 0 : 1];
     if (k == 0 && o.elements > 0)
@@ -334,12 +335,16 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
       size_t cr = c.shape.size();
       int64_t dm = cr == 2 ? c.shape[0] : 1;
       if (dm == g.m && c.elements == g.m * g.n) {
-        g.copyC = true;
+        g.fullC = true;
         g.beta = static_cast<float>(a.beta);
       } else {
         g.biasC = true; // [n] / [1, n] with beta 1 (cudaCallUnsupported)
         desc.epilogue = cuda::Epilogue::Bias;
       }
+    }
+    if (step.inputs.size() > 3 && step.inputs[3] >= 0) {
+      g.bias = true; // never beside biasC (cudaCallUnsupported)
+      desc.epilogue = cuda::Epilogue::Bias;
     }
     desc.transA = a.transposeA;
     desc.transB = a.transposeB;
@@ -438,20 +443,14 @@ int runGemm(const Function &fn, const Step &step, const GemmStep &g,
                            ctx.stream);
   const uint8_t *pa = ptrs[step.inputs[0]], *pb = ptrs[step.inputs[1]];
   void *bias = nullptr;
-  if (g.copyC) {
-    const uint8_t *cin = ptrs[step.inputs[2]];
-    if (cin != c) {
-      int st = cudaMemcpyAsync(c, cin, size_t(g.m * g.n * g.elementBytes),
-                               cudaMemcpyDeviceToDevice, ctx.stream);
-      if (st)
-        return st;
-    }
-  } else if (g.biasC) {
+  const void *cIn = g.fullC ? ptrs[step.inputs[2]] : nullptr;
+  if (g.biasC)
     bias = ptrs[step.inputs[2]];
-  }
+  if (g.bias)
+    bias = ptrs[step.inputs[3]];
   if (!g.loop) {
     int st = plan->run(pa, pb, c, g.alpha, g.beta, bias, ctx.workspace,
-                       ctx.stream);
+                       ctx.stream, cIn);
     // Over packed tokens: the rows (or batches) past the bucket are zero.
     const cuda::GemmDesc &full = g.plan->desc(), &ran = plan->desc();
     const int64_t e = g.elementBytes;

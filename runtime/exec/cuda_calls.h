@@ -73,8 +73,9 @@ struct GemmStep {
   int64_t m = 0, n = 0, k = 0;
   float alpha = 1, beta = 0;
   int64_t elementBytes = 4; ///< of A, B, C (f32 4, bf16 / f16 2)
-  bool copyC = false; ///< gemm: c [m, n] is copied into the output first
+  bool fullC = false; ///< gemm: c [m, n] is cuBLASLt's C (beta * C)
   bool biasC = false; ///< gemm: c [n] / [1, n] added by the bias epilogue
+  bool bias = false;  ///< gemm: its bias [n], added by the bias epilogue
 };
 
 /// adamw_update steps run as one multi-tensor launch (adamw_update_multi):

@@ -157,6 +157,8 @@ void checkGemm(CallCheck &c) {
              !broadcastShapes(cv->shape, mn, bc) || bc != mn))
     c.bad("c is " + describe(*cv) + ", which does not broadcast to " +
           data::dtypeName(a.dtype) + " " + shapeString(mn));
+  if (const Value *bias = c.in(3))
+    c.wantLike(*bias, "bias", a.dtype, {n});
   c.wantLike(o, "result", a.dtype, mn);
 }
 

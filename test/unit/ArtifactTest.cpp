@@ -258,14 +258,14 @@ TEST_F(ArtifactTest, WritesAHandWrittenStep) {
                                  "\"shape\":[4],\"storage\":\"input\"}");
   ASSERT_EQ(steps->size(), 6u);
 
-  // gemm: the optional c present; attributes the IR leaves at their
-  // defaults are written all the same.
+  // gemm: the optional c present, the optional bias absent (-1);
+  // attributes the IR leaves at their defaults are written all the same.
   const llvm::json::Object *gemm = findCall(*steps, "gemm");
   ASSERT_TRUE(gemm);
   EXPECT_EQ(text(gemm->get("attrs")),
             "{\"alpha\":1,\"beta\":1,\"transpose_a\":false,"
             "\"transpose_b\":false}");
-  EXPECT_EQ(text(gemm->get("inputs")), "[5,0,1]");
+  EXPECT_EQ(text(gemm->get("inputs")), "[5,0,1,-1]");
   EXPECT_EQ(text(findCall(*steps, "matmul")->get("attrs")),
             "{\"transpose_lhs\":true,\"transpose_rhs\":false}");
   EXPECT_EQ(text(findCall(*steps, "cross_entropy")->get("attrs")),

@@ -151,6 +151,12 @@ std::vector<GradCase> contractionCases() {
                          ty(shape) + ") -> tensor<3x5xf32>",
                      {3, 5}});
   }
+  cases.push_back({"GemmBiasAndC",
+                   {{{3, 4}}, {{5, 4}}, {{3, 5}}, {{5}}},
+                   "  %y = tcc.gemm %a0, %a1, %a2 bias %a3 {beta = 0.5 : f64, "
+                   "transpose_b = true} : (tensor<3x4xf32>, tensor<5x4xf32>, "
+                   "tensor<3x5xf32>, tensor<5xf32>) -> tensor<3x5xf32>",
+                   {3, 5}});
   cases.push_back({"GemmWithoutC",
                    {{{3, 4}}, {{4, 5}}},
                    "  %y = tcc.gemm %a0, %a1 {alpha = 3.0 : f64} : "

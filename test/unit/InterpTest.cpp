@@ -164,6 +164,19 @@ TEST_F(InterpTest, GemmAlphaBetaAndBroadcastC) {
   expectValues(r[0], {7, 14, 11, 18});
 }
 
+TEST_F(InterpTest, GemmBiasAndFullC) {
+  // [[1,2],[3,4]] @ [[1,1],[0,1]] + bias [100, 200] + 2 * c:
+  // [[1,3],[3,7]] + [[100,200],[100,200]] + [[2,4],[6,8]].
+  auto r = run(
+      R"(func.func @f(%a: tensor<2x2xf32>, %b: tensor<2x2xf32>, %c: tensor<2x2xf32>, %bias: tensor<2xf32>) -> tensor<2x2xf32> {
+    %0 = tcc.gemm %a, %b, %c bias %bias {beta = 2.0 : f64} : (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+    return %0 : tensor<2x2xf32>
+  })",
+      {f32({2, 2}, {1, 2, 3, 4}), f32({2, 2}, {1, 1, 0, 1}),
+       f32({2, 2}, {1, 2, 3, 4}), f32({2}, {100, 200})});
+  expectValues(r[0], {103, 207, 109, 215});
+}
+
 TEST_F(InterpTest, BroadcastingBinaryOps) {
   // [2x1] - [3] -> [2x3]; integer division truncates toward zero.
   auto r = run(

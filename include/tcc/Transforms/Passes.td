@@ -403,48 +403,63 @@ def PackTokens : Pass<"tcc-pack-tokens", "mlir::func::FuncOp"> {
 }
 
 def FuseGemmEpilogue : Pass<"tcc-fuse-gemm-epilogue", "mlir::func::FuncOp"> {
-  let summary = "Fold a bias add into the GEMM producing its operand: one tcc.gemm with C = bias";
+  let summary = "Fold bias and residual adds into the GEMM producing their operand";
   let description = [{
-    Runs before `tcc-fuse` in the lowering pipeline. `add(matmul(x, W), b)`,
-    where the product has no other use, `W` is a matrix (`[K, N]`, or
-    `[N, K]` with `transpose_rhs`), `x` is `[..., M, K]` (transposed only
-    when it is a matrix) and `b` is added to every row (all dims but the
-    last 1 or absent, the last `N` or 1), becomes one library call:
-    `tcc.gemm` on the 2-D view of `x` (reshaped to `[rows, K]`; reshapes
-    are views) with `C = b` and `beta = 1`, reshaped back to the product's
-    shape. A `tcc.gemm` without C followed by such an add takes the bias
-    as its C the same way. The GEMM adds C while writing its output, so
-    the add is no kernel launch and no extra pass over the product (in the
-    tiny GPT's step: the q/k/v and MLP-input projections' bias adds; the
-    attention and MLP output projections' bias adds were fused with the
-    residual add and now leave it alone in its kernel).
+    Runs before `tcc-fuse` in the lowering pipeline. Takes
+    `add(matmul(x, W), b)`, where the product has no other use, `W` is a
+    matrix (`[K, N]`, or `[N, K]` with `transpose_rhs`) and `x` is
+    `[..., M, K]` (transposed only when it is a matrix). When `b` is added
+    to every row (all dims but the last 1 or absent, the last `N` or 1),
+    the add becomes one library call: `tcc.gemm` on the 2-D view of `x`
+    (reshaped to `[rows, K]`; reshapes are views) with `bias = b` (viewed
+    as `[N]`; a bias of one element broadcasts as `c` with `beta = 1`),
+    reshaped back to the product's shape. A `tcc.gemm` without bias or C
+    (the ONNX importer's form) takes the bias the same way.
+
+    Then an add of a GEMM product read by nothing else (through the reshape
+    back, so after its bias) and a value of the product's own type that the
+    GEMM depends on (a residual: the attention and MLP output projections'
+    `x + proj(f(x))`) becomes that GEMM's `c`, viewed as `[rows, N]`, with
+    `beta = 1`, when the GEMM has no C yet. Other sums are left alone
+    (the sum of two weight-gradient products, say): which GEMM would take
+    the other as C, or whether it would move down to the add, depends on
+    the op order, which rematerialisation and the micro-batch interleaving
+    change; the rounding must not (`Train/remat-hf.test` checks training
+    with a budget bitwise against training without). The GEMM adds its bias and C while writing its
+    output (cuBLASLt's bias epilogue and its C operand; the CPU runtime's
+    BLAS with `beta = 1`), so neither add is a kernel launch or an extra
+    pass over the product: in a transformer layer, the four projections'
+    bias adds and the two residual adds.
 
     The numerics change by rounding, not in kind: the sum is rounded once
-    instead of twice (the interpreter adds C to the dot product it
-    accumulates in double; the CPU runtime's BLAS adds it with `beta = 1`).
-    So unlike `tcc-fuse` this pass is not bit-exact; the training tests'
-    tolerances hold.
+    instead of after the product and again after each add (the interpreter
+    adds bias and C to the dot product it accumulates in double). So unlike
+    `tcc-fuse` this pass is not bit-exact; the training tests' tolerances
+    hold.
 
     Before:
     ```mlir
-    %p = tcc.matmul %x, %w {transpose_rhs = true} : (tensor<2x8x32xf32>, tensor<96x32xf32>) -> tensor<2x8x96xf32>
-    %y = tcc.add %b, %p : (tensor<96xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32>
+    %p = tcc.matmul %h, %w {transpose_rhs = true} : (tensor<2x8x32xf32>, tensor<32x32xf32>) -> tensor<2x8x32xf32>
+    %y = tcc.add %b, %p : (tensor<32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+    %r = tcc.add %x, %y : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
     ```
     After:
     ```mlir
-    %0 = tcc.reshape %x : (tensor<2x8x32xf32>) -> tensor<16x32xf32>
-    %1 = tcc.gemm %0, %w, %b {transpose_b = true} : (tensor<16x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<16x96xf32>
-    %y = tcc.reshape %1 : (tensor<16x96xf32>) -> tensor<2x8x96xf32>
+    %0 = tcc.reshape %h : (tensor<2x8x32xf32>) -> tensor<16x32xf32>
+    %1 = tcc.reshape %x : (tensor<2x8x32xf32>) -> tensor<16x32xf32>
+    %2 = tcc.gemm %0, %w, %1 bias %b {transpose_b = true} : (tensor<16x32xf32>, tensor<32x32xf32>, tensor<16x32xf32>, tensor<32xf32>) -> tensor<16x32xf32>
+    %r = tcc.reshape %2 : (tensor<16x32xf32>) -> tensor<2x8x32xf32>
     ```
     `report` emits a remark per function: `tcc-fuse-gemm-epilogue: @f: N
-    bias adds folded into GEMMs`.
+    bias adds and R residual adds folded into GEMMs`.
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",
-           "emit each function's number of folded bias adds as a remark">,
+           "emit each function's number of folded adds as a remark">,
   ];
   let statistics = [
-    Statistic<"folded", "folded", "bias adds folded into GEMMs">,
+    Statistic<"biases", "biases", "bias adds folded into GEMMs">,
+    Statistic<"residuals", "residuals", "residual adds folded into GEMMs">,
   ];
   let dependentDialects = ["::tcc::TccDialect"];
 }

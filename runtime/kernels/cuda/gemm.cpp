@@ -271,7 +271,7 @@ std::unique_ptr<GemmPlan> GemmPlan::create(const GemmContext &context,
 
 Status GemmPlan::run(const void *a, const void *b, void *c, float alpha,
                      float beta, void *bias, void *workspace,
-                     cudaStream_t stream) const {
+                     cudaStream_t stream, const void *cIn) const {
   Impl &im = *impl_;
   if (desc_.epilogue != Epilogue::None) {
     if (!bias)
@@ -285,8 +285,8 @@ Status GemmPlan::run(const void *a, const void *b, void *c, float alpha,
   if (workspaceBytes_ > 0 && !workspace)
     return static_cast<Status>(cudaErrorInvalidValue);
   cublasStatus_t st = cublasLtMatmul(
-      im.handle, im.op, &alpha, b, im.ltA, a, im.ltB, &beta, c, im.ltC, c,
-      im.ltC, &im.algo, workspace, workspaceBytes_, stream);
+      im.handle, im.op, &alpha, b, im.ltA, a, im.ltB, &beta, cIn ? cIn : c,
+      im.ltC, c, im.ltC, &im.algo, workspace, workspaceBytes_, stream);
   if (st != CUBLAS_STATUS_SUCCESS) {
     // A launch failure is a CUDA error; anything else is a usage error.
     cudaError_t e = cudaGetLastError();

@@ -108,13 +108,15 @@ public:
   size_t workspaceBytes() const { return workspaceBytes_; }
 
   /// Enqueues the GEMM. a, b, c and bias hold elements of the desc's
-  /// dtype. `bias` is read for Bias/GeluBias and written for BGradB
+  /// dtype. With `cIn`, beta * C is read from there (laid out as c; it may
+  /// be c) and the result written to c. `bias` is read for Bias/GeluBias and written for BGradB
   /// (ignored for None); every pointer must have the desc's alignment;
   /// `workspace` holds workspaceBytes() (may be null when that is 0). Not
   /// for concurrent use from several threads (it sets the bias pointer on
   /// the plan's descriptor).
   Status run(const void *a, const void *b, void *c, float alpha, float beta,
-             void *bias, void *workspace, cudaStream_t stream) const;
+             void *bias, void *workspace, cudaStream_t stream,
+             const void *cIn = nullptr) const;
 
 private:
   struct Impl;

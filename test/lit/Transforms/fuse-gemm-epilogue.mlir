@@ -5,12 +5,12 @@
 
 // A transformer projection: [B, T, K] x W^T plus a bias (the add's first
 // operand here, as PyTorch exports it). One gemm on the [B*T, K] view with
-// C = bias, in the matmul's place (the bias is an argument), and a reshape
+// that bias, in the matmul's place (the bias is an argument), and a reshape
 // back; the reshapes are views.
 // CHECK-LABEL: func.func @projection
 // CHECK-SAME: (%[[X:[^:]*]]: tensor<2x8x32xf32>, %[[W:[^:]*]]: tensor<96x32xf32>, %[[B:[^:]*]]: tensor<96xf32>)
 // CHECK-NEXT: %[[A:.*]] = tcc.reshape %[[X]] : (tensor<2x8x32xf32>) -> tensor<16x32xf32>
-// CHECK-NEXT: %[[G:.*]] = tcc.gemm %[[A]], %[[W]], %[[B]] {transpose_b = true} : (tensor<16x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<16x96xf32>
+// CHECK-NEXT: %[[G:.*]] = tcc.gemm %[[A]], %[[W]] bias %[[B]] {transpose_b = true} : (tensor<16x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<16x96xf32>
 // CHECK-NEXT: %[[Y:.*]] = tcc.reshape %[[G]] : (tensor<16x96xf32>) -> tensor<2x8x96xf32>
 // CHECK-NEXT: %[[N:.*]] = tcc.neg %[[Y]]
 // CHECK-NEXT: return %[[N]]
@@ -22,11 +22,11 @@ func.func @projection(%x: tensor<2x8x32xf32>, %w: tensor<96x32xf32>, %b: tensor<
 }
 
 // Matrices need no reshape; a transposed lhs is transpose_a. A [1, N] bias
-// becomes a [N] view; a scalar bias is C as it is. A bias computed after
-// the matmul puts the gemm in the add's place.
+// becomes a [N] view; a scalar bias is C (beta 1) as it is. A bias
+// computed after the matmul puts the gemm in the add's place.
 // CHECK-LABEL: func.func @matrices
 // CHECK: %[[C1:.*]] = tcc.reshape %{{.*}} : (tensor<1x6xf32>) -> tensor<6xf32>
-// CHECK-NEXT: %[[G1:.*]] = tcc.gemm %{{.*}}, %{{.*}}, %[[C1]] {transpose_a = true} : (tensor<5x4xf32>, tensor<5x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+// CHECK-NEXT: %[[G1:.*]] = tcc.gemm %{{.*}}, %{{.*}} bias %[[C1]] {transpose_a = true} : (tensor<5x4xf32>, tensor<5x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
 // CHECK-NEXT: %[[E:.*]] = tcc.exp
 // CHECK-NEXT: %[[G2:.*]] = tcc.gemm %{{.*}}, %{{.*}}, %[[E]] : (tensor<4x5xf32>, tensor<5x6xf32>, tensor<f32>) -> tensor<4x6xf32>
 // CHECK-NEXT: return %[[G1]], %[[G2]]
@@ -39,10 +39,10 @@ func.func @matrices(%x: tensor<5x4xf32>, %y: tensor<4x5xf32>, %w: tensor<5x6xf32
   return %1, %3 : tensor<4x6xf32>, tensor<4x6xf32>
 }
 
-// A gemm without C (the ONNX importer's form) takes the bias as its C; its
-// alpha and transposes stay.
+// A gemm without C (the ONNX importer's form) takes the bias; its alpha
+// and transposes stay.
 // CHECK-LABEL: func.func @gemm_without_c
-// CHECK-NEXT: %[[G:.*]] = tcc.gemm %{{.*}}, %{{.*}}, %{{.*}} {alpha = 5.000000e-01 : f64, transpose_b = true} : (tensor<4x5xf32>, tensor<6x5xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+// CHECK-NEXT: %[[G:.*]] = tcc.gemm %{{.*}}, %{{.*}} bias %{{.*}} {alpha = 5.000000e-01 : f64, transpose_b = true} : (tensor<4x5xf32>, tensor<6x5xf32>, tensor<6xf32>) -> tensor<4x6xf32>
 // CHECK-NEXT: return %[[G]]
 func.func @gemm_without_c(%x: tensor<4x5xf32>, %w: tensor<6x5xf32>, %b: tensor<6xf32>) -> tensor<4x6xf32> {
   %0 = tcc.gemm %x, %w {alpha = 0.5 : f64, transpose_b = true} : (tensor<4x5xf32>, tensor<6x5xf32>) -> tensor<4x6xf32>
@@ -50,25 +50,76 @@ func.func @gemm_without_c(%x: tensor<4x5xf32>, %w: tensor<6x5xf32>, %b: tensor<6
   return %1 : tensor<4x6xf32>
 }
 
+// A pre-LN transformer's output projection and residual: x + (h W^T + b)
+// with h computed from x. The bias add folds first; then the residual, read
+// through the reshape back, is the gemm's C ([B*T, N] view, beta 1). Either
+// operand order; without a bias the product's own add folds the same way.
+// CHECK-LABEL: func.func @residual
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<2x8x32xf32>, %[[W:[^:]*]]: tensor<32x32xf32>, %[[B:[^:]*]]: tensor<32xf32>)
+// CHECK-NEXT: %[[H:.*]] = tcc.tanh %[[X]]
+// CHECK-NEXT: %[[A:.*]] = tcc.reshape %[[H]] : (tensor<2x8x32xf32>) -> tensor<16x32xf32>
+// CHECK-NEXT: %[[C:.*]] = tcc.reshape %[[X]] : (tensor<2x8x32xf32>) -> tensor<16x32xf32>
+// CHECK-NEXT: %[[G:.*]] = tcc.gemm %[[A]], %[[W]], %[[C]] bias %[[B]] {transpose_b = true} : (tensor<16x32xf32>, tensor<32x32xf32>, tensor<16x32xf32>, tensor<32xf32>) -> tensor<16x32xf32>
+// CHECK-NEXT: %[[Y:.*]] = tcc.reshape %[[G]] : (tensor<16x32xf32>) -> tensor<2x8x32xf32>
+// CHECK-NEXT: %[[A2:.*]] = tcc.reshape %[[Y]] : (tensor<2x8x32xf32>) -> tensor<16x32xf32>
+// CHECK-NEXT: %[[C2:.*]] = tcc.reshape %[[Y]] : (tensor<2x8x32xf32>) -> tensor<16x32xf32>
+// CHECK-NEXT: %[[G2:.*]] = tcc.gemm %[[A2]], %[[W]], %[[C2]] : (tensor<16x32xf32>, tensor<32x32xf32>, tensor<16x32xf32>) -> tensor<16x32xf32>
+// CHECK-NEXT: %[[Y2:.*]] = tcc.reshape %[[G2]] : (tensor<16x32xf32>) -> tensor<2x8x32xf32>
+// CHECK-NEXT: return %[[Y2]]
+func.func @residual(%x: tensor<2x8x32xf32>, %w: tensor<32x32xf32>, %b: tensor<32xf32>) -> tensor<2x8x32xf32> {
+  %h = tcc.tanh %x : (tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %0 = tcc.matmul %h, %w {transpose_rhs = true} : (tensor<2x8x32xf32>, tensor<32x32xf32>) -> tensor<2x8x32xf32>
+  %1 = tcc.add %b, %0 : (tensor<32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %2 = tcc.add %x, %1 : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %3 = tcc.matmul %2, %w : (tensor<2x8x32xf32>, tensor<32x32xf32>) -> tensor<2x8x32xf32>
+  %4 = tcc.add %3, %2 : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  return %4 : tensor<2x8x32xf32>
+}
+
+// Left alone: a sum the GEMM does not depend on. Which product of a
+// gradient sum would take the other as C, or whether the GEMM would move
+// down to an add computed after it, depends on the op order, which
+// rematerialisation and micro-batch interleaving change; the rounding must
+// not. Here the second product is computed first: folding it would be
+// order-dependent (and the first GEMM would move down to the add).
+// CHECK-LABEL: func.func @unrelated_sum
+// CHECK-COUNT-2: tcc.matmul
+// CHECK-NEXT: tcc.add
+// CHECK-NEXT: tcc.add
+// CHECK-NEXT: return
+func.func @unrelated_sum(%x: tensor<4x5xf32>, %y: tensor<4x5xf32>, %w: tensor<5x6xf32>, %r: tensor<4x6xf32>)
+    -> (tensor<4x6xf32>, tensor<4x6xf32>) {
+  %0 = tcc.matmul %x, %w : (tensor<4x5xf32>, tensor<5x6xf32>) -> tensor<4x6xf32>
+  %1 = tcc.matmul %y, %w : (tensor<4x5xf32>, tensor<5x6xf32>) -> tensor<4x6xf32>
+  %2 = tcc.add %1, %0 : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %3 = tcc.add %r, %2 : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  return %2, %3 : tensor<4x6xf32>, tensor<4x6xf32>
+}
+
 // Left alone: a product with another use (it would be computed twice), a
-// residual (not one row for all rows), a column bias, a bias of higher rank
-// (the add broadcasts the product), a batched weight (not one GEMM), a
-// transposed batched lhs, and a gemm that has a C already.
+// column bias, a bias of higher rank (the add broadcasts the product), a
+// batched weight (not one GEMM), a transposed batched lhs, a gemm that has
+// a C already (a bias, or a residual: no second of either), and a residual
+// added to a product with another use.
 // CHECK-LABEL: func.func @left_alone
-// CHECK-COUNT-6: tcc.matmul
+// CHECK-COUNT-5: tcc.matmul
 // CHECK: tcc.gemm %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x5xf32>, tensor<5x6xf32>, tensor<6xf32>)
 // CHECK-NEXT: tcc.add
+// CHECK-NEXT: tcc.gemm %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x5xf32>, tensor<5x6xf32>, tensor<4x6xf32>)
+// CHECK-NEXT: tcc.add
+// CHECK-NEXT: tcc.gemm %{{.*}}, %{{.*}} bias %{{.*}} : (tensor<4x5xf32>, tensor<5x6xf32>, tensor<6xf32>)
+// CHECK-NEXT: tcc.add
+// CHECK-NEXT: tcc.neg
 // CHECK-NEXT: return
 func.func @left_alone(%x: tensor<4x5xf32>, %w: tensor<5x6xf32>, %b: tensor<6xf32>, %r: tensor<4x6xf32>,
                       %c: tensor<4x1xf32>, %big: tensor<3x1x6xf32>, %x3: tensor<3x4x5xf32>,
                       %w3: tensor<3x5x6xf32>, %t3: tensor<3x5x4xf32>)
-    -> (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<3x4x6xf32>,
-        tensor<3x4x6xf32>, tensor<3x4x6xf32>, tensor<4x6xf32>) {
+    -> (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<3x4x6xf32>,
+        tensor<3x4x6xf32>, tensor<3x4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>,
+        tensor<4x6xf32>) {
   %0 = tcc.matmul %x, %w : (tensor<4x5xf32>, tensor<5x6xf32>) -> tensor<4x6xf32>
   %1 = tcc.add %0, %b : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
   %2 = tcc.sub %0, %b : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
-  %3 = tcc.matmul %x, %w : (tensor<4x5xf32>, tensor<5x6xf32>) -> tensor<4x6xf32>
-  %4 = tcc.add %3, %r : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
   %5 = tcc.matmul %x, %w : (tensor<4x5xf32>, tensor<5x6xf32>) -> tensor<4x6xf32>
   %6 = tcc.add %5, %c : (tensor<4x6xf32>, tensor<4x1xf32>) -> tensor<4x6xf32>
   %7 = tcc.matmul %x, %w : (tensor<4x5xf32>, tensor<5x6xf32>) -> tensor<4x6xf32>
@@ -79,11 +130,19 @@ func.func @left_alone(%x: tensor<4x5xf32>, %w: tensor<5x6xf32>, %b: tensor<6xf32
   %12 = tcc.add %11, %b : (tensor<3x4x6xf32>, tensor<6xf32>) -> tensor<3x4x6xf32>
   %13 = tcc.gemm %x, %w, %b : (tensor<4x5xf32>, tensor<5x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
   %14 = tcc.add %13, %b : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
-  return %1, %2, %4, %6, %8, %10, %12, %14 : tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>,
-      tensor<3x4x6xf32>, tensor<3x4x6xf32>, tensor<3x4x6xf32>, tensor<4x6xf32>
+  %15 = tcc.gemm %x, %w, %r : (tensor<4x5xf32>, tensor<5x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %16 = tcc.add %15, %r : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %17 = tcc.gemm %x, %w bias %b : (tensor<4x5xf32>, tensor<5x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+  %18 = tcc.add %17, %r : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %19 = tcc.neg %17 : (tensor<4x6xf32>) -> tensor<4x6xf32>
+  return %1, %2, %6, %8, %10, %12, %14, %16, %18, %19 : tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>,
+      tensor<3x4x6xf32>, tensor<3x4x6xf32>, tensor<3x4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>,
+      tensor<4x6xf32>
 }
 
-// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @projection: 1 bias adds folded into GEMMs
-// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @matrices: 2 bias adds folded into GEMMs
-// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @gemm_without_c: 1 bias adds folded into GEMMs
-// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @left_alone: 0 bias adds folded into GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @projection: 1 bias adds and 0 residual adds folded into GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @matrices: 2 bias adds and 0 residual adds folded into GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @gemm_without_c: 1 bias adds and 0 residual adds folded into GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @residual: 1 bias adds and 2 residual adds folded into GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @unrelated_sum: 0 bias adds and 0 residual adds folded into GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @left_alone: 0 bias adds and 0 residual adds folded into GEMMs

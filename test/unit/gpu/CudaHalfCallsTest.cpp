@@ -103,7 +103,8 @@ protected:
 
 TEST_P(CudaHalfCalls, MatmulAndGemm) {
   // One GEMM over all rows (broadcast rhs), a strided batch with
-  // transposes, gemm with a bias row (the bias epilogue) and with a full c.
+  // transposes, gemm with a bias row (the bias epilogue), with a full c,
+  // and with both.
   expectCudaMatchesCpu(tag("matmul"), "matmul", json::object(),
                        {floats(t, {2, 3, 64}, wave(384, 1.0f)),
                         floats(t, {64, 40}, wave(2560, 0.5f, 0.3f))},
@@ -123,6 +124,14 @@ TEST_P(CudaHalfCalls, MatmulAndGemm) {
                        {floats(t, {6, 32}, wave(192, 1.0f)),
                         floats(t, {32, 24}, wave(768, 0.7f, 0.5f)),
                         floats(t, {6, 24}, wave(144, 2.0f, 0.1f))},
+                       {{t, {6, 24}}}, Agree::Tolerance);
+  // A bias and a full c: a projection with its residual (cuBLASLt reads C
+  // from c's buffer and writes the result to another).
+  expectCudaMatchesCpu(tag("gemm_bias_c"), "gemm", {{"transpose_b", true}},
+                       {floats(t, {6, 32}, wave(192, 1.0f)),
+                        floats(t, {24, 32}, wave(768, 0.7f, 0.5f)),
+                        floats(t, {6, 24}, wave(144, 2.0f, 0.1f)),
+                        floats(t, {24}, wave(24, 0.3f, 0.1f))},
                        {{t, {6, 24}}}, Agree::Tolerance);
 }
 

@@ -132,6 +132,9 @@ TEST_P(HalfCalls, Gemm) {
   expectRoundedOnce(tag("gemm_noc"), "gemm", {{"transpose_a", true}},
                     {floats(t, {4, 3}, wave(12, 1.0f, 3.0f)), b, absent()},
                     {{t, {3, 2}}});
+  expectRoundedOnce(tag("gemm_bias_c"), "gemm", json::object(),
+                    {a, b, floats(t, {3, 2}, wave(6, 2.0f, 0.4f)), c},
+                    {{t, {3, 2}}});
 }
 
 TEST_P(HalfCalls, LayerNorm) {

@@ -125,6 +125,25 @@ TEST(LibraryCalls, GemmAlphaBetaTransposesAndBroadcastC) {
                 {{DType::F32, {2, 4}}});
   expectNear(out[0], matmulRef(a, f32({3, 4}, iota(12, 1.0f)), true, false,
                                {2, 4}));
+  // A bias and a full C (a projection's bias and residual), and a bias
+  // without C.
+  Array full = f32({2, 4}, iota(8, -3.0f, 0.5f)), bias = f32({4}, {4, -1, 0.25f, 2});
+  out = runCall("gemm-bias-c", "gemm", {{"beta", 0.5}, {"transpose_a", true},
+                                        {"transpose_b", true}},
+                {a, b, full, bias}, {{DType::F32, {2, 4}}});
+  want.clear();
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j)
+      want.push_back(ab[i * 4 + j] + bias.data<float>()[j] +
+                     0.5 * full.data<float>()[i * 4 + j]);
+  expectNear(out[0], want);
+  out = runCall("gemm-bias", "gemm", {{"transpose_a", true}, {"transpose_b", true}},
+                {a, b, absent(), bias}, {{DType::F32, {2, 4}}});
+  want.clear();
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j)
+      want.push_back(ab[i * 4 + j] + bias.data<float>()[j]);
+  expectNear(out[0], want);
 }
 
 TEST(LibraryCalls, LayerNormSoftmaxLogSoftmax) {
