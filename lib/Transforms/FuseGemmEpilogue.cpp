@@ -1,12 +1,13 @@
-// Folds a bias add into the GEMM that produces its other operand:
+// Folds adds into the GEMM that produces their other operand (the pass
+// reference, include/tcc/Transforms/Passes.td, has the rules):
 // add(matmul(x, W), b) with b broadcast over the rows becomes one tcc.gemm
-// with C = b and beta = 1 on the 2-D view of x (x [..., M, K] reshaped to
-// [rows, K], the result reshaped back). The library GEMM adds C as it writes
-// its output, so the bias costs neither a kernel launch nor a pass over the
-// product. The sum is rounded once (the interpreter adds C to the
-// double-precision dot product; a BLAS adds it to its accumulator) instead
-// of after the product and again after the add, so results change by
-// rounding, not bit for bit.
+// with bias b on the 2-D view of x (x [..., M, K] reshaped to [rows, K],
+// the result reshaped back), and a residual the GEMM depends on,
+// x + proj(f(x)), becomes its C with beta = 1. The library GEMM adds both
+// as it writes its output, so neither costs a kernel launch or a pass over
+// the product. The sum is rounded once (the interpreter adds them to the
+// double-precision dot product; a BLAS to its accumulator) instead of after
+// each add, so results change by rounding, not bit for bit.
 #include "tcc/Transforms/Passes.h"
 
 #include "tcc/TccOps.h"
