@@ -425,11 +425,13 @@ def FuseGemmEpilogue : Pass<"tcc-fuse-gemm-epilogue", "mlir::func::FuncOp"> {
     the other as C, or whether it would move down to the add, depends on
     the op order, which rematerialisation and the micro-batch interleaving
     change; the rounding must not (`Train/remat-hf.test` checks training
-    with a budget bitwise against training without). The GEMM adds its bias and C while writing its
-    output (cuBLASLt's bias epilogue and its C operand; the CPU runtime's
-    BLAS with `beta = 1`), so neither add is a kernel launch or an extra
-    pass over the product: in a transformer layer, the four projections'
-    bias adds and the two residual adds.
+    with a budget bitwise against training without).
+
+    The GEMM adds its bias and C while writing its output (cuBLASLt's bias
+    epilogue and its C operand; the CPU runtime's BLAS with `beta = 1`),
+    so neither add is a kernel launch or an extra pass over the product:
+    in a transformer layer, the four projections' bias adds and the two
+    residual adds.
 
     The numerics change by rounding, not in kind: the sum is rounded once
     instead of after the product and again after each add (the interpreter
