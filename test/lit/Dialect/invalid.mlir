@@ -345,6 +345,16 @@ func.func @gemm_c(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>, %c: tensor<3xf32>) -
 
 // -----
 
+// The bias is [N]: one value per column, added to every row.
+func.func @gemm_bias(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>, %bias: tensor<1x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{bias must be [2] of the operands' type}}
+  %0 = tcc.gemm %a, %b bias %bias : (tensor<2x3xf32>, tensor<3x2xf32>, tensor<1x2xf32>) -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
 func.func @attention_rank(%q: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
   // expected-error @+2 {{failed to infer returned types}}
   // expected-error @+1 {{query, key and value must be [batch, heads, seq, dim]}}

@@ -67,6 +67,8 @@ func.func @all_ops(%x: tensor<2x2xf32> {tcc.name = "x"}, %ids: tensor<3xi64>,
   %40 = tcc.matmul %39#0, %x {transpose_rhs = true} : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
   // CHECK: tcc.gemm %{{.*}}, %{{.*}}, %{{.*}} {alpha = 5.000000e-01 : f64, transpose_a = true}
   %41 = tcc.gemm %40, %40, %x {alpha = 0.5 : f64, transpose_a = true} : (tensor<3x2xf32>, tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  // CHECK: tcc.gemm %{{.*}}, %{{.*}}, %{{.*}} bias %{{.*}} {transpose_b = true} : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<3x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+  %gb = tcc.gemm %40, %x, %40 bias %32 {transpose_b = true} : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<3x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
   %q = tcc.reshape %40 : (tensor<3x2xf32>) -> tensor<1x1x3x2xf32>
   %m = tcc.constant dense<[[true, true, false]]> : tensor<1x3xi1>
   // CHECK: tcc.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal = true, scale = 0.70710678118654746 : f64}
