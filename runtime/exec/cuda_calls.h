@@ -57,7 +57,7 @@ struct TokenBuckets {
 /// Which dimension of a GEMM over packed tokens depends on the count.
 enum class TokenDim { None, M, K, Batch };
 
-/// A matmul or gemm call as the CPU backend maps it (cpu_backend.cpp):
+/// A matmul or gemm call as the CPU backend maps it (cpu_calls.cpp):
 /// one GEMM over all rows, one strided-batched GEMM, or one GEMM per output
 /// batch with the broadcast operand's matrix looked up.
 struct GemmStep {

@@ -1,7 +1,7 @@
 //===- pack_calls.h - what both backends say and store for packed tokens --===//
 //
 // The pack ops of pad-skipping (pack_index, pack, unpack) run on the CPU
-// (cpu_backend.cpp) and the CUDA backend (cuda_calls.cpp); their fill value
+// (cpu_calls.cpp) and the CUDA backend (cuda_calls.cpp); their fill value
 // and their error lines are defined once, here.
 //
 //===----------------------------------------------------------------------===//
