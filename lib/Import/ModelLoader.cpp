@@ -58,16 +58,13 @@ std::string dimsStr(llvm::ArrayRef<int64_t> dims) {
   return s;
 }
 
-/// Fails shape inference unless Einsum's equation, without its spaces (all
-/// ONNX removes), has only letters, ',' and "..." before its "->": ONNX's
-/// einsumShapeInference loops forever on any other character there (it
-/// skips one without advancing; found by scripts/fuzz.sh).
-void checkEinsumEquation(onnx::InferenceContext &ctx) {
-  const onnx::AttributeProto *attr = ctx.getAttribute("equation");
-  if (!attr)
-    return;
+/// Why ONNX's einsumShapeInference cannot take `equation`, or "": without
+/// its spaces (all ONNX removes) it must have only letters, ',' and "..."
+/// before its "->". ONNX's inference loops forever on any other character
+/// there (it skips one without advancing; found by scripts/fuzz.sh).
+std::string einsumEquationProblem(const std::string &equation) {
   std::string eq;
-  for (char ch : attr->s())
+  for (char ch : equation)
     if (ch != ' ')
       eq += ch;
   llvm::StringRef lhs = llvm::StringRef(eq).split("->").first;
@@ -78,10 +75,10 @@ void checkEinsumEquation(onnx::InferenceContext &ctx) {
       size_t run = lhs.find_first_not_of('.', i);
       run = (run == llvm::StringRef::npos ? lhs.size() : run) - i;
       if (run != 3)
-        fail_shape_inference("Einsum equation: ", run,
-                             " dots where an ellipsis is '...'");
+        return "Einsum equation: " + std::to_string(run) +
+               " dots where an ellipsis is '...'";
       if (ellipsis)
-        fail_shape_inference("Einsum equation: '...' twice in one term");
+        return "Einsum equation: '...' twice in one term";
       ellipsis = true;
       i += 3;
       continue;
@@ -89,9 +86,18 @@ void checkEinsumEquation(onnx::InferenceContext &ctx) {
     if (ch == ',')
       ellipsis = false;
     else if (!llvm::isAlpha(ch))
-      fail_shape_inference("Einsum equation: a label that is not a letter");
+      return "Einsum equation: a label that is not a letter";
     ++i;
   }
+  return "";
+}
+
+/// Fails shape inference on an equation einsumEquationProblem refuses.
+void checkEinsumEquation(onnx::InferenceContext &ctx) {
+  if (const onnx::AttributeProto *attr = ctx.getAttribute("equation"))
+    if (std::string problem = einsumEquationProblem(attr->s());
+        !problem.empty())
+      fail_shape_inference(problem);
 }
 
 /// ONNX's schema registry, except that every op's shape inference first
@@ -282,6 +288,19 @@ LogicalResult Loader::upgradeOpset() {
   if (graph.opset >= kMinOpset)
     return success();
   int64_t from = graph.opset;
+  // The converter runs ONNX's inference with ONNX's own schemas, not
+  // CheckedSchemas: what those refuse is refused here first.
+  for (int i = 0; i < model.graph().node_size(); ++i) {
+    const onnx::NodeProto &node = model.graph().node(i);
+    if (node.op_type() != "Einsum")
+      continue;
+    for (const onnx::AttributeProto &attr : node.attribute())
+      if (attr.name() == "equation")
+        if (std::string problem = einsumEquationProblem(attr.s());
+            !problem.empty())
+          return graph.fail(ImportFailure::Invalid,
+                            describeNode(node, i) + ": " + problem);
+  }
   try {
     inferOnnxShapes(model);
   } catch (const std::exception &) {

@@ -331,6 +331,13 @@ def einsum_stray_dash():
     return model([node], [vi("x", F, [3, 4])], [vi("y", F, [3])])
 
 
+def einsum_opset12_bad_label():
+    """A label that is not a letter at opset 12: ONNX's version converter ran
+    the looping inference with ONNX's own schemas (found by fuzz_import)."""
+    node = helper.make_node("Einsum", ["x"], ["y"], name="es", equation="i~->i")
+    return model([node], [vi("x", F, [3, 4])], [vi("y", F, [3])], opset=12)
+
+
 def einsum_two_ellipses():
     """'...' twice in one term: the same loop, at the second."""
     node = helper.make_node("Einsum", ["x"], ["y"], name="es", equation="...i...->i")
