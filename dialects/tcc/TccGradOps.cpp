@@ -24,23 +24,52 @@ LogicalResult LogSoftmaxGradOp::verify() {
   return verifyAxis(*this, getResult(), getAxis());
 }
 
-LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                                Adaptor adaptor,
-                                                SmallVectorImpl<Type> &inferred) {
-  auto in = tensorOf(adaptor.getInput());
-  int64_t axis = adaptor.getAxis();
-  if (axis < 0 || axis >= in.getRank())
-    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ", in.getRank());
-  if (tensorOf(adaptor.getResultGrad()) != in)
-    return emitOptionalError(loc, "result_grad must have the input's type");
+namespace {
+/// The result types of tcc.layer_norm_grad on `input` normalised over
+/// [axis, rank): input_grad, scale_grad, bias_grad and, `withSum`,
+/// input_grad_sum.
+SmallVector<Type> layerNormGradTypes(RankedTensorType in, int64_t axis, bool withSum) {
   auto norm = RankedTensorType::get(in.getShape().drop_front(axis), in.getElementType());
-  if (Value scale = adaptor.getScale(); scale && tensorOf(scale) != norm)
-    return emitOptionalError(loc, "scale must be ", norm);
-  // Sums over all rows: f32 for 16-bit input, as the parameters they update.
+  // Sums over all rows: f32 for 16-bit input, as the parameters they update;
+  // input_grad_sum keeps the input's type, as the reduce_sum it replaces.
   Type sumType = in.getElementType();
   if (sumType.isBF16() || sumType.isF16())
     sumType = Float32Type::get(in.getContext());
-  inferred.append({in, norm.clone(sumType), norm.clone(sumType)});
+  SmallVector<Type> types = {in, norm.clone(sumType), norm.clone(sumType)};
+  if (withSum)
+    types.push_back(norm);
+  return types;
+}
+} // namespace
+
+void LayerNormGradOp::build(OpBuilder &b, OperationState &state, Value input,
+                            Value scale, Value resultGrad, Value residualGrad,
+                            IntegerAttr axis, FloatAttr epsilon, bool withInputGradSum) {
+  auto in = tensorOf(input);
+  int64_t a = std::clamp<int64_t>(axis.getInt(), 0, std::max<int64_t>(in.getRank() - 1, 0));
+  SmallVector<Type> types = layerNormGradTypes(in, a, withInputGradSum);
+  build(b, state, types[0], types[1], types[2], withInputGradSum ? types[3] : Type(),
+        input, scale, resultGrad, residualGrad, axis, epsilon);
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  auto in = tensorOf(getInput());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= in.getRank())
+    return emitOpError("axis ") << axis << " is out of range for rank " << in.getRank();
+  if (tensorOf(getResultGrad()) != in)
+    return emitOpError("result_grad must have the input's type");
+  auto norm = RankedTensorType::get(in.getShape().drop_front(axis), in.getElementType());
+  if (Value scale = getScale(); scale && tensorOf(scale) != norm)
+    return emitOpError("scale must be ") << norm;
+  if (Value residual = getResidualGrad(); residual && tensorOf(residual) != in)
+    return emitOpError("residual_grad must have the input's type");
+  SmallVector<Type> want = layerNormGradTypes(in, axis, bool(getInputGradSum()));
+  if (TypeRange(getResultTypes()) != TypeRange(want)) {
+    InFlightDiagnostic diag = emitOpError("results must be (");
+    llvm::interleaveComma(want, diag);
+    return diag << ")";
+  }
   return success();
 }
 

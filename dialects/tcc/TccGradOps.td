@@ -38,7 +38,8 @@ def Tcc_GeluGradOp : Tcc_Op<"gelu_grad", [Pure, SameOperandsAndResultType, Tcc_E
   let assemblyFormat = Tcc_GenericFormat;
 }
 
-def Tcc_LayerNormGradOp : Tcc_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor, Tcc_LibraryCall]> {
+def Tcc_LayerNormGradOp : Tcc_Op<"layer_norm_grad", [Pure, AttrSizedOperandSegments,
+                                                      Tcc_LibraryCall]> {
   let callFamily = "layer_norm";
   let summary = "gradients of layer_norm w.r.t. input, scale and bias";
   let description = [{
@@ -47,12 +48,34 @@ def Tcc_LayerNormGradOp : Tcc_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor, T
     are shaped like the normalised dims and are always produced (unused
     ones are dead code); they are sums over all rows, f32 for bf16/f16
     input (the parameters' gradients, not rounded to 16 bits).
+
+    The optional `residual_grad` (the input's type) is added to
+    `input_grad` before it is rounded: the gradient a residual connection
+    brings past the layer norm (tcc-fuse-layer-norm-grad folds that add
+    in). The optional result `input_grad_sum` is `input_grad`'s sum over
+    all rows, shaped like the normalised dims and of the input's element
+    type: the bias gradient of the Linear that reads `input_grad`, which
+    tcc-fuse-layer-norm-grad folds in. For 16-bit input it sums
+    `input_grad`'s f32 values before their rounding to 16 bits (the CUDA
+    kernel: the rounded ones; the two agree to the 16-bit tolerance).
   }];
   let arguments = (ins Tcc_FloatTensor:$input, Optional<Tcc_FloatTensor>:$scale,
-                       Tcc_FloatTensor:$result_grad, I64Attr:$axis, F64Attr:$epsilon);
+                       Tcc_FloatTensor:$result_grad,
+                       Optional<Tcc_FloatTensor>:$residual_grad,
+                       I64Attr:$axis, F64Attr:$epsilon);
   let results = (outs Tcc_FloatTensor:$input_grad, Tcc_FloatTensor:$scale_grad,
-                      Tcc_FloatTensor:$bias_grad);
-  let assemblyFormat = "$input (`scale` $scale^)? `grad` $result_grad attr-dict `:` functional-type(operands, results)";
+                      Tcc_FloatTensor:$bias_grad,
+                      Optional<Tcc_FloatTensor>:$input_grad_sum);
+  let assemblyFormat = "$input (`scale` $scale^)? `grad` $result_grad (`residual` $residual_grad^)? attr-dict `:` functional-type(operands, results)";
+  // The result types follow from the operands (verify() checks them); the
+  // builder derives them, with input_grad_sum when asked for.
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::Value":$scale,
+                   "::mlir::Value":$result_grad, "::mlir::Value":$residual_grad,
+                   "::mlir::IntegerAttr":$axis, "::mlir::FloatAttr":$epsilon,
+                   CArg<"bool", "false">:$withInputGradSum)>
+  ];
+  let hasVerifier = 1;
 }
 
 def Tcc_AttentionGradOp : Tcc_Op<"attention_grad", [Pure, InferTypeOpAdaptor, Tcc_ContractionCall]> {

@@ -28,7 +28,8 @@ LogicalResult LayerNormOp::buildVjp(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   auto grad =
       LayerNormGradOp::create(b, getLoc(), getInput(), getScale(),
-                              resultGrads[0], getAxisAttr(), getEpsilonAttr());
+                              resultGrads[0], /*residual_grad=*/Value(),
+                              getAxisAttr(), getEpsilonAttr());
   // One entry per operand that is present; the op always computes all three.
   operandGrads.push_back(grad.getInputGrad());
   if (getScale())

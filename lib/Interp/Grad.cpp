@@ -73,12 +73,14 @@ bool geluGradKernel(KernelContext &ctx) {
 }
 
 /// With xhat = (x - mean) * rstd and dxhat = dy * scale, per row:
-/// dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat));
-/// scale_grad and bias_grad sum dy * xhat and dy over the rows.
+/// dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) + residual;
+/// scale_grad and bias_grad sum dy * xhat and dy over the rows,
+/// input_grad_sum the stored dx.
 bool layerNormGradKernel(KernelContext &ctx) {
   auto op = llvm::cast<LayerNormGradOp>(ctx.op);
   const Array &in = ctx.in(op.getInput()), &dy = ctx.in(op.getResultGrad());
   const Array *scale = ctx.opt(op.getScale());
+  const Array *residual = ctx.opt(op.getResidualGrad());
   int64_t axis = op.getAxis();
   double eps = op.getEpsilon().convertToDouble();
   int64_t rows = product(llvm::ArrayRef(in.shape).take_front(axis));
@@ -86,7 +88,8 @@ bool layerNormGradKernel(KernelContext &ctx) {
   auto compute = [&](auto tag) {
     using T = decltype(tag);
     const T *ps = scale ? scale->data<T>() : nullptr;
-    std::vector<double> dScale(len, 0), dBias(len, 0), xhat(len), dxhat(len);
+    std::vector<double> dScale(len, 0), dBias(len, 0), dSum(len, 0), xhat(len),
+        dxhat(len);
     for (int64_t r = 0; r < rows; ++r) {
       const T *x = in.data<T>() + r * len, *g = dy.data<T>() + r * len;
       double mean = 0, var = 0;
@@ -108,13 +111,20 @@ bool layerNormGradKernel(KernelContext &ctx) {
       meanDxhat /= len;
       meanDxhatXhat /= len;
       T *dx = ctx.out(0).data<T>() + r * len;
-      for (int64_t j = 0; j < len; ++j)
-        dx[j] = static_cast<T>(
-            rstd * (dxhat[j] - meanDxhat - xhat[j] * meanDxhatXhat));
+      const T *res = residual ? residual->data<T>() + r * len : nullptr;
+      for (int64_t j = 0; j < len; ++j) {
+        double v = rstd * (dxhat[j] - meanDxhat - xhat[j] * meanDxhatXhat);
+        if (res)
+          v += res[j];
+        dx[j] = static_cast<T>(v);
+        dSum[j] += dx[j];
+      }
     }
     for (int64_t j = 0; j < len; ++j) {
       ctx.out(1).data<T>()[j] = static_cast<T>(dScale[j]);
       ctx.out(2).data<T>()[j] = static_cast<T>(dBias[j]);
+      if (op.getInputGradSum())
+        ctx.out(3).data<T>()[j] = static_cast<T>(dSum[j]);
     }
     return true;
   };

@@ -8,6 +8,8 @@
 // the product. The sum is rounded once (the interpreter adds them to the
 // double-precision dot product; a BLAS to its accumulator) instead of after
 // each add, so results change by rounding, not bit for bit.
+#include "Dataflow.h"
+
 #include "tcc/Transforms/Passes.h"
 
 #include "tcc/TccOps.h"
@@ -96,31 +98,6 @@ std::optional<Gemm> asGemm(Value product) {
 bool definedBefore(Value v, Operation *op) {
   Operation *def = v.getDefiningOp();
   return !def || (def->getBlock() == op->getBlock() && def->isBeforeInBlock(op));
-}
-
-/// Whether `op` reads `v`, directly or through the ops between them. Then
-/// `v` comes before `op` in every order of the block, whatever
-/// rematerialisation and the micro-batch interleaving do to it.
-bool dependsOn(Operation *op, Value v) {
-  Operation *def = v.getDefiningOp();
-  SmallVector<Operation *> work = {op};
-  llvm::SmallPtrSet<Operation *, 32> seen = {op};
-  while (!work.empty()) {
-    Operation *cur = work.pop_back_val();
-    for (Value operand : cur->getOperands()) {
-      if (operand == v)
-        return true;
-      Operation *prev = operand.getDefiningOp();
-      // Ops before v's definition cannot read it.
-      if (!prev || prev->getBlock() != op->getBlock() ||
-          (def && def->getBlock() == prev->getBlock() &&
-           prev->isBeforeInBlock(def)))
-        continue;
-      if (seen.insert(prev).second)
-        work.push_back(prev);
-    }
-  }
-  return false;
 }
 
 enum class Folded { None, Bias, Residual };

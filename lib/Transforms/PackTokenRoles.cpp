@@ -310,12 +310,16 @@ std::optional<Role> roleOf(Operation *op, const Geometry &g) {
       .Case([&](LayerNormOp ln) { return rowOp(op, g, ln.getAxis(), {0}, {0}); })
       .Case([&](LayerNormGradOp ln) -> std::optional<Role> {
         unsigned grad = ln.getScale() ? 2 : 1;
-        auto role = rowOp(op, g, ln.getAxis(), {0, grad}, {0});
+        SmallVector<unsigned> rows = {0, grad};
+        if (ln.getResidualGrad())
+          rows.push_back(grad + 1);
+        auto role = rowOp(op, g, ln.getAxis(), rows, {0});
         if (role) {
-          // scale_grad and bias_grad sum over the tokens.
-          role->needsZeroPadded = {grad};
-          role->zeroPadded = [grad](unsigned r, const Zero &zero) {
-            return r == 0 && zero(grad);
+          // scale_grad, bias_grad and input_grad_sum sum over the tokens.
+          role->needsZeroPadded.assign(rows.begin() + 1, rows.end());
+          role->zeroPadded = [rows](unsigned r, const Zero &zero) {
+            return r == 0 && llvm::all_of(ArrayRef(rows).drop_front(),
+                                          [&](unsigned i) { return zero(i); });
           };
         }
         return role;

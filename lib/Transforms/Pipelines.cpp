@@ -38,6 +38,12 @@ SmallVector<PipelineStage> trainStages(const TrainConfig &config) {
                     [options](OpPassManager &pm) {
                       pm.addPass(createBuildTrainStep(options));
                     }});
+  // Before rematerialisation, which then orders the bias gradients' updates
+  // by where the layer norm gradients now make them.
+  stages.push_back({"fuse-layer-norm-grad", "tcc-fuse-layer-norm-grad",
+                    [](OpPassManager &pm) {
+                      pm.addNestedPass<func::FuncOp>(createFuseLayerNormGrad());
+                    }});
   return stages;
 }
 

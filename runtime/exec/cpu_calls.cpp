@@ -214,8 +214,9 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
       cpu::layer_norm_fwd(fin(0), fin(1), fin(2), fout(0), nullptr, nullptr,
                           rows, len, a.epsilon);
     else
-      cpu::layer_norm_bwd(fin(0), fin(1), fin(2), nullptr, nullptr, fout(0),
-                          fout(1), fout(2), rows, len, a.epsilon);
+      cpu::layer_norm_bwd(fin(0), fin(1), fin(2), fin(3), nullptr, nullptr,
+                          fout(0), fout(1), fout(2), fout(3), rows, len,
+                          a.epsilon);
     zeroRows(fout(0), rows, total, len);
     return;
   }

@@ -665,11 +665,11 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
         step.op == Op::LayerNorm
             ? cuda::layer_norm_fwd(type, vin(0), vin(1), vin(2), vout(0),
                                    nullptr, nullptr, rows, len, a.epsilon, st)
-            : cuda::layer_norm_bwd(type, vin(0), vin(1), vin(2), nullptr,
-                                   nullptr, vout(0),
+            : cuda::layer_norm_bwd(type, vin(0), vin(1), vin(2), vin(3),
+                                   nullptr, nullptr, vout(0),
                                    static_cast<float *>(vout(1)),
-                                   static_cast<float *>(vout(2)), rows,
-                                   len, a.epsilon, ctx.workspace, st);
+                                   static_cast<float *>(vout(2)), vout(3),
+                                   rows, len, a.epsilon, ctx.workspace, st);
     return r ? r : zeroTail(vout(0), rows * rowBytes, total * rowBytes, st);
   }
   case Op::Softmax:

@@ -177,7 +177,11 @@ static void checkLayerNormCall(CallCheck &c, bool grad) {
     return;
   }
   c.wantLike(*c.in(2), "result_grad", x, "input");
+  if (const Value *r = c.in(3))
+    c.wantLike(*r, "residual_grad", x, "input");
   c.wantLike(*c.out(0), "input_grad", x, "input");
+  if (const Value *s = c.out(3))
+    c.wantLike(*s, "input_grad_sum", x.dtype, trailing);
   // The parameters' gradients (sums over all rows) are f32 for 16-bit input.
   DType paramGrad =
       x.dtype == DType::BF16 || x.dtype == DType::F16 ? DType::F32 : x.dtype;

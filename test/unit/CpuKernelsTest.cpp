@@ -304,35 +304,42 @@ TEST_F(CpuKernelsTest, LayerNormMatchesInterpreter) {
   std::vector<int64_t> xs = {3, 4, 6}, ps = {4, 6};
   const int64_t rows = 3, len = 24;
   const double eps = 1e-5;
-  Array x = rand(xs, -3, 5), scale = rand(ps), bias = rand(ps), dy = rand(xs);
+  Array x = rand(xs, -3, 5), scale = rand(ps), bias = rand(ps), dy = rand(xs),
+        res = rand(xs);
   std::string tx = ty(xs), tp = ty(ps);
   std::string attrs = "{axis = 1 : i64, epsilon = 1.0e-05 : f64}";
+  // With scale and bias, the gradient also adds a residual gradient; both
+  // forms sum their input gradient over the rows (input_grad_sum).
   for (bool affine : {true, false}) {
-    SCOPED_TRACE(affine ? "with scale and bias" : "without scale and bias");
+    SCOPED_TRACE(affine ? "with scale, bias and residual"
+                        : "without scale, bias and residual");
     std::string src =
         affine ? "func.func @f(%x: " + tx + ", %s: " + tp + ", %b: " + tp +
-                     ", %dy: " + tx + ") -> (" + tx + ", " + tx + ", " + tp +
-                     ", " + tp +
-                     ") {\n  %y = tcc.layer_norm %x scale %s bias %b " + attrs +
-                     " : (" + tx + ", " + tp + ", " + tp + ") -> " + tx +
-                     "\n  %dx, %ds, %db = tcc.layer_norm_grad %x scale %s grad "
-                     "%dy " +
-                     attrs + " : (" + tx + ", " + tp + ", " + tx + ") -> (" +
-                     tx + ", " + tp + ", " + tp + ")\n"
+                     ", %dy: " + tx + ", %r: " + tx + ") -> (" + tx + ", " +
+                     tx + ", " + tp + ", " + tp + ", " + tp +
+                     ") {\n  %y = tcc.layer_norm %x scale %s bias %b " +
+                     attrs + " : (" + tx + ", " + tp + ", " + tp + ") -> " +
+                     tx +
+                     "\n  %dx, %ds, %db, %dsum = tcc.layer_norm_grad %x "
+                     "scale %s grad %dy residual %r " +
+                     attrs + " : (" + tx + ", " + tp + ", " + tx + ", " + tx +
+                     ") -> (" + tx + ", " + tp + ", " + tp + ", " + tp + ")\n"
                : "func.func @f(%x: " + tx + ", %dy: " + tx + ") -> (" + tx +
-                     ", " + tx + ", " + tp + ", " + tp +
+                     ", " + tx + ", " + tp + ", " + tp + ", " + tp +
                      ") {\n  %y = tcc.layer_norm %x " + attrs + " : (" + tx +
                      ") -> " + tx +
-                     "\n  %dx, %ds, %db = tcc.layer_norm_grad %x grad %dy " +
+                     "\n  %dx, %ds, %db, %dsum = tcc.layer_norm_grad %x grad "
+                     "%dy " +
                      attrs + " : (" + tx + ", " + tx + ") -> (" + tx + ", " +
-                     tp + ", " + tp + ")\n";
-    src += "  return %y, %dx, %ds, %db : " + tx + ", " + tx + ", " + tp + ", " +
-           tp + "\n}";
-    auto want =
-        affine ? interp(src, {x, scale, bias, dy}) : interp(src, {x, dy});
-    ASSERT_EQ(want.size(), 4u);
+                     tp + ", " + tp + ", " + tp + ")\n";
+    src += "  return %y, %dx, %ds, %db, %dsum : " + tx + ", " + tx + ", " + tp +
+           ", " + tp + ", " + tp + "\n}";
+    auto want = affine ? interp(src, {x, scale, bias, dy, res})
+                       : interp(src, {x, dy});
+    ASSERT_EQ(want.size(), 5u);
     const float *s = affine ? ptr(scale) : nullptr;
     const float *b = affine ? ptr(bias) : nullptr;
+    const float *r = affine ? ptr(res) : nullptr;
 
     std::vector<float> y = poisoned(rows * len), mean = poisoned(rows),
                        rstd = poisoned(rows);
@@ -355,15 +362,24 @@ TEST_F(CpuKernelsTest, LayerNormMatchesInterpreter) {
     for (bool saved : {false, true}) {
       SCOPED_TRACE(saved ? "saved statistics" : "recomputed statistics");
       std::vector<float> dx = poisoned(rows * len), ds = poisoned(len),
-                         db = poisoned(len);
-      tcc::cpu::layer_norm_bwd(ptr(x), s, ptr(dy),
+                         db = poisoned(len), dsum = poisoned(len);
+      tcc::cpu::layer_norm_bwd(ptr(x), s, ptr(dy), r,
                                saved ? mean.data() : nullptr,
                                saved ? rstd.data() : nullptr, dx.data(),
-                               ds.data(), db.data(), rows, len, eps);
+                               ds.data(), db.data(), dsum.data(), rows, len,
+                               eps);
       double tol = saved ? 1e-5 : 1e-6;
       expectClose(dx, want[1], tol, "layer_norm dx");
       expectClose(ds, want[2], tol, "layer_norm dscale");
       expectClose(db, want[3], tol, "layer_norm dbias");
+      expectClose(dsum, want[4], tol, "layer_norm dx's sum");
+      // The sum is dx's, row by row (hand-summed in double).
+      for (int64_t j = 0; j < len; ++j) {
+        double sum = 0;
+        for (int64_t i = 0; i < rows; ++i)
+          sum += dx[i * len + j];
+        EXPECT_NEAR(dsum[j], sum, 1e-6 * (1 + std::abs(sum)));
+      }
     }
   }
 }

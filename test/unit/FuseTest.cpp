@@ -339,9 +339,14 @@ TEST_P(FuseModelTest, TrainStepIsBitIdenticalAfterFusion) {
   if (!haveDriver())
     GTEST_SKIP() << binDir() << "/tcc is not built";
   std::string step, error;
+  // The stages too: the step before tcc-fuse-layer-norm-grad (the last
+  // training stage, which --emit=mlir includes) is checked against it.
+  std::string stages = tempPath("fuse_stages_" + std::string(param.name),
+                                param.model);
   ASSERT_TRUE(buildModelStep("fuse_" + std::string(param.name), param.model,
                              std::string(param.flags) +
-                                 " --optimizer adamw:lr=1e-3 --grad-clip 1.0",
+                                 " --optimizer adamw:lr=1e-3 --grad-clip 1.0"
+                                 " --dump-dir '" + stages + "'",
                              step, error))
       << error;
   std::vector<uint8_t> text = readFile(step);
@@ -360,6 +365,27 @@ TEST_P(FuseModelTest, TrainStepIsBitIdenticalAfterFusion) {
           << op.getName().getStringRef().str() << " outside exec.fusion";
 
   expectSameTraining(*unfused, *fused, 2, /*realParams=*/true);
+
+  // tcc-fuse-layer-norm-grad adds the residual gradient in the layer norm
+  // gradient's double arithmetic (one rounding instead of two) and sums
+  // the result there: the step trains as the one before the fold to
+  // rounding. Every model here has a layer norm whose input gradient is a
+  // Linear's output gradient, so each folds at least one sum.
+  std::vector<uint8_t> beforeText =
+      readFile(stages + "/02-build-train-step.mlir");
+  OwningOpRef<ModuleOp> beforeFold = parseSourceString<ModuleOp>(
+      std::string(beforeText.begin(), beforeText.end()), &context);
+  ASSERT_TRUE(beforeFold);
+  int folds = 0;
+  unfused->walk([&](tcc::LayerNormGradOp op) {
+    folds += bool(op.getResidualGrad()) + bool(op.getInputGradSum());
+  });
+  EXPECT_GT(folds, 0) << "no layer_norm_grad takes a residual or a sum";
+  double folded = expectCloseTraining(*beforeFold, *unfused, 2,
+                                      /*realParams=*/true, 1e-5, 1e-7);
+  std::printf("%s: layer norm gradient folds vs before, worst error / "
+              "bound: %.3g\n",
+              param.name, folded);
 
   // The artifact's pipeline folds bias and residual adds into GEMMs first
   // (the MLP's ONNX Gemms come with their bias). That rounds each sum once

@@ -466,6 +466,59 @@ def FuseGemmEpilogue : Pass<"tcc-fuse-gemm-epilogue", "mlir::func::FuncOp"> {
   let dependentDialects = ["::tcc::TccDialect"];
 }
 
+def FuseLayerNormGrad : Pass<"tcc-fuse-layer-norm-grad", "mlir::func::FuncOp"> {
+  let summary = "Fold the residual gradient's add and the Linear bias gradient's sum into tcc.layer_norm_grad";
+  let description = [{
+    Runs right after `tcc-build-train-step` (the last of the training
+    stages, so `--emit=mlir`, `tcc eval` and `tcc train --reference` see
+    its result, and `tcc-rematerialize` orders the folded step). In a
+    pre-LN transformer's backward the residual stream's gradient is summed
+    after every layer norm's gradient, `dx = ln_grad(...) + g`, and the
+    Linear that read the stream's value (the output projection before it)
+    takes `sum(dx)` over the tokens as its bias gradient. Both become part
+    of the layer norm's gradient call, whose kernel already passes over
+    every row (dx) and sums over the rows (the scale and bias gradients):
+
+    - `add(ln_grad#0, g)` with `ln_grad`'s input gradient read by the add
+      alone, `g` of the same type, and `ln_grad` depending on `g` (it
+      always does in a residual stream: the layer norm's result gradient is
+      computed from the stream's gradient) becomes `ln_grad` with
+      `residual_grad = g`. The dependence makes the fold a fact of the
+      dataflow, not of the op order, so every copy of the pattern
+      (rematerialised, one per micro-batch) folds alike; a sum of two
+      independent gradients is left alone. The sum is rounded once.
+    - `reduce_sum(ln_grad#0)` over all of its rows (every dim before
+      `axis`, no keepdims; or over the leading dims of a reshape that keeps
+      the normalised dims) becomes `ln_grad`'s `input_grad_sum`.
+
+    So the two generated kernels a layer's backward spent on these (the
+    residual sum storing what the bias gradient sums, and the bias
+    gradient's column reduction) are no launches at all.
+
+    Before:
+    ```mlir
+    %dx, %ds, %db, %unused = tcc.layer_norm_grad %x scale %s grad %dy {axis = 2 : i64, epsilon = 1.0E-5 : f64} : ...
+    %g2 = tcc.add %g, %dx : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+    %bias_grad = tcc.reduce_sum %g2 {axes = array<i64: 0, 1>} : (tensor<2x8x32xf32>) -> tensor<32xf32>
+    ```
+    After:
+    ```mlir
+    %g2, %ds, %db, %bias_grad = tcc.layer_norm_grad %x scale %s grad %dy residual %g {axis = 2 : i64, epsilon = 1.0E-5 : f64} : ...
+    ```
+    `report` emits a remark per function: `tcc-fuse-layer-norm-grad: @f: R
+    residual adds and S sums folded into layer_norm_grad`.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit each function's number of folded adds and sums as a remark">,
+  ];
+  let statistics = [
+    Statistic<"residuals", "residuals", "residual gradient adds folded">,
+    Statistic<"sums", "sums", "row sums of input gradients folded">,
+  ];
+  let dependentDialects = ["::tcc::TccDialect"];
+}
+
 def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
   let summary = "Outline every generated kernel as an exec.fusion: elementwise chains, layout chains, reductions";
   let description = [{

@@ -87,13 +87,15 @@ void layer_norm_fwd(const float *x, const float *scale, const float *bias,
 
 /// Gradients of layer_norm (tcc.layer_norm_grad): dx [rows, len] and
 /// dscale, dbias [len] (either may be null to skip it); a null scale is 1.
-/// With mean and rstd null the row statistics are recomputed from x in
-/// double, bit-matching the interpreter; passing the forward's float
-/// statistics saves that pass at ~1e-7 relative difference.
+/// A non-null `residual` [rows, len] is added to dx (in double, before dx
+/// is rounded to float); a non-null dxsum [len] receives dx's column sums
+/// (double, row order). With mean and rstd null the row statistics are
+/// recomputed from x in double, bit-matching the interpreter; passing the
+/// forward's float statistics saves that pass at ~1e-7 relative difference.
 void layer_norm_bwd(const float *x, const float *scale, const float *dy,
-                    const float *mean, const float *rstd, float *dx,
-                    float *dscale, float *dbias, int64_t rows, int64_t len,
-                    double eps);
+                    const float *residual, const float *mean, const float *rstd,
+                    float *dx, float *dscale, float *dbias, float *dxsum,
+                    int64_t rows, int64_t len, double eps);
 
 //===----------------------------------------------------------------------===//
 // Attention over [B, H, T, D]: GEMMs and row softmaxes per (batch, head),

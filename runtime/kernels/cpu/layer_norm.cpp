@@ -90,19 +90,24 @@ TCC_CPU_CLONES void rowTerms(const float *x, const float *g, const float *scale,
 }
 
 TCC_CPU_CLONES void rowGrad(const double *xhat, const double *dxhat, double rs,
-                            double meanDxhat, double meanDxhatXhat, float *dx,
-                            int64_t len) {
-  for (int64_t j = 0; j < len; ++j)
-    dx[j] = static_cast<float>(
-        rs * (dxhat[j] - meanDxhat - xhat[j] * meanDxhatXhat));
+                            double meanDxhat, double meanDxhatXhat,
+                            const float *residual, float *dx, int64_t len) {
+  if (residual)
+    for (int64_t j = 0; j < len; ++j)
+      dx[j] = static_cast<float>(
+          rs * (dxhat[j] - meanDxhat - xhat[j] * meanDxhatXhat) + residual[j]);
+  else
+    for (int64_t j = 0; j < len; ++j)
+      dx[j] = static_cast<float>(
+          rs * (dxhat[j] - meanDxhat - xhat[j] * meanDxhatXhat));
 }
 
 /// dx of rows [r, r + R); their statistics in mu, rs; `work` holds 2 * R *
 /// len doubles.
 template <int R>
 void bwdRows(const float *x, const float *scale, const float *dy,
-             const double *mu, const double *rs, float *dx, int64_t r,
-             int64_t len, double *work) {
+             const float *residual, const double *mu, const double *rs,
+             float *dx, int64_t r, int64_t len, double *work) {
   double *xhat = work, *dxhat = work + R * len;
   for (int i = 0; i < R; ++i)
     rowTerms(x + (r + i) * len, dy + (r + i) * len, scale, mu[r + i], rs[r + i],
@@ -115,22 +120,26 @@ void bwdRows(const float *x, const float *scale, const float *dy,
     }
   for (int i = 0; i < R; ++i)
     rowGrad(xhat + i * len, dxhat + i * len, rs[r + i], a[i] / len, b[i] / len,
-            dx + (r + i) * len, len);
+            residual ? residual + (r + i) * len : nullptr, dx + (r + i) * len,
+            len);
 }
 
-/// Columns [j0, j1) of the scale and bias gradients: sums over every row,
-/// in row order.
+/// Columns [j0, j1) of the scale and bias gradients and of dx's sum: sums
+/// over every row, in row order.
 TCC_CPU_CLONES void columnSums(const float *x, const float *dy,
-                               const double *mu, const double *rs, int64_t rows,
-                               int64_t len, int64_t j0, int64_t j1,
-                               double *dScale, double *dBias) {
+                               const float *dx, const double *mu,
+                               const double *rs, int64_t rows, int64_t len,
+                               int64_t j0, int64_t j1, double *dScale,
+                               double *dBias, double *dSum) {
   for (int64_t r = 0; r < rows; ++r) {
-    const float *xr = x + r * len, *g = dy + r * len;
+    const float *xr = x + r * len, *g = dy + r * len, *d = dx + r * len;
     for (int64_t j = j0; j < j1; ++j) {
       if (dScale)
         dScale[j] += g[j] * ((xr[j] - mu[r]) * rs[r]);
       if (dBias)
         dBias[j] += g[j];
+      if (dSum)
+        dSum[j] += d[j];
     }
   }
 }
@@ -150,9 +159,9 @@ void layer_norm_fwd(const float *x, const float *scale, const float *bias,
 }
 
 void layer_norm_bwd(const float *x, const float *scale, const float *dy,
-                    const float *mean, const float *rstd, float *dx,
-                    float *dscale, float *dbias, int64_t rows, int64_t len,
-                    double eps) {
+                    const float *residual, const float *mean, const float *rstd,
+                    float *dx, float *dscale, float *dbias, float *dxsum,
+                    int64_t rows, int64_t len, double eps) {
   // Every row's statistics (the forward's, float, or recomputed), kept for
   // the column sums.
   std::vector<double> mu(size_t(std::max<int64_t>(rows, 0))), rs(mu.size());
@@ -171,28 +180,31 @@ void layer_norm_bwd(const float *x, const float *scale, const float *dy,
       else
         rowStats<1>(x + r * len, len, eps, &mu[size_t(r)], &rs[size_t(r)]);
       if (whole)
-        bwdRows<kRows>(x, scale, dy, mu.data(), rs.data(), dx, r, len,
-                       work.data());
+        bwdRows<kRows>(x, scale, dy, residual, mu.data(), rs.data(), dx, r,
+                       len, work.data());
       else
-        bwdRows<1>(x, scale, dy, mu.data(), rs.data(), dx, r, len, work.data());
+        bwdRows<1>(x, scale, dy, residual, mu.data(), rs.data(), dx, r, len,
+                   work.data());
       r += n;
     }
   });
-  if (!dscale && !dbias)
+  if (!dscale && !dbias && !dxsum)
     return;
   std::vector<double> dScale(dscale ? len : 0, 0.0),
-      dBias(dbias ? len : 0, 0.0);
+      dBias(dbias ? len : 0, 0.0), dSum(dxsum ? len : 0, 0.0);
   // Column ranges of at least 64, whole cache lines of the float rows.
   parallel_for(len, 64, [&](int64_t j0, int64_t j1) {
-    columnSums(x, dy, mu.data(), rs.data(), rows, len, j0, j1,
+    columnSums(x, dy, dx, mu.data(), rs.data(), rows, len, j0, j1,
                dscale ? dScale.data() : nullptr,
-               dbias ? dBias.data() : nullptr);
+               dbias ? dBias.data() : nullptr, dxsum ? dSum.data() : nullptr);
   });
   for (int64_t j = 0; j < len; ++j) {
     if (dscale)
       dscale[j] = static_cast<float>(dScale[j]);
     if (dbias)
       dbias[j] = static_cast<float>(dBias[j]);
+    if (dxsum)
+      dxsum[j] = static_cast<float>(dSum[j]);
   }
 }
 

@@ -144,29 +144,33 @@ Status layer_norm_fwd(const float *x, const float *scale, const float *bias,
 size_t layer_norm_bwd_workspace_bytes(int64_t rows, int64_t len);
 
 /// dx [rows, len] and dscale, dbias [len] (either may be null); a null scale
-/// is 1. With mean and rstd null the statistics are recomputed from x in
-/// double. dx is one pass per row (sums in double). dscale and dbias are
+/// is 1. A non-null `residual` [rows, len] is added to dx (in double, before
+/// dx is rounded); a non-null dxsum [len] receives dx's column sums. With
+/// mean and rstd null the statistics are recomputed from x in double. dx is
+/// one pass per row (sums in double). dscale, dbias and dxsum are
 /// deterministic without atomics: a first kernel sums fixed chunks of rows
 /// per column into the workspace, a second adds the chunks per column in
 /// order.
 Status layer_norm_bwd(const float *x, const float *scale, const float *dy,
-                      const float *mean, const float *rstd, float *dx,
-                      float *dscale, float *dbias, int64_t rows, int64_t len,
+                      const float *residual, const float *mean,
+                      const float *rstd, float *dx, float *dscale,
+                      float *dbias, float *dxsum, int64_t rows, int64_t len,
                       double eps, void *workspace, cudaStream_t stream);
 
-/// The two above on `type` storage: x, scale, bias, y, dy and dx of `type`;
-/// mean, rstd, dscale and dbias stay float (the parameters' gradients are
-/// fp32, as tcc.layer_norm_grad types them). The statistics, dx's row sums
-/// and the column sums of dscale / dbias are double as for float32.
+/// The two above on `type` storage: x, scale, bias, y, dy, residual, dx and
+/// dxsum of `type`; mean, rstd, dscale and dbias stay float (the parameters'
+/// gradients are fp32, as tcc.layer_norm_grad types them). The statistics,
+/// dx's row sums and the column sums are double as for float32; dxsum adds
+/// the stored (rounded) dx.
 Status layer_norm_fwd(FloatType type, const void *x, const void *scale,
                       const void *bias, void *y, float *mean, float *rstd,
                       int64_t rows, int64_t len, double eps,
                       cudaStream_t stream);
 Status layer_norm_bwd(FloatType type, const void *x, const void *scale,
-                      const void *dy, const float *mean, const float *rstd,
-                      void *dx, float *dscale, float *dbias, int64_t rows,
-                      int64_t len, double eps, void *workspace,
-                      cudaStream_t stream);
+                      const void *dy, const void *residual, const float *mean,
+                      const float *rstd, void *dx, float *dscale, float *dbias,
+                      void *dxsum, int64_t rows, int64_t len, double eps,
+                      void *workspace, cudaStream_t stream);
 
 //===----------------------------------------------------------------------===//
 // Attention over [B, H, T, D], flash-style: never materialises Tq x Tk

@@ -2,13 +2,15 @@
 // kernel's arithmetic (runtime/kernels/cpu/layer_norm.cpp): two-pass
 // statistics in double, the forward's normalisation in float from float
 // mean and rstd (explicitly rounded, no contraction), the backward's dx in
-// double. dscale / dbias are column sums over all rows, done without
-// atomics in two kernels: per (column tile, chunk of rows) partial sums into
-// the workspace, then a per-column sum of the chunks in order. The chunking
+// double, plus the residual gradient when there is one. dscale / dbias and
+// dx's sum are column sums over all rows, done without atomics in two
+// kernels: per (column tile, chunk of rows) partial sums into the
+// workspace, then a per-column sum of the chunks in order. The chunking
 // depends on `rows` only, so the result is the same on every run.
-// Templated on the storage type T of x, scale, bias, y, dy and dx (float,
-// bf16, f16): loads widen to float, every output is rounded once when
-// stored; mean, rstd, dscale and dbias stay float.
+// Templated on the storage type T of x, scale, bias, y, dy, the residual,
+// dx and dx's sum (float, bf16, f16): loads widen to float, every output is
+// rounded once when stored (dx's sum adds the stored dx); mean, rstd,
+// dscale and dbias stay float.
 #include "kernels/cuda/common.cuh"
 
 #include <algorithm>
@@ -94,7 +96,8 @@ __global__ void __launch_bounds__(rowBlockThreads<TPR>())
 template <class T, int TPR, int VEC>
 __global__ void __launch_bounds__(rowBlockThreads<TPR>())
     layerNormBwdRowKernel(const T *x, const T *scale, const T *dy,
-                          const float *mean, const float *rstd, T *dx,
+                          const T *residual, const float *mean,
+                          const float *rstd, T *dx,
                           double *statMean, double *statRstd, int64_t rows,
                           int64_t len, double eps) {
   __shared__ RowScratch<TPR> scratch;
@@ -134,17 +137,21 @@ __global__ void __launch_bounds__(rowBlockThreads<TPR>())
     statRstd[pos.row] = rs;
   }
   T *dxr = dx + base;
+  const T *resr = residual ? residual + base : nullptr;
   for (int64_t c = int64_t(pos.t) * VEC; c < len; c += TPR * VEC) {
-    float v[VEC], g[VEC], sc[VEC], r[VEC];
+    float v[VEC], g[VEC], sc[VEC], res[VEC], r[VEC];
     loadVec<VEC>(xr + c, v);
     loadVec<VEC>(gr + c, g);
     if (scale)
       loadVec<VEC>(scale + c, sc);
+    if (resr)
+      loadVec<VEC>(resr + c, res);
 #pragma unroll
     for (int u = 0; u < VEC; ++u) {
       double xhat = (v[u] - mu) * rs;
       double dxhat = static_cast<double>(g[u]) * (scale ? sc[u] : 1.0);
-      r[u] = static_cast<float>(rs * (dxhat - a - xhat * b));
+      double d = rs * (dxhat - a - xhat * b);
+      r[u] = static_cast<float>(resr ? d + res[u] : d);
     }
     storeVec<VEC>(dxr + c, r);
   }
@@ -165,54 +172,72 @@ Chunking chunking(int64_t rows) {
   return {chunks, std::max<int64_t>(1, ceilDiv(rows, chunks))};
 }
 
-/// Partial dscale / dbias of one column tile over one chunk of rows:
-/// partScale[chunk * len + col], partBias likewise.
+/// Partial dscale / dbias / dx sums of one column tile over one chunk of
+/// rows: partScale[chunk * len + col], partBias and partSum likewise.
 template <class T>
 __global__ void __launch_bounds__(kColTile *kColLanes)
-    layerNormColumnPartialKernel(const T *x, const T *dy,
+    layerNormColumnPartialKernel(const T *x, const T *dy, const T *dx,
                                  const double *statMean,
                                  const double *statRstd, double *partScale,
-                                 double *partBias, int64_t rows, int64_t len,
+                                 double *partBias, double *partSum,
+                                 int64_t rows, int64_t len,
                                  int64_t rowsPerChunk, bool wantScale,
-                                 bool wantBias) {
-  __shared__ double sScale[kColLanes][kColTile], sBias[kColLanes][kColTile];
+                                 bool wantBias, bool wantSum) {
+  __shared__ double sScale[kColLanes][kColTile], sBias[kColLanes][kColTile],
+      sSum[kColLanes][kColTile];
   const int tx = threadIdx.x % kColTile, ty = threadIdx.x / kColTile;
   const int64_t col = int64_t(blockIdx.x) * kColTile + tx;
   const int64_t chunk = blockIdx.y;
   const int64_t r0 = chunk * rowsPerChunk;
   const int64_t r1 = r0 + rowsPerChunk < rows ? r0 + rowsPerChunk : rows;
-  double ds = 0, db = 0;
+  double ds = 0, db = 0, dsum = 0;
   if (col < len)
     for (int64_t r = r0 + ty; r < r1; r += kColLanes) {
       float g = toFloat(dy[r * len + col]);
       if (wantScale)
         ds += g * ((toFloat(x[r * len + col]) - statMean[r]) * statRstd[r]);
       db += g;
+      if (wantSum)
+        dsum += toFloat(dx[r * len + col]);
     }
   sScale[ty][tx] = ds;
   sBias[ty][tx] = db;
+  sSum[ty][tx] = dsum;
   __syncthreads();
   if (ty == 0 && col < len) {
     for (int i = 1; i < kColLanes; ++i) {
       ds += sScale[i][tx];
       db += sBias[i][tx];
+      dsum += sSum[i][tx];
     }
     if (wantScale)
       partScale[chunk * len + col] = ds;
     if (wantBias)
       partBias[chunk * len + col] = db;
+    if (wantSum)
+      partSum[chunk * len + col] = dsum;
   }
 }
 
 /// dscale / dbias are float for every storage type: the parameters' fp32
 /// gradients (sums over all rows; no 16-bit rounding before the optimizer).
+/// dx's sum is of dx's type (the bias gradient of the Linear reading dx).
+template <class T>
 __global__ void layerNormColumnFinalKernel(const double *partScale,
                                            const double *partBias,
+                                           const double *partSum,
                                            float *dscale, float *dbias,
-                                           int64_t len, int64_t chunks) {
+                                           T *dxsum, int64_t len,
+                                           int64_t chunks) {
   int64_t col = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (col >= len)
     return;
+  if (dxsum) {
+    double s = 0;
+    for (int64_t c = 0; c < chunks; ++c)
+      s += partSum[c * len + col];
+    dxsum[col] = fromFloat<T>(static_cast<float>(s));
+  }
   if (dscale) {
     double s = 0;
     for (int64_t c = 0; c < chunks; ++c)
@@ -228,7 +253,7 @@ __global__ void layerNormColumnFinalKernel(const double *partScale,
 }
 
 struct BwdWorkspace {
-  double *statMean, *statRstd, *partScale, *partBias;
+  double *statMean, *statRstd, *partScale, *partBias, *partSum;
   size_t bytes;
 };
 
@@ -242,7 +267,8 @@ BwdWorkspace bwdWorkspace(void *base, int64_t rows, int64_t len) {
   w.statRstd = reinterpret_cast<double *>(p + stats);
   w.partScale = reinterpret_cast<double *>(p + 2 * stats);
   w.partBias = reinterpret_cast<double *>(p + 2 * stats + part);
-  w.bytes = 2 * stats + 2 * part;
+  w.partSum = reinterpret_cast<double *>(p + 2 * stats + 2 * part);
+  w.bytes = 2 * stats + 3 * part;
   return w;
 }
 
@@ -270,10 +296,10 @@ Status layerNormFwd(const T *x, const T *scale, const T *bias, T *y,
 }
 
 template <class T>
-Status layerNormBwd(const T *x, const T *scale, const T *dy, const float *mean,
-                    const float *rstd, T *dx, float *dscale, float *dbias,
-                    int64_t rows, int64_t len, double eps, void *workspace,
-                    cudaStream_t stream) {
+Status layerNormBwd(const T *x, const T *scale, const T *dy, const T *residual,
+                    const float *mean, const float *rstd, T *dx, float *dscale,
+                    float *dbias, T *dxsum, int64_t rows, int64_t len,
+                    double eps, void *workspace, cudaStream_t stream) {
   if (rows < 0 || len < 0 || (len > 0 && rows > 0 && !workspace))
     return invalid();
   if (len == 0)
@@ -285,36 +311,39 @@ Status layerNormBwd(const T *x, const T *scale, const T *dy, const float *mean,
       e = cudaMemsetAsync(dscale, 0, sizeof(float) * len, stream);
     if (dbias && e == cudaSuccess)
       e = cudaMemsetAsync(dbias, 0, sizeof(float) * len, stream);
+    if (dxsum && e == cudaSuccess)
+      e = cudaMemsetAsync(dxsum, 0, sizeof(T) * len, stream);
     return static_cast<Status>(e);
   }
   BwdWorkspace w = bwdWorkspace(workspace, rows, len);
   bool haveStats = mean && rstd;
   constexpr int VW = kVecWidth<T>;
   bool vec = len % VW == 0 && aligned16(x) && aligned16(dy) && aligned16(dx) &&
-             (!scale || aligned16(scale));
+             (!scale || aligned16(scale)) && (!residual || aligned16(residual));
   Status st = dispatchRows<VW>(len, vec, [&](auto tpr, auto vw) {
     constexpr int TPR = decltype(tpr)::value, VEC = decltype(vw)::value;
     layerNormBwdRowKernel<T, TPR, VEC>
         <<<rowGrid<TPR>(rows), rowBlockThreads<TPR>(), 0, stream>>>(
-            x, scale, dy, haveStats ? mean : nullptr,
+            x, scale, dy, residual, haveStats ? mean : nullptr,
             haveStats ? rstd : nullptr, dx, w.statMean, w.statRstd, rows, len,
             eps);
     return launched();
   });
-  if (st || (!dscale && !dbias))
+  if (st || (!dscale && !dbias && !dxsum))
     return st;
   Chunking ch = chunking(rows);
   dim3 grid(static_cast<unsigned>(ceilDiv(len, kColTile)),
             static_cast<unsigned>(ch.chunks));
   layerNormColumnPartialKernel<T><<<grid, kColTile * kColLanes, 0, stream>>>(
-      x, dy, w.statMean, w.statRstd, w.partScale, w.partBias, rows, len,
-      ch.rowsPerChunk, dscale != nullptr, dbias != nullptr);
+      x, dy, dx, w.statMean, w.statRstd, w.partScale, w.partBias, w.partSum,
+      rows, len, ch.rowsPerChunk, dscale != nullptr, dbias != nullptr,
+      dxsum != nullptr);
   if ((st = launched()))
     return st;
-  layerNormColumnFinalKernel<<<static_cast<unsigned>(ceilDiv(len, 256)),
-                                  256, 0, stream>>>(w.partScale, w.partBias,
-                                                    dscale, dbias, len,
-                                                    ch.chunks);
+  layerNormColumnFinalKernel<T><<<static_cast<unsigned>(ceilDiv(len, 256)),
+                                  256, 0, stream>>>(
+      w.partScale, w.partBias, w.partSum, dscale, dbias, dxsum, len,
+      ch.chunks);
   return launched();
 }
 
@@ -347,25 +376,26 @@ size_t layer_norm_bwd_workspace_bytes(int64_t rows, int64_t len) {
 }
 
 Status layer_norm_bwd(const float *x, const float *scale, const float *dy,
-                      const float *mean, const float *rstd, float *dx,
-                      float *dscale, float *dbias, int64_t rows, int64_t len,
+                      const float *residual, const float *mean,
+                      const float *rstd, float *dx, float *dscale,
+                      float *dbias, float *dxsum, int64_t rows, int64_t len,
                       double eps, void *workspace, cudaStream_t stream) {
-  return layerNormBwd<float>(x, scale, dy, mean, rstd, dx, dscale, dbias, rows,
-                             len, eps, workspace, stream);
+  return layerNormBwd<float>(x, scale, dy, residual, mean, rstd, dx, dscale,
+                             dbias, dxsum, rows, len, eps, workspace, stream);
 }
 
 Status layer_norm_bwd(FloatType type, const void *x, const void *scale,
-                      const void *dy, const float *mean, const float *rstd,
-                      void *dx, float *dscale, float *dbias, int64_t rows,
-                      int64_t len, double eps, void *workspace,
-                      cudaStream_t stream) {
+                      const void *dy, const void *residual, const float *mean,
+                      const float *rstd, void *dx, float *dscale, float *dbias,
+                      void *dxsum, int64_t rows, int64_t len, double eps,
+                      void *workspace, cudaStream_t stream) {
   return dispatchType(type, [&](auto tag) {
     using T = decltype(tag);
     return layerNormBwd<T>(
         static_cast<const T *>(x), static_cast<const T *>(scale),
-        static_cast<const T *>(dy), mean, rstd, static_cast<T *>(dx),
-        dscale, dbias, rows, len, eps,
-        workspace, stream);
+        static_cast<const T *>(dy), static_cast<const T *>(residual), mean,
+        rstd, static_cast<T *>(dx), dscale, dbias, static_cast<T *>(dxsum),
+        rows, len, eps, workspace, stream);
   });
 }
 

@@ -19,7 +19,6 @@ func.func @log_softmax_grad_axis(%y: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // -----
 
 func.func @layer_norm_grad_axis(%x: tensor<2x3xf32>) {
-  // expected-error @+2 {{failed to infer returned types}}
   // expected-error @+1 {{axis 2 is out of range for rank 2}}
   %0:3 = tcc.layer_norm_grad %x grad %x {axis = 2 : i64, epsilon = 0.0 : f64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>)
   return
@@ -28,7 +27,6 @@ func.func @layer_norm_grad_axis(%x: tensor<2x3xf32>) {
 // -----
 
 func.func @layer_norm_grad_result_grad(%x: tensor<2x3xf32>, %g: tensor<3x2xf32>) {
-  // expected-error @+2 {{failed to infer returned types}}
   // expected-error @+1 {{result_grad must have the input's type}}
   %0:3 = tcc.layer_norm_grad %x grad %g {axis = 1 : i64, epsilon = 0.0 : f64} : (tensor<2x3xf32>, tensor<3x2xf32>) -> (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>)
   return
@@ -37,9 +35,26 @@ func.func @layer_norm_grad_result_grad(%x: tensor<2x3xf32>, %g: tensor<3x2xf32>)
 // -----
 
 func.func @layer_norm_grad_scale(%x: tensor<2x3xf32>, %s: tensor<2x3xf32>) {
-  // expected-error @+2 {{failed to infer returned types}}
   // expected-error @+1 {{scale must be 'tensor<3xf32>'}}
   %0:3 = tcc.layer_norm_grad %x scale %s grad %x {axis = 1 : i64, epsilon = 0.0 : f64} : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_residual(%x: tensor<2x3xf32>, %r: tensor<3xf32>) {
+  // expected-error @+1 {{residual_grad must have the input's type}}
+  %0:3 = tcc.layer_norm_grad %x grad %x residual %r {axis = 1 : i64, epsilon = 0.0 : f64} : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>) -> (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+// input_grad_sum has the input's element type (the reduce_sum it replaces),
+// not the f32 of the parameters' gradients.
+func.func @layer_norm_grad_sum_type(%x: tensor<2x3xbf16>) {
+  // expected-error @+1 {{results must be ('tensor<2x3xbf16>', 'tensor<3xf32>', 'tensor<3xf32>', 'tensor<3xbf16>')}}
+  %0:4 = tcc.layer_norm_grad %x grad %x {axis = 1 : i64, epsilon = 0.0 : f64} : (tensor<2x3xbf16>, tensor<2x3xbf16>) -> (tensor<2x3xbf16>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
   return
 }
 

@@ -17,6 +17,9 @@ func.func @grad_ops(%x: tensor<2x3xf32>, %g: tensor<2x3xf32>, %s: tensor<3xf32>,
   %4:3 = tcc.layer_norm_grad %x scale %s grad %g {axis = 1 : i64, epsilon = 1.0e-05 : f64} : (tensor<2x3xf32>, tensor<3xf32>, tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>)
   // CHECK: tcc.layer_norm_grad %{{.*}} grad %{{.*}} {axis = 0 : i64, epsilon = 0.000000e+00 : f64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>)
   %5:3 = tcc.layer_norm_grad %x grad %g {axis = 0 : i64, epsilon = 0.0 : f64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>)
+  // With a residual gradient and the input gradient's sum (tcc-fuse-layer-norm-grad).
+  // CHECK: tcc.layer_norm_grad %{{.*}} scale %{{.*}} grad %{{.*}} residual %{{.*}} {axis = 1 : i64, epsilon = 1.000000e-05 : f64} : (tensor<2x3xf32>, tensor<3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
+  %r:4 = tcc.layer_norm_grad %x scale %s grad %g residual %x {axis = 1 : i64, epsilon = 1.0e-05 : f64} : (tensor<2x3xf32>, tensor<3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
   // CHECK: tcc.gather_grad %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<4xi64>, tensor<4x3xf32>) -> tensor<5x3xf32>
   %6 = tcc.gather_grad %ids, %e {axis = 0 : i64} : (tensor<4xi64>, tensor<4x3xf32>) -> tensor<5x3xf32>
   // CHECK: tcc.slice_grad %{{.*}} {limits = array<i64: -1, 3>, starts = array<i64: 3, 0>, strides = array<i64: -2, 1>} : (tensor<2x3xf32>) -> tensor<4x3xf32>

@@ -311,10 +311,10 @@ TEST_P(HalfKernels, LayerNormBackward) {
         ddb.poison();
         checkStatus(cu::layer_norm_bwd(
                         t, dx_.get(), withScale ? dsc.get() : nullptr, dg.get(),
-                        withStats ? dmean.get() : nullptr,
+                        nullptr, withStats ? dmean.get() : nullptr,
                         withStats ? drstd.get() : nullptr, ddx.get(),
-                        dds.get(), ddb.get(), s.rows, s.len, eps, ws.get(),
-                        nullptr),
+                        dds.get(), ddb.get(), nullptr, s.rows, s.len, eps,
+                        ws.get(), nullptr),
                     "layer_norm_bwd");
         return ddx.download();
       };
@@ -329,10 +329,11 @@ TEST_P(HalfKernels, LayerNormBackward) {
       DevBuf<float> fx(x), fg(g), fsc(sc), fdx(x.size()), fds(s.len),
           fdb(s.len);
       checkStatus(cu::layer_norm_bwd(fx.get(), withScale ? fsc.get() : nullptr,
-                                     fg.get(), withStats ? dmean.get() : nullptr,
+                                     fg.get(), nullptr,
+                                     withStats ? dmean.get() : nullptr,
                                      withStats ? drstd.get() : nullptr,
-                                     fdx.get(), fds.get(), fdb.get(), s.rows,
-                                     s.len, eps, ws.get(), nullptr),
+                                     fdx.get(), fds.get(), fdb.get(), nullptr,
+                                     s.rows, s.len, eps, ws.get(), nullptr),
                   "layer_norm_bwd f32");
       expectRoundedFrom(t, gotDx, fdx.download(), "dx rounded f32");
       expectBitEqual(gotDs, fds.download(), "dscale = f32's");

@@ -154,13 +154,16 @@ TEST_F(Gpu, LayerNormForward) {
 TEST_F(Gpu, LayerNormBackward) {
   const double eps = 1e-5;
   for (const RowShape &s : kNormShapes)
-    for (int variant = 0; variant < 4; ++variant) {
-      // bit 0: scale given; bit 1: the forward's mean / rstd given.
-      const bool withScale = variant & 1, withStats = variant & 2;
+    for (int variant = 0; variant < 8; ++variant) {
+      // bit 0: scale given; bit 1: the forward's mean / rstd given; bit 2:
+      // a residual gradient added and dx's column sums wanted.
+      const bool withScale = variant & 1, withStats = variant & 2,
+                 withResidual = variant & 4;
       SCOPED_TRACE("rows " + std::to_string(s.rows) + " len " +
                    std::to_string(s.len) + " variant " + std::to_string(variant));
       std::vector<float> x = randomNormal(s.rows * s.len, 29 + s.len, 2.0f);
       std::vector<float> g = randomNormal(s.rows * s.len, 31 + s.len);
+      std::vector<float> res = randomNormal(s.rows * s.len, 41 + s.len);
       std::vector<float> sc = randomNormal(s.len, 37);
       std::vector<float> mean(s.rows), rstd(s.rows), yScratch(x.size());
       cpu::layer_norm_fwd(x.data(), nullptr, nullptr, yScratch.data(),
@@ -168,32 +171,40 @@ TEST_F(Gpu, LayerNormBackward) {
       LayerNormGradRef ref = refLayerNormBwd(
           x, g, withScale ? sc.data() : nullptr,
           withStats ? mean.data() : nullptr, withStats ? rstd.data() : nullptr,
-          s.rows, s.len, eps);
-      DevBuf<float> dx_(x, s.offset), dg(g, s.offset), dsc(sc, s.offset),
-          dmean(mean), drstd(rstd), ddx(x.size(), s.offset), dds(s.len),
-          ddb(s.len);
+          s.rows, s.len, eps, withResidual ? res.data() : nullptr);
+      DevBuf<float> dx_(x, s.offset), dg(g, s.offset), dres(res, s.offset),
+          dsc(sc, s.offset), dmean(mean), drstd(rstd),
+          ddx(x.size(), s.offset), dds(s.len), ddb(s.len), dsum(s.len);
       DevBytes ws(cu::layer_norm_bwd_workspace_bytes(s.rows, s.len));
       auto run = [&] {
         ddx.poison();
         dds.poison();
         ddb.poison();
+        dsum.poison();
         checkStatus(cu::layer_norm_bwd(
                         dx_.get(), withScale ? dsc.get() : nullptr, dg.get(),
+                        withResidual ? dres.get() : nullptr,
                         withStats ? dmean.get() : nullptr,
                         withStats ? drstd.get() : nullptr, ddx.get(),
-                        dds.get(), ddb.get(), s.rows, s.len, eps, ws.get(),
-                        nullptr),
+                        dds.get(), ddb.get(),
+                        withResidual ? dsum.get() : nullptr, s.rows, s.len,
+                        eps, ws.get(), nullptr),
                     "layer_norm_bwd");
         return ddx.download();
       };
       std::vector<float> gotDx = run();
-      std::vector<float> gotDs = dds.download(), gotDb = ddb.download();
+      std::vector<float> gotDs = dds.download(), gotDb = ddb.download(),
+                         gotSum = dsum.download();
       expectClose(gotDx, ref.dx, 1e-5, "dx");
       expectClose(gotDs, ref.dscale, 1e-5, "dscale");
       expectClose(gotDb, ref.dbias, 1e-5, "dbias");
+      if (withResidual)
+        expectClose(gotSum, ref.dxsum, 1e-5, "dx's sum");
       expectBitEqual(gotDx, run(), "dx second run");
       expectBitEqual(gotDs, dds.download(), "dscale second run");
       expectBitEqual(gotDb, ddb.download(), "dbias second run");
+      if (withResidual)
+        expectBitEqual(gotSum, dsum.download(), "dx's sum second run");
     }
 }
 

@@ -116,18 +116,20 @@ inline LayerNormRef refLayerNormFwd(const std::vector<float> &x,
 /// `scale` may be null, and `mean` / `rstd` (the forward's, of rows) too:
 /// then they are computed here.
 struct LayerNormGradRef {
-  std::vector<double> dx, dscale, dbias;
+  std::vector<double> dx, dscale, dbias, dxsum; ///< dxsum: dx's column sums
 };
 
 inline LayerNormGradRef refLayerNormBwd(const std::vector<float> &x,
                                         const std::vector<float> &g,
                                         const float *scale, const float *mean,
                                         const float *rstd, int64_t rows,
-                                        int64_t len, double eps) {
+                                        int64_t len, double eps,
+                                        const float *residual = nullptr) {
   LayerNormGradRef ref;
   ref.dx.resize(x.size());
   ref.dscale.assign(len, 0.0);
   ref.dbias.assign(len, 0.0);
+  ref.dxsum.assign(len, 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     double mu, rs;
     if (mean) {
@@ -158,7 +160,8 @@ inline LayerNormGradRef refLayerNormBwd(const std::vector<float> &x,
       size_t i = r * len + j;
       double xhat = (x[i] - mu) * rs;
       double dxhat = double(g[i]) * (scale ? scale[j] : 1.0);
-      ref.dx[i] = rs * (dxhat - a - xhat * b);
+      ref.dx[i] = rs * (dxhat - a - xhat * b) + (residual ? residual[i] : 0.0);
+      ref.dxsum[j] += ref.dx[i];
     }
   }
   return ref;

@@ -31,6 +31,15 @@ struct CallResult {
   bool absent = false;
 };
 inline CallResult absentResult() { return {DType::F32, {}, true}; }
+/// The results a call artifact's run returns: those not absent, in order.
+inline std::vector<CallResult>
+presentResults(const std::vector<CallResult> &results) {
+  std::vector<CallResult> present;
+  for (const CallResult &r : results)
+    if (!r.absent)
+      present.push_back(r);
+  return present;
+}
 
 /// An absent optional operand (an Array named "-").
 inline Array absent() {

@@ -167,6 +167,36 @@ TEST(LibraryCalls, LayerNormSoftmaxLogSoftmax) {
   }
   expectNear(out[0], want);
 
+  // The gradient with a residual gradient and dx's row sum. dy constant
+  // along each row (row r: r + 1) and no scale make layer norm's own dx
+  // zero (dy - mean(dy) = 0, and sum(xhat) = 0), so dx is the residual,
+  // dx's sum its column sums, scale_grad sum_r (r + 1) xhat[r], and
+  // bias_grad 1 + 2 + 3 = 6 per column.
+  Array dy = f32({3, 5}, {1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3});
+  Array residual = f32({3, 5}, iota(15, -4.0f));
+  out = runCall("layernorm-grad", "layer_norm_grad",
+                {{"axis", -1}, {"epsilon", 1e-5}}, {x, absent(), dy, residual},
+                {{DType::F32, {3, 5}}, {DType::F32, {5}}, {DType::F32, {5}},
+                 {DType::F32, {5}}});
+  ASSERT_EQ(out.size(), 4u);
+  const float *pr = residual.data<float>();
+  expectNear(out[0], std::vector<double>(pr, pr + 15), 1e-5);
+  std::vector<double> dScale(5, 0.0), colSums(5, 0.0);
+  for (int r = 0; r < 3; ++r) {
+    double mean = 0, var = 0;
+    for (int j = 0; j < 5; ++j)
+      mean += px[r * 5 + j] / 5.0;
+    for (int j = 0; j < 5; ++j)
+      var += (px[r * 5 + j] - mean) * (px[r * 5 + j] - mean) / 5.0;
+    for (int j = 0; j < 5; ++j) {
+      dScale[j] += (r + 1) * (px[r * 5 + j] - mean) / std::sqrt(var + 1e-5);
+      colSums[j] += pr[r * 5 + j];
+    }
+  }
+  expectNear(out[1], dScale);
+  expectNear(out[2], std::vector<double>(5, 6.0));
+  expectNear(out[3], colSums, 1e-5);
+
   out =
       runCall("softmax", "softmax", {{"axis", 1}}, {x}, {{DType::F32, {3, 5}}});
   std::vector<Array> logOut = runCall(

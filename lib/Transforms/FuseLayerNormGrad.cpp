@@ -1,0 +1,126 @@
+// Folds the residual gradient's add and the row sum of a layer norm's input
+// gradient into tcc.layer_norm_grad (the pass reference,
+// include/tcc/Transforms/Passes.td, has the rules). The layer norm's
+// gradient call passes over every row and sums over the rows anyway, so
+// neither the add nor the sum costs a kernel launch of its own. The add is
+// rounded once with the gradient instead of after it, so results change by
+// rounding, not bit for bit.
+#include "Dataflow.h"
+
+#include "tcc/Transforms/Passes.h"
+
+#include "tcc/TccOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
+
+namespace tcc {
+#define GEN_PASS_DEF_FUSELAYERNORMGRAD
+#include "tcc/Transforms/Passes.h.inc"
+} // namespace tcc
+
+using namespace mlir;
+using namespace tcc;
+
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+/// `grad` rebuilt in its place with `residual` as its residual_grad and,
+/// `withSum`, an input_grad_sum result; its results replace the old ones.
+LayerNormGradOp rebuild(LayerNormGradOp grad, Value residual, bool withSum) {
+  OpBuilder b(grad);
+  auto fused = LayerNormGradOp::create(
+      b, grad.getLoc(), grad.getInput(), grad.getScale(), grad.getResultGrad(),
+      residual, grad.getAxisAttr(), grad.getEpsilonAttr(), withSum);
+  // Over packed token rows as the gradient was (tcc-pack-tokens).
+  if (Attribute rows = grad->getAttr(kTokenRowsAttr))
+    fused->setAttr(kTokenRowsAttr, rows);
+  for (unsigned i = 0; i < grad->getNumResults(); ++i)
+    grad->getResult(i).replaceAllUsesWith(fused->getResult(i));
+  grad->erase();
+  return fused;
+}
+
+/// add(ln_grad#0, g) -> ln_grad with residual g, when the add alone reads
+/// the input gradient and the layer norm's gradient depends on g.
+bool foldAdd(AddOp add) {
+  for (unsigned i = 0; i < 2; ++i) {
+    Value dx = add->getOperand(i), other = add->getOperand(1 - i);
+    auto grad = dx.getDefiningOp<LayerNormGradOp>();
+    if (!grad || dx != grad.getInputGrad() || !dx.hasOneUse() ||
+        grad.getResidualGrad() || other.getType() != dx.getType() ||
+        add.getType() != dx.getType() || !dependsOn(grad, other))
+      continue;
+    LayerNormGradOp fused =
+        rebuild(grad, other, /*withSum=*/bool(grad.getInputGradSum()));
+    add.getResult().replaceAllUsesWith(fused.getInputGrad());
+    add.erase();
+    return true;
+  }
+  return false;
+}
+
+/// reduce_sum over every row of ln_grad#0 (directly, or of a reshape that
+/// keeps the normalised dims last) -> ln_grad's input_grad_sum.
+bool foldSum(ReduceSumOp sum) {
+  Value in = sum.getInput();
+  if (auto view = in.getDefiningOp<ReshapeOp>())
+    in = view.getInput();
+  auto grad = in.getDefiningOp<LayerNormGradOp>();
+  if (!grad || in != grad.getInputGrad() || grad.getInputGradSum() ||
+      sum.getType() != tensorType(grad.getScaleGrad())
+                           .clone(getElementTypeOrSelf(in.getType())))
+    return false;
+  // The summed dims are the leading ones, and what is left is the
+  // normalised dims (the result type says which, and no keepdims).
+  int64_t rank = tensorType(sum.getInput()).getRank();
+  int64_t kept = tensorType(sum).getRank();
+  ArrayRef<int64_t> axes = sum.getAxes();
+  if (sum.getKeepdims() || int64_t(axes.size()) != rank - kept ||
+      tensorType(sum.getInput()).getShape().take_back(kept) !=
+          tensorType(sum).getShape())
+    return false;
+  for (int64_t i = 0, e = axes.size(); i < e; ++i)
+    if (axes[i] != i)
+      return false;
+  LayerNormGradOp fused =
+      rebuild(grad, grad.getResidualGrad(), /*withSum=*/true);
+  sum.getResult().replaceAllUsesWith(fused.getInputGradSum());
+  Operation *view = sum.getInput().getDefiningOp<ReshapeOp>();
+  sum.erase();
+  if (view && view->use_empty())
+    view->erase();
+  return true;
+}
+
+struct FuseLayerNormGradPass
+    : tcc::impl::FuseLayerNormGradBase<FuseLayerNormGradPass> {
+  using FuseLayerNormGradBase::FuseLayerNormGradBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    unsigned added = 0, summed = 0;
+    // Top-level ops only, in order: a residual folds before the sum of the
+    // gradient it makes.
+    for (Block &block : func.getBody())
+      for (Operation &op : llvm::make_early_inc_range(block)) {
+        if (auto add = llvm::dyn_cast<AddOp>(op))
+          added += foldAdd(add);
+        else if (auto sum = llvm::dyn_cast<ReduceSumOp>(op))
+          summed += foldSum(sum);
+      }
+    residuals += added;
+    sums += summed;
+    if (report)
+      emitRemark(func.getLoc())
+          << "tcc-fuse-layer-norm-grad: @" << func.getSymName() << ": "
+          << added << " residual adds and " << summed
+          << " sums folded into layer_norm_grad";
+  }
+};
+
+} // namespace
