@@ -30,14 +30,13 @@ namespace {
 /// input_grad_sum.
 SmallVector<Type> layerNormGradTypes(RankedTensorType in, int64_t axis, bool withSum) {
   auto norm = RankedTensorType::get(in.getShape().drop_front(axis), in.getElementType());
-  // Sums over all rows: f32 for 16-bit input, as the parameters they update;
-  // input_grad_sum keeps the input's type, as the reduce_sum it replaces.
+  // Sums over all rows: f32 for 16-bit input, as the parameters they update.
   Type sumType = in.getElementType();
   if (sumType.isBF16() || sumType.isF16())
     sumType = Float32Type::get(in.getContext());
   SmallVector<Type> types = {in, norm.clone(sumType), norm.clone(sumType)};
   if (withSum)
-    types.push_back(norm);
+    types.push_back(norm.clone(sumType));
   return types;
 }
 } // namespace

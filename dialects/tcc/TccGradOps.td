@@ -53,11 +53,10 @@ def Tcc_LayerNormGradOp : Tcc_Op<"layer_norm_grad", [Pure, AttrSizedOperandSegme
     `input_grad` before it is rounded: the gradient a residual connection
     brings past the layer norm (tcc-fuse-layer-norm-grad folds that add
     in). The optional result `input_grad_sum` is `input_grad`'s sum over
-    all rows, shaped like the normalised dims and of the input's element
-    type: the bias gradient of the Linear that reads `input_grad`, which
+    all rows, shaped and typed like `bias_grad` (f32 for 16-bit input): the
+    bias gradient of the Linear that reads `input_grad`, which
     tcc-fuse-layer-norm-grad folds in. For 16-bit input it sums
-    `input_grad`'s f32 values before their rounding to 16 bits (the CUDA
-    kernel: the rounded ones; the two agree to the 16-bit tolerance).
+    `input_grad`'s f32 values before their rounding to 16 bits.
   }];
   let arguments = (ins Tcc_FloatTensor:$input, Optional<Tcc_FloatTensor>:$scale,
                        Tcc_FloatTensor:$result_grad,

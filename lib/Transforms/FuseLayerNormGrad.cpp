@@ -13,7 +13,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/TypeUtilities.h"
 
 namespace tcc {
 #define GEN_PASS_DEF_FUSELAYERNORMGRAD
@@ -65,16 +64,29 @@ bool foldAdd(AddOp add) {
 }
 
 /// reduce_sum over every row of ln_grad#0 (directly, or of a reshape that
-/// keeps the normalised dims last) -> ln_grad's input_grad_sum.
+/// keeps the normalised dims last) -> ln_grad's input_grad_sum. For 16-bit
+/// input the sum is f32 (as the parameters' gradients): the fold takes a
+/// 16-bit sum read only by its cast to f32 (the master weight's gradient),
+/// which it replaces.
 bool foldSum(ReduceSumOp sum) {
   Value in = sum.getInput();
   if (auto view = in.getDefiningOp<ReshapeOp>())
     in = view.getInput();
   auto grad = in.getDefiningOp<LayerNormGradOp>();
-  if (!grad || in != grad.getInputGrad() || grad.getInputGradSum() ||
-      sum.getType() != tensorType(grad.getScaleGrad())
-                           .clone(getElementTypeOrSelf(in.getType())))
+  if (!grad || in != grad.getInputGrad() || grad.getInputGradSum())
     return false;
+  // What the fold replaces: the sum, or the cast of a 16-bit sum to f32.
+  Type sumType = grad.getScaleGrad().getType();
+  Value replaced = sum.getResult();
+  CastOp cast;
+  if (sum.getType() != sumType) {
+    if (!sum->hasOneUse())
+      return false;
+    cast = llvm::dyn_cast<CastOp>(*sum->user_begin());
+    if (!cast || cast.getType() != sumType)
+      return false;
+    replaced = cast.getResult();
+  }
   // The summed dims are the leading ones, and what is left is the
   // normalised dims (the result type says which, and no keepdims).
   int64_t rank = tensorType(sum.getInput()).getRank();
@@ -89,8 +101,10 @@ bool foldSum(ReduceSumOp sum) {
       return false;
   LayerNormGradOp fused =
       rebuild(grad, grad.getResidualGrad(), /*withSum=*/true);
-  sum.getResult().replaceAllUsesWith(fused.getInputGradSum());
+  replaced.replaceAllUsesWith(fused.getInputGradSum());
   Operation *view = sum.getInput().getDefiningOp<ReshapeOp>();
+  if (cast)
+    cast.erase();
   sum.erase();
   if (view && view->use_empty())
     view->erase();
@@ -105,14 +119,19 @@ struct FuseLayerNormGradPass
     func::FuncOp func = getOperation();
     unsigned added = 0, summed = 0;
     // Top-level ops only, in order: a residual folds before the sum of the
-    // gradient it makes.
+    // gradient it makes. The candidates are collected first: a fold erases
+    // ops after its add or sum (a cast) and before it.
+    SmallVector<Operation *> candidates;
     for (Block &block : func.getBody())
-      for (Operation &op : llvm::make_early_inc_range(block)) {
-        if (auto add = llvm::dyn_cast<AddOp>(op))
-          added += foldAdd(add);
-        else if (auto sum = llvm::dyn_cast<ReduceSumOp>(op))
-          summed += foldSum(sum);
-      }
+      for (Operation &op : block)
+        if (llvm::isa<AddOp, ReduceSumOp>(op))
+          candidates.push_back(&op);
+    for (Operation *op : candidates) {
+      if (auto add = llvm::dyn_cast<AddOp>(op))
+        added += foldAdd(add);
+      else
+        summed += foldSum(llvm::cast<ReduceSumOp>(op));
+    }
     residuals += added;
     sums += summed;
     if (report)

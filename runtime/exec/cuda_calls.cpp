@@ -668,7 +668,8 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
             : cuda::layer_norm_bwd(type, vin(0), vin(1), vin(2), vin(3),
                                    nullptr, nullptr, vout(0),
                                    static_cast<float *>(vout(1)),
-                                   static_cast<float *>(vout(2)), vout(3),
+                                   static_cast<float *>(vout(2)),
+                                   static_cast<float *>(vout(3)),
                                    rows, len, a.epsilon, ctx.workspace, st);
     return r ? r : zeroTail(vout(0), rows * rowBytes, total * rowBytes, st);
   }

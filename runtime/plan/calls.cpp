@@ -180,8 +180,6 @@ static void checkLayerNormCall(CallCheck &c, bool grad) {
   if (const Value *r = c.in(3))
     c.wantLike(*r, "residual_grad", x, "input");
   c.wantLike(*c.out(0), "input_grad", x, "input");
-  if (const Value *s = c.out(3))
-    c.wantLike(*s, "input_grad_sum", x.dtype, trailing);
   // The parameters' gradients (sums over all rows) are f32 for 16-bit input.
   DType paramGrad =
       x.dtype == DType::BF16 || x.dtype == DType::F16 ? DType::F32 : x.dtype;
@@ -189,6 +187,8 @@ static void checkLayerNormCall(CallCheck &c, bool grad) {
     c.wantLike(*g, "scale_grad", paramGrad, trailing);
   if (const Value *g = c.out(2))
     c.wantLike(*g, "bias_grad", paramGrad, trailing);
+  if (const Value *g = c.out(3))
+    c.wantLike(*g, "input_grad_sum", paramGrad, trailing);
 }
 void checkLayerNorm(CallCheck &c) { checkLayerNormCall(c, false); }
 void checkLayerNormGrad(CallCheck &c) { checkLayerNormCall(c, true); }

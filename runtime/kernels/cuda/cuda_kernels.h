@@ -157,11 +157,11 @@ Status layer_norm_bwd(const float *x, const float *scale, const float *dy,
                       float *dbias, float *dxsum, int64_t rows, int64_t len,
                       double eps, void *workspace, cudaStream_t stream);
 
-/// The two above on `type` storage: x, scale, bias, y, dy, residual, dx and
-/// dxsum of `type`; mean, rstd, dscale and dbias stay float (the parameters'
-/// gradients are fp32, as tcc.layer_norm_grad types them). The statistics,
-/// dx's row sums and the column sums are double as for float32; dxsum adds
-/// the stored (rounded) dx.
+/// The two above on `type` storage: x, scale, bias, y, dy, residual and dx
+/// of `type`; mean, rstd, dscale, dbias and dxsum stay float (the
+/// parameters' gradients are fp32, as tcc.layer_norm_grad types them). The
+/// statistics, dx's row sums and the column sums are double as for float32;
+/// dxsum adds dx's float values before their rounding to `type`.
 Status layer_norm_fwd(FloatType type, const void *x, const void *scale,
                       const void *bias, void *y, float *mean, float *rstd,
                       int64_t rows, int64_t len, double eps,
@@ -169,7 +169,7 @@ Status layer_norm_fwd(FloatType type, const void *x, const void *scale,
 Status layer_norm_bwd(FloatType type, const void *x, const void *scale,
                       const void *dy, const void *residual, const float *mean,
                       const float *rstd, void *dx, float *dscale, float *dbias,
-                      void *dxsum, int64_t rows, int64_t len, double eps,
+                      float *dxsum, int64_t rows, int64_t len, double eps,
                       void *workspace, cudaStream_t stream);
 
 //===----------------------------------------------------------------------===//

@@ -7,13 +7,17 @@
 // kernels: per (column tile, chunk of rows) partial sums into the
 // workspace, then a per-column sum of the chunks in order. The chunking
 // depends on `rows` only, so the result is the same on every run.
-// Templated on the storage type T of x, scale, bias, y, dy, the residual,
-// dx and dx's sum (float, bf16, f16): loads widen to float, every output is
-// rounded once when stored (dx's sum adds the stored dx); mean, rstd,
-// dscale and dbias stay float.
+// Templated on the storage type T of x, scale, bias, y, dy, the residual
+// and dx (float, bf16, f16): loads widen to float, every output is rounded
+// once when stored; mean, rstd, dscale, dbias and dx's sum stay float. dx's
+// sum adds dx's float values before their rounding to T, as the CPU kernel
+// on widened values does: for T = float the stored dx, for 16-bit T
+// recomputed in the column kernel from the row statistics and the row
+// kernel's two means.
 #include "kernels/cuda/common.cuh"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace tcc::cuda {
 namespace {
@@ -98,7 +102,8 @@ __global__ void __launch_bounds__(rowBlockThreads<TPR>())
     layerNormBwdRowKernel(const T *x, const T *scale, const T *dy,
                           const T *residual, const float *mean,
                           const float *rstd, T *dx,
-                          double *statMean, double *statRstd, int64_t rows,
+                          double *statMean, double *statRstd, double *statA,
+                          double *statB, int64_t rows,
                           int64_t len, double eps) {
   __shared__ RowScratch<TPR> scratch;
   RowPos<TPR> pos;
@@ -135,6 +140,8 @@ __global__ void __launch_bounds__(rowBlockThreads<TPR>())
   if (pos.t == 0) {
     statMean[pos.row] = mu;
     statRstd[pos.row] = rs;
+    statA[pos.row] = a;
+    statB[pos.row] = b;
   }
   T *dxr = dx + base;
   const T *resr = residual ? residual + base : nullptr;
@@ -176,9 +183,11 @@ Chunking chunking(int64_t rows) {
 /// rows: partScale[chunk * len + col], partBias and partSum likewise.
 template <class T>
 __global__ void __launch_bounds__(kColTile *kColLanes)
-    layerNormColumnPartialKernel(const T *x, const T *dy, const T *dx,
+    layerNormColumnPartialKernel(const T *x, const T *scale, const T *dy,
+                                 const T *residual, const T *dx,
                                  const double *statMean,
-                                 const double *statRstd, double *partScale,
+                                 const double *statRstd, const double *statA,
+                                 const double *statB, double *partScale,
                                  double *partBias, double *partSum,
                                  int64_t rows, int64_t len,
                                  int64_t rowsPerChunk, bool wantScale,
@@ -197,8 +206,19 @@ __global__ void __launch_bounds__(kColTile *kColLanes)
       if (wantScale)
         ds += g * ((toFloat(x[r * len + col]) - statMean[r]) * statRstd[r]);
       db += g;
-      if (wantSum)
-        dsum += toFloat(dx[r * len + col]);
+      if (wantSum) {
+        if constexpr (std::is_same_v<T, float>) {
+          dsum += dx[r * len + col];
+        } else {
+          // The row kernel's float dx before its rounding to T.
+          double xhat = (toFloat(x[r * len + col]) - statMean[r]) * statRstd[r];
+          double dxhat =
+              static_cast<double>(g) * (scale ? toFloat(scale[col]) : 1.0);
+          double d = statRstd[r] * (dxhat - statA[r] - xhat * statB[r]);
+          dsum += static_cast<float>(
+              residual ? d + toFloat(residual[r * len + col]) : d);
+        }
+      }
     }
   sScale[ty][tx] = ds;
   sBias[ty][tx] = db;
@@ -219,15 +239,14 @@ __global__ void __launch_bounds__(kColTile *kColLanes)
   }
 }
 
-/// dscale / dbias are float for every storage type: the parameters' fp32
-/// gradients (sums over all rows; no 16-bit rounding before the optimizer).
-/// dx's sum is of dx's type (the bias gradient of the Linear reading dx).
-template <class T>
+/// dscale / dbias and dx's sum are float for every storage type: the
+/// parameters' fp32 gradients (sums over all rows; no 16-bit rounding
+/// before the optimizer).
 __global__ void layerNormColumnFinalKernel(const double *partScale,
                                            const double *partBias,
                                            const double *partSum,
                                            float *dscale, float *dbias,
-                                           T *dxsum, int64_t len,
+                                           float *dxsum, int64_t len,
                                            int64_t chunks) {
   int64_t col = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (col >= len)
@@ -236,7 +255,7 @@ __global__ void layerNormColumnFinalKernel(const double *partScale,
     double s = 0;
     for (int64_t c = 0; c < chunks; ++c)
       s += partSum[c * len + col];
-    dxsum[col] = fromFloat<T>(static_cast<float>(s));
+    dxsum[col] = static_cast<float>(s);
   }
   if (dscale) {
     double s = 0;
@@ -253,7 +272,7 @@ __global__ void layerNormColumnFinalKernel(const double *partScale,
 }
 
 struct BwdWorkspace {
-  double *statMean, *statRstd, *partScale, *partBias, *partSum;
+  double *statMean, *statRstd, *statA, *statB, *partScale, *partBias, *partSum;
   size_t bytes;
 };
 
@@ -265,10 +284,12 @@ BwdWorkspace bwdWorkspace(void *base, int64_t rows, int64_t len) {
   BwdWorkspace w;
   w.statMean = reinterpret_cast<double *>(p);
   w.statRstd = reinterpret_cast<double *>(p + stats);
-  w.partScale = reinterpret_cast<double *>(p + 2 * stats);
-  w.partBias = reinterpret_cast<double *>(p + 2 * stats + part);
-  w.partSum = reinterpret_cast<double *>(p + 2 * stats + 2 * part);
-  w.bytes = 2 * stats + 3 * part;
+  w.statA = reinterpret_cast<double *>(p + 2 * stats);
+  w.statB = reinterpret_cast<double *>(p + 3 * stats);
+  w.partScale = reinterpret_cast<double *>(p + 4 * stats);
+  w.partBias = reinterpret_cast<double *>(p + 4 * stats + part);
+  w.partSum = reinterpret_cast<double *>(p + 4 * stats + 2 * part);
+  w.bytes = 4 * stats + 3 * part;
   return w;
 }
 
@@ -298,7 +319,7 @@ Status layerNormFwd(const T *x, const T *scale, const T *bias, T *y,
 template <class T>
 Status layerNormBwd(const T *x, const T *scale, const T *dy, const T *residual,
                     const float *mean, const float *rstd, T *dx, float *dscale,
-                    float *dbias, T *dxsum, int64_t rows, int64_t len,
+                    float *dbias, float *dxsum, int64_t rows, int64_t len,
                     double eps, void *workspace, cudaStream_t stream) {
   if (rows < 0 || len < 0 || (len > 0 && rows > 0 && !workspace))
     return invalid();
@@ -312,7 +333,7 @@ Status layerNormBwd(const T *x, const T *scale, const T *dy, const T *residual,
     if (dbias && e == cudaSuccess)
       e = cudaMemsetAsync(dbias, 0, sizeof(float) * len, stream);
     if (dxsum && e == cudaSuccess)
-      e = cudaMemsetAsync(dxsum, 0, sizeof(T) * len, stream);
+      e = cudaMemsetAsync(dxsum, 0, sizeof(float) * len, stream);
     return static_cast<Status>(e);
   }
   BwdWorkspace w = bwdWorkspace(workspace, rows, len);
@@ -325,8 +346,8 @@ Status layerNormBwd(const T *x, const T *scale, const T *dy, const T *residual,
     layerNormBwdRowKernel<T, TPR, VEC>
         <<<rowGrid<TPR>(rows), rowBlockThreads<TPR>(), 0, stream>>>(
             x, scale, dy, residual, haveStats ? mean : nullptr,
-            haveStats ? rstd : nullptr, dx, w.statMean, w.statRstd, rows, len,
-            eps);
+            haveStats ? rstd : nullptr, dx, w.statMean, w.statRstd, w.statA,
+            w.statB, rows, len, eps);
     return launched();
   });
   if (st || (!dscale && !dbias && !dxsum))
@@ -335,12 +356,12 @@ Status layerNormBwd(const T *x, const T *scale, const T *dy, const T *residual,
   dim3 grid(static_cast<unsigned>(ceilDiv(len, kColTile)),
             static_cast<unsigned>(ch.chunks));
   layerNormColumnPartialKernel<T><<<grid, kColTile * kColLanes, 0, stream>>>(
-      x, dy, dx, w.statMean, w.statRstd, w.partScale, w.partBias, w.partSum,
-      rows, len, ch.rowsPerChunk, dscale != nullptr, dbias != nullptr,
-      dxsum != nullptr);
+      x, scale, dy, residual, dx, w.statMean, w.statRstd, w.statA, w.statB,
+      w.partScale, w.partBias, w.partSum, rows, len, ch.rowsPerChunk,
+      dscale != nullptr, dbias != nullptr, dxsum != nullptr);
   if ((st = launched()))
     return st;
-  layerNormColumnFinalKernel<T><<<static_cast<unsigned>(ceilDiv(len, 256)),
+  layerNormColumnFinalKernel<<<static_cast<unsigned>(ceilDiv(len, 256)),
                                   256, 0, stream>>>(
       w.partScale, w.partBias, w.partSum, dscale, dbias, dxsum, len,
       ch.chunks);
@@ -387,14 +408,14 @@ Status layer_norm_bwd(const float *x, const float *scale, const float *dy,
 Status layer_norm_bwd(FloatType type, const void *x, const void *scale,
                       const void *dy, const void *residual, const float *mean,
                       const float *rstd, void *dx, float *dscale, float *dbias,
-                      void *dxsum, int64_t rows, int64_t len, double eps,
+                      float *dxsum, int64_t rows, int64_t len, double eps,
                       void *workspace, cudaStream_t stream) {
   return dispatchType(type, [&](auto tag) {
     using T = decltype(tag);
     return layerNormBwd<T>(
         static_cast<const T *>(x), static_cast<const T *>(scale),
         static_cast<const T *>(dy), static_cast<const T *>(residual), mean,
-        rstd, static_cast<T *>(dx), dscale, dbias, static_cast<T *>(dxsum),
+        rstd, static_cast<T *>(dx), dscale, dbias, dxsum,
         rows, len, eps, workspace, stream);
   });
 }

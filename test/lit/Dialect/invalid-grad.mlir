@@ -50,11 +50,10 @@ func.func @layer_norm_grad_residual(%x: tensor<2x3xf32>, %r: tensor<3xf32>) {
 
 // -----
 
-// input_grad_sum has the input's element type (the reduce_sum it replaces),
-// not the f32 of the parameters' gradients.
+// input_grad_sum is f32 for 16-bit input, as the parameters' gradients.
 func.func @layer_norm_grad_sum_type(%x: tensor<2x3xbf16>) {
-  // expected-error @+1 {{results must be ('tensor<2x3xbf16>', 'tensor<3xf32>', 'tensor<3xf32>', 'tensor<3xbf16>')}}
-  %0:4 = tcc.layer_norm_grad %x grad %x {axis = 1 : i64, epsilon = 0.0 : f64} : (tensor<2x3xbf16>, tensor<2x3xbf16>) -> (tensor<2x3xbf16>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
+  // expected-error @+1 {{results must be ('tensor<2x3xbf16>', 'tensor<3xf32>', 'tensor<3xf32>', 'tensor<3xf32>')}}
+  %0:4 = tcc.layer_norm_grad %x grad %x {axis = 1 : i64, epsilon = 0.0 : f64} : (tensor<2x3xbf16>, tensor<2x3xbf16>) -> (tensor<2x3xbf16>, tensor<3xf32>, tensor<3xf32>, tensor<3xbf16>)
   return
 }
 

@@ -155,11 +155,11 @@ TEST_P(HalfCalls, LayerNorm) {
                     {{t, {3, 8}}, {DType::F32, {8}}, {DType::F32, {8}},
                      absentResult()});
   // With a residual gradient, added before dx's one rounding, and dx's row
-  // sum (of dx's type: the f32 run's sum rounded once).
+  // sum (f32 like the parameters' gradients: the f32 run's sum).
   expectRoundedOnce(tag("ln_grad_residual"), "layer_norm_grad", attrs,
                     {x, scale, dy, floats(t, {3, 8}, wave(24, 2.0f, 0.3f))},
                     {{t, {3, 8}}, {DType::F32, {8}}, {DType::F32, {8}},
-                     {t, {8}}});
+                     {DType::F32, {8}}});
 }
 
 TEST_P(HalfCalls, Softmax) {
