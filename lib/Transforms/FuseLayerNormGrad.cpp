@@ -45,17 +45,19 @@ LayerNormGradOp rebuild(LayerNormGradOp grad, Value residual, bool withSum) {
 }
 
 /// add(ln_grad#0, g) -> ln_grad with residual g, when the add alone reads
-/// the input gradient and the layer norm's gradient depends on g.
+/// the input gradient and the layer norm's gradient depends on g. Not when
+/// the gradient already sums its input gradient (a sum folded before the
+/// add): that sum is of the gradient without g.
 bool foldAdd(AddOp add) {
   for (unsigned i = 0; i < 2; ++i) {
     Value dx = add->getOperand(i), other = add->getOperand(1 - i);
     auto grad = dx.getDefiningOp<LayerNormGradOp>();
     if (!grad || dx != grad.getInputGrad() || !dx.hasOneUse() ||
-        grad.getResidualGrad() || other.getType() != dx.getType() ||
-        add.getType() != dx.getType() || !dependsOn(grad, other))
+        grad.getResidualGrad() || grad.getInputGradSum() ||
+        other.getType() != dx.getType() || add.getType() != dx.getType() ||
+        !dependsOn(grad, other))
       continue;
-    LayerNormGradOp fused =
-        rebuild(grad, other, /*withSum=*/bool(grad.getInputGradSum()));
+    LayerNormGradOp fused = rebuild(grad, other, /*withSum=*/false);
     add.getResult().replaceAllUsesWith(fused.getInputGrad());
     add.erase();
     return true;

@@ -70,6 +70,22 @@ func.func @left_alone(%x: tensor<2x8x32xf32>, %dy: tensor<2x8x32xf32>, %dz: tens
   return %sum, %twice, %c, %some, %kept, %inner : tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<8x32xf32>, tensor<1x1x32xf32>, tensor<8xf32>
 }
 
+// A sum of the gradient before the add (in op order) folds; the add then
+// stays: the folded sum is of the gradient without the residual.
+// CHECK-LABEL: func.func @sum_first
+// CHECK-NEXT: tcc.neg
+// CHECK-NEXT: %[[D:.*]], %{{.*}}, %{{.*}}, %[[SUM:.*]] = tcc.layer_norm_grad
+// CHECK-NEXT: %[[R:.*]] = tcc.add %[[D]], %{{.*}}
+// CHECK-NEXT: return %[[SUM]], %[[R]]
+func.func @sum_first(%x: tensor<4x8xf32>, %g: tensor<4x8xf32>) -> (tensor<8xf32>, tensor<4x8xf32>) {
+  %dy = tcc.neg %g : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %d, %ds, %db = tcc.layer_norm_grad %x grad %dy {axis = 1 : i64, epsilon = 1.0e-05 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %b = tcc.reduce_sum %d {axes = array<i64: 0>} : (tensor<4x8xf32>) -> tensor<8xf32>
+  %r = tcc.add %d, %g : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %b, %r : tensor<8xf32>, tensor<4x8xf32>
+}
+
 // REPORT: remark: tcc-fuse-layer-norm-grad: @pre_ln: 1 residual adds and 2 sums folded into layer_norm_grad
 // REPORT: remark: tcc-fuse-layer-norm-grad: @bf16: 0 residual adds and 1 sums folded into layer_norm_grad
 // REPORT: remark: tcc-fuse-layer-norm-grad: @left_alone: 0 residual adds and 0 sums folded into layer_norm_grad
+// REPORT: remark: tcc-fuse-layer-norm-grad: @sum_first: 0 residual adds and 1 sums folded into layer_norm_grad
