@@ -486,10 +486,15 @@ def FuseLayerNormGrad : Pass<"tcc-fuse-layer-norm-grad", "mlir::func::FuncOp"> {
       `residual_grad = g`. The dependence makes the fold a fact of the
       dataflow, not of the op order, so every copy of the pattern
       (rematerialised, one per micro-batch) folds alike; a sum of two
-      independent gradients is left alone. The sum is rounded once.
+      independent gradients is left alone, and so is an add after a
+      gradient whose sum was already folded (that sum is of the gradient
+      without `g`). The sum is rounded once.
     - `reduce_sum(ln_grad#0)` over all of its rows (every dim before
       `axis`, no keepdims; or over the leading dims of a reshape that keeps
-      the normalised dims) becomes `ln_grad`'s `input_grad_sum`.
+      the normalised dims) becomes `ln_grad`'s `input_grad_sum`. For 16-bit
+      input that result is f32 (as the parameters' gradients), so the fold
+      takes a 16-bit sum read only by its cast to f32 (a master bias's
+      gradient) together with the cast; a 16-bit sum read as such stays.
 
     So the two generated kernels a layer's backward spent on these (the
     residual sum storing what the bias gradient sums, and the bias
