@@ -10,6 +10,9 @@ static RankedTensorType tensorOf(Value v) {
   return llvm::cast<RankedTensorType>(v.getType());
 }
 
+/// A default-valued integer attribute as an adaptor has it (null: 0).
+static int64_t intAttr(IntegerAttr a) { return a ? a.getInt() : 0; }
+
 static bool isScalar(Value v) { return tensorOf(v).getRank() == 0; }
 
 static LogicalResult verifyAxis(Operation *op, Value v, int64_t axis) {
@@ -77,16 +80,22 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Loc
                                                 SmallVectorImpl<Type> &inferred) {
   // Autodiff copies the operands of a verified tcc.attention; only the result
   // gradient is new and must have the forward result's type.
-  auto q = tensorOf(adaptor.getQuery()), v = tensorOf(adaptor.getValue());
-  if (q.getRank() != 4 || v.getRank() != 4 || tensorOf(adaptor.getKey()).getRank() != 4)
-    return emitOptionalError(loc, "query, key and value must be [batch, heads, seq, dim]");
-  auto expected = RankedTensorType::get(
-      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)},
-      q.getElementType());
+  auto q = tensorOf(adaptor.getQuery());
+  std::string error;
+  const int64_t columns[3] = {intAttr(adaptor.getQueryColumnAttr()), intAttr(adaptor.getKeyColumnAttr()),
+                              intAttr(adaptor.getValueColumnAttr())};
+  std::optional<AttentionDims> a = attentionDims(
+      q.getShape(), tensorOf(adaptor.getKey()).getShape(),
+      tensorOf(adaptor.getValue()).getShape(), intAttr(adaptor.getHeadsAttr()),
+      intAttr(adaptor.getHeadDimAttr()), columns, error);
+  if (!a)
+    return emitOptionalError(loc, error);
+  Type et = q.getElementType();
+  auto expected = RankedTensorType::get(a->resultShape(), et);
   if (tensorOf(adaptor.getResultGrad()) != expected)
     return emitOptionalError(loc, "result_grad must be ", expected);
-  inferred.append({adaptor.getQuery().getType(), adaptor.getKey().getType(),
-                   adaptor.getValue().getType()});
+  for (int i = 0; i < 3; ++i)
+    inferred.push_back(RankedTensorType::get(a->gradShape(i), et));
   return success();
 }
 

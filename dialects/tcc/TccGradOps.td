@@ -82,14 +82,20 @@ def Tcc_AttentionGradOp : Tcc_Op<"attention_grad", [Pure, InferTypeOpAdaptor, Tc
   let summary = "gradients of attention w.r.t. query, key and value";
   let description = [{
     Same operands and attributes as the `tcc.attention` it differentiates,
-    plus the gradient of its result. The key mask gets no gradient.
+    plus the gradient of its result. The key mask gets no gradient. In
+    token rows (`heads` > 0) the result gradient and the three gradients
+    are `[batch, seq, heads * head_dim]` (`kv_seq` for key and value), the
+    heads of each token at consecutive columns from column 0.
   }];
-  let arguments = (ins Tcc_FloatTensor:$query, Tcc_FloatTensor:$key,
+  let arguments = !con((ins Tcc_FloatTensor:$query, Tcc_FloatTensor:$key,
                        Tcc_FloatTensor:$value, Tcc_FloatTensor:$result_grad,
                        Optional<Tcc_Tensor>:$key_mask,
-                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$causal);
+                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$causal),
+                       Tcc_AttentionRowsAttrs);
   let results = (outs Tcc_FloatTensor:$query_grad, Tcc_FloatTensor:$key_grad,
                       Tcc_FloatTensor:$value_grad);
+  /// The dims and layout (verified).
+  let extraClassDeclaration = [{ ::tcc::AttentionDims getDims(); }];
   let assemblyFormat = Tcc_GenericFormat;
 }
 

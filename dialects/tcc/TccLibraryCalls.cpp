@@ -51,20 +51,16 @@ int64_t GemmOp::getFlops() {
 
 // q @ k^T and p @ v over every (query, key) pair, half of them when causal.
 int64_t AttentionOp::getFlops() {
-  int64_t rows = elementsOf(getQuery()) / dimFromEnd(getQuery(), 1);
-  int64_t keys = dimFromEnd(getKey(), 2);
-  int64_t perPair = 2 * (dimFromEnd(getQuery(), 1) + dimFromEnd(getValue(), 1));
-  int64_t flops = rows * keys * perPair;
+  AttentionDims a = getDims();
+  int64_t flops = a.batch * a.heads * a.tq * a.tk * 2 * (a.d + a.dv);
   return getCausal() ? flops / 2 : flops;
 }
 
 // The forward's products again for the softmax gradient, then dq, dk, dv.
 int64_t AttentionGradOp::getFlops() {
-  int64_t rows = elementsOf(getQuery()) / dimFromEnd(getQuery(), 1);
-  int64_t keys = dimFromEnd(getKey(), 2);
-  int64_t d = dimFromEnd(getQuery(), 1), dv = dimFromEnd(getValue(), 1);
+  AttentionDims a = getDims();
   // s = q k^T, dp = dO v^T, dv = p^T dO, dq = ds k, dk = ds^T q.
-  int64_t flops = rows * keys * 2 * (3 * d + 2 * dv);
+  int64_t flops = a.batch * a.heads * a.tq * a.tk * 2 * (3 * a.d + 2 * a.dv);
   return getCausal() ? flops / 2 : flops;
 }
 

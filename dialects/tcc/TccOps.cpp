@@ -15,6 +15,9 @@ static RankedTensorType tensorOf(Value v) {
   return llvm::cast<RankedTensorType>(v.getType());
 }
 
+/// A default-valued integer attribute as an adaptor has it (null: 0).
+static int64_t intAttr(IntegerAttr a) { return a ? a.getInt() : 0; }
+
 static std::string shapeStr(ArrayRef<int64_t> shape) {
   std::string s = "[";
   for (auto [i, d] : llvm::enumerate(shape))
@@ -417,44 +420,58 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   return success();
 }
 
+namespace tcc {
+/// tcc.attention's or tcc.attention_grad's dims (the op verified).
+template <class Op> AttentionDims attentionDimsOf(Op op) {
+  std::string error;
+  const int64_t columns[3] = {int64_t(op.getQueryColumn()), int64_t(op.getKeyColumn()),
+                              int64_t(op.getValueColumn())};
+  std::optional<AttentionDims> a = attentionDims(
+      tensorOf(op.getQuery()).getShape(), tensorOf(op.getKey()).getShape(),
+      tensorOf(op.getValue()).getShape(), int64_t(op.getHeads()), int64_t(op.getHeadDim()),
+      columns, error);
+  assert(a && "getDims() of an unverified attention op");
+  return *a;
+}
+} // namespace tcc
+
+AttentionDims AttentionOp::getDims() { return attentionDimsOf(*this); }
+AttentionDims AttentionGradOp::getDims() { return attentionDimsOf(*this); }
+
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   auto q = tensorOf(adaptor.getQuery()), k = tensorOf(adaptor.getKey()),
        v = tensorOf(adaptor.getValue());
-  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
-    return emitOptionalError(loc, "query, key and value must be [batch, heads, seq, dim]");
   if (q.getElementType() != k.getElementType() || q.getElementType() != v.getElementType())
     return emitOptionalError(loc, "query, key and value element types differ");
-  if (q.getDimSize(0) != k.getDimSize(0) || q.getDimSize(1) != k.getDimSize(1) ||
-      k.getShape().take_front(3) != v.getShape().take_front(3))
-    return emitOptionalError(loc, "batch, heads or key length disagree between query ",
-                             shapeStr(q.getShape()), ", key ", shapeStr(k.getShape()),
-                             " and value ", shapeStr(v.getShape()));
-  if (q.getDimSize(3) != k.getDimSize(3))
-    return emitOptionalError(loc, "query and key head dims differ");
+  std::string error;
+  const int64_t columns[3] = {intAttr(adaptor.getQueryColumnAttr()), intAttr(adaptor.getKeyColumnAttr()),
+                              intAttr(adaptor.getValueColumnAttr())};
+  std::optional<AttentionDims> a =
+      attentionDims(q.getShape(), k.getShape(), v.getShape(), intAttr(adaptor.getHeadsAttr()),
+                    intAttr(adaptor.getHeadDimAttr()), columns, error);
+  if (!a)
+    return emitOptionalError(loc, error);
   if (Value m = adaptor.getKeyMask()) {
     auto mt = tensorOf(m);
     // Packed tokens (tcc-pack-tokens: one sequence per batch row) or packed
     // documents (tcc-pack-documents: up to one per token): the row offsets
     // of the sequences.
     if (mt.getElementType().isInteger(32)) {
-      int64_t rows = q.getDimSize(0), tokens = rows * q.getDimSize(2);
+      int64_t rows = a->batch, tokens = rows * a->tq;
       if (mt.getRank() != 1 ||
-          (mt.getDimSize(0) != rows + 1 && mt.getDimSize(0) != tokens + 1) ||
-          q.getDimSize(2) != k.getDimSize(2))
+          (mt.getDimSize(0) != rows + 1 && mt.getDimSize(0) != tokens + 1) || a->tq != a->tk)
         return emitOptionalError(loc, "cu_seqlens key_mask must be [", rows + 1, "] or [",
                                  tokens + 1, "] of i32, with queries as long as keys");
     } else {
-    bool okType = mt.getElementType().isInteger(1) || mt.getElementType() == q.getElementType();
-    if (!okType || mt.getShape() != ArrayRef<int64_t>{q.getDimSize(0), k.getDimSize(2)})
-      return emitOptionalError(loc, "key_mask must be [", q.getDimSize(0), "x",
-                               k.getDimSize(2), "] of i1 or ", q.getElementType());
+      bool okType = mt.getElementType().isInteger(1) || mt.getElementType() == q.getElementType();
+      if (!okType || mt.getShape() != ArrayRef<int64_t>{a->batch, a->tk})
+        return emitOptionalError(loc, "key_mask must be [", a->batch, "x", a->tk, "] of i1 or ",
+                                 q.getElementType());
     }
   }
-  inferred.push_back(RankedTensorType::get(
-      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)},
-      q.getElementType()));
+  inferred.push_back(RankedTensorType::get(a->resultShape(), q.getElementType()));
   return success();
 }
 

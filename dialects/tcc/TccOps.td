@@ -439,6 +439,14 @@ def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, AttrSizedOperandSegments, InferTypeOpAdap
   let assemblyFormat = "$a `,` $b (`,` $c^)? (`bias` $bias^)? attr-dict `:` functional-type(operands, results)";
 }
 
+// The token-rows layout of tcc.attention and tcc.attention_grad (heads 0:
+// heads first, the other four unused).
+defvar Tcc_AttentionRowsAttrs = (ins DefaultValuedAttr<I64Attr, "0">:$heads,
+                                     DefaultValuedAttr<I64Attr, "0">:$head_dim,
+                                     DefaultValuedAttr<I64Attr, "0">:$query_column,
+                                     DefaultValuedAttr<I64Attr, "0">:$key_column,
+                                     DefaultValuedAttr<I64Attr, "0">:$value_column);
+
 def Tcc_AttentionOp : Tcc_Op<"attention", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tcc_ContractionCall]> {
   let callFamily = "attention";
   let summary = "scaled dot-product attention, optionally causal and key-padded";
@@ -454,11 +462,24 @@ def Tcc_AttentionOp : Tcc_Op<"attention", [Pure, InferTypeOpAdaptor, Tcc_Vjp, Tc
     `[batch * seq + 1]`: the documents of tcc.segment_index (packed
     documents), the same way with one sequence per document. Never needs
     the seq x seq matrix to exist.
+
+    With `heads` > 0 the tensors are token rows instead (a lowered form
+    that tcc-fold-attention-layout makes; autodiff takes the heads-first
+    one): query `[batch, seq, Wq]`, key and value `[batch, kv_seq, Wk]` and
+    `[batch, kv_seq, Wv]`, each token's `heads` heads of `head_dim`
+    features at consecutive columns of its row from `query_column`
+    (`key_column`, `value_column`); the result is `[batch, seq, heads *
+    head_dim]`. So attention reads q, k and v where the projection wrote
+    them (one [batch, seq, 3 * heads * head_dim] tensor) and writes what
+    the output projection reads, with no head transposes between.
   }];
-  let arguments = (ins Tcc_FloatTensor:$query, Tcc_FloatTensor:$key,
+  let arguments = !con((ins Tcc_FloatTensor:$query, Tcc_FloatTensor:$key,
                        Tcc_FloatTensor:$value, Optional<Tcc_Tensor>:$key_mask,
-                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$causal);
+                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$causal),
+                       Tcc_AttentionRowsAttrs);
   let results = (outs Tcc_FloatTensor:$result);
+  /// The dims and layout (verified).
+  let extraClassDeclaration = [{ ::tcc::AttentionDims getDims(); }];
   let assemblyFormat = Tcc_GenericFormat;
 }
 

@@ -6,6 +6,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace tcc {
 
@@ -41,6 +42,31 @@ struct Window2d {
   /// Empty when valid, else what is wrong ("stride_h must be positive").
   const char *invalid() const;
 };
+
+/// The dims of tcc.attention and tcc.attention_grad: heads first (query
+/// [B, H, Tq, D], key [B, H, Tk, D], value [B, H, Tk, Dv]) or, with the
+/// `heads` attribute > 0, token rows (query [B, Tq, Wq] holding the heads'
+/// features at columns [column, column + H * D), likewise key and value;
+/// Dv == D).
+struct AttentionDims {
+  int64_t batch = 0, heads = 0, tq = 0, tk = 0, d = 0, dv = 0;
+  bool tokenRows = false;
+  /// Token rows: the query, key and value row widths and first columns.
+  int64_t width[3] = {0, 0, 0}, column[3] = {0, 0, 0};
+
+  /// The result's (and the result gradient's) shape.
+  llvm::SmallVector<int64_t> resultShape() const;
+  /// attention_grad's result for operand i (0 query, 1 key, 2 value).
+  llvm::SmallVector<int64_t> gradShape(int i) const;
+};
+
+/// The dims from the operand shapes and the layout attributes (`heads`,
+/// `head_dim`, the three columns); nullopt with `error` set when they do not
+/// fit together.
+std::optional<AttentionDims>
+attentionDims(llvm::ArrayRef<int64_t> q, llvm::ArrayRef<int64_t> k,
+              llvm::ArrayRef<int64_t> v, int64_t heads, int64_t headDim,
+              const int64_t (&columns)[3], std::string &error);
 
 } // namespace tcc
 

@@ -169,6 +169,13 @@ LogicalResult GemmOp::buildVjp(OpBuilder &b, ValueRange resultGrads,
 
 LogicalResult AttentionOp::buildVjp(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
+  // Token rows' gradients would be [batch, seq, heads * head_dim] where
+  // the operands may be wider rows: autodiff runs before
+  // tcc-fold-attention-layout makes them.
+  if (getHeads() != 0)
+    return emitOpError("is in token rows (heads = ")
+           << getHeads() << "), a lowered form autodiff does not take; "
+           << "differentiate the heads-first form";
   auto grad = AttentionGradOp::create(b, getLoc(), getQuery(), getKey(),
                                       getValue(), resultGrads[0], getKeyMask(),
                                       getScaleAttr(), getCausalAttr());

@@ -81,6 +81,35 @@ struct PackedRows {
   }
 };
 
+/// Token rows (tcc.attention's `heads` > 0) as the heads-first tensors the
+/// kernels above take: the reference runs on copies, so both layouts
+/// compute the same values in the same order.
+struct TokenRows {
+  int64_t batch, heads, dim;
+
+  /// [B, seq, width] rows, heads from `column` -> [B, H, seq, dim].
+  template <class T>
+  std::vector<T> headsFirst(const T *rows, int64_t seq, int64_t width,
+                            int64_t column) const {
+    std::vector<T> out(size_t(batch * heads * seq * dim));
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t t = 0; t < seq; ++t)
+          std::copy_n(rows + (b * seq + t) * width + column + h * dim, dim,
+                      out.data() + ((b * heads + h) * seq + t) * dim);
+    return out;
+  }
+  /// [B, H, seq, dim] -> [B, seq, H * dim] rows.
+  template <class T>
+  void store(const std::vector<T> &headsFirst, int64_t seq, T *rows) const {
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t t = 0; t < seq; ++t)
+          std::copy_n(headsFirst.data() + ((b * heads + h) * seq + t) * dim,
+                      dim, rows + (b * seq + t) * heads * dim + h * dim);
+  }
+};
+
 } // namespace tcc::interp
 
 #endif // TCC_LIB_INTERP_ATTENTION_H

@@ -139,35 +139,48 @@ bool attentionKernel(KernelContext &ctx) {
   Array &out = ctx.out();
   double scale = op.getScale().convertToDouble();
   bool causal = op.getCausal();
-  int64_t batch = q.shape[0], heads = q.shape[1], tq = q.shape[2],
-          d = q.shape[3];
-  int64_t tk = k.shape[2], dv = v.shape[3];
+  const AttentionDims a = op.getDims();
+  const int64_t batch = a.batch, heads = a.heads, tq = a.tq, tk = a.tk,
+                d = a.d, dv = a.dv;
   auto compute = [&](auto tag) {
     using T = decltype(tag);
+    // Token rows run on heads-first copies.
+    const TokenRows rows{batch, heads, d};
+    std::vector<T> qc, kc, vc, oc;
+    const T *qp = q.data<T>(), *kp = k.data<T>(), *vp = v.data<T>();
+    T *po = out.data<T>();
+    if (a.tokenRows) {
+      qc = rows.headsFirst(qp, tq, a.width[0], a.column[0]), qp = qc.data();
+      kc = rows.headsFirst(kp, tk, a.width[1], a.column[1]), kp = kc.data();
+      vc = rows.headsFirst(vp, tk, a.width[2], a.column[2]), vp = vc.data();
+      oc.assign(size_t(batch * heads * tq * dv), T(0)), po = oc.data();
+    }
     if (PackedRows::is(mask)) {
       // Each sequence's packed tokens attend to each other only.
       PackedRows pk{mask->data<int32_t>(), batch, heads, tq,
                     mask->numElements() - 1};
-      pk.zeroPadding(out.data<T>(), dv);
+      pk.zeroPadding(po, dv);
       for (int64_t s = 0; s < pk.sequences; ++s)
         for (int64_t h = 0; h < heads; ++h) {
           int64_t n = pk.length(s);
-          std::vector<T> qs = pk.gather(q.data<T>(), s, h, d),
-                         ks = pk.gather(k.data<T>(), s, h, d),
-                         vs = pk.gather(v.data<T>(), s, h, dv), os(n * dv);
+          std::vector<T> qs = pk.gather(qp, s, h, d),
+                         ks = pk.gather(kp, s, h, d),
+                         vs = pk.gather(vp, s, h, dv), os(n * dv);
           attentionHead(qs.data(), ks.data(), vs.data(), os.data(), n, n, d,
                         dv, scale, causal, nullptr, 0);
-          pk.scatter(os, s, h, dv, out.data<T>());
+          pk.scatter(os, s, h, dv, po);
         }
-      return true;
+    } else {
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t h = 0; h < heads; ++h) {
+          int64_t bh = b * heads + h;
+          attentionHead(qp + bh * tq * d, kp + bh * tk * d, vp + bh * tk * dv,
+                        po + bh * tq * dv, tq, tk, d, dv, scale, causal, mask,
+                        b);
+        }
     }
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t h = 0; h < heads; ++h) {
-        int64_t bh = b * heads + h;
-        attentionHead(q.data<T>() + bh * tq * d, k.data<T>() + bh * tk * d,
-                      v.data<T>() + bh * tk * dv, out.data<T>() + bh * tq * dv,
-                      tq, tk, d, dv, scale, causal, mask, b);
-      }
+    if (a.tokenRows)
+      rows.store(oc, tq, out.data<T>());
     return true;
   };
   return ctx.finish(visitFloat(q.dtype, compute), q);

@@ -181,12 +181,27 @@ bool attentionGradKernel(KernelContext &ctx) {
   const Array *mask = ctx.opt(op.getKeyMask());
   double scale = op.getScale().convertToDouble();
   bool causal = op.getCausal();
-  int64_t batch = q.shape[0], heads = q.shape[1], tq = q.shape[2],
-          d = q.shape[3], tk = k.shape[2], dv = v.shape[3];
+  const AttentionDims a = op.getDims();
+  const int64_t batch = a.batch, heads = a.heads, tq = a.tq, tk = a.tk,
+                d = a.d, dv = a.dv;
   auto compute = [&](auto tag) {
     using T = decltype(tag);
+    // Token rows run on heads-first copies.
+    const TokenRows rows{batch, heads, d};
+    std::vector<T> qc, kc, vc, gc, dqc, dkc, dvc;
+    const T *qp = q.data<T>(), *kp = k.data<T>(), *vp = v.data<T>(),
+            *gp = dout.data<T>();
     T *dq = ctx.out(0).data<T>(), *dk = ctx.out(1).data<T>(),
       *dvOut = ctx.out(2).data<T>();
+    if (a.tokenRows) {
+      qc = rows.headsFirst(qp, tq, a.width[0], a.column[0]), qp = qc.data();
+      kc = rows.headsFirst(kp, tk, a.width[1], a.column[1]), kp = kc.data();
+      vc = rows.headsFirst(vp, tk, a.width[2], a.column[2]), vp = vc.data();
+      gc = rows.headsFirst(gp, tq, heads * dv, 0), gp = gc.data();
+      dqc.assign(size_t(batch * heads * tq * d), T(0)), dq = dqc.data();
+      dkc.assign(size_t(batch * heads * tk * d), T(0)), dk = dkc.data();
+      dvc.assign(size_t(batch * heads * tk * dv), T(0)), dvOut = dvc.data();
+    }
     if (PackedRows::is(mask)) {
       PackedRows pk{mask->data<int32_t>(), batch, heads, tq,
                     mask->numElements() - 1};
@@ -194,10 +209,10 @@ bool attentionGradKernel(KernelContext &ctx) {
       for (int64_t s = 0; s < pk.sequences; ++s)
         for (int64_t h = 0; h < heads; ++h) {
           int64_t n = pk.length(s);
-          std::vector<T> qs = pk.gather(q.data<T>(), s, h, d),
-                         ks = pk.gather(k.data<T>(), s, h, d),
-                         vs = pk.gather(v.data<T>(), s, h, dv),
-                         gs = pk.gather(dout.data<T>(), s, h, dv),
+          std::vector<T> qs = pk.gather(qp, s, h, d),
+                         ks = pk.gather(kp, s, h, d),
+                         vs = pk.gather(vp, s, h, dv),
+                         gs = pk.gather(gp, s, h, dv),
                          dqs(n * d), dks(n * d), dvs(n * dv);
           attentionHeadGrad(qs.data(), ks.data(), vs.data(), gs.data(),
                             dqs.data(), dks.data(), dvs.data(), n, n, d, dv,
@@ -205,17 +220,22 @@ bool attentionGradKernel(KernelContext &ctx) {
           pk.scatter(dqs, s, h, d, dq), pk.scatter(dks, s, h, d, dk);
           pk.scatter(dvs, s, h, dv, dvOut);
         }
-      return true;
+    } else {
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t h = 0; h < heads; ++h) {
+          int64_t bh = b * heads + h;
+          attentionHeadGrad(qp + bh * tq * d, kp + bh * tk * d,
+                            vp + bh * tk * dv, gp + bh * tq * dv,
+                            dq + bh * tq * d, dk + bh * tk * d,
+                            dvOut + bh * tk * dv, tq, tk, d, dv, scale, causal,
+                            mask, b);
+        }
     }
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t h = 0; h < heads; ++h) {
-        int64_t bh = b * heads + h;
-        attentionHeadGrad(q.data<T>() + bh * tq * d, k.data<T>() + bh * tk * d,
-                          v.data<T>() + bh * tk * dv,
-                          dout.data<T>() + bh * tq * dv, dq + bh * tq * d,
-                          dk + bh * tk * d, dvOut + bh * tk * dv, tq, tk, d,
-                          dv, scale, causal, mask, b);
-      }
+    if (a.tokenRows) {
+      rows.store(dqc, tq, ctx.out(0).data<T>());
+      rows.store(dkc, tk, ctx.out(1).data<T>());
+      rows.store(dvc, tk, ctx.out(2).data<T>());
+    }
     return true;
   };
   return ctx.finish(visitFloat(q.dtype, compute), q);

@@ -290,7 +290,6 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
   case Op::Attention:
   case Op::AttentionGrad: {
     bool grad = step.op == Op::AttentionGrad;
-    const Value &q = in(0), &k = in(1), &v = in(2);
     cpu::KeyMask mask;
     size_t maskIndex = grad ? 4 : 3;
     if (const Value *mv = operand(fn, step.inputs, maskIndex)) {
@@ -304,14 +303,16 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
       else
         mask.bias = fin(maskIndex);
     }
-    int64_t b = q.shape[0], h = q.shape[1], tq = q.shape[2], d = q.shape[3];
-    int64_t tk = k.shape[2], dv = v.shape[3];
+    const AttentionCall c = attentionCall(fn, step);
+    const float *qp = fin(0) + c.offset[0], *kp = fin(1) + c.offset[1],
+                *vp = fin(2) + c.offset[2];
     if (!grad)
-      cpu::attention_fwd(fin(0), fin(1), fin(2), fout(0), b, h, tq, tk, d, dv,
-                         a.scale, a.causal, mask);
+      cpu::attention_fwd(qp, kp, vp, fout(0), c.batch, c.heads, c.tq, c.tk,
+                         c.d, c.dv, a.scale, a.causal, mask, c.layout);
     else
-      cpu::attention_bwd(fin(0), fin(1), fin(2), fin(3), fout(0), fout(1),
-                         fout(2), b, h, tq, tk, d, dv, a.scale, a.causal, mask);
+      cpu::attention_bwd(qp, kp, vp, fin(3), fout(0), fout(1), fout(2),
+                         c.batch, c.heads, c.tq, c.tk, c.d, c.dv, a.scale,
+                         a.causal, mask, c.layout);
     return;
   }
   case Op::CrossEntropy:

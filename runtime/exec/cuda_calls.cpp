@@ -144,10 +144,10 @@ std::string cudaCallUnsupported(const Function &fn, const Step &step) {
     break;
   case Op::Attention:
   case Op::AttentionGrad: {
-    if (value(0).shape[3] > 128 || value(2).shape[3] > 128)
+    const AttentionCall c = attentionCall(fn, step);
+    if (c.d > 128 || c.dv > 128)
       return "the cuda backend runs attention with head dims up to 128, not " +
-             std::to_string(value(0).shape[3]) + " / " +
-             std::to_string(value(2).shape[3]);
+             std::to_string(c.d) + " / " + std::to_string(c.dv);
     size_t mi = step.op == Op::AttentionGrad ? 4 : 3;
     if (mi < step.inputs.size() && step.inputs[mi] >= 0) {
       DType mt = value(mi).dtype;
@@ -364,17 +364,16 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
   }
   case Op::Attention:
   case Op::AttentionGrad: {
-    const Value &q = in(0), &k = in(1), &v = in(2);
     const bool grad = step.op == Op::AttentionGrad;
     const Value *mask = operand(fn, step.inputs, grad ? 4 : 3);
+    const AttentionCall c = attentionCall(fn, step);
     if (mask && mask->dtype == DType::I32)
       plan.workspace = cuda::attention_varlen_workspace_bytes(
-          floatType(q.dtype), mask->elements - 1, q.shape[0], q.shape[1],
-          q.shape[2], q.shape[3], v.shape[3], grad);
+          floatType(in(0).dtype), mask->elements - 1, c.batch, c.heads, c.tq,
+          c.d, c.dv, grad);
     else if (grad)
       plan.workspace = cuda::attention_bwd_workspace_bytes(
-          q.shape[0], q.shape[1], q.shape[2], k.shape[2], q.shape[3],
-          v.shape[3], /*haveForward=*/false);
+          c.batch, c.heads, c.tq, c.tk, c.d, c.dv, /*haveForward=*/false);
     return plan;
   }
   case Op::Conv:
@@ -701,12 +700,17 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
   case Op::Attention:
   case Op::AttentionGrad: {
     bool grad = step.op == Op::AttentionGrad;
-    const Value &q = in(0), &k = in(1), &v = in(2);
-    const cuda::FloatType type = floatType(q.dtype);
+    const cuda::FloatType type = floatType(in(0).dtype);
     cuda::KeyMask mask;
     size_t mi = grad ? 4 : 3;
-    int64_t b = q.shape[0], h = q.shape[1], tq = q.shape[2], d = q.shape[3];
-    int64_t tk = k.shape[2], dv = v.shape[3];
+    const AttentionCall c = attentionCall(fn, step);
+    const int64_t b = c.batch, h = c.heads, tq = c.tq, tk = c.tk, d = c.d,
+                  dv = c.dv;
+    // Token rows: q, k and v from their first columns.
+    const size_t es = cuda::float_type_size(type);
+    const void *qp = static_cast<const char *>(vin(0)) + c.offset[0] * es,
+               *kp = static_cast<const char *>(vin(1)) + c.offset[1] * es,
+               *vp = static_cast<const char *>(vin(2)) + c.offset[2] * es;
     if (mi < step.inputs.size() && step.inputs[mi] >= 0 &&
         in(mi).dtype == DType::I32) {
       // Packed tokens: the mask is pack_index's cu_seqlens.
@@ -714,13 +718,14 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
       auto cu = reinterpret_cast<const int32_t *>(ptrs[step.inputs[mi]]);
       int64_t sequences = in(mi).elements - 1;
       if (!grad)
-        return cuda::attention_varlen_fwd(type, vin(0), vin(1), vin(2),
-                                          vout(0), cu, sequences, b, h, tq, d,
-                                          dv, a.scale, a.causal, ctx.workspace,
-                                          st);
+        return cuda::attention_varlen_fwd(
+            type, qp, kp, vp, vout(0), cu, sequences, b, h, tq, d, dv,
+            a.scale, a.causal, ctx.workspace, st, cuda::AttentionPath::Auto,
+            c.layout);
       return cuda::attention_varlen_bwd(
-          type, vin(0), vin(1), vin(2), vin(3), vout(0), vout(1), vout(2), cu,
-          sequences, b, h, tq, d, dv, a.scale, a.causal, ctx.workspace, st);
+          type, qp, kp, vp, vin(3), vout(0), vout(1), vout(2), cu, sequences,
+          b, h, tq, d, dv, a.scale, a.causal, ctx.workspace, st,
+          cuda::AttentionPath::Auto, c.layout);
     }
     if (mi < step.inputs.size() && step.inputs[mi] >= 0) {
       if (in(mi).dtype == DType::Bool) {
@@ -731,13 +736,13 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
       }
     }
     if (!grad)
-      return cuda::attention_fwd(type, vin(0), vin(1), vin(2), vout(0), b, h,
-                                 tq, tk, d, dv, a.scale, a.causal, mask,
-                                 nullptr, st);
-    return cuda::attention_bwd(type, vin(0), vin(1), vin(2), vin(3), vout(0),
-                               vout(1), vout(2), b, h, tq, tk, d, dv, a.scale,
-                               a.causal, mask, nullptr, nullptr, ctx.workspace,
-                               st);
+      return cuda::attention_fwd(type, qp, kp, vp, vout(0), b, h, tq, tk, d,
+                                 dv, a.scale, a.causal, mask, nullptr, st,
+                                 cuda::AttentionPath::Auto, c.layout);
+    return cuda::attention_bwd(type, qp, kp, vp, vin(3), vout(0), vout(1),
+                               vout(2), b, h, tq, tk, d, dv, a.scale, a.causal,
+                               mask, nullptr, nullptr, ctx.workspace, st,
+                               cuda::AttentionPath::Auto, c.layout);
   }
   case Op::CrossEntropy:
   case Op::CrossEntropyGrad: {

@@ -2,6 +2,7 @@
 
 #include "exec/gpu_cost.h"
 
+#include "plan/calls.h"
 #include "plan/library_ops.h"
 
 #include <algorithm>
@@ -120,10 +121,10 @@ double callFlops(const Function &fn, const Step &s, bool &matrix) {
   case Op::Attention:
   case Op::AttentionGrad: {
     matrix = true;
-    const Value &q = *in(0), &k = *in(1), &v = *in(2);
-    double bh = double(q.elements) / double(dim(q, 2) * dim(q, 1));
-    double fwd = 2.0 * bh * double(dim(q, 2)) * double(dim(k, 2)) *
-                 double(dim(q, 1) + dim(v, 1)) * (s.attrs.causal ? 0.5 : 1.0);
+    const AttentionCall a = attentionCall(fn, s);
+    double fwd = 2.0 * double(a.batch * a.heads) * double(a.tq) *
+                 double(a.tk) * double(a.d + a.dv) *
+                 (s.attrs.causal ? 0.5 : 1.0);
     // The backward recomputes the forward, then S, dP, dQ (dQ kernel) and
     // S, dP, dV, dK (dK/dV kernel): 9 products of the forward's 2 each.
     return s.op == Op::Attention ? fwd : 4.5 * fwd;

@@ -322,21 +322,74 @@ void checkSoftmaxGrad(CallCheck &c) { checkSoftmaxCall(c); }
 void checkLogSoftmax(CallCheck &c) { checkSoftmaxCall(c); }
 void checkLogSoftmaxGrad(CallCheck &c) { checkSoftmaxCall(c); }
 
-/// attention and attention_grad over [batch, heads, seq, head_dim].
+AttentionCall attentionCall(const Function &fn, const Step &step) {
+  const Attrs &a = step.attrs;
+  const Value &q = fn.values[step.inputs[0]], &k = fn.values[step.inputs[1]],
+              &v = fn.values[step.inputs[2]];
+  AttentionCall c;
+  if (a.heads == 0) {
+    c.batch = q.shape[0], c.heads = q.shape[1], c.tq = q.shape[2];
+    c.d = q.shape[3], c.tk = k.shape[2], c.dv = v.shape[3];
+    c.layout = kernels::AttentionLayout::headsFirst(c.heads, c.tq, c.tk, c.d,
+                                                    c.dv);
+    return c;
+  }
+  // Token rows: [B, T, W], the heads from a column; results and the result
+  // gradient [B, T, heads * head_dim].
+  c.tokenRows = true;
+  c.batch = q.shape[0], c.heads = a.heads, c.tq = q.shape[1];
+  c.tk = k.shape[1], c.d = c.dv = a.headDim;
+  using S = kernels::AttentionStrides;
+  const int64_t packed = c.heads * c.d;
+  c.layout.q = S::tokenRows(c.tq, q.shape[2], c.d);
+  c.layout.k = S::tokenRows(c.tk, k.shape[2], c.d);
+  c.layout.v = S::tokenRows(c.tk, v.shape[2], c.d);
+  c.layout.o = c.layout.dq = S::tokenRows(c.tq, packed, c.d);
+  c.layout.dk = c.layout.dv = S::tokenRows(c.tk, packed, c.d);
+  c.offset[0] = a.queryColumn, c.offset[1] = a.keyColumn;
+  c.offset[2] = a.valueColumn;
+  return c;
+}
+
+/// attention and attention_grad over [batch, heads, seq, head_dim], or
+/// token rows [batch, seq, width] (attribute heads > 0).
 static void checkAttentionCall(CallCheck &c, bool grad) {
   const Value &q = *c.in(0), &k = *c.in(1), &v = *c.in(2);
   const Value *mask = c.in(grad ? 4 : 3);
+  const Attrs &at = c.step.attrs;
+  const size_t rank = at.heads > 0 ? 3 : 4;
   c.wantFloat(q, "query");
   for (auto [t, name] : {std::pair{&q, "query"}, {&k, "key"}, {&v, "value"}}) {
-    c.wantRank(*t, name, 4);
+    c.wantRank(*t, name, rank);
     if (t->dtype != q.dtype)
       c.bad(std::string(name) + " is " + describe(*t) + " but query is " +
             describe(q));
   }
-  int64_t b = q.shape[0], h = q.shape[1], tq = q.shape[2], d = q.shape[3];
-  int64_t tk = k.shape[2], dv = v.shape[3];
-  if (k.shape != std::vector<int64_t>{b, h, tk, d} || v.shape[0] != b ||
-      v.shape[1] != h || v.shape[2] != tk)
+  if (at.heads < 0)
+    c.bad("heads is " + std::to_string(at.heads));
+  if (at.heads > 0) {
+    if (at.headDim <= 0)
+      c.bad("head_dim is " + std::to_string(at.headDim) + " in token rows");
+    if (k.shape[0] != q.shape[0] || v.shape[0] != q.shape[0] ||
+        v.shape[1] != k.shape[1])
+      c.bad("query " + describe(q) + ", key " + describe(k) + " and value " +
+            describe(v) + " do not agree on [batch, seq, width]");
+    const int64_t columns[3] = {at.queryColumn, at.keyColumn, at.valueColumn};
+    const char *names[3] = {"query", "key", "value"};
+    const Value *ts[3] = {&q, &k, &v};
+    for (int i = 0; i < 3; ++i)
+      if (columns[i] < 0 || columns[i] + at.heads * at.headDim > ts[i]->shape[2])
+        c.bad(std::string(names[i]) + " " + describe(*ts[i]) + " has no " +
+              std::to_string(at.heads) + " heads of " +
+              std::to_string(at.headDim) + " from column " +
+              std::to_string(columns[i]));
+  }
+  const AttentionCall a = attentionCall(c.fn, c.step);
+  const int64_t b = a.batch, h = a.heads, tq = a.tq, tk = a.tk, d = a.d,
+                dv = a.dv;
+  if (!a.tokenRows &&
+      (k.shape != std::vector<int64_t>{b, h, tk, d} || v.shape[0] != b ||
+       v.shape[1] != h || v.shape[2] != tk))
     c.bad("query " + describe(q) + ", key " + describe(k) + " and value " +
           describe(v) + " do not agree on [batch, heads, seq, head_dim]");
   // i32 [b + 1]: the cu_seqlens of packed tokens (tcc.pack_index); i32
@@ -354,15 +407,18 @@ static void checkAttentionCall(CallCheck &c, bool grad) {
     c.bad("key_mask is " + describe(*mask) + ", expected bool or " +
           data::dtypeName(q.dtype) + " " + shapeString({b, tk}) +
           " (or i32 " + shapeString({b + 1}) + " cu_seqlens)");
-  std::vector<int64_t> outShape = {b, h, tq, dv};
+  auto shape = [&](int64_t seq, int64_t dim) {
+    return a.tokenRows ? std::vector<int64_t>{b, seq, h * dim}
+                       : std::vector<int64_t>{b, h, seq, dim};
+  };
   if (!grad) {
-    c.wantLike(*c.out(0), "result", q.dtype, outShape);
+    c.wantLike(*c.out(0), "result", q.dtype, shape(tq, dv));
     return;
   }
-  c.wantLike(*c.in(3), "result_grad", q.dtype, outShape);
-  c.wantLike(*c.out(0), "query_grad", q, "query");
-  c.wantLike(*c.out(1), "key_grad", k, "key");
-  c.wantLike(*c.out(2), "value_grad", v, "value");
+  c.wantLike(*c.in(3), "result_grad", q.dtype, shape(tq, dv));
+  c.wantLike(*c.out(0), "query_grad", q.dtype, shape(tq, d));
+  c.wantLike(*c.out(1), "key_grad", q.dtype, shape(tk, d));
+  c.wantLike(*c.out(2), "value_grad", q.dtype, shape(tk, dv));
 }
 void checkAttention(CallCheck &c) { checkAttentionCall(c, false); }
 void checkAttentionGrad(CallCheck &c) { checkAttentionCall(c, true); }

@@ -9,6 +9,7 @@
 #ifndef TCC_RUNTIME_PLAN_CALLS_H
 #define TCC_RUNTIME_PLAN_CALLS_H
 
+#include "kernels/attention_layout.h"
 #include "kernels/window.h"
 #include "plan/plan.h"
 
@@ -77,6 +78,18 @@ int64_t uniformStride(const std::vector<int64_t> &map);
 /// The sizes of a checked conv, max_pool or avg_pool call or gradient, for
 /// the backends' kernels.
 kernels::WindowShape windowShape(const Function &fn, const Step &step);
+
+/// A checked attention or attention_grad call as the backends' kernels take
+/// it: the dims, the strides of its tensors and, in token rows, the element
+/// offsets of the query, key and value (their first columns) to add to
+/// their pointers.
+struct AttentionCall {
+  int64_t batch = 0, heads = 0, tq = 0, tk = 0, d = 0, dv = 0;
+  bool tokenRows = false;
+  kernels::AttentionLayout layout;
+  int64_t offset[3] = {0, 0, 0};
+};
+AttentionCall attentionCall(const Function &fn, const Step &step);
 
 } // namespace tcc::rt
 

@@ -466,6 +466,100 @@ TEST_F(CpuKernelsTest, AttentionMatchesInterpreter) {
   }
 }
 
+// Token rows (tcc-fold-attention-layout): q, k and v read from one
+// [B, T, 3 * H * D] tensor at columns 0, H * D, 2 * H * D, the result and
+// the gradients written as [B, T, H * D]. Against the interpreter on the
+// same token-rows IR (which runs on heads-first copies) at the dense
+// test's tolerance, and bit for bit against the kernels on heads-first
+// copies of the same data: only addresses change. Also over packed tokens
+// (cu_seqlens), where token r of head h is element (r / T, h, r % T).
+TEST_F(CpuKernelsTest, AttentionTokenRows) {
+  const int64_t B = 2, T = 6, H = 3, D = 4, C = H * D, W = 3 * C;
+  // [B, T, width] rows from `column` -> [B, H, T, D], and back.
+  auto headsFirst = [&](const float *rows, int64_t width, int64_t column) {
+    std::vector<float> out(B * H * T * D);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t x = 0; x < D; ++x)
+            out[((b * H + h) * T + t) * D + x] =
+                rows[(b * T + t) * width + column + h * D + x];
+    return out;
+  };
+  auto tokenRows = [&](const std::vector<float> &heads) {
+    std::vector<float> out(B * T * C);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t x = 0; x < D; ++x)
+            out[(b * T + t) * C + h * D + x] =
+                heads[((b * H + h) * T + t) * D + x];
+    return out;
+  };
+  using tcc::kernels::AttentionLayout;
+  using tcc::kernels::AttentionStrides;
+  AttentionLayout rows;
+  rows.q = rows.k = rows.v = AttentionStrides::tokenRows(T, W, D);
+  rows.o = rows.dq = rows.dk = rows.dv = AttentionStrides::tokenRows(T, C, D);
+  for (bool causal : {false, true})
+    for (bool packed : {false, true}) {
+      SCOPED_TRACE(std::string("causal ") + (causal ? "1" : "0") +
+                   " packed " + (packed ? "1" : "0"));
+      Array x = rand({B, T, W}), dout = rand({B, T, C});
+      const float *q = ptr(x), *k = q + C, *v = q + 2 * C;
+      tcc::cpu::KeyMask mask;
+      // Packed tokens: sequences of 4 and 5 tokens in 12 rows (3 padding).
+      std::vector<int32_t> cu = {0, 4, 9};
+      if (packed)
+        mask.cuSeqlens = cu.data();
+      std::vector<float> o = poisoned(B * T * C), dq = poisoned(B * T * C),
+                         dk = poisoned(B * T * C), dv = poisoned(B * T * C);
+      tcc::cpu::attention_fwd(q, k, v, o.data(), B, H, T, T, D, D, 0.5, causal,
+                              mask, rows);
+      tcc::cpu::attention_bwd(q, k, v, ptr(dout), dq.data(), dk.data(),
+                              dv.data(), B, H, T, T, D, D, 0.5, causal, mask,
+                              rows);
+      // The same on heads-first copies.
+      std::vector<float> qh = headsFirst(ptr(x), W, 0),
+                         kh = headsFirst(ptr(x), W, C),
+                         vh = headsFirst(ptr(x), W, 2 * C),
+                         gh = headsFirst(ptr(dout), C, 0);
+      std::vector<float> oh(B * H * T * D), dqh(oh.size()), dkh(oh.size()),
+          dvh(oh.size());
+      tcc::cpu::attention_fwd(qh.data(), kh.data(), vh.data(), oh.data(), B,
+                              H, T, T, D, D, 0.5, causal, mask);
+      tcc::cpu::attention_bwd(qh.data(), kh.data(), vh.data(), gh.data(),
+                              dqh.data(), dkh.data(), dvh.data(), B, H, T, T,
+                              D, D, 0.5, causal, mask);
+      expectBitEqual(o, f32({B, T, C}, tokenRows(oh)), "result");
+      expectBitEqual(dq, f32({B, T, C}, tokenRows(dqh)), "query_grad");
+      expectBitEqual(dk, f32({B, T, C}, tokenRows(dkh)), "key_grad");
+      expectBitEqual(dv, f32({B, T, C}, tokenRows(dvh)), "value_grad");
+      if (packed)
+        continue; // the interpreter's packed form is the dense test's
+      std::string tx = ty({B, T, W}), tr = ty({B, T, C});
+      std::string attrs = std::string("{scale = 0.5 : f64") +
+                          (causal ? ", causal = true" : "") +
+                          ", heads = 3 : i64, head_dim = 4 : i64, "
+                          "key_column = 12 : i64, value_column = 24 : i64}";
+      auto want = interp(
+          "func.func @f(%x: " + tx + ", %do: " + tr + ") -> (" + tr + ", " +
+              tr + ", " + tr + ", " + tr +
+              ") {\n  %o = tcc.attention %x, %x, %x " + attrs + " : (" + tx +
+              ", " + tx + ", " + tx + ") -> " + tr +
+              "\n  %dq, %dk, %dv = tcc.attention_grad %x, %x, %x, %do " +
+              attrs + " : (" + tx + ", " + tx + ", " + tx + ", " + tr +
+              ") -> (" + tr + ", " + tr + ", " + tr + ")\n  return %o, %dq, " +
+              "%dk, %dv : " + tr + ", " + tr + ", " + tr + ", " + tr + "\n}",
+          {x, dout});
+      ASSERT_EQ(want.size(), 4u);
+      expectClose(o, want[0], 1e-6, "attention");
+      expectClose(dq, want[1], 1e-6, "attention dq");
+      expectClose(dk, want[2], 1e-6, "attention dk");
+      expectClose(dv, want[3], 1e-6, "attention dv");
+    }
+}
+
 //===----------------------------------------------------------------------===//
 // Cross-entropy
 //===----------------------------------------------------------------------===//

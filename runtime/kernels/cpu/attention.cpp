@@ -8,7 +8,9 @@
 // their float sums group by block). The (batch, head) pairs are
 // independent and run on the worker pool (parallel.h), each written by one
 // thread. Packed tokens (pad-skipping) run each (sequence, head) pair on
-// its gathered rows.
+// its gathered rows. The tensors are read and written by their strides
+// (kernels/attention_layout.h); rows that are not contiguous (token rows)
+// are gathered per (batch, head) pair, and results scattered back.
 //
 // Numerics: the GEMMs accumulate in float in OpenBLAS's order, where the
 // interpreter (lib/Interp/Attention.h) sums the dot products in double; the
@@ -106,11 +108,45 @@ void headBwd(const float *qp, const float *kp, const float *vp, const float *gp,
   }
 }
 
-/// Packed tokens: token r of the flattened (batch, seq) order sits, for
-/// head h, at row ((r / seq) * heads + h) * seq + r % seq of a
-/// [batch, heads, seq, dim] tensor. Sequence s's rows of one head are
-/// gathered contiguous, run as one (batch, head) pair and scattered back;
-/// the rows of padding are zero.
+/// One tensor of a (batch, head) pair, `rows` x `dim`: read in place when
+/// its rows are contiguous, else gathered into `buf` (or, for a result,
+/// computed there and scattered by put()).
+struct HeadRows {
+  float *base;
+  kernels::AttentionStrides s;
+  int64_t dim;
+
+  bool dense() const { return s.row == dim; }
+  const float *get(int64_t b, int64_t h, int64_t rows,
+                   std::vector<float> &buf) const {
+    const float *src = base + s.at(b, h, 0);
+    if (dense())
+      return src;
+    buf.resize(size_t(rows * dim));
+    for (int64_t t = 0; t < rows; ++t)
+      std::copy_n(src + t * s.row, dim, buf.data() + t * dim);
+    return buf.data();
+  }
+  float *out(int64_t b, int64_t h, int64_t rows, std::vector<float> &buf) const {
+    if (dense())
+      return base + s.at(b, h, 0);
+    buf.resize(size_t(rows * dim));
+    return buf.data();
+  }
+  void put(int64_t b, int64_t h, int64_t rows,
+           const std::vector<float> &buf) const {
+    if (dense())
+      return;
+    float *dst = base + s.at(b, h, 0);
+    for (int64_t t = 0; t < rows; ++t)
+      std::copy_n(buf.data() + t * dim, dim, dst + t * s.row);
+  }
+};
+
+/// Packed tokens: token r of the flattened (batch, seq) order is, for head
+/// h, element (r / seq, h, r % seq) of a tensor (by its strides). Sequence
+/// s's rows of one head are gathered contiguous, run as one (batch, head)
+/// pair and scattered back; the rows of padding are zero.
 struct Packed {
   const int32_t *cu;
   int64_t batch, heads, seq, sequences;
@@ -119,35 +155,40 @@ struct Packed {
       : cu(m.cuSeqlens), batch(batch), heads(heads), seq(seq),
         sequences(m.sequences > 0 ? m.sequences : batch) {}
   int64_t count() const { return cu[sequences]; }
-  int64_t row(int64_t r, int64_t h) const {
-    return ((r / seq) * heads + h) * seq + r % seq;
-  }
-  void gather(const float *src, int64_t s, int64_t h, int64_t dim,
-              float *dst) const {
+  void gather(const HeadRows &t, int64_t s, int64_t h, float *dst) const {
     for (int64_t r = cu[s]; r < cu[s + 1]; ++r)
-      std::copy_n(src + row(r, h) * dim, dim, dst + (r - cu[s]) * dim);
+      std::copy_n(t.base + t.s.at(r / seq, h, r % seq), t.dim,
+                  dst + (r - cu[s]) * t.dim);
   }
-  void scatter(const float *src, int64_t s, int64_t h, int64_t dim,
-               float *dst) const {
+  void scatter(const float *src, int64_t s, int64_t h, const HeadRows &t) const {
     for (int64_t r = cu[s]; r < cu[s + 1]; ++r)
-      std::copy_n(src + (r - cu[s]) * dim, dim, dst + row(r, h) * dim);
+      std::copy_n(src + (r - cu[s]) * t.dim, t.dim,
+                  t.base + t.s.at(r / seq, h, r % seq));
   }
-  void zeroPadding(float *dst, int64_t dim) const {
+  void zeroPadding(const HeadRows &t) const {
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t r = count(); r < batch * seq; ++r)
-        std::fill_n(dst + row(r, h) * dim, dim, 0.0f);
+        std::fill_n(t.base + t.s.at(r / seq, h, r % seq), t.dim, 0.0f);
   }
 };
+
+/// A tensor's rows by its strides (`p` const only for the inputs).
+HeadRows rowsOf(const float *p, kernels::AttentionStrides s, int64_t dim) {
+  return {const_cast<float *>(p), s, dim};
+}
 
 } // namespace
 
 void attention_fwd(const float *q, const float *k, const float *v, float *out,
                    int64_t batch, int64_t heads, int64_t tq, int64_t tk,
                    int64_t d, int64_t dv, double scale, bool causal,
-                   KeyMask mask) {
+                   KeyMask mask, const kernels::AttentionLayout &layout) {
+  const kernels::AttentionLayout l = layout.resolve(heads, tq, tk, d, dv);
+  const HeadRows Q = rowsOf(q, l.q, d), K = rowsOf(k, l.k, d),
+                 V = rowsOf(v, l.v, dv), O = rowsOf(out, l.o, dv);
   if (mask.cuSeqlens) {
     Packed pk(mask, batch, heads, tq);
-    pk.zeroPadding(out, dv);
+    pk.zeroPadding(O);
     parallel_for(pk.sequences * heads, 1, [&](int64_t begin, int64_t end) {
       std::vector<float> qs, ks, vs, os, p;
       for (int64_t sh = begin; sh < end; ++sh) {
@@ -158,21 +199,24 @@ void attention_fwd(const float *q, const float *k, const float *v, float *out,
         qs.resize(size_t(len * d)), ks.resize(size_t(len * d));
         vs.resize(size_t(len * dv)), os.resize(size_t(len * dv));
         p.resize(size_t(len * len));
-        pk.gather(q, s, h, d, qs.data()), pk.gather(k, s, h, d, ks.data());
-        pk.gather(v, s, h, dv, vs.data());
+        pk.gather(Q, s, h, qs.data()), pk.gather(K, s, h, ks.data());
+        pk.gather(V, s, h, vs.data());
         headFwd(qs.data(), ks.data(), vs.data(), os.data(), len, len, d, dv,
                 scale, causal, {}, 0, p.data());
-        pk.scatter(os.data(), s, h, dv, out);
+        pk.scatter(os.data(), s, h, O);
       }
     });
     return;
   }
   parallel_for(batch * heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> p(std::size_t(tq * tk));
-    for (int64_t bh = begin; bh < end; ++bh)
-      headFwd(q + bh * tq * d, k + bh * tk * d, v + bh * tk * dv,
-              out + bh * tq * dv, tq, tk, d, dv, scale, causal, mask,
-              bh / heads, p.data());
+    std::vector<float> p(std::size_t(tq * tk)), qs, ks, vs, os;
+    for (int64_t bh = begin; bh < end; ++bh) {
+      int64_t b = bh / heads, h = bh % heads;
+      float *o = O.out(b, h, tq, os);
+      headFwd(Q.get(b, h, tq, qs), K.get(b, h, tk, ks), V.get(b, h, tk, vs), o,
+              tq, tk, d, dv, scale, causal, mask, b, p.data());
+      O.put(b, h, tq, os);
+    }
   });
 }
 
@@ -180,10 +224,15 @@ void attention_bwd(const float *q, const float *k, const float *v,
                    const float *dout, float *dq, float *dk, float *dv,
                    int64_t batch, int64_t heads, int64_t tq, int64_t tk,
                    int64_t d, int64_t dvDim, double scale, bool causal,
-                   KeyMask mask) {
+                   KeyMask mask, const kernels::AttentionLayout &layout) {
+  const kernels::AttentionLayout l = layout.resolve(heads, tq, tk, d, dvDim);
+  const HeadRows Q = rowsOf(q, l.q, d), K = rowsOf(k, l.k, d),
+                 V = rowsOf(v, l.v, dvDim), G = rowsOf(dout, l.o, dvDim),
+                 DQ = rowsOf(dq, l.dq, d), DK = rowsOf(dk, l.dk, d),
+                 DV = rowsOf(dv, l.dv, dvDim);
   if (mask.cuSeqlens) {
     Packed pk(mask, batch, heads, tq);
-    pk.zeroPadding(dq, d), pk.zeroPadding(dk, d), pk.zeroPadding(dv, dvDim);
+    pk.zeroPadding(DQ), pk.zeroPadding(DK), pk.zeroPadding(DV);
     parallel_for(pk.sequences * heads, 1, [&](int64_t begin, int64_t end) {
       std::vector<float> qs, ks, vs, gs, dqs, dks, dvs, p, ds;
       for (int64_t sh = begin; sh < end; ++sh) {
@@ -196,26 +245,29 @@ void attention_bwd(const float *q, const float *k, const float *v,
         for (auto *buf : {&vs, &gs, &dvs})
           buf->resize(size_t(len * dvDim));
         p.resize(size_t(len * len)), ds.resize(size_t(len * len));
-        pk.gather(q, s, h, d, qs.data()), pk.gather(k, s, h, d, ks.data());
-        pk.gather(v, s, h, dvDim, vs.data());
-        pk.gather(dout, s, h, dvDim, gs.data());
+        pk.gather(Q, s, h, qs.data()), pk.gather(K, s, h, ks.data());
+        pk.gather(V, s, h, vs.data()), pk.gather(G, s, h, gs.data());
         headBwd(qs.data(), ks.data(), vs.data(), gs.data(), dqs.data(),
                 dks.data(), dvs.data(), len, len, d, dvDim, scale, causal, {},
                 0, p.data(), ds.data());
-        pk.scatter(dqs.data(), s, h, d, dq),
-            pk.scatter(dks.data(), s, h, d, dk);
-        pk.scatter(dvs.data(), s, h, dvDim, dv);
+        pk.scatter(dqs.data(), s, h, DQ), pk.scatter(dks.data(), s, h, DK);
+        pk.scatter(dvs.data(), s, h, DV);
       }
     });
     return;
   }
   parallel_for(batch * heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> p(std::size_t(tq * tk)), ds(std::size_t(tq * tk));
-    for (int64_t bh = begin; bh < end; ++bh)
-      headBwd(q + bh * tq * d, k + bh * tk * d, v + bh * tk * dvDim,
-              dout + bh * tq * dvDim, dq + bh * tq * d, dk + bh * tk * d,
-              dv + bh * tk * dvDim, tq, tk, d, dvDim, scale, causal, mask,
-              bh / heads, p.data(), ds.data());
+    std::vector<float> qs, ks, vs, gs, dqs, dks, dvs;
+    for (int64_t bh = begin; bh < end; ++bh) {
+      int64_t b = bh / heads, h = bh % heads;
+      float *gq = DQ.out(b, h, tq, dqs), *gk = DK.out(b, h, tk, dks),
+            *gv = DV.out(b, h, tk, dvs);
+      headBwd(Q.get(b, h, tq, qs), K.get(b, h, tk, ks), V.get(b, h, tk, vs),
+              G.get(b, h, tq, gs), gq, gk, gv, tq, tk, d, dvDim, scale,
+              causal, mask, b, p.data(), ds.data());
+      DQ.put(b, h, tq, dqs), DK.put(b, h, tk, dks), DV.put(b, h, tk, dvs);
+    }
   });
 }
 

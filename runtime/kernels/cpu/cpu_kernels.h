@@ -21,6 +21,7 @@
 #ifndef TCC_RUNTIME_KERNELS_CPU_CPU_KERNELS_H
 #define TCC_RUNTIME_KERNELS_CPU_CPU_KERNELS_H
 
+#include "kernels/attention_layout.h"
 #include "kernels/window.h"
 
 #include <cstdint>
@@ -119,10 +120,12 @@ struct KeyMask {
 /// out = softmax(scale * q @ k^T + mask) @ v (tcc.attention): q [B,H,Tq,D],
 /// k [B,H,Tk,D], v [B,H,Tk,Dv], out [B,H,Tq,Dv]. `causal` hides keys j > i
 /// (sequences aligned at the start). A query with every key hidden is NaN.
+/// `layout` places the tensors otherwise (token rows; default: as above).
 void attention_fwd(const float *q, const float *k, const float *v, float *out,
                    int64_t batch, int64_t heads, int64_t tq, int64_t tk,
                    int64_t d, int64_t dv, double scale, bool causal,
-                   KeyMask mask = {});
+                   KeyMask mask = {},
+                   const kernels::AttentionLayout &layout = {});
 
 /// dq, dk, dv of attention_fwd given dout (tcc.attention_grad); the
 /// probabilities are recomputed as the forward computes them.
@@ -130,7 +133,8 @@ void attention_bwd(const float *q, const float *k, const float *v,
                    const float *dout, float *dq, float *dk, float *dv,
                    int64_t batch, int64_t heads, int64_t tq, int64_t tk,
                    int64_t d, int64_t dvDim, double scale, bool causal,
-                   KeyMask mask = {});
+                   KeyMask mask = {},
+                   const kernels::AttentionLayout &layout = {});
 
 //===----------------------------------------------------------------------===//
 // Packed tokens (pad-skipping: tcc.pack_index, tcc.pack, tcc.unpack)

@@ -106,22 +106,24 @@ __device__ __forceinline__ void mmaKM(float (&acc)[R][C], const float *A,
   }
 }
 
-/// Copies rows [row0, row0 + R) of a dense [nrows, ncols] matrix of S
-/// (float, bf16, f16; widened) into shared memory as float R x HD
-/// (row-major, dst[r * ld + c]) or HD x R (TRANS, dst[c * ld + r]), zero
-/// outside the matrix. Coalesced 16-byte (float) / 8-byte (16-bit) global
-/// loads when `vec4` (ncols % 4 == 0 and a 16-byte aligned base).
+/// Copies rows [row0, row0 + R) of a [nrows, ncols] matrix of S (float,
+/// bf16, f16; widened) whose rows are `srcLd` apart into shared memory as
+/// float R x HD (row-major, dst[r * ld + c]) or HD x R (TRANS, dst[c * ld
+/// + r]), zero outside the matrix. Coalesced 16-byte (float) / 8-byte
+/// (16-bit) global loads when `vec4` (ncols and srcLd multiples of 4, a
+/// 16-byte aligned base).
 template <int R, int HD, int NT, bool TRANS, class S>
 __device__ __forceinline__ void loadTile(float *dst, int ld, const S *src,
                                          int64_t nrows, int ncols,
-                                         int64_t row0, bool vec4) {
+                                         int64_t srcLd, int64_t row0,
+                                         bool vec4) {
   constexpr int C4 = HD / 4;
   for (int idx = threadIdx.x; idx < R * C4; idx += NT) {
     const int r = idx / C4, c = (idx % C4) * 4;
     const int64_t gr = row0 + r;
     float v[4] = {0.f, 0.f, 0.f, 0.f};
     if (gr < nrows && c < ncols) {
-      const S *p = src + gr * ncols + c;
+      const S *p = src + gr * srcLd + c;
       if (vec4) {
         loadVec<4>(p, v); // widened to float
       } else {
@@ -203,11 +205,12 @@ __global__ void __launch_bounds__(C::NT) attentionFwdKernel(Params p) {
   const int64_t tq = seqRows(p, b, p.tq), tk = seqRows(p, b, p.tk);
   if (q0 >= tq)
     return; // past a varlen sequence's end: no query here
-  const T *qp = static_cast<const T *>(p.q) + bh * p.tq * p.d;
-  const T *kp = static_cast<const T *>(p.k) + bh * p.tk * p.d;
-  const T *vp = static_cast<const T *>(p.v) + bh * p.tk * p.dvDim;
+  const T *qp = headBase<const T>(p.q, p.lay.q, bh, p.heads);
+  const T *kp = headBase<const T>(p.k, p.lay.k, bh, p.heads);
+  const T *vp = headBase<const T>(p.v, p.lay.v, bh, p.heads);
 
-  loadTile<BR, HD, NT, true>(QsT, C::LDR, qp, tq, p.d, q0, p.vecQK);
+  loadTile<BR, HD, NT, true>(QsT, C::LDR, qp, tq, p.d, p.lay.q.row, q0,
+                             p.vecQK);
 
   float acc[RPT][CPT], m[RPT], l[RPT];
 #pragma unroll
@@ -223,8 +226,10 @@ __global__ void __launch_bounds__(C::NT) attentionFwdKernel(Params p) {
   const int64_t kEnd = p.causal && q0 + BR < tk ? q0 + BR : tk;
   for (int64_t k0 = firstKeyTile<BC>(p, b, q0); k0 < kEnd; k0 += BC) {
     __syncthreads(); // the previous tile's KsT / Vs / PsT reads are done
-    loadTile<BC, HD, NT, true>(KsT, C::LDC, kp, tk, p.d, k0, p.vecQK);
-    loadTile<BC, HD, NT, false>(Vs, C::LDH, vp, tk, p.dvDim, k0, p.vecV);
+    loadTile<BC, HD, NT, true>(KsT, C::LDC, kp, tk, p.d, p.lay.k.row, k0,
+                               p.vecQK);
+    loadTile<BC, HD, NT, false>(Vs, C::LDH, vp, tk, p.dvDim, p.lay.v.row, k0,
+                                p.vecV);
     __syncthreads();
 
     float s[RPT][4];
@@ -276,7 +281,7 @@ __global__ void __launch_bounds__(C::NT) attentionFwdKernel(Params p) {
     const int64_t i = q0 + ty * RPT + r;
     if (i >= tq)
       continue;
-    TO *orow = static_cast<TO *>(p.o) + (bh * p.tq + i) * p.dvDim;
+    TO *orow = headBase<TO>(p.o, p.lay.o, bh, p.heads) + i * p.lay.o.row;
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
       const int col = accCol<CPT, TX>(tx, c);
@@ -293,22 +298,29 @@ __global__ void __launch_bounds__(C::NT) attentionFwdKernel(Params p) {
 //===----------------------------------------------------------------------===//
 
 /// delta[row] = sum_e dout[row][e] * out[row][e] (double sum), one warp per
-/// row; dout of T, out of TO (T, or float when recomputed).
+/// row = (batch*head) * tq + query; dout of T at its strides, out of TO (T,
+/// or float when recomputed) at its.
 template <class T, class TO>
 __global__ void __launch_bounds__(256)
-    attentionDeltaKernel(const T *dout, const TO *out, float *delta,
-                         int64_t rows, int dv) {
+    attentionDeltaKernel(const T *dout, kernels::AttentionStrides gs,
+                         const TO *out, kernels::AttentionStrides os,
+                         float *delta, int64_t rows, int64_t heads,
+                         int64_t tq, int dv) {
   const int64_t row = int64_t(blockIdx.x) * 8 + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
+  // rows = batch * heads * tq > 0, so heads and tq are.
+  const int64_t bh = row / tq, i = row - bh * tq;
+  const int64_t b = bh / heads, h = bh - b * heads;
   double s = 0;
-  if (row < rows)
+  const bool valid = row < rows;
+  if (valid)
     for (int e = lane; e < dv; e += 32)
-      s += static_cast<double>(toFloat(dout[row * dv + e])) *
-           toFloat(out[row * dv + e]);
+      s += static_cast<double>(toFloat(dout[gs.at(b, h, i) + e])) *
+           toFloat(out[os.at(b, h, i) + e]);
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1)
     s += __shfl_xor_sync(kFullMask, s, off);
-  if (row < rows && lane == 0)
+  if (valid && lane == 0)
     delta[row] = static_cast<float>(s);
 }
 
@@ -343,16 +355,15 @@ __global__ void __launch_bounds__(C::NT) attentionDqKernel(Params p) {
   const int64_t tq = seqRows(p, b, p.tq), tk = seqRows(p, b, p.tk);
   if (q0 >= tq)
     return; // past a varlen sequence's end: no query here
-  const T *kp = static_cast<const T *>(p.k) + bh * p.tk * p.d;
-  const T *vp = static_cast<const T *>(p.v) + bh * p.tk * p.dvDim;
+  const T *kp = headBase<const T>(p.k, p.lay.k, bh, p.heads);
+  const T *vp = headBase<const T>(p.v, p.lay.v, bh, p.heads);
 
   loadTile<BR, HD, NT, true>(QsT, C::LDR,
-                             static_cast<const T *>(p.q) + bh * p.tq * p.d,
-                             tq, p.d, q0, p.vecQK);
+                             headBase<const T>(p.q, p.lay.q, bh, p.heads), tq,
+                             p.d, p.lay.q.row, q0, p.vecQK);
   loadTile<BR, HD, NT, true>(dOsT, C::LDR,
-                             static_cast<const T *>(p.dout) +
-                                 bh * p.tq * p.dvDim,
-                             tq, p.dvDim, q0, p.vecV);
+                             headBase<const T>(p.dout, p.lay.o, bh, p.heads),
+                             tq, p.dvDim, p.lay.o.row, q0, p.vecV);
   float L[RPT], D[RPT], acc[RPT][CPT];
 #pragma unroll
   for (int r = 0; r < RPT; ++r) {
@@ -367,9 +378,12 @@ __global__ void __launch_bounds__(C::NT) attentionDqKernel(Params p) {
   const int64_t kEnd = p.causal && q0 + BR < tk ? q0 + BR : tk;
   for (int64_t k0 = firstKeyTile<BC>(p, b, q0); k0 < kEnd; k0 += BC) {
     __syncthreads(); // the previous tile's dSsT / Ks reads are done
-    loadTile<BC, HD, NT, true>(KsT, C::LDC, kp, tk, p.d, k0, p.vecQK);
-    loadTile<BC, HD, NT, false>(Ks, C::LDH, kp, tk, p.d, k0, p.vecQK);
-    loadTile<BC, HD, NT, true>(VsT, C::LDC, vp, tk, p.dvDim, k0, p.vecV);
+    loadTile<BC, HD, NT, true>(KsT, C::LDC, kp, tk, p.d, p.lay.k.row, k0,
+                               p.vecQK);
+    loadTile<BC, HD, NT, false>(Ks, C::LDH, kp, tk, p.d, p.lay.k.row, k0,
+                                p.vecQK);
+    loadTile<BC, HD, NT, true>(VsT, C::LDC, vp, tk, p.dvDim, p.lay.v.row, k0,
+                               p.vecV);
     __syncthreads();
 
     float s[RPT][4], dp[RPT][4];
@@ -403,7 +417,7 @@ __global__ void __launch_bounds__(C::NT) attentionDqKernel(Params p) {
     const int64_t i = q0 + ty * RPT + r;
     if (i >= tq)
       continue;
-    T *row = static_cast<T *>(p.dq) + (bh * p.tq + i) * p.d;
+    T *row = headBase<T>(p.dq, p.lay.dq, bh, p.heads) + i * p.lay.dq.row;
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
       const int col = accCol<CPT, TX>(tx, c);
@@ -453,15 +467,15 @@ __global__ void __launch_bounds__(C::NT) attentionDkvKernel(Params p) {
   const int64_t tq = seqRows(p, b, p.tq), tk = seqRows(p, b, p.tk);
   if (k0 >= tk)
     return; // past a varlen sequence's end: no key here
-  const T *qp = static_cast<const T *>(p.q) + bh * p.tq * p.d;
-  const T *gp = static_cast<const T *>(p.dout) + bh * p.tq * p.dvDim;
+  const T *qp = headBase<const T>(p.q, p.lay.q, bh, p.heads);
+  const T *gp = headBase<const T>(p.dout, p.lay.o, bh, p.heads);
 
   loadTile<BR, HD, NT, true>(KsT, C::LDR,
-                             static_cast<const T *>(p.k) + bh * p.tk * p.d,
-                             tk, p.d, k0, p.vecQK);
+                             headBase<const T>(p.k, p.lay.k, bh, p.heads), tk,
+                             p.d, p.lay.k.row, k0, p.vecQK);
   loadTile<BR, HD, NT, true>(VsT, C::LDR,
-                             static_cast<const T *>(p.v) + bh * p.tk * p.dvDim,
-                             tk, p.dvDim, k0, p.vecV);
+                             headBase<const T>(p.v, p.lay.v, bh, p.heads), tk,
+                             p.dvDim, p.lay.v.row, k0, p.vecV);
   float accK[RPT][CPT], accV[RPT][CPT];
 #pragma unroll
   for (int r = 0; r < RPT; ++r)
@@ -473,10 +487,14 @@ __global__ void __launch_bounds__(C::NT) attentionDkvKernel(Params p) {
   const int64_t qStart = p.causal ? (k0 / BC) * BC : 0;
   for (int64_t q0 = qStart; q0 < tq; q0 += BC) {
     __syncthreads(); // the previous tile's Ps / dSs / Qs / dOs reads are done
-    loadTile<BC, HD, NT, true>(QsT, C::LDC, qp, tq, p.d, q0, p.vecQK);
-    loadTile<BC, HD, NT, false>(Qs, C::LDH, qp, tq, p.d, q0, p.vecQK);
-    loadTile<BC, HD, NT, true>(dOsT, C::LDC, gp, tq, p.dvDim, q0, p.vecV);
-    loadTile<BC, HD, NT, false>(dOs, C::LDH, gp, tq, p.dvDim, q0, p.vecV);
+    loadTile<BC, HD, NT, true>(QsT, C::LDC, qp, tq, p.d, p.lay.q.row, q0,
+                               p.vecQK);
+    loadTile<BC, HD, NT, false>(Qs, C::LDH, qp, tq, p.d, p.lay.q.row, q0,
+                                p.vecQK);
+    loadTile<BC, HD, NT, true>(dOsT, C::LDC, gp, tq, p.dvDim, p.lay.o.row, q0,
+                               p.vecV);
+    loadTile<BC, HD, NT, false>(dOs, C::LDH, gp, tq, p.dvDim, p.lay.o.row, q0,
+                                p.vecV);
     for (int c = tid; c < BC; c += NT) {
       const int64_t i = q0 + c;
       Ls[c] = i < tq ? p.lse[bh * p.tq + i] : 0.f;
@@ -519,8 +537,8 @@ __global__ void __launch_bounds__(C::NT) attentionDkvKernel(Params p) {
     const int64_t j = k0 + ty * RPT + r;
     if (j >= tk)
       continue;
-    T *krow = static_cast<T *>(p.dk) + (bh * p.tk + j) * p.d;
-    T *vrow = static_cast<T *>(p.dv) + (bh * p.tk + j) * p.dvDim;
+    T *krow = headBase<T>(p.dk, p.lay.dk, bh, p.heads) + j * p.lay.dk.row;
+    T *vrow = headBase<T>(p.dv, p.lay.dv, bh, p.heads) + j * p.lay.dv.row;
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
       const int col = accCol<CPT, TX>(tx, c);
@@ -561,19 +579,32 @@ Status checkShapes(int64_t batch, int64_t heads, int64_t tq, int64_t tk,
   return 0;
 }
 
+/// Whether every row of a (batch, head) pair starts at a multiple of n
+/// elements from the base.
+bool stridesOf(const kernels::AttentionStrides &s, int64_t n) {
+  return s.batch % n == 0 && s.head % n == 0 && s.row % n == 0;
+}
+
+/// The tensor cores copy 16-byte pieces of rows: 16-byte aligned tensors
+/// whose rows start at multiples of 8 (16-bit) elements.
 bool tensorCoresFit(FloatType type, int64_t d, int64_t dv, const void *q,
-                    const void *k, const void *v, const void *out) {
+                    const void *k, const void *v, const void *out,
+                    const kernels::AttentionLayout &l) {
   return type != FloatType::F32 && d == dv && (d == 64 || d == 128) &&
-         aligned16(q) && aligned16(k) && aligned16(v) && aligned16(out);
+         aligned16(q) && aligned16(k) && aligned16(v) && aligned16(out) &&
+         stridesOf(l.q, 8) && stridesOf(l.k, 8) && stridesOf(l.v, 8) &&
+         stridesOf(l.o, 8);
 }
 
 /// The tensor-core backward's conditions: the forward's on q, k, v and
 /// dout, and 16-byte aligned gradients.
 bool bwdTensorCoresFit(FloatType type, int64_t d, int64_t dv, const void *q,
                        const void *k, const void *v, const void *dout,
-                       const void *dq, const void *dk, const void *dvp) {
-  return tensorCoresFit(type, d, dv, q, k, v, dout) && aligned16(dq) &&
-         aligned16(dk) && aligned16(dvp);
+                       const void *dq, const void *dk, const void *dvp,
+                       const kernels::AttentionLayout &l) {
+  return tensorCoresFit(type, d, dv, q, k, v, dout, l) && aligned16(dq) &&
+         aligned16(dk) && aligned16(dvp) && stridesOf(l.dq, 8) &&
+         stridesOf(l.dk, 8) && stridesOf(l.dv, 8);
 }
 
 template <class T> constexpr FloatType typeOf() {
@@ -627,8 +658,10 @@ Status launchBwd(const Params &p, int64_t bh, cudaStream_t stream) {
 
 Params baseParams(const void *q, const void *k, const void *v, int64_t heads,
                   int64_t tq, int64_t tk, int64_t d, int64_t dv, double scale,
-                  bool causal, KeyMask mask) {
+                  bool causal, KeyMask mask,
+                  const kernels::AttentionLayout &layout) {
   Params p{};
+  p.lay = layout;
   p.q = q;
   p.k = k;
   p.v = v;
@@ -642,8 +675,9 @@ Params baseParams(const void *q, const void *k, const void *v, int64_t heads,
   p.dvDim = static_cast<int>(dv);
   p.scale = static_cast<float>(scale);
   p.causal = causal;
-  p.vecQK = d % 4 == 0 && aligned16(q) && aligned16(k);
-  p.vecV = dv % 4 == 0 && aligned16(v);
+  p.vecQK = d % 4 == 0 && aligned16(q) && aligned16(k) &&
+            stridesOf(layout.q, 4) && stridesOf(layout.k, 4);
+  p.vecV = dv % 4 == 0 && aligned16(v) && stridesOf(layout.v, 4);
   return p;
 }
 
@@ -674,23 +708,24 @@ Status attentionFwd(const void *q, const void *k, const void *v, void *out,
                     int64_t batch, int64_t heads, int64_t tq, int64_t tk,
                     int64_t d, int64_t dv, double scale, bool causal,
                     KeyMask mask, float *lse, cudaStream_t stream,
-                    AttentionPath path, const int32_t *cu = nullptr,
-                    const int32_t *docStart = nullptr,
-                    const int32_t *docEnd = nullptr) {
+                    AttentionPath path, const int32_t *cu,
+                    const int32_t *docStart, const int32_t *docEnd,
+                    const kernels::AttentionLayout &layout) {
   if (Status st = checkShapes(batch, heads, tq, tk, d, dv))
     return st;
   if (mask.keep && mask.bias)
     return invalid();
-  const bool tc = tensorCoresFit(typeOf<T>(), d, dv, q, k, v, out);
+  const kernels::AttentionLayout l = layout.resolve(heads, tq, tk, d, dv);
+  const bool tc = tensorCoresFit(typeOf<T>(), d, dv, q, k, v, out, l);
   if (path == AttentionPath::TensorCore && !tc)
     return invalid();
-  Params p = baseParams(q, k, v, heads, tq, tk, d, dv, scale, causal, mask);
+  Params p = baseParams(q, k, v, heads, tq, tk, d, dv, scale, causal, mask, l);
   p.cu = cu;
   p.docStart = docStart;
   p.docEnd = docEnd;
   p.o = out;
   p.lseOut = lse;
-  p.vecV = p.vecV && aligned16(out);
+  p.vecV = p.vecV && aligned16(out) && stridesOf(l.o, 4);
   if constexpr (kIsHalf<T>)
     if (tc && path != AttentionPath::Fma)
       return launchFwdTc<T, T>(p, batch * heads, stream);
@@ -704,15 +739,16 @@ Status attentionBwd(const void *q, const void *k, const void *v,
                     int64_t d, int64_t dvDim, double scale, bool causal,
                     KeyMask mask, const void *out, const float *lse,
                     void *workspace, cudaStream_t stream,
-                    AttentionPath path, const int32_t *cu = nullptr,
-                    const int32_t *docStart = nullptr,
-                    const int32_t *docEnd = nullptr) {
+                    AttentionPath path, const int32_t *cu,
+                    const int32_t *docStart, const int32_t *docEnd,
+                    const kernels::AttentionLayout &layout) {
   if (Status st = checkShapes(batch, heads, tq, tk, d, dvDim))
     return st;
   if ((mask.keep && mask.bias) || (!out) != (!lse))
     return invalid();
+  const kernels::AttentionLayout l = layout.resolve(heads, tq, tk, d, dvDim);
   const bool tc = bwdTensorCoresFit(typeOf<T>(), d, dvDim, q, k, v, dout, dq,
-                                    dk, dv);
+                                    dk, dv, l);
   if (path == AttentionPath::TensorCore && !tc)
     return invalid();
   const bool useTc = tc && path != AttentionPath::Fma;
@@ -730,16 +766,22 @@ Status attentionBwd(const void *q, const void *k, const void *v,
     return invalid();
   const bool haveForward = out != nullptr;
   BwdWorkspace w = bwdWorkspace(workspace, batch, heads, tq, dvDim, haveForward);
-  Params p = baseParams(q, k, v, heads, tq, tk, d, dvDim, scale, causal, mask);
+  Params p = baseParams(q, k, v, heads, tq, tk, d, dvDim, scale, causal, mask,
+                        l);
   p.cu = cu;
   p.docStart = docStart;
   p.docEnd = docEnd;
   const unsigned deltaBlocks = static_cast<unsigned>(ceilDiv(bh * tq, 8));
+  // The forward's output: the caller's (where the result is, l.o) or the
+  // workspace's (heads first).
+  kernels::AttentionStrides outStrides = l.o;
   if (!haveForward) {
     // The forward into the workspace, its output in float (unrounded), by
     // the kernel of the path the backward takes.
     Params f = p;
     f.o = w.out;
+    f.lay.o = outStrides = kernels::AttentionStrides::headsFirst(heads, tq,
+                                                                 dvDim);
     f.lseOut = w.lse;
     Status st = 0;
     if constexpr (kIsHalf<T>)
@@ -750,14 +792,14 @@ Status attentionBwd(const void *q, const void *k, const void *v,
     if (st)
       return st;
     attentionDeltaKernel<T, float><<<deltaBlocks, 256, 0, stream>>>(
-        static_cast<const T *>(dout), w.out, w.delta, bh * tq,
-        static_cast<int>(dvDim));
+        static_cast<const T *>(dout), l.o, w.out, outStrides, w.delta,
+        bh * tq, heads, tq, static_cast<int>(dvDim));
     out = w.out;
     lse = w.lse;
   } else {
     attentionDeltaKernel<T, T><<<deltaBlocks, 256, 0, stream>>>(
-        static_cast<const T *>(dout), static_cast<const T *>(out), w.delta,
-        bh * tq, static_cast<int>(dvDim));
+        static_cast<const T *>(dout), l.o, static_cast<const T *>(out),
+        outStrides, w.delta, bh * tq, heads, tq, static_cast<int>(dvDim));
   }
   if (Status st = launched())
     return st;
@@ -768,7 +810,7 @@ Status attentionBwd(const void *q, const void *k, const void *v,
   p.dq = dq;
   p.dk = dk;
   p.dv = dv;
-  p.vecV = p.vecV && aligned16(dout);
+  p.vecV = p.vecV && aligned16(dout) && stridesOf(l.o, 4);
   if constexpr (kIsHalf<T>)
     if (useTc)
       return launchBwdTc<T>(p, bh, stream);
@@ -793,12 +835,13 @@ Status denseFwd(FloatType type, const void *q, const void *k, const void *v,
                 void *out, int64_t batch, int64_t heads, int64_t tq,
                 int64_t tk, int64_t d, int64_t dv, double scale, bool causal,
                 cudaStream_t stream, AttentionPath path, const int32_t *cu,
-                const int32_t *docStart, const int32_t *docEnd) {
+                const int32_t *docStart, const int32_t *docEnd,
+                const kernels::AttentionLayout &layout) {
   return dispatchType(type, [&](auto tag) {
     using T = decltype(tag);
     return attentionFwd<T>(q, k, v, out, batch, heads, tq, tk, d, dv, scale,
                            causal, KeyMask{}, nullptr, stream, path, cu,
-                           docStart, docEnd);
+                           docStart, docEnd, layout);
   });
 }
 
@@ -807,12 +850,14 @@ Status denseBwd(FloatType type, const void *q, const void *k, const void *v,
                 int64_t heads, int64_t tq, int64_t tk, int64_t d,
                 int64_t dvDim, double scale, bool causal, void *workspace,
                 cudaStream_t stream, AttentionPath path, const int32_t *cu,
-                const int32_t *docStart, const int32_t *docEnd) {
+                const int32_t *docStart, const int32_t *docEnd,
+                const kernels::AttentionLayout &layout) {
   return dispatchType(type, [&](auto tag) {
     using T = decltype(tag);
     return attentionBwd<T>(q, k, v, dout, dq, dk, dv, batch, heads, tq, tk, d,
                            dvDim, scale, causal, KeyMask{}, nullptr, nullptr,
-                           workspace, stream, path, cu, docStart, docEnd);
+                           workspace, stream, path, cu, docStart, docEnd,
+                           layout);
   });
 }
 
@@ -820,8 +865,11 @@ Status denseBwd(FloatType type, const void *q, const void *k, const void *v,
 
 bool attention_fwd_uses_tensor_cores(FloatType type, int64_t d, int64_t dv,
                                      const void *q, const void *k,
-                                     const void *v, const void *out) {
-  return tensorCoresFit(type, d, dv, q, k, v, out);
+                                     const void *v, const void *out,
+                                     const kernels::AttentionLayout &layout) {
+  // Strides only matter when given: heads first fits whenever d does.
+  return tensorCoresFit(type, d, dv, q, k, v, out,
+                        layout.resolve(1, 8, 8, 8, 8));
 }
 
 Status attention_fwd(const float *q, const float *k, const float *v,
@@ -830,18 +878,21 @@ Status attention_fwd(const float *q, const float *k, const float *v,
                      bool causal, KeyMask mask, float *lse,
                      cudaStream_t stream) {
   return attentionFwd<float>(q, k, v, out, batch, heads, tq, tk, d, dv, scale,
-                             causal, mask, lse, stream, AttentionPath::Fma);
+                             causal, mask, lse, stream, AttentionPath::Fma,
+                             nullptr, nullptr, nullptr, {});
 }
 
 Status attention_fwd(FloatType type, const void *q, const void *k,
                      const void *v, void *out, int64_t batch, int64_t heads,
                      int64_t tq, int64_t tk, int64_t d, int64_t dv,
                      double scale, bool causal, KeyMask mask, float *lse,
-                     cudaStream_t stream, AttentionPath path) {
+                     cudaStream_t stream, AttentionPath path,
+                     const kernels::AttentionLayout &layout) {
   return dispatchType(type, [&](auto tag) {
     using T = decltype(tag);
     return attentionFwd<T>(q, k, v, out, batch, heads, tq, tk, d, dv, scale,
-                           causal, mask, lse, stream, path);
+                           causal, mask, lse, stream, path, nullptr, nullptr,
+                           nullptr, layout);
   });
 }
 
@@ -863,7 +914,8 @@ Status attention_bwd(const float *q, const float *k, const float *v,
                      void *workspace, cudaStream_t stream) {
   return attentionBwd<float>(q, k, v, dout, dq, dk, dv, batch, heads, tq, tk,
                              d, dvDim, scale, causal, mask, out, lse,
-                             workspace, stream, AttentionPath::Fma);
+                             workspace, stream, AttentionPath::Fma, nullptr,
+                             nullptr, nullptr, {});
 }
 
 Status attention_bwd(FloatType type, const void *q, const void *k,
@@ -872,12 +924,13 @@ Status attention_bwd(FloatType type, const void *q, const void *k,
                      int64_t tk, int64_t d, int64_t dvDim, double scale,
                      bool causal, KeyMask mask, const void *out,
                      const float *lse, void *workspace, cudaStream_t stream,
-                     AttentionPath path) {
+                     AttentionPath path,
+                     const kernels::AttentionLayout &layout) {
   return dispatchType(type, [&](auto tag) {
     using T = decltype(tag);
     return attentionBwd<T>(q, k, v, dout, dq, dk, dv, batch, heads, tq, tk, d,
                            dvDim, scale, causal, mask, out, lse, workspace,
-                           stream, path);
+                           stream, path, nullptr, nullptr, nullptr, layout);
   });
 }
 
@@ -885,8 +938,10 @@ bool attention_bwd_uses_tensor_cores(FloatType type, int64_t d, int64_t dv,
                                      const void *q, const void *k,
                                      const void *v, const void *dout,
                                      const void *dq, const void *dk,
-                                     const void *dvp) {
-  return bwdTensorCoresFit(type, d, dv, q, k, v, dout, dq, dk, dvp);
+                                     const void *dvp,
+                                     const kernels::AttentionLayout &layout) {
+  return bwdTensorCoresFit(type, d, dv, q, k, v, dout, dq, dk, dvp,
+                           layout.resolve(1, 8, 8, 8, 8));
 }
 
 } // namespace tcc::cuda

@@ -10,6 +10,7 @@
 #ifndef TCC_RUNTIME_KERNELS_CUDA_ATTENTION_COMMON_CUH
 #define TCC_RUNTIME_KERNELS_CUDA_ATTENTION_COMMON_CUH
 
+#include "kernels/attention_layout.h"
 #include "kernels/cuda/common.cuh"
 
 namespace tcc::cuda::attn {
@@ -34,11 +35,23 @@ struct Params {
   /// document and the first key past it (row offsets); keys outside are
   /// hidden. Null: none.
   const int32_t *docStart, *docEnd;
+  /// Where q, k, v, o (the forward's result, the backward's dout), dq, dk
+  /// and dv are (resolved: never default).
+  kernels::AttentionLayout lay;
   int64_t heads, tq, tk;
   int d, dvDim;
   float scale;
   bool causal, vecQK, vecV;
 };
+
+/// Row 0 of (batch*head) pair bh of a tensor with strides `s`.
+template <class T>
+__device__ __forceinline__ T *headBase(const void *base,
+                                       const kernels::AttentionStrides &s,
+                                       int64_t bh, int64_t heads) {
+  return static_cast<T *>(const_cast<void *>(base)) +
+         s.at(bh / heads, bh % heads, 0);
+}
 
 /// Rows of batch b that hold tokens, of its `n` (tq or tk): all of them,
 /// or its variable-length sequence's.
@@ -130,13 +143,15 @@ Status denseFwd(FloatType type, const void *q, const void *k, const void *v,
                 void *out, int64_t batch, int64_t heads, int64_t tq,
                 int64_t tk, int64_t d, int64_t dv, double scale, bool causal,
                 cudaStream_t stream, AttentionPath path, const int32_t *cu,
-                const int32_t *docStart, const int32_t *docEnd);
+                const int32_t *docStart, const int32_t *docEnd,
+                const kernels::AttentionLayout &layout);
 Status denseBwd(FloatType type, const void *q, const void *k, const void *v,
                 const void *dout, void *dq, void *dk, void *dv, int64_t batch,
                 int64_t heads, int64_t tq, int64_t tk, int64_t d,
                 int64_t dvDim, double scale, bool causal, void *workspace,
                 cudaStream_t stream, AttentionPath path, const int32_t *cu,
-                const int32_t *docStart, const int32_t *docEnd);
+                const int32_t *docStart, const int32_t *docEnd,
+                const kernels::AttentionLayout &layout);
 
 } // namespace tcc::cuda::attn
 

@@ -48,11 +48,11 @@ __global__ void __launch_bounds__(C::NT, C::MIN_BLOCKS)
   const int64_t tq = seqRows(p, b, p.tq), tk = seqRows(p, b, p.tk);
   if (q0 >= tq)
     return; // past a varlen sequence's end: no query here
-  const T *kp = static_cast<const T *>(p.k) + bh * p.tk * HD;
-  const T *vp = static_cast<const T *>(p.v) + bh * p.tk * HD;
+  const T *kp = headBase<const T>(p.k, p.lay.k, bh, p.heads);
+  const T *vp = headBase<const T>(p.v, p.lay.v, bh, p.heads);
 
   copyTileAsync<BR, HD, LD, NT>(
-      Qs, static_cast<const T *>(p.q) + bh * p.tq * HD, tq, q0);
+      Qs, headBase<const T>(p.q, p.lay.q, bh, p.heads), p.lay.q.row, tq, q0);
   cpAsyncWait<0>();
   __syncthreads();
   // This warp's 16 query rows as A fragments, one per k-step: matrices
@@ -82,8 +82,8 @@ __global__ void __launch_bounds__(C::NT, C::MIN_BLOCKS)
   int64_t k0 = firstKeyTile<BC>(p, b, q0);
   // Tile t's K copy overlaps tile t-1's P V, its V copy tile t's scores.
   if (k0 < kEnd) {
-    copyTileAsync<BC, HD, LD, NT>(Ks, kp, tk, k0);
-    copyTileAsync<BC, HD, LD, NT>(Vs, vp, tk, k0);
+    copyTileAsync<BC, HD, LD, NT>(Ks, kp, p.lay.k.row, tk, k0);
+    copyTileAsync<BC, HD, LD, NT>(Vs, vp, p.lay.v.row, tk, k0);
   }
   for (; k0 < kEnd; k0 += BC) {
     const bool more = k0 + BC < kEnd;
@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(C::NT, C::MIN_BLOCKS)
     cpAsyncWait<0>(); // this thread's V copies
     __syncthreads();  // everyone's; every warp is done with this K tile
     if (more)
-      copyTileAsync<BC, HD, LD, NT>(Ks, kp, tk, k0 + BC);
+      copyTileAsync<BC, HD, LD, NT>(Ks, kp, p.lay.k.row, tk, k0 + BC);
     // O += P V: P's A fragment for keys 16 kk.. is the accumulators of
     // n-tiles 2 kk and 2 kk + 1, rounded to T; V's B fragments come from
     // ldmatrix.trans of V rows (keys) - matrices (keys 0-7, cols 0-7),
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(C::NT, C::MIN_BLOCKS)
     }
     if (more) {
       __syncthreads(); // every warp is done with this V tile
-      copyTileAsync<BC, HD, LD, NT>(Vs, vp, tk, k0 + BC);
+      copyTileAsync<BC, HD, LD, NT>(Vs, vp, p.lay.v.row, tk, k0 + BC);
     }
   }
 
@@ -199,7 +199,7 @@ __global__ void __launch_bounds__(C::NT, C::MIN_BLOCKS)
     total += __shfl_xor_sync(kFullMask, total, 2);
     if (row[h] >= tq)
       continue;
-    TO *orow = static_cast<TO *>(p.o) + (bh * p.tq + row[h]) * HD;
+    TO *orow = headBase<TO>(p.o, p.lay.o, bh, p.heads) + row[h] * p.lay.o.row;
 #pragma unroll
     for (int n = 0; n < ON; ++n) {
       const float a = tk == 0 ? 0.f : o[n][2 * h] / total;

@@ -98,14 +98,16 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4],
                    "r"(b1));
 }
 
-/// Starts copying rows [row0, row0 + R) of a dense [nrows, HD] matrix of
-/// 16-bit values into shared memory as stored (row stride LD), zero past
-/// nrows: 16-byte cp.async copies (the base is 16-byte aligned and HD a
-/// multiple of 8), committed as one group. The caller waits for the group
-/// (cpAsyncWait) and then synchronises the block.
+/// Starts copying rows [row0, row0 + R) of a [nrows, HD] matrix of 16-bit
+/// values whose rows are `srcLd` apart into shared memory as stored (row
+/// stride LD), zero past nrows: 16-byte cp.async copies (the base is
+/// 16-byte aligned, HD and srcLd multiples of 8), committed as one group.
+/// The caller waits for the group (cpAsyncWait) and then synchronises the
+/// block.
 template <int R, int HD, int LD, int NT, class T>
 __device__ __forceinline__ void copyTileAsync(T *dst, const T *src,
-                                              int64_t nrows, int64_t row0) {
+                                              int64_t srcLd, int64_t nrows,
+                                              int64_t row0) {
   constexpr int C8 = HD / 8;
   for (int idx = threadIdx.x; idx < R * C8; idx += NT) {
     const int r = idx / C8, c = (idx % C8) * 8;
@@ -113,7 +115,7 @@ __device__ __forceinline__ void copyTileAsync(T *dst, const T *src,
     const bool valid = gr < nrows;
     // An invalid row reads nothing (source size 0: 16 zero bytes written);
     // its address stays inside the tensor anyway.
-    const T *from = src + (valid ? gr * HD + c : 0);
+    const T *from = src + (valid ? gr * srcLd + c : 0);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
                      smemAddress(dst + r * LD + c)),
                  "l"(from), "r"(valid ? 16 : 0));

@@ -59,7 +59,8 @@ template <int N> __device__ __forceinline__ void zero(float (&a)[N][4]) {
 /// Rows [row0, row0 + 16) of this warp's accumulators (row g in c0, c1,
 /// row g + 8 in c2, c3) times `scale`, rounded to T, into dst rows of HD.
 template <class T, int HD>
-__device__ __forceinline__ void storeRows(T *base, int64_t nrows, int64_t row0,
+__device__ __forceinline__ void storeRows(T *base, int64_t ld, int64_t nrows,
+                                          int64_t row0,
                                           const float (&acc)[HD / 8][4],
                                           float scale, int g, int t4) {
 #pragma unroll
@@ -67,7 +68,7 @@ __device__ __forceinline__ void storeRows(T *base, int64_t nrows, int64_t row0,
     const int64_t r = row0 + g + 8 * h;
     if (r >= nrows)
       continue;
-    T *dst = base + r * HD;
+    T *dst = base + r * ld;
 #pragma unroll
     for (int n = 0; n < HD / 8; ++n)
       *reinterpret_cast<uint32_t *>(dst + n * 8 + 2 * t4) =
@@ -97,13 +98,14 @@ __global__ void __launch_bounds__(C::NT, C::DQ_MIN_BLOCKS)
   const int64_t tq = seqRows(p, b, p.tq), tk = seqRows(p, b, p.tk);
   if (q0 >= tq)
     return; // past a varlen sequence's end: no query here
-  const T *kp = static_cast<const T *>(p.k) + bh * p.tk * HD;
-  const T *vp = static_cast<const T *>(p.v) + bh * p.tk * HD;
+  const T *kp = headBase<const T>(p.k, p.lay.k, bh, p.heads);
+  const T *vp = headBase<const T>(p.v, p.lay.v, bh, p.heads);
 
   copyTileAsync<BR, HD, LD, NT>(
-      Qs, static_cast<const T *>(p.q) + bh * p.tq * HD, tq, q0);
+      Qs, headBase<const T>(p.q, p.lay.q, bh, p.heads), p.lay.q.row, tq, q0);
   copyTileAsync<BR, HD, LD, NT>(
-      dOs, static_cast<const T *>(p.dout) + bh * p.tq * HD, tq, q0);
+      dOs, headBase<const T>(p.dout, p.lay.o, bh, p.heads), p.lay.o.row, tq,
+      q0);
   int64_t row[2];
   float L[2], D[2];
 #pragma unroll
@@ -119,8 +121,8 @@ __global__ void __launch_bounds__(C::NT, C::DQ_MIN_BLOCKS)
   const int64_t kEnd = p.causal && q0 + BR < tk ? q0 + BR : tk;
   for (int64_t k0 = firstKeyTile<BC>(p, b, q0); k0 < kEnd; k0 += BC) {
     __syncthreads(); // the previous tile's K / V reads are done
-    copyTileAsync<BC, HD, LD, NT>(Ks, kp, tk, k0);
-    copyTileAsync<BC, HD, LD, NT>(Vs, vp, tk, k0);
+    copyTileAsync<BC, HD, LD, NT>(Ks, kp, p.lay.k.row, tk, k0);
+    copyTileAsync<BC, HD, LD, NT>(Vs, vp, p.lay.v.row, tk, k0);
     cpAsyncWait<0>(); // this thread's copies (Q and dO too, the first time)
     __syncthreads();  // everyone's
 
@@ -179,7 +181,7 @@ __global__ void __launch_bounds__(C::NT, C::DQ_MIN_BLOCKS)
     }
   }
   cpAsyncWait<0>(); // with no key tile the Q / dO copies are still pending
-  storeRows<T, HD>(static_cast<T *>(p.dq) + bh * p.tq * HD, tq,
+  storeRows<T, HD>(headBase<T>(p.dq, p.lay.dq, bh, p.heads), p.lay.dq.row, tq,
                    q0 + warp * 16, acc, p.scale, g, t4);
 }
 
@@ -206,13 +208,13 @@ __global__ void __launch_bounds__(C::NT) attentionDkvTcKernel(Params p) {
   const int64_t tq = seqRows(p, b, p.tq), tk = seqRows(p, b, p.tk);
   if (k0 >= tk)
     return; // past a varlen sequence's end: no key here
-  const T *qp = static_cast<const T *>(p.q) + bh * p.tq * HD;
-  const T *gp = static_cast<const T *>(p.dout) + bh * p.tq * HD;
+  const T *qp = headBase<const T>(p.q, p.lay.q, bh, p.heads);
+  const T *gp = headBase<const T>(p.dout, p.lay.o, bh, p.heads);
 
   copyTileAsync<BR, HD, LD, NT>(
-      Ks, static_cast<const T *>(p.k) + bh * p.tk * HD, tk, k0);
+      Ks, headBase<const T>(p.k, p.lay.k, bh, p.heads), p.lay.k.row, tk, k0);
   copyTileAsync<BR, HD, LD, NT>(
-      Vs, static_cast<const T *>(p.v) + bh * p.tk * HD, tk, k0);
+      Vs, headBase<const T>(p.v, p.lay.v, bh, p.heads), p.lay.v.row, tk, k0);
   int64_t key[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h)
@@ -225,8 +227,8 @@ __global__ void __launch_bounds__(C::NT) attentionDkvTcKernel(Params p) {
   const int64_t qStart = p.causal ? (k0 / BC) * BC : 0;
   for (int64_t q0 = qStart; q0 < tq; q0 += BC) {
     __syncthreads(); // the previous tile's Q / dO / L / delta reads are done
-    copyTileAsync<BC, HD, LD, NT>(Qs, qp, tq, q0);
-    copyTileAsync<BC, HD, LD, NT>(dOs, gp, tq, q0);
+    copyTileAsync<BC, HD, LD, NT>(Qs, qp, p.lay.q.row, tq, q0);
+    copyTileAsync<BC, HD, LD, NT>(dOs, gp, p.lay.o.row, tq, q0);
     for (int c = threadIdx.x; c < BC; c += NT) {
       const int64_t i = q0 + c;
       Ls[c] = i < tq ? backwardLse(p.lse[bh * p.tq + i]) : 0.f;
@@ -298,9 +300,9 @@ __global__ void __launch_bounds__(C::NT) attentionDkvTcKernel(Params p) {
     }
   }
   cpAsyncWait<0>(); // with no query tile the K / V copies are still pending
-  storeRows<T, HD>(static_cast<T *>(p.dk) + bh * p.tk * HD, tk,
+  storeRows<T, HD>(headBase<T>(p.dk, p.lay.dk, bh, p.heads), p.lay.dk.row, tk,
                    k0 + warp * 16, accK, p.scale, g, t4);
-  storeRows<T, HD>(static_cast<T *>(p.dv) + bh * p.tk * HD, tk,
+  storeRows<T, HD>(headBase<T>(p.dv, p.lay.dv, bh, p.heads), p.lay.dv.row, tk,
                    k0 + warp * 16, accV, 1.f, g, t4);
 }
 

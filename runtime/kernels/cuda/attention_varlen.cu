@@ -98,6 +98,78 @@ Status documentBounds(const VarlenWorkspace &w, const int32_t *cu,
   return launched();
 }
 
+/// varlen_gather (SCATTER false) and varlen_scatter (true) for a packed
+/// tensor at strides `s` (token rows): one thread per element of the
+/// output, E the element's storage (2 or 4 bytes). Gather: aligned element
+/// ((b * heads + h) * seq + t) * dim + x is packed token cu[b] + t's, zero
+/// past sequence b's length. Scatter: packed token r = b * seq + t of
+/// sequence s (binary search, as varlen_scatter) takes aligned row (s *
+/// heads + h) * seq + r - cu[s]; tokens from cu[batch] on are zero.
+template <class E, bool SCATTER>
+__global__ void __launch_bounds__(256)
+    stridedVarlenKernel(const E *in, const int32_t *cu, int64_t batch,
+                        int64_t heads, int64_t seq, int64_t dim,
+                        kernels::AttentionStrides s, E *out) {
+  const int64_t n = batch * heads * seq * dim;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t row = e / dim, x = e % dim;
+    const int64_t b = row / (heads * seq), h = (row / seq) % heads,
+                  t = row % seq;
+    if (!SCATTER) {
+      const int64_t start = cu[b], len = cu[b + 1] - start, r = start + t;
+      out[e] = t < len && r >= 0 && r < batch * seq
+                   ? in[s.at(r / seq, h, r % seq) + x]
+                   : E(0);
+      continue;
+    }
+    const int64_t r = b * seq + t;
+    E v = E(0);
+    if (r < cu[batch]) {
+      int64_t lo = 0, hi = batch;
+      while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (cu[mid] <= r)
+          lo = mid;
+        else
+          hi = mid;
+      }
+      const int64_t i = r - cu[lo];
+      if (i >= 0 && i < seq)
+        v = in[((lo * heads + h) * seq + i) * dim + x];
+    }
+    out[s.at(b, h, t) + x] = v;
+  }
+}
+
+/// varlen_gather / varlen_scatter of a tensor at strides `s`: theirs for
+/// heads first, stridedVarlenKernel otherwise.
+template <bool SCATTER>
+Status varlenMove(const void *in, const int32_t *cu, int64_t batch,
+                  int64_t heads, int64_t seq, int64_t dim, int64_t es,
+                  const kernels::AttentionStrides &s, void *out,
+                  cudaStream_t stream) {
+  if (s.isHeadsFirst(heads, seq, dim))
+    return SCATTER ? varlen_scatter(in, cu, batch, heads, seq, dim, es, out,
+                                    stream)
+                   : varlen_gather(in, cu, batch, heads, seq, dim, es, out,
+                                   stream);
+  const int64_t n = batch * heads * seq * dim;
+  if (n == 0)
+    return 0;
+  const unsigned blocks =
+      static_cast<unsigned>(std::min<int64_t>(ceilDiv(n, 256), 4096));
+  if (es == 2)
+    stridedVarlenKernel<uint16_t, SCATTER><<<blocks, 256, 0, stream>>>(
+        static_cast<const uint16_t *>(in), cu, batch, heads, seq, dim, s,
+        static_cast<uint16_t *>(out));
+  else
+    stridedVarlenKernel<uint32_t, SCATTER><<<blocks, 256, 0, stream>>>(
+        static_cast<const uint32_t *>(in), cu, batch, heads, seq, dim, s,
+        static_cast<uint32_t *>(out));
+  return launched();
+}
+
 /// Gathers packed rows into the aligned layout, runs the dense kernels over
 /// each sequence's rows (Params::cu) and scatters the results back. Packed
 /// documents (more sequences than batch rows) run in place instead, each
@@ -107,9 +179,11 @@ Status attentionVarlenFwd(FloatType type, const void *q, const void *k, const vo
                           int64_t batch, int64_t heads, int64_t seq, int64_t d,
                           int64_t dv, double scale, bool causal,
                           void *workspace, cudaStream_t stream,
-                          AttentionPath path) {
+                          AttentionPath path,
+                          const kernels::AttentionLayout &layout) {
   if (Status st = checkShapes(batch, heads, seq, seq, d, dv))
     return st;
+  const kernels::AttentionLayout l = layout.resolve(heads, seq, seq, d, dv);
   if (!cu || !workspace || sequences < batch)
     return invalid();
   const int64_t es = int64_t(float_type_size(type));
@@ -122,18 +196,21 @@ Status attentionVarlenFwd(FloatType type, const void *q, const void *k, const vo
                                    stream))
       return st;
     return denseFwd(type, q, k, v, out, batch, heads, seq, seq, d, dv, scale,
-                    causal, stream, path, nullptr, starts, ends);
+                    causal, stream, path, nullptr, starts, ends, l);
   }
-  Status st = varlen_gather(q, cu, batch, heads, seq, d, es, w.q, stream);
+  // The aligned copies are heads first.
+  Status st = varlenMove<false>(q, cu, batch, heads, seq, d, es, l.q, w.q,
+                                stream);
   if (!st)
-    st = varlen_gather(k, cu, batch, heads, seq, d, es, w.k, stream);
+    st = varlenMove<false>(k, cu, batch, heads, seq, d, es, l.k, w.k, stream);
   if (!st)
-    st = varlen_gather(v, cu, batch, heads, seq, dv, es, w.v, stream);
+    st = varlenMove<false>(v, cu, batch, heads, seq, dv, es, l.v, w.v, stream);
   if (!st)
     st = denseFwd(type, w.q, w.k, w.v, w.o, batch, heads, seq, seq, d, dv,
-                  scale, causal, stream, path, cu, nullptr, nullptr);
+                  scale, causal, stream, path, cu, nullptr, nullptr, {});
   if (!st)
-    st = varlen_scatter(w.o, cu, batch, heads, seq, dv, es, out, stream);
+    st = varlenMove<true>(w.o, cu, batch, heads, seq, dv, es, l.o, out,
+                          stream);
   return st;
 }
 
@@ -142,9 +219,12 @@ Status attentionVarlenBwd(FloatType type, const void *q, const void *k, const vo
                           const int32_t *cu, int64_t sequences, int64_t batch,
                           int64_t heads, int64_t seq, int64_t d, int64_t dvDim,
                           double scale, bool causal, void *workspace,
-                          cudaStream_t stream, AttentionPath path) {
+                          cudaStream_t stream, AttentionPath path,
+                          const kernels::AttentionLayout &layout) {
   if (Status st = checkShapes(batch, heads, seq, seq, d, dvDim))
     return st;
+  const kernels::AttentionLayout l =
+      layout.resolve(heads, seq, seq, d, dvDim);
   if (!cu || !workspace || sequences < batch)
     return invalid();
   const int64_t es = int64_t(float_type_size(type));
@@ -158,25 +238,32 @@ Status attentionVarlenBwd(FloatType type, const void *q, const void *k, const vo
       return st;
     return denseBwd(type, q, k, v, dout, dq, dk, dv, batch, heads, seq, seq, d,
                     dvDim, scale, causal, w.rest, stream, path, nullptr,
-                    starts, ends);
+                    starts, ends, l);
   }
-  Status st = varlen_gather(q, cu, batch, heads, seq, d, es, w.q, stream);
+  // The aligned copies are heads first.
+  Status st = varlenMove<false>(q, cu, batch, heads, seq, d, es, l.q, w.q,
+                                stream);
   if (!st)
-    st = varlen_gather(k, cu, batch, heads, seq, d, es, w.k, stream);
+    st = varlenMove<false>(k, cu, batch, heads, seq, d, es, l.k, w.k, stream);
   if (!st)
-    st = varlen_gather(v, cu, batch, heads, seq, dvDim, es, w.v, stream);
+    st = varlenMove<false>(v, cu, batch, heads, seq, dvDim, es, l.v, w.v,
+                           stream);
   if (!st)
-    st = varlen_gather(dout, cu, batch, heads, seq, dvDim, es, w.dout, stream);
+    st = varlenMove<false>(dout, cu, batch, heads, seq, dvDim, es, l.o,
+                           w.dout, stream);
   if (!st)
     st = denseBwd(type, w.q, w.k, w.v, w.dout, w.dq, w.dk, w.dv, batch, heads,
                   seq, seq, d, dvDim, scale, causal, w.rest, stream, path, cu,
-                  nullptr, nullptr);
+                  nullptr, nullptr, {});
   if (!st)
-    st = varlen_scatter(w.dq, cu, batch, heads, seq, d, es, dq, stream);
+    st = varlenMove<true>(w.dq, cu, batch, heads, seq, d, es, l.dq, dq,
+                          stream);
   if (!st)
-    st = varlen_scatter(w.dk, cu, batch, heads, seq, d, es, dk, stream);
+    st = varlenMove<true>(w.dk, cu, batch, heads, seq, d, es, l.dk, dk,
+                          stream);
   if (!st)
-    st = varlen_scatter(w.dv, cu, batch, heads, seq, dvDim, es, dv, stream);
+    st = varlenMove<true>(w.dv, cu, batch, heads, seq, dvDim, es, l.dv, dv,
+                          stream);
   return st;
 }
 
@@ -198,9 +285,11 @@ Status attention_varlen_fwd(FloatType type, const void *q, const void *k,
                             int64_t sequences, int64_t batch, int64_t heads,
                             int64_t seq, int64_t d, int64_t dv, double scale,
                             bool causal, void *workspace, cudaStream_t stream,
-                            AttentionPath path) {
+                            AttentionPath path,
+                            const kernels::AttentionLayout &layout) {
   return attentionVarlenFwd(type, q, k, v, out, cu, sequences, batch, heads,
-                            seq, d, dv, scale, causal, workspace, stream, path);
+                            seq, d, dv, scale, causal, workspace, stream, path,
+                            layout);
 }
 
 Status attention_varlen_bwd(FloatType type, const void *q, const void *k,
@@ -209,10 +298,11 @@ Status attention_varlen_bwd(FloatType type, const void *q, const void *k,
                             int64_t sequences, int64_t batch, int64_t heads,
                             int64_t seq, int64_t d, int64_t dvDim,
                             double scale, bool causal, void *workspace,
-                            cudaStream_t stream, AttentionPath path) {
+                            cudaStream_t stream, AttentionPath path,
+                            const kernels::AttentionLayout &layout) {
   return attentionVarlenBwd(type, q, k, v, dout, dq, dk, dv, cu, sequences,
                             batch, heads, seq, d, dvDim, scale, causal,
-                            workspace, stream, path);
+                            workspace, stream, path, layout);
 }
 
 } // namespace tcc::cuda

@@ -50,6 +50,8 @@
 #ifndef TCC_RUNTIME_KERNELS_CUDA_CUDA_KERNELS_H
 #define TCC_RUNTIME_KERNELS_CUDA_CUDA_KERNELS_H
 
+#include "kernels/attention_layout.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -216,9 +218,10 @@ enum class AttentionPath {
 
 /// Whether attention_fwd(type, ..., AttentionPath::Auto) takes the tensor
 /// cores for these operands.
-bool attention_fwd_uses_tensor_cores(FloatType type, int64_t d, int64_t dv,
-                                     const void *q, const void *k,
-                                     const void *v, const void *out);
+bool attention_fwd_uses_tensor_cores(
+    FloatType type, int64_t d, int64_t dv, const void *q, const void *k,
+    const void *v, const void *out,
+    const kernels::AttentionLayout &layout = {});
 
 /// out = softmax(scale * q @ k^T + mask) @ v: q [B,H,Tq,D], k [B,H,Tk,D],
 /// v [B,H,Tk,Dv], out [B,H,Tq,Dv]. `causal` hides keys j > i. A query with
@@ -253,33 +256,37 @@ Status attention_bwd(const float *q, const float *k, const float *v,
                      void *workspace, cudaStream_t stream);
 
 /// The forward on `type` storage: q, k, v and out of `type`, lse float.
+/// `layout` places q, k, v and out otherwise (token rows; default: heads
+/// first as above); lse stays [B,H,Tq].
 Status attention_fwd(FloatType type, const void *q, const void *k,
                      const void *v, void *out, int64_t batch, int64_t heads,
                      int64_t tq, int64_t tk, int64_t d, int64_t dv,
                      double scale, bool causal, KeyMask mask, float *lse,
                      cudaStream_t stream,
-                     AttentionPath path = AttentionPath::Auto);
+                     AttentionPath path = AttentionPath::Auto,
+                     const kernels::AttentionLayout &layout = {});
 
 /// The backward on `type` storage: q, k, v, dout, dq, dk, dv and the
 /// forward's `out` of `type`, lse float. Without out / lse the forward is
 /// recomputed into the workspace in float (unrounded, as the op's own f32
 /// computation would have it) by the forward kernel of the same path.
+/// `layout.o` places dout (and the given out), the rest as the forward's.
 Status attention_bwd(FloatType type, const void *q, const void *k,
                      const void *v, const void *dout, void *dq, void *dk,
                      void *dv, int64_t batch, int64_t heads, int64_t tq,
                      int64_t tk, int64_t d, int64_t dvDim, double scale,
                      bool causal, KeyMask mask, const void *out,
                      const float *lse, void *workspace, cudaStream_t stream,
-                     AttentionPath path = AttentionPath::Auto);
+                     AttentionPath path = AttentionPath::Auto,
+                     const kernels::AttentionLayout &layout = {});
 
 /// Whether attention_bwd(type, ..., AttentionPath::Auto) takes the tensor
 /// cores: the forward's conditions on q, k, v and dout, and 16-byte aligned
 /// dq, dk, dv.
-bool attention_bwd_uses_tensor_cores(FloatType type, int64_t d, int64_t dv,
-                                     const void *q, const void *k,
-                                     const void *v, const void *dout,
-                                     const void *dq, const void *dk,
-                                     const void *dvp);
+bool attention_bwd_uses_tensor_cores(
+    FloatType type, int64_t d, int64_t dv, const void *q, const void *k,
+    const void *v, const void *dout, const void *dq, const void *dk,
+    const void *dvp, const kernels::AttentionLayout &layout = {});
 
 /// Variable-length attention over packed tokens (pad-skipping; the CPU
 /// kernels' KeyMask::cuSeqlens): q, k, v, out / dout, dq, dk, dv are
@@ -296,7 +303,9 @@ bool attention_bwd_uses_tensor_cores(FloatType type, int64_t d, int64_t dv,
 /// cu [B*T + 1], every token a token, no document crossing a row) it runs
 /// in place: each query's keys start at its document's first token, and
 /// key tiles before it are skipped. Same numerics and paths as the dense
-/// forward and backward (the backward recomputes the forward).
+/// forward and backward (the backward recomputes the forward). `layout`
+/// as the dense calls' (token rows: token r of head h is element (r / T,
+/// h, r % T) by the strides; the aligned copies stay heads first).
 size_t attention_varlen_workspace_bytes(FloatType type, int64_t sequences,
                                         int64_t batch, int64_t heads,
                                         int64_t seq, int64_t d, int64_t dv,
@@ -306,7 +315,8 @@ Status attention_varlen_fwd(FloatType type, const void *q, const void *k,
                             int64_t sequences, int64_t batch, int64_t heads,
                             int64_t seq, int64_t d, int64_t dv, double scale,
                             bool causal, void *workspace, cudaStream_t stream,
-                            AttentionPath path = AttentionPath::Auto);
+                            AttentionPath path = AttentionPath::Auto,
+                            const kernels::AttentionLayout &layout = {});
 Status attention_varlen_bwd(FloatType type, const void *q, const void *k,
                             const void *v, const void *dout, void *dq,
                             void *dk, void *dv, const int32_t *cu,
@@ -314,7 +324,8 @@ Status attention_varlen_bwd(FloatType type, const void *q, const void *k,
                             int64_t seq, int64_t d, int64_t dvDim,
                             double scale, bool causal, void *workspace,
                             cudaStream_t stream,
-                            AttentionPath path = AttentionPath::Auto);
+                            AttentionPath path = AttentionPath::Auto,
+                            const kernels::AttentionLayout &layout = {});
 
 //===----------------------------------------------------------------------===//
 // Cross-entropy over logits [rows, classes] and labels [rows]

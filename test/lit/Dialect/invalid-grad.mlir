@@ -77,6 +77,15 @@ func.func @attention_grad_result_grad(%q: tensor<1x2x3x4xf32>, %kv: tensor<1x2x5
 
 // -----
 
+func.func @attention_grad_rows_result_grad(%x: tensor<1x4x48xf32>, %g: tensor<1x4x48xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{result_grad must be 'tensor<1x4x16xf32>'}}
+  %0:3 = tcc.attention_grad %x, %x, %x, %g {scale = 1.0 : f64, heads = 2 : i64, head_dim = 8 : i64, key_column = 16 : i64, value_column = 32 : i64} : (tensor<1x4x48xf32>, tensor<1x4x48xf32>, tensor<1x4x48xf32>, tensor<1x4x48xf32>) -> (tensor<1x4x16xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>)
+  return
+}
+
+// -----
+
 func.func @gather_grad_axis(%i: tensor<4xi64>, %g: tensor<4x3xf32>) -> tensor<5x3xf32> {
   // expected-error @+1 {{'tcc.gather_grad' op axis 2 is out of range for rank 2}}
   %0 = tcc.gather_grad %i, %g {axis = 2 : i64} : (tensor<4xi64>, tensor<4x3xf32>) -> tensor<5x3xf32>

@@ -400,6 +400,42 @@ func.func @attention_mask(%q: tensor<1x2x4x8xf32>, %m: tensor<1x1x1x4xf32>) -> t
 
 // -----
 
+func.func @attention_rows_rank(%q: tensor<1x2x4x8xf32>) -> tensor<1x4x16xf32> {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{query, key and value must be token rows [batch, seq, width] (heads = 2)}}
+  %0 = tcc.attention %q, %q, %q {scale = 1.0 : f64, heads = 2 : i64, head_dim = 8 : i64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x4x16xf32>
+  return %0 : tensor<1x4x16xf32>
+}
+
+// -----
+
+func.func @attention_rows_head_dim(%x: tensor<1x4x48xf32>) -> tensor<1x4x16xf32> {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{head_dim must be positive in token rows}}
+  %0 = tcc.attention %x, %x, %x {scale = 1.0 : f64, heads = 2 : i64} : (tensor<1x4x48xf32>, tensor<1x4x48xf32>, tensor<1x4x48xf32>) -> tensor<1x4x16xf32>
+  return %0 : tensor<1x4x16xf32>
+}
+
+// -----
+
+func.func @attention_rows_columns(%x: tensor<1x4x48xf32>) -> tensor<1x4x16xf32> {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{value columns [40, 56) of its heads are outside its rows [1x4x48]}}
+  %0 = tcc.attention %x, %x, %x {scale = 1.0 : f64, heads = 2 : i64, head_dim = 8 : i64, key_column = 16 : i64, value_column = 40 : i64} : (tensor<1x4x48xf32>, tensor<1x4x48xf32>, tensor<1x4x48xf32>) -> tensor<1x4x16xf32>
+  return %0 : tensor<1x4x16xf32>
+}
+
+// -----
+
+func.func @attention_rows_keys(%q: tensor<1x4x16xf32>, %k: tensor<1x5x16xf32>, %v: tensor<1x6x16xf32>) -> tensor<1x4x16xf32> {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{batch or key length disagree between query [1x4x16], key [1x5x16] and value [1x6x16]}}
+  %0 = tcc.attention %q, %k, %v {scale = 1.0 : f64, heads = 2 : i64, head_dim = 8 : i64} : (tensor<1x4x16xf32>, tensor<1x5x16xf32>, tensor<1x6x16xf32>) -> tensor<1x4x16xf32>
+  return %0 : tensor<1x4x16xf32>
+}
+
+// -----
+
 func.func @dynamic(%a: tensor<?xf32>) -> tensor<?xf32> {
   // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
   %0 = tcc.exp %a : (tensor<?xf32>) -> tensor<?xf32>

@@ -39,6 +39,17 @@ func.func @attention_grad(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x5x4xf32>, %v: 
   return
 }
 
+// Token rows: q, k, v from one [1, 3, 24] tensor at columns 0, 8, 16 (two
+// heads of 4); the result gradient and the gradients are [1, 3, 8].
+// CHECK-LABEL: func.func @attention_rows
+func.func @attention_rows(%x: tensor<1x3x24xf32>, %g: tensor<1x3x8xf32>) -> tensor<1x3x8xf32> {
+  // CHECK: tcc.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, head_dim = 4 : i64, heads = 2 : i64, key_column = 8 : i64, scale = 5.000000e-01 : f64, value_column = 16 : i64} : (tensor<1x3x24xf32>, tensor<1x3x24xf32>, tensor<1x3x24xf32>) -> tensor<1x3x8xf32>
+  %0 = tcc.attention %x, %x, %x {scale = 0.5 : f64, causal = true, heads = 2 : i64, head_dim = 4 : i64, key_column = 8 : i64, value_column = 16 : i64} : (tensor<1x3x24xf32>, tensor<1x3x24xf32>, tensor<1x3x24xf32>) -> tensor<1x3x8xf32>
+  // CHECK: tcc.attention_grad {{.*}} -> (tensor<1x3x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>)
+  %1:3 = tcc.attention_grad %x, %x, %x, %g {scale = 0.5 : f64, causal = true, heads = 2 : i64, head_dim = 4 : i64, key_column = 8 : i64, value_column = 16 : i64} : (tensor<1x3x24xf32>, tensor<1x3x24xf32>, tensor<1x3x24xf32>, tensor<1x3x8xf32>) -> (tensor<1x3x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>)
+  return %0 : tensor<1x3x8xf32>
+}
+
 // CHECK-LABEL: func.func @loss_and_optimizers
 func.func @loss_and_optimizers(%logits: tensor<2x3x5xf32>, %labels: tensor<2x3xi64>,
                                %p: tensor<4xf32>, %g: tensor<4xf32>, %buf: tensor<4xf32>,

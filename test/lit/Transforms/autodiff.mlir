@@ -113,6 +113,17 @@ func.func @no_rule_scatter(%g: tensor<2x3xf32>, %ids: tensor<2xi64>) -> tensor<f
 
 // -----
 
+// Attention in token rows is a lowered form (tcc-fold-attention-layout):
+// its gradients would be narrower than the rows it reads. One error on it.
+func.func @token_rows(%x: tensor<1x4x48xf32>) -> tensor<f32> attributes {tcc.differentiate} {
+  // expected-error @+1 {{'tcc.attention' op is in token rows (heads = 2), a lowered form autodiff does not take; differentiate the heads-first form}}
+  %0 = tcc.attention %x, %x, %x {scale = 1.0 : f64, heads = 2 : i64, head_dim = 8 : i64, key_column = 16 : i64, value_column = 32 : i64} : (tensor<1x4x48xf32>, tensor<1x4x48xf32>, tensor<1x4x48xf32>) -> tensor<1x4x16xf32>
+  %1 = tcc.reduce_sum %0 {axes = array<i64: 0, 1, 2>} : (tensor<1x4x16xf32>) -> tensor<f32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
 // The loss must be a float scalar.
 // expected-error @+1 {{'func.func' op tcc-autodiff needs a scalar float first result}}
 func.func @vector_loss(%x: tensor<3xf32>) -> tensor<3xf32> attributes {tcc.differentiate} {
