@@ -5,7 +5,6 @@
 #include "exec/ExecOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace tcc {
@@ -33,9 +32,10 @@ struct WrapLibraryCall : OpInterfaceConversionPattern<LibraryCallOpInterface> {
     SmallVector<Location> locs(operands.size(), op->getLoc());
     Block *body = rewriter.createBlock(&wrapper.getBody(), {},
                                        ValueRange(operands).getTypes(), locs);
-    IRMapping map;
-    map.map(op->getOperands(), body->getArguments());
-    Operation *inner = rewriter.clone(*op, map);
+    // By position: an operand may repeat (attention over one q/k/v tensor),
+    // and each position reads its own argument.
+    Operation *inner = rewriter.clone(*op);
+    inner->setOperands(body->getArguments());
     exec::YieldOp::create(rewriter, op->getLoc(), inner->getResults());
     rewriter.replaceOp(op, wrapper.getResults());
     return success();

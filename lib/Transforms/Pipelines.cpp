@@ -82,6 +82,10 @@ SmallVector<PipelineStage> lowerStages(const LowerConfig &config) {
        [](OpPassManager &pm) {
          pm.addNestedPass<func::FuncOp>(createPackTokens());
        }},
+      {"fold-attention-layout", "tcc-fold-attention-layout",
+       [](OpPassManager &pm) {
+         pm.addNestedPass<func::FuncOp>(createFoldAttentionLayout());
+       }},
       {"fuse-gemm-epilogue", "tcc-fuse-gemm-epilogue",
        [](OpPassManager &pm) {
          pm.addNestedPass<func::FuncOp>(createFuseGemmEpilogue());

@@ -7,7 +7,9 @@
 // is a kernel (exec.fusion), a library call or a non-launching view. The
 // models' steps after tcc-fuse-gemm-epilogue (bias adds folded into GEMMs)
 // train like the unfused steps up to rounding (it rounds each bias sum once
-// rather than twice), and bit-identically with tcc-fuse run after it.
+// rather than twice), and bit-identically with tcc-fuse run after it; the
+// steps with attention in token rows (tcc-fold-attention-layout) train
+// bit-identically.
 #include "TestUtil.h"
 
 #include "exec/ExecOps.h"
@@ -412,6 +414,33 @@ TEST_P(FuseModelTest, TrainStepIsBitIdenticalAfterFusion) {
   std::printf("%s: gemm epilogue vs unfused, worst error / bound: %.3g\n",
               param.name, worst);
   expectSameTraining(*epilogue, *both, 2, /*realParams=*/true);
+
+  // Attention in token rows (tcc-fold-attention-layout) reads and writes
+  // the same values at other addresses: the step trains bit-identically,
+  // and again with tcc-fuse after it. The GPT and BERT fold every
+  // attention and attention gradient.
+  OwningOpRef<ModuleOp> rows = parseSourceString<ModuleOp>(source, &context);
+  ASSERT_TRUE(rows);
+  PassManager fold(&context);
+  fold.addNestedPass<func::FuncOp>(tcc::createFoldAttentionLayout());
+  ASSERT_TRUE(succeeded(fold.run(*rows)));
+  ASSERT_TRUE(succeeded(verify(*rows)));
+  int attention = 0, tokenRows = 0;
+  rows->walk([&](Operation *op) {
+    if (auto a = llvm::dyn_cast<tcc::AttentionOp>(op))
+      ++attention, tokenRows += a.getHeads() != 0;
+    if (auto g = llvm::dyn_cast<tcc::AttentionGradOp>(op))
+      ++attention, tokenRows += g.getHeads() != 0;
+  });
+  EXPECT_EQ(tokenRows, attention);
+  if (std::string(param.model) != "mlp")
+    EXPECT_GT(tokenRows, 0);
+  expectSameTraining(*unfused, *rows, 2, /*realParams=*/true);
+  OwningOpRef<ModuleOp> rowsFused = rows->clone();
+  PassManager fuseRows(&context);
+  fuseRows.addPass(tcc::createFuse());
+  ASSERT_TRUE(succeeded(fuseRows.run(*rowsFused)));
+  expectSameTraining(*rows, *rowsFused, 2, /*realParams=*/true);
 }
 
 INSTANTIATE_TEST_SUITE_P(

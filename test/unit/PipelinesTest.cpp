@@ -119,7 +119,8 @@ TEST(PipelinesTest, StagesInOrder) {
   lower.roots.assign(tcc::trainingRoots().begin(), tcc::trainingRoots().end());
   EXPECT_EQ(
       names(tcc::lowerStages(lower)),
-      (std::vector<std::string>{"drop-unreachable", "expand-batch-norm", "pack-tokens", "fuse-gemm-epilogue",
+      (std::vector<std::string>{"drop-unreachable", "expand-batch-norm", "pack-tokens",
+                                "fold-attention-layout", "fuse-gemm-epilogue",
                                 "fuse", "canonicalize", "cse", "lower-calls", "plan-memory"}));
 }
 

@@ -402,6 +402,52 @@ def PackTokens : Pass<"tcc-pack-tokens", "mlir::func::FuncOp"> {
   ];
 }
 
+def FoldAttentionLayout : Pass<"tcc-fold-attention-layout", "mlir::func::FuncOp"> {
+  let summary = "Attention reads q, k, v and writes its result as token rows: no head transposes";
+  let description = [{
+    Runs in the lowering pipeline after `tcc-pack-tokens`. A model's
+    attention reads its heads from a projection's output `[B, T, H * D]`
+    through `reshape` to `[B, T, H, D]` and `transpose` to `[B, H, T, D]`
+    (a fused q/k/v projection splits its `[B, T, 3 * H * D]` output
+    first), and its result goes back the same way; the backward has the
+    same transposes around `tcc.attention_grad`. Each transpose is a copy
+    kernel. The attention kernels read every tensor through strides
+    (`runtime/kernels/attention_layout.h`), so the layout folds into the
+    op: `heads`, `head_dim` and a first column per operand make it read
+    token rows (dialect reference, `tcc.attention`).
+
+    A `tcc.attention` folds when query, key and value are each
+    `transpose(y, [0, 2, 1, 3])` of a `[B, T, H, D]` value `y`, the head
+    dims of values and keys agree, and every user of its result is such a
+    transpose. Each operand becomes the rows `y` was reshaped from: the
+    input of a split along the last dim (or of a unit-stride slice of it)
+    with the column its part starts at, else `y` as `[B, T, H * D]` (a
+    view). Each result transpose becomes a view of the `[B, T, H * D]`
+    result. `tcc.attention_grad` folds likewise when its result gradient
+    is also such a transpose and its three gradients are read only by
+    transposes. Otherwise the op is left heads first. Transposes, reshapes,
+    splits and slices left without users are erased.
+
+    Numerics: unchanged, bit for bit (the kernels compute the same values;
+    only their addresses change).
+
+    Before:
+    ```mlir
+    %s:3 = tcc.split %qkv {axis = 2 : i64, sizes = array<i64: 32, 32, 32>} : (tensor<2x8x96xf32>) -> (...)
+    %q4 = tcc.reshape %s#0 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+    %q = tcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+    ... likewise %k, %v
+    %a = tcc.attention %q, %k, %v {causal = true, scale = 0.25 : f64} : (...) -> tensor<2x2x8x16xf32>
+    %o = tcc.transpose %a {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+    %y = tcc.reshape %o : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+    ```
+    After:
+    ```mlir
+    %y = tcc.attention %qkv, %qkv, %qkv {causal = true, head_dim = 16 : i64, heads = 2 : i64, key_column = 32 : i64, scale = 0.25 : f64, value_column = 64 : i64} : (tensor<2x8x96xf32>, tensor<2x8x96xf32>, tensor<2x8x96xf32>) -> tensor<2x8x32xf32>
+    ```
+  }];
+}
+
 def FuseGemmEpilogue : Pass<"tcc-fuse-gemm-epilogue", "mlir::func::FuncOp"> {
   let summary = "Fold bias and residual adds into the GEMM producing their operand";
   let description = [{
