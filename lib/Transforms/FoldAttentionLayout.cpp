@@ -147,16 +147,27 @@ template <class Op> bool foldable(Op op, ValueRange resultsToCheck) {
   return llvm::all_of(resultsToCheck, onlyHeadSwaps);
 }
 
+/// The token-rows views of `op`'s query, key and value (head swaps:
+/// foldable() holds), made at `b`; the swaps go to `swaps`, to be erased
+/// once unused.
+template <class Op>
+SmallVector<RowsView> operandViews(Op op, OpBuilder &b, SmallVectorImpl<Operation *> &swaps) {
+  SmallVector<RowsView> views;
+  for (Value x : {op.getQuery(), op.getKey(), op.getValue()}) {
+    views.push_back(*rowsOf(x, b));
+    if (!llvm::is_contained(swaps, x.getDefiningOp())) // q, k, v may be one
+      swaps.push_back(x.getDefiningOp());
+  }
+  return views;
+}
+
 bool foldForward(AttentionOp op) {
   if (!foldable(op, op->getResults()))
     return false;
   AttentionDims a = op.getDims();
   OpBuilder b(op);
-  SmallVector<RowsView> views;
-  for (Value x : {op.getQuery(), op.getKey(), op.getValue()})
-    views.push_back(*rowsOf(x, b));
-  SmallVector<Operation *> old = {op.getQuery().getDefiningOp(), op.getKey().getDefiningOp(),
-                                  op.getValue().getDefiningOp()};
+  SmallVector<Operation *> old;
+  SmallVector<RowsView> views = operandViews(op, b, old);
   auto rows = AttentionOp::create(b, op.getLoc(), views[0].rows, views[1].rows, views[2].rows,
                                   op.getKeyMask(), op.getScaleAttr(), op.getCausalAttr(),
                                   b.getI64IntegerAttr(a.heads), b.getI64IntegerAttr(a.d),
@@ -176,9 +187,8 @@ bool foldBackward(AttentionGradOp op) {
     return false;
   AttentionDims a = op.getDims();
   OpBuilder b(op);
-  SmallVector<RowsView> views;
-  for (Value x : {op.getQuery(), op.getKey(), op.getValue()})
-    views.push_back(*rowsOf(x, b));
+  SmallVector<Operation *> old;
+  SmallVector<RowsView> views = operandViews(op, b, old);
   // The result gradient must be contiguous rows [B, T, H * D]: what its
   // swap's input was reshaped from, or a reshape of that input.
   auto swap = op.getResultGrad().getDefiningOp<TransposeOp>();
@@ -191,8 +201,8 @@ bool foldBackward(AttentionGradOp op) {
     g = r.getInput();
   else
     g = ReshapeOp::create(b, op.getLoc(), rowsType, y);
-  SmallVector<Operation *> old = {op.getQuery().getDefiningOp(), op.getKey().getDefiningOp(),
-                                  op.getValue().getDefiningOp(), swap};
+  if (!llvm::is_contained(old, swap.getOperation()))
+    old.push_back(swap);
   auto rows = AttentionGradOp::create(
       b, op.getLoc(), views[0].rows, views[1].rows, views[2].rows, g, op.getKeyMask(),
       op.getScaleAttr(), op.getCausalAttr(), b.getI64IntegerAttr(a.heads),

@@ -17,15 +17,9 @@
 #ifndef TCC_KERNELS_ATTENTION_LAYOUT_H
 #define TCC_KERNELS_ATTENTION_LAYOUT_H
 
-#include <cstdint>
+#include "kernels/host_device.h"
 
-#ifndef TCC_HOST_DEVICE
-#if defined(__CUDACC__)
-#define TCC_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define TCC_HOST_DEVICE inline
-#endif
-#endif
+#include <cstdint>
 
 namespace tcc::kernels {
 

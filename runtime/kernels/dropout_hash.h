@@ -24,16 +24,10 @@
 #ifndef TCC_KERNELS_DROPOUT_HASH_H
 #define TCC_KERNELS_DROPOUT_HASH_H
 
+#include "kernels/host_device.h"
+
 #include <cmath>
 #include <cstdint>
-
-#ifndef TCC_HOST_DEVICE
-#if defined(__CUDACC__)
-#define TCC_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define TCC_HOST_DEVICE inline
-#endif
-#endif
 
 namespace tcc {
 

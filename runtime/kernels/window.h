@@ -14,15 +14,9 @@
 #ifndef TCC_KERNELS_WINDOW_H
 #define TCC_KERNELS_WINDOW_H
 
-#include <cstdint>
+#include "kernels/host_device.h"
 
-#ifndef TCC_HOST_DEVICE
-#if defined(__CUDACC__)
-#define TCC_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define TCC_HOST_DEVICE inline
-#endif
-#endif
+#include <cstdint>
 
 namespace tcc::kernels {
 

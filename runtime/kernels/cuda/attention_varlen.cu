@@ -67,14 +67,7 @@ __global__ void __launch_bounds__(256)
   const int64_t n = batch * seq;
   for (int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < n;
        r += int64_t(gridDim.x) * blockDim.x) {
-    int64_t lo = 0, hi = sequences; // cu[lo] <= r < cu[hi]
-    while (hi - lo > 1) {
-      const int64_t mid = (lo + hi) / 2;
-      if (cu[mid] <= r)
-        lo = mid;
-      else
-        hi = mid;
-    }
+    const int64_t lo = sequenceOf(cu, sequences, r);
     docStart[r] = static_cast<int32_t>(cu[lo] - (r / seq) * seq);
     docEnd[r] = static_cast<int32_t>(cu[lo + 1] - (r / seq) * seq);
   }
@@ -99,7 +92,7 @@ Status documentBounds(const VarlenWorkspace &w, const int32_t *cu,
 }
 
 /// varlen_gather (SCATTER false) and varlen_scatter (true) for a packed
-/// tensor at strides `s` (token rows): one thread per element of the
+/// tensor at strides `st` (token rows): one thread per element of the
 /// output, E the element's storage (2 or 4 bytes). Gather: aligned element
 /// ((b * heads + h) * seq + t) * dim + x is packed token cu[b] + t's, zero
 /// past sequence b's length. Scatter: packed token r = b * seq + t of
@@ -109,7 +102,7 @@ template <class E, bool SCATTER>
 __global__ void __launch_bounds__(256)
     stridedVarlenKernel(const E *in, const int32_t *cu, int64_t batch,
                         int64_t heads, int64_t seq, int64_t dim,
-                        kernels::AttentionStrides s, E *out) {
+                        kernels::AttentionStrides st, E *out) {
   const int64_t n = batch * heads * seq * dim;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
        e += int64_t(gridDim.x) * blockDim.x) {
@@ -119,26 +112,18 @@ __global__ void __launch_bounds__(256)
     if (!SCATTER) {
       const int64_t start = cu[b], len = cu[b + 1] - start, r = start + t;
       out[e] = t < len && r >= 0 && r < batch * seq
-                   ? in[s.at(r / seq, h, r % seq) + x]
+                   ? in[st.at(r / seq, h, r % seq) + x]
                    : E(0);
       continue;
     }
     const int64_t r = b * seq + t;
     E v = E(0);
     if (r < cu[batch]) {
-      int64_t lo = 0, hi = batch;
-      while (hi - lo > 1) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (cu[mid] <= r)
-          lo = mid;
-        else
-          hi = mid;
-      }
-      const int64_t i = r - cu[lo];
+      const int64_t s = sequenceOf(cu, batch, r), i = r - cu[s];
       if (i >= 0 && i < seq)
-        v = in[((lo * heads + h) * seq + i) * dim + x];
+        v = in[((s * heads + h) * seq + i) * dim + x];
     }
-    out[s.at(b, h, t) + x] = v;
+    out[st.at(b, h, t) + x] = v;
   }
 }
 

@@ -52,6 +52,23 @@ __device__ __forceinline__ void recordError(int64_t *error, int64_t row) {
               static_cast<unsigned long long>(row));
 }
 
+/// The sequence of packed token r: the last s < sequences with cu[s] <= r
+/// (binary search over the cu_seqlens prefix sums, cu[0] = 0; lengths may
+/// be 0, so several entries can be equal). Every thread of a group runs the
+/// same search on the same addresses.
+__device__ __forceinline__ int64_t sequenceOf(const int32_t *cu,
+                                              int64_t sequences, int64_t r) {
+  int64_t lo = 0, hi = sequences; // cu[lo] <= r, s in [lo, hi)
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (cu[mid] <= r)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 //===----------------------------------------------------------------------===//
 // Storage types: float, __nv_bfloat16, __half. Values are widened exactly to
 // float when loaded and rounded once, to nearest even, when stored.

@@ -300,17 +300,9 @@ __global__ void __launch_bounds__(kRowThreads)
       // 0, so several cu entries can be equal).
       const int64_t r = b * seq + t;
       if (r < cu[batch]) {
-        int64_t lo = 0, hi = batch; // cu[lo] <= r (cu[0] = 0), s in [lo, hi)
-        while (hi - lo > 1) {
-          const int64_t mid = lo + (hi - lo) / 2;
-          if (cu[mid] <= r)
-            lo = mid;
-          else
-            hi = mid;
-        }
-        const int64_t i = r - cu[lo];
+        const int64_t s = sequenceOf(cu, batch, r), i = r - cu[s];
         if (i >= 0 && i < seq)
-          src = (lo * heads + h) * seq + i;
+          src = (s * heads + h) * seq + i;
       }
     }
     copyRow(in, src, out, q, words, g, 0);
