@@ -867,9 +867,9 @@ bool attention_fwd_uses_tensor_cores(FloatType type, int64_t d, int64_t dv,
                                      const void *q, const void *k,
                                      const void *v, const void *out,
                                      const kernels::AttentionLayout &layout) {
-  // Strides only matter when given: heads first fits whenever d does.
+  // Heads first (the default): every stride a multiple of d, as here.
   return tensorCoresFit(type, d, dv, q, k, v, out,
-                        layout.resolve(1, 8, 8, 8, 8));
+                        layout.resolve(1, 1, 1, d, dv));
 }
 
 Status attention_fwd(const float *q, const float *k, const float *v,
@@ -941,7 +941,7 @@ bool attention_bwd_uses_tensor_cores(FloatType type, int64_t d, int64_t dv,
                                      const void *dvp,
                                      const kernels::AttentionLayout &layout) {
   return bwdTensorCoresFit(type, d, dv, q, k, v, dout, dq, dk, dvp,
-                           layout.resolve(1, 8, 8, 8, 8));
+                           layout.resolve(1, 1, 1, d, dv));
 }
 
 } // namespace tcc::cuda
