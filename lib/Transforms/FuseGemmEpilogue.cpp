@@ -94,6 +94,20 @@ std::optional<Gemm> asGemm(Value product) {
   return g;
 }
 
+/// Whether `v` is a running sum of GEMM products: the (reshaped) result of
+/// a tcc.gemm that already adds a full [M, N] C, which this pass made from
+/// an earlier add of the same chain (a projection's input gradient plus
+/// the residual gradient, say). That the chain's adds fold in its order
+/// follows from the dataflow alone: each add reads the one before it.
+bool isAccumulatedGemm(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (auto reshape = llvm::dyn_cast_or_null<ReshapeOp>(def))
+    def = reshape.getInput().getDefiningOp();
+  auto gemm = llvm::dyn_cast_or_null<GemmOp>(def);
+  return gemm && gemm.getC() &&
+         gemm.getC().getType() == gemm.getResult().getType();
+}
+
 /// Whether `v` is defined before `op` (or is a block argument).
 bool definedBefore(Value v, Operation *op) {
   Operation *def = v.getDefiningOp();
@@ -129,8 +143,12 @@ Folded foldAdd(AddOp add) {
     // alive across the backward's end).
     Operation *producer = gemm->producer;
     bool before = definedBefore(other, producer);
-    bool residual =
-        !row && other.getType() == type && !gemm->c && dependsOn(producer, other);
+    // Or when the addend is itself a GEMM's sum with a C (the next product
+    // of a chain of input-gradient contributions): the other side cannot
+    // take a C any more, so which GEMM takes which does not depend on the
+    // op order either.
+    bool residual = !row && other.getType() == type && !gemm->c &&
+                    (dependsOn(producer, other) || isAccumulatedGemm(other));
     if (!row && !residual)
       continue;
     // In the product's place when the addend is already there (a bias

@@ -466,12 +466,18 @@ def FuseGemmEpilogue : Pass<"tcc-fuse-gemm-epilogue", "mlir::func::FuncOp"> {
     back, so after its bias) and a value of the product's own type that the
     GEMM depends on (a residual: the attention and MLP output projections'
     `x + proj(f(x))`) becomes that GEMM's `c`, viewed as `[rows, N]`, with
-    `beta = 1`, when the GEMM has no C yet. Other sums are left alone
-    (the sum of two weight-gradient products, say): which GEMM would take
-    the other as C, or whether it would move down to the add, depends on
-    the op order, which rematerialisation and the micro-batch interleaving
-    change; the rounding must not (`Train/remat-hf.test` checks training
-    with a budget bitwise against training without).
+    `beta = 1`, when the GEMM has no C yet. Likewise when that value is
+    itself such a GEMM's sum (a `tcc.gemm` with a full C, made by an earlier
+    fold): a chain of input-gradient contributions, the residual gradient
+    plus the q, k and v projections' products of separate projections,
+    becomes GEMMs each taking the running sum as C. Other sums are left
+    alone (the sum of two plain weight-gradient products, say): which GEMM
+    would take the other as C, or whether it would move down to the add,
+    depends on the op order, which rematerialisation and the micro-batch
+    interleaving change; the rounding must not (`Train/remat-hf.test`
+    checks training with a budget bitwise against training without). In a
+    chain only the product can take a C (the sum has one), and each add
+    reads the one before it, so the folds follow from the dataflow.
 
     The GEMM adds its bias and C while writing its output (cuBLASLt's bias
     epilogue and its C operand; the CPU runtime's BLAS with `beta = 1`),

@@ -76,9 +76,43 @@ func.func @residual(%x: tensor<2x8x32xf32>, %w: tensor<32x32xf32>, %b: tensor<32
   return %4 : tensor<2x8x32xf32>
 }
 
-// Left alone: a sum the GEMM does not depend on. Which product of a
-// gradient sum would take the other as C, or whether the GEMM would move
-// down to an add computed after it, depends on the op order, which
+// A chain of input-gradient contributions (BERT's separate q, k and v
+// projections): the residual gradient plus each projection's product. The
+// first add's GEMM depends on its addend (C by the residual rule); each
+// later product takes the running sum as C because that sum is already a
+// GEMM with a C (it cannot take another), whatever the op order, in either
+// operand order. No add is left.
+// CHECK-LABEL: func.func @gradient_chain
+// CHECK-SAME: (%[[G:[^:]*]]: tensor<2x8x32xf32>, %[[WV:[^:]*]]: tensor<32x32xf32>, %[[WK:[^:]*]]: tensor<32x32xf32>, %[[WQ:[^:]*]]: tensor<32x32xf32>)
+// CHECK-NOT: tcc.add
+// CHECK: %[[S1:.*]] = tcc.gemm %{{.*}}, %[[WV]], %{{.*}} : (tensor<16x32xf32>, tensor<32x32xf32>, tensor<16x32xf32>) -> tensor<16x32xf32>
+// CHECK-NEXT: %[[R1:.*]] = tcc.reshape %[[S1]]
+// CHECK-NOT: tcc.add
+// CHECK: %[[C2:.*]] = tcc.reshape %[[R1]] : (tensor<2x8x32xf32>) -> tensor<16x32xf32>
+// CHECK-NEXT: %[[S2:.*]] = tcc.gemm %{{.*}}, %[[WK]], %[[C2]] :
+// CHECK-NEXT: %[[R2:.*]] = tcc.reshape %[[S2]]
+// CHECK-NOT: tcc.add
+// CHECK: %[[C3:.*]] = tcc.reshape %[[R2]] : (tensor<2x8x32xf32>) -> tensor<16x32xf32>
+// CHECK-NEXT: %[[S3:.*]] = tcc.gemm %{{.*}}, %[[WQ]], %[[C3]] :
+// CHECK-NEXT: %[[R3:.*]] = tcc.reshape %[[S3]]
+// CHECK-NEXT: return %[[R3]]
+func.func @gradient_chain(%g: tensor<2x8x32xf32>, %wv: tensor<32x32xf32>, %wk: tensor<32x32xf32>,
+                          %wq: tensor<32x32xf32>) -> tensor<2x8x32xf32> {
+  %dv = tcc.tanh %g : (tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %dk = tcc.exp %g : (tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %dq = tcc.neg %g : (tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %0 = tcc.matmul %dv, %wv : (tensor<2x8x32xf32>, tensor<32x32xf32>) -> tensor<2x8x32xf32>
+  %1 = tcc.add %g, %0 : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %2 = tcc.matmul %dk, %wk : (tensor<2x8x32xf32>, tensor<32x32xf32>) -> tensor<2x8x32xf32>
+  %3 = tcc.add %1, %2 : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %4 = tcc.matmul %dq, %wq : (tensor<2x8x32xf32>, tensor<32x32xf32>) -> tensor<2x8x32xf32>
+  %5 = tcc.add %4, %3 : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  return %5 : tensor<2x8x32xf32>
+}
+
+// Left alone: a sum of two plain products, neither of which the other
+// depends on. Which product would take the other as C, or whether the GEMM
+// would move down to an add computed after it, depends on the op order, which
 // rematerialisation and micro-batch interleaving change; the rounding must
 // not. Here the second product is computed first: folding it would be
 // order-dependent (and the first GEMM would move down to the add).
@@ -144,5 +178,6 @@ func.func @left_alone(%x: tensor<4x5xf32>, %w: tensor<5x6xf32>, %b: tensor<6xf32
 // REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @matrices: 2 bias adds and 0 residual adds folded into GEMMs
 // REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @gemm_without_c: 1 bias adds and 0 residual adds folded into GEMMs
 // REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @residual: 1 bias adds and 2 residual adds folded into GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @gradient_chain: 0 bias adds and 3 residual adds folded into GEMMs
 // REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @unrelated_sum: 0 bias adds and 0 residual adds folded into GEMMs
 // REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @left_alone: 0 bias adds and 0 residual adds folded into GEMMs
