@@ -408,6 +408,22 @@ LogicalResult AllReduceOp::buildVjp(OpBuilder &builder, ValueRange resultGrads,
   return success();
 }
 
+LogicalResult ViewOp::verify() {
+  auto source = llvm::cast<RankedTensorType>(getSource().getType());
+  auto result = llvm::cast<RankedTensorType>(getType());
+  if (source.getElementType() != result.getElementType())
+    return emitOpError() << "result element type " << result.getElementType()
+                         << " is not the source's " << source.getElementType();
+  int64_t offset = getOffset();
+  if (!source.hasStaticShape() || !result.hasStaticShape() || offset < 0 ||
+      offset + result.getNumElements() > source.getNumElements())
+    return emitOpError() << "elements [" << offset << ", "
+                         << offset + result.getNumElements()
+                         << ") are not within the source's "
+                         << source.getNumElements();
+  return success();
+}
+
 LogicalResult AllReduceOp::verify() {
   if (negativeBucketOrStream(*this))
     return emitOpError("bucket and stream are non-negative");

@@ -3,6 +3,7 @@
 
 include "ExecDialect.td"
 include "tcc/TccInterfaces.td"
+include "tcc/TccTraits.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -241,6 +242,25 @@ def Exec_AllGatherOp : Exec_CollectiveOp<"all_gather"> {
                        DefaultValuedAttr<I64Attr, "0">:$bucket,
                        DefaultValuedAttr<I64Attr, "1">:$stream);
   let results = (outs Variadic<AnyRankedTensor>:$results);
+}
+
+def Exec_ViewOp : Exec_Op<"view", [Pure, Tcc_View]> {
+  let summary = "a contiguous piece of a tensor's bytes, no copy";
+  let description = [{
+    The `result`'s elements are `source`'s elements `[offset, offset + n)`
+    in memory order (n = the result's element count), of the same element
+    type: a split or slice whose pieces are contiguous (every dim before the
+    sliced one of extent 1, every dim after it whole), made by tcc-fuse when
+    the source is a value the memory plan places in the arena and the
+    piece starts at an aligned byte. Like `tcc.reshape` it launches
+    nothing: the plan gives it the source's storage at the piece's offset
+    (a merged projection's weight and bias gradients, split back into the
+    parameters' own).
+  }];
+  let arguments = (ins AnyRankedTensor:$source, I64Attr:$offset);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$source `[` $offset `]` attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 def Exec_YieldOp : Exec_Op<"yield",

@@ -93,10 +93,20 @@ FailureOr<BufferLiveness> tcc::computeBufferLiveness(func::FuncOp func) {
       }
     });
     if (op.hasTrait<tcc::OpClass::View>()) {
-      // Same bytes under another shape: the alias extends its root's life.
+      // Same bytes under another shape (or a piece of them, exec.view): the
+      // alias extends its root's life.
       auto it = live.bufferOf.find(op.getOperand(0));
       if (it != live.bufferOf.end()) {
         live.bufferOf[op.getResult(0)] = it->second;
+        int64_t delta = live.viewOffset.lookup(op.getOperand(0));
+        if (auto view = dyn_cast<exec::ViewOp>(op))
+          delta += view.getOffset() *
+                   int64_t(llvm::divideCeil(
+                       cast<RankedTensorType>(view.getType())
+                           .getElementTypeBitWidth(),
+                       8));
+        if (delta)
+          live.viewOffset[op.getResult(0)] = delta;
         ++index;
         continue;
       }
@@ -311,19 +321,23 @@ LogicalResult tcc::verifyMemoryPlan(func::FuncOp func) {
     }
   }
 
-  // Reshapes share their root's bytes; an offset that says otherwise is a
-  // stale plan.
+  // Reshapes share their root's bytes, views a piece of them; an offset
+  // that says otherwise is a stale plan.
   for (Operation &op : func.getBody().front()) {
-    auto reshape = dyn_cast<ReshapeOp>(op);
     auto offset = op.getAttrOfType<IntegerAttr>(kOffsetAttr);
-    const Buffer *root = reshape ? live.lookup(reshape.getResult()) : nullptr;
+    const Buffer *root = op.hasTrait<tcc::OpClass::View>()
+                             ? live.lookup(op.getResult(0))
+                             : nullptr;
     if (!offset || !root || !root->def || root->def == &op)
       continue;
     ResultPlan rootPlan = readPlan(root->def, root->resultNumber);
-    if (rootPlan.offset != offset.getInt())
+    int64_t delta = live.viewOffset.lookup(op.getResult(0));
+    if (!rootPlan.offset || *rootPlan.offset + delta != offset.getInt())
       return op.emitOpError()
              << "aliases result #" << root->resultNumber << " of '"
-             << root->def->getName() << "' but has a different " << kOffsetAttr;
+             << root->def->getName() << "' but has a different "
+             << kOffsetAttr << " (the alias starts at byte " << delta
+             << " of it)";
   }
   return success();
 }

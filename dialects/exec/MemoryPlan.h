@@ -62,6 +62,9 @@ struct BufferLiveness {
   llvm::SmallVector<Buffer> buffers;
   /// Every tensor value, reshape aliases included, to its buffer.
   llvm::DenseMap<mlir::Value, unsigned> bufferOf;
+  /// Per alias at a byte offset into its buffer (an exec.view, or a view of
+  /// one): that offset. Absent: 0.
+  llvm::DenseMap<mlir::Value, int64_t> viewOffset;
   int64_t numOps = 0;
 
   const Buffer *lookup(mlir::Value v) const {

@@ -485,6 +485,20 @@ LogicalResult FunctionBuilder::build(func::FuncOp func, bool isTrain,
       if (failed(describe(reshape.getResult(), desc)))
         return failure();
       add(reshape.getResult(), std::move(desc));
+    } else if (auto view = llvm::dyn_cast<exec::ViewOp>(op)) {
+      // A piece of the source's arena bytes (tcc-fuse only makes views of
+      // arena values), at the offset the memory plan gives it.
+      int64_t src;
+      if (failed(idOf(view.getSource(), &op, src)))
+        return failure();
+      rt::Value desc = (*values)[src];
+      auto offset = op.getAttrOfType<IntegerAttr>(kOffsetAttr);
+      if (desc.storage != Storage::Arena || !offset)
+        return op.emitOpError("is a view of a value outside the arena");
+      if (failed(describe(view.getResult(), desc)))
+        return failure();
+      desc.offset = offset.getInt();
+      add(view.getResult(), std::move(desc));
     } else if (auto c = llvm::dyn_cast<ConstantOp>(op)) {
       if (failed(constant(c)))
         return failure();

@@ -202,8 +202,12 @@ SmallVector<Operation *> reshapesIntoChain(const Group &group, Operation *user,
 /// outside after the reduction (where the kernel runs), no launch outside
 /// the group between it and the reduction (the kernel computes it there, so
 /// its operands would live across that launch: a new peak the memory plan
-/// did not have), and no packed token rows (whose kernels run over the
-/// valid rows only) on it or the reduction.
+/// did not have), and a reduction that runs over every row (no packed
+/// token rows on it: a kernel over the valid rows only would leave the
+/// store's other rows unwritten). A value over packed token rows may be a
+/// store: the reduction's kernel then computes it at every row, which the
+/// plan allows any backend to do (rt::Step::tokenRows: the rows past the
+/// valid ones hold finite values, zero for a gradient).
 bool canStore(const Group &group, Operation *def) {
   Operation *reduction = group.structured;
   if (!group.storesAllowed || !reduction ||
@@ -211,7 +215,7 @@ bool canStore(const Group &group, Operation *def) {
           reduction) ||
       !exec::isFusibleOp(def) || def->getNumResults() != 1 ||
       shapeOf(def->getResult(0)) != shapeOf(reduction->getOperand(0)) ||
-      def->hasAttr(kTokenRowsAttr) || reduction->hasAttr(kTokenRowsAttr))
+      reduction->hasAttr(kTokenRowsAttr))
     return false;
   for (Operation *u : def->getUsers()) {
     if (group.contains(u) ? group.readSpace(u) != Space::Prologue
@@ -308,6 +312,99 @@ bool epilogueWaits(const Group &group) {
     }
   }
   return false;
+}
+
+/// The value whose buffer `v` shares (through reshapes and views), when
+/// the memory plan places that buffer in the arena: the result of an op in
+/// `block` other than a constant, a parameter or an in-place update (whose
+/// result takes its argument's storage). Null otherwise.
+Value arenaRoot(Value v, Block &block) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!llvm::isa<ReshapeOp, exec::ViewOp>(def))
+      break;
+    v = def->getOperand(0);
+  }
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getBlock() != &block ||
+      llvm::isa<ConstantOp, GetParamOp, InPlaceOpInterface>(def))
+    return Value();
+  return v;
+}
+
+/// Replaces each split or unit-stride slice in `block` whose pieces are
+/// contiguous runs of its input's elements (every dim before the sliced
+/// one of extent 1, every dim after it whole), each starting at an aligned
+/// byte, by an exec.view per piece, when the input lives in the arena: the
+/// pieces are then the input's own bytes, with no kernel (a merged
+/// projection's weight and bias gradients split into the parameters').
+void viewContiguousPieces(Block &block) {
+  auto bytesOf = [](Type elem) {
+    return int64_t(llvm::divideCeil(elem.getIntOrFloatBitWidth(), 8));
+  };
+  // The element offset of each piece along `axis`, or nothing when the
+  // pieces are not contiguous or not aligned.
+  auto pieces = [&](RankedTensorType in, int64_t axis,
+                    ArrayRef<int64_t> starts) -> SmallVector<int64_t> {
+    ArrayRef<int64_t> shape = in.getShape();
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= shape[d];
+    for (int64_t d = axis + 1; d < int64_t(shape.size()); ++d)
+      inner *= shape[d];
+    if (outer != 1)
+      return {};
+    SmallVector<int64_t> offsets;
+    for (int64_t start : starts) {
+      int64_t offset = start * inner;
+      if (offset * bytesOf(in.getElementType()) % kArenaAlignment != 0)
+        return {};
+      offsets.push_back(offset);
+    }
+    return offsets;
+  };
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto split = llvm::dyn_cast<SplitOp>(&op);
+    auto slice = llvm::dyn_cast<SliceOp>(&op);
+    if ((!split && !slice) || !arenaRoot(op.getOperand(0), block))
+      continue;
+    auto in = llvm::cast<RankedTensorType>(op.getOperand(0).getType());
+    if (!in.hasStaticShape())
+      continue;
+    SmallVector<int64_t> offsets;
+    if (split) {
+      SmallVector<int64_t> starts;
+      int64_t start = 0;
+      for (int64_t size : split.getSizes()) {
+        starts.push_back(start);
+        start += size;
+      }
+      offsets = pieces(in, split.getAxis(), starts);
+    } else {
+      // The first dim not taken whole is the sliced one; the rest whole.
+      ArrayRef<int64_t> shape = in.getShape(), begin = slice.getStarts(),
+                        end = slice.getLimits();
+      if (llvm::any_of(slice.getStrides(), [](int64_t s) { return s != 1; }))
+        continue;
+      int64_t axis = 0, rank = int64_t(shape.size());
+      while (axis < rank && begin[axis] == 0 && end[axis] == shape[axis])
+        ++axis;
+      if (axis == rank)
+        continue;
+      bool whole = true;
+      for (int64_t d = axis + 1; d < rank; ++d)
+        whole &= begin[d] == 0 && end[d] == shape[d];
+      if (whole)
+        offsets = pieces(in, axis, {begin[axis]});
+    }
+    if (offsets.empty())
+      continue;
+    OpBuilder builder(&op);
+    for (auto [result, offset] : llvm::zip_equal(op.getResults(), offsets))
+      result.replaceAllUsesWith(exec::ViewOp::create(
+          builder, op.getLoc(), result.getType(), op.getOperand(0),
+          builder.getI64IntegerAttr(offset)));
+    op.erase();
+  }
 }
 
 /// Replaces every tcc.split in `block` by one tcc.slice per result, so each
@@ -500,11 +597,13 @@ void outlineGroup(Operation *root, Group &group, StringRef name) {
 /// only moves elements (transpose, slice, concat and reshapes: no loop per
 /// output element, no elementwise op reading an input at the output index,
 /// so no vector path that a kernel of several results would lose), no
-/// packed token rows, every result of its first result's shape.
-bool siblingKernel(exec::FusionOp fusion) {
+/// packed token rows unless `tokenRows` (a chain joining a reduction over
+/// every row, which then moves every row), every result of its first
+/// result's shape.
+bool siblingKernel(exec::FusionOp fusion, bool tokenRows = false) {
   for (Operation &op : fusion.getBody().front().without_terminator())
     if (!(exec::isLayoutOp(&op) || llvm::isa<ReshapeOp>(op)) ||
-        op.hasAttr(kTokenRowsAttr))
+        (!tokenRows && op.hasAttr(kTokenRowsAttr)))
       return false;
   return llvm::all_of(fusion.getResultTypes(), [&](Type t) {
     return t == fusion.getResult().getType() ||
@@ -606,13 +705,17 @@ Operation *reductionOf(exec::FusionOp fusion) {
 /// and X a store of its kernel when ops after it read X too (the attention
 /// gradient's q/k/v concat under the qkv bias gradient). Only views and
 /// constants may lie between the two and none of them reads X, and no
-/// other op of the reduction's kernel reads X.
+/// other op of the reduction's kernel reads X. A chain over packed token
+/// rows joins too: the reduction runs over every row (it has no packed
+/// rows itself), so it stores every row of X, as running the chain over
+/// every row would (rt::Step::tokenRows).
 /// Returns the merged kernel, or `fusion` when they stay apart.
 exec::FusionOp mergeChainIntoReduction(exec::FusionOp chain,
                                        exec::FusionOp fusion) {
   Operation *reduction = reductionOf(fusion);
   if (!chain || !reduction || chain->getNumResults() != 1 ||
-      !siblingKernel(chain) || reduction->hasAttr(kTokenRowsAttr))
+      !siblingKernel(chain, /*tokenRows=*/true) ||
+      reduction->hasAttr(kTokenRowsAttr))
     return fusion;
   Value x = chain.getResult();
   // The reduction reads X directly, or through one cast (a 16-bit
@@ -720,6 +823,7 @@ struct FusePass : tcc::impl::FuseBase<FusePass> {
   void fuseBlock(Block &block, unsigned &counter) {
     // Groups are chosen first and outlined after, so the walk sees the
     // original ops and use lists.
+    viewContiguousPieces(block);
     splitToSlices(block);
     llvm::DenseSet<Operation *> taken;
     SmallVector<std::pair<Operation *, Group>> groups;

@@ -303,6 +303,39 @@ std::optional<Role> roleOf(Operation *op, const Geometry &g) {
         return role;
       })
       .Case([&](TransposeOp t) { return transpose(t, g); })
+      .Case([&](SplitOp s) -> std::optional<Role> {
+        // Along the features (a fused q/k/v projection's output).
+        unsigned lead = rowDims(s.getInput().getType(), g);
+        if (lead == 0 || s.getAxis() < int64_t(lead))
+          return std::nullopt;
+        Role role;
+        role.operands.push_back({0, Form::Row});
+        for (unsigned i = 0; i < s.getNumResults(); ++i)
+          role.results.push_back({i, Form::Row});
+        role.zeroPadded = follows(0);
+        return role;
+      })
+      .Case([&](ConcatOp c) -> std::optional<Role> {
+        // Along the features (its gradient: q, k and v's joined).
+        unsigned lead = rowDims(c.getType(), g);
+        if (lead == 0 || c.getAxis() < int64_t(lead))
+          return std::nullopt;
+        Role role;
+        for (auto [i, v] : llvm::enumerate(c.getInputs())) {
+          if (rowDims(v.getType(), g) != lead)
+            return std::nullopt;
+          role.operands.push_back({unsigned(i), Form::Row});
+        }
+        role.results.push_back({0, Form::Row});
+        unsigned n = c.getInputs().size();
+        role.zeroPadded = [n](unsigned, const Zero &zero) {
+          for (unsigned i = 0; i < n; ++i)
+            if (!zero(i))
+              return false;
+          return true;
+        };
+        return role;
+      })
       .Case([&](AttentionOp) { return attention(op, g, 3); })
       .Case([&](AttentionGradOp) { return attention(op, g, 4); })
       .Case([&](MatmulOp m) { return matmul(m, g); })

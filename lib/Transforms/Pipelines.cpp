@@ -24,6 +24,11 @@ SmallVector<PipelineStage> forwardStages(const PrecisionPolicy &precision) {
   return {
       {"lower-precision", "tcc-lower-precision", [options](OpPassManager &pm) {
          pm.addNestedPass<func::FuncOp>(createLowerPrecision(options));
+       }},
+      // After the precision casts, so that the concatenated weights are the
+      // parameters' working copies.
+      {"merge-projections", "tcc-merge-projections", [](OpPassManager &pm) {
+         pm.addNestedPass<func::FuncOp>(createMergeProjections());
        }}};
 }
 

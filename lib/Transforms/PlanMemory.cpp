@@ -251,6 +251,11 @@ struct PlanMemoryPass : tcc::impl::PlanMemoryBase<PlanMemoryPass> {
           results.push_back(buffer);
       if (results.size() == op.getNumResults())
         annotate(&op, results);
+      // A piece of its buffer (exec.view): the piece's offset.
+      if (int64_t delta = live->viewOffset.lookup(op.getResult(0)))
+        if (auto offset = op.getAttrOfType<IntegerAttr>(kOffsetAttr))
+          op.setAttr(kOffsetAttr, Builder(&getContext())
+                                      .getI64IntegerAttr(offset.getInt() + delta));
     }
     func->setAttr(kArenaBytesAttr,
                   Builder(func.getContext()).getI64IntegerAttr(peak));

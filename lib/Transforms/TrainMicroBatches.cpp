@@ -33,6 +33,28 @@ int64_t runMicroBatchesInOrder(func::FuncOp step, ValueRange batch) {
         g = std::max(g, group.lookup(def));
     group[&op] = g;
   }
+  // An op of no micro-batch read only by one micro-batch (that micro-batch's
+  // copy of the merged q/k/v weights, tcc-merge-projections) runs with it
+  // instead of before every micro-batch, so that it is not live across the
+  // micro-batches before it. Readers first (the block in reverse), so a
+  // chain of such ops moves as one, and an op's key stays at least its
+  // operands'. What several micro-batches read (the label count) stays up
+  // front, made once.
+  for (Operation &op : llvm::reverse(body)) {
+    if (group.lookup(&op) != 0 || keepsPlace(&op) || op.use_empty())
+      continue;
+    std::optional<int64_t> only;
+    for (Operation *user : op.getUsers()) {
+      int64_t g = group.lookup(user);
+      if (g == 0 || keepsPlace(user) || (only && *only != g)) {
+        only = std::nullopt;
+        break;
+      }
+      only = g;
+    }
+    if (only)
+      group[&op] = *only;
+  }
   // Between ops that keep their place, a stable sort by micro-batch: an
   // op's micro-batch is never below its operands' and ties keep the old
   // order, so it is a topological order. Then an op that joins two

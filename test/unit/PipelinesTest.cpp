@@ -113,8 +113,8 @@ TEST(PipelinesTest, StagesInOrder) {
   BuildTrainStepOptions o;
   o.loss = "mse(y,target)";
   EXPECT_EQ(names(tcc::trainStages(parse(o))),
-            (std::vector<std::string>{"lower-precision", "build-train-step",
-                                      "fuse-layer-norm-grad"}));
+            (std::vector<std::string>{"lower-precision", "merge-projections",
+                                      "build-train-step", "fuse-layer-norm-grad"}));
   tcc::LowerConfig lower;
   lower.roots.assign(tcc::trainingRoots().begin(), tcc::trainingRoots().end());
   EXPECT_EQ(

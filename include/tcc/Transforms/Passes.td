@@ -248,6 +248,63 @@ def LowerPrecision : Pass<"tcc-lower-precision", "mlir::func::FuncOp"> {
   let dependentDialects = ["::tcc::TccDialect"];
 }
 
+def MergeProjections : Pass<"tcc-merge-projections", "mlir::func::FuncOp"> {
+  let summary = "One GEMM for an attention's separate q, k and v projections";
+  let description = [{
+    Runs on the forward model after `tcc-lower-precision`, before
+    `tcc-build-train-step`. A model written with separate `nn.Linear`
+    layers for q, k and v (BERT, most encoders) computes three GEMMs of one
+    input where a fused projection (GPT-2's `c_attn`) computes one, and its
+    backward pass three input-gradient GEMMs, three weight-gradient GEMMs
+    and three bias-gradient sums where the fused one has one of each.
+
+    For each heads-first `tcc.attention`, the projections its query, key
+    and value are read from, `transpose(reshape(add(b, matmul(x, W))),
+    [0, 2, 1, 3])` with `x` `[B, T, K]`, `W` `[N, K]` (`transpose_rhs`) and
+    `b` `[N]` (or no bias add; the matmul read by the add alone), are
+    grouped by input `x`, weight element type and whether they add a bias.
+    A group of two or more (q, k and v of self-attention; k and v of
+    cross-attention) becomes one matmul of `x` and the weights concatenated
+    along their rows (`tcc.concat`, axis 0), plus the biases concatenated,
+    and a `tcc.split` of its result along the last dim into the
+    projections' results, at the first projection's matmul (a weight or
+    bias that is a parameter's cast, its working copy, moves up to it).
+    Autodiff then gives the fused projection's backward: the split's
+    gradient is the concat of the three result gradients, which one GEMM
+    per gradient reads, and the concats' gradients split the weight and
+    bias gradients back into the parameters' own. `tcc-fold-attention-layout`
+    reads q, k and v as columns of the merged result.
+
+    Numerics: every output element is the same dot product as before; the
+    input gradient sums three products in one GEMM instead of adding three
+    GEMMs, so it changes by rounding.
+
+    Before:
+    ```mlir
+    %pq = tcc.matmul %x, %wq {transpose_rhs = true} : (tensor<2x8x32xf32>, tensor<32x32xf32>) -> tensor<2x8x32xf32>
+    %q = tcc.add %bq, %pq : (tensor<32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+    ... likewise %k, %v, each reshaped and transposed into the attention
+    ```
+    After:
+    ```mlir
+    %w = tcc.concat %wq, %wk, %wv {axis = 0 : i64} : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<96x32xf32>
+    %p = tcc.matmul %x, %w {transpose_rhs = true} : (tensor<2x8x32xf32>, tensor<96x32xf32>) -> tensor<2x8x96xf32>
+    %b = tcc.concat %bq, %bk, %bv {axis = 0 : i64} : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<96xf32>
+    %y = tcc.add %b, %p : (tensor<96xf32>, tensor<2x8x96xf32>) -> tensor<2x8x96xf32>
+    %qkv:3 = tcc.split %y {axis = 2 : i64, sizes = array<i64: 32, 32, 32>} : (tensor<2x8x96xf32>) -> (...)
+    ```
+    `report` emits a remark per function: `tcc-merge-projections: @f: N
+    projections merged`.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit each function's number of merged projections as a remark">,
+  ];
+  let statistics = [
+    Statistic<"merged", "merged", "projections merged into a shared GEMM">,
+  ];
+}
+
 def ExpandBatchNorm : Pass<"tcc-expand-batch-norm", "mlir::func::FuncOp"> {
   let summary = "Expand each tcc.batch_norm in the mode its `training` attribute gives";
   let description = [{
@@ -590,9 +647,16 @@ def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
     or cmp where neg abs exp log sqrt rsqrt tanh erf sigmoid relu not cos sin
     gelu gelu_grad cast`, `broadcast`) and the structured ops (`transpose
     slice slice_grad concat gather`, `gather_grad` off axis 0,
-    `reduce_sum/mean/max/min`). `tcc.split` is first rewritten into one
-    `tcc.slice` per result, since a kernel has one result (of its launch
-    space; see stores below).
+    `reduce_sum/mean/max/min`). A split or unit-stride slice whose pieces
+    are contiguous runs of its input's elements (every dim before the
+    sliced one of extent 1, every dim after it whole), each starting at a
+    byte the arena alignment divides, of a value the memory plan puts in
+    the arena (an op's result, not an argument, constant, parameter or
+    in-place update) is first rewritten into one `exec.view` per piece: no
+    kernel, the piece's bytes in place (a merged projection's weight and
+    bias gradients split into the parameters'). Every other `tcc.split`
+    is rewritten into one `tcc.slice` per result, since a kernel has one
+    result (of its launch space; see stores below).
 
     Ops are visited from the end of the block; a kernel op not yet in a
     group roots a new one, which then absorbs an operand's producer when all
@@ -629,9 +693,13 @@ def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
     joins as a *store* (an `exec.fusion` result after the first, which the
     kernel writes where it computes it) when it is elementwise of the
     reduction input's shape, every outside reader comes after the
-    reduction, no other launch lies between the two, and neither carries
-    packed token rows: a bias gradient's sum and the gradient the GEMMs
-    read are one kernel. Not in a function with `exec.reuse_operands`
+    reduction, no other launch lies between the two, and the reduction
+    runs over every row (no packed token rows on it: a kernel over the
+    valid rows only would leave the store's other rows unwritten): a bias
+    gradient's sum and the gradient the GEMMs read are one kernel. A store
+    over packed token rows is then computed at every row, as any backend
+    may run a step over packed rows (the rows past the valid ones hold
+    finite values, zero for a gradient). Not in a function with `exec.reuse_operands`
     (a tight `--memory-budget`), whose elementwise kernels may write over
     a dying operand, which a reduction's kernel may not.
 
@@ -645,7 +713,8 @@ def Fuse : Pass<"tcc-fuse", "mlir::ModuleOp"> {
     layout-chain kernel of one result joins the reduction kernel launched
     right after it when that reduction reads its result directly: the chain
     becomes the reduction's prologue and its result a store when other ops
-    (all after the reduction) read it too. A group of one op
+    (all after the reduction) read it too (a chain over packed token rows
+    as well: the reduction runs over every row). A group of one op
     is still wrapped, so every generated kernel is an `exec.fusion`. Splat
     `tcc.constant`s are cloned into the kernels that use them. Kernels are
     named `fused_0`, `fused_1`, ... in program order over the module.

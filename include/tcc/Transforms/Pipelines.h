@@ -38,7 +38,9 @@ struct PipelineStage {
 
 /// The forward model's stages, before anything is differentiated:
 /// lower-precision (tcc-lower-precision under `precision` on every function
-/// of the forward model; nothing changes at fp32).
+/// of the forward model; nothing changes at fp32), then merge-projections
+/// (tcc-merge-projections: an attention's separate q/k/v projections as
+/// one GEMM).
 llvm::SmallVector<PipelineStage>
 forwardStages(const PrecisionPolicy &precision);
 

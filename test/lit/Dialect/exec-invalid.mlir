@@ -446,3 +446,19 @@ func.func @all_gather_world(%x: tensor<2xf32>) -> tensor<2xf32> {
   %0 = exec.all_gather %x {world_size = 0 : i64} : (tensor<2xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+func.func @view_past_end(%x: tensor<4x16xf32>) -> tensor<16xf32> {
+  // expected-error @below {{elements [56, 72) are not within the source's 64}}
+  %v = exec.view %x[56] : tensor<4x16xf32> -> tensor<16xf32>
+  return %v : tensor<16xf32>
+}
+
+// -----
+
+func.func @view_element_type(%x: tensor<4x16xf32>) -> tensor<16xf16> {
+  // expected-error @below {{result element type 'f16' is not the source's 'f32'}}
+  %v = exec.view %x[0] : tensor<4x16xf32> -> tensor<16xf16>
+  return %v : tensor<16xf16>
+}

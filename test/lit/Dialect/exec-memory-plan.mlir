@@ -165,3 +165,14 @@ func.func @reuse_not_elementwise(%x: tensor<16xf32>) -> tensor<16xf32> attribute
   }
   return %b : tensor<16xf32>
 }
+
+// -----
+
+// A view is a piece of its source's bytes: its offset is the source's plus
+// the piece's first byte (16 floats in: 64).
+func.func @stale_view(%x: tensor<4x16xf32>) -> tensor<16xf32> attributes {exec.arena_bytes = 256 : i64} {
+  %a = tcc.exp %x {exec.offset = 0 : i64} : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-error @below {{aliases result #0 of 'tcc.exp' but has a different exec.offset (the alias starts at byte 64 of it)}}
+  %v = exec.view %a[16] {exec.offset = 0 : i64} : tensor<4x16xf32> -> tensor<16xf32>
+  return %v : tensor<16xf32>
+}

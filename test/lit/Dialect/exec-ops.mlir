@@ -180,3 +180,10 @@ func.func @collectives(%g: tensor<8x2xf32>, %b: tensor<2xf32>, %loss: tensor<f32
   %3 = exec.all_gather %2 {world_size = 4 : i64} : (tensor<2x2xf32>) -> tensor<8x2xf32>
   return %0#0, %0#1, %1, %3 : tensor<8x2xf32>, tensor<2xf32>, tensor<f32>, tensor<8x2xf32>
 }
+
+// CHECK-LABEL: func.func @view
+// CHECK: exec.view %{{.*}}[32] : tensor<96x32xf32> -> tensor<32x32xf32>
+func.func @view(%w: tensor<96x32xf32>) -> tensor<32x32xf32> {
+  %0 = exec.view %w[32] : tensor<96x32xf32> -> tensor<32x32xf32>
+  return %0 : tensor<32x32xf32>
+}

@@ -464,3 +464,66 @@ func.func @bf16_chain(%x: tensor<4x8xbf16>, %p: tensor<8xf32>) -> (tensor<4x8xbf
 // STATS-DAG: remark: tcc-fuse: @bias_heads: 2 kernels before fusion, 1 after
 // STATS-DAG: remark: tcc-fuse: @bf16_chain: 5 kernels before fusion, 3 after
 // STATS: Pass statistics report
+
+// Over packed token rows (tcc-pack-tokens; BERT's GELU gradient under the
+// MLP input's bias gradient): the sum over the tokens runs over every row,
+// so it may store the gradient, computing it at every row (as any backend
+// may run a step over packed rows). A row reduction over packed rows runs
+// over the valid rows only: it would leave the other rows of a store
+// unwritten, so its prologue value read elsewhere stays its own kernel.
+// CHECK-LABEL: func.func @token_rows_store
+// CHECK: %[[B:.*]]:2 = exec.fusion "{{fused_[0-9]+}}"(%{{.*}}, %{{.*}}) : (tensor<2x8x128xf32>, tensor<2x8x128xf32>) -> (tensor<128xf32>, tensor<2x8x128xf32>) {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[G:.*]] = tcc.gelu_grad %{{.*}}, %{{.*}} {tcc.token_rows = 16 : i64}
+// CHECK-NEXT: %[[S:.*]] = tcc.reduce_sum %[[G]] {axes = array<i64: 0, 1>}
+// CHECK-NEXT: exec.yield %[[S]], %[[G]] : tensor<128xf32>, tensor<2x8x128xf32>
+// CHECK: tcc.matmul %{{.*}}, %[[B]]#1
+// CHECK: %[[E:.*]] = exec.fusion "{{fused_[0-9]+}}"(%{{.*}}) : (tensor<2x8x128xf32>) -> tensor<2x8x128xf32> {
+// CHECK: tcc.exp
+// CHECK: exec.fusion "{{fused_[0-9]+}}"(%[[E]]) : (tensor<2x8x128xf32>) -> tensor<2x8x1xf32> {
+// CHECK: tcc.reduce_max
+// CHECK: tcc.matmul %{{.*}}, %[[E]]
+func.func @token_rows_store(%h: tensor<2x8x128xf32>, %dy: tensor<2x8x128xf32>, %x: tensor<2x8x32xf32>)
+    -> (tensor<2x32x128xf32>, tensor<128xf32>, tensor<2x8x1xf32>, tensor<2x32x128xf32>) {
+  %0 = tcc.gelu_grad %h, %dy {tcc.token_rows = 16 : i64} : (tensor<2x8x128xf32>, tensor<2x8x128xf32>) -> tensor<2x8x128xf32>
+  %1 = tcc.reduce_sum %0 {axes = array<i64: 0, 1>} : (tensor<2x8x128xf32>) -> tensor<128xf32>
+  %2 = tcc.matmul %x, %0 {transpose_lhs = true} : (tensor<2x8x32xf32>, tensor<2x8x128xf32>) -> tensor<2x32x128xf32>
+  %3 = tcc.exp %h {tcc.token_rows = 16 : i64} : (tensor<2x8x128xf32>) -> tensor<2x8x128xf32>
+  %4 = tcc.reduce_max %3 {axes = array<i64: 2>, keepdims = true, tcc.token_rows = 16 : i64} : (tensor<2x8x128xf32>) -> tensor<2x8x1xf32>
+  %5 = tcc.matmul %x, %3 {transpose_lhs = true} : (tensor<2x8x32xf32>, tensor<2x8x128xf32>) -> tensor<2x32x128xf32>
+  return %2, %1, %4, %5 : tensor<2x32x128xf32>, tensor<128xf32>, tensor<2x8x1xf32>, tensor<2x32x128xf32>
+}
+
+// Contiguous pieces of a value the plan puts in the arena are views of its
+// bytes, not kernels: a merged projection's weight gradient split along its
+// rows, its bias gradient sliced. Left as kernels: pieces of an argument
+// (outside the arena), a split along a later dim (not contiguous), and a
+// piece starting at a byte that is not a multiple of the arena alignment.
+// CHECK-LABEL: func.func @contiguous_views
+// CHECK: %[[DW:.*]] = tcc.matmul
+// CHECK-NEXT: exec.view %[[DW]][0] : tensor<96x32xf32> -> tensor<32x32xf32>
+// CHECK-NEXT: exec.view %[[DW]][1024] : tensor<96x32xf32> -> tensor<32x32xf32>
+// CHECK-NEXT: exec.view %[[DW]][2048] : tensor<96x32xf32> -> tensor<32x32xf32>
+// CHECK: %[[DB:.*]] = exec.fusion
+// CHECK: tcc.reduce_sum
+// CHECK: exec.view %[[DB]][32] : tensor<96xf32> -> tensor<32xf32>
+// CHECK: exec.fusion "{{fused_[0-9]+}}"(%arg0)
+// CHECK: tcc.slice
+// CHECK: exec.fusion "{{fused_[0-9]+}}"(%[[DW]])
+// CHECK: tcc.slice
+// CHECK: exec.fusion "{{fused_[0-9]+}}"(%[[DB]])
+// CHECK: tcc.slice
+// CHECK-NOT: exec.view
+func.func @contiguous_views(%x: tensor<16x96xf32>, %h: tensor<16x32xf32>)
+    -> (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32xf32>,
+        tensor<8x96xf32>, tensor<96x16xf32>, tensor<8xf32>) {
+  %dw = tcc.matmul %x, %h {transpose_lhs = true} : (tensor<16x96xf32>, tensor<16x32xf32>) -> tensor<96x32xf32>
+  %p:3 = tcc.split %dw {axis = 0 : i64, sizes = array<i64: 32, 32, 32>} : (tensor<96x32xf32>) -> (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>)
+  %db = tcc.reduce_sum %x {axes = array<i64: 0>} : (tensor<16x96xf32>) -> tensor<96xf32>
+  %b = tcc.slice %db {limits = array<i64: 64>, starts = array<i64: 32>, strides = array<i64: 1>} : (tensor<96xf32>) -> tensor<32xf32>
+  %a = tcc.slice %x {limits = array<i64: 8, 96>, starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : (tensor<16x96xf32>) -> tensor<8x96xf32>
+  %c = tcc.slice %dw {limits = array<i64: 96, 16>, starts = array<i64: 0, 0>, strides = array<i64: 1, 1>} : (tensor<96x32xf32>) -> tensor<96x16xf32>
+  %d = tcc.slice %db {limits = array<i64: 12>, starts = array<i64: 4>, strides = array<i64: 1>} : (tensor<96xf32>) -> tensor<8xf32>
+  return %p#0, %p#1, %p#2, %b, %a, %c, %d : tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32xf32>,
+      tensor<8x96xf32>, tensor<96x16xf32>, tensor<8xf32>
+}

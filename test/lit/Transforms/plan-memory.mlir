@@ -189,3 +189,22 @@ func.func @reuse(%x: tensor<16xf32>, %s: tensor<f32>) -> (tensor<f32>, tensor<16
   }
   return %d, %c, %e : tensor<f32>, tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+
+// A view is a piece of its source's buffer: %a (8 x 16 floats, 512 bytes)
+// stays live through its views' uses, and each view's offset is %a's plus
+// its first byte (row 2: 128, row 4: 256).
+// CHECK-LABEL: func.func @views
+// CHECK-SAME: attributes {exec.arena_bytes = 640 : i64}
+// CHECK: tcc.exp %{{.*}} {exec.offset = 0 : i64}
+// CHECK: exec.view %{{.*}}[32] {exec.offset = 128 : i64}
+// CHECK: exec.view %{{.*}}[64] {exec.offset = 256 : i64}
+// CHECK: tcc.add %{{.*}} {exec.offset = 512 : i64}
+func.func @views(%x: tensor<8x16xf32>) -> tensor<2x16xf32> {
+  %a = tcc.exp %x : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  %v1 = exec.view %a[32] : tensor<8x16xf32> -> tensor<2x16xf32>
+  %v2 = exec.view %a[64] : tensor<8x16xf32> -> tensor<2x16xf32>
+  %c = tcc.add %v1, %v2 : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  return %c : tensor<2x16xf32>
+}
