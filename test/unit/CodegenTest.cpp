@@ -401,8 +401,9 @@ TEST_P(ModelStepTest, FusedStepIsKernelsAndLibraryCalls) {
         continue;
       }
       bool allowed = tcc::exec::isLibraryOp(&op) ||
-                     llvm::isa<tcc::ReshapeOp, tcc::ConstantOp,
-                               tcc::GetParamOp, func::ReturnOp>(op);
+                     op.hasTrait<tcc::OpClass::View>() ||
+                     llvm::isa<tcc::ConstantOp, tcc::GetParamOp,
+                               func::ReturnOp>(op);
       EXPECT_TRUE(allowed)
           << param.model << " @" << func.getSymName().str() << ": "
           << op.getName().getStringRef().str() << " is neither a kernel nor a "

@@ -72,8 +72,8 @@ const char *kMlp = R"mlir(
 /// Whether `op` may stand at the top level of a fused step function.
 bool allowedAfterFusion(Operation &op) {
   return llvm::isa<tcc::exec::FusionOp>(op) || tcc::exec::isLibraryOp(&op) ||
-         llvm::isa<tcc::ReshapeOp, tcc::exec::ViewOp, tcc::ConstantOp,
-                   tcc::GetParamOp, func::ReturnOp>(op);
+         op.hasTrait<tcc::OpClass::View>() ||
+         llvm::isa<tcc::ConstantOp, tcc::GetParamOp, func::ReturnOp>(op);
 }
 
 /// Deterministic values in [-1, 1) (non-negative for optimizer state, whose
