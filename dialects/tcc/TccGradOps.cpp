@@ -6,19 +6,15 @@
 using namespace mlir;
 using namespace tcc;
 
-static RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// A default-valued integer attribute as an adaptor has it (null: 0).
 static int64_t intAttr(IntegerAttr a) { return a ? a.getInt() : 0; }
 
-static bool isScalar(Value v) { return tensorOf(v).getRank() == 0; }
+static bool isScalar(Value v) { return tensorTypeOf(v).getRank() == 0; }
 
 static LogicalResult verifyAxis(Operation *op, Value v, int64_t axis) {
-  if (axis < 0 || axis >= tensorOf(v).getRank())
-    return op->emitOpError("axis ") << axis << " is out of range for rank "
-                                    << tensorOf(v).getRank();
+  if (axis < 0 || axis >= tensorTypeOf(v).getRank())
+    return op->emitOpError("axis ")
+           << axis << " is out of range for rank " << tensorTypeOf(v).getRank();
   return success();
 }
 
@@ -47,7 +43,7 @@ SmallVector<Type> layerNormGradTypes(RankedTensorType in, int64_t axis, bool wit
 void LayerNormGradOp::build(OpBuilder &b, OperationState &state, Value input,
                             Value scale, Value resultGrad, Value residualGrad,
                             IntegerAttr axis, FloatAttr epsilon, bool withInputGradSum) {
-  auto in = tensorOf(input);
+  auto in = tensorTypeOf(input);
   int64_t a = std::clamp<int64_t>(axis.getInt(), 0, std::max<int64_t>(in.getRank() - 1, 0));
   SmallVector<Type> types = layerNormGradTypes(in, a, withInputGradSum);
   build(b, state, types[0], types[1], types[2], withInputGradSum ? types[3] : Type(),
@@ -55,16 +51,17 @@ void LayerNormGradOp::build(OpBuilder &b, OperationState &state, Value input,
 }
 
 LogicalResult LayerNormGradOp::verify() {
-  auto in = tensorOf(getInput());
+  auto in = tensorTypeOf(getInput());
   int64_t axis = getAxis();
   if (axis < 0 || axis >= in.getRank())
     return emitOpError("axis ") << axis << " is out of range for rank " << in.getRank();
-  if (tensorOf(getResultGrad()) != in)
+  if (tensorTypeOf(getResultGrad()) != in)
     return emitOpError("result_grad must have the input's type");
   auto norm = RankedTensorType::get(in.getShape().drop_front(axis), in.getElementType());
-  if (Value scale = getScale(); scale && tensorOf(scale) != norm)
+  if (Value scale = getScale(); scale && tensorTypeOf(scale) != norm)
     return emitOpError("scale must be ") << norm;
-  if (Value residual = getResidualGrad(); residual && tensorOf(residual) != in)
+  if (Value residual = getResidualGrad();
+      residual && tensorTypeOf(residual) != in)
     return emitOpError("residual_grad must have the input's type");
   SmallVector<Type> want = layerNormGradTypes(in, axis, bool(getInputGradSum()));
   if (TypeRange(getResultTypes()) != TypeRange(want)) {
@@ -80,19 +77,20 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Loc
                                                 SmallVectorImpl<Type> &inferred) {
   // Autodiff copies the operands of a verified tcc.attention; only the result
   // gradient is new and must have the forward result's type.
-  auto q = tensorOf(adaptor.getQuery());
+  auto q = tensorTypeOf(adaptor.getQuery());
   std::string error;
   const int64_t columns[3] = {intAttr(adaptor.getQueryColumnAttr()), intAttr(adaptor.getKeyColumnAttr()),
                               intAttr(adaptor.getValueColumnAttr())};
-  std::optional<AttentionDims> a = attentionDims(
-      q.getShape(), tensorOf(adaptor.getKey()).getShape(),
-      tensorOf(adaptor.getValue()).getShape(), intAttr(adaptor.getHeadsAttr()),
-      intAttr(adaptor.getHeadDimAttr()), columns, error);
+  std::optional<AttentionDims> a =
+      attentionDims(q.getShape(), tensorTypeOf(adaptor.getKey()).getShape(),
+                    tensorTypeOf(adaptor.getValue()).getShape(),
+                    intAttr(adaptor.getHeadsAttr()),
+                    intAttr(adaptor.getHeadDimAttr()), columns, error);
   if (!a)
     return emitOptionalError(loc, error);
   Type et = q.getElementType();
   auto expected = RankedTensorType::get(a->resultShape(), et);
-  if (tensorOf(adaptor.getResultGrad()) != expected)
+  if (tensorTypeOf(adaptor.getResultGrad()) != expected)
     return emitOptionalError(loc, "result_grad must be ", expected);
   for (int i = 0; i < 3; ++i)
     inferred.push_back(RankedTensorType::get(a->gradShape(i), et));
@@ -101,14 +99,14 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Loc
 
 LogicalResult GatherGradOp::verify() {
   auto data = getType();
-  auto indices = tensorOf(getIndices());
+  auto indices = tensorTypeOf(getIndices());
   int64_t axis = getAxis();
   if (axis < 0 || axis >= data.getRank())
     return emitOpError("axis ") << axis << " is out of range for rank " << data.getRank();
   SmallVector<int64_t> shape(data.getShape().take_front(axis));
   llvm::append_range(shape, indices.getShape());
   llvm::append_range(shape, data.getShape().drop_front(axis + 1));
-  auto grad = tensorOf(getResultGrad());
+  auto grad = tensorTypeOf(getResultGrad());
   if (grad.getShape() != ArrayRef<int64_t>(shape) ||
       grad.getElementType() != data.getElementType())
     return emitOpError("result_grad ") << grad << " does not match a gather from " << data;
@@ -117,7 +115,7 @@ LogicalResult GatherGradOp::verify() {
 
 LogicalResult SliceGradOp::verify() {
   auto in = getType();
-  auto grad = tensorOf(getResultGrad());
+  auto grad = tensorTypeOf(getResultGrad());
   ArrayRef<int64_t> starts = getStarts(), limits = getLimits(), strides = getStrides();
   if (static_cast<int64_t>(starts.size()) != in.getRank() ||
       limits.size() != starts.size() || strides.size() != starts.size())
@@ -136,8 +134,9 @@ LogicalResult SliceGradOp::verify() {
 }
 
 static LogicalResult checkLabels(Operation *op, Value logits, Value labels) {
-  auto l = tensorOf(logits);
-  if (l.getRank() < 1 || tensorOf(labels).getShape() != l.getShape().drop_back())
+  auto l = tensorTypeOf(logits);
+  if (l.getRank() < 1 ||
+      tensorTypeOf(labels).getShape() != l.getShape().drop_back())
     return op->emitOpError("labels ")
            << labels.getType() << " must have the leading dims of logits " << l;
   return success();
@@ -146,8 +145,9 @@ static LogicalResult checkLabels(Operation *op, Value logits, Value labels) {
 LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                                Adaptor adaptor,
                                                SmallVectorImpl<Type> &inferred) {
-  auto l = tensorOf(adaptor.getLogits());
-  if (l.getRank() < 1 || tensorOf(adaptor.getLabels()).getShape() != l.getShape().drop_back())
+  auto l = tensorTypeOf(adaptor.getLogits());
+  if (l.getRank() < 1 ||
+      tensorTypeOf(adaptor.getLabels()).getShape() != l.getShape().drop_back())
     return emitOptionalError(loc, "labels ", adaptor.getLabels().getType(),
                              " must have the leading dims of logits ", l);
   // A loss sums many rows: from 16-bit logits it comes out in f32.
@@ -166,7 +166,7 @@ LogicalResult CrossEntropyGradOp::verify() {
   if (lossType.getIntOrFloatBitWidth() < 32)
     lossType = Float32Type::get(getContext());
   if (!isScalar(getLossSumGrad()) ||
-      tensorOf(getLossSumGrad()).getElementType() != lossType)
+      tensorTypeOf(getLossSumGrad()).getElementType() != lossType)
     return emitOpError("loss_sum_grad must be a scalar of the loss's element "
                        "type (the logits', f32 for 16-bit logits)");
   if (getType() != getLogits().getType())

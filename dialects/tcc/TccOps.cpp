@@ -11,10 +11,6 @@
 using namespace mlir;
 using namespace tcc;
 
-static RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// A default-valued integer attribute as an adaptor has it (null: 0).
 static int64_t intAttr(IntegerAttr a) { return a ? a.getInt() : 0; }
 
@@ -68,10 +64,10 @@ static LogicalResult inferBroadcast(std::optional<Location> loc, TypeRange input
 
 static LogicalResult inferBinary(std::optional<Location> loc, Value lhs, Value rhs,
                                  bool boolResult, SmallVectorImpl<Type> &inferred) {
-  Type elem = tensorOf(lhs).getElementType();
-  if (elem != tensorOf(rhs).getElementType())
+  Type elem = tensorTypeOf(lhs).getElementType();
+  if (elem != tensorTypeOf(rhs).getElementType())
     return emitOptionalError(loc, "operand element types ", elem, " and ",
-                             tensorOf(rhs).getElementType(), " differ");
+                             tensorTypeOf(rhs).getElementType(), " differ");
   Type resultElem = boolResult ? IntegerType::get(lhs.getContext(), 1) : elem;
   return inferBroadcast(loc, {lhs.getType(), rhs.getType()}, resultElem, inferred);
 }
@@ -97,20 +93,20 @@ TCC_INFER_BINARY(CmpOp, true)
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
-  Type elem = tensorOf(adaptor.getOnTrue()).getElementType();
-  if (elem != tensorOf(adaptor.getOnFalse()).getElementType())
-    return emitOptionalError(loc, "branch element types ", elem, " and ",
-                             tensorOf(adaptor.getOnFalse()).getElementType(),
-                             " differ");
+  Type elem = tensorTypeOf(adaptor.getOnTrue()).getElementType();
+  if (elem != tensorTypeOf(adaptor.getOnFalse()).getElementType())
+    return emitOptionalError(
+        loc, "branch element types ", elem, " and ",
+        tensorTypeOf(adaptor.getOnFalse()).getElementType(), " differ");
   return inferBroadcast(loc, adaptor.getOperands().getTypes(), elem, inferred);
 }
 
 
 LogicalResult CastOp::verify() {
-  if (tensorOf(getInput()).getShape() != getType().getShape())
+  if (tensorTypeOf(getInput()).getShape() != getType().getShape())
     return emitOpError("result shape ")
            << shapeStr(getType().getShape()) << " differs from the input's "
-           << shapeStr(tensorOf(getInput()).getShape());
+           << shapeStr(tensorTypeOf(getInput()).getShape());
   return success();
 }
 
@@ -119,7 +115,7 @@ LogicalResult CastOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult BroadcastOp::verify() {
-  auto in = tensorOf(getInput());
+  auto in = tensorTypeOf(getInput());
   if (in.getElementType() != getType().getElementType())
     return emitOpError("result element type differs from the input's");
   if (!isBroadcastableTo(in.getShape(), getType().getShape()))
@@ -130,7 +126,7 @@ LogicalResult BroadcastOp::verify() {
 }
 
 LogicalResult ReshapeOp::verify() {
-  auto in = tensorOf(getInput());
+  auto in = tensorTypeOf(getInput());
   if (in.getElementType() != getType().getElementType())
     return emitOpError("result element type differs from the input's");
   if (in.getNumElements() != getType().getNumElements())
@@ -142,7 +138,7 @@ LogicalResult ReshapeOp::verify() {
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  auto in = tensorOf(adaptor.getInput());
+  auto in = tensorTypeOf(adaptor.getInput());
   ArrayRef<int64_t> perm = adaptor.getPerm();
   if (static_cast<int64_t>(perm.size()) != in.getRank())
     return emitOptionalError(loc, "perm has ", perm.size(), " entries for rank ",
@@ -162,7 +158,7 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
-  auto in = tensorOf(adaptor.getInput());
+  auto in = tensorTypeOf(adaptor.getInput());
   ArrayRef<int64_t> starts = adaptor.getStarts(), limits = adaptor.getLimits(),
                     strides = adaptor.getStrides();
   int64_t rank = in.getRank();
@@ -189,14 +185,14 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
                                          SmallVectorImpl<Type> &inferred) {
   if (adaptor.getInputs().empty())
     return emitOptionalError(loc, "needs at least one input");
-  auto first = tensorOf(adaptor.getInputs().front());
+  auto first = tensorTypeOf(adaptor.getInputs().front());
   int64_t axis = adaptor.getAxis();
   if (axis < 0 || axis >= first.getRank())
     return emitOptionalError(loc, "axis ", axis, " is out of range for rank ", first.getRank());
   SmallVector<int64_t> shape(first.getShape());
   shape[axis] = 0;
   for (Value v : adaptor.getInputs()) {
-    auto t = tensorOf(v);
+    auto t = tensorTypeOf(v);
     if (t.getRank() != first.getRank() || t.getElementType() != first.getElementType())
       return emitOptionalError(loc, "inputs differ in rank or element type");
     for (int64_t d = 0; d < t.getRank(); ++d)
@@ -211,7 +207,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 LogicalResult SplitOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
-  auto in = tensorOf(adaptor.getInput());
+  auto in = tensorTypeOf(adaptor.getInput());
   int64_t axis = adaptor.getAxis();
   if (axis < 0 || axis >= in.getRank())
     return emitOptionalError(loc, "axis ", axis, " is out of range for rank ", in.getRank());
@@ -233,8 +229,8 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
-  auto data = tensorOf(adaptor.getData());
-  auto indices = tensorOf(adaptor.getIndices());
+  auto data = tensorTypeOf(adaptor.getData());
+  auto indices = tensorTypeOf(adaptor.getIndices());
   int64_t axis = adaptor.getAxis();
   if (axis < 0 || axis >= data.getRank())
     return emitOptionalError(loc, "axis ", axis, " is out of range for rank ", data.getRank());
@@ -248,10 +244,10 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  auto table = tensorOf(adaptor.getTable());
+  auto table = tensorTypeOf(adaptor.getTable());
   if (table.getRank() != 2)
     return emitOptionalError(loc, "table must be [vocab, dim], got rank ", table.getRank());
-  SmallVector<int64_t> shape(tensorOf(adaptor.getIds()).getShape());
+  SmallVector<int64_t> shape(tensorTypeOf(adaptor.getIds()).getShape());
   shape.push_back(table.getDimSize(1));
   inferred.push_back(RankedTensorType::get(shape, table.getElementType()));
   return success();
@@ -264,7 +260,7 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
 static LogicalResult inferReduce(std::optional<Location> loc, Value input,
                                  ArrayRef<int64_t> axes, bool keepdims,
                                  SmallVectorImpl<Type> &inferred) {
-  auto in = tensorOf(input);
+  auto in = tensorTypeOf(input);
   SmallVector<bool> reduced(in.getRank(), false);
   for (int64_t a : axes) {
     if (a < 0 || a >= in.getRank() || reduced[a])
@@ -297,7 +293,7 @@ TCC_INFER_REDUCE(ReduceMinOp)
 
 static LogicalResult inferAxisOp(std::optional<Location> loc, Value input, int64_t axis,
                                  SmallVectorImpl<Type> &inferred) {
-  auto in = tensorOf(input);
+  auto in = tensorTypeOf(input);
   if (axis < 0 || axis >= in.getRank())
     return emitOptionalError(loc, "axis ", axis, " is out of range for rank ", in.getRank());
   inferred.push_back(in);
@@ -323,12 +319,12 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
 }
 
 LogicalResult LayerNormOp::verify() {
-  auto in = tensorOf(getInput());
+  auto in = tensorTypeOf(getInput());
   ArrayRef<int64_t> normShape = in.getShape().drop_front(getAxis());
   for (Value v : {getScale(), getBias()}) {
     if (!v)
       continue;
-    auto t = tensorOf(v);
+    auto t = tensorTypeOf(v);
     if (t.getShape() != normShape || t.getElementType() != in.getElementType())
       return emitOpError("scale and bias must be ")
              << shapeStr(normShape) << " of " << in.getElementType() << ", got " << t;
@@ -341,7 +337,7 @@ LogicalResult LayerNormOp::verify() {
 LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  auto in = tensorOf(adaptor.getInput());
+  auto in = tensorTypeOf(adaptor.getInput());
   inferred.push_back(in);
   inferred.push_back(RankedTensorType::get(in.getShape(), IntegerType::get(ctx, 1)));
   return success();
@@ -351,11 +347,11 @@ LogicalResult DropoutOp::verify() {
   double ratio = getRatio().convertToDouble();
   if (!(ratio >= 0.0 && ratio < 1.0))
     return emitOpError("ratio must be in [0, 1), got ") << ratio;
-  if (getOffset() && tensorOf(getOffset()).getRank() != 0)
+  if (getOffset() && tensorTypeOf(getOffset()).getRank() != 0)
     return emitOpError("offset must be an i64 scalar");
   if (Value rows = getRows()) {
-    auto r = tensorOf(rows);
-    int64_t n = tensorOf(getInput()).getNumElements();
+    auto r = tensorTypeOf(rows);
+    int64_t n = tensorTypeOf(getInput()).getNumElements();
     if (r.getRank() != 1 || r.getDimSize(0) == 0 || n % r.getDimSize(0) != 0)
       return emitOpError("rows must be 1-D and divide the input's ")
              << n << " elements";
@@ -370,7 +366,8 @@ LogicalResult DropoutOp::verify() {
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
-  auto lhs = tensorOf(adaptor.getLhs()), rhs = tensorOf(adaptor.getRhs());
+  auto lhs = tensorTypeOf(adaptor.getLhs()),
+       rhs = tensorTypeOf(adaptor.getRhs());
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
     return emitOptionalError(loc, "operands must have rank >= 2");
   if (lhs.getElementType() != rhs.getElementType())
@@ -394,7 +391,7 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &inferred) {
-  auto a = tensorOf(adaptor.getA()), b = tensorOf(adaptor.getB());
+  auto a = tensorTypeOf(adaptor.getA()), b = tensorTypeOf(adaptor.getB());
   if (a.getRank() != 2 || b.getRank() != 2)
     return emitOptionalError(loc, "a and b must be matrices");
   if (a.getElementType() != b.getElementType())
@@ -406,12 +403,12 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   if (k != k2)
     return emitOptionalError(loc, "contraction dims differ: ", k, " vs ", k2);
   if (Value c = adaptor.getC()) {
-    if (!isBroadcastableTo(tensorOf(c).getShape(), {m, n}) ||
-        tensorOf(c).getElementType() != a.getElementType())
+    if (!isBroadcastableTo(tensorTypeOf(c).getShape(), {m, n}) ||
+        tensorTypeOf(c).getElementType() != a.getElementType())
       return emitOptionalError(loc, "c does not broadcast to [", m, "x", n, "]");
   }
   if (Value bias = adaptor.getBias()) {
-    auto type = tensorOf(bias);
+    auto type = tensorTypeOf(bias);
     if (type.getRank() != 1 || type.getDimSize(0) != n ||
         type.getElementType() != a.getElementType())
       return emitOptionalError(loc, "bias must be [", n, "] of the operands' type");
@@ -427,9 +424,10 @@ template <class Op> AttentionDims attentionDimsOf(Op op) {
   const int64_t columns[3] = {int64_t(op.getQueryColumn()), int64_t(op.getKeyColumn()),
                               int64_t(op.getValueColumn())};
   std::optional<AttentionDims> a = attentionDims(
-      tensorOf(op.getQuery()).getShape(), tensorOf(op.getKey()).getShape(),
-      tensorOf(op.getValue()).getShape(), int64_t(op.getHeads()), int64_t(op.getHeadDim()),
-      columns, error);
+      tensorTypeOf(op.getQuery()).getShape(),
+      tensorTypeOf(op.getKey()).getShape(),
+      tensorTypeOf(op.getValue()).getShape(), int64_t(op.getHeads()),
+      int64_t(op.getHeadDim()), columns, error);
   assert(a && "getDims() of an unverified attention op");
   return *a;
 }
@@ -441,8 +439,8 @@ AttentionDims AttentionGradOp::getDims() { return attentionDimsOf(*this); }
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  auto q = tensorOf(adaptor.getQuery()), k = tensorOf(adaptor.getKey()),
-       v = tensorOf(adaptor.getValue());
+  auto q = tensorTypeOf(adaptor.getQuery()), k = tensorTypeOf(adaptor.getKey()),
+       v = tensorTypeOf(adaptor.getValue());
   if (q.getElementType() != k.getElementType() || q.getElementType() != v.getElementType())
     return emitOptionalError(loc, "query, key and value element types differ");
   std::string error;
@@ -454,7 +452,7 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   if (!a)
     return emitOptionalError(loc, error);
   if (Value m = adaptor.getKeyMask()) {
-    auto mt = tensorOf(m);
+    auto mt = tensorTypeOf(m);
     // Packed tokens (tcc-pack-tokens: one sequence per batch row) or packed
     // documents (tcc-pack-documents: up to one per token): the row offsets
     // of the sequences.

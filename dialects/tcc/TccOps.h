@@ -39,6 +39,11 @@ inline constexpr llvm::StringLiteral kPadSkipAttr = "tcc.pad_skip";
 /// getFlops(), none for the other Layout ops, one per input element for the
 /// other Structured ops (reductions), one per result element otherwise.
 int64_t opFlops(mlir::Operation *op);
+
+/// The ranked tensor type of `v` (every tcc value is one).
+inline mlir::RankedTensorType tensorTypeOf(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType());
+}
 } // namespace tcc
 
 #endif // TCC_DIALECT_TCC_TCCOPS_H

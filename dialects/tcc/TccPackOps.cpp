@@ -4,14 +4,10 @@
 using namespace mlir;
 using namespace tcc;
 
-static RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 LogicalResult PackIndexOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  auto mask = tensorOf(adaptor.getKeyMask());
+  auto mask = tensorTypeOf(adaptor.getKeyMask());
   Type e = mask.getElementType();
   if (mask.getRank() != 2 || !(e.isInteger(1) || llvm::isa<FloatType>(e)))
     return emitOptionalError(loc, "key_mask must be [batch, seq] of i1 or float");
@@ -24,7 +20,7 @@ LogicalResult PackIndexOp::inferReturnTypes(MLIRContext *ctx, std::optional<Loca
 LogicalResult SegmentIndexOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                                Adaptor adaptor,
                                                SmallVectorImpl<Type> &inferred) {
-  auto pos = tensorOf(adaptor.getPositionIds());
+  auto pos = tensorTypeOf(adaptor.getPositionIds());
   if (pos.getRank() != 2 || !llvm::isa<IntegerType>(pos.getElementType()))
     return emitOptionalError(loc, "position_ids must be [batch, seq] of integers");
   inferred.push_back(
@@ -35,8 +31,8 @@ LogicalResult SegmentIndexOp::inferReturnTypes(MLIRContext *ctx, std::optional<L
 /// `input`'s leading dims whose product is the row count of `rows`, or an
 /// error: [B, T, ...] and [B*T, ...] are both packed rows.
 static LogicalResult checkRows(std::optional<Location> loc, Value input, Value rows) {
-  auto in = tensorOf(input);
-  auto r = tensorOf(rows);
+  auto in = tensorTypeOf(input);
+  auto r = tensorTypeOf(rows);
   if (r.getRank() != 1)
     return emitOptionalError(loc, "rows must be 1-D");
   int64_t product = 1;

@@ -7,10 +7,6 @@
 
 namespace tcc {
 
-inline mlir::RankedTensorType tensorTypeOf(mlir::Value v) {
-  return llvm::cast<mlir::RankedTensorType>(v.getType());
-}
-
 /// True for a ranked tensor of floats: the values that carry gradients.
 bool isFloatTensor(mlir::Value v);
 

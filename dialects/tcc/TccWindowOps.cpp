@@ -8,10 +8,6 @@ using namespace tcc;
 
 namespace {
 
-RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// The window attributes of an op or adaptor, with the kernel size given.
 template <class T> Window2d windowOf(T op, int64_t kh, int64_t kw) {
   Window2d w;
@@ -48,7 +44,7 @@ FailureOr<RankedTensorType> windowResult(std::optional<Location> loc,
 
 template <class Adaptor>
 FailureOr<RankedTensorType> convResult(std::optional<Location> loc, Adaptor a) {
-  auto in = tensorOf(a.getInput()), wt = tensorOf(a.getWeight());
+  auto in = tensorTypeOf(a.getInput()), wt = tensorTypeOf(a.getWeight());
   if (wt.getRank() != 4 || in.getRank() != 4)
     return emitOptionalError(
         loc, "input must be [N, C, H, W] and weight [M, C/group, KH, KW], got ",
@@ -68,7 +64,7 @@ FailureOr<RankedTensorType> convResult(std::optional<Location> loc, Adaptor a) {
 
 template <class Adaptor>
 FailureOr<RankedTensorType> poolResult(std::optional<Location> loc, Adaptor a) {
-  auto in = tensorOf(a.getInput());
+  auto in = tensorTypeOf(a.getInput());
   return windowResult(loc, in, windowOf(a, a.getKernelH(), a.getKernelW()),
                       in.getRank() == 4 ? in.getDimSize(1) : 0);
 }
@@ -79,15 +75,15 @@ LogicalResult checkResultGrad(std::optional<Location> loc,
                               Value resultGrad) {
   if (failed(fwd))
     return failure();
-  if (tensorOf(resultGrad) != *fwd)
+  if (tensorTypeOf(resultGrad) != *fwd)
     return emitOptionalError(loc, "result_grad must be ", *fwd, ", got ",
                              resultGrad.getType());
   return success();
 }
 
 int64_t convFlops(Value weight, Value result) {
-  auto w = tensorOf(weight);
-  return 2 * tensorOf(result).getNumElements() * w.getDimSize(1) *
+  auto w = tensorTypeOf(weight);
+  return 2 * tensorTypeOf(result).getNumElements() * w.getDimSize(1) *
          w.getDimSize(2) * w.getDimSize(3);
 }
 
@@ -101,7 +97,7 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   if (failed(result))
     return failure();
   if (Value b = adaptor.getBias()) {
-    auto bt = tensorOf(b);
+    auto bt = tensorTypeOf(b);
     if (bt.getRank() != 1 || bt.getDimSize(0) != result->getDimSize(1) ||
         bt.getElementType() != result->getElementType())
       return emitOptionalError(loc, "bias must be [", result->getDimSize(1),
@@ -118,7 +114,7 @@ LogicalResult ConvGradOp::inferReturnTypes(MLIRContext *,
   if (failed(checkResultGrad(loc, convResult(loc, adaptor),
                              adaptor.getResultGrad())))
     return failure();
-  auto w = tensorOf(adaptor.getWeight());
+  auto w = tensorTypeOf(adaptor.getWeight());
   inferred.append(
       {adaptor.getInput().getType(), w,
        RankedTensorType::get({w.getDimSize(0)}, w.getElementType())});
@@ -177,11 +173,11 @@ int64_t ConvGradOp::getFlops() {
 }
 
 Window2d ConvOp::getWindow() {
-  auto w = tensorOf(getWeight());
+  auto w = tensorTypeOf(getWeight());
   return windowOf(*this, w.getDimSize(2), w.getDimSize(3));
 }
 Window2d ConvGradOp::getWindow() {
-  auto w = tensorOf(getWeight());
+  auto w = tensorTypeOf(getWeight());
   return windowOf(*this, w.getDimSize(2), w.getDimSize(3));
 }
 Window2d MaxPoolOp::getWindow() {

@@ -23,10 +23,6 @@ using namespace tcc;
 
 namespace {
 
-RankedTensorType tensorType(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 bool isHeadSwap(TransposeOp t) {
   return t.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3};
 }
@@ -47,9 +43,9 @@ std::optional<RowsView> rowsOf(Value x, OpBuilder &b) {
   if (!t || !isHeadSwap(t))
     return std::nullopt;
   Value y = t.getInput();
-  ArrayRef<int64_t> s = tensorType(y).getShape();
+  ArrayRef<int64_t> s = tensorTypeOf(y).getShape();
   auto rowsType = RankedTensorType::get({s[0], s[1], s[2] * s[3]},
-                                        tensorType(y).getElementType());
+                                        tensorTypeOf(y).getElementType());
   Value z;
   if (auto r = y.getDefiningOp<ReshapeOp>())
     if (r.getInput().getType() == rowsType)
@@ -58,7 +54,7 @@ std::optional<RowsView> rowsOf(Value x, OpBuilder &b) {
     return RowsView{ReshapeOp::create(b, t.getLoc(), rowsType, y), 0};
   // A part of a wider row: the split of a fused projection, or a slice.
   if (auto split = z.getDefiningOp<SplitOp>()) {
-    auto in = tensorType(split.getInput());
+    auto in = tensorTypeOf(split.getInput());
     if (split.getAxis() == 2 && in.getRank() == 3) {
       unsigned i = llvm::cast<OpResult>(z).getResultNumber();
       int64_t column = 0;
@@ -68,7 +64,7 @@ std::optional<RowsView> rowsOf(Value x, OpBuilder &b) {
     }
   }
   if (auto slice = z.getDefiningOp<SliceOp>()) {
-    auto in = tensorType(slice.getInput());
+    auto in = tensorTypeOf(slice.getInput());
     ArrayRef<int64_t> starts = slice.getStarts(), strides = slice.getStrides();
     if (in.getRank() == 3 && in.getDimSize(0) == s[0] && in.getDimSize(1) == s[1] &&
         starts[0] == 0 && starts[1] == 0 && llvm::all_of(strides, [](int64_t v) { return v == 1; }))
@@ -88,7 +84,7 @@ bool onlyHeadSwaps(Value v) {
 /// Whether `x` is a head swap of a [B, T, H, D] value (rowsOf matches).
 bool isSwapped(Value x) {
   auto t = x.getDefiningOp<TransposeOp>();
-  return t && isHeadSwap(t) && tensorType(t.getInput()).getRank() == 4;
+  return t && isHeadSwap(t) && tensorTypeOf(t.getInput()).getRank() == 4;
 }
 
 /// The head swaps of `old` (heads first) read `rows` ([B, T, H * D])
@@ -193,9 +189,9 @@ bool foldBackward(AttentionGradOp op) {
   // swap's input was reshaped from, or a reshape of that input.
   auto swap = op.getResultGrad().getDefiningOp<TransposeOp>();
   Value y = swap.getInput();
-  ArrayRef<int64_t> s = tensorType(y).getShape();
-  auto rowsType =
-      RankedTensorType::get({s[0], s[1], s[2] * s[3]}, tensorType(y).getElementType());
+  ArrayRef<int64_t> s = tensorTypeOf(y).getShape();
+  auto rowsType = RankedTensorType::get({s[0], s[1], s[2] * s[3]},
+                                        tensorTypeOf(y).getElementType());
   Value g;
   if (auto r = y.getDefiningOp<ReshapeOp>(); r && r.getInput().getType() == rowsType)
     g = r.getInput();

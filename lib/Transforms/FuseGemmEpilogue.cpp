@@ -27,15 +27,11 @@ using namespace tcc;
 
 namespace {
 
-RankedTensorType tensorType(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// Whether `bias` is added to every row of a `product`-shaped result: every
 /// dim but its last is 1 (or absent) and the last is the product's column
 /// count or 1. The same values then broadcast to the GEMM's [rows, N].
 bool isRowBias(Value bias, RankedTensorType product) {
-  RankedTensorType type = tensorType(bias);
+  RankedTensorType type = tensorTypeOf(bias);
   if (type.getElementType() != product.getElementType() ||
       type.getRank() > product.getRank())
     return false;
@@ -81,8 +77,8 @@ std::optional<Gemm> asGemm(Value product) {
     return std::nullopt;
   // [..., M, K] @ [K, N]: the leading dims are more rows. A batched or
   // broadcast rhs, or a transposed batched lhs, is not one GEMM.
-  int64_t lhsRank = tensorType(matmul.getLhs()).getRank();
-  if (tensorType(matmul.getRhs()).getRank() != 2 ||
+  int64_t lhsRank = tensorTypeOf(matmul.getLhs()).getRank();
+  if (tensorTypeOf(matmul.getRhs()).getRank() != 2 ||
       (lhsRank > 2 && matmul.getTransposeLhs()))
     return std::nullopt;
   Gemm g;
@@ -122,7 +118,7 @@ enum class Folded { None, Bias, Residual };
 Folded foldAdd(AddOp add) {
   for (unsigned i = 0; i < 2; ++i) {
     Value product = add->getOperand(i), other = add->getOperand(1 - i);
-    auto type = tensorType(product);
+    auto type = tensorTypeOf(product);
     if (product.getType() != add.getType())
       continue;
     std::optional<Gemm> gemm = asGemm(product);
@@ -131,8 +127,9 @@ Folded foldAdd(AddOp add) {
     // A bias of the product's last dim goes into the GEMM's bias; a scalar
     // one (or [..., 1]) broadcasts as its C.
     bool row = isRowBias(other, type) && !gemm->c && !gemm->bias;
-    bool vector = row && tensorType(other).getRank() > 0 &&
-                  tensorType(other).getShape().back() == type.getShape().back();
+    bool vector =
+        row && tensorTypeOf(other).getRank() > 0 &&
+        tensorTypeOf(other).getShape().back() == type.getShape().back();
     // A residual folds only when the GEMM depends on it (x + proj(f(x))):
     // then it is there before the GEMM in any order, so every copy of the
     // pattern (rematerialised, or one per micro-batch in another order)
@@ -157,7 +154,7 @@ Folded foldAdd(AddOp add) {
     Location loc = add.getLoc();
     Type elem = type.getElementType();
     auto view2d = [&](Value v, int64_t last) -> Value {
-      auto vType = tensorType(v);
+      auto vType = tensorTypeOf(v);
       int64_t rows = 1;
       for (int64_t d : vType.getShape().drop_back())
         rows *= d;
@@ -168,14 +165,14 @@ Folded foldAdd(AddOp add) {
           .getResult();
     };
     Value a = gemm->a;
-    if (tensorType(a).getRank() > 2)
-      a = view2d(a, tensorType(a).getShape().back());
+    if (tensorTypeOf(a).getRank() > 2)
+      a = view2d(a, tensorTypeOf(a).getShape().back());
     Value c = gemm->c, bias = gemm->bias;
     APFloat beta = gemm->beta;
     int64_t n = type.getShape().back();
     if (vector) {
       bias = other;
-      if (tensorType(other).getRank() != 1)
+      if (tensorTypeOf(other).getRank() != 1)
         bias = ReshapeOp::create(b, loc, RankedTensorType::get({n}, elem), other);
     } else {
       c = residual ? view2d(other, n) : other;

@@ -24,10 +24,6 @@ using namespace tcc;
 
 namespace {
 
-RankedTensorType tensorType(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// `grad` rebuilt in its place with `residual` as its residual_grad and,
 /// `withSum`, an input_grad_sum result; its results replace the old ones.
 LayerNormGradOp rebuild(LayerNormGradOp grad, Value residual, bool withSum) {
@@ -91,12 +87,12 @@ bool foldSum(ReduceSumOp sum) {
   }
   // The summed dims are the leading ones, and what is left is the
   // normalised dims (the result type says which, and no keepdims).
-  int64_t rank = tensorType(sum.getInput()).getRank();
-  int64_t kept = tensorType(sum).getRank();
+  int64_t rank = tensorTypeOf(sum.getInput()).getRank();
+  int64_t kept = tensorTypeOf(sum).getRank();
   ArrayRef<int64_t> axes = sum.getAxes();
   if (sum.getKeepdims() || int64_t(axes.size()) != rank - kept ||
-      tensorType(sum.getInput()).getShape().take_back(kept) !=
-          tensorType(sum).getShape())
+      tensorTypeOf(sum.getInput()).getShape().take_back(kept) !=
+          tensorTypeOf(sum).getShape())
     return false;
   for (int64_t i = 0, e = axes.size(); i < e; ++i)
     if (axes[i] != i)

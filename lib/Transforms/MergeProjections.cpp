@@ -22,17 +22,13 @@ using namespace tcc;
 
 namespace {
 
-RankedTensorType tensorType(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// One projection x @ W^T (+ b) feeding an attention operand.
 struct Projection {
   MatmulOp matmul;
   AddOp add;   ///< the bias add, or null
   Value bias;  ///< null without a bias add
   Value result; ///< the add's result, or the matmul's
-  int64_t width() { return tensorType(matmul.getRhs()).getDimSize(0); }
+  int64_t width() { return tensorTypeOf(matmul.getRhs()).getDimSize(0); }
 };
 
 /// The projection an attention operand is read from:
@@ -52,7 +48,8 @@ std::optional<Projection> projectionOf(Value operand) {
   if (auto add = p.result.getDefiningOp<AddOp>()) {
     for (unsigned i = 0; i < 2; ++i) {
       Value bias = add->getOperand(i), other = add->getOperand(1 - i);
-      if (other.getDefiningOp<MatmulOp>() && tensorType(bias).getRank() == 1 &&
+      if (other.getDefiningOp<MatmulOp>() &&
+          tensorTypeOf(bias).getRank() == 1 &&
           other.getType() == add.getType()) {
         p.add = add;
         p.bias = bias;
@@ -67,9 +64,9 @@ std::optional<Projection> projectionOf(Value operand) {
   if (!p.matmul || !p.matmul.getTransposeRhs() || p.matmul.getTransposeLhs() ||
       (p.add && !product.hasOneUse()))
     return std::nullopt;
-  auto x = tensorType(p.matmul.getLhs()), w = tensorType(p.matmul.getRhs());
+  auto x = tensorTypeOf(p.matmul.getLhs()), w = tensorTypeOf(p.matmul.getRhs());
   if (x.getRank() != 3 || w.getRank() != 2 ||
-      (p.bias && tensorType(p.bias).getDimSize(0) != w.getDimSize(0)))
+      (p.bias && tensorTypeOf(p.bias).getDimSize(0) != w.getDimSize(0)))
     return std::nullopt;
   return p;
 }
@@ -161,7 +158,7 @@ struct MergeProjectionsPass
         if (!p || !seen.insert(p->matmul).second)
           continue;
         groups[{p->matmul.getLhs(),
-                tensorType(p->matmul.getRhs()).getElementType(),
+                tensorTypeOf(p->matmul.getRhs()).getElementType(),
                 unsigned(bool(p->add))}]
             .push_back(*p);
       }

@@ -23,17 +23,13 @@ namespace {
 
 constexpr llvm::StringLiteral kPositions = "position_ids";
 
-RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// Whether `v` is a constant holding 0, 1, ..., T-1 in every row of its
 /// last dim, T == `seq` (shape [T], [1, T] or [B, T]).
 bool isPositionRange(Value v, int64_t seq) {
   auto c = v.getDefiningOp<ConstantOp>();
   if (!c)
     return false;
-  auto type = tensorOf(v);
+  auto type = tensorTypeOf(v);
   if (!type.getElementType().isInteger(64) && !type.getElementType().isInteger(32))
     return false;
   if (type.getRank() < 1 || type.getRank() > 2 || type.getShape().back() != seq)
@@ -65,7 +61,7 @@ struct PackDocumentsPass : tcc::impl::PackDocumentsBase<PackDocumentsPass> {
     }
     int64_t batch = -1, seq = -1;
     for (AttentionOp op : attention) {
-      auto q = tensorOf(op.getQuery()), k = tensorOf(op.getKey());
+      auto q = tensorTypeOf(op.getQuery()), k = tensorTypeOf(op.getKey());
       if (op.getKeyMask()) {
         op.emitError("--pack-documents: this attention already takes a key "
                      "mask; packed documents replace padding (compile without "
@@ -91,7 +87,7 @@ struct PackDocumentsPass : tcc::impl::PackDocumentsBase<PackDocumentsPass> {
       if (auto name = func.getArgAttrOfType<StringAttr>(i, "tcc.name");
           name && name.getValue() == kPositions) {
         positions = func.getArgument(i);
-        auto t = tensorOf(positions);
+        auto t = tensorTypeOf(positions);
         if (t.getShape() != posType.getShape() ||
             !llvm::isa<IntegerType>(t.getElementType())) {
           func.emitError("--pack-documents: input 'position_ids' is ")
@@ -124,8 +120,9 @@ struct PackDocumentsPass : tcc::impl::PackDocumentsBase<PackDocumentsPass> {
     });
     for (EmbeddingOp op : lookups) {
       for (Operation *user : op->getUsers())
-        if (!llvm::isa<AddOp>(user) || tensorOf(user->getResult(0)).getRank() != 3 ||
-            tensorOf(user->getResult(0)).getDimSize(0) != batch) {
+        if (!llvm::isa<AddOp>(user) ||
+            tensorTypeOf(user->getResult(0)).getRank() != 3 ||
+            tensorTypeOf(user->getResult(0)).getDimSize(0) != batch) {
           user->emitError("--pack-documents: the position embedding ")
               << "reaches this op, which does not add it to the [B, T, C] "
                  "token embeddings; its positions cannot restart per document";

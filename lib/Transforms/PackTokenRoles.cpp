@@ -11,12 +11,8 @@ using namespace mlir;
 namespace tcc::packing {
 namespace {
 
-RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 bool isFloat(Value v) {
-  return llvm::isa<FloatType>(tensorOf(v).getElementType());
+  return llvm::isa<FloatType>(tensorTypeOf(v).getElementType());
 }
 
 using Zero = std::function<bool(unsigned)>;
@@ -34,14 +30,14 @@ std::function<bool(unsigned, const Zero &)> never() {
 std::optional<Role> elementwise(Operation *op, const Geometry &g) {
   if (op->getNumResults() != 1)
     return std::nullopt;
-  auto result = tensorOf(op->getResult(0));
+  auto result = tensorTypeOf(op->getResult(0));
   unsigned lead = rowDims(result, g);
   if (lead == 0)
     return std::nullopt;
   Role role;
   role.results.push_back({0, Form::Row});
   for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-    auto t = tensorOf(v);
+    auto t = tensorTypeOf(v);
     if (t.getRank() == result.getRank() && rowDims(t, g) == lead &&
         t.getShape().take_front(lead) == result.getShape().take_front(lead)) {
       role.operands.push_back({unsigned(i), Form::Row});
@@ -93,7 +89,7 @@ std::optional<Role> elementwise(Operation *op, const Geometry &g) {
   auto cmp = llvm::dyn_cast<CmpOp>(op);
   DenseIntElementsAttr c;
   if (cmp && cmp.getPredicate() == CmpPredicate::ne && packed(0) &&
-      llvm::isa<IntegerType>(tensorOf(cmp.getLhs()).getElementType()) &&
+      llvm::isa<IntegerType>(tensorTypeOf(cmp.getLhs()).getElementType()) &&
       matchPattern(cmp.getRhs(), m_Constant(&c)) && c.isSplat())
     role.fill = Role::Fill{0, c.getSplatValue<APInt>().getSExtValue(),
                            /*check=*/false, /*zeroResult=*/true};
@@ -113,7 +109,7 @@ bool isPackedAttention(Operation *op, const Geometry &g) {
 std::optional<Role> transpose(TransposeOp op, const Geometry &g) {
   if (op.getPerm() != ArrayRef<int64_t>{0, 2, 1, 3})
     return std::nullopt;
-  auto in = tensorOf(op.getInput()), out = tensorOf(op.getResult());
+  auto in = tensorTypeOf(op.getInput()), out = tensorTypeOf(op.getResult());
   Role role;
   role.zeroPadded = follows(0);
   Operation *def = op.getInput().getDefiningOp();
@@ -137,7 +133,7 @@ std::optional<Role> transpose(TransposeOp op, const Geometry &g) {
 
 std::optional<Role> attention(Operation *op, const Geometry &g,
                               unsigned headOperands) {
-  auto q = tensorOf(op->getOperand(0)), k = tensorOf(op->getOperand(1));
+  auto q = tensorTypeOf(op->getOperand(0)), k = tensorTypeOf(op->getOperand(1));
   if (!isPackedAttention(op, g) || q.getDimSize(0) != g.b ||
       q.getDimSize(2) != g.t || k.getDimSize(2) != g.t)
     return std::nullopt;
@@ -153,7 +149,7 @@ std::optional<Role> attention(Operation *op, const Geometry &g,
 }
 
 std::optional<Role> matmul(MatmulOp op, const Geometry &g) {
-  auto lhs = tensorOf(op.getLhs()), rhs = tensorOf(op.getRhs());
+  auto lhs = tensorTypeOf(op.getLhs()), rhs = tensorTypeOf(op.getRhs());
   Role role;
   role.runsOverRows = true;
   if (!op.getTransposeLhs()) {
@@ -181,11 +177,11 @@ std::optional<Role> matmul(MatmulOp op, const Geometry &g) {
 }
 
 std::optional<Role> gemm(GemmOp op, const Geometry &g) {
-  auto a = tensorOf(op.getA()), b = tensorOf(op.getB());
+  auto a = tensorTypeOf(op.getA()), b = tensorTypeOf(op.getB());
   Role role;
   role.runsOverRows = true;
   if (Value c = op.getC())
-    if (tensorOf(c).getRank() == 2 && tensorOf(c).getDimSize(0) != 1)
+    if (tensorTypeOf(c).getRank() == 2 && tensorTypeOf(c).getDimSize(0) != 1)
       return std::nullopt; // a C per row
   if (!op.getTransposeA()) {
     if (rowDims(a, g) != 1)
@@ -259,7 +255,7 @@ std::optional<Role> reduce(Operation *op, ArrayRef<int64_t> axes,
 std::optional<Role> crossEntropy(Value logits, Value labels,
                                  int64_t ignoreIndex, bool grad,
                                  const Geometry &g) {
-  auto type = tensorOf(logits);
+  auto type = tensorTypeOf(logits);
   unsigned lead = rowDims(type, g);
   if (lead == 0 || type.getRank() != lead + 1 ||
       rowDims(labels.getType(), g) != lead)

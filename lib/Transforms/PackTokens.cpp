@@ -32,10 +32,6 @@ using namespace tcc::packing;
 
 namespace {
 
-RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// The one key mask [B, T] of the function's attention ops, or why none.
 std::optional<Geometry> findMask(func::FuncOp func, std::string &why) {
   llvm::SetVector<Value> masks;
@@ -57,7 +53,7 @@ std::optional<Geometry> findMask(func::FuncOp func, std::string &why) {
           " different attention key masks (one is packed per function)";
     return std::nullopt;
   }
-  auto type = tensorOf(masks[0]);
+  auto type = tensorTypeOf(masks[0]);
   Type e = type.getElementType();
   if (e.isInteger(32)) {
     why = "the attention runs over packed documents (tcc-pack-documents)";
@@ -117,7 +113,7 @@ std::optional<std::pair<int64_t, int64_t>> readRange(OpOperand &use,
     return std::make_pair(lo, hi + 1);
   }
   if (auto slice = llvm::dyn_cast<SliceOp>(use.getOwner())) {
-    ArrayRef<int64_t> shape = tensorOf(use.get()).getShape();
+    ArrayRef<int64_t> shape = tensorTypeOf(use.get()).getShape();
     for (size_t d = 0; d < shape.size(); ++d) {
       bool whole = slice.getStarts()[d] == 0 &&
                    slice.getLimits()[d] == shape[d] &&
@@ -142,7 +138,7 @@ bool zeroOutsideReads(Value v, const Geometry &g) {
   if (auto grad = v.getDefiningOp<GatherGradOp>())
     return grad.getAxis() == 1;
   if (auto grad = v.getDefiningOp<SliceGradOp>()) {
-    ArrayRef<int64_t> shape = tensorOf(v).getShape();
+    ArrayRef<int64_t> shape = tensorTypeOf(v).getShape();
     for (size_t d = 0; d < shape.size(); ++d)
       if (d != 1 && (grad.getStarts()[d] != 0 ||
                      grad.getLimits()[d] != shape[d] ||
@@ -427,7 +423,7 @@ void Region::rewrite() {
   if (step) {
     b.setInsertionPoint(ret);
     Location loc = g.keyMask.getLoc();
-    auto i32 = tensorOf(cu).getElementType();
+    auto i32 = tensorTypeOf(cu).getElementType();
     Value last = SliceOp::create(
         b, loc, RankedTensorType::get({1}, i32), cu,
         b.getDenseI64ArrayAttr({g.b}), b.getDenseI64ArrayAttr({g.b + 1}),
