@@ -408,6 +408,11 @@ LogicalResult AllReduceOp::buildVjp(OpBuilder &builder, ValueRange resultGrads,
   return success();
 }
 
+int64_t ViewOp::byteOffset(Type elementType, int64_t offset) {
+  return offset *
+         int64_t(llvm::divideCeil(elementType.getIntOrFloatBitWidth(), 8));
+}
+
 LogicalResult ViewOp::verify() {
   auto source = llvm::cast<RankedTensorType>(getSource().getType());
   auto result = llvm::cast<RankedTensorType>(getType());

@@ -261,6 +261,18 @@ def Exec_ViewOp : Exec_Op<"view", [Pure, Tcc_View]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$source `[` $offset `]` attr-dict `:` type($source) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The byte of a source of `elementType` that element `offset` starts
+    /// at (a byte at least per element, as the memory plan stores them).
+    static int64_t byteOffset(mlir::Type elementType, int64_t offset);
+    /// The byte of the source the piece starts at.
+    int64_t getByteOffset() {
+      return byteOffset(
+          mlir::cast<mlir::RankedTensorType>(getSource().getType())
+              .getElementType(),
+          getOffset());
+    }
+  }];
 }
 
 def Exec_YieldOp : Exec_Op<"yield",

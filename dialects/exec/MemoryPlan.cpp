@@ -100,11 +100,7 @@ FailureOr<BufferLiveness> tcc::computeBufferLiveness(func::FuncOp func) {
         live.bufferOf[op.getResult(0)] = it->second;
         int64_t delta = live.viewOffset.lookup(op.getOperand(0));
         if (auto view = dyn_cast<exec::ViewOp>(op))
-          delta += view.getOffset() *
-                   int64_t(llvm::divideCeil(
-                       cast<RankedTensorType>(view.getType())
-                           .getElementTypeBitWidth(),
-                       8));
+          delta += view.getByteOffset();
         if (delta)
           live.viewOffset[op.getResult(0)] = delta;
         ++index;

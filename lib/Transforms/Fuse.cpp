@@ -338,9 +338,6 @@ Value arenaRoot(Value v, Block &block) {
 /// pieces are then the input's own bytes, with no kernel (a merged
 /// projection's weight and bias gradients split into the parameters').
 void viewContiguousPieces(Block &block) {
-  auto bytesOf = [](Type elem) {
-    return int64_t(llvm::divideCeil(elem.getIntOrFloatBitWidth(), 8));
-  };
   // The element offset of each piece along `axis`, or nothing when the
   // pieces are not contiguous or not aligned.
   auto pieces = [&](RankedTensorType in, int64_t axis,
@@ -356,7 +353,9 @@ void viewContiguousPieces(Block &block) {
     SmallVector<int64_t> offsets;
     for (int64_t start : starts) {
       int64_t offset = start * inner;
-      if (offset * bytesOf(in.getElementType()) % kArenaAlignment != 0)
+      if (exec::ViewOp::byteOffset(in.getElementType(), offset) %
+              kArenaAlignment !=
+          0)
         return {};
       offsets.push_back(offset);
     }
