@@ -46,7 +46,9 @@ int64_t MatmulOp::getFlops() {
 int64_t GemmOp::getFlops() {
   int64_t k = dimFromEnd(getA(), getTransposeA() ? 2 : 1);
   int64_t mn = elementsOf(getResult());
-  return 2 * mn * k + (getC() ? 2 * mn : 0) + (getBias() ? mn : 0);
+  int64_t m = dimFromEnd(getResult(), 2);
+  return 2 * mn * k + (getC() ? 2 * mn : 0) + (getBias() ? mn : 0) +
+         (getWithBiasGrad() ? m * k : 0);
 }
 
 // q @ k^T and p @ v over every (query, key) pair, half of them when causal.

@@ -414,6 +414,12 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
       return emitOptionalError(loc, "bias must be [", n, "] of the operands' type");
   }
   inferred.push_back(RankedTensorType::get({m, n}, a.getElementType()));
+  if (adaptor.getWithBiasGrad()) {
+    if (adaptor.getBias())
+      return emitOptionalError(loc,
+                               "with_bias_grad takes no bias (one epilogue)");
+    inferred.push_back(RankedTensorType::get({m}, a.getElementType()));
+  }
   return success();
 }
 

@@ -427,6 +427,14 @@ def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, AttrSizedOperandSegments, InferTypeOpAdap
     in as a full `[M, N]` c with beta 1. The library GEMM adds both as it
     writes the result (cuBLASLt's bias epilogue and its C), so the sum is
     rounded once.
+
+    With `with_bias_grad` (and no `bias`: the epilogue is taken) a second
+    result `bias_grad` `[M]` holds the sums of op(a)'s rows over K: with
+    `op(a) = dY^T` (`transpose_a`, `a` the `[rows, M]` output gradient of a
+    Linear) the Linear's bias gradient beside its weight gradient
+    `dY^T @ X`, which tcc-fuse-gemm-epilogue folds in. The library GEMM
+    sums `a` while it reads it (cuBLASLt's BGRAD epilogue), so the bias
+    gradient costs no kernel and no pass of its own over `dY`.
   }];
   let arguments = (ins Tcc_FloatTensor:$a, Tcc_FloatTensor:$b,
                        Optional<Tcc_FloatTensor>:$c,
@@ -434,8 +442,9 @@ def Tcc_GemmOp : Tcc_Op<"gemm", [Pure, AttrSizedOperandSegments, InferTypeOpAdap
                        DefaultValuedAttr<F64Attr, "1.0">:$alpha,
                        DefaultValuedAttr<F64Attr, "1.0">:$beta,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_a,
-                       DefaultValuedAttr<BoolAttr, "false">:$transpose_b);
-  let results = (outs Tcc_FloatTensor:$result);
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_b,
+                       DefaultValuedAttr<BoolAttr, "false">:$with_bias_grad);
+  let results = (outs Tcc_FloatTensor:$result, Optional<Tcc_FloatTensor>:$bias_grad);
   let assemblyFormat = "$a `,` $b (`,` $c^)? (`bias` $bias^)? attr-dict `:` functional-type(operands, results)";
 }
 

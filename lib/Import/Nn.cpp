@@ -105,7 +105,7 @@ static LogicalResult convertGemm(NodeImporter &n) {
   auto op = n.create<GemmOp>(
       n.input(0), n.input(1), c, bias, llvm::APFloat(n.floatAttr("alpha", 1.0)),
       llvm::APFloat(beta), n.intAttr("transA", 0) != 0, transB);
-  return failed(op) ? failure() : n.setOutput(0, *op);
+  return failed(op) ? failure() : n.setOutput(0, op->getResult());
 }
 
 /// Softmax and LogSoftmax with opset-13 semantics (one axis, default -1).

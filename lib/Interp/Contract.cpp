@@ -103,6 +103,19 @@ bool gemmKernel(KernelContext &ctx) {
         v += beta * c->data<T>()[cMap(i)];
       po[i] = static_cast<T>(v);
     }
+    // The sums of op(a)'s rows, each over k in order (as reduce_sum adds
+    // the rows of the value it replaces).
+    if (op.getWithBiasGrad()) {
+      T *pg = ctx.out(1).data<T>();
+      const T *pa = a.data<T>();
+      int64_t cols = a.shape[1];
+      for (int64_t i = 0; i < m; ++i) {
+        Acc<T> sum = 0;
+        for (int64_t j = 0; j < k; ++j)
+          sum += static_cast<Acc<T>>(ta ? pa[j * cols + i] : pa[i * cols + j]);
+        pg[i] = static_cast<T>(sum);
+      }
+    }
     return true;
   };
   return ctx.finish(visitFloat(a.dtype, compute), a);

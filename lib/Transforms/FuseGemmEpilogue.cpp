@@ -183,7 +183,7 @@ Folded foldAdd(AddOp add) {
     // Over packed token rows as the product was (tcc-pack-tokens).
     if (Attribute rows = producer->getAttr(kTokenRowsAttr))
       fused->setAttr(kTokenRowsAttr, rows);
-    Value result = fused;
+    Value result = fused.getResult();
     if (result.getType() != type)
       result = ReshapeOp::create(b, loc, type, result);
     add.getResult().replaceAllUsesWith(result);
@@ -194,6 +194,146 @@ Folded foldAdd(AddOp add) {
     return residual ? Folded::Residual : Folded::Bias;
   }
   return Folded::None;
+}
+
+/// `v` where `at` may read it: itself when defined before `at`, or a new
+/// reshape (a view) at `b` of a reshape's input defined before `at`; null
+/// otherwise.
+Value availableAt(Value v, Operation *at, OpBuilder &b) {
+  if (definedBefore(v, at))
+    return v;
+  auto reshape = v.getDefiningOp<ReshapeOp>();
+  if (!reshape || !definedBefore(reshape.getInput(), at))
+    return Value();
+  return ReshapeOp::create(b, reshape.getLoc(), reshape.getType(),
+                           reshape.getInput());
+}
+
+/// The GEMM a weight gradient is: a matrix product `x^T @ y` reading `x`
+/// (`[..., M]`) as a `[K, M]` matrix through op(a) = a^T, with no bias yet.
+struct WeightGradGemm {
+  Operation *op;
+  Value a, b, c;
+  APFloat alpha = APFloat(1.0), beta = APFloat(1.0);
+  bool transposeB = false;
+};
+
+std::optional<WeightGradGemm> weightGradGemmOf(Operation *user) {
+  if (auto matmul = llvm::dyn_cast<MatmulOp>(user)) {
+    if (!matmul.getTransposeLhs() ||
+        tensorTypeOf(matmul.getLhs()).getRank() != 2 ||
+        tensorTypeOf(matmul.getRhs()).getRank() != 2)
+      return std::nullopt;
+    return WeightGradGemm{
+        user,         matmul.getLhs(), matmul.getRhs(),         Value(),
+        APFloat(1.0), APFloat(1.0),    matmul.getTransposeRhs()};
+  }
+  if (auto gemm = llvm::dyn_cast<GemmOp>(user)) {
+    if (!gemm.getTransposeA() || gemm.getBias() || gemm.getWithBiasGrad())
+      return std::nullopt;
+    return WeightGradGemm{user,
+                          gemm.getA(),
+                          gemm.getB(),
+                          gemm.getC(),
+                          gemm.getAlpha(),
+                          gemm.getBeta(),
+                          gemm.getTransposeB()};
+  }
+  return std::nullopt;
+}
+
+/// Whether a reader of `op`'s results comes before `at` (same block).
+bool readBefore(Operation *op, Operation *at) {
+  return llvm::any_of(op->getUsers(), [&](Operation *u) {
+    return u->getBlock() == at->getBlock() && u->isBeforeInBlock(at);
+  });
+}
+
+/// Rewrites `sum` = reduce_sum(x) over every dim but the last when a GEMM
+/// also reads x as op(a) = x^T (a Linear's weight gradient dY^T @ X beside
+/// its bias gradient): the GEMM's bias_grad result replaces the sum. The
+/// GEMM stays where it was when nothing reads the sum before it (its
+/// result's lifetime unchanged); else it goes to the sum's place when its
+/// operands are there (as views).
+bool foldBiasGrad(ReduceSumOp sum) {
+  Value x = sum.getInput();
+  auto xType = tensorTypeOf(x);
+  int64_t rank = xType.getRank();
+  if (rank < 2 ||
+      sum.getAxes() !=
+          ArrayRef<int64_t>(llvm::to_vector(llvm::seq<int64_t>(0, rank - 1))) ||
+      tensorTypeOf(sum.getResult()) !=
+          RankedTensorType::get({xType.getShape().back()},
+                                xType.getElementType()))
+    return false;
+  // A sum read through a cast (a 16-bit gradient's bias gradient widened
+  // to f32) stays: the cast fuses with the sum's kernel, while the GEMM's
+  // bias_grad has the operands' type, so the cast would be a kernel alone.
+  if (llvm::any_of(sum->getUsers(),
+                   [](Operation *u) { return llvm::isa<CastOp>(u); }))
+    return false;
+  // Readers of x as a [K, M] matrix: x itself (2-D) or a reshape of it.
+  SmallVector<std::pair<Operation *, Value>> readers;
+  for (OpOperand &use : x.getUses()) {
+    if (auto r = llvm::dyn_cast<ReshapeOp>(use.getOwner())) {
+      if (tensorTypeOf(r.getResult()).getRank() == 2)
+        for (Operation *u : r->getUsers())
+          readers.push_back({u, r.getResult()});
+    } else if (rank == 2) {
+      readers.push_back({use.getOwner(), x});
+    }
+  }
+  for (auto [user, view] : readers) {
+    std::optional<WeightGradGemm> g = weightGradGemmOf(user);
+    if (!g || g->a != view || user->getBlock() != sum->getBlock())
+      continue;
+    OpBuilder b(user);
+    SmallVector<Value, 3> operands = {g->a, g->b, g->c};
+    // Views of the sum read before the GEMM whose readers all come after
+    // it (the slices that split a merged projection's bias gradient back
+    // into the parameters') move down to the GEMM instead.
+    SmallVector<Operation *> views;
+    for (Operation *u : sum->getUsers())
+      if (u->getBlock() == user->getBlock() && u->isBeforeInBlock(user) &&
+          llvm::isa<SliceOp, ReshapeOp>(u) && !readBefore(u, user))
+        views.push_back(u);
+    bool onlyViewsBefore = llvm::all_of(sum->getUsers(), [&](Operation *u) {
+      return llvm::is_contained(views, u) ||
+             u->getBlock() != user->getBlock() || !u->isBeforeInBlock(user);
+    });
+    if (onlyViewsBefore)
+      for (Operation *v : views)
+        v->moveAfter(user);
+    if (readBefore(sum, user)) {
+      // The sum is read before the GEMM: the GEMM moves up to the sum when
+      // its operands are there (the sum comes first: x is read by both).
+      b.setInsertionPoint(sum);
+      bool available = true;
+      for (Value &v : operands)
+        if (v && !(v = availableAt(v, sum, b)))
+          available = false;
+      if (!available) {
+        for (auto [v, made] : llvm::zip(ValueRange{g->a, g->b, g->c}, operands))
+          if (made && made != v && made.use_empty())
+            made.getDefiningOp()->erase();
+        continue;
+      }
+    }
+    auto fused = GemmOp::create(
+        b, user->getLoc(), operands[0], operands[1], operands[2],
+        /*bias=*/Value(), g->alpha, g->beta, /*transpose_a=*/true,
+        g->transposeB, /*with_bias_grad=*/true);
+    if (Attribute rows = user->getAttr(kTokenRowsAttr))
+      fused->setAttr(kTokenRowsAttr, rows);
+    user->getResult(0).replaceAllUsesWith(fused.getResult());
+    sum.getResult().replaceAllUsesWith(fused.getBiasGrad());
+    user->erase();
+    sum->erase();
+    if (view != x && view.use_empty())
+      view.getDefiningOp()->erase();
+    return true;
+  }
+  return false;
 }
 
 struct FuseGemmEpiloguePass
@@ -209,14 +349,23 @@ struct FuseGemmEpiloguePass
       for (Operation &op : llvm::make_early_inc_range(block))
         if (auto add = llvm::dyn_cast<AddOp>(op))
           ++counts[unsigned(foldAdd(add))];
+    // Then the bias gradients: after the adds, so a weight gradient that
+    // took a C there keeps it.
+    unsigned biasGrads = 0;
+    for (Block &block : func.getBody())
+      for (Operation &op : llvm::make_early_inc_range(block))
+        if (auto sum = llvm::dyn_cast<ReduceSumOp>(op))
+          biasGrads += foldBiasGrad(sum);
     biases += counts[unsigned(Folded::Bias)];
     residuals += counts[unsigned(Folded::Residual)];
+    biasGradients += biasGrads;
     if (report)
       emitRemark(func.getLoc())
           << "tcc-fuse-gemm-epilogue: @" << func.getSymName() << ": "
           << counts[unsigned(Folded::Bias)] << " bias adds and "
           << counts[unsigned(Folded::Residual)]
-          << " residual adds folded into GEMMs";
+          << " residual adds folded into GEMMs, " << biasGrads
+          << " bias gradients into weight-gradient GEMMs";
   }
 };
 

@@ -202,6 +202,8 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
     cpu::gemm(a.transposeA, a.transposeB, 1, rows, n, kk,
               static_cast<float>(a.alpha), fin(0), 0, fin(1), 0, beta, pc, 0);
     zeroRows(pc, rows, m, n);
+    if (step.outputs.size() > 1 && step.outputs[1] >= 0)
+      cpu::gemm_row_sums(a.transposeA, m, kk, fin(0), fout(1));
     return;
   }
   case Op::LayerNorm:

@@ -346,6 +346,10 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
       g.bias = true; // never beside biasC (cudaCallUnsupported)
       desc.epilogue = cuda::Epilogue::Bias;
     }
+    if (step.outputs.size() > 1 && step.outputs[1] >= 0) {
+      g.biasGrad = GemmStep::BiasGrad::Epilogue; // never beside a bias
+      desc.epilogue = cuda::Epilogue::BGradB;
+    }
     desc.transA = a.transposeA;
     desc.transB = a.transposeB;
     desc.m = g.m, desc.n = g.n, desc.k = g.k;
@@ -401,10 +405,24 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
   }
   std::string error;
   plan.gemm.plan = cuda::GemmPlan::create(gemm, desc, &error);
+  GemmStep &g = plan.gemm;
+  if (!plan.gemm.plan && g.biasGrad == GemmStep::BiasGrad::Epilogue) {
+    // No BGRADB for this type or shape: the plain GEMM, then the column
+    // sums of A ([k, m] stored, op(A) = A^T) in a kernel of their own.
+    if (!desc.transA)
+      fail(TCC_ERROR_BACKEND,
+           where + "cuBLASLt has no bias-gradient epilogue for this GEMM (" +
+               error + ") and the cuda backend sums only a transposed a");
+    desc.epilogue = cuda::Epilogue::None;
+    g.biasGrad = GemmStep::BiasGrad::Kernel;
+    plan.gemm.plan = cuda::GemmPlan::create(gemm, desc, &error);
+  }
   if (!plan.gemm.plan)
     fail(TCC_ERROR_BACKEND, where + "cuBLASLt cannot run this GEMM: " + error);
   plan.workspace = plan.gemm.plan->workspaceBytes();
-  GemmStep &g = plan.gemm;
+  if (g.biasGrad == GemmStep::BiasGrad::Kernel)
+    plan.workspace =
+        std::max(plan.workspace, cuda::column_sums_workspace_bytes(g.k, g.m));
   if (g.tokenDim == TokenDim::None || buckets.count == 0)
     return plan;
   for (int b = 1; b <= buckets.count; ++b) {
@@ -447,12 +465,18 @@ int runGemm(const Function &fn, const Step &step, const GemmStep &g,
     bias = ptrs[step.inputs[2]];
   if (g.bias)
     bias = ptrs[step.inputs[3]];
+  if (g.biasGrad == GemmStep::BiasGrad::Epilogue)
+    bias = ptrs[step.outputs[1]]; // written by BGRADB
   if (!g.loop) {
     int st = plan->run(pa, pb, c, g.alpha, g.beta, bias, ctx.workspace,
                        ctx.stream, cIn);
     // Over packed tokens: the rows (or batches) past the bucket are zero.
     const cuda::GemmDesc &full = g.plan->desc(), &ran = plan->desc();
     const int64_t e = g.elementBytes;
+    if (!st && g.biasGrad == GemmStep::BiasGrad::Kernel)
+      st = cuda::column_sums(floatType(fn.values[step.inputs[0]].dtype), pa,
+                             ran.k, ran.m, ptrs[step.outputs[1]], ctx.workspace,
+                             ctx.stream);
     if (!st && g.tokenDim == TokenDim::M)
       st = zeroTail(c, ran.m * full.n * e, full.m * full.n * e, ctx.stream);
     if (!st && g.tokenDim == TokenDim::Batch)

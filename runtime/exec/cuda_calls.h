@@ -76,6 +76,10 @@ struct GemmStep {
   bool fullC = false; ///< gemm: c [m, n] is cuBLASLt's C (beta * C)
   bool biasC = false; ///< gemm: c [n] / [1, n] added by the bias epilogue
   bool bias = false;  ///< gemm: its bias [n], added by the bias epilogue
+  /// gemm: how its bias_grad (the sums of op(A)'s rows) is made: by
+  /// cuBLASLt's BGRADB epilogue, or, where cuBLASLt has none for the type,
+  /// by cuda::column_sums after the GEMM (transpose_a only).
+  enum class BiasGrad { None, Epilogue, Kernel } biasGrad = BiasGrad::None;
 };
 
 /// adamw_update steps run as one multi-tensor launch (adamw_update_multi):

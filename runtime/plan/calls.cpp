@@ -160,6 +160,16 @@ void checkGemm(CallCheck &c) {
   if (const Value *bias = c.in(3))
     c.wantLike(*bias, "bias", a.dtype, {n});
   c.wantLike(o, "result", a.dtype, mn);
+  // The sums of op(a)'s rows (a Linear's bias gradient), in the epilogue's
+  // place: never beside a bias.
+  const Value *g = c.out(1);
+  if (g && c.in(3))
+    c.bad("has both a bias and a bias_grad (one epilogue)");
+  if (bool(g) != at.withBiasGrad)
+    c.bad(at.withBiasGrad ? "with_bias_grad has no bias_grad result"
+                          : "has a bias_grad result without with_bias_grad");
+  if (g)
+    c.wantLike(*g, "bias_grad", a.dtype, {m});
 }
 
 /// layer_norm and layer_norm_grad: scale and bias are the trailing dims.

@@ -207,6 +207,37 @@ TEST_F(CpuKernelsTest, GemmMatchesGemmWithBroadcastBias) {
   expectClose(c, want[0], 1e-5, "gemm");
 }
 
+TEST_F(CpuKernelsTest, GemmRowSumsMatchGemmBiasGrad) {
+  // tcc.gemm's bias_grad: the sums of op(a)'s rows (a Linear's bias
+  // gradient with op(a) = dY^T), both added in order in double: the same
+  // bits. 70 outputs: two blocks of the parallel split.
+  const int64_t m = 70, n = 5, k = 37;
+  Array a = rand({k, m}), b = rand({k, n});
+  auto want = interp(
+      "func.func @f(%a: " + ty({k, m}) + ", %b: " + ty({k, n}) + ") -> (" +
+          ty({m, n}) + ", " + ty({m}) +
+          ") {\n"
+          "  %0:2 = tcc.gemm %a, %b {transpose_a = true, with_bias_grad = "
+          "true} : (" +
+          ty({k, m}) + ", " + ty({k, n}) + ") -> (" + ty({m, n}) + ", " +
+          ty({m}) + ")\n  return %0#0, %0#1 : " + ty({m, n}) + ", " + ty({m}) +
+          "\n}",
+      {a, b});
+  ASSERT_EQ(want.size(), 2u);
+  std::vector<float> sums = poisoned(m);
+  tcc::cpu::gemm_row_sums(true, m, k, ptr(a), sums.data());
+  expectClose(sums, want[1], 0.0, "bias_grad");
+  // Untransposed: the rows of a [m, k] matrix.
+  std::vector<float> rows = poisoned(k);
+  tcc::cpu::gemm_row_sums(false, k, m, ptr(a), rows.data());
+  for (int64_t i = 0; i < k; ++i) {
+    double s = 0;
+    for (int64_t j = 0; j < m; ++j)
+      s += ptr(a)[i * m + j];
+    EXPECT_EQ(rows[size_t(i)], static_cast<float>(s)) << "row " << i;
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Softmax family
 //===----------------------------------------------------------------------===//

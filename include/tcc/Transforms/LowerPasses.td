@@ -224,6 +224,25 @@ def FuseGemmEpilogue : Pass<"tcc-fuse-gemm-epilogue", "mlir::func::FuncOp"> {
     `tcc-fuse` this pass is not bit-exact; the training tests' tolerances
     hold.
 
+    Last, a Linear's bias gradient joins its weight gradient:
+    `reduce_sum(dY)` over every dim but the last, where a GEMM without bias
+    also reads `dY` (viewed as `[K, M]`) as `op(a) = dY^T` (the weight
+    gradient `dY^T @ X`, a `tcc.matmul` with `transpose_lhs` or a
+    `tcc.gemm` with `transpose_a`), becomes that GEMM's `bias_grad` result
+    (`with_bias_grad`): cuBLASLt's BGRAD epilogue sums `dY` while the GEMM
+    reads it, so the sum is no kernel and no pass over `dY` of its own.
+    Not when the sum is read through a cast (a bf16 gradient's bias
+    gradient widened to f32): `bias_grad` has the operands' type, and the
+    cast, fused with the sum's kernel now, would be a kernel alone.
+    The GEMM stays where it was when nothing reads the sum before it (the
+    weight gradient lives as long as before); else it moves up to the sum,
+    when its operands are there (reshapes of values already there are made
+    again there: views). The
+    sum is the same (the interpreter adds the rows in order in double for
+    both), so this fold is bit-exact in the interpreter. The rule is
+    structural (the GEMM reads the summed value), so every copy of a
+    pattern folds alike.
+
     Before:
     ```mlir
     %p = tcc.matmul %h, %w {transpose_rhs = true} : (tensor<2x8x32xf32>, tensor<32x32xf32>) -> tensor<2x8x32xf32>
@@ -238,7 +257,8 @@ def FuseGemmEpilogue : Pass<"tcc-fuse-gemm-epilogue", "mlir::func::FuncOp"> {
     %r = tcc.reshape %2 : (tensor<16x32xf32>) -> tensor<2x8x32xf32>
     ```
     `report` emits a remark per function: `tcc-fuse-gemm-epilogue: @f: N
-    bias adds and R residual adds folded into GEMMs`.
+    bias adds and R residual adds folded into GEMMs, G bias gradients into
+    weight-gradient GEMMs`.
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",
@@ -247,6 +267,8 @@ def FuseGemmEpilogue : Pass<"tcc-fuse-gemm-epilogue", "mlir::func::FuncOp"> {
   let statistics = [
     Statistic<"biases", "biases", "bias adds folded into GEMMs">,
     Statistic<"residuals", "residuals", "residual adds folded into GEMMs">,
+    Statistic<"biasGradients", "bias-gradients",
+              "bias gradient sums folded into weight-gradient GEMMs">,
   ];
   let dependentDialects = ["::tcc::TccDialect"];
 }

@@ -55,6 +55,13 @@ void gemm(bool transA, bool transB, int64_t batch, int64_t m, int64_t n,
           const float *b, int64_t strideB, float beta, float *c,
           int64_t strideC);
 
+/// sums[i] = sum over j < k of op(A)[i][j] for i < m (op(A) as in gemm: A
+/// stored [k, m] when transA): tcc.gemm's bias_grad, a Linear's bias
+/// gradient when op(A) = dY^T. Each sum adds j in order in double, rounded
+/// once (as the interpreter's), whatever the thread count.
+void gemm_row_sums(bool transA, int64_t m, int64_t k, const float *a,
+                   float *sums);
+
 //===----------------------------------------------------------------------===//
 // Softmax family, over the last dim of [rows, len]
 //===----------------------------------------------------------------------===//

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 namespace tcc::cpu {
 
@@ -102,6 +103,20 @@ void gemm(bool transA, bool transB, int64_t batch, int64_t m, int64_t n,
   int64_t minRows = std::max<int64_t>(32, ((int64_t(1) << 19) + 2 * n * k - 1) /
                                               std::max<int64_t>(1, 2 * n * k));
   parallel_for(m, minRows, [&](int64_t r0, int64_t r1) { rows(0, r0, r1); });
+}
+
+void gemm_row_sums(bool transA, int64_t m, int64_t k, const float *a,
+                   float *sums) {
+  // Blocks of outputs; within one, j outer so a transposed A is read in
+  // rows (its m sums side by side).
+  parallel_for(m, 64, [&](int64_t i0, int64_t i1) {
+    std::vector<double> acc(size_t(i1 - i0), 0.0);
+    for (int64_t j = 0; j < k; ++j)
+      for (int64_t i = i0; i < i1; ++i)
+        acc[size_t(i - i0)] += transA ? a[j * m + i] : a[i * k + j];
+    for (int64_t i = i0; i < i1; ++i)
+      sums[i] = static_cast<float>(acc[size_t(i - i0)]);
+  });
 }
 
 } // namespace tcc::cpu

@@ -622,6 +622,19 @@ Status adamw_update_multi(const void *deviceTable, int count, int64_t chunks,
                           double beta2, double eps, const uint8_t *skip,
                           int64_t *error, cudaStream_t stream);
 
+//===----------------------------------------------------------------------===//
+// Column sums (a GEMM's bias gradient without cuBLASLt's BGRADB epilogue)
+//===----------------------------------------------------------------------===//
+
+/// The float workspace column_sums needs.
+size_t column_sums_workspace_bytes(int64_t rows, int64_t cols);
+
+/// sums[c] = sum over r < rows of x[r][c] for the row-major [rows, cols] x
+/// (stored as `type`, summed in f32, written as `type`): chunks of rows
+/// summed by many blocks, then the chunks in order; deterministic.
+Status column_sums(FloatType type, const void *x, int64_t rows, int64_t cols,
+                   void *sums, void *workspace, cudaStream_t stream);
+
 } // namespace tcc::cuda
 
 #endif // TCC_RUNTIME_KERNELS_CUDA_CUDA_KERNELS_H

@@ -174,10 +174,64 @@ func.func @left_alone(%x: tensor<4x5xf32>, %w: tensor<5x6xf32>, %b: tensor<6xf32
       tensor<4x6xf32>
 }
 
-// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @projection: 1 bias adds and 0 residual adds folded into GEMMs
-// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @matrices: 2 bias adds and 0 residual adds folded into GEMMs
-// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @gemm_without_c: 1 bias adds and 0 residual adds folded into GEMMs
-// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @residual: 1 bias adds and 2 residual adds folded into GEMMs
-// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @gradient_chain: 0 bias adds and 3 residual adds folded into GEMMs
-// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @unrelated_sum: 0 bias adds and 0 residual adds folded into GEMMs
-// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @left_alone: 0 bias adds and 0 residual adds folded into GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @projection: 1 bias adds and 0 residual adds folded into GEMMs, 0 bias gradients into weight-gradient GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @matrices: 2 bias adds and 0 residual adds folded into GEMMs, 0 bias gradients into weight-gradient GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @gemm_without_c: 1 bias adds and 0 residual adds folded into GEMMs, 0 bias gradients into weight-gradient GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @residual: 1 bias adds and 2 residual adds folded into GEMMs, 0 bias gradients into weight-gradient GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @gradient_chain: 0 bias adds and 3 residual adds folded into GEMMs, 0 bias gradients into weight-gradient GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @unrelated_sum: 0 bias adds and 0 residual adds folded into GEMMs, 0 bias gradients into weight-gradient GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @left_alone: 0 bias adds and 0 residual adds folded into GEMMs, 0 bias gradients into weight-gradient GEMMs
+
+// A Linear's bias gradient beside its weight gradient: the sum of dY over
+// every row and the GEMM reading dY as op(a) = dY^T become one gemm with
+// a bias_grad result. The sum is read (by the neg) before the GEMM, so the
+// gemm moves up to the sum; the [rows, M] view of dY is made again there.
+// CHECK-LABEL: func.func @bias_grad
+// CHECK-SAME: (%[[DY:[^:]*]]: tensor<2x8x96xf32>, %[[X:[^:]*]]: tensor<16x32xf32>)
+// CHECK-NEXT: %[[V:.*]] = tcc.reshape %[[DY]] : (tensor<2x8x96xf32>) -> tensor<16x96xf32>
+// CHECK-NEXT: %[[G:[^ ]*]], %[[BG:[^ ]*]] = tcc.gemm %[[V]], %[[X]] {transpose_a = true, with_bias_grad = true} : (tensor<16x96xf32>, tensor<16x32xf32>) -> (tensor<96x32xf32>, tensor<96xf32>)
+// CHECK-NEXT: %[[N:.*]] = tcc.neg %[[BG]]
+// CHECK-NEXT: return %[[N]], %[[G]]
+func.func @bias_grad(%dy: tensor<2x8x96xf32>, %x: tensor<16x32xf32>) -> (tensor<96xf32>, tensor<96x32xf32>) {
+  %s = tcc.reduce_sum %dy {axes = array<i64: 0, 1>} : (tensor<2x8x96xf32>) -> tensor<96xf32>
+  %n = tcc.neg %s : (tensor<96xf32>) -> tensor<96xf32>
+  %v = tcc.reshape %dy : (tensor<2x8x96xf32>) -> tensor<16x96xf32>
+  %w = tcc.matmul %v, %x {transpose_lhs = true} : (tensor<16x96xf32>, tensor<16x32xf32>) -> tensor<96x32xf32>
+  return %n, %w : tensor<96xf32>, tensor<96x32xf32>
+}
+
+// Nothing reads the sum before the GEMM: the gemm stays where the GEMM was
+// (a 2-D dY; a tcc.gemm with a C keeps its C and alpha). When the sum is
+// read before and the GEMM's other operand is made after the sum, both
+// are left alone.
+// CHECK-LABEL: func.func @bias_grad_later
+// CHECK-NEXT: %[[E:.*]] = tcc.exp
+// CHECK-NEXT: %[[G:[^ ]*]], %[[BG:[^ ]*]] = tcc.gemm %{{.*}}, %[[E]], %{{.*}} {alpha = 2.000000e+00 : f64, transpose_a = true, with_bias_grad = true} : (tensor<16x96xf32>, tensor<16x32xf32>, tensor<96x32xf32>) -> (tensor<96x32xf32>, tensor<96xf32>)
+// CHECK-NEXT: return %[[BG]], %[[G]]
+// CHECK-LABEL: func.func @bias_grad_left_alone
+// CHECK-NEXT: tcc.reduce_sum
+// CHECK-NEXT: tcc.neg
+// CHECK-NEXT: tcc.exp
+// CHECK-NEXT: tcc.matmul
+// CHECK-NEXT: tcc.reduce_sum %{{.*}} {axes = array<i64: 0>}
+// CHECK-NEXT: tcc.matmul
+func.func @bias_grad_later(%dy: tensor<16x96xf32>, %x: tensor<16x32xf32>, %c: tensor<96x32xf32>) -> (tensor<96xf32>, tensor<96x32xf32>) {
+  %s = tcc.reduce_sum %dy {axes = array<i64: 0>} : (tensor<16x96xf32>) -> tensor<96xf32>
+  %e = tcc.exp %x : (tensor<16x32xf32>) -> tensor<16x32xf32>
+  %w = tcc.gemm %dy, %e, %c {alpha = 2.0 : f64, transpose_a = true} : (tensor<16x96xf32>, tensor<16x32xf32>, tensor<96x32xf32>) -> tensor<96x32xf32>
+  return %s, %w : tensor<96xf32>, tensor<96x32xf32>
+}
+// Also left alone: a sum over some rows only, and a GEMM reading dY as it
+// is (an input gradient dY @ W).
+func.func @bias_grad_left_alone(%dy: tensor<16x96xf32>, %x: tensor<16x32xf32>, %dz: tensor<2x8x96xf32>, %w: tensor<96x32xf32>) -> (tensor<96xf32>, tensor<96x32xf32>, tensor<8x96xf32>, tensor<2x8x32xf32>) {
+  %s = tcc.reduce_sum %dy {axes = array<i64: 0>} : (tensor<16x96xf32>) -> tensor<96xf32>
+  %n = tcc.neg %s : (tensor<96xf32>) -> tensor<96xf32>
+  %e = tcc.exp %x : (tensor<16x32xf32>) -> tensor<16x32xf32>
+  %g = tcc.matmul %dy, %e {transpose_lhs = true} : (tensor<16x96xf32>, tensor<16x32xf32>) -> tensor<96x32xf32>
+  %t = tcc.reduce_sum %dz {axes = array<i64: 0>} : (tensor<2x8x96xf32>) -> tensor<8x96xf32>
+  %i = tcc.matmul %dz, %w : (tensor<2x8x96xf32>, tensor<96x32xf32>) -> tensor<2x8x32xf32>
+  return %n, %g, %t, %i : tensor<96xf32>, tensor<96x32xf32>, tensor<8x96xf32>, tensor<2x8x32xf32>
+}
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @bias_grad: 0 bias adds and 0 residual adds folded into GEMMs, 1 bias gradients into weight-gradient GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @bias_grad_later: 0 bias adds and 0 residual adds folded into GEMMs, 1 bias gradients into weight-gradient GEMMs
+// REPORT-DAG: remark: tcc-fuse-gemm-epilogue: @bias_grad_left_alone: 0 bias adds and 0 residual adds folded into GEMMs, 0 bias gradients into weight-gradient GEMMs

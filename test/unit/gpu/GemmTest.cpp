@@ -254,6 +254,52 @@ TEST_F(Gemm, Bf16AndF16) {
     }
 }
 
+/// cuda::column_sums (a GEMM's bias gradient where cuBLASLt has no BGRADB
+/// epilogue for the type) against float64 sums, over shapes with few
+/// columns and many rows (many chunks), a column count that is no multiple
+/// of the block's 32, one row, and the rows of a 16-bit tensor; twice, the
+/// same bits (a fixed order).
+TEST_F(Gemm, ColumnSumsMatchFloat64) {
+  const int64_t shapes[][2] = {{8192, 40}, {333, 97}, {1, 5}, {64, 768}};
+  for (auto [rows, cols] : shapes) {
+    std::vector<float> x =
+        randomNormal(size_t(rows * cols), uint32_t(rows + cols));
+    std::vector<double> ref(size_t(cols), 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        ref[size_t(c)] += x[size_t(r * cols + c)];
+    DevBuf<float> dx(x), dsum(static_cast<size_t>(cols));
+    dsum.poison();
+    DevBytes ws(cu::column_sums_workspace_bytes(rows, cols));
+    checkStatus(cu::column_sums(cu::FloatType::F32, dx.get(), rows, cols,
+                                dsum.get(), ws.get(), nullptr),
+                "column_sums");
+    std::vector<float> first = dsum.download();
+    // f32 partial sums of up to 8192 unit normals: ~1e-5 relative to the
+    // sums' spread.
+    expectClose(first, ref, 1e-4, "column sums");
+    checkStatus(cu::column_sums(cu::FloatType::F32, dx.get(), rows, cols,
+                                dsum.get(), ws.get(), nullptr),
+                "column_sums");
+    EXPECT_EQ(dsum.download(), first) << "column sums differ run to run";
+  }
+  // bf16 storage: the same sums of the rounded values, rounded once.
+  const int64_t rows = 1000, cols = 48;
+  std::vector<float> x = randomNormal(size_t(rows * cols), 7);
+  std::vector<uint16_t> xb = roundTo(cu::GemmDType::BF16, x);
+  std::vector<double> ref(size_t(cols), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      ref[size_t(c)] += x[size_t(r * cols + c)];
+  DevBuf<uint16_t> dx(xb), dsum(static_cast<size_t>(cols));
+  DevBytes ws(cu::column_sums_workspace_bytes(rows, cols));
+  checkStatus(cu::column_sums(cu::FloatType::BF16, dx.get(), rows, cols,
+                              dsum.get(), ws.get(), nullptr),
+              "column_sums bf16");
+  expectClose(widen(cu::GemmDType::BF16, dsum.download()), ref, 1e-2,
+              "bf16 column sums");
+}
+
 TEST_F(Gemm, BadShapesAreRefused) {
   std::string error;
   std::unique_ptr<cu::GemmContext> ctx = cu::GemmContext::create(&error);
