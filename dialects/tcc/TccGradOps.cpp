@@ -97,6 +97,42 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Loc
   return success();
 }
 
+LogicalResult
+AttentionQkvGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                     Adaptor adaptor,
+                                     SmallVectorImpl<Type> &inferred) {
+  auto qkv = tensorTypeOf(adaptor.getQkv());
+  std::string error;
+  const int64_t columns[3] = {intAttr(adaptor.getQueryColumnAttr()),
+                              intAttr(adaptor.getKeyColumnAttr()),
+                              intAttr(adaptor.getValueColumnAttr())};
+  int64_t heads = intAttr(adaptor.getHeadsAttr());
+  if (heads <= 0)
+    return emitOptionalError(loc,
+                             "attention_qkv_grad reads token rows (heads > 0)");
+  std::optional<AttentionDims> a =
+      attentionDims(qkv.getShape(), qkv.getShape(), qkv.getShape(), heads,
+                    intAttr(adaptor.getHeadDimAttr()), columns, error);
+  if (!a)
+    return emitOptionalError(loc, error);
+  // The three column ranges tile the rows: every element of the result is
+  // one of the three gradients.
+  int64_t span = a->heads * a->d;
+  SmallVector<int64_t> sorted(columns, columns + 3);
+  llvm::sort(sorted);
+  if (qkv.getDimSize(2) != 3 * span ||
+      sorted != SmallVector<int64_t>{0, span, 2 * span})
+    return emitOptionalError(loc, "query, key and value columns ", columns[0],
+                             ", ", columns[1], ", ", columns[2],
+                             " do not tile the ", qkv.getDimSize(2),
+                             " columns of qkv in three ranges of ", span);
+  auto expected = RankedTensorType::get(a->resultShape(), qkv.getElementType());
+  if (tensorTypeOf(adaptor.getResultGrad()) != expected)
+    return emitOptionalError(loc, "result_grad must be ", expected);
+  inferred.push_back(qkv);
+  return success();
+}
+
 LogicalResult GatherGradOp::verify() {
   auto data = getType();
   auto indices = tensorTypeOf(getIndices());

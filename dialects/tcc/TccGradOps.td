@@ -99,6 +99,33 @@ def Tcc_AttentionGradOp : Tcc_Op<"attention_grad", [Pure, InferTypeOpAdaptor, Tc
   let assemblyFormat = Tcc_GenericFormat;
 }
 
+def Tcc_AttentionQkvGradOp : Tcc_Op<"attention_qkv_grad", [Pure, InferTypeOpAdaptor, Tcc_ContractionCall]> {
+  let callFamily = "attention";
+  let summary = "attention's gradient w.r.t. the one tensor its query, key and value are read from";
+  let description = [{
+    `tcc.attention_grad` in token rows whose query, key and value are one
+    tensor `qkv` (`[batch, seq, 3 * heads * head_dim]`, the output of a
+    fused q/k/v projection) read at the columns `query_column`,
+    `key_column` and `value_column`, which tile its rows. The result is the
+    gradient of `qkv`: each of the three gradients at its operand's
+    columns, so the fused projection's backward reads it as it is, with no
+    concat of the three (tcc-fold-attention-layout makes this form).
+  }];
+  let arguments = !con((ins Tcc_FloatTensor:$qkv, Tcc_FloatTensor:$result_grad,
+                       Optional<Tcc_Tensor>:$key_mask,
+                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$causal),
+                       Tcc_AttentionRowsAttrs);
+  let results = (outs Tcc_FloatTensor:$qkv_grad);
+  /// The dims and layout (verified); query, key and value are `qkv`.
+  let extraClassDeclaration = [{
+    ::tcc::AttentionDims getDims();
+    ::mlir::Value getQuery() { return getQkv(); }
+    ::mlir::Value getKey() { return getQkv(); }
+    ::mlir::Value getValue() { return getQkv(); }
+  }];
+  let assemblyFormat = Tcc_GenericFormat;
+}
+
 def Tcc_GatherGradOp : Tcc_Op<"gather_grad", [Pure, Tcc_Structured,
     DeclareOpInterfaceMethods<Tcc_LibraryCallOpInterface, ["isLibraryCall"]>]> {
   let callFamily = "embedding";

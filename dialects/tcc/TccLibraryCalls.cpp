@@ -59,11 +59,18 @@ int64_t AttentionOp::getFlops() {
 }
 
 // The forward's products again for the softmax gradient, then dq, dk, dv.
-int64_t AttentionGradOp::getFlops() {
-  AttentionDims a = getDims();
+static int64_t attentionGradFlops(const AttentionDims &a, bool causal) {
   // s = q k^T, dp = dO v^T, dv = p^T dO, dq = ds k, dk = ds^T q.
   int64_t flops = a.batch * a.heads * a.tq * a.tk * 2 * (3 * a.d + 2 * a.dv);
-  return getCausal() ? flops / 2 : flops;
+  return causal ? flops / 2 : flops;
+}
+int64_t AttentionGradOp::getFlops() {
+  return attentionGradFlops(getDims(), getCausal());
+}
+
+// attention_grad's products, written into one tensor.
+int64_t AttentionQkvGradOp::getFlops() {
+  return attentionGradFlops(getDims(), getCausal());
 }
 
 // A few operations per updated element and result: a block update counts

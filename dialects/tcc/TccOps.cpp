@@ -441,6 +441,7 @@ template <class Op> AttentionDims attentionDimsOf(Op op) {
 
 AttentionDims AttentionOp::getDims() { return attentionDimsOf(*this); }
 AttentionDims AttentionGradOp::getDims() { return attentionDimsOf(*this); }
+AttentionDims AttentionQkvGradOp::getDims() { return attentionDimsOf(*this); }
 
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor adaptor,

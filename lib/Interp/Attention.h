@@ -99,14 +99,15 @@ struct TokenRows {
                       out.data() + ((b * heads + h) * seq + t) * dim);
     return out;
   }
-  /// [B, H, seq, dim] -> [B, seq, H * dim] rows.
+  /// [B, H, seq, dim] -> [B, seq, width] rows, the heads from `column`.
   template <class T>
-  void store(const std::vector<T> &headsFirst, int64_t seq, T *rows) const {
+  void store(const std::vector<T> &headsFirst, int64_t seq, T *rows,
+             int64_t width, int64_t column) const {
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t h = 0; h < heads; ++h)
         for (int64_t t = 0; t < seq; ++t)
           std::copy_n(headsFirst.data() + ((b * heads + h) * seq + t) * dim,
-                      dim, rows + (b * seq + t) * heads * dim + h * dim);
+                      dim, rows + (b * seq + t) * width + column + h * dim);
   }
 };
 

@@ -193,7 +193,7 @@ bool attentionKernel(KernelContext &ctx) {
         }
     }
     if (a.tokenRows)
-      rows.store(oc, tq, out.data<T>());
+      rows.store(oc, tq, out.data<T>(), heads * dv, 0);
     return true;
   };
   return ctx.finish(visitFloat(q.dtype, compute), q);

@@ -174,8 +174,11 @@ void attentionHeadGrad(const T *qp, const T *kp, const T *vp, const T *gp,
     dvp[e] = static_cast<T>(dvAcc[e]);
 }
 
-bool attentionGradKernel(KernelContext &ctx) {
-  auto op = llvm::cast<AttentionGradOp>(ctx.op);
+/// tcc.attention_grad (three results) and tcc.attention_qkv_grad (the three
+/// gradients at their operands' columns of one result).
+template <class Op> bool attentionGradKernel(KernelContext &ctx) {
+  auto op = llvm::cast<Op>(ctx.op);
+  constexpr bool packed = std::is_same_v<Op, AttentionQkvGradOp>;
   const Array &q = ctx.in(op.getQuery()), &k = ctx.in(op.getKey()),
               &v = ctx.in(op.getValue()), &dout = ctx.in(op.getResultGrad());
   const Array *mask = ctx.opt(op.getKeyMask());
@@ -191,8 +194,8 @@ bool attentionGradKernel(KernelContext &ctx) {
     std::vector<T> qc, kc, vc, gc, dqc, dkc, dvc;
     const T *qp = q.data<T>(), *kp = k.data<T>(), *vp = v.data<T>(),
             *gp = dout.data<T>();
-    T *dq = ctx.out(0).data<T>(), *dk = ctx.out(1).data<T>(),
-      *dvOut = ctx.out(2).data<T>();
+    T *dq = ctx.out(0).data<T>(), *dk = ctx.out(packed ? 0 : 1).data<T>(),
+      *dvOut = ctx.out(packed ? 0 : 2).data<T>();
     if (a.tokenRows) {
       qc = rows.headsFirst(qp, tq, a.width[0], a.column[0]), qp = qc.data();
       kc = rows.headsFirst(kp, tk, a.width[1], a.column[1]), kp = kc.data();
@@ -231,10 +234,15 @@ bool attentionGradKernel(KernelContext &ctx) {
                             mask, b);
         }
     }
-    if (a.tokenRows) {
-      rows.store(dqc, tq, ctx.out(0).data<T>());
-      rows.store(dkc, tk, ctx.out(1).data<T>());
-      rows.store(dvc, tk, ctx.out(2).data<T>());
+    if (a.tokenRows && packed) {
+      T *out = ctx.out(0).data<T>();
+      rows.store(dqc, tq, out, a.width[0], a.column[0]);
+      rows.store(dkc, tk, out, a.width[1], a.column[1]);
+      rows.store(dvc, tk, out, a.width[2], a.column[2]);
+    } else if (a.tokenRows) {
+      rows.store(dqc, tq, ctx.out(0).data<T>(), heads * d, 0);
+      rows.store(dkc, tk, ctx.out(1).data<T>(), heads * d, 0);
+      rows.store(dvc, tk, ctx.out(2).data<T>(), heads * dv, 0);
     }
     return true;
   };
@@ -299,7 +307,9 @@ void registerGradKernels(KernelTable &t) {
   t[LogSoftmaxGradOp::getOperationName()] = softmaxGradKernel<true>;
   t[GeluGradOp::getOperationName()] = geluGradKernel;
   t[LayerNormGradOp::getOperationName()] = layerNormGradKernel;
-  t[AttentionGradOp::getOperationName()] = attentionGradKernel;
+  t[AttentionGradOp::getOperationName()] = attentionGradKernel<AttentionGradOp>;
+  t[AttentionQkvGradOp::getOperationName()] =
+      attentionGradKernel<AttentionQkvGradOp>;
   t[GatherGradOp::getOperationName()] = gatherGradKernel;
   t[SliceGradOp::getOperationName()] = sliceGradKernel;
 }

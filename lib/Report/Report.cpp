@@ -570,6 +570,8 @@ static void writePacking(llvm::raw_ostream &os, func::FuncOp func,
       mask = a.getKeyMask();
     else if (auto g = llvm::dyn_cast<AttentionGradOp>(root))
       mask = g.getKeyMask();
+    else if (auto g = llvm::dyn_cast<AttentionQkvGradOp>(root))
+      mask = g.getKeyMask();
     if (mask)
       if (Operation *def = outside(mask).getDefiningOp();
           def && rootOf(def) == index)

@@ -3,9 +3,10 @@
 // projection wrote them (with a column offset into a fused q/k/v
 // projection's output) and write their results as token rows, so the
 // transposes (and the split of a fused projection) are not copied by any
-// kernel. The pass reference (include/tcc/Transforms/Passes.td) has the
-// rules. The values are the same, bit for bit: only where they are stored
-// changes.
+// kernel, and the three gradients of a fused q/k/v projection's output
+// are written into one tensor of its layout (no concat). The pass
+// reference (include/tcc/Transforms/LowerPasses.td) has the rules. The values
+// are the same, bit for bit: only where they are stored changes.
 #include "tcc/Transforms/Passes.h"
 
 #include "tcc/TccOps.h"
@@ -213,6 +214,42 @@ bool foldBackward(AttentionGradOp op) {
   return true;
 }
 
+/// concat(dq, dk, dv) along the features of a token-rows attention_grad's
+/// three gradients, read by nothing else, whose query, key and value are
+/// one tensor (a fused q/k/v projection's output) at columns that tile its
+/// rows, the concat's operands in column order: the gradient of that
+/// tensor. One tcc.attention_qkv_grad writes it, no concat kernel.
+bool foldQkvGradConcat(ConcatOp concat) {
+  if (concat.getNumOperands() != 3 || concat.getAxis() != 2)
+    return false;
+  auto grad = concat.getOperand(0).getDefiningOp<AttentionGradOp>();
+  if (!grad || grad.getHeads() == 0 || grad.getQuery() != grad.getKey() ||
+      grad.getQuery() != grad.getValue())
+    return false;
+  AttentionDims a = grad.getDims();
+  int64_t span = a.heads * a.d;
+  if (a.d != a.dv || a.width[0] != 3 * span)
+    return false;
+  // Operand i is the gradient of the operand read at column i * span.
+  for (unsigned i = 0; i < 3; ++i) {
+    auto r = llvm::dyn_cast<OpResult>(concat.getOperand(i));
+    if (!r || r.getOwner() != grad.getOperation() || !r.hasOneUse() ||
+        a.column[r.getResultNumber()] != int64_t(i) * span)
+      return false;
+  }
+  OpBuilder b(grad);
+  auto packed = AttentionQkvGradOp::create(
+      b, grad.getLoc(), grad.getQuery(), grad.getResultGrad(),
+      grad.getKeyMask(), grad.getScaleAttr(), grad.getCausalAttr(),
+      grad.getHeadsAttr(), grad.getHeadDimAttr(), grad.getQueryColumnAttr(),
+      grad.getKeyColumnAttr(), grad.getValueColumnAttr());
+  copyDiscardable(grad, packed);
+  concat.getResult().replaceAllUsesWith(packed.getResult());
+  concat->erase();
+  grad->erase();
+  return true;
+}
+
 struct FoldAttentionLayoutPass
     : public tcc::impl::FoldAttentionLayoutBase<FoldAttentionLayoutPass> {
   void runOnOperation() override {
@@ -227,6 +264,10 @@ struct FoldAttentionLayoutPass
       else
         foldBackward(llvm::cast<AttentionGradOp>(op));
     }
+    SmallVector<ConcatOp> concats;
+    getOperation().walk([&](ConcatOp c) { concats.push_back(c); });
+    for (ConcatOp c : concats)
+      foldQkvGradConcat(c);
   }
 };
 

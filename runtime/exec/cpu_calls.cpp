@@ -290,10 +290,12 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
     return;
   }
   case Op::Attention:
-  case Op::AttentionGrad: {
-    bool grad = step.op == Op::AttentionGrad;
+  case Op::AttentionGrad:
+  case Op::AttentionQkvGrad: {
+    bool grad = step.op != Op::Attention;
+    const AttentionCall c = attentionCall(fn, step);
     cpu::KeyMask mask;
-    size_t maskIndex = grad ? 4 : 3;
+    size_t maskIndex = c.keyMask;
     if (const Value *mv = operand(fn, step.inputs, maskIndex)) {
       if (mv->dtype == DType::Bool)
         mask.keep = ptrs[step.inputs[maskIndex]];
@@ -305,16 +307,19 @@ void runCall(const Artifact &artifact, const Function &fn, size_t s,
       else
         mask.bias = fin(maskIndex);
     }
-    const AttentionCall c = attentionCall(fn, step);
-    const float *qp = fin(0) + c.offset[0], *kp = fin(1) + c.offset[1],
-                *vp = fin(2) + c.offset[2];
+    const float *qp = fin(c.query) + c.offset[0],
+                *kp = fin(c.key) + c.offset[1],
+                *vp = fin(c.value) + c.offset[2];
     if (!grad)
       cpu::attention_fwd(qp, kp, vp, fout(0), c.batch, c.heads, c.tq, c.tk,
                          c.d, c.dv, a.scale, a.causal, mask, c.layout);
     else
-      cpu::attention_bwd(qp, kp, vp, fin(3), fout(0), fout(1), fout(2),
-                         c.batch, c.heads, c.tq, c.tk, c.d, c.dv, a.scale,
-                         a.causal, mask, c.layout);
+      cpu::attention_bwd(qp, kp, vp, fin(c.resultGrad),
+                         fout(c.gradOutput[0]) + c.gradOffset[0],
+                         fout(c.gradOutput[1]) + c.gradOffset[1],
+                         fout(c.gradOutput[2]) + c.gradOffset[2], c.batch,
+                         c.heads, c.tq, c.tk, c.d, c.dv, a.scale, a.causal,
+                         mask, c.layout);
     return;
   }
   case Op::CrossEntropy:

@@ -143,12 +143,13 @@ std::string cudaCallUnsupported(const Function &fn, const Step &step) {
              std::to_string(step.attrs.axis);
     break;
   case Op::Attention:
-  case Op::AttentionGrad: {
+  case Op::AttentionGrad:
+  case Op::AttentionQkvGrad: {
     const AttentionCall c = attentionCall(fn, step);
     if (c.d > 128 || c.dv > 128)
       return "the cuda backend runs attention with head dims up to 128, not " +
              std::to_string(c.d) + " / " + std::to_string(c.dv);
-    size_t mi = step.op == Op::AttentionGrad ? 4 : 3;
+    size_t mi = c.keyMask;
     if (mi < step.inputs.size() && step.inputs[mi] >= 0) {
       DType mt = value(mi).dtype;
       if (mt != DType::Bool && mt != DType::F32 && !isHalf(mt) &&
@@ -367,10 +368,11 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
     return plan;
   }
   case Op::Attention:
-  case Op::AttentionGrad: {
-    const bool grad = step.op == Op::AttentionGrad;
-    const Value *mask = operand(fn, step.inputs, grad ? 4 : 3);
+  case Op::AttentionGrad:
+  case Op::AttentionQkvGrad: {
+    const bool grad = step.op != Op::Attention;
     const AttentionCall c = attentionCall(fn, step);
+    const Value *mask = operand(fn, step.inputs, c.keyMask);
     if (mask && mask->dtype == DType::I32)
       plan.workspace = cuda::attention_varlen_workspace_bytes(
           floatType(in(0).dtype), mask->elements - 1, c.batch, c.heads, c.tq,
@@ -722,19 +724,31 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
     return r ? r : zeroTail(vout(0), rows * rowBytes, total * rowBytes, st);
   }
   case Op::Attention:
-  case Op::AttentionGrad: {
-    bool grad = step.op == Op::AttentionGrad;
+  case Op::AttentionGrad:
+  case Op::AttentionQkvGrad: {
+    bool grad = step.op != Op::Attention;
     const cuda::FloatType type = floatType(in(0).dtype);
     cuda::KeyMask mask;
-    size_t mi = grad ? 4 : 3;
     const AttentionCall c = attentionCall(fn, step);
+    size_t mi = c.keyMask;
     const int64_t b = c.batch, h = c.heads, tq = c.tq, tk = c.tk, d = c.d,
                   dv = c.dv;
-    // Token rows: q, k and v from their first columns.
+    // Token rows: q, k and v from their first columns; the gradients at
+    // theirs (attention_qkv_grad: one tensor).
     const size_t es = cuda::float_type_size(type);
-    const void *qp = static_cast<const char *>(vin(0)) + c.offset[0] * es,
-               *kp = static_cast<const char *>(vin(1)) + c.offset[1] * es,
-               *vp = static_cast<const char *>(vin(2)) + c.offset[2] * es;
+    const void *qp = static_cast<const char *>(vin(c.query)) + c.offset[0] * es,
+               *kp = static_cast<const char *>(vin(c.key)) + c.offset[1] * es,
+               *vp = static_cast<const char *>(vin(c.value)) + c.offset[2] * es;
+    const void *dout = grad ? vin(c.resultGrad) : nullptr;
+    void *dq = grad ? static_cast<char *>(vout(c.gradOutput[0])) +
+                          c.gradOffset[0] * es
+                    : nullptr,
+         *dk = grad ? static_cast<char *>(vout(c.gradOutput[1])) +
+                          c.gradOffset[1] * es
+                    : nullptr,
+         *dvp = grad ? static_cast<char *>(vout(c.gradOutput[2])) +
+                           c.gradOffset[2] * es
+                     : nullptr;
     if (mi < step.inputs.size() && step.inputs[mi] >= 0 &&
         in(mi).dtype == DType::I32) {
       // Packed tokens: the mask is pack_index's cu_seqlens.
@@ -746,10 +760,10 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
             type, qp, kp, vp, vout(0), cu, sequences, b, h, tq, d, dv,
             a.scale, a.causal, ctx.workspace, st, cuda::AttentionPath::Auto,
             c.layout);
-      return cuda::attention_varlen_bwd(
-          type, qp, kp, vp, vin(3), vout(0), vout(1), vout(2), cu, sequences,
-          b, h, tq, d, dv, a.scale, a.causal, ctx.workspace, st,
-          cuda::AttentionPath::Auto, c.layout);
+      return cuda::attention_varlen_bwd(type, qp, kp, vp, dout, dq, dk, dvp, cu,
+                                        sequences, b, h, tq, d, dv, a.scale,
+                                        a.causal, ctx.workspace, st,
+                                        cuda::AttentionPath::Auto, c.layout);
     }
     if (mi < step.inputs.size() && step.inputs[mi] >= 0) {
       if (in(mi).dtype == DType::Bool) {
@@ -763,9 +777,9 @@ cuda::Status enqueueCall(const Function &fn, size_t s, const CallPlan &plan,
       return cuda::attention_fwd(type, qp, kp, vp, vout(0), b, h, tq, tk, d,
                                  dv, a.scale, a.causal, mask, nullptr, st,
                                  cuda::AttentionPath::Auto, c.layout);
-    return cuda::attention_bwd(type, qp, kp, vp, vin(3), vout(0), vout(1),
-                               vout(2), b, h, tq, tk, d, dv, a.scale, a.causal,
-                               mask, nullptr, nullptr, ctx.workspace, st,
+    return cuda::attention_bwd(type, qp, kp, vp, dout, dq, dk, dvp, b, h, tq,
+                               tk, d, dv, a.scale, a.causal, mask, nullptr,
+                               nullptr, ctx.workspace, st,
                                cuda::AttentionPath::Auto, c.layout);
   }
   case Op::CrossEntropy:

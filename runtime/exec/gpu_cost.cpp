@@ -119,7 +119,8 @@ double callFlops(const Function &fn, const Step &s, bool &matrix) {
     return 2.0 * elements * double(k);
   }
   case Op::Attention:
-  case Op::AttentionGrad: {
+  case Op::AttentionGrad:
+  case Op::AttentionQkvGrad: {
     matrix = true;
     const AttentionCall a = attentionCall(fn, s);
     double fwd = 2.0 * double(a.batch * a.heads) * double(a.tq) *
@@ -177,8 +178,8 @@ StepCost stepCost(const Artifact &art, const Function &fn, size_t i,
     bool half = isHalf(first.dtype);
     if (matrix && half)
       rate = gpu.bf16;
-    else if (matrix && tf32 && s.op != Op::Attention &&
-             s.op != Op::AttentionGrad)
+    else if (matrix && tf32 &&
+             opSchema(s.op).family != std::string("attention"))
       rate = gpu.tf32; // f32 attention stays on the FMA units
     c.roofline = std::max(c.bytes / gpu.bandwidth, c.flops / rate);
     c.seconds = c.roofline / efficiency(c.family, half);

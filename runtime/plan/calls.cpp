@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "plan/calls.h"
 
+#include <algorithm>
+
 namespace tcc::rt {
 
 using data::DType;
@@ -334,9 +336,18 @@ void checkLogSoftmaxGrad(CallCheck &c) { checkSoftmaxCall(c); }
 
 AttentionCall attentionCall(const Function &fn, const Step &step) {
   const Attrs &a = step.attrs;
-  const Value &q = fn.values[step.inputs[0]], &k = fn.values[step.inputs[1]],
-              &v = fn.values[step.inputs[2]];
   AttentionCall c;
+  if (step.op == Op::AttentionQkvGrad) {
+    c.key = c.value = 0;
+    c.resultGrad = 1;
+    c.keyMask = 2;
+    c.gradOutput[1] = c.gradOutput[2] = 0;
+  } else if (step.op == Op::AttentionGrad) {
+    c.keyMask = 4;
+  }
+  const Value &q = fn.values[step.inputs[c.query]],
+              &k = fn.values[step.inputs[c.key]],
+              &v = fn.values[step.inputs[c.value]];
   if (a.heads == 0) {
     c.batch = q.shape[0], c.heads = q.shape[1], c.tq = q.shape[2];
     c.d = q.shape[3], c.tk = k.shape[2], c.dv = v.shape[3];
@@ -358,6 +369,13 @@ AttentionCall attentionCall(const Function &fn, const Step &step) {
   c.layout.dk = c.layout.dv = S::tokenRows(c.tk, packed, c.d);
   c.offset[0] = a.queryColumn, c.offset[1] = a.keyColumn;
   c.offset[2] = a.valueColumn;
+  if (step.op == Op::AttentionQkvGrad) {
+    // The gradients where their operands are: one tensor of q's layout.
+    c.layout.dq = c.layout.q, c.layout.dk = c.layout.k,
+    c.layout.dv = c.layout.v;
+    for (int i = 0; i < 3; ++i)
+      c.gradOffset[i] = c.offset[i];
+  }
   return c;
 }
 
@@ -432,6 +450,43 @@ static void checkAttentionCall(CallCheck &c, bool grad) {
 }
 void checkAttention(CallCheck &c) { checkAttentionCall(c, false); }
 void checkAttentionGrad(CallCheck &c) { checkAttentionCall(c, true); }
+
+/// attention_qkv_grad: token rows [batch, seq, 3 * heads * head_dim], the
+/// query, key and value columns tiling the rows; the result like qkv.
+void checkAttentionQkvGrad(CallCheck &c) {
+  const Value &qkv = *c.in(0);
+  const Attrs &at = c.step.attrs;
+  c.wantFloat(qkv, "qkv");
+  c.wantRank(qkv, "qkv", 3);
+  if (at.heads <= 0 || at.headDim <= 0)
+    c.bad("heads " + std::to_string(at.heads) + " and head_dim " +
+          std::to_string(at.headDim) + " are not token rows");
+  const int64_t span = at.heads * at.headDim;
+  std::vector<int64_t> columns = {at.queryColumn, at.keyColumn, at.valueColumn};
+  std::sort(columns.begin(), columns.end());
+  if (qkv.shape[2] != 3 * span ||
+      columns != std::vector<int64_t>{0, span, 2 * span})
+    c.bad("qkv " + describe(qkv) +
+          " is not tiled by query, key and value columns " +
+          std::to_string(at.queryColumn) + ", " + std::to_string(at.keyColumn) +
+          ", " + std::to_string(at.valueColumn) + " of " +
+          std::to_string(span));
+  const int64_t b = qkv.shape[0], t = qkv.shape[1];
+  const Value *mask = c.in(2);
+  bool packed = mask && mask->dtype == DType::I32 &&
+                (mask->shape == std::vector<int64_t>{b + 1} ||
+                 mask->shape == std::vector<int64_t>{b * t + 1});
+  if (mask && !packed &&
+      (mask->shape != std::vector<int64_t>{b, t} ||
+       (mask->dtype != DType::Bool && mask->dtype != qkv.dtype)))
+    c.bad("key_mask is " + describe(*mask) + ", expected bool or " +
+          data::dtypeName(qkv.dtype) + " " +
+          shapeString({qkv.shape[0], qkv.shape[1]}) + " (or i32 " +
+          shapeString({qkv.shape[0] + 1}) + " cu_seqlens)");
+  c.wantLike(*c.in(1), "result_grad", qkv.dtype,
+             {qkv.shape[0], qkv.shape[1], span});
+  c.wantLike(*c.out(0), "qkv_grad", qkv, "qkv");
+}
 
 /// cross_entropy and its gradient: [..., classes] logits, integer labels.
 static void checkCrossEntropyCall(CallCheck &c, bool grad) {

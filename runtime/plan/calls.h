@@ -79,15 +79,25 @@ int64_t uniformStride(const std::vector<int64_t> &map);
 /// the backends' kernels.
 kernels::WindowShape windowShape(const Function &fn, const Step &step);
 
-/// A checked attention or attention_grad call as the backends' kernels take
-/// it: the dims, the strides of its tensors and, in token rows, the element
-/// offsets of the query, key and value (their first columns) to add to
-/// their pointers.
+/// A checked attention, attention_grad or attention_qkv_grad call as the
+/// backends' kernels take it: the dims, the strides of its tensors and, in
+/// token rows, the element offsets of the query, key and value (their first
+/// columns) to add to their pointers, and likewise of the query, key and
+/// value gradients in the outputs (attention_qkv_grad writes all three
+/// into output 0 at the operands' columns; attention_grad into outputs 0,
+/// 1 and 2).
 struct AttentionCall {
   int64_t batch = 0, heads = 0, tq = 0, tk = 0, d = 0, dv = 0;
   bool tokenRows = false;
   kernels::AttentionLayout layout;
   int64_t offset[3] = {0, 0, 0};
+  /// The step's input index of the query, key, value, result gradient (the
+  /// backward's) and key mask.
+  size_t query = 0, key = 1, value = 2, resultGrad = 3, keyMask = 3;
+  /// The output index of the query, key and value gradient and their
+  /// element offsets there.
+  size_t gradOutput[3] = {0, 1, 2};
+  int64_t gradOffset[3] = {0, 0, 0};
 };
 AttentionCall attentionCall(const Function &fn, const Step &step);
 

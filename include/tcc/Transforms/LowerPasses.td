@@ -161,6 +161,13 @@ def FoldAttentionLayout : Pass<"tcc-fold-attention-layout", "mlir::func::FuncOp"
     transposes. Otherwise the op is left heads first. Transposes, reshapes,
     splits and slices left without users are erased.
 
+    Then a fused q/k/v projection's backward: a `tcc.concat` along the
+    features of a token-rows `tcc.attention_grad`'s three gradients (read
+    by nothing else, in the order of their columns), whose query, key and
+    value are one tensor whose rows the three column ranges tile, is that
+    tensor's gradient: one `tcc.attention_qkv_grad` writes it, each
+    gradient at its operand's columns, and the concat (a kernel) is gone.
+
     Numerics: unchanged, bit for bit (the kernels compute the same values;
     only their addresses change).
 

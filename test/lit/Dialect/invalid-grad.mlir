@@ -86,6 +86,24 @@ func.func @attention_grad_rows_result_grad(%x: tensor<1x4x48xf32>, %g: tensor<1x
 
 // -----
 
+func.func @attention_qkv_grad_columns(%x: tensor<1x4x48xf32>, %g: tensor<1x4x16xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{query, key and value columns 0, 8, 32 do not tile the 48 columns of qkv in three ranges of 16}}
+  %0 = tcc.attention_qkv_grad %x, %g {scale = 1.0 : f64, heads = 2 : i64, head_dim = 8 : i64, key_column = 8 : i64, value_column = 32 : i64} : (tensor<1x4x48xf32>, tensor<1x4x16xf32>) -> tensor<1x4x48xf32>
+  return
+}
+
+// -----
+
+func.func @attention_qkv_grad_heads_first(%x: tensor<1x2x4x8xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{attention_qkv_grad reads token rows (heads > 0)}}
+  %0 = tcc.attention_qkv_grad %x, %x {scale = 1.0 : f64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return
+}
+
+// -----
+
 func.func @gather_grad_axis(%i: tensor<4xi64>, %g: tensor<4x3xf32>) -> tensor<5x3xf32> {
   // expected-error @+1 {{'tcc.gather_grad' op axis 2 is out of range for rank 2}}
   %0 = tcc.gather_grad %i, %g {axis = 2 : i64} : (tensor<4xi64>, tensor<4x3xf32>) -> tensor<5x3xf32>

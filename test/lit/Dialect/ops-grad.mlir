@@ -39,6 +39,15 @@ func.func @attention_grad(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x5x4xf32>, %v: 
   return
 }
 
+// The gradient of one [1, 3, 24] q/k/v tensor (columns 0, 8, 16, two heads
+// of 4), each gradient at its operand's columns: the tensor's own type.
+// CHECK-LABEL: func.func @attention_qkv_grad
+// CHECK: tcc.attention_qkv_grad %{{.*}}, %{{.*}} {causal = true, head_dim = 4 : i64, heads = 2 : i64, key_column = 8 : i64, scale = 5.000000e-01 : f64, value_column = 16 : i64} : (tensor<1x3x24xf32>, tensor<1x3x8xf32>) -> tensor<1x3x24xf32>
+func.func @attention_qkv_grad(%x: tensor<1x3x24xf32>, %g: tensor<1x3x8xf32>) -> tensor<1x3x24xf32> {
+  %0 = tcc.attention_qkv_grad %x, %g {scale = 0.5 : f64, causal = true, heads = 2 : i64, head_dim = 4 : i64, key_column = 8 : i64, value_column = 16 : i64} : (tensor<1x3x24xf32>, tensor<1x3x8xf32>) -> tensor<1x3x24xf32>
+  return %0 : tensor<1x3x24xf32>
+}
+
 // Token rows: q, k, v from one [1, 3, 24] tensor at columns 0, 8, 16 (two
 // heads of 4); the result gradient and the gradients are [1, 3, 8].
 // CHECK-LABEL: func.func @attention_rows

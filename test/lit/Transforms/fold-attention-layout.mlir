@@ -26,13 +26,13 @@ func.func @fused_qkv(%qkv: tensor<2x8x96xf32>, %w: tensor<32x32xf32>) -> tensor<
 }
 
 // The backward: the result gradient's head split and the gradients'
-// merges fold too; the concat of the three gradients stays (it is the
-// fused projection's gradient).
+// merges fold too, and the concat of the three gradients (the fused
+// projection's gradient) is written by one tcc.attention_qkv_grad, each
+// gradient at its operand's columns of the q/k/v tensor's layout.
 // CHECK-LABEL: func.func @grad
 // CHECK-SAME: (%[[QKV:[^:]*]]: tensor<2x8x96xf32>, %[[G:[^:]*]]: tensor<2x8x32xf32>)
-// CHECK-NEXT: %[[DQ:[^,]*]], %[[DK:[^,]*]], %[[DV:[^ ]*]] = tcc.attention_grad %[[QKV]], %[[QKV]], %[[QKV]], %[[G]] {causal = true, head_dim = 16 : i64, heads = 2 : i64, key_column = 32 : i64, scale = 2.500000e-01 : f64, value_column = 64 : i64} : (tensor<2x8x96xf32>, tensor<2x8x96xf32>, tensor<2x8x96xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>)
-// CHECK-NEXT: %[[C:.*]] = tcc.concat %[[DQ]], %[[DK]], %[[DV]] {axis = 2 : i64}
-// CHECK-NEXT: return %[[C]]
+// CHECK-NEXT: %[[D:.*]] = tcc.attention_qkv_grad %[[QKV]], %[[G]] {causal = true, head_dim = 16 : i64, heads = 2 : i64, key_column = 32 : i64, scale = 2.500000e-01 : f64, value_column = 64 : i64} : (tensor<2x8x96xf32>, tensor<2x8x32xf32>) -> tensor<2x8x96xf32>
+// CHECK-NEXT: return %[[D]]
 func.func @grad(%qkv: tensor<2x8x96xf32>, %g: tensor<2x8x32xf32>) -> tensor<2x8x96xf32> {
   %s:3 = tcc.split %qkv {axis = 2 : i64, sizes = array<i64: 32, 32, 32>} : (tensor<2x8x96xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>)
   %q4 = tcc.reshape %s#0 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
@@ -52,6 +52,55 @@ func.func @grad(%qkv: tensor<2x8x96xf32>, %g: tensor<2x8x32xf32>) -> tensor<2x8x
   %rv = tcc.reshape %tv : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
   %c = tcc.concat %rq, %rk, %rv {axis = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x96xf32>
   return %c : tensor<2x8x96xf32>
+}
+
+// A concat of the gradients in another order than their columns (or with a
+// gradient read elsewhere too) is no q/k/v tensor's gradient: it stays.
+// CHECK-LABEL: func.func @grad_other_order
+// CHECK: tcc.attention_grad
+// CHECK-NEXT: tcc.concat
+// CHECK-LABEL: func.func @grad_read_elsewhere
+// CHECK: tcc.attention_grad
+// CHECK-NEXT: tcc.concat
+func.func @grad_other_order(%qkv: tensor<2x8x96xf32>, %g: tensor<2x8x32xf32>) -> tensor<2x8x96xf32> {
+  %s:3 = tcc.split %qkv {axis = 2 : i64, sizes = array<i64: 32, 32, 32>} : (tensor<2x8x96xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>)
+  %q4 = tcc.reshape %s#0 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+  %k4 = tcc.reshape %s#1 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+  %v4 = tcc.reshape %s#2 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+  %q = tcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+  %k = tcc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+  %v = tcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+  %g4 = tcc.reshape %g : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+  %gt = tcc.transpose %g4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+  %dq, %dk, %dv = tcc.attention_grad %q, %k, %v, %gt {scale = 2.500000e-01 : f64} : (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>) -> (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>)
+  %tq = tcc.transpose %dq {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+  %tk = tcc.transpose %dk {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+  %tv = tcc.transpose %dv {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+  %rq = tcc.reshape %tq : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+  %rk = tcc.reshape %tk : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+  %rv = tcc.reshape %tv : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+  %c = tcc.concat %rk, %rq, %rv {axis = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x96xf32>
+  return %c : tensor<2x8x96xf32>
+}
+func.func @grad_read_elsewhere(%qkv: tensor<2x8x96xf32>, %g: tensor<2x8x32xf32>) -> (tensor<2x8x96xf32>, tensor<2x8x32xf32>) {
+  %s:3 = tcc.split %qkv {axis = 2 : i64, sizes = array<i64: 32, 32, 32>} : (tensor<2x8x96xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>)
+  %q4 = tcc.reshape %s#0 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+  %k4 = tcc.reshape %s#1 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+  %v4 = tcc.reshape %s#2 : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+  %q = tcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+  %k = tcc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+  %v = tcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+  %g4 = tcc.reshape %g : (tensor<2x8x32xf32>) -> tensor<2x8x2x16xf32>
+  %gt = tcc.transpose %g4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x2x16xf32>) -> tensor<2x2x8x16xf32>
+  %dq, %dk, %dv = tcc.attention_grad %q, %k, %v, %gt {scale = 2.500000e-01 : f64} : (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>) -> (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>)
+  %tq = tcc.transpose %dq {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+  %tk = tcc.transpose %dk {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+  %tv = tcc.transpose %dv {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x8x16xf32>) -> tensor<2x8x2x16xf32>
+  %rq = tcc.reshape %tq : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+  %rk = tcc.reshape %tk : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+  %rv = tcc.reshape %tv : (tensor<2x8x2x16xf32>) -> tensor<2x8x32xf32>
+  %c = tcc.concat %rq, %rk, %rv {axis = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x96xf32>
+  return %c, %rk : tensor<2x8x96xf32>, tensor<2x8x32xf32>
 }
 
 // Separate projections (BERT): each operand is its own rows at column 0.

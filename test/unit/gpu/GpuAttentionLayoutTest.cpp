@@ -5,7 +5,9 @@
 // layout only changes addresses (runtime/kernels/attention_layout.h). Per
 // storage type (f32; bf16 and f16 on the FMA kernels for head dim 16 and on
 // tensor cores for 64), causal or not, dense, packed tokens (cu_seqlens
-// [B + 1]: gathered through the strides) and packed documents (in place).
+// [B + 1]: gathered through the strides) and packed documents (in place);
+// and the gradients written side by side into one [B, T, 3 * H * D] tensor
+// (tcc.attention_qkv_grad).
 // Without a GPU every test prints "no CUDA device: skipped" and skips.
 #include "GpuTestUtil.h"
 
@@ -138,6 +140,40 @@ Results run(const LayoutCase &c, const void *q, const void *k, const void *v,
   return {out.download(), dq.download(), dk.download(), dv.download()};
 }
 
+/// The backward writing dq, dk and dv into one [B, T, 3 * H * D] buffer at
+/// columns 0, H * D and 2 * H * D (tcc.attention_qkv_grad): its bytes.
+std::vector<uint8_t> runQkvGrad(const LayoutCase &c, const void *q,
+                                const void *k, const void *v, const void *dout,
+                                const int32_t *cuDev, int64_t sequences,
+                                AttentionLayout layout) {
+  const size_t es = cu::float_type_size(c.type);
+  const int64_t C = c.h * c.d, W = 3 * C;
+  layout.dq = layout.dk = layout.dv = AttentionStrides::tokenRows(c.t, W, c.d);
+  DevBuf<uint8_t> dx(size_t(c.b * c.t * W) * es);
+  dx.poison(); // every byte must be written
+  uint8_t *dq = dx.get(), *dk = dq + C * es, *dv = dq + 2 * C * es;
+  const double scale = 1.0 / std::sqrt(double(c.d));
+  if (c.mode == Mode::Dense) {
+    DevBytes ws(
+        cu::attention_bwd_workspace_bytes(c.b, c.h, c.t, c.t, c.d, c.d, false));
+    checkStatus(cu::attention_bwd(c.type, q, k, v, dout, dq, dk, dv, c.b, c.h,
+                                  c.t, c.t, c.d, c.d, scale, c.causal, {},
+                                  nullptr, nullptr, ws.get(), nullptr,
+                                  cu::AttentionPath::Auto, layout),
+                "attention_bwd (qkv)");
+  } else {
+    DevBytes bws(cu::attention_varlen_workspace_bytes(
+        c.type, sequences, c.b, c.h, c.t, c.d, c.d, true));
+    checkStatus(cu::attention_varlen_bwd(
+                    c.type, q, k, v, dout, dq, dk, dv, cuDev, sequences, c.b,
+                    c.h, c.t, c.d, c.d, scale, c.causal, bws.get(), nullptr,
+                    cu::AttentionPath::Auto, layout),
+                "attention_varlen_bwd (qkv)");
+  }
+  check(cudaDeviceSynchronize(), "attention (qkv)");
+  return dx.download();
+}
+
 class AttentionLayoutTest : public GpuTest {};
 
 TEST_F(AttentionLayoutTest, TokenRowsMatchHeadsFirstBitForBit) {
@@ -188,6 +224,20 @@ TEST_F(AttentionLayoutTest, TokenRowsMatchHeadsFirstBitForBit) {
     EXPECT_EQ(got.dq, tokenRows(want.dq, es, c)) << "query_grad";
     EXPECT_EQ(got.dk, tokenRows(want.dk, es, c)) << "key_grad";
     EXPECT_EQ(got.dv, tokenRows(want.dv, es, c)) << "value_grad";
+
+    // The three gradients side by side in one tensor of x's layout.
+    std::vector<uint8_t> qkv =
+        runQkvGrad(c, base, base + C * es, base + 2 * C * es, gd.get(),
+                   cuDev.get(), sequences, rows);
+    std::vector<uint8_t> wantQkv(qkv.size());
+    const std::vector<uint8_t> parts[3] = {tokenRows(want.dq, es, c),
+                                           tokenRows(want.dk, es, c),
+                                           tokenRows(want.dv, es, c)};
+    for (int64_t r = 0; r < c.b * c.t; ++r)
+      for (int i = 0; i < 3; ++i)
+        std::memcpy(&wantQkv[size_t(r * W + i * C) * es],
+                    &parts[i][size_t(r * C) * es], size_t(C) * es);
+    EXPECT_EQ(qkv, wantQkv) << "qkv_grad";
   }
 }
 
