@@ -288,7 +288,8 @@ bool foldBiasGrad(ReduceSumOp sum) {
     if (!g || g->a != view || user->getBlock() != sum->getBlock())
       continue;
     OpBuilder b(user);
-    SmallVector<Value, 3> operands = {g->a, g->b, g->c};
+    const SmallVector<Value, 3> original = {g->a, g->b, g->c};
+    SmallVector<Value, 3> operands = original;
     // Views of the sum read before the GEMM whose readers all come after
     // it (the slices that split a merged projection's bias gradient back
     // into the parameters') move down to the GEMM instead.
@@ -313,7 +314,7 @@ bool foldBiasGrad(ReduceSumOp sum) {
         if (v && !(v = availableAt(v, sum, b)))
           available = false;
       if (!available) {
-        for (auto [v, made] : llvm::zip(ValueRange{g->a, g->b, g->c}, operands))
+        for (auto [v, made] : llvm::zip(original, operands))
           if (made && made != v && made.use_empty())
             made.getDefiningOp()->erase();
         continue;

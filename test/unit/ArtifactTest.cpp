@@ -264,7 +264,7 @@ TEST_F(ArtifactTest, WritesAHandWrittenStep) {
   ASSERT_TRUE(gemm);
   EXPECT_EQ(text(gemm->get("attrs")),
             "{\"alpha\":1,\"beta\":1,\"transpose_a\":false,"
-            "\"transpose_b\":false}");
+            "\"transpose_b\":false,\"with_bias_grad\":false}");
   EXPECT_EQ(text(gemm->get("inputs")), "[5,0,1,-1]");
   EXPECT_EQ(text(findCall(*steps, "matmul")->get("attrs")),
             "{\"transpose_lhs\":true,\"transpose_rhs\":false}");
