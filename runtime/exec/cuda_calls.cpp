@@ -405,45 +405,62 @@ CallPlan planCall(const Function &fn, size_t s, const cuda::GemmContext &gemm,
   default:
     return plan;
   }
-  std::string error;
-  plan.gemm.plan = cuda::GemmPlan::create(gemm, desc, &error);
   GemmStep &g = plan.gemm;
-  if (!plan.gemm.plan && g.biasGrad == GemmStep::BiasGrad::Epilogue) {
-    // No BGRADB for this type or shape: the plain GEMM, then the column
-    // sums of A ([k, m] stored, op(A) = A^T) in a kernel of their own.
+  // The plan and, over packed tokens, one per bucket; false (with `error`)
+  // when cuBLASLt refuses one.
+  std::string error;
+  int64_t failedRows = -1;
+  auto makePlans = [&](const cuda::GemmDesc &full) {
+    g.bucketPlans.clear();
+    g.plan = cuda::GemmPlan::create(gemm, full, &error);
+    if (!g.plan)
+      return false;
+    plan.workspace = g.plan->workspaceBytes();
+    if (g.tokenDim == TokenDim::None || buckets.count == 0)
+      return true;
+    for (int b = 1; b <= buckets.count; ++b) {
+      cuda::GemmDesc d = full;
+      int64_t rows = std::min(step.tokenRows, buckets.rows(b));
+      if (g.tokenDim == TokenDim::M)
+        d.m = rows;
+      else if (g.tokenDim == TokenDim::K)
+        d.k = rows;
+      else
+        d.batch = (rows + g.k - 1) / g.k;
+      g.bucketPlans.push_back(cuda::GemmPlan::create(gemm, d, &error));
+      if (!g.bucketPlans.back()) {
+        failedRows = rows;
+        return false;
+      }
+      plan.workspace =
+          std::max(plan.workspace, g.bucketPlans.back()->workspaceBytes());
+    }
+    return true;
+  };
+  bool made = makePlans(desc);
+  if (!made && g.biasGrad == GemmStep::BiasGrad::Epilogue) {
+    // No BGRADB for this type or shape (the full GEMM's or a bucket's): the
+    // plain GEMMs, then the column sums of A ([k, m] stored, op(A) = A^T)
+    // in a kernel of their own.
     if (!desc.transA)
       fail(TCC_ERROR_BACKEND,
            where + "cuBLASLt has no bias-gradient epilogue for this GEMM (" +
                error + ") and the cuda backend sums only a transposed a");
     desc.epilogue = cuda::Epilogue::None;
     g.biasGrad = GemmStep::BiasGrad::Kernel;
-    plan.gemm.plan = cuda::GemmPlan::create(gemm, desc, &error);
+    failedRows = -1;
+    made = makePlans(desc);
   }
-  if (!plan.gemm.plan)
-    fail(TCC_ERROR_BACKEND, where + "cuBLASLt cannot run this GEMM: " + error);
-  plan.workspace = plan.gemm.plan->workspaceBytes();
+  if (!made)
+    fail(TCC_ERROR_BACKEND,
+         where + "cuBLASLt cannot run this GEMM" +
+             (failedRows >= 0
+                  ? " over " + std::to_string(failedRows) + " token rows"
+                  : std::string()) +
+             ": " + error);
   if (g.biasGrad == GemmStep::BiasGrad::Kernel)
     plan.workspace =
         std::max(plan.workspace, cuda::column_sums_workspace_bytes(g.k, g.m));
-  if (g.tokenDim == TokenDim::None || buckets.count == 0)
-    return plan;
-  for (int b = 1; b <= buckets.count; ++b) {
-    cuda::GemmDesc d = desc;
-    int64_t rows = std::min(step.tokenRows, buckets.rows(b));
-    if (g.tokenDim == TokenDim::M)
-      d.m = rows;
-    else if (g.tokenDim == TokenDim::K)
-      d.k = rows;
-    else
-      d.batch = (rows + g.k - 1) / g.k;
-    g.bucketPlans.push_back(cuda::GemmPlan::create(gemm, d, &error));
-    if (!g.bucketPlans.back())
-      fail(TCC_ERROR_BACKEND, where + "cuBLASLt cannot run this GEMM over " +
-                                  std::to_string(rows) + " token rows: " +
-                                  error);
-    plan.workspace =
-        std::max(plan.workspace, g.bucketPlans.back()->workspaceBytes());
-  }
   return plan;
 }
 
