@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <iterator>
 #include <map>
 #include <set>
@@ -179,7 +180,7 @@ StepCost stepCost(const Artifact &art, const Function &fn, size_t i,
     if (matrix && half)
       rate = gpu.bf16;
     else if (matrix && tf32 &&
-             opSchema(s.op).family != std::string("attention"))
+             std::strcmp(opSchema(s.op).family, "attention") != 0)
       rate = gpu.tf32; // f32 attention stays on the FMA units
     c.roofline = std::max(c.bytes / gpu.bandwidth, c.flops / rate);
     c.seconds = c.roofline / efficiency(c.family, half);

@@ -334,17 +334,23 @@ void checkSoftmaxGrad(CallCheck &c) { checkSoftmaxCall(c); }
 void checkLogSoftmax(CallCheck &c) { checkSoftmaxCall(c); }
 void checkLogSoftmaxGrad(CallCheck &c) { checkSoftmaxCall(c); }
 
-AttentionCall attentionCall(const Function &fn, const Step &step) {
-  const Attrs &a = step.attrs;
+/// Where an attention call's operands and gradients are (no shapes).
+static AttentionCall attentionOperands(Op op) {
   AttentionCall c;
-  if (step.op == Op::AttentionQkvGrad) {
+  if (op == Op::AttentionQkvGrad) {
     c.key = c.value = 0;
     c.resultGrad = 1;
     c.keyMask = 2;
     c.gradOutput[1] = c.gradOutput[2] = 0;
-  } else if (step.op == Op::AttentionGrad) {
+  } else if (op == Op::AttentionGrad) {
     c.keyMask = 4;
   }
+  return c;
+}
+
+AttentionCall attentionCall(const Function &fn, const Step &step) {
+  const Attrs &a = step.attrs;
+  AttentionCall c = attentionOperands(step.op);
   const Value &q = fn.values[step.inputs[c.query]],
               &k = fn.values[step.inputs[c.key]],
               &v = fn.values[step.inputs[c.value]];
@@ -380,11 +386,33 @@ AttentionCall attentionCall(const Function &fn, const Step &step) {
 }
 
 /// attention and attention_grad over [batch, heads, seq, head_dim], or
-/// token rows [batch, seq, width] (attribute heads > 0).
-static void checkAttentionCall(CallCheck &c, bool grad) {
-  const Value &q = *c.in(0), &k = *c.in(1), &v = *c.in(2);
-  const Value *mask = c.in(grad ? 4 : 3);
+/// token rows [batch, seq, width] (attribute heads > 0); attention_qkv_grad
+/// in token rows of one tensor whose rows the three columns tile.
+static void checkAttentionCall(CallCheck &c) {
+  const AttentionCall where = attentionOperands(c.step.op);
+  const bool grad = c.step.op != Op::Attention;
+  const bool qkvGrad = c.step.op == Op::AttentionQkvGrad;
+  const Value &q = *c.in(where.query), &k = *c.in(where.key),
+              &v = *c.in(where.value);
+  const Value *mask = c.in(where.keyMask);
   const Attrs &at = c.step.attrs;
+  if (qkvGrad) {
+    // One tensor: its three column ranges must cover every column of the
+    // gradient the call writes.
+    const int64_t span = at.heads * at.headDim;
+    std::vector<int64_t> columns = {at.queryColumn, at.keyColumn,
+                                    at.valueColumn};
+    std::sort(columns.begin(), columns.end());
+    if (at.heads <= 0 || at.headDim <= 0 || q.shape.size() != 3 ||
+        q.shape[2] != 3 * span ||
+        columns != std::vector<int64_t>{0, span, 2 * span})
+      c.bad("qkv " + describe(q) + " is not token rows tiled by " +
+            std::to_string(at.heads) + " heads of " +
+            std::to_string(at.headDim) + " at query, key and value columns " +
+            std::to_string(at.queryColumn) + ", " +
+            std::to_string(at.keyColumn) + ", " +
+            std::to_string(at.valueColumn));
+  }
   const size_t rank = at.heads > 0 ? 3 : 4;
   c.wantFloat(q, "query");
   for (auto [t, name] : {std::pair{&q, "query"}, {&k, "key"}, {&v, "value"}}) {
@@ -443,50 +471,18 @@ static void checkAttentionCall(CallCheck &c, bool grad) {
     c.wantLike(*c.out(0), "result", q.dtype, shape(tq, dv));
     return;
   }
-  c.wantLike(*c.in(3), "result_grad", q.dtype, shape(tq, dv));
+  c.wantLike(*c.in(where.resultGrad), "result_grad", q.dtype, shape(tq, dv));
+  if (qkvGrad) {
+    c.wantLike(*c.out(0), "qkv_grad", q, "qkv");
+    return;
+  }
   c.wantLike(*c.out(0), "query_grad", q.dtype, shape(tq, d));
   c.wantLike(*c.out(1), "key_grad", q.dtype, shape(tk, d));
   c.wantLike(*c.out(2), "value_grad", q.dtype, shape(tk, dv));
 }
-void checkAttention(CallCheck &c) { checkAttentionCall(c, false); }
-void checkAttentionGrad(CallCheck &c) { checkAttentionCall(c, true); }
-
-/// attention_qkv_grad: token rows [batch, seq, 3 * heads * head_dim], the
-/// query, key and value columns tiling the rows; the result like qkv.
-void checkAttentionQkvGrad(CallCheck &c) {
-  const Value &qkv = *c.in(0);
-  const Attrs &at = c.step.attrs;
-  c.wantFloat(qkv, "qkv");
-  c.wantRank(qkv, "qkv", 3);
-  if (at.heads <= 0 || at.headDim <= 0)
-    c.bad("heads " + std::to_string(at.heads) + " and head_dim " +
-          std::to_string(at.headDim) + " are not token rows");
-  const int64_t span = at.heads * at.headDim;
-  std::vector<int64_t> columns = {at.queryColumn, at.keyColumn, at.valueColumn};
-  std::sort(columns.begin(), columns.end());
-  if (qkv.shape[2] != 3 * span ||
-      columns != std::vector<int64_t>{0, span, 2 * span})
-    c.bad("qkv " + describe(qkv) +
-          " is not tiled by query, key and value columns " +
-          std::to_string(at.queryColumn) + ", " + std::to_string(at.keyColumn) +
-          ", " + std::to_string(at.valueColumn) + " of " +
-          std::to_string(span));
-  const int64_t b = qkv.shape[0], t = qkv.shape[1];
-  const Value *mask = c.in(2);
-  bool packed = mask && mask->dtype == DType::I32 &&
-                (mask->shape == std::vector<int64_t>{b + 1} ||
-                 mask->shape == std::vector<int64_t>{b * t + 1});
-  if (mask && !packed &&
-      (mask->shape != std::vector<int64_t>{b, t} ||
-       (mask->dtype != DType::Bool && mask->dtype != qkv.dtype)))
-    c.bad("key_mask is " + describe(*mask) + ", expected bool or " +
-          data::dtypeName(qkv.dtype) + " " +
-          shapeString({qkv.shape[0], qkv.shape[1]}) + " (or i32 " +
-          shapeString({qkv.shape[0] + 1}) + " cu_seqlens)");
-  c.wantLike(*c.in(1), "result_grad", qkv.dtype,
-             {qkv.shape[0], qkv.shape[1], span});
-  c.wantLike(*c.out(0), "qkv_grad", qkv, "qkv");
-}
+void checkAttention(CallCheck &c) { checkAttentionCall(c); }
+void checkAttentionGrad(CallCheck &c) { checkAttentionCall(c); }
+void checkAttentionQkvGrad(CallCheck &c) { checkAttentionCall(c); }
 
 /// cross_entropy and its gradient: [..., classes] logits, integer labels.
 static void checkCrossEntropyCall(CallCheck &c, bool grad) {

@@ -337,6 +337,46 @@ TEST_F(LoadError, ShapeAndByteMismatches) {
   expect(TCC_ERROR_FORMAT, {"results[1]", "does not fit param 'w'"});
 }
 
+TEST_F(LoadError, FusedCallLayouts) {
+  // attention_qkv_grad writes the q, k and v gradients at their operands'
+  // columns of one tensor: the columns must tile its rows. gemm's
+  // bias_grad result goes with with_bias_grad, never beside a bias.
+  auto qkvGrad = [&](int64_t keyColumn) {
+    TestArtifact a;
+    a.fn("train_step") = {
+        {"arena_bytes", 256},
+        {"inputs",
+         {tensor("x", "f32", {1, 2, 24}), tensor("g", "f32", {1, 2, 8})}},
+        {"values",
+         {slot("input", "f32", {1, 2, 24}, 0),
+          slot("input", "f32", {1, 2, 8}, 1), arena("f32", {1, 2, 24}, 0),
+          arena("f32", {}, 192)}},
+        {"steps",
+         {kernel("zero", {}, 3, 1), call("attention_qkv_grad", {0, 1, -1}, {2},
+                                         {{"scale", 0.5},
+                                          {"heads", 2},
+                                          {"head_dim", 4},
+                                          {"query_column", 0},
+                                          {"key_column", keyColumn},
+                                          {"value_column", 16}})}},
+        {"results", {{{"role", "loss"}, {"value", 3}}}}};
+    return a;
+  };
+  art = qkvGrad(8);
+  expect(TCC_OK, {});
+  art = qkvGrad(4);
+  expect(TCC_ERROR_FORMAT,
+         {"steps[1] (attention_qkv_grad)",
+          "qkv f32 [1, 2, 24] is not token rows tiled by 2 heads of 4 at "
+          "query, key and value columns 0, 4, 16"});
+  art = linearRegression();
+  json &gemm = trainSteps()[0];
+  gemm["op"] = "gemm";
+  gemm["attrs"] = {{"transpose_a", false}, {"with_bias_grad", true}};
+  expect(TCC_ERROR_FORMAT,
+         {"steps[0] (gemm)", "with_bias_grad has no bias_grad result"});
+}
+
 TEST_F(LoadError, DataFlow) {
   // gw's step moved before the step writing g.
   std::swap(trainSteps()[3], trainSteps()[4]);
